@@ -1,0 +1,37 @@
+import type { CommonQueryMethods } from 'slonik';
+import { findUser, type UserRow } from '../db/users';
+import { findWallet, type WalletRow } from '../db/wallets';
+import { AppError, notFound } from '../domain/errors';
+import type { Caller } from '../domain/types';
+
+/** 404 when it does not exist at all, 403 when it belongs to another application or mode. */
+export function assertOwned<T extends { application_id: string; mode: string }>(
+  caller: Caller,
+  row: T | null,
+  what: string,
+): T {
+  if (!row) throw notFound(what);
+  if (row.application_id !== caller.applicationId || row.mode !== caller.mode) {
+    throw new AppError(
+      'forbidden',
+      `You do not have permission to access this ${what.toLowerCase()}`,
+    );
+  }
+  return row;
+}
+
+export async function ownedUser(
+  db: CommonQueryMethods,
+  caller: Caller,
+  id: string,
+): Promise<UserRow> {
+  return assertOwned(caller, await findUser(db, id), 'User');
+}
+
+export async function ownedWallet(
+  db: CommonQueryMethods,
+  caller: Caller,
+  id: string,
+): Promise<WalletRow> {
+  return assertOwned(caller, await findWallet(db, id), 'Wallet');
+}

@@ -1,0 +1,34 @@
+import Router from '@koa/router';
+import Koa from 'koa';
+import type { ApiDeps } from './deps';
+import { jsonBody } from './middleware/body';
+import { errorsAndAccessLog } from './middleware/errors';
+import { mountRoutes } from './pipeline';
+import type { Route } from './route';
+import { systemRoutes } from './routes/system';
+import { transferRoutes } from './routes/transfers';
+import { userRoutes } from './routes/users';
+import { walletRoutes } from './routes/wallets';
+
+/** Every route of the API, in one list: the router and the OpenAPI document both read it. */
+export function apiRoutes(deps: ApiDeps): Route[] {
+  const routes: Route[] = [];
+  routes.push(
+    ...systemRoutes(deps, () => routes),
+    ...userRoutes(deps),
+    ...walletRoutes(deps),
+    ...transferRoutes(deps),
+  );
+  return routes;
+}
+
+export function createApp(deps: ApiDeps): Koa {
+  const app = new Koa({ proxy: true });
+  const router = new Router();
+  mountRoutes(router, apiRoutes(deps), deps.pool);
+  app.use(errorsAndAccessLog(deps.logger));
+  app.use(jsonBody());
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  return app;
+}

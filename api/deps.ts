@@ -1,0 +1,11 @@
+import type { Client } from '@temporalio/client';
+import type { DatabasePool } from 'slonik';
+import type { Config } from '../config';
+import type { Logger } from './logger';
+
+export type ApiDeps = {
+  config: Config;
+  pool: DatabasePool;
+  temporal: Client;
+  logger: Logger;
+};

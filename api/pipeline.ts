@@ -1,0 +1,146 @@
+import { createHash, createHash as hash } from 'node:crypto';
+import type Router from '@koa/router';
+import type Koa from 'koa';
+import type { DatabasePool } from 'slonik';
+import type { z } from 'zod';
+import { authenticate } from '../db/credentials';
+import { claimIdempotencyKey, completeIdempotencyKey } from '../db/idempotency';
+import { hitRateLimit } from '../db/rate-limit';
+import { AppError } from '../domain/errors';
+import { RATE_LIMIT_CATEGORIES, type Caller } from '../domain/types';
+import { RateLimitedError } from './middleware/errors';
+import type { HandlerResult, Route } from './route';
+import { uuidPattern } from './schemas';
+
+const UNAUTHENTICATED: Record<'missing' | 'invalid' | 'revoked' | 'expired', string> = {
+  missing: 'Missing application credentials: send the api-key and secret-key headers',
+  invalid: 'Invalid application credentials',
+  revoked: 'Invalid application credentials: this credential has been revoked',
+  expired: 'Invalid application credentials: this credential has expired',
+};
+
+async function authenticateRequest(
+  ctx: Koa.Context,
+  pool: DatabasePool,
+  category: keyof typeof RATE_LIMIT_CATEGORIES,
+): Promise<Caller> {
+  const apiKey = ctx.get('api-key');
+  const secretKey = ctx.get('secret-key');
+  if (!apiKey || !secretKey) throw new AppError('unauthenticated', UNAUTHENTICATED.missing);
+  const result = await authenticate(pool, apiKey, secretKey);
+  if (!result.ok) throw new AppError('unauthenticated', UNAUTHENTICATED[result.reason]);
+  const caller: Caller = {
+    applicationId: result.applicationId,
+    mode: result.mode,
+    credentialId: result.credentialId,
+  };
+  (ctx.state as { caller?: Caller }).caller = caller;
+  const limit = result.rateLimits[category] ?? RATE_LIMIT_CATEGORIES[category];
+  const hit = await hitRateLimit(pool, result.credentialId, category);
+  if (hit.count > limit) throw new RateLimitedError(hit.retryAfterSeconds);
+  return caller;
+}
+
+function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
+  if (!schema) return undefined as T;
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const field = issue.path.length ? issue.path.join('.') : where;
+    return `${field}: ${issue.message}`;
+  });
+  throw new AppError('validation_failed', problems.join('; '));
+}
+
+const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
+
+function requestHash(ctx: Koa.Context): Buffer {
+  return createHash('sha256')
+    .update(`${ctx.method}\n${ctx.path}\n${JSON.stringify(ctx.state.body ?? null)}`)
+    .digest();
+}
+
+/** Runs the handler, turning an expected failure into a result that can be stored and replayed. */
+async function settle(run: () => Promise<HandlerResult>): Promise<HandlerResult> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof AppError && error.status < 500) {
+      return { status: error.status, body: { detail: error.detail } };
+    }
+    throw error;
+  }
+}
+
+/** Mounts routes on the router: authentication, rate limit, validation, idempotency, handler. */
+export function mountRoutes(router: Router, routes: readonly Route[], pool: DatabasePool): void {
+  for (const route of routes) {
+    router[route.method](route.path, async function runRoute(ctx: Koa.Context) {
+      const caller = route.auth === null ? null : await authenticateRequest(ctx, pool, route.auth);
+      if (route.testModeOnly && caller?.mode !== 'test') {
+        throw new AppError('wrong_mode', 'This endpoint is available in Test Mode only');
+      }
+      for (const [name, value] of Object.entries(ctx.params as Record<string, string>)) {
+        if (name.endsWith('id') && !uuidPattern.test(value)) {
+          throw new AppError(
+            'not_found',
+            `${name.replace(/_?id$/, '').replace(/_/g, ' ') || 'resource'} not found`,
+          );
+        }
+      }
+      const params = parse(route.params, ctx.params, 'path');
+      const query = parse(route.query, ctx.query, 'query');
+      const key = route.idempotent ? ctx.get('idempotency-key') : '';
+      if (key && !IDEMPOTENCY_KEY.test(key)) {
+        throw new AppError(
+          'validation_failed',
+          'Idempotency-Key must be 1 to 255 printable characters',
+        );
+      }
+      const body = parse(route.body, ctx.state.body, 'body');
+      const input = { ctx, caller: caller as Caller, body, query, params, idempotency: null };
+
+      let result: HandlerResult;
+      if (key && caller) {
+        const claim = await claimIdempotencyKey(pool, caller, key, requestHash(ctx));
+        if (claim.kind === 'mismatch') {
+          throw new AppError(
+            'idempotency_mismatch',
+            'Idempotency-Key was already used with a different request',
+          );
+        }
+        if (claim.kind === 'replay') {
+          result = { status: claim.status, body: claim.body };
+        } else {
+          const idempotency = { key, claimedAt: claim.claimedAt };
+          // A 5xx leaves the claim open: a retry then re-attaches to the same workflow.
+          result = await settle(() => route.handler({ ...input, idempotency }));
+          await completeIdempotencyKey(pool, caller, key, result.status ?? 200, result.body);
+        }
+        if (claim.kind !== 'claimed') ctx.set('Idempotent-Replayed', 'true');
+      } else {
+        result = await route.handler(input);
+      }
+      ctx.status = result.status ?? 200;
+      ctx.body = result.body;
+      for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
+    });
+  }
+}
+
+/** A UUID derived from an idempotency key's use, so that a retry finds the same payment. */
+export function idFromKey(
+  caller: Caller,
+  idempotency: { key: string; claimedAt: string },
+  kind: string,
+): string {
+  const digest = hash('sha256')
+    .update(
+      `${caller.applicationId}\n${caller.mode}\n${idempotency.key}\n${idempotency.claimedAt}\n${kind}`,
+    )
+    .digest();
+  digest[6] = (digest[6]! & 0x0f) | 0x50; // version 5 (name-based)
+  digest[8] = (digest[8]! & 0x3f) | 0x80; // RFC 4122 variant
+  const h = digest.subarray(0, 16).toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}

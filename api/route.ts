@@ -1,0 +1,44 @@
+import type Koa from 'koa';
+import type { z } from 'zod';
+import type { Caller, RateLimitCategory } from '../domain/types';
+
+export type ResponseSpec = { description: string; schema?: z.ZodType };
+
+export type HandlerResult = { status?: number; body: unknown; headers?: Record<string, string> };
+
+export type RouteContext<B, Q, P> = {
+  ctx: Koa.Context;
+  caller: Caller;
+  body: B;
+  query: Q;
+  params: P;
+  /** Set on routes that accept an Idempotency-Key: the key and when this use of it began. */
+  idempotency: { key: string; claimedAt: string } | null;
+};
+
+/**
+ * One route: its validation schemas, documentation and handler together, so that the OpenAPI
+ * document is generated from the very schemas that validate the requests.
+ */
+export type Route<B = unknown, Q = unknown, P = unknown> = {
+  method: 'get' | 'post' | 'patch' | 'delete';
+  /** Koa style, with `:name` parameters. */
+  path: string;
+  summary: string;
+  tag: string;
+  /** A rate-limit category, for authenticated routes; `null` marks an unauthenticated route. */
+  auth: RateLimitCategory | null;
+  testModeOnly?: boolean;
+  /** Accepts `Idempotency-Key` (every POST that moves money). */
+  idempotent?: boolean;
+  body?: z.ZodType<B>;
+  query?: z.ZodType<Q>;
+  params?: z.ZodType<P>;
+  responses: Record<number, ResponseSpec>;
+  handler: (input: RouteContext<B, Q, P>) => Promise<HandlerResult>;
+};
+
+/** Keeps the generic parameters of one route while collecting routes of different shapes. */
+export function defineRoute<B, Q, P>(route: Route<B, Q, P>): Route {
+  return route as unknown as Route;
+}

@@ -1,0 +1,90 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { findTransaction } from '../../db/transactions';
+import { AppError, isErrorCode } from '../../domain/errors';
+import { SearchAttributes, workflowIds } from '../../workflows/shared';
+import { transferWorkflow } from '../../workflows/transfer';
+import { ownedWallet } from '../access';
+import type { ApiDeps } from '../deps';
+import { idFromKey } from '../pipeline';
+import { defineRoute, type Route } from '../route';
+import { ErrorBody, PositiveAmount } from '../schemas';
+import { TransactionBody, transactionBody } from '../serializers';
+import { runPaymentWorkflow } from '../temporal';
+
+const TransferRequest = z.object({
+  from_wallet_id: z.string().min(1),
+  to_wallet_id: z.string().min(1),
+  amount: PositiveAmount,
+  description: z.string().max(500).default(''),
+});
+
+const err = (description: string) => ({ description, schema: ErrorBody });
+
+export function transferRoutes(deps: ApiDeps): Route[] {
+  const { pool, temporal, config } = deps;
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/transactions/wallet/transfer',
+      summary: 'Transfer between two wallets of the application (a Temporal workflow)',
+      tag: 'Transactions',
+      auth: 'transfers',
+      idempotent: true,
+      body: TransferRequest,
+      responses: {
+        200: { description: 'The completed transfer', schema: TransactionBody },
+        400: err('Insufficient funds, or the same wallet on both sides'),
+        401: err('Missing or invalid credentials'),
+        403: err('A wallet is disabled or belongs to another application or mode'),
+        404: err('Wallet not found'),
+        422: err('Validation failure, or an Idempotency-Key reused with another request'),
+      },
+      handler: async ({ caller, body, idempotency }) => {
+        if (body.from_wallet_id === body.to_wallet_id) {
+          throw new AppError('same_wallet', 'Cannot transfer to the same wallet');
+        }
+        for (const id of [body.from_wallet_id, body.to_wallet_id]) {
+          const wallet = await ownedWallet(pool, caller, id);
+          if (!wallet.is_active) throw new AppError('wallet_disabled', 'Wallet is disabled');
+        }
+        const transactionId = idempotency
+          ? idFromKey(caller, idempotency, 'transfer')
+          : randomUUID();
+        const result = await runPaymentWorkflow(temporal, transferWorkflow, {
+          workflowId: workflowIds.transfer(transactionId),
+          taskQueue: config.temporal.taskQueue,
+          timeoutMs: config.api.requestTimeoutMs,
+          args: [
+            {
+              transactionId,
+              applicationId: caller.applicationId,
+              mode: caller.mode,
+              fromWalletId: body.from_wallet_id,
+              toWalletId: body.to_wallet_id,
+              amount: body.amount.toString(),
+              description: body.description,
+            },
+          ],
+          typedSearchAttributes: [
+            { key: SearchAttributes.ApplicationId, value: caller.applicationId },
+            { key: SearchAttributes.Mode, value: caller.mode },
+            { key: SearchAttributes.WalletId, value: [body.from_wallet_id, body.to_wallet_id] },
+            { key: SearchAttributes.PaymentType, value: 'transfer' },
+            { key: SearchAttributes.PaymentStatus, value: 'pending' },
+          ],
+        });
+        if (result.status === 'declined') {
+          throw new AppError(
+            isErrorCode(result.code) ? result.code : 'invalid_request',
+            result.detail,
+          );
+        }
+        const transaction = await findTransaction(pool, result.transactionId);
+        if (!transaction)
+          throw new Error(`transfer ${result.transactionId} completed without a record`);
+        return { body: transactionBody(transaction) };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,165 @@
+import { z } from 'zod';
+import { UniqueIntegrityConstraintViolationError } from 'slonik';
+import {
+  blockerToDelete,
+  deleteUser,
+  insertUser,
+  listUsers,
+  lockUser,
+  setUserActive,
+} from '../../db/users';
+import { AppError } from '../../domain/errors';
+import { assertOwned, ownedUser } from '../access';
+import type { ApiDeps } from '../deps';
+import { defineRoute, type Route } from '../route';
+import {
+  BooleanQuery,
+  ErrorBody,
+  MessageBody,
+  PageQuery,
+  pageEnvelope,
+  pageWindow,
+  toPage,
+} from '../schemas';
+import { UserBody, UserDetailBody, userBody, userDetailBody } from '../serializers';
+
+const CreateUser = z.object({
+  app_user_id: z
+    .union([z.string().min(1).max(255), z.number().finite()])
+    .transform((v) => String(v))
+    .meta({ description: 'The application’s own id; a number is stored and returned as a string' }),
+  name: z.string().trim().min(1).max(200),
+  phone_number: z.string().trim().min(3).max(32),
+  email: z.email().max(254).nullish(),
+  username: z.string().max(100).nullish(),
+  is_active: z.boolean().default(true),
+});
+
+const UserParams = z.object({ user_id: z.string() });
+const err = (description: string) => ({ description, schema: ErrorBody });
+
+export function userRoutes(deps: ApiDeps): Route[] {
+  const { pool } = deps;
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/users/create/',
+      summary: 'Create a user; create their wallet next',
+      tag: 'Users',
+      auth: 'default',
+      body: CreateUser,
+      responses: {
+        200: { description: 'The user', schema: UserBody },
+        400: err('Email already exists within the application'),
+        401: err('Missing or invalid credentials'),
+        422: err('Validation failure'),
+      },
+      handler: async ({ caller, body }) => {
+        try {
+          const user = await insertUser(pool, caller, {
+            app_user_id: body.app_user_id,
+            name: body.name,
+            phone_number: body.phone_number,
+            email: body.email ?? null,
+            username: body.username ?? null,
+            is_active: body.is_active,
+          });
+          return { body: userBody(user) };
+        } catch (error) {
+          if (error instanceof UniqueIntegrityConstraintViolationError) {
+            throw new AppError('email_taken', 'A user with this email already exists', {
+              cause: error,
+            });
+          }
+          throw error;
+        }
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/users/',
+      summary: 'List users (page envelope)',
+      tag: 'Users',
+      auth: 'default',
+      query: PageQuery.extend({ is_active: BooleanQuery.optional() }),
+      responses: {
+        200: { description: 'A page of users', schema: pageEnvelope(UserBody) },
+        401: err('Missing or invalid credentials'),
+        422: err('Invalid paging or filter'),
+      },
+      handler: async ({ caller, query }) => {
+        const { rows, total } = await listUsers(
+          pool,
+          caller,
+          { is_active: query.is_active },
+          pageWindow(query),
+        );
+        return { body: toPage(rows.map(userBody), total, query) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/users/:user_id/',
+      summary: 'Get a user',
+      tag: 'Users',
+      auth: 'default',
+      params: UserParams,
+      responses: {
+        200: { description: 'The user', schema: UserDetailBody },
+        401: err('Missing or invalid credentials'),
+        403: err('The user belongs to another application or mode'),
+        404: err('User not found'),
+      },
+      handler: async ({ caller, params }) => ({
+        body: userDetailBody(await ownedUser(pool, caller, params.user_id)),
+      }),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/api/v1/users/:user_id/',
+      summary: 'Delete a user: personal data and wallet are purged; ledger entries stay',
+      tag: 'Users',
+      auth: 'default',
+      params: UserParams,
+      responses: {
+        200: { description: 'Deleted', schema: MessageBody },
+        400: err('The wallet holds money, or an escrow hold or payment is open'),
+        401: err('Missing or invalid credentials'),
+        403: err('The user belongs to another application or mode'),
+        404: err('User not found'),
+      },
+      handler: async ({ caller, params }) => {
+        await pool.transaction(async (trx) => {
+          assertOwned(caller, await lockUser(trx, params.user_id), 'User');
+          const blocker = await blockerToDelete(trx, params.user_id);
+          if (blocker) throw new AppError('not_deletable', blocker);
+          await deleteUser(trx, params.user_id);
+        });
+        return { body: { message: 'User deleted successfully' } };
+      },
+    }),
+    ...(['enable', 'disable'] as const).map((action) =>
+      defineRoute({
+        method: 'post',
+        path: `/api/v1/users/:user_id/${action}`,
+        summary: `${action === 'enable' ? 'Enable' : 'Disable'} a user and their wallet`,
+        tag: 'Users',
+        auth: 'default',
+        params: UserParams,
+        responses: {
+          200: { description: 'Done', schema: MessageBody },
+          401: err('Missing or invalid credentials'),
+          403: err('The user belongs to another application or mode'),
+          404: err('User not found'),
+        },
+        handler: async ({ caller, params }) => {
+          await pool.transaction(async (trx) => {
+            assertOwned(caller, await lockUser(trx, params.user_id), 'User');
+            await setUserActive(trx, params.user_id, action === 'enable');
+          });
+          return { body: { message: `User ${action}d successfully` } };
+        },
+      }),
+    ),
+  ];
+}

@@ -1,0 +1,138 @@
+import { z } from 'zod';
+import { findApplication } from '../../db/applications';
+import { lockUser } from '../../db/users';
+import { findWalletByUser, insertWallet, listWallets, setWalletActive } from '../../db/wallets';
+import { AppError } from '../../domain/errors';
+import { assertOwned, ownedUser, ownedWallet } from '../access';
+import type { ApiDeps } from '../deps';
+import { defineRoute, type Route } from '../route';
+import { BooleanQuery, ErrorBody, PageQuery } from '../schemas';
+import { WalletBody, walletBody } from '../serializers';
+
+const err = (description: string) => ({ description, schema: ErrorBody });
+
+export function walletRoutes(deps: ApiDeps): Route[] {
+  const { pool } = deps;
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/wallets/create/:user_id/',
+      summary: 'Create the user’s wallet, in the application’s base currency',
+      tag: 'Wallets',
+      auth: 'default',
+      params: z.object({ user_id: z.string() }),
+      responses: {
+        200: { description: 'The wallet', schema: WalletBody },
+        400: err('A wallet already exists for the user'),
+        401: err('Missing or invalid credentials'),
+        403: err('The user belongs to another application or mode'),
+        404: err('User not found'),
+      },
+      handler: async ({ caller, params }) => {
+        const app = await findApplication(pool, caller.applicationId);
+        if (!app) throw new Error('the caller’s application does not exist');
+        const wallet = await pool.transaction(async (trx) => {
+          const user = assertOwned(caller, await lockUser(trx, params.user_id), 'User');
+          if (await findWalletByUser(trx, user.id)) {
+            throw new AppError('wallet_exists', 'A wallet already exists for this user');
+          }
+          return insertWallet(trx, caller, user.id, app.base_currency, user.is_active);
+        });
+        return { body: walletBody(wallet) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/wallets/',
+      summary: 'List wallets: a bare array, paged, with X-Total-Count and Link headers',
+      tag: 'Wallets',
+      auth: 'default',
+      query: PageQuery.extend({ is_active: BooleanQuery.optional() }),
+      responses: {
+        200: { description: 'Wallets', schema: z.array(WalletBody) },
+        401: err('Missing or invalid credentials'),
+        422: err('Invalid paging or filter'),
+      },
+      handler: async ({ ctx, caller, query }) => {
+        const { rows, total } = await listWallets(
+          pool,
+          caller,
+          { is_active: query.is_active },
+          { limit: query.per_page, offset: (query.page - 1) * query.per_page },
+        );
+        return {
+          body: rows.map(walletBody),
+          headers: {
+            'X-Total-Count': String(total),
+            ...linkHeader(ctx.path, ctx.querystring, query.page, query.per_page, total),
+          },
+        };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/wallets/:user_id/',
+      summary: 'Get a user’s wallet (by the owner’s user id)',
+      tag: 'Wallets',
+      auth: 'default',
+      params: z.object({ user_id: z.string() }),
+      responses: {
+        200: { description: 'The wallet', schema: WalletBody },
+        401: err('Missing or invalid credentials'),
+        403: err('The user belongs to another application or mode'),
+        404: err('The user has no wallet'),
+      },
+      handler: async ({ caller, params }) => {
+        await ownedUser(pool, caller, params.user_id);
+        const wallet = await findWalletByUser(pool, params.user_id);
+        if (!wallet) throw new AppError('not_found', 'Wallet not found');
+        return { body: walletBody(wallet) };
+      },
+    }),
+    ...(['enable', 'disable'] as const).map((action) =>
+      defineRoute({
+        method: 'post',
+        path: `/api/v1/wallets/:wallet_id/${action}`,
+        summary: `${action === 'enable' ? 'Enable' : 'Disable'} a wallet`,
+        tag: 'Wallets',
+        auth: 'default',
+        params: z.object({ wallet_id: z.string() }),
+        responses: {
+          200: { description: 'The wallet', schema: WalletBody },
+          400: err(action === 'enable' ? 'The owning user is disabled' : 'Invalid request'),
+          401: err('Missing or invalid credentials'),
+          403: err('The wallet belongs to another application or mode'),
+          404: err('Wallet not found'),
+        },
+        handler: async ({ caller, params }) => {
+          const wallet = await ownedWallet(pool, caller, params.wallet_id);
+          if (action === 'enable' && !wallet.user_is_active) {
+            throw new AppError('user_disabled', 'The user owning this wallet is disabled');
+          }
+          return { body: walletBody(await setWalletActive(pool, wallet.id, action === 'enable')) };
+        },
+      }),
+    ),
+  ];
+}
+
+/** RFC 8288 links to the neighbouring pages, keeping the other query parameters. */
+function linkHeader(
+  path: string,
+  querystring: string,
+  page: number,
+  perPage: number,
+  total: number,
+): Record<string, string> {
+  const pages = Math.ceil(total / perPage);
+  const at = (p: number) => {
+    const q = new URLSearchParams(querystring);
+    q.set('page', String(p));
+    q.set('per_page', String(perPage));
+    return `<${path}?${q.toString()}>`;
+  };
+  const links: string[] = [];
+  if (page < pages) links.push(`${at(page + 1)}; rel="next"`);
+  if (page > 1) links.push(`${at(Math.min(page - 1, Math.max(pages, 1)))}; rel="prev"`);
+  return links.length ? { Link: links.join(', ') } : {};
+}

@@ -1,0 +1,107 @@
+import { z } from 'zod';
+import type { TransactionRow } from '../db/transactions';
+import type { UserRow } from '../db/users';
+import type { WalletRow } from '../db/wallets';
+import { minorToMajorNumber } from '../domain/money';
+import { TRANSACTION_STATUSES, TRANSACTION_TYPES } from '../domain/types';
+
+export const UserBody = z
+  .object({
+    id: z.string(),
+    app_user_id: z.string(),
+    name: z.string(),
+    phone_number: z.string(),
+    email: z.string().nullable(),
+    username: z.string().nullable(),
+    is_active: z.boolean(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ id: 'User' });
+
+/** The get-user shape of the specification: no `updated_at`. */
+export const UserDetailBody = UserBody.omit({ updated_at: true, username: true }).meta({
+  id: 'UserDetail',
+});
+
+export const WalletBody = z
+  .object({
+    id: z.string(),
+    user_id: z.string(),
+    balance: z.number(),
+    currency: z.enum(['USD', 'SLE']),
+    is_active: z.boolean(),
+  })
+  .meta({ id: 'Wallet' });
+
+export const TransactionBody = z
+  .object({
+    id: z.string(),
+    wallet_id: z.string().nullable(),
+    escrow_wallet_id: z.string().nullable(),
+    recipient_wallet_id: z.string().nullable(),
+    application_wallet_id: z.string().nullable(),
+    amount: z.number(),
+    escrow_amount: z.number(),
+    application_fee: z.number().nullable(),
+    transaction_type: z.enum(TRANSACTION_TYPES),
+    status: z.enum(TRANSACTION_STATUSES),
+    description: z.string(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ id: 'Transaction' });
+
+export function userBody(u: UserRow): z.infer<typeof UserBody> {
+  return {
+    id: u.id,
+    app_user_id: u.app_user_id,
+    name: u.name,
+    phone_number: u.phone_number,
+    email: u.email,
+    username: u.username,
+    is_active: u.is_active,
+    created_at: u.created_at,
+    updated_at: u.updated_at,
+  };
+}
+
+export function userDetailBody(u: UserRow): z.infer<typeof UserDetailBody> {
+  return {
+    id: u.id,
+    app_user_id: u.app_user_id,
+    name: u.name,
+    email: u.email,
+    phone_number: u.phone_number,
+    is_active: u.is_active,
+    created_at: u.created_at,
+  };
+}
+
+export function walletBody(w: WalletRow): z.infer<typeof WalletBody> {
+  return {
+    id: w.id,
+    user_id: w.user_id,
+    balance: minorToMajorNumber(w.balance),
+    currency: w.currency,
+    is_active: w.is_active,
+  };
+}
+
+export function transactionBody(t: TransactionRow): z.infer<typeof TransactionBody> {
+  return {
+    id: t.id,
+    wallet_id: t.wallet_id,
+    escrow_wallet_id: t.escrow_wallet_id,
+    recipient_wallet_id: t.recipient_wallet_id,
+    application_wallet_id: t.application_wallet_id,
+    amount: minorToMajorNumber(t.amount),
+    escrow_amount: minorToMajorNumber(t.escrow_amount),
+    application_fee: t.application_fee === null ? null : minorToMajorNumber(t.application_fee),
+    transaction_type: t.transaction_type,
+    status: t.status,
+    description: t.description,
+    created_at: t.created_at,
+    updated_at: t.updated_at,
+  };
+}

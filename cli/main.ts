@@ -1,0 +1,231 @@
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../config';
+import { createLogger } from '../api/logger';
+import {
+  createApplication,
+  findApplication,
+  updateApplication,
+  type ApplicationRow,
+} from '../db/applications';
+import { createCredential, listCredentials, revokeCredential } from '../db/credentials';
+import { createDatabasePool, type DatabasePool } from '../db/pool';
+import { openLocalDatabase } from '../scripts/local-database';
+import { parseMajorDecimal } from '../domain/money';
+import { PAYMENT_METHODS, RATE_LIMIT_CATEGORIES } from '../domain/types';
+
+/**
+ * The dashboard of the specification, on the command line: applications and credentials.
+ * Each command prints one JSON document on standard output; logs go to standard error; bad
+ * arguments exit with status 2.
+ */
+class UsageError extends Error {}
+
+const USAGE = `usage:
+  cli apps create --name NAME --currency USD|SLE [--escrow-fee-bps N] [--escrow-fee-fixed AMOUNT]
+  cli apps update --app APP_ID [--currency USD|SLE] [--escrow-fee-bps N] [--escrow-fee-fixed AMOUNT] [--fee METHOD=BPS ...] [--rate-limit CATEGORY=PER_MINUTE ...]
+  cli credentials create --app APP_ID --mode test|live [--expires-at ISO_TIME]
+  cli credentials revoke --api-key API_KEY
+  cli credentials list --app APP_ID`;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function currency(value: string | undefined): 'USD' | 'SLE' | undefined {
+  if (value === undefined) return undefined;
+  if (value !== 'USD' && value !== 'SLE') throw new UsageError('--currency must be USD or SLE');
+  return value;
+}
+
+function bps(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || Number(value) > 10_000) {
+    throw new UsageError(`${name} must be a whole number of basis points from 0 to 10000`);
+  }
+  return Number(value);
+}
+
+function fixedAmount(value: string | undefined): bigint | undefined {
+  if (value === undefined) return undefined;
+  const minor = parseMajorDecimal(value);
+  if (minor === null) throw new UsageError('--escrow-fee-fixed must be an amount like 0.50');
+  return minor;
+}
+
+function appId(value: string | undefined): string {
+  if (!value || !UUID.test(value)) throw new UsageError('--app must be an application id');
+  return value;
+}
+
+function pairs<K extends string>(
+  values: string[] | undefined,
+  allowed: readonly K[],
+  flag: string,
+  check: (n: string) => number,
+): Partial<Record<K, number>> | undefined {
+  if (!values?.length) return undefined;
+  const out: Partial<Record<K, number>> = {};
+  for (const item of values) {
+    const [name, raw] = item.split('=');
+    if (!name || raw === undefined || !(allowed as readonly string[]).includes(name)) {
+      throw new UsageError(`${flag} takes NAME=VALUE with NAME one of ${allowed.join(', ')}`);
+    }
+    out[name as K] = check(raw);
+  }
+  return out;
+}
+
+function applicationJson(app: ApplicationRow) {
+  return {
+    id: app.id,
+    name: app.name,
+    base_currency: app.base_currency,
+    escrow_fee_bps: app.escrow_fee_bps,
+    escrow_fee_fixed: (Number(app.escrow_fee_fixed) / 100).toFixed(2),
+    fees: app.fee_bps,
+    rate_limits: { ...RATE_LIMIT_CATEGORIES, ...app.rate_limits },
+    created_at: app.created_at,
+    updated_at: app.updated_at,
+  };
+}
+
+export async function runCli(argv: string[], pool: DatabasePool): Promise<unknown> {
+  const [group, command, ...rest] = argv;
+  const { values } = (() => {
+    try {
+      return parseArgs({
+        args: rest,
+        strict: true,
+        options: {
+          name: { type: 'string' },
+          currency: { type: 'string' },
+          'escrow-fee-bps': { type: 'string' },
+          'escrow-fee-fixed': { type: 'string' },
+          app: { type: 'string' },
+          fee: { type: 'string', multiple: true },
+          'rate-limit': { type: 'string', multiple: true },
+          mode: { type: 'string' },
+          'expires-at': { type: 'string' },
+          'api-key': { type: 'string' },
+        },
+      });
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
+  })();
+  const key = `${group ?? ''} ${command ?? ''}`;
+  switch (key) {
+    case 'apps create': {
+      const name = values.name?.trim();
+      if (!name) throw new UsageError('--name is required');
+      const baseCurrency = currency(values.currency);
+      if (!baseCurrency) throw new UsageError('--currency is required (USD or SLE)');
+      const app = await createApplication(pool, {
+        name,
+        baseCurrency,
+        escrowFeeBps: bps(values['escrow-fee-bps'], '--escrow-fee-bps'),
+        escrowFeeFixed: fixedAmount(values['escrow-fee-fixed']),
+      });
+      const test = await createCredential(pool, { applicationId: app.id, mode: 'test' });
+      const live = await createCredential(pool, { applicationId: app.id, mode: 'live' });
+      return {
+        application: { id: app.id, name: app.name, base_currency: app.base_currency },
+        credentials: {
+          test: { api_key: test.api_key, secret_key: test.secret_key },
+          live: { api_key: live.api_key, secret_key: live.secret_key },
+        },
+      };
+    }
+    case 'apps update': {
+      const id = appId(values.app);
+      const app = await updateApplication(pool, id, {
+        baseCurrency: currency(values.currency),
+        escrowFeeBps: bps(values['escrow-fee-bps'], '--escrow-fee-bps'),
+        escrowFeeFixed: fixedAmount(values['escrow-fee-fixed']),
+        feeBps: pairs(values.fee, PAYMENT_METHODS, '--fee', (v) => bps(v, '--fee')!),
+        rateLimits: pairs(
+          values['rate-limit'],
+          Object.keys(RATE_LIMIT_CATEGORIES) as (keyof typeof RATE_LIMIT_CATEGORIES)[],
+          '--rate-limit',
+          (v) => {
+            if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > 1_000_000) {
+              throw new UsageError(
+                '--rate-limit takes a whole number of requests per minute, at least 1',
+              );
+            }
+            return Number(v);
+          },
+        ),
+      });
+      if (!app) throw new UsageError(`no application ${id}`);
+      return { application: applicationJson(app) };
+    }
+    case 'credentials create': {
+      const id = appId(values.app);
+      const mode = values.mode;
+      if (mode !== 'test' && mode !== 'live') throw new UsageError('--mode must be test or live');
+      const expiresAt = values['expires-at'];
+      if (expiresAt !== undefined && Number.isNaN(Date.parse(expiresAt))) {
+        throw new UsageError('--expires-at must be an ISO 8601 time');
+      }
+      if (!(await findApplication(pool, id))) throw new UsageError(`no application ${id}`);
+      const created = await createCredential(pool, {
+        applicationId: id,
+        mode,
+        expiresAt: expiresAt ? new Date(expiresAt).toISOString() : null,
+      });
+      return {
+        api_key: created.api_key,
+        secret_key: created.secret_key,
+        mode: created.mode,
+        expires_at: created.expires_at,
+      };
+    }
+    case 'credentials revoke': {
+      const apiKey = values['api-key'];
+      if (!apiKey) throw new UsageError('--api-key is required');
+      const revoked = await revokeCredential(pool, apiKey);
+      if (!revoked) throw new UsageError('no credential has this API key');
+      return revoked;
+    }
+    case 'credentials list': {
+      const id = appId(values.app);
+      if (!(await findApplication(pool, id))) throw new UsageError(`no application ${id}`);
+      return { credentials: await listCredentials(pool, id) };
+    }
+    default:
+      throw new UsageError(`unknown command: ${key.trim() || '(none)'}`);
+  }
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.log.level === 'info' ? 'warn' : config.log.level);
+  const argv = process.argv.slice(2);
+  if (argv.length === 0 || argv.includes('--help')) {
+    process.stderr.write(`${USAGE}\n`);
+    process.exitCode = argv.length === 0 ? 2 : 0;
+    return;
+  }
+  const database = await openLocalDatabase(config, logger);
+  const pool = await createDatabasePool(database.url, { maximumPoolSize: 2 });
+  try {
+    const out = await runCli(argv, pool);
+    process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      process.stderr.write(`error: ${error.message}\n${USAGE}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    throw error;
+  } finally {
+    await pool.end();
+    await database.stop();
+  }
+}
+
+if (require.main === module) {
+  main().catch((error: unknown) => {
+    process.stderr.write(`cli failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  });
+}

@@ -1,0 +1,91 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * The one place that reads the environment. Everything else receives a typed `Config`.
+ */
+const rootDir = path.resolve(__dirname, '..');
+
+const port = z.coerce.number().int().min(0).max(65535);
+
+const envSchema = z.object({
+  NODE_ENV: z.string().default('development'),
+  PORT: port.default(3000),
+  HOST: z.string().default('0.0.0.0'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  DATA_DIR: z.string().default(path.join(rootDir, '.data')),
+  DATABASE_URL: z.string().url().optional(),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
+  EMBEDDED_PG_PORT: port.default(54329),
+  TEMPORAL_ADDRESS: z.string().optional(),
+  TEMPORAL_NAMESPACE: z.string().default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().default('payments'),
+  TEMPORAL_PORT: port.default(7233),
+  TEMPORAL_UI_PORT: port.default(8233),
+  TEMPORAL_WORKFLOW_BUNDLE: z.string().optional(),
+  FX_SLE_PER_USD: z
+    .string()
+    .regex(/^\d+(\.\d{1,2})?$/, 'FX_SLE_PER_USD must be a decimal with at most 2 decimals')
+    .default('24.00'),
+  API_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+});
+
+export type Config = {
+  env: string;
+  rootDir: string;
+  dataDir: string;
+  api: { port: number; host: string; requestTimeoutMs: number };
+  log: { level: z.infer<typeof envSchema>['LOG_LEVEL'] };
+  database: { url: string | undefined; poolSize: number; embeddedPort: number };
+  temporal: {
+    address: string | undefined;
+    namespace: string;
+    taskQueue: string;
+    port: number;
+    uiPort: number;
+    workflowBundlePath: string | undefined;
+  };
+  fx: { slePerUsd: string };
+};
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new Error(`Invalid configuration: ${problems.join('; ')}`);
+  }
+  const e = parsed.data;
+  return {
+    env: e.NODE_ENV,
+    rootDir,
+    dataDir: path.resolve(e.DATA_DIR),
+    api: { port: e.PORT, host: e.HOST, requestTimeoutMs: e.API_REQUEST_TIMEOUT_MS },
+    log: { level: e.LOG_LEVEL },
+    database: {
+      url: e.DATABASE_URL,
+      poolSize: e.DATABASE_POOL_SIZE,
+      embeddedPort: e.EMBEDDED_PG_PORT,
+    },
+    temporal: {
+      address: e.TEMPORAL_ADDRESS,
+      namespace: e.TEMPORAL_NAMESPACE,
+      taskQueue: e.TEMPORAL_TASK_QUEUE,
+      port: e.TEMPORAL_PORT,
+      uiPort: e.TEMPORAL_UI_PORT,
+      workflowBundlePath: e.TEMPORAL_WORKFLOW_BUNDLE,
+    },
+    fx: { slePerUsd: e.FX_SLE_PER_USD },
+  };
+}
+
+/** Requires a database URL: production entry points refuse to guess. */
+export function requireDatabaseUrl(config: Config): string {
+  if (!config.database.url) {
+    throw new Error('DATABASE_URL is not set (npm start sets it for the embedded Postgres)');
+  }
+  return config.database.url;
+}
+
+export function temporalAddress(config: Config): string {
+  return config.temporal.address ?? `127.0.0.1:${config.temporal.port}`;
+}

@@ -1,0 +1,65 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type CommonQueryMethods } from 'slonik';
+import { z } from 'zod';
+import type { Currency } from '../domain/money';
+
+export const applicationRow = z.object({
+  id: z.string(),
+  name: z.string(),
+  base_currency: z.enum(['USD', 'SLE']),
+  escrow_fee_bps: z.number().int(),
+  escrow_fee_fixed: z.bigint(),
+  fee_bps: z.record(z.string(), z.number().int()),
+  rate_limits: z.record(z.string(), z.number().int()),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type ApplicationRow = z.infer<typeof applicationRow>;
+
+const columns = sql.fragment`id, name, base_currency, escrow_fee_bps, escrow_fee_fixed, fee_bps, rate_limits, created_at, updated_at`;
+
+export async function createApplication(
+  db: CommonQueryMethods,
+  input: { name: string; baseCurrency: Currency; escrowFeeBps?: number; escrowFeeFixed?: bigint },
+): Promise<ApplicationRow> {
+  return db.one(sql.type(applicationRow)`
+    INSERT INTO applications (id, name, base_currency, escrow_fee_bps, escrow_fee_fixed)
+    VALUES (${randomUUID()}, ${input.name}, ${input.baseCurrency}, ${input.escrowFeeBps ?? 0},
+            ${(input.escrowFeeFixed ?? 0n).toString()})
+    RETURNING ${columns}`);
+}
+
+export async function findApplication(
+  db: CommonQueryMethods,
+  id: string,
+): Promise<ApplicationRow | null> {
+  return db.maybeOne(
+    sql.type(applicationRow)`SELECT ${columns} FROM applications WHERE id = ${id}`,
+  );
+}
+
+export type ApplicationUpdate = {
+  baseCurrency?: Currency;
+  escrowFeeBps?: number;
+  escrowFeeFixed?: bigint;
+  feeBps?: Record<string, number>;
+  rateLimits?: Record<string, number>;
+};
+
+/** Applies the given settings; fee and rate-limit maps are merged into what is there. */
+export async function updateApplication(
+  db: CommonQueryMethods,
+  id: string,
+  update: ApplicationUpdate,
+): Promise<ApplicationRow | null> {
+  return db.maybeOne(sql.type(applicationRow)`
+    UPDATE applications SET
+      base_currency = coalesce(${update.baseCurrency ?? null}, base_currency),
+      escrow_fee_bps = coalesce(${update.escrowFeeBps ?? null}::integer, escrow_fee_bps),
+      escrow_fee_fixed = coalesce(${update.escrowFeeFixed?.toString() ?? null}::bigint, escrow_fee_fixed),
+      fee_bps = fee_bps || ${sql.jsonb(update.feeBps ?? {})},
+      rate_limits = rate_limits || ${sql.jsonb(update.rateLimits ?? {})},
+      updated_at = now()
+    WHERE id = ${id}
+    RETURNING ${columns}`);
+}

@@ -1,0 +1,96 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
+import { z } from 'zod';
+import { assertBalanced, lockOrder, type Posting } from '../domain/ledger';
+import type { Currency } from '../domain/money';
+import type { Mode } from '../domain/types';
+
+export const SYSTEM_ACCOUNT_KINDS = [
+  'escrow',
+  'application_fees',
+  'provider_clearing_mobile_money',
+  'provider_clearing_card',
+  'payouts',
+  'fx',
+] as const;
+export type SystemAccountKind = (typeof SYSTEM_ACCOUNT_KINDS)[number];
+
+const lockedAccount = z.object({
+  id: z.string(),
+  application_id: z.string(),
+  mode: z.enum(['test', 'live']),
+  kind: z.string(),
+  currency: z.enum(['USD', 'SLE']),
+  balance: z.bigint(),
+});
+export type LockedAccount = z.infer<typeof lockedAccount>;
+
+/**
+ * Locks the accounts a ledger transaction will touch, in the one fixed order of
+ * `domain/ledger.lockOrder` (user wallets, then system accounts, each by id), and returns
+ * them by id. Call it first in the database transaction.
+ */
+export async function lockAccounts(
+  trx: DatabaseTransactionConnection,
+  ids: readonly string[],
+): Promise<Map<string, LockedAccount>> {
+  const unique = [...new Set(ids)];
+  const rows = await trx.any(sql.type(lockedAccount)`
+    SELECT id, application_id, mode, kind, currency, balance
+    FROM ledger_accounts
+    WHERE id = ANY(${sql.array(unique, 'uuid')})
+    ORDER BY (kind <> 'user_wallet'), id
+    FOR UPDATE`);
+  const ordered = lockOrder(rows);
+  return new Map(ordered.map((r) => [r.id, r]));
+}
+
+/**
+ * Writes one balanced ledger transaction. The entries' trigger moves each stored balance in the
+ * same statement; a deferred trigger checks the balance per currency at commit; the wallet
+ * check constraint refuses a negative user balance. The accounts must be locked already.
+ */
+export async function postLedgerTransaction(
+  trx: DatabaseTransactionConnection,
+  input: {
+    applicationId: string;
+    mode: Mode;
+    transactionId: string | null;
+    kind: string;
+    description?: string;
+    metadata?: Record<string, string | number | boolean | null>;
+    postings: readonly Posting[];
+  },
+): Promise<string> {
+  assertBalanced(input.postings);
+  const id = randomUUID();
+  await trx.query(sql.unsafe`
+    INSERT INTO ledger_transactions (id, application_id, mode, transaction_id, kind, description, metadata)
+    VALUES (${id}, ${input.applicationId}, ${input.mode}, ${input.transactionId}, ${input.kind},
+            ${input.description ?? ''}, ${sql.jsonb(input.metadata ?? {})})`);
+  await trx.query(sql.unsafe`
+    INSERT INTO ledger_entries (ledger_transaction_id, account_id, currency, amount)
+    SELECT ${id}, account_id, currency, amount
+    FROM ${sql.unnest(
+      input.postings.map((p) => [p.accountId, p.currency, p.amount.toString()]),
+      ['uuid', 'text', 'int8'],
+    )} AS p(account_id, currency, amount)`);
+  return id;
+}
+
+/** The system account of an application, mode, kind and currency, opened on first use. */
+export async function systemAccountId(
+  db: CommonQueryMethods,
+  applicationId: string,
+  mode: Mode,
+  kind: SystemAccountKind,
+  currency: Currency,
+): Promise<string> {
+  await db.query(sql.unsafe`
+    INSERT INTO ledger_accounts (id, application_id, mode, kind, currency)
+    VALUES (${randomUUID()}, ${applicationId}, ${mode}, ${kind}, ${currency})
+    ON CONFLICT (application_id, mode, kind, currency) WHERE kind <> 'user_wallet' DO NOTHING`);
+  return db.oneFirst(sql.type(z.object({ id: z.string() }))`
+    SELECT id FROM ledger_accounts
+    WHERE application_id = ${applicationId} AND mode = ${mode} AND kind = ${kind} AND currency = ${currency}`);
+}

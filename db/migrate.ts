@@ -1,0 +1,62 @@
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import pg from 'pg';
+
+const migrationsDir = path.join(__dirname, 'migrations');
+
+export type MigrationResult = { applied: string[]; skipped: string[] };
+
+/**
+ * Applies the plain SQL migrations in name order, each in its own transaction, and records
+ * them, so that running it twice is safe. An advisory lock keeps two processes from migrating at
+ * once; a recorded migration whose file changed since is an error, not a silent skip. It uses a
+ * plain `pg` client because a migration file is many statements, which slonik rightly refuses.
+ */
+export async function migrate(databaseUrl: string): Promise<MigrationResult> {
+  const files = (await readdir(migrationsDir)).filter((f) => f.endsWith('.sql')).sort();
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock(7233001)');
+    await client.query(`
+      CREATE TABLE IF NOT EXISTS schema_migrations (
+        name text PRIMARY KEY,
+        checksum text NOT NULL,
+        applied_at timestamptz NOT NULL DEFAULT now()
+      )`);
+    const { rows } = await client.query<{ name: string; checksum: string }>(
+      'SELECT name, checksum FROM schema_migrations',
+    );
+    const done = new Map(rows.map((r) => [r.name, r.checksum]));
+    const result: MigrationResult = { applied: [], skipped: [] };
+    for (const file of files) {
+      const text = await readFile(path.join(migrationsDir, file), 'utf8');
+      const checksum = createHash('sha256').update(text).digest('hex');
+      const recorded = done.get(file);
+      if (recorded !== undefined) {
+        if (recorded !== checksum)
+          throw new Error(`Migration ${file} was changed after it was applied`);
+        result.skipped.push(file);
+        continue;
+      }
+      await client.query('BEGIN');
+      try {
+        await client.query(text);
+        await client.query('INSERT INTO schema_migrations (name, checksum) VALUES ($1, $2)', [
+          file,
+          checksum,
+        ]);
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK');
+        throw new Error(`Migration ${file} failed`, { cause: error });
+      }
+      result.applied.push(file);
+    }
+    return result;
+  } finally {
+    await client.query('SELECT pg_advisory_unlock(7233001)').catch(() => undefined);
+    await client.end();
+  }
+}

@@ -1,0 +1,47 @@
+import {
+  createBigintTypeParser,
+  createPool,
+  SchemaValidationError,
+  type DatabasePool,
+  type Interceptor,
+  type QueryResultRow,
+} from 'slonik';
+
+export type { DatabasePool, DatabaseTransactionConnection, CommonQueryMethods } from 'slonik';
+
+/** Timestamps arrive as ISO 8601 strings in UTC with a trailing Z, as the API shows them. */
+const timestamptzParser = {
+  name: 'timestamptz',
+  parse: (value: string) => new Date(value).toISOString(),
+};
+
+/**
+ * Validates every row of a `sql.type(schema)` query, so that a schema that drifts from the
+ * database fails loudly at the first query.
+ */
+const resultParserInterceptor: Interceptor = {
+  name: 'result-parser',
+  transformRowAsync: async (context, query, row) => {
+    const parser = context.resultParser;
+    if (!parser) return row;
+    const result = await parser['~standard'].validate(row);
+    if (result.issues) {
+      throw new SchemaValidationError(query, row, result.issues);
+    }
+    return result.value as QueryResultRow;
+  },
+};
+
+export async function createDatabasePool(
+  url: string,
+  options: { maximumPoolSize?: number } = {},
+): Promise<DatabasePool> {
+  return createPool(url, {
+    maximumPoolSize: options.maximumPoolSize ?? 20,
+    typeParsers: [createBigintTypeParser(), timestamptzParser],
+    interceptors: [resultParserInterceptor],
+    statementTimeout: 30_000,
+    idleInTransactionSessionTimeout: 60_000,
+    connectionTimeout: 10_000,
+  });
+}

@@ -1,0 +1,128 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type CommonQueryMethods } from 'slonik';
+import { z } from 'zod';
+import type { Currency } from '../domain/money';
+import {
+  TRANSACTION_STATUSES,
+  TRANSACTION_TYPES,
+  type Caller,
+  type Mode,
+  type TransactionStatus,
+  type TransactionType,
+} from '../domain/types';
+
+export const transactionRow = z.object({
+  id: z.string(),
+  application_id: z.string(),
+  mode: z.enum(['test', 'live']),
+  transaction_type: z.enum(TRANSACTION_TYPES),
+  status: z.enum(TRANSACTION_STATUSES),
+  wallet_id: z.string().nullable(),
+  recipient_wallet_id: z.string().nullable(),
+  escrow_wallet_id: z.string().nullable(),
+  application_wallet_id: z.string().nullable(),
+  currency: z.enum(['USD', 'SLE']),
+  amount: z.bigint(),
+  escrow_amount: z.bigint(),
+  application_fee: z.bigint().nullable(),
+  description: z.string(),
+  provider_reference: z.string().nullable(),
+  workflow_id: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type TransactionRow = z.infer<typeof transactionRow>;
+
+const columns = sql.fragment`id, application_id, mode, transaction_type, status, wallet_id,
+  recipient_wallet_id, escrow_wallet_id, application_wallet_id, currency, amount, escrow_amount,
+  application_fee, description, provider_reference, workflow_id, created_at, updated_at`;
+
+export type NewTransaction = {
+  id: string;
+  applicationId: string;
+  mode: Mode;
+  type: TransactionType;
+  status: TransactionStatus;
+  currency: Currency;
+  amount: bigint;
+  walletId?: string | null;
+  recipientWalletId?: string | null;
+  escrowWalletId?: string | null;
+  applicationWalletId?: string | null;
+  escrowAmount?: bigint;
+  applicationFee?: bigint | null;
+  description?: string;
+  providerReference?: string | null;
+  workflowId?: string | null;
+  metadata?: Record<string, unknown>;
+};
+
+export async function insertTransaction(
+  db: CommonQueryMethods,
+  t: NewTransaction,
+): Promise<TransactionRow> {
+  return db.one(sql.type(transactionRow)`
+    INSERT INTO transactions (id, application_id, mode, transaction_type, status, currency, amount,
+      wallet_id, recipient_wallet_id, escrow_wallet_id, application_wallet_id, escrow_amount,
+      application_fee, description, provider_reference, workflow_id, metadata)
+    VALUES (${t.id}, ${t.applicationId}, ${t.mode}, ${t.type}, ${t.status}, ${t.currency},
+      ${t.amount.toString()}, ${t.walletId ?? null}, ${t.recipientWalletId ?? null},
+      ${t.escrowWalletId ?? null}, ${t.applicationWalletId ?? null}, ${(t.escrowAmount ?? 0n).toString()},
+      ${t.applicationFee?.toString() ?? null}, ${t.description ?? ''}, ${t.providerReference ?? null},
+      ${t.workflowId ?? null}, ${sql.jsonb(JSON.parse(JSON.stringify(t.metadata ?? {})) as never)})
+    RETURNING ${columns}`);
+}
+
+export async function findTransaction(
+  db: CommonQueryMethods,
+  id: string,
+): Promise<TransactionRow | null> {
+  return db.maybeOne(
+    sql.type(transactionRow)`SELECT ${columns} FROM transactions WHERE id = ${id}`,
+  );
+}
+
+export async function listTransactions(
+  db: CommonQueryMethods,
+  caller: Caller,
+  filter: {
+    status?: string | undefined;
+    transaction_type?: string | undefined;
+    wallet_id?: string | undefined;
+  },
+  page: { limit: number; offset: number },
+): Promise<{ rows: readonly TransactionRow[]; total: number }> {
+  const where = sql.fragment`application_id = ${caller.applicationId} AND mode = ${caller.mode}
+    AND (${filter.status ?? null}::text IS NULL OR status = ${filter.status ?? null}::text)
+    AND (${filter.transaction_type ?? null}::text IS NULL OR transaction_type = ${filter.transaction_type ?? null}::text)
+    AND (${filter.wallet_id ?? null}::uuid IS NULL OR wallet_id = ${filter.wallet_id ?? null}::uuid
+         OR recipient_wallet_id = ${filter.wallet_id ?? null}::uuid)`;
+  const total = await db.oneFirst(
+    sql.type(
+      z.object({ count: z.number() }),
+    )`SELECT count(*)::int AS count FROM transactions WHERE ${where}`,
+  );
+  const rows = await db.any(sql.type(transactionRow)`
+    SELECT ${columns} FROM transactions WHERE ${where}
+    ORDER BY created_at DESC, id LIMIT ${page.limit} OFFSET ${page.offset}`);
+  return { rows, total };
+}
+
+/** Writes an event to the outbox; call it in the transaction of the movement it describes. */
+export async function insertEvent(
+  db: CommonQueryMethods,
+  e: {
+    applicationId: string;
+    mode: Mode;
+    type: string;
+    transactionId: string | null;
+    data: unknown;
+  },
+): Promise<string> {
+  const id = randomUUID();
+  await db.query(sql.unsafe`
+    INSERT INTO events (id, application_id, mode, type, transaction_id, data)
+    VALUES (${id}, ${e.applicationId}, ${e.mode}, ${e.type}, ${e.transactionId},
+            ${sql.jsonb(JSON.parse(JSON.stringify(e.data)) as never)})`);
+  return id;
+}

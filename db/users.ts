@@ -1,0 +1,110 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
+import { z } from 'zod';
+import type { Caller } from '../domain/types';
+
+export const userRow = z.object({
+  id: z.string(),
+  application_id: z.string(),
+  mode: z.enum(['test', 'live']),
+  app_user_id: z.string(),
+  name: z.string(),
+  phone_number: z.string(),
+  email: z.string().nullable(),
+  username: z.string().nullable(),
+  is_active: z.boolean(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type UserRow = z.infer<typeof userRow>;
+
+const columns = sql.fragment`id, application_id, mode, app_user_id, name, phone_number, email, username, is_active, created_at, updated_at`;
+
+export async function insertUser(
+  db: CommonQueryMethods,
+  caller: Caller,
+  input: {
+    app_user_id: string;
+    name: string;
+    phone_number: string;
+    email: string | null;
+    username: string | null;
+    is_active: boolean;
+  },
+): Promise<UserRow> {
+  return db.one(sql.type(userRow)`
+    INSERT INTO users (id, application_id, mode, app_user_id, name, phone_number, email, username, is_active)
+    VALUES (${randomUUID()}, ${caller.applicationId}, ${caller.mode}, ${input.app_user_id}, ${input.name},
+            ${input.phone_number}, ${input.email}, ${input.username}, ${input.is_active})
+    RETURNING ${columns}`);
+}
+
+/** A user by id, whatever its application: the caller decides between 403 and 404. */
+export async function findUser(db: CommonQueryMethods, id: string): Promise<UserRow | null> {
+  return db.maybeOne(sql.type(userRow)`SELECT ${columns} FROM users WHERE id = ${id}`);
+}
+
+export async function lockUser(
+  trx: DatabaseTransactionConnection,
+  id: string,
+): Promise<UserRow | null> {
+  return trx.maybeOne(sql.type(userRow)`SELECT ${columns} FROM users WHERE id = ${id} FOR UPDATE`);
+}
+
+export async function listUsers(
+  db: CommonQueryMethods,
+  caller: Caller,
+  filter: { is_active?: boolean | undefined },
+  page: { limit: number; offset: number },
+): Promise<{ rows: readonly UserRow[]; total: number }> {
+  const where = sql.fragment`application_id = ${caller.applicationId} AND mode = ${caller.mode}
+    AND (${filter.is_active ?? null}::boolean IS NULL OR is_active = ${filter.is_active ?? null}::boolean)`;
+  const total = await db.oneFirst(
+    sql.type(
+      z.object({ count: z.number() }),
+    )`SELECT count(*)::int AS count FROM users WHERE ${where}`,
+  );
+  const rows = await db.any(sql.type(userRow)`
+    SELECT ${columns} FROM users WHERE ${where}
+    ORDER BY created_at, id LIMIT ${page.limit} OFFSET ${page.offset}`);
+  return { rows, total };
+}
+
+export async function setUserActive(
+  trx: DatabaseTransactionConnection,
+  id: string,
+  active: boolean,
+): Promise<void> {
+  await trx.query(
+    sql.unsafe`UPDATE users SET is_active = ${active}, updated_at = now() WHERE id = ${id}`,
+  );
+  await trx.query(
+    sql.unsafe`UPDATE wallets SET is_active = ${active}, updated_at = now() WHERE user_id = ${id}`,
+  );
+}
+
+/** Why a user cannot be erased yet, or null: money in the wallet, or a payment still open. */
+export async function blockerToDelete(
+  trx: DatabaseTransactionConnection,
+  userId: string,
+): Promise<string | null> {
+  const state = await trx.maybeOne(sql.type(
+    z.object({ balance: z.bigint(), open_payments: z.number() }),
+  )`
+    SELECT a.balance,
+      (SELECT count(*)::int FROM transactions t
+        WHERE (t.wallet_id = w.id OR t.recipient_wallet_id = w.id) AND t.status IN ('pending', 'held')) AS open_payments
+    FROM wallets w JOIN ledger_accounts a ON a.id = w.id
+    WHERE w.user_id = ${userId}
+    FOR UPDATE OF a`);
+  if (!state) return null;
+  if (state.balance !== 0n) return 'The user cannot be deleted while their wallet holds money';
+  if (state.open_payments > 0) {
+    return 'The user cannot be deleted while an escrow hold or a payment is still open';
+  }
+  return null;
+}
+
+export async function deleteUser(trx: DatabaseTransactionConnection, id: string): Promise<void> {
+  await trx.query(sql.unsafe`DELETE FROM users WHERE id = ${id}`);
+}

@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
+import { z } from 'zod';
+import type { Currency } from '../domain/money';
+import type { Caller } from '../domain/types';
+
+export const walletRow = z.object({
+  id: z.string(),
+  user_id: z.string(),
+  application_id: z.string(),
+  mode: z.enum(['test', 'live']),
+  balance: z.bigint(),
+  currency: z.enum(['USD', 'SLE']),
+  is_active: z.boolean(),
+  user_is_active: z.boolean(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type WalletRow = z.infer<typeof walletRow>;
+
+const select = sql.fragment`
+  SELECT w.id, w.user_id, w.application_id, w.mode, a.balance, a.currency, w.is_active,
+    u.is_active AS user_is_active, w.created_at, w.updated_at
+  FROM wallets w
+  JOIN ledger_accounts a ON a.id = w.id
+  JOIN users u ON u.id = w.user_id`;
+
+/** Opens the user's ledger account and wallet in the application's base currency. */
+export async function insertWallet(
+  trx: DatabaseTransactionConnection,
+  caller: Caller,
+  userId: string,
+  currency: Currency,
+  active: boolean,
+): Promise<WalletRow> {
+  const id = randomUUID();
+  await trx.query(sql.unsafe`
+    INSERT INTO ledger_accounts (id, application_id, mode, kind, currency)
+    VALUES (${id}, ${caller.applicationId}, ${caller.mode}, 'user_wallet', ${currency})`);
+  await trx.query(sql.unsafe`
+    INSERT INTO wallets (id, user_id, application_id, mode, is_active)
+    VALUES (${id}, ${userId}, ${caller.applicationId}, ${caller.mode}, ${active})`);
+  return trx.one(sql.type(walletRow)`${select} WHERE w.id = ${id}`);
+}
+
+export async function findWallet(db: CommonQueryMethods, id: string): Promise<WalletRow | null> {
+  return db.maybeOne(sql.type(walletRow)`${select} WHERE w.id = ${id}`);
+}
+
+export async function findWalletByUser(
+  db: CommonQueryMethods,
+  userId: string,
+): Promise<WalletRow | null> {
+  return db.maybeOne(sql.type(walletRow)`${select} WHERE w.user_id = ${userId}`);
+}
+
+export async function listWallets(
+  db: CommonQueryMethods,
+  caller: Caller,
+  filter: { is_active?: boolean | undefined },
+  page: { limit: number; offset: number },
+): Promise<{ rows: readonly WalletRow[]; total: number }> {
+  const where = sql.fragment`w.application_id = ${caller.applicationId} AND w.mode = ${caller.mode}
+    AND (${filter.is_active ?? null}::boolean IS NULL OR w.is_active = ${filter.is_active ?? null}::boolean)`;
+  const total = await db.oneFirst(
+    sql.type(
+      z.object({ count: z.number() }),
+    )`SELECT count(*)::int AS count FROM wallets w WHERE ${where}`,
+  );
+  const rows = await db.any(sql.type(walletRow)`
+    ${select} WHERE ${where} ORDER BY w.created_at, w.id LIMIT ${page.limit} OFFSET ${page.offset}`);
+  return { rows, total };
+}
+
+export async function setWalletActive(
+  db: CommonQueryMethods,
+  id: string,
+  active: boolean,
+): Promise<WalletRow> {
+  await db.query(
+    sql.unsafe`UPDATE wallets SET is_active = ${active}, updated_at = now() WHERE id = ${id}`,
+  );
+  return db.one(sql.type(walletRow)`${select} WHERE w.id = ${id}`);
+}

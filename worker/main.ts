@@ -1,0 +1,31 @@
+import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
+import { loadConfig, requireDatabaseUrl } from '../config';
+import { createLogger } from '../api/logger';
+import { createDatabasePool } from '../db/pool';
+import { createWorker } from './create-worker';
+
+/** `npm run worker`: the Temporal worker alone (production); needs DATABASE_URL and Temporal. */
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.log.level);
+  Runtime.install({
+    logger: new DefaultLogger('WARN'),
+    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } },
+  });
+  const pool = await createDatabasePool(requireDatabaseUrl(config), {
+    maximumPoolSize: config.database.poolSize,
+  });
+  const { worker, connection } = await createWorker({ config, pool });
+  logger.info({ taskQueue: config.temporal.taskQueue }, 'worker running');
+  process.once('SIGINT', () => worker.shutdown());
+  process.once('SIGTERM', () => worker.shutdown());
+  await worker.run();
+  await connection.close();
+  await pool.end();
+  logger.info('worker stopped');
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`worker failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});
