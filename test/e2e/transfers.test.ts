@@ -1,0 +1,168 @@
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
+import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+
+let engine: TestEngine;
+let app: TestApp;
+let api: ApiClient;
+
+beforeAll(async () => {
+  engine = await startTestEngine();
+  app = await createTestApp(engine.pool);
+  api = clientFor(engine.url, app);
+});
+afterAll(async () => engine?.close());
+
+const TRANSFER = '/api/v1/transactions/wallet/transfer';
+
+async function twoWallets(fundMinor = 10_000n) {
+  const a = await createUserWithWallet(api);
+  const b = await createUserWithWallet(api);
+  if (fundMinor > 0n) await fundWallet(engine.pool, a.walletId, fundMinor);
+  return { from: a.walletId, to: b.walletId };
+}
+
+describe('POST /api/v1/transactions/wallet/transfer', () => {
+  it('moves the amount between wallets as one balanced ledger transaction and an event', async () => {
+    const { from, to } = await twoWallets(10_000n);
+    const res = await api.post(TRANSFER, {
+      from_wallet_id: from,
+      to_wallet_id: to,
+      amount: 12.5,
+      description: 'rent',
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      wallet_id: from,
+      recipient_wallet_id: to,
+      amount: 12.5,
+      transaction_type: 'transfer',
+      status: 'completed',
+      description: 'rent',
+    });
+    expect(await balanceOf(engine.pool, from)).toBe(8_750n);
+    expect(await balanceOf(engine.pool, to)).toBe(1_250n);
+    const entries = await engine.pool.any(sql.type(
+      z.object({ account_id: z.string(), amount: z.bigint() }),
+    )`
+      SELECT e.account_id, e.amount FROM ledger_entries e
+      JOIN ledger_transactions t ON t.id = e.ledger_transaction_id
+      WHERE t.transaction_id = ${res.body.id} ORDER BY e.amount`);
+    expect(entries).toEqual([
+      { account_id: from, amount: -1_250n },
+      { account_id: to, amount: 1_250n },
+    ]);
+    const events = await engine.pool.any(sql.type(z.object({ type: z.string(), data: z.any() }))`
+      SELECT type, data FROM events WHERE transaction_id = ${res.body.id}`);
+    expect(events).toEqual([
+      {
+        type: 'transfer.completed',
+        data: expect.objectContaining({ id: res.body.id, amount: 12.5 }),
+      },
+    ]);
+    const wallet = await api.get(`/api/v1/transactions/wallet/transfer`);
+    expect(wallet.status).toBe(405);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('declines insufficient funds with 400 and moves nothing', async () => {
+    const { from, to } = await twoWallets(1_000n);
+    const res = await api.post(TRANSFER, { from_wallet_id: from, to_wallet_id: to, amount: 10.01 });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ detail: 'Insufficient funds' });
+    expect(await balanceOf(engine.pool, from)).toBe(1_000n);
+    expect(await balanceOf(engine.pool, to)).toBe(0n);
+  });
+
+  it('answers 400 for the same wallet, 404 for a missing one, 403 for a disabled or foreign one', async () => {
+    const { from, to } = await twoWallets();
+    expect(
+      (await api.post(TRANSFER, { from_wallet_id: from, to_wallet_id: from, amount: 1 })).status,
+    ).toBe(400);
+    const missing = await api.post(TRANSFER, {
+      from_wallet_id: from,
+      to_wallet_id: '00000000-0000-4000-8000-000000000000',
+      amount: 1,
+    });
+    expect(missing.status).toBe(404);
+    expect(missing.body.detail).toMatch(/not found/i);
+
+    expect((await api.post(`/api/v1/wallets/${to}/disable`)).status).toBe(200);
+    const disabled = await api.post(TRANSFER, {
+      from_wallet_id: from,
+      to_wallet_id: to,
+      amount: 1,
+    });
+    expect(disabled.status).toBe(403);
+    expect((await api.post(`/api/v1/wallets/${to}/enable`)).status).toBe(200);
+
+    const other = await createTestApp(engine.pool);
+    const otherApi = clientFor(engine.url, other);
+    const foreign = await createUserWithWallet(otherApi);
+    expect(
+      (
+        await api.post(TRANSFER, {
+          from_wallet_id: from,
+          to_wallet_id: foreign.walletId,
+          amount: 1,
+        })
+      ).status,
+    ).toBe(403);
+    const liveApi = clientFor(engine.url, app, 'live');
+    expect(
+      (await liveApi.post(TRANSFER, { from_wallet_id: from, to_wallet_id: to, amount: 1 })).status,
+    ).toBe(403);
+    expect(await balanceOf(engine.pool, from)).toBe(10_000n);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it.each([[0], [-1], [1.001], ['5'], [null]])('answers 422 for amount %p', async (amount) => {
+    const { from, to } = await twoWallets(0n);
+    const res = await api.post(TRANSFER, { from_wallet_id: from, to_wallet_id: to, amount });
+    expect(res.status).toBe(422);
+    expect(typeof res.body.detail).toBe('string');
+  });
+
+  it('replays a retried Idempotency-Key with the first response and moves money once', async () => {
+    const { from, to } = await twoWallets(10_000n);
+    const body = { from_wallet_id: from, to_wallet_id: to, amount: 3 };
+    const first = await api.post(TRANSFER, body, { 'Idempotency-Key': 'replay-1' });
+    const second = await api.post(TRANSFER, body, { 'Idempotency-Key': 'replay-1' });
+    expect(first.status).toBe(200);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    expect(second.status).toBe(200);
+    expect(second.headers.get('idempotent-replayed')).toBe('true');
+    expect(second.body).toEqual(first.body);
+    expect(await balanceOf(engine.pool, from)).toBe(9_700n);
+
+    const changed = await api.post(
+      TRANSFER,
+      { ...body, amount: 4 },
+      { 'Idempotency-Key': 'replay-1' },
+    );
+    expect(changed.status).toBe(422);
+    expect(changed.body).toEqual({
+      detail: 'Idempotency-Key was already used with a different request',
+    });
+    expect(await balanceOf(engine.pool, from)).toBe(9_700n);
+  });
+
+  it('moves money once for 50 concurrent requests with one Idempotency-Key', async () => {
+    const { from, to } = await twoWallets(10_000n);
+    const body = { from_wallet_id: from, to_wallet_id: to, amount: 1.25 };
+    const replies = await Promise.all(
+      Array.from({ length: 50 }, () => api.post(TRANSFER, body, { 'Idempotency-Key': 'burst-1' })),
+    );
+    expect(replies.map((r) => r.status)).toEqual(Array(50).fill(200));
+    expect(new Set(replies.map((r) => r.body.id)).size).toBe(1);
+    expect(replies.filter((r) => r.headers.get('idempotent-replayed') === 'true')).toHaveLength(49);
+    expect(await balanceOf(engine.pool, from)).toBe(10_000n - 125n);
+    expect(await balanceOf(engine.pool, to)).toBe(125n);
+    const count = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM transactions WHERE wallet_id = ${from}`);
+    expect(count).toBe(1);
+    await assertLedgerInvariant(engine.pool);
+  });
+});
