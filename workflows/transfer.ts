@@ -1,7 +1,8 @@
-import { ApplicationFailure, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { ApplicationFailure, proxyActivities } from '@temporalio/workflow';
 import { ActivityFailure } from '@temporalio/common';
 import type { Activities } from './activities-types';
-import { SearchAttributes, type Declined, type TransferInput, type TransferResult } from './shared';
+import type { Declined, TransferInput, TransferResult } from './shared';
+import { setPaymentStatus } from './status';
 
 const { transferFunds } = proxyActivities<Activities>({
   startToCloseTimeout: '10 seconds',
@@ -23,10 +24,10 @@ export async function transferWorkflow(input: TransferInput): Promise<TransferRe
   } catch (error) {
     const declined = asDeclined(error);
     if (!declined) throw error;
-    upsertSearchAttributes([{ key: SearchAttributes.PaymentStatus, value: 'failed' }]);
+    setPaymentStatus('failed');
     return declined;
   }
-  upsertSearchAttributes([{ key: SearchAttributes.PaymentStatus, value: 'completed' }]);
+  setPaymentStatus('completed');
   return { status: 'completed', transactionId: input.transactionId };
 }
 

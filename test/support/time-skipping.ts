@@ -1,0 +1,33 @@
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { randomUUID } from 'node:crypto';
+import type { Activities } from '../../workflows/activities-types';
+import { quietTemporalRuntime } from './engine';
+
+/** Temporal's time-skipping test server (the pinned PyPI wheel), for workflow tests. */
+export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
+  const path = process.env.TEST_TIME_SKIPPING_SERVER;
+  if (!path) throw new Error('TEST_TIME_SKIPPING_SERVER is not set: run the tests with npm test');
+  quietTemporalRuntime();
+  return TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: { type: 'existing-path', path } },
+  });
+}
+
+/** A worker with mocked activities on a fresh task queue, running `fn` while it polls. */
+export async function withWorker<R>(
+  env: TestWorkflowEnvironment,
+  activities: Partial<Activities>,
+  fn: (taskQueue: string) => Promise<R>,
+): Promise<R> {
+  const taskQueue = `wf-test-${randomUUID()}`;
+  const bundle = process.env.TEST_WORKFLOW_BUNDLE;
+  if (!bundle) throw new Error('TEST_WORKFLOW_BUNDLE is not set: run the tests with npm test');
+  const worker = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: { codePath: bundle },
+    activities,
+  });
+  return worker.runUntil(fn(taskQueue));
+}
