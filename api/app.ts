@@ -5,6 +5,8 @@ import { jsonBody } from './middleware/body';
 import { errorsAndAccessLog } from './middleware/errors';
 import { mountRoutes } from './pipeline';
 import type { Route } from './route';
+import { feeRoutes } from './routes/fees';
+import { depositRoutes } from './routes/deposits';
 import { systemRoutes } from './routes/system';
 import { transferRoutes } from './routes/transfers';
 import { userRoutes } from './routes/users';
@@ -18,6 +20,8 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...userRoutes(deps),
     ...walletRoutes(deps),
     ...transferRoutes(deps),
+    ...depositRoutes(deps),
+    ...feeRoutes(deps),
   );
   return routes;
 }

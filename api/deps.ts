@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { DatabasePool } from 'slonik';
 import type { Config } from '../config';
+import type { Providers } from '../providers';
 import type { Logger } from './logger';
 
 export type ApiDeps = {
@@ -8,4 +9,5 @@ export type ApiDeps = {
   pool: DatabasePool;
   temporal: Client;
   logger: Logger;
+  providers: Providers;
 };

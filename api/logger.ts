@@ -23,6 +23,21 @@ export const REDACT_PATHS = [
   'password',
 ];
 
+// Header names that may carry a credential, whatever a client calls them (`x-api-key`,
+// `api_key`, `x-secret-key`, ...): a misnamed credential header is still a credential.
+const SENSITIVE_HEADER = /secret|api[-_]?key|token|auth|cookie|passw|signature|session/i;
+
+/** A copy of request headers fit for a log line: credential-like values replaced. */
+export function redactHeaders(
+  headers: Record<string, string | string[] | undefined>,
+): Record<string, string | string[] | undefined> {
+  const out: Record<string, string | string[] | undefined> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    out[name] = SENSITIVE_HEADER.test(name) ? '[REDACTED]' : value;
+  }
+  return out;
+}
+
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
     {

@@ -81,7 +81,11 @@ export function mountRoutes(router: Router, routes: readonly Route[], pool: Data
         throw new AppError('wrong_mode', 'This endpoint is available in Test Mode only');
       }
       for (const [name, value] of Object.entries(ctx.params as Record<string, string>)) {
-        if (name.endsWith('id') && !uuidPattern.test(value)) {
+        if (
+          name.endsWith('id') &&
+          !route.opaqueParams?.includes(name) &&
+          !uuidPattern.test(value)
+        ) {
           throw new AppError(
             'not_found',
             `${name.replace(/_?id$/, '').replace(/_/g, ' ') || 'resource'} not found`,

@@ -34,6 +34,8 @@ export type Route<B = unknown, Q = unknown, P = unknown> = {
   body?: z.ZodType<B>;
   query?: z.ZodType<Q>;
   params?: z.ZodType<P>;
+  /** Path parameters that are not UUIDs (by default every `..._id` parameter must be one). */
+  opaqueParams?: readonly string[];
   responses: Record<number, ResponseSpec>;
   handler: (input: RouteContext<B, Q, P>) => Promise<HandlerResult>;
 };

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { temporalAddress, type Config } from '../config';
 import { createDatabasePool } from '../db/pool';
+import { createProviders } from '../providers';
 import { createApp } from './app';
 import type { Logger } from './logger';
 
@@ -17,7 +18,8 @@ export async function startApi(
   const pool = await createDatabasePool(databaseUrl, { maximumPoolSize: config.database.poolSize });
   const connection = await Connection.connect({ address: temporalAddress(config) });
   const temporal = new Client({ connection, namespace: config.temporal.namespace });
-  const app = createApp({ config, pool, temporal, logger });
+  const providers = createProviders({ config, pool });
+  const app = createApp({ config, pool, temporal, logger, providers });
   const server = app.listen(config.api.port, config.api.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);

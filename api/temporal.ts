@@ -34,6 +34,11 @@ export async function runPaymentWorkflow<W extends Workflow>(
       throw error;
     }
   };
+  return withDeadline(run(), timeoutMs);
+}
+
+/** Bounds a wait on Temporal by the request deadline: 504, and the payment goes on. */
+export async function withDeadline<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
@@ -48,7 +53,7 @@ export async function runPaymentWorkflow<W extends Workflow>(
     );
   });
   try {
-    return await Promise.race([run(), timeout]);
+    return await Promise.race([work, timeout]);
   } finally {
     clearTimeout(timer);
   }

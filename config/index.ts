@@ -28,6 +28,17 @@ const envSchema = z.object({
     .regex(/^\d+(\.\d{1,2})?$/, 'FX_SLE_PER_USD must be a decimal with at most 2 decimals')
     .default('24.00'),
   API_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  MONIME_API_URL: z.string().url().default('https://api.monime.io'),
+  MONIME_ACCESS_TOKEN: z.string().optional(),
+  MONIME_SPACE_ID: z.string().optional(),
+  MONIME_WEBHOOK_SECRET: z.string().optional(),
+  MONIME_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
+  SANDBOX_WEBHOOK_SECRET: z.string().min(16).default('sandbox-notification-signing-secret'),
+  SANDBOX_PAYMENT_CODE_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(30 * 60),
 });
 
 export type Config = {
@@ -46,6 +57,16 @@ export type Config = {
     workflowBundlePath: string | undefined;
   };
   fx: { slePerUsd: string };
+  providers: {
+    monime: {
+      baseUrl: string;
+      accessToken?: string;
+      spaceId?: string;
+      webhookSecret?: string;
+      timeoutMs: number;
+    };
+  };
+  sandbox: { webhookSecret: string; paymentCodeTtlSeconds: number };
 };
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -75,6 +96,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       workflowBundlePath: e.TEMPORAL_WORKFLOW_BUNDLE,
     },
     fx: { slePerUsd: e.FX_SLE_PER_USD },
+    providers: {
+      monime: {
+        baseUrl: e.MONIME_API_URL,
+        // An empty variable counts as unset: Live Mode then answers 503.
+        accessToken: e.MONIME_ACCESS_TOKEN || undefined,
+        spaceId: e.MONIME_SPACE_ID || undefined,
+        webhookSecret: e.MONIME_WEBHOOK_SECRET || undefined,
+        timeoutMs: e.MONIME_TIMEOUT_MS,
+      },
+    },
+    sandbox: {
+      webhookSecret: e.SANDBOX_WEBHOOK_SECRET,
+      paymentCodeTtlSeconds: e.SANDBOX_PAYMENT_CODE_TTL_SECONDS,
+    },
   };
 }
 

@@ -2,6 +2,7 @@ import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker
 import type { DatabasePool } from 'slonik';
 import { temporalAddress, type Config } from '../config';
 import { createActivities } from '../activities';
+import { createProviders, type Providers } from '../providers';
 
 /**
  * The worker: one task queue for every payment workflow and activity. A prebuilt workflow
@@ -12,6 +13,8 @@ export async function createWorker(options: {
   config: Config;
   pool: DatabasePool;
   connection?: NativeConnection;
+  /** Defaults to the providers the configuration describes. */
+  providers?: Providers;
   tuning?: Partial<WorkerOptions>;
 }): Promise<{ worker: Worker; connection: NativeConnection; ownsConnection: boolean }> {
   const { config } = options;
@@ -24,7 +27,11 @@ export async function createWorker(options: {
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
-    activities: createActivities({ pool: options.pool }),
+    activities: createActivities({
+      pool: options.pool,
+      config,
+      providers: options.providers ?? createProviders({ config, pool: options.pool }),
+    }),
     ...workflowSource,
     ...options.tuning,
   });

@@ -1,1 +1,2 @@
 export { transferWorkflow } from './transfer';
+export { mobileMoneyDepositWorkflow } from './deposit';

@@ -3,6 +3,7 @@
  * and the argument and result types. No I/O here: workflow code imports it.
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineQuery, defineUpdate } from '@temporalio/workflow';
 
 export const SearchAttributes = {
   ApplicationId: defineSearchAttributeKey('ApplicationId', SearchAttributeType.KEYWORD),
@@ -40,3 +41,52 @@ export type TransferInput = {
 };
 
 export type TransferResult = { status: 'completed'; transactionId: string } | Declined;
+
+export const DEPOSIT_WORKFLOW_ID_PREFIX = 'deposit-';
+export const depositWorkflowId = (transactionId: string) =>
+  `${DEPOSIT_WORKFLOW_ID_PREFIX}${transactionId}`;
+
+export type DepositInput = {
+  transactionId: string;
+  applicationId: string;
+  mode: 'test' | 'live';
+  walletId: string;
+  /** SLE cents, as a decimal string. */
+  amount: string;
+};
+
+/** What the deposit request answers once the provider has created the payment code. */
+export type DepositOpened = {
+  status: 'opened';
+  transactionId: string;
+  paymentCode: {
+    id: string;
+    code: string;
+    amount: string;
+    currency: 'SLE';
+    instructions: string;
+    status: string;
+    expiresAt: string;
+  };
+  deposit: {
+    walletId: string;
+    amount: string;
+    totalAmountPaid: string;
+    providerFee: string;
+    applicationFee: string;
+  };
+};
+
+export type DepositOutcome = 'pending' | 'completed' | 'failed' | 'expired';
+
+export const depositUpdates = {
+  open: defineUpdate<DepositOpened | Declined>('open'),
+  /** A provider notification (or the simulate-webhook endpoint), after its signature checked. */
+  notify: defineUpdate<
+    DepositOutcome,
+    [{ status: 'pending' | 'completed' | 'failed' | 'expired' }]
+  >('notify'),
+  /** Ask the provider now and reconcile at once. */
+  sync: defineUpdate<DepositOutcome>('sync'),
+};
+export const depositStateQuery = defineQuery<DepositOutcome>('state');

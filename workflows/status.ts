@@ -1,7 +1,8 @@
 import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { SearchAttributes } from './shared';
 
-export type PaymentStatusValue = 'pending' | 'held' | 'completed' | 'failed' | 'expired' | 'reversed';
+export type PaymentStatusValue =
+  'pending' | 'held' | 'completed' | 'failed' | 'expired' | 'reversed';
 
 /**
  * Moves the `PaymentStatus` search attribute, which operators filter on in the Temporal UI.
@@ -9,6 +10,7 @@ export type PaymentStatusValue = 'pending' | 'held' | 'completed' | 'failed' | '
  * it: a server without them registered would otherwise refuse the workflow task.
  */
 export function setPaymentStatus(status: PaymentStatusValue): void {
-  if (workflowInfo().typedSearchAttributes.get(SearchAttributes.PaymentStatus) === undefined) return;
+  if (workflowInfo().typedSearchAttributes.get(SearchAttributes.PaymentStatus) === undefined)
+    return;
   upsertSearchAttributes([{ key: SearchAttributes.PaymentStatus, value: status }]);
 }

@@ -28,6 +28,8 @@ export function jsonBody(): Koa.Middleware {
       chunks.push(buffer);
     }
     const text = Buffer.concat(chunks).toString('utf8');
+    // Signed provider notifications are verified over the exact bytes received.
+    ctx.state.rawBody = text;
     if (text.trim() === '') {
       ctx.state.body = undefined;
     } else {

@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 import { AppError } from '../../domain/errors';
-import type { Logger } from '../logger';
+import { redactHeaders, type Logger } from '../logger';
 
 /**
  * First in the chain: every failure becomes `{"detail": ...}` with its status. An expected
@@ -32,7 +32,7 @@ export function errorsAndAccessLog(logger: Logger): Koa.Middleware {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       logger.info(
         {
-          req: { method: ctx.method, url: ctx.url, headers: ctx.headers },
+          req: { method: ctx.method, url: ctx.url, headers: redactHeaders(ctx.headers) },
           status: ctx.status,
           ms: Math.round(ms * 10) / 10,
           app: (ctx.state as { caller?: { applicationId: string } }).caller?.applicationId,

@@ -22,9 +22,9 @@ const input: TransferInput = {
 
 describe('transferWorkflow', () => {
   it('completes after one ledger step and returns the transaction id', async () => {
-    const transferFunds = jest.fn(async (_: TransferInput) => ({
-      transactionId: input.transactionId,
-    }));
+    const transferFunds = jest.fn((_: TransferInput) =>
+      Promise.resolve({ transactionId: input.transactionId }),
+    );
     const result = await withWorker(env, { transferFunds }, (taskQueue) =>
       env.client.workflow.execute(transferWorkflow, {
         workflowId: `transfer-${input.transactionId}`,
@@ -38,9 +38,9 @@ describe('transferWorkflow', () => {
   });
 
   it('returns a business decline as data, without retrying it', async () => {
-    const transferFunds = jest.fn(async (_: TransferInput): Promise<{ transactionId: string }> => {
-      throw ApplicationFailure.nonRetryable('Insufficient funds', 'insufficient_funds');
-    });
+    const transferFunds = jest.fn((_: TransferInput): Promise<{ transactionId: string }> =>
+      Promise.reject(ApplicationFailure.nonRetryable('Insufficient funds', 'insufficient_funds')),
+    );
     const result = await withWorker(env, { transferFunds }, (taskQueue) =>
       env.client.workflow.execute(transferWorkflow, {
         workflowId: 'transfer-decline',
@@ -58,10 +58,10 @@ describe('transferWorkflow', () => {
 
   it('retries a transient activity failure and then completes once', async () => {
     let calls = 0;
-    const transferFunds = jest.fn(async (_: TransferInput) => {
+    const transferFunds = jest.fn((_: TransferInput) => {
       calls += 1;
-      if (calls < 3) throw new Error('connection reset by peer');
-      return { transactionId: input.transactionId };
+      if (calls < 3) return Promise.reject(new Error('connection reset by peer'));
+      return Promise.resolve({ transactionId: input.transactionId });
     });
     const result = await withWorker(env, { transferFunds }, (taskQueue) =>
       env.client.workflow.execute(transferWorkflow, {

@@ -1,0 +1,69 @@
+import { basisPoints } from './money';
+import type { PaymentMethod } from './types';
+
+/**
+ * Fee rules, pure and exact (bigint minor units). The fee estimate endpoint and the deposits
+ * themselves both call `computeDepositFees`, so an estimate and the real deposit agree to the
+ * cent. Nothing else in the service knows a fee rate.
+ */
+export type FeeRule = { bps: number; fixed: bigint };
+
+/** The providers' fees (what the mobile-money or card provider keeps), per payment method. */
+export const PROVIDER_FEES: Record<PaymentMethod | 'card_international', FeeRule> = {
+  mobile_money: { bps: 100, fixed: 0n },
+  card: { bps: 290, fixed: 30n },
+  card_international: { bps: 390, fixed: 30n },
+  bank: { bps: 0, fixed: 100n },
+  wallet: { bps: 0, fixed: 0n },
+};
+
+/** The provider's rule for a method; `international` selects the card's international rate. */
+export function providerFeeRule(method: PaymentMethod, international = false): FeeRule {
+  return PROVIDER_FEES[method === 'card' && international ? 'card_international' : method];
+}
+
+/** Every amount in the minor units of the amount given. */
+export type DepositFees = {
+  transactionAmount: bigint;
+  applicationFee: bigint;
+  providerFee: bigint;
+  totalFees: bigint;
+  totalAmountToPay: bigint;
+  netAmount: bigint;
+  /** Whether the application charges a fee for this method (its basis points are above 0). */
+  feeEnabled: boolean;
+};
+
+/**
+ * The fees of a deposit of `amount` minor units. The payer pays amount + provider fee +
+ * application fee; the wallet receives the amount.
+ *
+ * - provider fee = round(amount × bps / 10 000) + fixed, by the method's rule (`international`
+ *   only matters for card);
+ * - application fee = round(amount × applicationFeeBps / 10 000), 0 when the application sets
+ *   no fee (undefined or 0 basis points) for the method;
+ *
+ * where round is half to even on the exact quotient (bigint, no float anywhere).
+ */
+export function computeDepositFees(input: {
+  method: PaymentMethod;
+  international?: boolean;
+  amount: bigint;
+  applicationFeeBps: number | undefined;
+}): DepositFees {
+  if (input.amount < 0n) throw new RangeError('a deposit amount cannot be negative');
+  const rule = providerFeeRule(input.method, input.international);
+  const providerFee = basisPoints(input.amount, rule.bps) + rule.fixed;
+  const feeEnabled = (input.applicationFeeBps ?? 0) > 0;
+  const applicationFee = feeEnabled ? basisPoints(input.amount, input.applicationFeeBps ?? 0) : 0n;
+  const totalFees = providerFee + applicationFee;
+  return {
+    transactionAmount: input.amount,
+    applicationFee,
+    providerFee,
+    totalFees,
+    totalAmountToPay: input.amount + totalFees,
+    netAmount: input.amount,
+    feeEnabled,
+  };
+}

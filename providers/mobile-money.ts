@@ -1,0 +1,65 @@
+/**
+ * What the engine needs of a mobile-money provider. Amounts are SLE cents (bigint). The sandbox
+ * (Test Mode) and the live adapter (Live Mode) both implement it.
+ */
+export type PaymentCodeStatus = 'pending' | 'completed' | 'failed' | 'expired';
+
+export type PaymentCodeRequest = {
+  /** Sent to the provider so that a retried call never creates a second payment code. */
+  idempotencyKey: string;
+  /** Our transaction id, carried in the provider's metadata to recover it from notifications. */
+  reference: string;
+  /** What the payer pays, in SLE cents: the deposit plus the fees. */
+  amount: bigint;
+  /** The deposit itself (what the wallet receives), in SLE cents; sent as metadata. */
+  depositAmount: bigint;
+  /** Shown to the payer, for example the application's name. */
+  name: string;
+  expiresInSeconds: number;
+  description: string;
+};
+
+export type PaymentCode = {
+  id: string;
+  code: string;
+  amount: bigint;
+  currency: 'SLE';
+  instructions: string;
+  status: PaymentCodeStatus;
+  expiresAt: string;
+  reference: string;
+};
+
+/** A provider's notification about a payment code, once its signature is verified. */
+export type MobileMoneyNotification = {
+  paymentCodeId: string;
+  status: PaymentCodeStatus;
+  reference: string | null;
+};
+
+export interface MobileMoneyProvider {
+  readonly name: string;
+  createPaymentCode(request: PaymentCodeRequest): Promise<PaymentCode>;
+  getPaymentCode(id: string): Promise<PaymentCode>;
+  /** Verifies and reads an inbound notification; null when the signature does not match. */
+  parseNotification(
+    rawBody: string,
+    headers: Record<string, string | undefined>,
+  ): MobileMoneyNotification | null;
+}
+
+/** The provider refused the request for a business reason: not retried, answered with 400. */
+export class ProviderRefusedError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ProviderRefusedError';
+  }
+}
+
+/** The provider for this mode has no credentials configured: answered with 503, nothing written. */
+export class ProviderNotConfiguredError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ProviderNotConfiguredError';
+  }
+}

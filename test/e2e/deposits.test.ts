@@ -1,0 +1,230 @@
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { updateApplication } from '../../db/applications';
+import { assertLedgerInvariant, balanceOf } from '../support/database';
+import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+
+let engine: TestEngine;
+let app: TestApp;
+let api: ApiClient;
+
+beforeAll(async () => {
+  engine = await startTestEngine();
+  app = await createTestApp(engine.pool);
+  await updateApplication(engine.pool, app.id, { feeBps: { mobile_money: 150 } });
+  api = clientFor(engine.url, app);
+});
+afterAll(async () => engine?.close());
+
+const DEPOSIT = '/api/v1/transactions/wallet/mobile-money-deposit';
+const SIMULATE = '/api/v1/testing/simulate-mobile-money-webhook';
+
+async function accountBalance(kind: string, appId = app.id, currency = 'SLE'): Promise<bigint> {
+  const value = await engine.pool.maybeOneFirst(sql.type(z.object({ balance: z.bigint() }))`
+    SELECT balance FROM ledger_accounts WHERE application_id = ${appId} AND mode = 'test' AND kind = ${kind} AND currency = ${currency}`);
+  return value ?? 0n;
+}
+
+async function eventsOf(transactionId: string) {
+  return engine.pool.any(sql.type(z.object({ type: z.string(), data: z.any() }))`
+    SELECT type, data FROM events WHERE transaction_id = ${transactionId} ORDER BY created_at`);
+}
+
+describe('mobile-money deposits', () => {
+  it('answers with the payment code, then credits the wallet once the payer pays', async () => {
+    const { walletId } = await createUserWithWallet(api);
+    const res = await api.post(DEPOSIT, { wallet_id: walletId, amount: 10_000 });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      transaction_id: expect.any(String),
+      payment_code: {
+        status: 'pending',
+        result: {
+          id: expect.stringMatching(/^pmc_/),
+          code: expect.stringMatching(/^\*715\*\d{6}#$/),
+          amount: 10_250,
+          currency: 'SLE',
+        },
+      },
+      transaction: {
+        id: res.body.transaction_id,
+        wallet_id: walletId,
+        amount: 10_000,
+        currency: 'SLE',
+        status: 'pending',
+        provider_fee: 100,
+        application_fee: 150,
+        total_amount_paid: 10_250,
+      },
+    });
+    expect(res.body.payment_code.result.instructions).toContain(res.body.payment_code.result.code);
+    expect(await balanceOf(engine.pool, walletId)).toBe(0n);
+
+    const feesBefore = await accountBalance('application_fees');
+    const paid = await api.post(SIMULATE, {
+      transaction_id: res.body.transaction_id,
+      status: 'successful',
+    });
+    expect(paid.status).toBe(200);
+    expect(paid.body).toMatchObject({
+      transaction_id: res.body.transaction_id,
+      status: 'completed',
+    });
+    expect(await balanceOf(engine.pool, walletId)).toBe(10_000n);
+    expect((await accountBalance('application_fees')) - feesBefore).toBe(150n);
+    const events = await eventsOf(res.body.transaction_id);
+    expect(events.map((e) => e.type)).toEqual(['deposit.completed']);
+    expect(events[0]!.data).toMatchObject({
+      id: res.body.transaction_id,
+      status: 'completed',
+      sle_amount: 10_000,
+    });
+
+    const again = await api.post(SIMULATE, {
+      transaction_id: res.body.transaction_id,
+      status: 'successful',
+    });
+    expect(again.status).toBe(200);
+    expect(again.body.status).toBe('completed');
+    expect(await balanceOf(engine.pool, walletId)).toBe(10_000n);
+    expect(await eventsOf(res.body.transaction_id)).toHaveLength(1);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('fails the deposit on a failed payment and moves no money', async () => {
+    const { walletId } = await createUserWithWallet(api);
+    const res = await api.post(DEPOSIT, { wallet_id: walletId, amount: 500 });
+    const failed = await api.post(SIMULATE, {
+      transaction_id: res.body.transaction_id,
+      status: 'failed',
+    });
+    expect(failed.status).toBe(200);
+    expect(failed.body.status).toBe('failed');
+    expect(await balanceOf(engine.pool, walletId)).toBe(0n);
+    expect((await eventsOf(res.body.transaction_id)).map((e) => e.type)).toEqual([
+      'deposit.failed',
+    ]);
+    const ledger = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM ledger_transactions WHERE transaction_id = ${res.body.transaction_id}`);
+    expect(ledger).toBe(0);
+  });
+
+  it('answers 400 when the sandbox refuses to create a payment code, writing nothing', async () => {
+    const { walletId } = await createUserWithWallet(api);
+    const res = await api.post(DEPOSIT, { wallet_id: walletId, amount: 4040 });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ detail: 'Provider failed to create the payment code' });
+    const rows = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM transactions WHERE wallet_id = ${walletId}`);
+    expect(rows).toBe(0);
+  });
+
+  it('answers 401, 403, 404 and 422 as the specification says', async () => {
+    const { walletId } = await createUserWithWallet(api);
+    expect(
+      (await clientFor(engine.url, null).post(DEPOSIT, { wallet_id: walletId, amount: 100 }))
+        .status,
+    ).toBe(401);
+    expect(
+      (await api.post(DEPOSIT, { wallet_id: '00000000-0000-4000-8000-000000000000', amount: 100 }))
+        .status,
+    ).toBe(404);
+    for (const amount of [0, -5, 10.5, '100', null]) {
+      const bad = await api.post(DEPOSIT, { wallet_id: walletId, amount });
+      expect(bad.status).toBe(422);
+    }
+    const other = await createTestApp(engine.pool);
+    const foreign = await createUserWithWallet(clientFor(engine.url, other));
+    expect((await api.post(DEPOSIT, { wallet_id: foreign.walletId, amount: 100 })).status).toBe(
+      403,
+    );
+    await api.post(`/api/v1/wallets/${walletId}/disable`);
+    const disabled = await api.post(DEPOSIT, { wallet_id: walletId, amount: 100 });
+    expect(disabled.status).toBe(403);
+    expect(disabled.body.detail).toBe('Wallet is disabled');
+  });
+
+  it('answers 503 in Live Mode without live provider credentials, writing nothing', async () => {
+    const live = clientFor(engine.url, app, 'live');
+    const { walletId } = await createUserWithWallet(live);
+    const res = await live.post(DEPOSIT, { wallet_id: walletId, amount: 100 });
+    expect(res.status).toBe(503);
+    expect(res.body.detail).toMatch(/not configured/);
+    const rows = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM transactions WHERE wallet_id = ${walletId}`);
+    expect(rows).toBe(0);
+    expect((await live.post(SIMULATE, { transaction_id: walletId })).status).toBe(403);
+  });
+
+  it('sync completes a payment whose notification never arrived, exactly once, even racing a notification', async () => {
+    const { walletId } = await createUserWithWallet(api);
+    const res = await api.post(DEPOSIT, { wallet_id: walletId, amount: 2_000 });
+    const reference = res.body.payment_code.result.id as string;
+    // The payer paid, but the provider's notification is lost.
+    await engine.pool.query(
+      sql.unsafe`UPDATE sandbox_payment_codes SET status = 'completed' WHERE id = ${reference}`,
+    );
+    const replies = await Promise.all([
+      api.post(`/api/v1/transactions/sync/${reference}`),
+      api.post(`/api/v1/transactions/sync/${reference}`),
+      api.post(SIMULATE, { transaction_id: res.body.transaction_id }),
+      api.post(`/api/v1/transactions/sync/${res.body.transaction_id}`),
+    ]);
+    expect(replies.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect(replies.map((r) => r.body.status)).toEqual([
+      'completed',
+      'completed',
+      'completed',
+      'completed',
+    ]);
+    expect(replies[0].body.transaction_id).toBe(res.body.transaction_id);
+    expect(await balanceOf(engine.pool, walletId)).toBe(2_000n);
+    expect(await eventsOf(res.body.transaction_id)).toHaveLength(1);
+    await assertLedgerInvariant(engine.pool);
+
+    const other = await createTestApp(engine.pool);
+    expect(
+      (await clientFor(engine.url, other).post(`/api/v1/transactions/sync/${reference}`)).status,
+    ).toBe(404);
+    expect((await api.post('/api/v1/transactions/sync/pmc_nothing')).status).toBe(404);
+  });
+
+  it('credits a USD wallet at the configured rate and records the conversion', async () => {
+    const usdApp = await createTestApp(engine.pool, { currency: 'USD' });
+    const usd = clientFor(engine.url, usdApp);
+    const { walletId } = await createUserWithWallet(usd);
+    const res = await usd.post(DEPOSIT, { wallet_id: walletId, amount: 2_460 }); // 24.60 SLE at 24.00 = 1.025 USD -> 1.02
+    expect(res.status).toBe(200);
+    expect(
+      (await usd.post(SIMULATE, { transaction_id: res.body.transaction_id })).body.status,
+    ).toBe('completed');
+    expect(await balanceOf(engine.pool, walletId)).toBe(102n);
+    const wallet = await usd.get(`/api/v1/wallets/?per_page=5`);
+    expect(wallet.body[0]).toMatchObject({ balance: 1.02, currency: 'USD' });
+    const meta = await engine.pool.oneFirst(sql.type(z.object({ metadata: z.any() }))`
+      SELECT metadata FROM ledger_transactions WHERE transaction_id = ${res.body.transaction_id}`);
+    expect(meta).toMatchObject({
+      sle_amount: '2460',
+      credited_amount: '102',
+      credited_currency: 'USD',
+      fx_sle_per_usd: '24.00',
+    });
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('rejects a provider notification with a bad signature', async () => {
+    const res = await clientFor(engine.url, null).request(
+      'POST',
+      '/api/v1/webhooks/providers/mobile-money',
+      {
+        raw: JSON.stringify({
+          event: 'payment_code.completed',
+          data: { id: 'pmc_x', status: 'completed' },
+        }),
+        headers: { 'sandbox-signature': 't=1,v1=00' },
+      },
+    );
+    expect(res.status).toBe(400);
+  });
+});

@@ -1,0 +1,640 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { apiRoutes } from '../../api/app';
+import { createLogger } from '../../api/logger';
+import { createProviders } from '../../providers';
+import { MAX_BODY_BYTES } from '../../api/middleware/body';
+import { openApiPath } from '../../api/openapi';
+import { startApi } from '../../api/server';
+import { updateApplication } from '../../db/applications';
+import { createCredential, revokeCredential } from '../../db/credentials';
+import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { clientFor, type ApiClient, type Reply } from '../support/http';
+
+let engine: TestEngine;
+let app: TestApp;
+let api: ApiClient;
+/** Every api key and secret key this file sends: none may reach a log line or a column. */
+const sentCredentials: string[] = [];
+
+function remember(created: TestApp): TestApp {
+  for (const mode of ['test', 'live'] as const) {
+    sentCredentials.push(created.credentials[mode].apiKey, created.credentials[mode].secretKey);
+  }
+  return created;
+}
+
+beforeAll(async () => {
+  engine = await startTestEngine();
+  app = remember(await createTestApp(engine.pool));
+  api = clientFor(engine.url, app);
+});
+afterAll(async () => engine?.close());
+
+const USERS = '/api/v1/users/';
+const WALLETS = '/api/v1/wallets/';
+const TRANSFER = '/api/v1/transactions/wallet/transfer';
+
+/** An error reply: the status, and a body with exactly one key, `detail`, a non-empty string. */
+function expectError(reply: Reply, status: number): string {
+  expect({ status: reply.status, body: reply.body }).toEqual({
+    status,
+    body: { detail: expect.any(String) },
+  });
+  expect(Object.keys(reply.body as object)).toEqual(['detail']);
+  const detail = (reply.body as { detail: string }).detail;
+  expect(detail.trim()).not.toBe('');
+  return detail;
+}
+
+/** A client that sends no credentials, only the given headers (on `get`). */
+function bare(headers: Record<string, string> = {}): ApiClient {
+  const client = clientFor(engine.url, null);
+  return {
+    ...client,
+    get: (path: string, extra?: Record<string, string>) =>
+      client.get(path, { ...headers, ...(extra ?? {}) }),
+  };
+}
+
+/** One credential as a TestApp whose both modes use it, for `clientFor`. */
+function asTestApp(id: string, credential: { api_key: string; secret_key: string }): TestApp {
+  const pair = { apiKey: credential.api_key, secretKey: credential.secret_key };
+  sentCredentials.push(pair.apiKey, pair.secretKey);
+  return { id, credentials: { test: pair, live: pair } };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Seconds left in the current one-minute rate-limit window, by the database clock. */
+async function secondsLeftInWindow(): Promise<number> {
+  return engine.pool.oneFirst(sql.type(z.object({ left: z.number() }))`
+    SELECT extract(epoch FROM date_trunc('minute', now()) + interval '1 minute' - now())::float8 AS left`);
+}
+
+/**
+ * Windows are fixed minutes: a burst that straddles a minute boundary would be counted in two
+ * windows. Wait for the next minute when too little of this one is left for the burst.
+ */
+async function awaitRoomInWindow(seconds = 20): Promise<void> {
+  const left = await secondsLeftInWindow();
+  if (left < seconds) await sleep(left * 1000 + 250);
+}
+
+function expectRateLimited(reply: Reply): number {
+  const detail = expectError(reply, 429);
+  const header = reply.headers.get('retry-after');
+  expect(header).toMatch(/^\d+$/);
+  const retryAfter = Number(header);
+  expect(retryAfter).toBeGreaterThanOrEqual(1);
+  expect(retryAfter).toBeLessThanOrEqual(60);
+  expect(detail).toBe(`Rate limit exceeded, retry in ${retryAfter} seconds`);
+  return retryAfter;
+}
+
+describe('authentication', () => {
+  it('answers 401 with a detail when no credential header is sent', async () => {
+    const reply = await bare().get(USERS);
+    expect(expectError(reply, 401)).toMatch(/api-key|credentials/i);
+  });
+
+  it('answers 401 when only the api-key header is sent', async () => {
+    expectError(await bare({ 'api-key': app.credentials.test.apiKey }).get(USERS), 401);
+  });
+
+  it('answers 401 when only the secret-key header is sent', async () => {
+    expectError(await bare({ 'secret-key': app.credentials.test.secretKey }).get(USERS), 401);
+  });
+
+  it('answers 401 for a known api key with a wrong secret', async () => {
+    const reply = await bare({
+      'api-key': app.credentials.test.apiKey,
+      'secret-key': app.credentials.live.secretKey,
+    }).get(USERS);
+    expect(expectError(reply, 401)).toBe('Invalid application credentials');
+  });
+
+  it('answers 401 for an api key that does not exist', async () => {
+    const reply = await bare({
+      'api-key': `pk_test_${randomUUID()}`,
+      'secret-key': app.credentials.test.secretKey,
+    }).get(USERS);
+    expect(expectError(reply, 401)).toBe('Invalid application credentials');
+  });
+
+  it('answers 401 when the credentials come under other header names', async () => {
+    for (const [keyHeader, secretHeader] of [
+      ['x-api-key', 'x-secret-key'],
+      ['api_key', 'secret_key'],
+      ['apikey', 'secretkey'],
+    ] as const) {
+      const reply = await bare({
+        [keyHeader]: app.credentials.test.apiKey,
+        [secretHeader]: app.credentials.test.secretKey,
+      }).get(USERS);
+      expectError(reply, 401);
+    }
+    const bearer = await bare({
+      authorization: `Bearer ${app.credentials.test.secretKey}`,
+    }).get(USERS);
+    expectError(bearer, 401);
+  });
+
+  it('answers 401 for a revoked credential, which worked before the revocation', async () => {
+    const credential = await createCredential(engine.pool, { applicationId: app.id, mode: 'test' });
+    const client = clientFor(engine.url, asTestApp(app.id, credential));
+    expect((await client.get(USERS)).status).toBe(200);
+    expect(await revokeCredential(engine.pool, credential.api_key)).toMatchObject({
+      status: 'revoked',
+    });
+    expect(expectError(await client.get(USERS), 401)).toMatch(/revoked/i);
+  });
+
+  it('answers 401 for an expired credential', async () => {
+    const credential = await createCredential(engine.pool, {
+      applicationId: app.id,
+      mode: 'test',
+      expiresAt: new Date(Date.now() - 60_000).toISOString(),
+    });
+    const client = clientFor(engine.url, asTestApp(app.id, credential));
+    expect(expectError(await client.get(USERS), 401)).toMatch(/expired/i);
+  });
+
+  it('accepts a credential that expires in the future', async () => {
+    const credential = await createCredential(engine.pool, {
+      applicationId: app.id,
+      mode: 'live',
+      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+    });
+    const client = clientFor(engine.url, asTestApp(app.id, credential), 'live');
+    expect((await client.get(USERS)).status).toBe(200);
+  });
+
+  it('serves a valid credential and records its last_used time, but not on a failed attempt', async () => {
+    const credential = await createCredential(engine.pool, { applicationId: app.id, mode: 'test' });
+    const lastUsed = () =>
+      engine.pool.one(sql.type(z.object({ last_used: z.string().nullable(), recent: z.boolean() }))`
+        SELECT last_used, coalesce(last_used > now() - interval '1 minute', false) AS recent
+        FROM credentials WHERE id = ${credential.id}`);
+    expect(await lastUsed()).toEqual({ last_used: null, recent: false });
+
+    const wrong = await bare({
+      'api-key': credential.api_key,
+      'secret-key': `${credential.secret_key}x`,
+    }).get(USERS);
+    expectError(wrong, 401);
+    expect((await lastUsed()).last_used).toBeNull();
+
+    const reply = await clientFor(engine.url, asTestApp(app.id, credential)).get(USERS);
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({ data: [], page: 1, per_page: 20 });
+    const after = await lastUsed();
+    expect(after.recent).toBe(true);
+    expect(after.last_used).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
+  });
+});
+
+describe('secrets at rest', () => {
+  it('stores no api key or secret key in any column of any table, only their SHA-256', async () => {
+    const extra = await createCredential(engine.pool, {
+      applicationId: app.id,
+      mode: 'live',
+      expiresAt: '2030-01-01T00:00:00Z',
+    });
+    sentCredentials.push(extra.api_key, extra.secret_key);
+    const other = remember(await createTestApp(engine.pool, { currency: 'USD' }));
+    expect((await clientFor(engine.url, other, 'live').get(USERS)).status).toBe(200);
+
+    const tables = await engine.pool.anyFirst(sql.type(z.object({ table_name: z.string() }))`
+      SELECT table_name FROM information_schema.tables
+      WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name`);
+    expect(tables).toEqual(expect.arrayContaining(['applications', 'credentials']));
+    let everything = '';
+    for (const table of tables) {
+      everything += await engine.pool.oneFirst(sql.type(z.object({ rows: z.string() }))`
+        SELECT coalesce(string_agg(row_to_json(t)::text, E'\n'), '') AS rows
+        FROM ${sql.identifier([table])} t`);
+    }
+    const credentialRows = await engine.pool.oneFirst(sql.type(z.object({ rows: z.string() }))`
+      SELECT string_agg(concat_ws(' ', VARIADIC ARRAY[
+        id::text, application_id::text, mode, encode(api_key_hash, 'hex'), encode(api_key_hash, 'escape'),
+        api_key_hint, encode(secret_hash, 'hex'), encode(secret_hash, 'escape'),
+        revoked_at::text, expires_at::text, last_used::text, created_at::text]), E'\n') AS rows
+      FROM credentials`);
+    expect(credentialRows).toContain(app.id);
+    everything += `\n${credentialRows}`;
+    const haystack = everything.toLowerCase();
+
+    const secrets = [
+      ...sentCredentials,
+      ...Object.values(other.credentials).flatMap((c) => [c.apiKey, c.secretKey]),
+    ];
+    for (const secret of secrets) {
+      const random = secret.replace(/^(pk|sk)_(test|live)_/, '');
+      const needles = [
+        secret,
+        random,
+        Buffer.from(secret, 'utf8').toString('hex'),
+        Buffer.from(secret, 'utf8').toString('base64'),
+        Buffer.from(random, 'base64url').toString('hex'),
+      ];
+      for (const needle of needles) {
+        expect(haystack.includes(needle.toLowerCase())).toBe(false);
+      }
+    }
+
+    const hashes = await engine.pool.one(sql.type(
+      z.object({ key: z.string(), secret: z.string() }),
+    )`
+      SELECT encode(api_key_hash, 'hex') AS key, encode(secret_hash, 'hex') AS secret
+      FROM credentials WHERE id = ${extra.id}`);
+    const sha = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
+    expect(hashes).toEqual({ key: sha(extra.api_key), secret: sha(extra.secret_key) });
+  });
+});
+
+describe('rate limits', () => {
+  jest.setTimeout(120_000);
+
+  it('answers the 11th default-category request of a minute with 429, Retry-After and a detail', async () => {
+    const limited = remember(await createTestApp(engine.pool, { rateLimits: null }));
+    const client = clientFor(engine.url, limited);
+    await awaitRoomInWindow();
+    for (let i = 0; i < 10; i += 1) {
+      expect((await client.get(USERS)).status).toBe(200);
+    }
+    const reply = await client.get(USERS);
+    const retryAfter = expectRateLimited(reply);
+    const left = await secondsLeftInWindow();
+    // The window ends at the next full minute: Retry-After counts the seconds up to it.
+    expect(retryAfter).toBeGreaterThanOrEqual(Math.floor(left));
+    expect(retryAfter).toBeLessThanOrEqual(Math.ceil(left) + 1);
+    // Still limited on the next attempt, and on another default-category route.
+    expectRateLimited(await client.get(USERS));
+    expectRateLimited(await client.post('/api/v1/users/create/', { name: 'x' }));
+  });
+
+  it('counts per credential: other credentials of the application and other applications are unaffected', async () => {
+    const limited = remember(await createTestApp(engine.pool, { rateLimits: null }));
+    const sibling = await createCredential(engine.pool, {
+      applicationId: limited.id,
+      mode: 'test',
+    });
+    const other = remember(await createTestApp(engine.pool, { rateLimits: null }));
+    const client = clientFor(engine.url, limited);
+    await awaitRoomInWindow();
+    const burst = await Promise.all(Array.from({ length: 10 }, () => client.get(USERS)));
+    expect(burst.map((r) => r.status)).toEqual(Array(10).fill(200));
+    expectRateLimited(await client.get(USERS));
+
+    expect((await clientFor(engine.url, limited, 'live').get(USERS)).status).toBe(200);
+    expect((await clientFor(engine.url, asTestApp(limited.id, sibling)).get(USERS)).status).toBe(
+      200,
+    );
+    expect((await clientFor(engine.url, other).get(USERS)).status).toBe(200);
+    expectRateLimited(await client.get(USERS));
+  });
+
+  it('counts categories separately: users and wallets share default, transfers has its own', async () => {
+    const limited = remember(await createTestApp(engine.pool, { rateLimits: null }));
+    const client = clientFor(engine.url, limited);
+    await awaitRoomInWindow();
+    for (let i = 0; i < 5; i += 1) {
+      expect((await client.get(USERS)).status).toBe(200);
+      expect((await client.get(WALLETS)).status).toBe(200);
+    }
+    expectRateLimited(await client.get(WALLETS));
+
+    const invalidTransfer = { from_wallet_id: 'a', to_wallet_id: 'b', amount: 0 };
+    for (let i = 0; i < 10; i += 1) {
+      // Past authentication and the rate limit: the body is what fails.
+      expectError(await client.post(TRANSFER, invalidTransfer), 422);
+    }
+    expectRateLimited(await client.post(TRANSFER, invalidTransfer));
+    expectRateLimited(await client.get(USERS));
+  });
+
+  it("applies the application's own limit when one is set", async () => {
+    const limited = remember(await createTestApp(engine.pool, { rateLimits: null }));
+    await updateApplication(engine.pool, limited.id, { rateLimits: { default: 3 } });
+    const client = clientFor(engine.url, limited);
+    await awaitRoomInWindow();
+    for (let i = 0; i < 3; i += 1) expect((await client.get(USERS)).status).toBe(200);
+    expectRateLimited(await client.get(USERS));
+    // Only the overridden category changes: transfers keeps its default of 10.
+    const invalidTransfer = { from_wallet_id: 'a', to_wallet_id: 'b', amount: 0 };
+    for (let i = 0; i < 10; i += 1) expectError(await client.post(TRANSFER, invalidTransfer), 422);
+    expectRateLimited(await client.post(TRANSFER, invalidTransfer));
+  });
+
+  it('shares one limit between API processes on the same database', async () => {
+    const second = await startApi(
+      engine.config,
+      createLogger('silent'),
+      engine.config.database.url!,
+    );
+    try {
+      expect(second.url).not.toBe(engine.url);
+      const limited = remember(await createTestApp(engine.pool, { rateLimits: null }));
+      const one = clientFor(engine.url, limited);
+      const two = clientFor(second.url, limited);
+      await awaitRoomInWindow();
+      for (let i = 0; i < 5; i += 1) {
+        expect((await one.get(USERS)).status).toBe(200);
+        expect((await two.get(USERS)).status).toBe(200);
+      }
+      expectRateLimited(await one.get(USERS));
+      expectRateLimited(await two.get(USERS));
+
+      // A concurrent burst spread over both processes: exactly the limit gets through.
+      const burstApp = remember(await createTestApp(engine.pool, { rateLimits: null }));
+      const clients = [clientFor(engine.url, burstApp), clientFor(second.url, burstApp)];
+      const replies = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => clients[i % 2]!.get(USERS)),
+      );
+      expect(replies.filter((r) => r.status === 200)).toHaveLength(10);
+      const rejected = replies.filter((r) => r.status !== 200);
+      expect(rejected).toHaveLength(10);
+      for (const reply of rejected) expectRateLimited(reply);
+    } finally {
+      await second.close();
+    }
+  });
+});
+
+describe('errors', () => {
+  it('answers a body that is not JSON with 400 and a detail', async () => {
+    const reply = await api.request('POST', '/api/v1/users/create/', {
+      raw: '{"app_user_id": "1", name: oops',
+    });
+    expectError(reply, 400);
+  });
+
+  it('answers a body over 1 MiB with 413, whether its length is declared or streamed', async () => {
+    const big = JSON.stringify({
+      app_user_id: 'big',
+      name: 'x'.repeat(1024 * 1024),
+      phone_number: '+23276000000',
+    });
+    const declared = await api.request('POST', '/api/v1/users/create/', { raw: big });
+    expectError(declared, 413);
+
+    const chunk = new TextEncoder().encode('x'.repeat(64 * 1024));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= 1024 * 1024 + chunk.length) controller.close();
+        else {
+          controller.enqueue(chunk);
+          sent += chunk.length;
+        }
+      },
+    });
+    const response = await fetch(`${engine.url}/api/v1/users/create/`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'api-key': app.credentials.test.apiKey,
+        'secret-key': app.credentials.test.secretKey,
+      },
+      body: stream,
+      duplex: 'half',
+    });
+    const text = await response.text();
+    expectError(
+      { status: response.status, body: JSON.parse(text), headers: response.headers },
+      413,
+    );
+
+    // A body of exactly 1 MiB is read, parsed and served.
+    const base = {
+      app_user_id: `full-${randomUUID()}`,
+      name: 'Full',
+      phone_number: '+23276000002',
+    };
+    const empty = JSON.stringify({ ...base, pad: '' });
+    const exact = JSON.stringify({ ...base, pad: 'x'.repeat(MAX_BODY_BYTES - empty.length) });
+    expect(Buffer.byteLength(exact)).toBe(MAX_BODY_BYTES);
+    const full = await api.request('POST', '/api/v1/users/create/', { raw: exact });
+    expect(full.status).toBe(200);
+    expect(full.body).toMatchObject({ app_user_id: base.app_user_id });
+  });
+
+  it('answers an unexpected failure with 500 and exactly {"detail":"Internal server error"}', async () => {
+    await engine.pool.query(sql.unsafe`ALTER TABLE users RENAME TO users_gone`);
+    let reply: Reply;
+    let raw: string;
+    try {
+      const response = await fetch(`${engine.url}${USERS}`, {
+        headers: {
+          'api-key': app.credentials.test.apiKey,
+          'secret-key': app.credentials.test.secretKey,
+        },
+      });
+      raw = await response.text();
+      reply = { status: response.status, body: JSON.parse(raw), headers: response.headers };
+    } finally {
+      await engine.pool.query(sql.unsafe`ALTER TABLE users_gone RENAME TO users`);
+    }
+    expect(reply.status).toBe(500);
+    expect(raw).toBe('{"detail":"Internal server error"}');
+    expect(reply.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(raw).not.toMatch(/users|relation|select|sql|stack|\bat\b/i);
+    expect((await api.get(USERS)).status).toBe(200);
+  });
+
+  it('answers an unknown route with 404 and a wrong method with 405, both with a detail', async () => {
+    expectError(await api.get(`/api/v1/no-such-thing/${randomUUID()}`), 404);
+    expectError(await bare().get('/nope'), 404);
+    expectError(await api.request('PATCH', USERS), 405);
+  });
+
+  it('gives every error status exactly one key, detail', async () => {
+    const replies: [number, Reply][] = [
+      [400, await api.request('POST', '/api/v1/users/create/', { raw: 'nope' })],
+      [401, await bare().get(USERS)],
+      [404, await api.get(`/api/v1/users/${randomUUID()}/`)],
+      [404, await api.get('/api/v1/users/not-a-uuid/')],
+      [422, await api.post('/api/v1/users/create/', { name: 'no app_user_id' })],
+      [422, await api.get(`${USERS}?per_page=101`)],
+      [422, await api.post(TRANSFER, { from_wallet_id: 'a', to_wallet_id: 'b', amount: -1 })],
+    ];
+    for (const [status, reply] of replies) expectError(reply, status);
+  });
+});
+
+describe('health', () => {
+  it('answers /healthz and /readyz with 200 without credentials', async () => {
+    const health = await bare().get('/healthz');
+    expect(health.status).toBe(200);
+    expect(health.body).toEqual({ status: 'ok' });
+    const ready = await bare().get('/readyz');
+    expect(ready.status).toBe(200);
+    expect(ready.body).toEqual({ status: 'ready' });
+  });
+});
+
+describe('OpenAPI', () => {
+  /** Every route of the API as `METHOD /open/api/{path}`, with whether it takes credentials. */
+  function routeTable(): Map<string, { authenticated: boolean }> {
+    const routes = apiRoutes({
+      config: engine.config,
+      pool: engine.pool,
+      temporal: engine.temporal,
+      logger: createLogger('silent'),
+      providers: createProviders({ config: engine.config, pool: engine.pool }),
+    });
+    expect(routes.length).toBeGreaterThan(10);
+    return new Map(
+      routes.map((r) => [
+        `${r.method.toUpperCase()} ${openApiPath(r.path)}`,
+        { authenticated: r.auth !== null },
+      ]),
+    );
+  }
+
+  async function documentedKeys(): Promise<{ doc: any; keys: string[] }> {
+    const reply = await bare().get('/api/v1/openapi.json');
+    expect(reply.status).toBe(200);
+    expect(reply.headers.get('content-type')).toMatch(/^application\/json/);
+    const keys: string[] = [];
+    for (const [path, operations] of Object.entries(reply.body.paths as Record<string, object>)) {
+      for (const method of Object.keys(operations)) keys.push(`${method.toUpperCase()} ${path}`);
+    }
+    return { doc: reply.body, keys: keys.sort() };
+  }
+
+  it('serves an OpenAPI 3.1.0 document without credentials', async () => {
+    const { doc } = await documentedKeys();
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.info).toMatchObject({ title: expect.any(String), version: expect.any(String) });
+  });
+
+  it('documents every route of the API under its path and method, with its credential headers', async () => {
+    const { doc, keys } = await documentedKeys();
+    const routes = routeTable();
+    expect(routes.has('POST /api/v1/users/create/')).toBe(true);
+    expect(routes.has('GET /api/v1/users/{user_id}/')).toBe(true);
+    for (const [key, { authenticated }] of routes) {
+      expect(keys).toContain(key);
+      const [method, path] = key.split(' ') as [string, string];
+      const operation = doc.paths[path][method.toLowerCase()];
+      const refs = (operation.parameters as { $ref?: string }[]).map((p) => p.$ref);
+      const headers = ['#/components/parameters/ApiKey', '#/components/parameters/SecretKey'];
+      if (authenticated)
+        expect({ key, refs }).toEqual({ key, refs: expect.arrayContaining(headers) });
+      else expect(refs).not.toContain(headers[0]);
+    }
+    expect(doc.components.parameters.ApiKey).toMatchObject({ name: 'api-key', in: 'header' });
+    expect(doc.components.parameters.SecretKey).toMatchObject({ name: 'secret-key', in: 'header' });
+  });
+
+  it('documents only operations that the server really answers', async () => {
+    const { keys } = await documentedKeys();
+    const routes = routeTable();
+    expect(keys).toEqual([...routes.keys()].sort());
+    const unanswered: string[] = [];
+    for (const key of keys) {
+      const [method, path] = key.split(' ') as [string, string];
+      const concrete = path.replace(/\{[^}]+\}/g, () => randomUUID());
+      const reply = await bare().request(method, concrete);
+      // Without credentials an authenticated route says 401; an open one answers. Neither is
+      // an unknown route (the router's 404) or an unsupported method (405).
+      const answered = routes.get(key)!.authenticated
+        ? reply.status === 401
+        : reply.status < 500 &&
+          reply.status !== 405 &&
+          !(reply.status === 404 && reply.body?.detail === 'Not found');
+      if (!answered) unanswered.push(`${key}: ${reply.status}`);
+    }
+    expect(unanswered).toEqual([]);
+  });
+
+  it('describes the transfer request body with its amount', async () => {
+    const { doc } = await documentedKeys();
+    const schema = doc.paths[TRANSFER].post.requestBody.content['application/json'].schema;
+    expect(schema.properties.amount).toBeDefined();
+    expect(schema.properties.amount.type).toBe('number');
+    expect(schema.required).toEqual(
+      expect.arrayContaining(['from_wallet_id', 'to_wallet_id', 'amount']),
+    );
+  });
+
+  it('serves the rendered reference at /docs as HTML', async () => {
+    const response = await fetch(`${engine.url}/docs`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await response.text()).toContain('/api/v1/openapi.json');
+  });
+});
+
+describe('logs', () => {
+  it('writes JSON lines with one access-log line per request and credentials redacted', async () => {
+    const logged = remember(await createTestApp(engine.pool));
+    const before = engine.logs.length;
+    const client = clientFor(engine.url, logged);
+    const marker = randomUUID();
+    const wrongSecret = `sk_test_wrong_${randomUUID()}`;
+    sentCredentials.push(wrongSecret);
+    const requests: { method: string; url: string; status: number; headers: string[] }[] = [];
+    const track = async (
+      method: string,
+      url: string,
+      reply: Promise<Reply>,
+      headers = ['api-key', 'secret-key'],
+    ) => {
+      requests.push({ method, url, status: (await reply).status, headers });
+    };
+    await track(
+      'GET',
+      `${USERS}?per_page=7&m=${marker}`,
+      client.get(`${USERS}?per_page=7&m=${marker}`),
+    );
+    await track(
+      'POST',
+      `/api/v1/users/create/?m=${marker}`,
+      client.post(`/api/v1/users/create/?m=${marker}`, {
+        app_user_id: marker,
+        name: 'Logged',
+        phone_number: '+23276000001',
+        secret_key: logged.credentials.test.secretKey,
+      }),
+    );
+    await track('GET', `/api/v1/missing/${marker}`, client.get(`/api/v1/missing/${marker}`));
+    await track(
+      'GET',
+      `${WALLETS}?m=${marker}`,
+      bare({ 'api-key': logged.credentials.live.apiKey, 'secret-key': wrongSecret }).get(
+        `${WALLETS}?m=${marker}`,
+      ),
+    );
+    // A client that misnames the headers still sends its real credentials: they stay out too.
+    await track(
+      'GET',
+      `${USERS}?m=${marker}`,
+      bare({
+        'x-api-key': logged.credentials.live.apiKey,
+        'x-secret-key': logged.credentials.live.secretKey,
+      }).get(`${USERS}?m=${marker}`),
+      ['x-api-key', 'x-secret-key'],
+    );
+    expect(requests.map((r) => r.status)).toEqual([200, 200, 404, 401, 401]);
+
+    const lines = engine.logs.map((line) => JSON.parse(line) as Record<string, any>);
+    expect(lines.length).toBe(engine.logs.length);
+    const mine = lines.slice(before);
+    for (const { method, url, status, headers } of requests) {
+      const access = mine.filter(
+        (l) => l.req?.method === method && l.req?.url === url && l.status === status,
+      );
+      expect({ url, access: access.length }).toEqual({ url, access: 1 });
+      expect(access[0]).toMatchObject({ level: expect.any(Number), time: expect.any(String) });
+      for (const header of headers) expect(access[0]!.req.headers[header]).toBe('[REDACTED]');
+    }
+    for (const line of engine.logs) {
+      for (const secret of sentCredentials) expect(line.includes(secret)).toBe(false);
+    }
+    expect(engine.logs.some((line) => line.includes('[REDACTED]'))).toBe(true);
+  });
+});
