@@ -2,6 +2,7 @@ import type { DatabasePool } from 'slonik';
 import type { Config } from '../config';
 import type { Mode } from '../domain/types';
 import { ProviderNotConfiguredError, type MobileMoneyProvider } from './mobile-money';
+import { monimeFromConfig } from './monime';
 import { SandboxMobileMoneyProvider } from './sandbox-mobile-money';
 
 /** The providers of each mode: the sandbox in Test Mode, the live adapters in Live Mode. */
@@ -11,16 +12,13 @@ export type Providers = {
   mobileMoney(mode: Mode): MobileMoneyProvider;
 };
 
-export function createProviders(options: {
-  config: Config;
-  pool: DatabasePool;
-  liveMobileMoney?: MobileMoneyProvider | null;
-}): Providers {
+/** Live adapters come from the configuration: without credentials, Live Mode answers 503. */
+export function createProviders(options: { config: Config; pool: DatabasePool }): Providers {
   const sandboxMobileMoney = new SandboxMobileMoneyProvider(
     options.pool,
     options.config.sandbox.webhookSecret,
   );
-  const liveMobileMoney = options.liveMobileMoney ?? null;
+  const liveMobileMoney = monimeFromConfig(options.config);
   return {
     sandboxMobileMoney,
     liveMobileMoney,

@@ -1,7 +1,6 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
-import { minorToDecimalString } from '../domain/money';
 import {
   ProviderRefusedError,
   type MobileMoneyNotification,
@@ -10,7 +9,7 @@ import {
   type PaymentCodeRequest,
   type PaymentCodeStatus,
 } from './mobile-money';
-import { signNotification, verifyNotificationSignature } from './signature';
+import { monimeInstructions, signMonimeNotification, verifyMonimeSignature } from './monime';
 
 /** decisions.md: a deposit of exactly this many SLE cents makes the sandbox refuse. */
 export const SANDBOX_REFUSED_AMOUNT = 4040n;
@@ -60,9 +59,7 @@ export class SandboxMobileMoneyProvider implements MobileMoneyProvider {
     }
     const id = `pmc_${randomBytes(12).toString('hex')}`;
     const code = `*715*${randomInt(100_000, 1_000_000)}#`;
-    const instructions =
-      `Dial ${code} on your phone and approve the payment of SLE ` +
-      `${minorToDecimalString(request.amount)} to ${request.name}.`;
+    const instructions = monimeInstructions(code, request.amount, request.name);
     await this.pool.query(sql.unsafe`
       INSERT INTO sandbox_payment_codes (id, idempotency_key, reference, name, amount, deposit_amount,
         code, instructions, status, expires_at)
@@ -108,7 +105,7 @@ export class SandboxMobileMoneyProvider implements MobileMoneyProvider {
     return {
       body,
       headers: {
-        [SANDBOX_SIGNATURE_HEADER]: signNotification(this.webhookSecret, body, nowSeconds),
+        [SANDBOX_SIGNATURE_HEADER]: signMonimeNotification(this.webhookSecret, body, nowSeconds),
       },
     };
   }
@@ -118,14 +115,7 @@ export class SandboxMobileMoneyProvider implements MobileMoneyProvider {
     headers: Record<string, string | undefined>,
   ): MobileMoneyNotification | null {
     const now = Math.floor(Date.now() / 1000);
-    if (
-      !verifyNotificationSignature(
-        this.webhookSecret,
-        rawBody,
-        headers[SANDBOX_SIGNATURE_HEADER],
-        now,
-      )
-    )
+    if (!verifyMonimeSignature(this.webhookSecret, rawBody, headers[SANDBOX_SIGNATURE_HEADER], now))
       return null;
     let json: unknown;
     try {

@@ -28,7 +28,7 @@ export type TestEngine = {
  * worker on its own task queue of the shared Temporal dev server, and the real API on port 0.
  */
 export async function startTestEngine(
-  options: { requestTimeoutMs?: number } = {},
+  options: { requestTimeoutMs?: number; env?: Record<string, string> } = {},
 ): Promise<TestEngine> {
   const address = process.env.TEST_TEMPORAL_ADDRESS;
   if (!address) throw new Error('TEST_TEMPORAL_ADDRESS is not set: run the tests with npm test');
@@ -42,6 +42,7 @@ export async function startTestEngine(
     TEMPORAL_TASK_QUEUE: `test-${randomUUID()}`,
     TEMPORAL_WORKFLOW_BUNDLE: process.env.TEST_WORKFLOW_BUNDLE,
     API_REQUEST_TIMEOUT_MS: String(options.requestTimeoutMs ?? 30_000),
+    ...options.env,
   });
   quietTemporalRuntime();
   const logs: string[] = [];

@@ -1,0 +1,376 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+import type { Config } from '../config';
+import { minorToDecimalString } from '../domain/money';
+import {
+  ProviderRefusedError,
+  type MobileMoneyNotification,
+  type MobileMoneyProvider,
+  type PaymentCode,
+  type PaymentCodeRequest,
+  type PaymentCodeStatus,
+} from './mobile-money';
+
+/**
+ * Live Mode mobile money: an HTTP client for a Monime-style API (v1).
+ *
+ * - `POST /v1/payment-codes` creates a one-time USSD payment code; `GET /v1/payment-codes/{id}`
+ *   reads it. Every call carries `Authorization: Bearer`, `Monime-Space-Id`; creation carries
+ *   `Idempotency-Key`, so a retried call returns the code the first call created.
+ * - A 4xx answer (other than 408, 409, 429) is a business refusal: ProviderRefusedError, never
+ *   retried. A 5xx, 408, 409, 429, a network error or a timeout is a plain Error with `cause`:
+ *   transient, the caller's activity retries it.
+ * - An answer that does not have the documented shape (an amount that is not an integer, for
+ *   example) is a MonimeResponseError.
+ * - Notifications are signed: `monime-signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of
+ *   "<t>.<raw body>">`, at most 5 minutes old.
+ */
+
+export const MONIME_SIGNATURE_HEADER = 'monime-signature';
+export const MONIME_SIGNATURE_TOLERANCE_SECONDS = 300;
+export const MONIME_DEFAULT_TIMEOUT_MS = 10_000;
+
+export type MonimeOptions = {
+  baseUrl: string;
+  accessToken: string;
+  spaceId: string;
+  webhookSecret: string;
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+};
+
+/** Monime answered 2xx with a body that is not what its API documents. */
+export class MonimeResponseError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'MonimeResponseError';
+  }
+}
+
+/** Wire statuses of a Monime payment code, mapped onto the engine's four. */
+const STATUS_MAP: Record<string, PaymentCodeStatus> = {
+  pending: 'pending',
+  processing: 'pending',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'failed',
+  expired: 'expired',
+};
+
+/** The notification events that settle a payment code. */
+const EVENT_STATUS: Record<string, PaymentCodeStatus> = {
+  'payment_code.completed': 'completed',
+  'payment_code.failed': 'failed',
+  'payment_code.expired': 'expired',
+};
+
+/** Minor units on the wire: a JSON integer, exactly representable. */
+const minorUnits = z
+  .number()
+  .refine((v) => Number.isSafeInteger(v) && v >= 0, 'amount value must be a non-negative integer');
+
+const paymentCodeResult = z.object({
+  id: z.string().min(1),
+  name: z.string().nullish(),
+  ussdCode: z.string().min(1),
+  amount: z.object({ currency: z.literal('SLE'), value: minorUnits }),
+  status: z.string(),
+  expireTime: z.string().refine((t) => !Number.isNaN(Date.parse(t)), 'expireTime must be a time'),
+  metadata: z.record(z.string(), z.unknown()).nullish(),
+});
+
+const successEnvelope = z.object({ success: z.literal(true), result: paymentCodeResult });
+
+const errorEnvelope = z.object({
+  success: z.literal(false).optional(),
+  error: z.object({ code: z.string().optional(), message: z.string().optional() }),
+});
+
+const notificationBody = z.object({
+  event: z.string(),
+  data: z.object({
+    id: z.string().min(1),
+    status: z.string().optional(),
+    metadata: z.record(z.string(), z.unknown()).nullish(),
+  }),
+});
+
+/** A 4xx that is not a refusal: the request may succeed if sent again. */
+const TRANSIENT_CLIENT_STATUSES = new Set([408, 409, 429]);
+
+/** The `monime-signature` header value for `body` sent at `timestamp` (unix seconds). */
+export function signMonimeNotification(
+  secret: string,
+  body: string,
+  timestamp: number = Math.floor(Date.now() / 1000),
+): string {
+  return `t=${timestamp},v1=${hmacHex(secret, timestamp, body)}`;
+}
+
+/**
+ * Whether `header` is a valid signature of `rawBody` with `secret`, made within `tolerance`
+ * seconds of `nowSeconds`. Several `v1=` entries are allowed (a secret being rotated).
+ */
+export function verifyMonimeSignature(
+  secret: string,
+  rawBody: string,
+  header: string | undefined,
+  nowSeconds: number = Math.floor(Date.now() / 1000),
+  toleranceSeconds: number = MONIME_SIGNATURE_TOLERANCE_SECONDS,
+): boolean {
+  if (!header) return false;
+  let timestamp: number | null = null;
+  const signatures: string[] = [];
+  for (const part of header.split(',')) {
+    const eq = part.indexOf('=');
+    if (eq < 0) continue;
+    const key = part.slice(0, eq).trim();
+    const value = part.slice(eq + 1).trim();
+    if (key === 't' && /^\d{1,12}$/.test(value)) timestamp = Number(value);
+    else if (key === 'v1' && /^[0-9a-fA-F]{64}$/.test(value)) signatures.push(value);
+  }
+  if (timestamp === null || signatures.length === 0) return false;
+  if (Math.abs(nowSeconds - timestamp) > toleranceSeconds) return false;
+  const expected = Buffer.from(hmacHex(secret, timestamp, rawBody), 'hex');
+  let matched = false;
+  for (const signature of signatures) {
+    // Both are 32 bytes (checked by the pattern above), as timingSafeEqual requires.
+    if (timingSafeEqual(expected, Buffer.from(signature, 'hex'))) matched = true;
+  }
+  return matched;
+}
+
+function hmacHex(secret: string, timestamp: number, body: string): string {
+  return createHmac('sha256', secret).update(`${timestamp}.${body}`, 'utf8').digest('hex');
+}
+
+function headerValue(
+  headers: Record<string, string | undefined>,
+  name: string,
+): string | undefined {
+  for (const [key, value] of Object.entries(headers)) {
+    if (key.toLowerCase() === name) return value;
+  }
+  return undefined;
+}
+
+/** The instructions shown to the payer: dial the code, approve, for this many SLE. */
+export function monimeInstructions(ussdCode: string, amount: bigint, name: string): string {
+  return (
+    `Dial ${ussdCode} on your phone and approve the payment of SLE ` +
+    `${minorToDecimalString(amount)} to ${name}.`
+  );
+}
+
+export class MonimeMobileMoneyProvider implements MobileMoneyProvider {
+  readonly name = 'monime';
+  private readonly baseUrl: string;
+  private readonly accessToken: string;
+  private readonly spaceId: string;
+  private readonly webhookSecret: string;
+  private readonly timeoutMs: number;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(options: MonimeOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.accessToken = options.accessToken;
+    this.spaceId = options.spaceId;
+    this.webhookSecret = options.webhookSecret;
+    this.timeoutMs = options.timeoutMs ?? MONIME_DEFAULT_TIMEOUT_MS;
+    this.fetchImpl = options.fetch ?? fetch;
+  }
+
+  async createPaymentCode(request: PaymentCodeRequest): Promise<PaymentCode> {
+    const value = wireAmount(request.amount, 'amount');
+    wireAmount(request.depositAmount, 'depositAmount');
+    if (!Number.isInteger(request.expiresInSeconds) || request.expiresInSeconds <= 0) {
+      throw new ProviderRefusedError(
+        'The payment code lifetime must be a positive whole number of seconds',
+      );
+    }
+    const body = {
+      name: request.name,
+      mode: 'one_time',
+      amount: { currency: 'SLE', value },
+      duration: `${request.expiresInSeconds}s`,
+      metadata: {
+        reference: request.reference,
+        // Metadata values are strings: the deposit in SLE cents, exact.
+        deposit_amount: request.depositAmount.toString(),
+        description: request.description,
+      },
+    };
+    const result = await this.call('POST', '/v1/payment-codes', body, request.idempotencyKey);
+    if (BigInt(result.amount.value) !== request.amount) {
+      throw new MonimeResponseError(
+        `Monime created a payment code for ${result.amount.value} SLE cents, not ${request.amount}`,
+      );
+    }
+    return this.toPaymentCode(result, request.name, request.reference);
+  }
+
+  async getPaymentCode(id: string): Promise<PaymentCode> {
+    const result = await this.call('GET', `/v1/payment-codes/${encodeURIComponent(id)}`);
+    return this.toPaymentCode(result, null, null);
+  }
+
+  parseNotification(
+    rawBody: string,
+    headers: Record<string, string | undefined>,
+  ): MobileMoneyNotification | null {
+    const signature = headerValue(headers, MONIME_SIGNATURE_HEADER);
+    if (!verifyMonimeSignature(this.webhookSecret, rawBody, signature)) return null;
+    let json: unknown;
+    try {
+      json = JSON.parse(rawBody);
+    } catch {
+      return null;
+    }
+    const parsed = notificationBody.safeParse(json);
+    if (!parsed.success) return null;
+    const { event, data } = parsed.data;
+    // The three settling events name their outcome; other payment-code events (processing, ...)
+    // are read through the code's status when it is one we know.
+    const status =
+      EVENT_STATUS[event] ??
+      (event.startsWith('payment_code.') && data.status ? STATUS_MAP[data.status] : undefined);
+    if (!status) return null;
+    const reference = data.metadata?.reference;
+    return {
+      paymentCodeId: data.id,
+      status,
+      reference: typeof reference === 'string' ? reference : null,
+    };
+  }
+
+  private toPaymentCode(
+    result: z.infer<typeof paymentCodeResult>,
+    name: string | null,
+    requestedReference: string | null,
+  ): PaymentCode {
+    const status = STATUS_MAP[result.status];
+    if (!status) {
+      throw new MonimeResponseError(
+        `Monime answered an unknown payment code status "${result.status}"`,
+      );
+    }
+    const amount = BigInt(result.amount.value);
+    const metadataReference = result.metadata?.reference;
+    const reference =
+      typeof metadataReference === 'string' ? metadataReference : (requestedReference ?? '');
+    const payee = result.name ?? name;
+    return {
+      id: result.id,
+      code: result.ussdCode,
+      amount,
+      currency: 'SLE',
+      instructions: payee
+        ? monimeInstructions(result.ussdCode, amount, payee)
+        : `Dial ${result.ussdCode} on your phone and approve the payment of SLE ${minorToDecimalString(amount)}.`,
+      status,
+      expiresAt: new Date(result.expireTime).toISOString(),
+      reference,
+    };
+  }
+
+  /** One HTTP exchange; answers the `result` of a success, throws as the header comment says. */
+  private async call(
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+    idempotencyKey?: string,
+  ): Promise<z.infer<typeof paymentCodeResult>> {
+    const what = `Monime ${method} ${path}`;
+    const headers: Record<string, string> = {
+      Authorization: `Bearer ${this.accessToken}`,
+      'Monime-Space-Id': this.spaceId,
+      Accept: 'application/json',
+    };
+    if (idempotencyKey !== undefined) headers['Idempotency-Key'] = idempotencyKey;
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+
+    let response: Response;
+    let text: string;
+    try {
+      // The signal covers the whole exchange, the body included.
+      response = await this.fetchImpl(`${this.baseUrl}${path}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+      text = await response.text();
+    } catch (error) {
+      // Checked by name: a DOMException is not always an `Error` of this realm.
+      const { name, message, cause } = (error ?? {}) as {
+        name?: unknown;
+        message?: unknown;
+        cause?: { code?: unknown };
+      };
+      // fetch says "fetch failed"; the reason (ECONNREFUSED, ...) is on its cause.
+      const reason = typeof cause?.code === 'string' ? ` (${cause.code})` : '';
+      throw new Error(
+        name === 'TimeoutError'
+          ? `${what} timed out after ${this.timeoutMs} ms`
+          : `${what} failed: ${typeof message === 'string' ? message : String(error)}${reason}`,
+        { cause: error },
+      );
+    }
+
+    const json = parseJson(text);
+    if (!response.ok) {
+      const parsedError = errorEnvelope.safeParse(json);
+      const providerMessage = parsedError.success ? parsedError.data.error.message : undefined;
+      const providerCode = parsedError.success ? parsedError.data.error.code : undefined;
+      const cause = { status: response.status, code: providerCode, body: text.slice(0, 1000) };
+      if (
+        response.status >= 400 &&
+        response.status < 500 &&
+        !TRANSIENT_CLIENT_STATUSES.has(response.status)
+      ) {
+        throw new ProviderRefusedError(
+          providerMessage ?? `${what} was refused with HTTP ${response.status}`,
+          { cause },
+        );
+      }
+      throw new Error(
+        `${what} answered HTTP ${response.status}${providerMessage ? `: ${providerMessage}` : ''}`,
+        { cause },
+      );
+    }
+
+    const parsed = successEnvelope.safeParse(json);
+    if (!parsed.success) {
+      throw new MonimeResponseError(
+        `${what} answered an unexpected body: ${z.prettifyError(parsed.error)}`,
+        {
+          cause: parsed.error,
+        },
+      );
+    }
+    return parsed.data.result;
+  }
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A bigint of SLE cents as a JSON integer; refused before any request when it cannot be one. */
+function wireAmount(amount: bigint, field: string): number {
+  if (amount <= 0n || amount > BigInt(Number.MAX_SAFE_INTEGER)) {
+    throw new ProviderRefusedError(`${field} must be a positive integer number of SLE cents`);
+  }
+  return Number(amount);
+}
+
+/** The live adapter when its credentials are all configured; null otherwise (answered 503). */
+export function monimeFromConfig(config: Config): MonimeMobileMoneyProvider | null {
+  const { baseUrl, accessToken, spaceId, webhookSecret, timeoutMs } = config.providers.monime;
+  if (!accessToken || !spaceId || !webhookSecret) return null;
+  return new MonimeMobileMoneyProvider({ baseUrl, accessToken, spaceId, webhookSecret, timeoutMs });
+}

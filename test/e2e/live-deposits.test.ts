@@ -1,0 +1,110 @@
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { assertLedgerInvariant, balanceOf } from '../support/database';
+import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { FakeMonimeServer } from '../support/fake-monime';
+import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+
+const SECRET = 'live-webhook-secret-for-tests';
+let monime: FakeMonimeServer;
+let engine: TestEngine;
+let app: TestApp;
+let live: ApiClient;
+
+beforeAll(async () => {
+  monime = await FakeMonimeServer.start({
+    accessToken: 'tok_live',
+    spaceId: 'spc_1',
+    webhookSecret: SECRET,
+  });
+  engine = await startTestEngine({
+    env: {
+      MONIME_API_URL: monime.baseUrl,
+      MONIME_ACCESS_TOKEN: 'tok_live',
+      MONIME_SPACE_ID: 'spc_1',
+      MONIME_WEBHOOK_SECRET: SECRET,
+      MONIME_TIMEOUT_MS: '300',
+    },
+  });
+  app = await createTestApp(engine.pool);
+  live = clientFor(engine.url, app, 'live');
+});
+afterAll(async () => {
+  await engine?.close();
+  await monime?.close();
+});
+
+describe('Live Mode deposits through the Monime-style adapter', () => {
+  it('creates one payment code despite a provider 5xx and a timeout, then settles on the signed notification', async () => {
+    const { walletId } = await createUserWithWallet(live);
+    monime.failNext(1, 503);
+    monime.failNext(1, 'timeout');
+    const res = await live.post('/api/v1/transactions/wallet/mobile-money-deposit', {
+      wallet_id: walletId,
+      amount: 5_000,
+    });
+    expect(res.status).toBe(200);
+    const codeId = res.body.payment_code.result.id as string;
+    expect(monime.codesFor(`deposit-${res.body.transaction_id}`)).toHaveLength(1);
+    expect(res.body.transaction).toMatchObject({
+      amount: 5_000,
+      provider_fee: 50,
+      total_amount_paid: 5_050,
+      status: 'pending',
+    });
+
+    monime.markCompleted(codeId);
+    const note = monime.notificationFor(codeId);
+    const bare = clientFor(engine.url, null);
+    const delivered = await bare.request('POST', '/api/v1/webhooks/providers/mobile-money', {
+      raw: note.rawBody,
+      headers: note.headers,
+    });
+    expect(delivered.status).toBe(200);
+    expect(delivered.body).toMatchObject({
+      received: true,
+      transaction_id: res.body.transaction_id,
+      status: 'completed',
+    });
+    expect(await balanceOf(engine.pool, walletId)).toBe(5_000n);
+
+    const replay = await bare.request('POST', '/api/v1/webhooks/providers/mobile-money', {
+      raw: note.rawBody,
+      headers: note.headers,
+    });
+    expect(replay.status).toBe(200);
+    expect(await balanceOf(engine.pool, walletId)).toBe(5_000n);
+    const recorded = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM provider_notifications WHERE payment_reference = ${codeId}`);
+    expect(recorded).toBe(2);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('refuses a notification signed with another secret', async () => {
+    const { walletId } = await createUserWithWallet(live);
+    const res = await live.post('/api/v1/transactions/wallet/mobile-money-deposit', {
+      wallet_id: walletId,
+      amount: 700,
+    });
+    const codeId = res.body.payment_code.result.id as string;
+    monime.markCompleted(codeId);
+    const forged = monime.notificationFor(codeId, { secret: 'not-the-secret' });
+    const reply = await clientFor(engine.url, null).request(
+      'POST',
+      '/api/v1/webhooks/providers/mobile-money',
+      {
+        raw: forged.rawBody,
+        headers: forged.headers,
+      },
+    );
+    expect(reply.status).toBe(400);
+    expect(await balanceOf(engine.pool, walletId)).toBe(0n);
+    // Sync asks the provider directly and completes it.
+    const synced = await live.post(`/api/v1/transactions/sync/${codeId}`);
+    expect(synced.body).toMatchObject({
+      status: 'completed',
+      transaction_id: res.body.transaction_id,
+    });
+    expect(await balanceOf(engine.pool, walletId)).toBe(700n);
+  });
+});

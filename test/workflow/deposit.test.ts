@@ -1,0 +1,226 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { randomUUID } from 'node:crypto';
+import type { Activities } from '../../workflows/activities-types';
+import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
+import { depositUpdates, type DepositInput, type DepositOpened } from '../../workflows/shared';
+import { createTimeSkippingEnv, withWorker } from '../support/time-skipping';
+
+let env: TestWorkflowEnvironment;
+beforeAll(async () => {
+  env = await createTimeSkippingEnv();
+});
+afterAll(async () => env?.teardown());
+
+const THIRTY_MINUTES = 30 * 60 * 1000;
+
+function inputFor(): DepositInput {
+  return {
+    transactionId: randomUUID(),
+    applicationId: 'app',
+    mode: 'test',
+    walletId: 'w',
+    amount: '10000',
+  };
+}
+
+function openedFor(input: DepositInput, expiresAt: string): DepositOpened {
+  return {
+    status: 'opened',
+    transactionId: input.transactionId,
+    paymentCode: {
+      id: `pmc_${input.transactionId}`,
+      code: '*715*123456#',
+      amount: '10100',
+      currency: 'SLE',
+      instructions: 'Dial',
+      status: 'pending',
+      expiresAt,
+    },
+    deposit: {
+      walletId: 'w',
+      amount: '10000',
+      totalAmountPaid: '10100',
+      providerFee: '100',
+      applicationFee: '0',
+    },
+  };
+}
+
+/** Typed mocks of the deposit's activities; the payment code expires 30 minutes after opening. */
+function mocks(overrides: Partial<Record<keyof Activities, jest.Mock>> = {}) {
+  const m = {
+    openDeposit: jest.fn(async (input: DepositInput) =>
+      openedFor(input, new Date((await env.currentTimeMs()) + THIRTY_MINUTES).toISOString()),
+    ),
+    checkPaymentCode: jest.fn((_: { mode: string; paymentCodeId: string }) =>
+      Promise.resolve('pending' as const),
+    ),
+    completeDeposit: jest.fn((_: { transactionId: string }) => Promise.resolve()),
+    closeDeposit: jest.fn((_: { transactionId: string; status: 'failed' | 'expired' }) =>
+      Promise.resolve(),
+    ),
+    ...overrides,
+  };
+  return m;
+}
+
+async function open(taskQueue: string, input: DepositInput) {
+  const start = new WithStartWorkflowOperation(mobileMoneyDepositWorkflow, {
+    workflowId: `deposit-${input.transactionId}`,
+    taskQueue,
+    args: [input],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+  });
+  const opened = await env.client.workflow.executeUpdateWithStart(depositUpdates.open, {
+    startWorkflowOperation: start,
+  });
+  return { opened, handle: await start.workflowHandle() };
+}
+
+describe('mobileMoneyDepositWorkflow', () => {
+  it('answers with the payment code, then completes once when the payment succeeds', async () => {
+    const activities = mocks();
+    const input = inputFor();
+    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+      const { opened, handle } = await open(taskQueue, input);
+      expect(opened).toMatchObject({ status: 'opened', transactionId: input.transactionId });
+      expect(
+        await handle.executeUpdate(depositUpdates.notify, { args: [{ status: 'completed' }] }),
+      ).toBe('completed');
+      expect(await handle.result()).toBe('completed');
+    });
+    expect(activities.completeDeposit).toHaveBeenCalledTimes(1);
+    expect(activities.completeDeposit).toHaveBeenCalledWith({ transactionId: input.transactionId });
+    expect(activities.closeDeposit).not.toHaveBeenCalled();
+  });
+
+  it('fails without moving money when the payment fails', async () => {
+    const activities = mocks();
+    const input = inputFor();
+    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+      const { handle } = await open(taskQueue, input);
+      expect(
+        await handle.executeUpdate(depositUpdates.notify, { args: [{ status: 'failed' }] }),
+      ).toBe('failed');
+      expect(await handle.result()).toBe('failed');
+    });
+    expect(activities.closeDeposit).toHaveBeenCalledWith({
+      transactionId: input.transactionId,
+      status: 'failed',
+    });
+    expect(activities.completeDeposit).not.toHaveBeenCalled();
+  });
+
+  it('expires an unpaid deposit when its payment code expires after 30 minutes', async () => {
+    const activities = mocks();
+    const input = inputFor();
+    const started = await env.currentTimeMs();
+    const outcome = await withWorker(
+      env,
+      activities as unknown as Partial<Activities>,
+      async (taskQueue) => {
+        const { handle } = await open(taskQueue, input);
+        return handle.result();
+      },
+    );
+    expect(outcome).toBe('expired');
+    expect((await env.currentTimeMs()) - started).toBeGreaterThanOrEqual(THIRTY_MINUTES);
+    expect(activities.checkPaymentCode).toHaveBeenCalledTimes(1);
+    expect(activities.closeDeposit).toHaveBeenCalledWith({
+      transactionId: input.transactionId,
+      status: 'expired',
+    });
+    expect(activities.completeDeposit).not.toHaveBeenCalled();
+  });
+
+  it('completes at expiry when the provider says the code was paid but no notification came', async () => {
+    const activities = mocks({ checkPaymentCode: jest.fn(() => Promise.resolve('completed')) });
+    const outcome = await withWorker(
+      env,
+      activities as unknown as Partial<Activities>,
+      async (taskQueue) => {
+        const { handle } = await open(taskQueue, inputFor());
+        return handle.result();
+      },
+    );
+    expect(outcome).toBe('completed');
+    expect(activities.completeDeposit).toHaveBeenCalledTimes(1);
+  });
+
+  it('retries a provider error, then answers with the one payment code', async () => {
+    let calls = 0;
+    const activities = mocks({
+      openDeposit: jest.fn(async (input: DepositInput) => {
+        calls += 1;
+        if (calls < 3) throw new Error('provider answered 503');
+        return openedFor(
+          input,
+          new Date((await env.currentTimeMs()) + THIRTY_MINUTES).toISOString(),
+        );
+      }),
+    });
+    const input = inputFor();
+    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+      const { opened, handle } = await open(taskQueue, input);
+      expect(opened).toMatchObject({ status: 'opened' });
+      await handle.executeUpdate(depositUpdates.notify, { args: [{ status: 'completed' }] });
+    });
+    expect(activities.openDeposit).toHaveBeenCalledTimes(3);
+  });
+
+  it('answers a provider refusal as a decline and ends failed', async () => {
+    const activities = mocks({
+      openDeposit: jest.fn(() =>
+        Promise.reject(
+          ApplicationFailure.nonRetryable(
+            'Provider failed to create the payment code',
+            'provider_refused',
+          ),
+        ),
+      ),
+    });
+    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+      const { opened, handle } = await open(taskQueue, inputFor());
+      expect(opened).toEqual({
+        status: 'declined',
+        code: 'provider_refused',
+        detail: 'Provider failed to create the payment code',
+      });
+      expect(await handle.result()).toBe('failed');
+    });
+    expect(activities.openDeposit).toHaveBeenCalledTimes(1);
+    expect(activities.completeDeposit).not.toHaveBeenCalled();
+  });
+
+  it('credits once when the same notification arrives twice', async () => {
+    const activities = mocks();
+    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+      const { handle } = await open(taskQueue, inputFor());
+      const both = await Promise.all([
+        handle.executeUpdate(depositUpdates.notify, { args: [{ status: 'completed' }] }),
+        handle.executeUpdate(depositUpdates.notify, { args: [{ status: 'completed' }] }),
+      ]);
+      expect(both).toEqual(['completed', 'completed']);
+      expect(await handle.result()).toBe('completed');
+    });
+    expect(activities.completeDeposit).toHaveBeenCalledTimes(1);
+  });
+
+  it('credits once when a sync races the notification', async () => {
+    const activities = mocks({ checkPaymentCode: jest.fn(() => Promise.resolve('completed')) });
+    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+      const { handle } = await open(taskQueue, inputFor());
+      const results = await Promise.all([
+        handle.executeUpdate(depositUpdates.sync),
+        handle.executeUpdate(depositUpdates.notify, { args: [{ status: 'completed' }] }),
+        handle.executeUpdate(depositUpdates.sync),
+      ]);
+      expect(results).toEqual(['completed', 'completed', 'completed']);
+      expect(await handle.result()).toBe('completed');
+    });
+    expect(activities.completeDeposit).toHaveBeenCalledTimes(1);
+    expect(activities.closeDeposit).not.toHaveBeenCalled();
+  });
+});
