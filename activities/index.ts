@@ -2,6 +2,7 @@ import type { DatabasePool } from 'slonik';
 import type { Config } from '../config';
 import type { Providers } from '../providers';
 import { createDepositActivities } from './deposit';
+import { createEscrowActivities } from './escrow';
 import { createTransferActivities } from './transfer';
 
 export type ActivityDeps = { pool: DatabasePool; providers: Providers; config: Config };
@@ -11,5 +12,6 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createTransferActivities(deps),
     ...createDepositActivities(deps),
+    ...createEscrowActivities(deps),
   };
 }

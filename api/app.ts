@@ -7,6 +7,7 @@ import { mountRoutes } from './pipeline';
 import type { Route } from './route';
 import { feeRoutes } from './routes/fees';
 import { depositRoutes } from './routes/deposits';
+import { escrowRoutes } from './routes/escrow';
 import { systemRoutes } from './routes/system';
 import { transferRoutes } from './routes/transfers';
 import { userRoutes } from './routes/users';
@@ -21,6 +22,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...walletRoutes(deps),
     ...transferRoutes(deps),
     ...depositRoutes(deps),
+    ...escrowRoutes(deps),
     ...feeRoutes(deps),
   );
   return routes;

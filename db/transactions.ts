@@ -54,6 +54,7 @@ export type NewTransaction = {
   description?: string;
   providerReference?: string | null;
   workflowId?: string | null;
+  parentId?: string | null;
   metadata?: Record<string, unknown>;
 };
 
@@ -64,12 +65,12 @@ export async function insertTransaction(
   return db.one(sql.type(transactionRow)`
     INSERT INTO transactions (id, application_id, mode, transaction_type, status, currency, amount,
       wallet_id, recipient_wallet_id, escrow_wallet_id, application_wallet_id, escrow_amount,
-      application_fee, description, provider_reference, workflow_id, metadata)
+      application_fee, description, provider_reference, workflow_id, parent_id, metadata)
     VALUES (${t.id}, ${t.applicationId}, ${t.mode}, ${t.type}, ${t.status}, ${t.currency},
       ${t.amount.toString()}, ${t.walletId ?? null}, ${t.recipientWalletId ?? null},
       ${t.escrowWalletId ?? null}, ${t.applicationWalletId ?? null}, ${(t.escrowAmount ?? 0n).toString()},
       ${t.applicationFee?.toString() ?? null}, ${t.description ?? ''}, ${t.providerReference ?? null},
-      ${t.workflowId ?? null}, ${sql.jsonb(JSON.parse(JSON.stringify(t.metadata ?? {})) as never)})
+      ${t.workflowId ?? null}, ${t.parentId ?? null}, ${sql.jsonb(JSON.parse(JSON.stringify(t.metadata ?? {})) as never)})
     RETURNING ${columns}`);
 }
 

@@ -1,2 +1,3 @@
 export { transferWorkflow } from './transfer';
 export { mobileMoneyDepositWorkflow } from './deposit';
+export { escrowWorkflow } from './escrow';

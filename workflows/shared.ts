@@ -90,3 +90,42 @@ export const depositUpdates = {
   sync: defineUpdate<DepositOutcome>('sync'),
 };
 export const depositStateQuery = defineQuery<DepositOutcome>('state');
+
+export const escrowWorkflowId = (holdId: string) => `escrow-${holdId}`;
+
+export type HoldInput = {
+  holdId: string;
+  applicationId: string;
+  mode: 'test' | 'live';
+  walletId: string;
+  /** Minor units, decimal string. */
+  amount: string;
+  description: string;
+  recipientWalletId: string | null;
+  /** ISO time; the hold is refunded automatically when it passes. */
+  expiresAt: string | null;
+};
+
+export type ReleaseRequest = {
+  /** The release's transaction id (derived from the Idempotency-Key when there is one). */
+  releaseId: string;
+  recipientWalletId: string;
+  /** Minor units; null releases all that is still held. */
+  amount: string | null;
+};
+
+export type RefundRequest = { refundId: string; reason: 'requested' | 'expired' };
+
+/** An escrow step's answer: the transaction it wrote, or a decline. */
+export type EscrowStepResult =
+  { status: 'done'; transactionId: string; remaining: string } | Declined;
+
+export const escrowUpdates = {
+  hold: defineUpdate<EscrowStepResult>('hold'),
+  release: defineUpdate<EscrowStepResult, [ReleaseRequest]>('release'),
+  refund: defineUpdate<EscrowStepResult, [RefundRequest]>('refund'),
+};
+export const escrowStateQuery = defineQuery<{
+  held: string;
+  status: 'opening' | 'held' | 'closed';
+}>('state');

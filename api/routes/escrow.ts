@@ -1,0 +1,264 @@
+import { randomUUID } from 'node:crypto';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import { z } from 'zod';
+import { findTransaction, type TransactionRow } from '../../db/transactions';
+import { AppError, isErrorCode } from '../../domain/errors';
+import type { Caller } from '../../domain/types';
+import { escrowWorkflow } from '../../workflows/escrow';
+import {
+  escrowUpdates,
+  escrowWorkflowId,
+  SearchAttributes,
+  type EscrowStepResult,
+} from '../../workflows/shared';
+import { assertOwned, ownedWallet } from '../access';
+import type { ApiDeps } from '../deps';
+import { idFromKey } from '../pipeline';
+import { defineRoute, type Route } from '../route';
+import { ErrorBody, PositiveAmount } from '../schemas';
+import { TransactionBody, transactionBody } from '../serializers';
+import { withDeadline } from '../temporal';
+
+const err = (description: string) => ({ description, schema: ErrorBody });
+
+const HoldRequest = z.object({
+  wallet_id: z.string().min(1),
+  amount: PositiveAmount,
+  description: z.string().max(500).default(''),
+  recipient_wallet_id: z.string().min(1).nullish(),
+  expires_at: z.iso
+    .datetime({ offset: true, error: 'expires_at must be an ISO 8601 time' })
+    .refine((v) => Date.parse(v) > Date.now(), 'expires_at must be in the future')
+    .nullish(),
+});
+
+const ReleaseRequest = z
+  .object({
+    recipient_wallet_id: z.string().min(1).optional(),
+    amount: PositiveAmount.optional(),
+  })
+  .optional()
+  .transform((v) => v ?? {});
+
+async function activeWallet(deps: ApiDeps, caller: Caller, id: string) {
+  const wallet = await ownedWallet(deps.pool, caller, id);
+  if (!wallet.is_active) throw new AppError('wallet_disabled', 'Wallet is disabled');
+  return wallet;
+}
+
+function settled(result: EscrowStepResult): string {
+  if (result.status === 'declined') {
+    throw new AppError(isErrorCode(result.code) ? result.code : 'invalid_request', result.detail);
+  }
+  return result.transactionId;
+}
+
+export function escrowRoutes(deps: ApiDeps): Route[] {
+  const { pool, temporal, config } = deps;
+
+  async function ownedHold(caller: Caller, id: string): Promise<TransactionRow> {
+    const row = await findTransaction(pool, id);
+    if (row && row.transaction_type !== 'escrow_hold')
+      throw new AppError('not_found', 'Escrow transaction not found');
+    return assertOwned(caller, row, 'Escrow transaction');
+  }
+
+  async function recorded(id: string) {
+    const row = await findTransaction(pool, id);
+    if (!row) throw new Error(`escrow step ${id} finished without a record`);
+    return { body: transactionBody(row) };
+  }
+
+  /** Runs a release or refund update; the update id (from the Idempotency-Key) dedupes retries. */
+  async function step(
+    hold: TransactionRow,
+    run: (handle: ReturnType<typeof temporal.workflow.getHandle>) => Promise<EscrowStepResult>,
+  ) {
+    const handle = temporal.workflow.getHandle(escrowWorkflowId(hold.id));
+    try {
+      return settled(await withDeadline(run(handle), config.api.requestTimeoutMs));
+    } catch (error) {
+      if (error instanceof AppError) throw error;
+      // The hold's workflow ended between our read and the update: nothing is held any more.
+      const current = await findTransaction(pool, hold.id);
+      if (current && current.status !== 'held') {
+        throw new AppError('invalid_request', 'The escrow transaction is not in held status', {
+          cause: error,
+        });
+      }
+      throw error;
+    }
+  }
+
+  const idParams = z.object({ transaction_id: z.string() });
+
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/escrow/hold',
+      summary:
+        'Hold funds in escrow: moves the amount from the sender’s wallet to the escrow account',
+      tag: 'Escrow',
+      auth: 'default',
+      idempotent: true,
+      body: HoldRequest,
+      responses: {
+        200: {
+          description: 'The hold (transaction_type escrow_hold, status held)',
+          schema: TransactionBody,
+        },
+        400: err('Insufficient funds'),
+        401: err('Missing or invalid credentials'),
+        403: err('A wallet is disabled or belongs to another application or mode'),
+        404: err('Wallet not found'),
+        422: err('Validation failure'),
+      },
+      handler: async ({ caller, body, idempotency }) => {
+        const sender = await activeWallet(deps, caller, body.wallet_id);
+        const recipient = body.recipient_wallet_id
+          ? await activeWallet(deps, caller, body.recipient_wallet_id)
+          : null;
+        if (recipient?.id === sender.id)
+          throw new AppError('same_wallet', 'The recipient cannot be the sender');
+        const holdId = idempotency ? idFromKey(caller, idempotency, 'escrow_hold') : randomUUID();
+        const start = new WithStartWorkflowOperation(escrowWorkflow, {
+          workflowId: escrowWorkflowId(holdId),
+          taskQueue: config.temporal.taskQueue,
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          args: [
+            {
+              holdId,
+              applicationId: caller.applicationId,
+              mode: caller.mode,
+              walletId: sender.id,
+              amount: body.amount.toString(),
+              description: body.description,
+              recipientWalletId: recipient?.id ?? null,
+              expiresAt: body.expires_at ? new Date(body.expires_at).toISOString() : null,
+            },
+          ],
+          typedSearchAttributes: [
+            { key: SearchAttributes.ApplicationId, value: caller.applicationId },
+            { key: SearchAttributes.Mode, value: caller.mode },
+            {
+              key: SearchAttributes.WalletId,
+              value: recipient ? [sender.id, recipient.id] : [sender.id],
+            },
+            { key: SearchAttributes.PaymentType, value: 'escrow_hold' },
+            { key: SearchAttributes.PaymentStatus, value: 'pending' },
+          ],
+        });
+        const result = await withDeadline(
+          temporal.workflow.executeUpdateWithStart(escrowUpdates.hold, {
+            startWorkflowOperation: start,
+          }),
+          config.api.requestTimeoutMs,
+        );
+        return recorded(settled(result));
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/escrow/:transaction_id',
+      summary: 'The escrow hold as it stands now',
+      tag: 'Escrow',
+      auth: 'default',
+      params: idParams,
+      responses: {
+        200: { description: 'The hold', schema: TransactionBody },
+        401: err('Missing or invalid credentials'),
+        403: err('Another application’s or mode’s hold'),
+        404: err('Escrow transaction not found'),
+      },
+      handler: async ({ caller, params }) => ({
+        body: transactionBody(await ownedHold(caller, params.transaction_id)),
+      }),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/escrow/:transaction_id/release',
+      summary: 'Release held funds to a recipient, minus the escrow fee; may be partial',
+      tag: 'Escrow',
+      auth: 'default',
+      idempotent: true,
+      params: idParams,
+      body: ReleaseRequest,
+      responses: {
+        200: {
+          description: 'The release (escrow_release; amount is the net credited)',
+          schema: TransactionBody,
+        },
+        400: err('Not in held status, or the amount exceeds what is held'),
+        401: err('Missing or invalid credentials'),
+        403: err('The recipient wallet is disabled or another application’s'),
+        404: err('Escrow transaction or recipient wallet not found'),
+        422: err('Validation failure, for example an amount not greater than 0'),
+      },
+      handler: async ({ caller, params, body, idempotency }) => {
+        const hold = await ownedHold(caller, params.transaction_id);
+        if (hold.status !== 'held')
+          throw new AppError('invalid_request', 'The escrow transaction is not in held status');
+        const recipientId = body.recipient_wallet_id ?? hold.recipient_wallet_id;
+        if (!recipientId)
+          throw new AppError(
+            'validation_failed',
+            'recipient_wallet_id: required (the hold names no recipient)',
+          );
+        await activeWallet(deps, caller, recipientId);
+        if (body.amount !== undefined && body.amount > hold.escrow_amount) {
+          throw new AppError('invalid_request', 'Release amount exceeds the held amount');
+        }
+        const releaseId = idempotency
+          ? idFromKey(caller, idempotency, `escrow_release:${hold.id}`)
+          : randomUUID();
+        const id = await step(hold, (handle) =>
+          handle.executeUpdate(escrowUpdates.release, {
+            updateId: releaseId,
+            args: [
+              {
+                releaseId,
+                recipientWalletId: recipientId,
+                amount: body.amount?.toString() ?? null,
+              },
+            ],
+          }),
+        );
+        return recorded(id);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/escrow/:transaction_id/refund',
+      summary: 'Refund all that is still held to the sender; no fee',
+      tag: 'Escrow',
+      auth: 'default',
+      idempotent: true,
+      params: idParams,
+      responses: {
+        200: {
+          description: 'The refund (escrow_refund; wallet_id is the sender)',
+          schema: TransactionBody,
+        },
+        400: err('The hold no longer holds funds'),
+        401: err('Missing or invalid credentials'),
+        403: err('Another application’s or mode’s hold'),
+        404: err('Escrow transaction not found'),
+      },
+      handler: async ({ caller, params, idempotency }) => {
+        const hold = await ownedHold(caller, params.transaction_id);
+        if (hold.status !== 'held')
+          throw new AppError('invalid_request', 'The escrow transaction is not in held status');
+        const refundId = idempotency
+          ? idFromKey(caller, idempotency, `escrow_refund:${hold.id}`)
+          : randomUUID();
+        const id = await step(hold, (handle) =>
+          handle.executeUpdate(escrowUpdates.refund, {
+            updateId: refundId,
+            args: [{ refundId, reason: 'requested' }],
+          }),
+        );
+        return recorded(id);
+      },
+    }),
+  ];
+}

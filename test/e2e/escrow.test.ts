@@ -1,0 +1,286 @@
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { updateApplication } from '../../db/applications';
+import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
+import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+
+let engine: TestEngine;
+let app: TestApp;
+let api: ApiClient;
+
+beforeAll(async () => {
+  engine = await startTestEngine();
+  app = await createTestApp(engine.pool);
+  // 2.5% + 0.10 on each release.
+  await updateApplication(engine.pool, app.id, { escrowFeeBps: 250, escrowFeeFixed: 10n });
+  api = clientFor(engine.url, app);
+});
+afterAll(async () => engine?.close());
+
+const TRANSACTION_FIELDS = [
+  'amount',
+  'application_fee',
+  'application_wallet_id',
+  'created_at',
+  'description',
+  'escrow_amount',
+  'escrow_wallet_id',
+  'id',
+  'recipient_wallet_id',
+  'status',
+  'transaction_type',
+  'updated_at',
+  'wallet_id',
+];
+
+async function parties(fund = 10_000n) {
+  const sender = await createUserWithWallet(api);
+  const recipient = await createUserWithWallet(api);
+  await fundWallet(engine.pool, sender.walletId, fund);
+  return { sender: sender.walletId, recipient: recipient.walletId };
+}
+
+async function feeBalance(): Promise<bigint> {
+  return (
+    (await engine.pool.maybeOneFirst(sql.type(z.object({ balance: z.bigint() }))`
+      SELECT balance FROM ledger_accounts WHERE application_id = ${app.id} AND mode = 'test' AND kind = 'application_fees' AND currency = 'SLE'`)) ??
+    0n
+  );
+}
+
+async function eventTypes(transactionId: string): Promise<string[]> {
+  const rows = await engine.pool.any(sql.type(z.object({ type: z.string() }))`
+    SELECT type FROM events WHERE transaction_id = ${transactionId}`);
+  return rows.map((r) => r.type);
+}
+
+describe('escrow', () => {
+  it('holds, then releases in full to the recipient minus the escrow fee', async () => {
+    const { sender, recipient } = await parties();
+    const hold = await api.post('/api/v1/escrow/hold', {
+      wallet_id: sender,
+      amount: 40,
+      description: 'order 17',
+    });
+    expect(hold.status).toBe(200);
+    expect(Object.keys(hold.body).sort()).toEqual(TRANSACTION_FIELDS);
+    expect(hold.body).toMatchObject({
+      transaction_type: 'escrow_hold',
+      status: 'held',
+      amount: 40,
+      escrow_amount: 40,
+      wallet_id: sender,
+    });
+    expect(await balanceOf(engine.pool, sender)).toBe(6_000n);
+    expect(await balanceOf(engine.pool, hold.body.escrow_wallet_id)).toBeGreaterThanOrEqual(4_000n);
+    expect(await eventTypes(hold.body.id)).toEqual(['escrow.held']);
+
+    const feesBefore = await feeBalance();
+    const release = await api.post(`/api/v1/escrow/${hold.body.id}/release`, {
+      recipient_wallet_id: recipient,
+    });
+    expect(release.status).toBe(200);
+    // fee = 2.5% of 40.00 + 0.10 = 1.10; net 38.90
+    expect(release.body).toMatchObject({
+      transaction_type: 'escrow_release',
+      status: 'completed',
+      amount: 38.9,
+      application_fee: 1.1,
+      escrow_amount: 0,
+      recipient_wallet_id: recipient,
+      wallet_id: sender,
+    });
+    expect(release.body.application_wallet_id).toEqual(expect.any(String));
+    expect(await balanceOf(engine.pool, recipient)).toBe(3_890n);
+    expect((await feeBalance()) - feesBefore).toBe(110n);
+    expect(await eventTypes(release.body.id)).toEqual(['escrow.released']);
+    const now = await api.get(`/api/v1/escrow/${hold.body.id}`);
+    expect(now.body).toMatchObject({ escrow_amount: 0, status: 'completed' });
+    const again = await api.post(`/api/v1/escrow/${hold.body.id}/release`, {
+      recipient_wallet_id: recipient,
+    });
+    expect(again.status).toBe(400);
+    const refund = await api.post(`/api/v1/escrow/${hold.body.id}/refund`);
+    expect(refund.status).toBe(400);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('releases partially, keeps the rest held, and refunds the rest without a fee', async () => {
+    const { sender, recipient } = await parties();
+    const hold = await api.post('/api/v1/escrow/hold', {
+      wallet_id: sender,
+      amount: 50,
+      recipient_wallet_id: recipient,
+    });
+    const part = await api.post(`/api/v1/escrow/${hold.body.id}/release`, { amount: 20 });
+    expect(part.status).toBe(200);
+    expect(part.body).toMatchObject({ amount: 19.4, application_fee: 0.6, escrow_amount: 30 });
+    expect((await api.get(`/api/v1/escrow/${hold.body.id}`)).body).toMatchObject({
+      status: 'held',
+      escrow_amount: 30,
+    });
+    const tooMuch = await api.post(`/api/v1/escrow/${hold.body.id}/release`, { amount: 30.01 });
+    expect(tooMuch.status).toBe(400);
+    expect(tooMuch.body).toEqual({ detail: 'Release amount exceeds the held amount' });
+    const refund = await api.post(`/api/v1/escrow/${hold.body.id}/refund`);
+    expect(refund.status).toBe(200);
+    expect(refund.body).toMatchObject({
+      transaction_type: 'escrow_refund',
+      status: 'completed',
+      amount: 30,
+      escrow_amount: 0,
+      wallet_id: sender,
+      recipient_wallet_id: null,
+      application_fee: null,
+      application_wallet_id: null,
+    });
+    expect(await balanceOf(engine.pool, sender)).toBe(10_000n - 2_000n);
+    expect(await balanceOf(engine.pool, recipient)).toBe(1_940n);
+    expect(await eventTypes(refund.body.id)).toEqual(['escrow.refunded']);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('answers the statuses of the specification', async () => {
+    const { sender, recipient } = await parties(1_000n);
+    const poor = await api.post('/api/v1/escrow/hold', { wallet_id: sender, amount: 10.01 });
+    expect(poor.status).toBe(400);
+    expect(poor.body.detail).toBe('Insufficient funds');
+    for (const amount of [0, -1, 1.005]) {
+      expect((await api.post('/api/v1/escrow/hold', { wallet_id: sender, amount })).status).toBe(
+        422,
+      );
+    }
+    expect(
+      (
+        await api.post('/api/v1/escrow/hold', {
+          wallet_id: sender,
+          amount: 1,
+          expires_at: '2001-01-01T00:00:00Z',
+        })
+      ).status,
+    ).toBe(422);
+    expect(
+      (
+        await api.post('/api/v1/escrow/hold', {
+          wallet_id: '00000000-0000-4000-8000-000000000000',
+          amount: 1,
+        })
+      ).status,
+    ).toBe(404);
+    const hold = await api.post('/api/v1/escrow/hold', { wallet_id: sender, amount: 5 });
+    expect(
+      (
+        await api.post(`/api/v1/escrow/${hold.body.id}/release`, {
+          recipient_wallet_id: recipient,
+          amount: 0,
+        })
+      ).status,
+    ).toBe(422);
+    expect(
+      (
+        await api.post('/api/v1/escrow/00000000-0000-4000-8000-000000000000/release', {
+          recipient_wallet_id: recipient,
+        })
+      ).status,
+    ).toBe(404);
+    expect(
+      (await api.post('/api/v1/escrow/00000000-0000-4000-8000-000000000000/refund')).status,
+    ).toBe(404);
+    expect((await api.get('/api/v1/escrow/00000000-0000-4000-8000-000000000000')).status).toBe(404);
+    const other = await createTestApp(engine.pool);
+    const otherApi = clientFor(engine.url, other);
+    const foreign = await createUserWithWallet(otherApi);
+    expect(
+      (
+        await api.post(`/api/v1/escrow/${hold.body.id}/release`, {
+          recipient_wallet_id: foreign.walletId,
+        })
+      ).status,
+    ).toBe(403);
+    expect((await otherApi.post(`/api/v1/escrow/${hold.body.id}/refund`)).status).toBe(403);
+    await api.post(`/api/v1/wallets/${recipient}/disable`);
+    expect(
+      (await api.post(`/api/v1/escrow/${hold.body.id}/release`, { recipient_wallet_id: recipient }))
+        .status,
+    ).toBe(403);
+    await api.post(`/api/v1/wallets/${sender}/disable`);
+    expect((await api.post('/api/v1/escrow/hold', { wallet_id: sender, amount: 1 })).status).toBe(
+      403,
+    );
+    expect((await api.get(`/api/v1/escrow/${hold.body.id}`)).body).toMatchObject({
+      status: 'held',
+      escrow_amount: 5,
+    });
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('releases once for 50 concurrent identical releases with one Idempotency-Key', async () => {
+    const { sender, recipient } = await parties();
+    const hold = await api.post('/api/v1/escrow/hold', { wallet_id: sender, amount: 30 });
+    const replies = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        api.post(
+          `/api/v1/escrow/${hold.body.id}/release`,
+          { recipient_wallet_id: recipient, amount: 10 },
+          { 'Idempotency-Key': 'rel-1' },
+        ),
+      ),
+    );
+    expect(replies.map((r) => r.status)).toEqual(Array(50).fill(200));
+    expect(new Set(replies.map((r) => r.body.id)).size).toBe(1);
+    expect((await api.get(`/api/v1/escrow/${hold.body.id}`)).body.escrow_amount).toBe(20);
+    expect(await balanceOf(engine.pool, recipient)).toBe(1_000n - 35n);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('never pays out more than was held when releases and refunds race', async () => {
+    const { sender, recipient } = await parties();
+    const hold = await api.post('/api/v1/escrow/hold', { wallet_id: sender, amount: 20 });
+    const replies = await Promise.all([
+      api.post(`/api/v1/escrow/${hold.body.id}/release`, {
+        recipient_wallet_id: recipient,
+        amount: 15,
+      }),
+      api.post(`/api/v1/escrow/${hold.body.id}/refund`),
+      api.post(`/api/v1/escrow/${hold.body.id}/release`, {
+        recipient_wallet_id: recipient,
+        amount: 15,
+      }),
+      api.post(`/api/v1/escrow/${hold.body.id}/refund`),
+    ]);
+    expect(replies.every((r) => r.status === 200 || r.status === 400)).toBe(true);
+    const paidOut = await engine.pool.oneFirst(sql.type(z.object({ total: z.bigint() }))`
+      SELECT coalesce(sum(CASE WHEN transaction_type = 'escrow_release' THEN amount + coalesce(application_fee, 0) ELSE amount END), 0)::bigint AS total
+      FROM transactions WHERE parent_id = ${hold.body.id}`);
+    expect(paidOut).toBe(2_000n);
+    expect((await api.get(`/api/v1/escrow/${hold.body.id}`)).body.escrow_amount).toBe(0);
+    expect(
+      (await balanceOf(engine.pool, sender)) + (await balanceOf(engine.pool, recipient)),
+    ).toBeLessThanOrEqual(10_000n);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('refunds automatically when expires_at passes', async () => {
+    const { sender } = await parties();
+    const expiresAt = new Date(Date.now() + 1500).toISOString();
+    const hold = await api.post('/api/v1/escrow/hold', {
+      wallet_id: sender,
+      amount: 25,
+      expires_at: expiresAt,
+    });
+    expect(hold.status).toBe(200);
+    expect(await balanceOf(engine.pool, sender)).toBe(7_500n);
+    await engine.temporal.workflow.getHandle(`escrow-${hold.body.id}`).result();
+    expect(await balanceOf(engine.pool, sender)).toBe(10_000n);
+    expect((await api.get(`/api/v1/escrow/${hold.body.id}`)).body).toMatchObject({
+      escrow_amount: 0,
+    });
+    const refunds = await engine.pool.any(sql.type(
+      z.object({ transaction_type: z.string(), description: z.string() }),
+    )`
+      SELECT transaction_type, description FROM transactions WHERE parent_id = ${hold.body.id}`);
+    expect(refunds).toEqual([{ transaction_type: 'escrow_refund', description: '(expired)' }]);
+    await assertLedgerInvariant(engine.pool);
+  });
+});

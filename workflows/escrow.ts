@@ -1,0 +1,96 @@
+import {
+  allHandlersFinished,
+  condition,
+  proxyActivities,
+  setHandler,
+  uuid4,
+} from '@temporalio/workflow';
+import type { Activities } from './activities-types';
+import {
+  escrowStateQuery,
+  escrowUpdates,
+  type EscrowStepResult,
+  type HoldInput,
+  type RefundRequest,
+} from './shared';
+import { setPaymentStatus } from './status';
+import { asDeclined } from './transfer';
+
+const { holdFunds, releaseFunds, refundFunds } = proxyActivities<Activities>({
+  startToCloseTimeout: '15 seconds',
+  retry: {
+    initialInterval: '100 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '5 seconds',
+  },
+});
+
+/**
+ * One escrow hold: lives while anything is held. Started with the `hold` update, which answers
+ * once the amount has moved from the sender's wallet to the escrow account; `release` (possibly
+ * partial) and `refund` are updates, run one at a time so that a release and a refund racing
+ * on the hold never pay out more than was held; `expires_at` refunds what is left.
+ */
+export async function escrowWorkflow(input: HoldInput): Promise<{ held: string }> {
+  let opened: EscrowStepResult | undefined;
+  let held = 0n;
+  let busy = false;
+
+  /** Runs one money step at a time, in the order the updates arrived. */
+  async function exclusive(step: () => Promise<EscrowStepResult>): Promise<EscrowStepResult> {
+    await condition(() => opened !== undefined && !busy);
+    if (opened?.status !== 'done') return opened!;
+    busy = true;
+    try {
+      const result = await step().catch((error: unknown) => {
+        const declined = asDeclined(error);
+        if (!declined) throw error;
+        return declined;
+      });
+      if (result.status === 'done') held = BigInt(result.remaining);
+      return result;
+    } finally {
+      busy = false;
+    }
+  }
+
+  const refund = (request: RefundRequest) =>
+    exclusive(() => refundFunds({ holdId: input.holdId, ...request }));
+
+  setHandler(escrowUpdates.hold, async () => {
+    await condition(() => opened !== undefined);
+    return opened!;
+  });
+  setHandler(escrowUpdates.release, (request) =>
+    exclusive(() => releaseFunds({ holdId: input.holdId, ...request })),
+  );
+  setHandler(escrowUpdates.refund, refund);
+  setHandler(escrowStateQuery, () => ({
+    held: held.toString(),
+    status: opened === undefined ? 'opening' : held > 0n ? 'held' : 'closed',
+  }));
+
+  try {
+    opened = await holdFunds(input);
+    held = BigInt(input.amount);
+  } catch (error) {
+    opened = asDeclined(error) ?? undefined;
+    if (!opened) throw error;
+    setPaymentStatus('failed');
+    await condition(allHandlersFinished);
+    return { held: '0' };
+  }
+  setPaymentStatus('held');
+
+  if (input.expiresAt === null) {
+    await condition(() => held === 0n);
+  } else {
+    const untilExpiry = Math.max(0, Date.parse(input.expiresAt) - Date.now());
+    if (!(await condition(() => held === 0n, untilExpiry))) {
+      await refund({ refundId: uuid4(), reason: 'expired' });
+    }
+  }
+  await condition(() => !busy && allHandlersFinished());
+  setPaymentStatus('completed');
+  return { held: held.toString() };
+}
