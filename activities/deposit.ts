@@ -68,7 +68,7 @@ function opened(row: TransactionRow, meta: DepositMetadata): DepositOpened {
 
 async function lockDeposit(trx: DatabaseTransactionConnection, id: string) {
   const row = await trx.maybeOne(sql.type(depositRow)`
-    SELECT * FROM transactions WHERE id = ${id} AND transaction_type = 'mobile_money_deposit' FOR UPDATE`);
+    SELECT * FROM transactions WHERE id = ${id} AND transaction_type = 'mobile_money_deposit' FOR NO KEY UPDATE`);
   if (!row) throw new Error(`deposit ${id} has no record`);
   return { row, meta: depositMetadata.parse(row.metadata) };
 }
@@ -141,7 +141,10 @@ export function createDepositActivities(deps: {
       currency: app.base_currency,
       amount: usd ? sleToUsd(amount, config.fx.slePerUsd) : amount,
       walletId: input.walletId,
-      applicationFee: fees.applicationFee,
+      // The record's amounts are in the wallet's currency; the SLE figures are in the metadata.
+      applicationFee: usd
+        ? sleToUsd(fees.applicationFee, config.fx.slePerUsd)
+        : fees.applicationFee,
       description: 'Mobile money deposit',
       providerReference: code.id,
       workflowId: depositWorkflowId(input.transactionId),

@@ -54,7 +54,7 @@ async function lockHold(
     SELECT id, application_id, mode, transaction_type, status, wallet_id, recipient_wallet_id,
       escrow_wallet_id, application_wallet_id, currency, amount, escrow_amount, application_fee,
       description, provider_reference, workflow_id, created_at, updated_at
-    FROM transactions WHERE id = ${holdId} AND transaction_type = 'escrow_hold' FOR UPDATE`);
+    FROM transactions WHERE id = ${holdId} AND transaction_type = 'escrow_hold' FOR NO KEY UPDATE`);
   if (!hold) throw new Error(`escrow hold ${holdId} has no record`);
   return hold;
 }

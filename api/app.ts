@@ -9,6 +9,7 @@ import { feeRoutes } from './routes/fees';
 import { depositRoutes } from './routes/deposits';
 import { escrowRoutes } from './routes/escrow';
 import { systemRoutes } from './routes/system';
+import { transactionRoutes } from './routes/transactions';
 import { transferRoutes } from './routes/transfers';
 import { userRoutes } from './routes/users';
 import { walletRoutes } from './routes/wallets';
@@ -24,6 +25,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...depositRoutes(deps),
     ...escrowRoutes(deps),
     ...feeRoutes(deps),
+    ...transactionRoutes(deps),
   );
   return routes;
 }

@@ -54,9 +54,21 @@ function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: strin
 
 const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
 
+/** JSON with object keys sorted, so that the same request with keys in another order matches. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) =>
+      a < b ? -1 : a > b ? 1 : 0,
+    );
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
 function requestHash(ctx: Koa.Context): Buffer {
   return createHash('sha256')
-    .update(`${ctx.method}\n${ctx.path}\n${JSON.stringify(ctx.state.body ?? null)}`)
+    .update(`${ctx.method}\n${ctx.path}\n${canonicalJson(ctx.state.body)}`)
     .digest();
 }
 

@@ -28,7 +28,9 @@ export type LockedAccount = z.infer<typeof lockedAccount>;
 /**
  * Locks the accounts a ledger transaction will touch, in the one fixed order of
  * `domain/ledger.lockOrder` (user wallets, then system accounts, each by id), and returns
- * them by id. Call it first in the database transaction.
+ * them by id. Call it first in the database transaction. `FOR NO KEY UPDATE`, not `FOR UPDATE`:
+ * the foreign keys of payment rows that name these accounts take key-share locks, which a
+ * plain `FOR UPDATE` would block (and, under load, chain into long lock queues).
  */
 export async function lockAccounts(
   trx: DatabaseTransactionConnection,
@@ -40,7 +42,7 @@ export async function lockAccounts(
     FROM ledger_accounts
     WHERE id = ANY(${sql.array(unique, 'uuid')})
     ORDER BY (kind <> 'user_wallet'), id
-    FOR UPDATE`);
+    FOR NO KEY UPDATE`);
   const ordered = lockOrder(rows);
   return new Map(ordered.map((r) => [r.id, r]));
 }

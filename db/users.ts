@@ -96,7 +96,7 @@ export async function blockerToDelete(
         WHERE (t.wallet_id = w.id OR t.recipient_wallet_id = w.id) AND t.status IN ('pending', 'held')) AS open_payments
     FROM wallets w JOIN ledger_accounts a ON a.id = w.id
     WHERE w.user_id = ${userId}
-    FOR UPDATE OF a`);
+    FOR NO KEY UPDATE OF a`);
   if (!state) return null;
   if (state.balance !== 0n) return 'The user cannot be deleted while their wallet holds money';
   if (state.open_payments > 0) {

@@ -33,6 +33,9 @@ export async function createWorker(options: {
       providers: options.providers ?? createProviders({ config, pool: options.pool }),
     }),
     ...workflowSource,
+    // Every activity holds at most one database connection: no more at once than the pool has,
+    // so that none waits for a connection inside its start-to-close timeout.
+    maxConcurrentActivityTaskExecutions: config.database.poolSize,
     ...options.tuning,
   });
   return { worker, connection, ownsConnection: !options.connection };

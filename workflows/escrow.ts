@@ -34,14 +34,19 @@ const { holdFunds, releaseFunds, refundFunds } = proxyActivities<Activities>({
 export async function escrowWorkflow(input: HoldInput): Promise<{ held: string }> {
   let opened: EscrowStepResult | undefined;
   let held = 0n;
-  let busy = false;
+  // A ticket per money step, served in order. A `busy` flag is not enough: `condition` unblocks
+  // every waiter whose predicate holds in the same pass, before any of them can set the flag,
+  // so two queued steps would run at once (and `held` would take whichever answered last).
+  let issued = 0;
+  let served = 0;
+  const busy = () => served < issued;
 
   /** Runs one money step at a time, in the order the updates arrived. */
   async function exclusive(step: () => Promise<EscrowStepResult>): Promise<EscrowStepResult> {
-    await condition(() => opened !== undefined && !busy);
-    if (opened?.status !== 'done') return opened!;
-    busy = true;
+    const ticket = issued++;
+    await condition(() => opened !== undefined && served === ticket);
     try {
+      if (opened?.status !== 'done') return opened!;
       const result = await step().catch((error: unknown) => {
         const declined = asDeclined(error);
         if (!declined) throw error;
@@ -50,7 +55,7 @@ export async function escrowWorkflow(input: HoldInput): Promise<{ held: string }
       if (result.status === 'done') held = BigInt(result.remaining);
       return result;
     } finally {
-      busy = false;
+      served++;
     }
   }
 
@@ -90,7 +95,7 @@ export async function escrowWorkflow(input: HoldInput): Promise<{ held: string }
       await refund({ refundId: uuid4(), reason: 'expired' });
     }
   }
-  await condition(() => !busy && allHandlersFinished());
+  await condition(() => !busy() && allHandlersFinished());
   setPaymentStatus('completed');
   return { held: held.toString() };
 }

@@ -7,7 +7,7 @@ import { defineQuery, defineUpdate } from '@temporalio/workflow';
 
 export const SearchAttributes = {
   ApplicationId: defineSearchAttributeKey('ApplicationId', SearchAttributeType.KEYWORD),
-  Mode: defineSearchAttributeKey('Mode', SearchAttributeType.KEYWORD),
+  PaymentMode: defineSearchAttributeKey('PaymentMode', SearchAttributeType.KEYWORD),
   WalletId: defineSearchAttributeKey('WalletId', SearchAttributeType.KEYWORD_LIST),
   PaymentType: defineSearchAttributeKey('PaymentType', SearchAttributeType.KEYWORD),
   PaymentStatus: defineSearchAttributeKey('PaymentStatus', SearchAttributeType.KEYWORD),
@@ -16,7 +16,7 @@ export const SearchAttributes = {
 /** Registered on the development server at start (`temporal server start-dev --search-attribute`). */
 export const SEARCH_ATTRIBUTE_DEFINITIONS: Record<keyof typeof SearchAttributes, string> = {
   ApplicationId: 'Keyword',
-  Mode: 'Keyword',
+  PaymentMode: 'Keyword',
   WalletId: 'KeywordList',
   PaymentType: 'Keyword',
   PaymentStatus: 'Keyword',

@@ -224,7 +224,7 @@ export function depositRoutes(deps: ApiDeps): Route[] {
           ],
           typedSearchAttributes: [
             { key: SearchAttributes.ApplicationId, value: caller.applicationId },
-            { key: SearchAttributes.Mode, value: caller.mode },
+            { key: SearchAttributes.PaymentMode, value: caller.mode },
             { key: SearchAttributes.WalletId, value: [wallet.id] },
             { key: SearchAttributes.PaymentType, value: 'mobile_money_deposit' },
             { key: SearchAttributes.PaymentStatus, value: 'pending' },

@@ -139,7 +139,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           ],
           typedSearchAttributes: [
             { key: SearchAttributes.ApplicationId, value: caller.applicationId },
-            { key: SearchAttributes.Mode, value: caller.mode },
+            { key: SearchAttributes.PaymentMode, value: caller.mode },
             {
               key: SearchAttributes.WalletId,
               value: recipient ? [sender.id, recipient.id] : [sender.id],

@@ -68,7 +68,7 @@ export function transferRoutes(deps: ApiDeps): Route[] {
           ],
           typedSearchAttributes: [
             { key: SearchAttributes.ApplicationId, value: caller.applicationId },
-            { key: SearchAttributes.Mode, value: caller.mode },
+            { key: SearchAttributes.PaymentMode, value: caller.mode },
             { key: SearchAttributes.WalletId, value: [body.from_wallet_id, body.to_wallet_id] },
             { key: SearchAttributes.PaymentType, value: 'transfer' },
             { key: SearchAttributes.PaymentStatus, value: 'pending' },

@@ -77,7 +77,7 @@ describe('transfers under concurrency', () => {
     expect([ok.status, declined.status]).toEqual([200, 400]);
     const described = await engine.temporal.workflow.getHandle(`transfer-${ok.body.id}`).describe();
     expect(described.typedSearchAttributes.get(SearchAttributes.ApplicationId)).toBe(app.id);
-    expect(described.typedSearchAttributes.get(SearchAttributes.Mode)).toBe('test');
+    expect(described.typedSearchAttributes.get(SearchAttributes.PaymentMode)).toBe('test');
     expect(described.typedSearchAttributes.get(SearchAttributes.PaymentType)).toBe('transfer');
     expect(described.typedSearchAttributes.get(SearchAttributes.PaymentStatus)).toBe('completed');
     expect(described.typedSearchAttributes.get(SearchAttributes.WalletId)).toEqual([

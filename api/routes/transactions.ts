@@ -1,0 +1,202 @@
+import { isGrpcServiceError, type Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
+import { sql, type CommonQueryMethods } from 'slonik';
+import { z } from 'zod';
+import { findTransaction, listTransactions, type TransactionRow } from '../../db/transactions';
+import { forbidden } from '../../domain/errors';
+import { TRANSACTION_STATUSES, TRANSACTION_TYPES, type Caller } from '../../domain/types';
+import { assertOwned } from '../access';
+import type { ApiDeps } from '../deps';
+import { defineRoute, type Route } from '../route';
+import { ErrorBody, PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
+import { TransactionBody, transactionBody } from '../serializers';
+import { buildTimeline, TimelineStep, WORKFLOW_STATUSES } from '../timeline';
+
+const err = (description: string) => ({ description, schema: ErrorBody });
+
+const ListQuery = PageQuery.extend({
+  status: z
+    .enum(TRANSACTION_STATUSES, { error: `must be one of ${TRANSACTION_STATUSES.join(', ')}` })
+    .optional(),
+  transaction_type: z
+    .enum(TRANSACTION_TYPES, { error: `must be one of ${TRANSACTION_TYPES.join(', ')}` })
+    .optional(),
+  wallet_id: z
+    .string({ error: 'must be a wallet id' })
+    .regex(uuidPattern, 'must be a wallet id (a UUID)')
+    .transform((v) => v.toLowerCase())
+    .optional()
+    .meta({ description: 'Transactions this wallet sent or received' }),
+});
+
+const TransactionParams = z.object({ transaction_id: z.string() });
+
+export const TimelineBody = z
+  .object({
+    transaction_id: z.string(),
+    workflow_id: z.string().nullable(),
+    workflow_type: z.string().nullable(),
+    status: z.enum(TRANSACTION_STATUSES).meta({ description: 'The transaction’s status' }),
+    workflow_status: z.enum(WORKFLOW_STATUSES).nullable().meta({
+      description: 'The workflow’s status; null when its history is not available',
+    }),
+    started_at: z.string().nullable(),
+    ended_at: z.string().nullable(),
+    steps: z.array(TimelineStep),
+    note: z.string().nullable().meta({
+      description: 'Why the steps are empty (no workflow, or its history no longer retained)',
+    }),
+  })
+  .meta({ id: 'PaymentTimeline' });
+type TimelineBody = z.infer<typeof TimelineBody>;
+
+const NO_WORKFLOW = 'This transaction was not made by a workflow, so it has no steps to show';
+const NOT_RETAINED =
+  'The workflow history of this transaction is no longer retained, so its steps cannot be shown';
+
+/** gRPC NOT_FOUND: the history fetch is not wrapped into WorkflowNotFoundError by the SDK. */
+const GRPC_NOT_FOUND = 5;
+
+function isNotFound(error: unknown): boolean {
+  if (error instanceof WorkflowNotFoundError) return true;
+  if (isGrpcServiceError(error)) return Number(error.code) === GRPC_NOT_FOUND;
+  const cause = (error as { cause?: unknown } | null)?.cause;
+  return cause !== undefined && cause !== error && isNotFound(cause);
+}
+
+/** A wallet filter naming a wallet of another application or mode is refused, as a read is. */
+async function assertWalletFilter(db: CommonQueryMethods, caller: Caller, walletId: string) {
+  const owner = await db.maybeOne(
+    sql.type(
+      z.object({ application_id: z.string(), mode: z.enum(['test', 'live']) }),
+    )`SELECT application_id, mode FROM ledger_accounts WHERE id = ${walletId}`,
+  );
+  if (owner && (owner.application_id !== caller.applicationId || owner.mode !== caller.mode)) {
+    throw forbidden('You do not have permission to access this wallet');
+  }
+}
+
+async function timelineOf(temporal: Client, row: TransactionRow): Promise<TimelineBody> {
+  const empty = (note: string): TimelineBody => ({
+    transaction_id: row.id,
+    workflow_id: row.workflow_id,
+    workflow_type: null,
+    status: row.status,
+    workflow_status: null,
+    started_at: null,
+    ended_at: null,
+    steps: [],
+    note,
+  });
+  if (!row.workflow_id) return empty(NO_WORKFLOW);
+  const handle = temporal.workflow.getHandle(row.workflow_id);
+  let events;
+  try {
+    events = (await handle.fetchHistory()).events ?? [];
+  } catch (error) {
+    if (isNotFound(error)) return empty(NOT_RETAINED);
+    throw error;
+  }
+  if (events.length === 0) return empty(NOT_RETAINED);
+  let timeline = buildTimeline(events, { providerReference: row.provider_reference });
+  if (timeline.workflow_status === 'running') {
+    // A running activity's attempt and last failure are in the description only.
+    try {
+      const { raw } = await handle.describe();
+      timeline = buildTimeline(events, {
+        providerReference: row.provider_reference,
+        pendingActivities: raw.pendingActivities,
+      });
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+  }
+  return {
+    transaction_id: row.id,
+    workflow_id: row.workflow_id,
+    workflow_type: timeline.workflow_type,
+    status: row.status,
+    workflow_status: timeline.workflow_status,
+    started_at: timeline.started_at,
+    ended_at: timeline.ended_at,
+    steps: timeline.steps,
+    note: null,
+  };
+}
+
+export function transactionRoutes(deps: ApiDeps): Route[] {
+  const { pool, temporal } = deps;
+  const owned = async (caller: Caller, id: string) =>
+    assertOwned(caller, await findTransaction(pool, id), 'Transaction');
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/transactions/',
+      summary:
+        'List transactions of the application and mode, newest first (page envelope); ' +
+        'filter by status, transaction_type and wallet_id (sender or recipient)',
+      tag: 'Transactions',
+      auth: 'default',
+      query: ListQuery,
+      responses: {
+        200: { description: 'A page of transactions', schema: pageEnvelope(TransactionBody) },
+        401: err('Missing or invalid credentials'),
+        403: err('wallet_id names a wallet of another application or mode'),
+        422: err('Invalid paging or filter'),
+      },
+      handler: async ({ caller, query }) => {
+        if (query.wallet_id) await assertWalletFilter(pool, caller, query.wallet_id);
+        const { rows, total } = await listTransactions(
+          pool,
+          caller,
+          {
+            status: query.status,
+            transaction_type: query.transaction_type,
+            wallet_id: query.wallet_id,
+          },
+          pageWindow(query),
+        );
+        return { body: toPage(rows.map(transactionBody), total, query) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/transactions/:transaction_id',
+      summary: 'Get a transaction',
+      tag: 'Transactions',
+      auth: 'default',
+      params: TransactionParams,
+      responses: {
+        200: { description: 'The transaction', schema: TransactionBody },
+        401: err('Missing or invalid credentials'),
+        403: err('The transaction belongs to another application or mode'),
+        404: err('Transaction not found'),
+      },
+      handler: async ({ caller, params }) => ({
+        body: transactionBody(await owned(caller, params.transaction_id)),
+      }),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/transactions/:transaction_id/timeline',
+      summary:
+        'The payment’s timeline, read from its workflow’s history: the workflow’s start and end, ' +
+        'each activity (attempts of the last try, last failure), update, signal and timer, ' +
+        'with times (ISO 8601 UTC, to the nanosecond) and the provider reference where there ' +
+        'is one. When the history is no longer retained (or the transaction had no workflow) ' +
+        'the answer is still 200, with no steps and a `note` saying why',
+      tag: 'Transactions',
+      auth: 'default',
+      params: TransactionParams,
+      responses: {
+        200: { description: 'The timeline', schema: TimelineBody },
+        401: err('Missing or invalid credentials'),
+        403: err('The transaction belongs to another application or mode'),
+        404: err('Transaction not found'),
+      },
+      handler: async ({ caller, params }) => ({
+        body: await timelineOf(temporal, await owned(caller, params.transaction_id)),
+      }),
+    }),
+  ];
+}
