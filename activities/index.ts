@@ -3,6 +3,7 @@ import type { Config } from '../config';
 import type { Providers } from '../providers';
 import { createDepositActivities } from './deposit';
 import { createEscrowActivities } from './escrow';
+import { createMaintenanceActivities } from './maintenance';
 import { createTransferActivities } from './transfer';
 
 export type ActivityDeps = { pool: DatabasePool; providers: Providers; config: Config };
@@ -13,5 +14,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createTransferActivities(deps),
     ...createDepositActivities(deps),
     ...createEscrowActivities(deps),
+    ...createMaintenanceActivities(deps),
   };
 }

@@ -17,10 +17,3 @@ export async function hitRateLimit(
     RETURNING c.count,
       greatest(1, ceil(extract(epoch FROM (c.window_start + interval '1 minute' - now()))))::int AS "retryAfterSeconds"`);
 }
-
-/** Drops windows that have ended; run it now and then (the worker does, on a schedule). */
-export async function pruneRateLimits(db: CommonQueryMethods): Promise<void> {
-  await db.query(
-    sql.unsafe`DELETE FROM rate_limit_counters WHERE window_start < now() - interval '2 minutes'`,
-  );
-}

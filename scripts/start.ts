@@ -1,13 +1,15 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
-import { loadConfig, type Config } from '../config';
+import { loadConfig, temporalAddress, type Config } from '../config';
 import { createLogger, type Logger } from '../api/logger';
 import { startApi } from '../api/server';
 import { createApplication } from '../db/applications';
 import { createCredential } from '../db/credentials';
 import { createDatabasePool } from '../db/pool';
 import { createWorker } from '../worker/create-worker';
+import { ensureSchedules } from '../worker/schedules';
+import { Client, Connection } from '@temporalio/client';
 import { openLocalDatabase } from './local-database';
 import { registerSearchAttributes, startTemporalDevServer } from './temporal-server';
 
@@ -74,6 +76,13 @@ async function main(): Promise<void> {
       logger.error({ err: error }, 'worker failed');
       void shutdown(1);
     });
+
+    const scheduleConnection = await Connection.connect({ address: temporalAddress(running) });
+    await ensureSchedules(
+      new Client({ connection: scheduleConnection, namespace: config.temporal.namespace }),
+      config.temporal.taskQueue,
+    );
+    await scheduleConnection.close();
 
     const api = await startApi(running, logger, database.url);
     stops.push(api.close);

@@ -1,8 +1,10 @@
 import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
-import { loadConfig, requireDatabaseUrl } from '../config';
+import { loadConfig, requireDatabaseUrl, temporalAddress } from '../config';
 import { createLogger } from '../api/logger';
 import { createDatabasePool } from '../db/pool';
+import { Client, Connection } from '@temporalio/client';
 import { createWorker } from './create-worker';
+import { ensureSchedules } from './schedules';
 
 /** `npm run worker`: the Temporal worker alone (production); needs DATABASE_URL and Temporal. */
 async function main(): Promise<void> {
@@ -16,6 +18,12 @@ async function main(): Promise<void> {
     maximumPoolSize: config.database.poolSize,
   });
   const { worker, connection } = await createWorker({ config, pool });
+  const clientConnection = await Connection.connect({ address: temporalAddress(config) });
+  await ensureSchedules(
+    new Client({ connection: clientConnection, namespace: config.temporal.namespace }),
+    config.temporal.taskQueue,
+  );
+  await clientConnection.close();
   logger.info({ taskQueue: config.temporal.taskQueue }, 'worker running');
   process.once('SIGINT', () => worker.shutdown());
   process.once('SIGTERM', () => worker.shutdown());

@@ -1,0 +1,53 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { createMaintenanceActivities } from '../../activities/maintenance';
+import { MAINTENANCE_SCHEDULE_ID, ensureSchedules } from '../../worker/schedules';
+import { createTestApp, startTestEngine, type TestEngine } from '../support/engine';
+
+let engine: TestEngine;
+beforeAll(async () => {
+  engine = await startTestEngine();
+});
+afterAll(async () => engine?.close());
+
+const count = (table: 'rate_limit_counters' | 'idempotency_keys') =>
+  engine.pool.oneFirst(
+    sql.type(
+      z.object({ n: z.number() }),
+    )`SELECT count(*)::int AS n FROM ${sql.identifier([table])}`,
+  );
+
+describe('maintenance', () => {
+  it('prunes ended rate-limit windows and idempotency keys past 24 hours, and nothing else', async () => {
+    const app = await createTestApp(engine.pool);
+    const credential = await engine.pool.oneFirst(sql.type(z.object({ id: z.string() }))`
+      SELECT id FROM credentials WHERE application_id = ${app.id} LIMIT 1`);
+    await engine.pool.query(sql.unsafe`
+      INSERT INTO rate_limit_counters (credential_id, category, window_start, count) VALUES
+        (${credential}, 'default', now() - interval '10 minutes', 3),
+        (${credential}, 'default', date_trunc('minute', now()), 1)`);
+    const key = (age: string, done: boolean) => sql.fragment`
+      (${app.id}, 'test', ${randomUUID()}, '\\x00', ${done ? 200 : null}, now() - ${age}::interval)`;
+    await engine.pool.query(sql.unsafe`
+      INSERT INTO idempotency_keys (application_id, mode, key, request_hash, response_status, created_at) VALUES
+        ${key('25 hours', true)}, ${key('25 hours', false)}, ${key('49 hours', false)}, ${key('1 hour', true)}`);
+    const result = await createMaintenanceActivities({ pool: engine.pool }).pruneExpiredRows();
+    expect(result).toEqual({ rateLimitWindows: 1, idempotencyKeys: 2 });
+    expect(await count('rate_limit_counters')).toBe(1);
+    expect(await count('idempotency_keys')).toBe(2);
+  });
+
+  it('creates the maintenance schedule once', async () => {
+    await ensureSchedules(engine.temporal, engine.config.temporal.taskQueue);
+    await ensureSchedules(engine.temporal, engine.config.temporal.taskQueue);
+    const description = await engine.temporal.schedule
+      .getHandle(MAINTENANCE_SCHEDULE_ID)
+      .describe();
+    expect(description.action).toMatchObject({
+      type: 'startWorkflow',
+      workflowType: 'maintenanceWorkflow',
+    });
+    await engine.temporal.schedule.getHandle(MAINTENANCE_SCHEDULE_ID).delete();
+  });
+});
