@@ -98,9 +98,10 @@ export function mountRoutes(router: Router, routes: readonly Route[], pool: Data
           !route.opaqueParams?.includes(name) &&
           !uuidPattern.test(value)
         ) {
+          const what = name.replace(/_?id$/, '').replace(/_/g, ' ') || 'resource';
           throw new AppError(
             'not_found',
-            `${name.replace(/_?id$/, '').replace(/_/g, ' ') || 'resource'} not found`,
+            `${what.charAt(0).toUpperCase()}${what.slice(1)} not found`,
           );
         }
       }
