@@ -6,6 +6,7 @@ import { lockAccounts, postLedgerTransaction, systemAccountId } from '../db/ledg
 import {
   insertEvent,
   insertTransaction,
+  transactionColumns,
   transactionRow,
   type TransactionRow,
 } from '../db/transactions';
@@ -259,9 +260,7 @@ async function setStatus(
 ): Promise<TransactionRow> {
   return trx.one(sql.type(transactionRow)`
     UPDATE transactions SET status = ${status}, updated_at = now() WHERE id = ${id}
-    RETURNING id, application_id, mode, transaction_type, status, wallet_id, recipient_wallet_id,
-      escrow_wallet_id, application_wallet_id, currency, amount, escrow_amount, application_fee,
-      description, provider_reference, workflow_id, created_at, updated_at`);
+    RETURNING ${transactionColumns}`);
 }
 
 function depositEventData(row: TransactionRow, meta: DepositMetadata) {

@@ -6,6 +6,7 @@ import {
   findTransaction,
   insertEvent,
   insertTransaction,
+  transactionColumns,
   transactionRow,
   type TransactionRow,
 } from '../db/transactions';
@@ -51,9 +52,7 @@ async function lockHold(
   holdId: string,
 ): Promise<TransactionRow> {
   const hold = await trx.maybeOne(sql.type(transactionRow)`
-    SELECT id, application_id, mode, transaction_type, status, wallet_id, recipient_wallet_id,
-      escrow_wallet_id, application_wallet_id, currency, amount, escrow_amount, application_fee,
-      description, provider_reference, workflow_id, created_at, updated_at
+    SELECT ${transactionColumns}
     FROM transactions WHERE id = ${holdId} AND transaction_type = 'escrow_hold' FOR NO KEY UPDATE`);
   if (!hold) throw new Error(`escrow hold ${holdId} has no record`);
   return hold;

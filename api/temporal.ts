@@ -5,6 +5,9 @@ import {
 } from '@temporalio/client';
 import type { Workflow } from '@temporalio/common';
 import { AppError } from '../domain/errors';
+import type { SearchAttributePair } from '@temporalio/common';
+import type { Caller, TransactionType } from '../domain/types';
+import { SearchAttributes } from '../workflows/shared';
 
 /**
  * Runs a payment workflow and waits for its result, at most `timeoutMs`. The workflow id is the
@@ -57,4 +60,19 @@ export async function withDeadline<T>(work: Promise<T>, timeoutMs: number): Prom
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The search attributes every payment workflow starts with; the workflow moves PaymentStatus. */
+export function paymentSearchAttributes(
+  caller: Caller,
+  type: TransactionType,
+  walletIds: string[],
+): SearchAttributePair[] {
+  return [
+    { key: SearchAttributes.ApplicationId, value: caller.applicationId },
+    { key: SearchAttributes.PaymentMode, value: caller.mode },
+    { key: SearchAttributes.WalletId, value: walletIds },
+    { key: SearchAttributes.PaymentType, value: type },
+    { key: SearchAttributes.PaymentStatus, value: 'pending' },
+  ];
 }

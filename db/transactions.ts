@@ -33,7 +33,8 @@ export const transactionRow = z.object({
 });
 export type TransactionRow = z.infer<typeof transactionRow>;
 
-const columns = sql.fragment`id, application_id, mode, transaction_type, status, wallet_id,
+/** The columns of `transactionRow`, for queries elsewhere that read or return a payment row. */
+export const transactionColumns = sql.fragment`id, application_id, mode, transaction_type, status, wallet_id,
   recipient_wallet_id, escrow_wallet_id, application_wallet_id, currency, amount, escrow_amount,
   application_fee, description, provider_reference, workflow_id, created_at, updated_at`;
 
@@ -71,7 +72,7 @@ export async function insertTransaction(
       ${t.escrowWalletId ?? null}, ${t.applicationWalletId ?? null}, ${(t.escrowAmount ?? 0n).toString()},
       ${t.applicationFee?.toString() ?? null}, ${t.description ?? ''}, ${t.providerReference ?? null},
       ${t.workflowId ?? null}, ${t.parentId ?? null}, ${sql.jsonb(JSON.parse(JSON.stringify(t.metadata ?? {})) as never)})
-    RETURNING ${columns}`);
+    RETURNING ${transactionColumns}`);
 }
 
 export async function findTransaction(
@@ -79,7 +80,7 @@ export async function findTransaction(
   id: string,
 ): Promise<TransactionRow | null> {
   return db.maybeOne(
-    sql.type(transactionRow)`SELECT ${columns} FROM transactions WHERE id = ${id}`,
+    sql.type(transactionRow)`SELECT ${transactionColumns} FROM transactions WHERE id = ${id}`,
   );
 }
 
@@ -104,7 +105,7 @@ export async function listTransactions(
     )`SELECT count(*)::int AS count FROM transactions WHERE ${where}`,
   );
   const rows = await db.any(sql.type(transactionRow)`
-    SELECT ${columns} FROM transactions WHERE ${where}
+    SELECT ${transactionColumns} FROM transactions WHERE ${where}
     ORDER BY created_at DESC, id LIMIT ${page.limit} OFFSET ${page.offset}`);
   return { rows, total };
 }

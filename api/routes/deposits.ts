@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { WithStartWorkflowOperation, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
-import { findTransaction, transactionRow, type TransactionRow } from '../../db/transactions';
+import {
+  findTransaction,
+  transactionColumns,
+  transactionRow,
+  type TransactionRow,
+} from '../../db/transactions';
 import { AppError, isErrorCode } from '../../domain/errors';
 import type { Caller } from '../../domain/types';
 import type { MobileMoneyNotification } from '../../providers/mobile-money';
@@ -11,7 +16,6 @@ import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
 import {
   depositUpdates,
   depositWorkflowId,
-  SearchAttributes,
   type DepositOpened,
   type DepositOutcome,
 } from '../../workflows/shared';
@@ -20,7 +24,7 @@ import type { ApiDeps } from '../deps';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { ErrorBody } from '../schemas';
-import { withDeadline } from '../temporal';
+import { paymentSearchAttributes, withDeadline } from '../temporal';
 
 const err = (description: string) => ({ description, schema: ErrorBody });
 
@@ -95,9 +99,7 @@ async function findByReference(
   reference: string,
 ): Promise<TransactionRow> {
   const row = await db.maybeOne(sql.type(transactionRow)`
-    SELECT id, application_id, mode, transaction_type, status, wallet_id, recipient_wallet_id,
-      escrow_wallet_id, application_wallet_id, currency, amount, escrow_amount, application_fee,
-      description, provider_reference, workflow_id, created_at, updated_at
+    SELECT ${transactionColumns}
     FROM transactions
     WHERE application_id = ${caller.applicationId} AND mode = ${caller.mode}
       AND (provider_reference = ${reference} OR id::text = ${reference.toLowerCase()})
@@ -222,13 +224,9 @@ export function depositRoutes(deps: ApiDeps): Route[] {
               amount: body.amount.toString(),
             },
           ],
-          typedSearchAttributes: [
-            { key: SearchAttributes.ApplicationId, value: caller.applicationId },
-            { key: SearchAttributes.PaymentMode, value: caller.mode },
-            { key: SearchAttributes.WalletId, value: [wallet.id] },
-            { key: SearchAttributes.PaymentType, value: 'mobile_money_deposit' },
-            { key: SearchAttributes.PaymentStatus, value: 'pending' },
-          ],
+          typedSearchAttributes: paymentSearchAttributes(caller, 'mobile_money_deposit', [
+            wallet.id,
+          ]),
         });
         const result = await withDeadline(
           temporal.workflow.executeUpdateWithStart(depositUpdates.open, {

@@ -5,19 +5,14 @@ import { findTransaction, type TransactionRow } from '../../db/transactions';
 import { AppError, isErrorCode } from '../../domain/errors';
 import type { Caller } from '../../domain/types';
 import { escrowWorkflow } from '../../workflows/escrow';
-import {
-  escrowUpdates,
-  escrowWorkflowId,
-  SearchAttributes,
-  type EscrowStepResult,
-} from '../../workflows/shared';
+import { escrowUpdates, escrowWorkflowId, type EscrowStepResult } from '../../workflows/shared';
 import { assertOwned, ownedWallet } from '../access';
 import type { ApiDeps } from '../deps';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { ErrorBody, PositiveAmount } from '../schemas';
 import { TransactionBody, transactionBody } from '../serializers';
-import { withDeadline } from '../temporal';
+import { paymentSearchAttributes, withDeadline } from '../temporal';
 
 const err = (description: string) => ({ description, schema: ErrorBody });
 
@@ -137,16 +132,11 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
               expiresAt: body.expires_at ? new Date(body.expires_at).toISOString() : null,
             },
           ],
-          typedSearchAttributes: [
-            { key: SearchAttributes.ApplicationId, value: caller.applicationId },
-            { key: SearchAttributes.PaymentMode, value: caller.mode },
-            {
-              key: SearchAttributes.WalletId,
-              value: recipient ? [sender.id, recipient.id] : [sender.id],
-            },
-            { key: SearchAttributes.PaymentType, value: 'escrow_hold' },
-            { key: SearchAttributes.PaymentStatus, value: 'pending' },
-          ],
+          typedSearchAttributes: paymentSearchAttributes(
+            caller,
+            'escrow_hold',
+            recipient ? [sender.id, recipient.id] : [sender.id],
+          ),
         });
         const result = await withDeadline(
           temporal.workflow.executeUpdateWithStart(escrowUpdates.hold, {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { findTransaction } from '../../db/transactions';
 import { AppError, isErrorCode } from '../../domain/errors';
-import { SearchAttributes, workflowIds } from '../../workflows/shared';
+import { workflowIds } from '../../workflows/shared';
 import { transferWorkflow } from '../../workflows/transfer';
 import { ownedWallet } from '../access';
 import type { ApiDeps } from '../deps';
@@ -10,7 +10,7 @@ import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { ErrorBody, PositiveAmount } from '../schemas';
 import { TransactionBody, transactionBody } from '../serializers';
-import { runPaymentWorkflow } from '../temporal';
+import { paymentSearchAttributes, runPaymentWorkflow } from '../temporal';
 
 const TransferRequest = z.object({
   from_wallet_id: z.string().min(1),
@@ -66,13 +66,10 @@ export function transferRoutes(deps: ApiDeps): Route[] {
               description: body.description,
             },
           ],
-          typedSearchAttributes: [
-            { key: SearchAttributes.ApplicationId, value: caller.applicationId },
-            { key: SearchAttributes.PaymentMode, value: caller.mode },
-            { key: SearchAttributes.WalletId, value: [body.from_wallet_id, body.to_wallet_id] },
-            { key: SearchAttributes.PaymentType, value: 'transfer' },
-            { key: SearchAttributes.PaymentStatus, value: 'pending' },
-          ],
+          typedSearchAttributes: paymentSearchAttributes(caller, 'transfer', [
+            body.from_wallet_id,
+            body.to_wallet_id,
+          ]),
         });
         if (result.status === 'declined') {
           throw new AppError(
