@@ -19,7 +19,6 @@ const { transferFunds } = proxyActivities<Activities>({
  * transient faults are retried by Temporal, and the activity is idempotent by transaction id.
  */
 export async function transferWorkflow(input: TransferInput): Promise<TransferResult> {
-  setPaymentStatus('pending');
   try {
     await transferFunds(input);
   } catch (error) {
