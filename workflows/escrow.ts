@@ -59,8 +59,12 @@ export async function escrowWorkflow(input: HoldInput): Promise<{ held: string }
     }
   }
 
-  const refund = (request: RefundRequest) =>
-    exclusive(() => refundFunds({ holdId: input.holdId, ...request }));
+  let refunded = false;
+  const refund = async (request: RefundRequest) => {
+    const result = await exclusive(() => refundFunds({ holdId: input.holdId, ...request }));
+    if (result.status === 'done') refunded = true;
+    return result;
+  };
 
   setHandler(escrowUpdates.hold, async () => {
     await condition(() => opened !== undefined);
@@ -96,6 +100,7 @@ export async function escrowWorkflow(input: HoldInput): Promise<{ held: string }
     }
   }
   await condition(() => !busy() && allHandlersFinished());
-  setPaymentStatus('completed');
+  // What an operator filters on: released in the end, or given back to the sender.
+  setPaymentStatus(refunded ? 'reversed' : 'completed');
   return { held: held.toString() };
 }

@@ -41,6 +41,9 @@ async function activeWallet(deps: ApiDeps, caller: Caller, id: string) {
   return wallet;
 }
 
+const notHeld = () =>
+  new AppError('invalid_request', 'The escrow transaction is not in held status');
+
 function settled(result: EscrowStepResult): string {
   if (result.status === 'declined') {
     throw new AppError(isErrorCode(result.code) ? result.code : 'invalid_request', result.detail);
@@ -77,10 +80,23 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
       // The hold's workflow ended between our read and the update: nothing is held any more.
       const current = await findTransaction(pool, hold.id);
       if (current && current.status !== 'held') {
-        throw new AppError('invalid_request', 'The escrow transaction is not in held status', {
-          cause: error,
-        });
+        throw notHeld();
       }
+      throw error;
+    }
+  }
+
+  /**
+   * A retry of a release or refund (same Idempotency-Key, so the same step id) that arrives
+   * after the first has moved the money answers with that step, not with the 400 that the
+   * hold's new state would give a fresh request.
+   */
+  async function unlessDone(stepId: string, run: () => Promise<string>): Promise<string> {
+    if (await findTransaction(pool, stepId)) return stepId;
+    try {
+      return await run();
+    } catch (error) {
+      if (error instanceof AppError && (await findTransaction(pool, stepId))) return stepId;
       throw error;
     }
   }
@@ -186,33 +202,35 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
       },
       handler: async ({ caller, params, body, idempotency }) => {
         const hold = await ownedHold(caller, params.transaction_id);
-        if (hold.status !== 'held')
-          throw new AppError('invalid_request', 'The escrow transaction is not in held status');
-        const recipientId = body.recipient_wallet_id ?? hold.recipient_wallet_id;
-        if (!recipientId)
-          throw new AppError(
-            'validation_failed',
-            'recipient_wallet_id: required (the hold names no recipient)',
-          );
-        await activeWallet(deps, caller, recipientId);
-        if (body.amount !== undefined && body.amount > hold.escrow_amount) {
-          throw new AppError('invalid_request', 'Release amount exceeds the held amount');
-        }
         const releaseId = idempotency
           ? idFromKey(caller, idempotency, `escrow_release:${hold.id}`)
           : randomUUID();
-        const id = await step(hold, (handle) =>
-          handle.executeUpdate(escrowUpdates.release, {
-            updateId: releaseId,
-            args: [
-              {
-                releaseId,
-                recipientWalletId: recipientId,
-                amount: body.amount?.toString() ?? null,
-              },
-            ],
-          }),
-        );
+        const id = await unlessDone(releaseId, async () => {
+          if (hold.status !== 'held') throw notHeld();
+          const recipientId = body.recipient_wallet_id ?? hold.recipient_wallet_id;
+          if (!recipientId) {
+            throw new AppError(
+              'validation_failed',
+              'recipient_wallet_id: required (the hold names no recipient)',
+            );
+          }
+          await activeWallet(deps, caller, recipientId);
+          if (body.amount !== undefined && body.amount > hold.escrow_amount) {
+            throw new AppError('invalid_request', 'Release amount exceeds the held amount');
+          }
+          return step(hold, (handle) =>
+            handle.executeUpdate(escrowUpdates.release, {
+              updateId: releaseId,
+              args: [
+                {
+                  releaseId,
+                  recipientWalletId: recipientId,
+                  amount: body.amount?.toString() ?? null,
+                },
+              ],
+            }),
+          );
+        });
         return recorded(id);
       },
     }),
@@ -236,17 +254,18 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
       },
       handler: async ({ caller, params, idempotency }) => {
         const hold = await ownedHold(caller, params.transaction_id);
-        if (hold.status !== 'held')
-          throw new AppError('invalid_request', 'The escrow transaction is not in held status');
         const refundId = idempotency
           ? idFromKey(caller, idempotency, `escrow_refund:${hold.id}`)
           : randomUUID();
-        const id = await step(hold, (handle) =>
-          handle.executeUpdate(escrowUpdates.refund, {
-            updateId: refundId,
-            args: [{ refundId, reason: 'requested' }],
-          }),
-        );
+        const id = await unlessDone(refundId, async () => {
+          if (hold.status !== 'held') throw notHeld();
+          return step(hold, (handle) =>
+            handle.executeUpdate(escrowUpdates.refund, {
+              updateId: refundId,
+              args: [{ refundId, reason: 'requested' }],
+            }),
+          );
+        });
         return recorded(id);
       },
     }),

@@ -284,3 +284,27 @@ describe('escrow', () => {
     await assertLedgerInvariant(engine.pool);
   });
 });
+
+describe('escrow retries', () => {
+  it('answers a retried release whose first answer was never stored with that release, not a 400', async () => {
+    const { sender, recipient } = await parties();
+    const hold = await api.post('/api/v1/escrow/hold', { wallet_id: sender, amount: 12 });
+    const body = { recipient_wallet_id: recipient };
+    const first = await api.post(`/api/v1/escrow/${hold.body.id}/release`, body, {
+      'Idempotency-Key': 'lost-answer',
+    });
+    expect(first.status).toBe(200);
+    // As if the first request had died after the money moved but before its answer was stored.
+    await engine.pool.query(sql.unsafe`
+      UPDATE idempotency_keys SET response_status = NULL, response_body = NULL WHERE key = 'lost-answer'`);
+    const retry = await api.post(`/api/v1/escrow/${hold.body.id}/release`, body, {
+      'Idempotency-Key': 'lost-answer',
+    });
+    expect(retry.status).toBe(200);
+    expect(retry.body.id).toBe(first.body.id);
+    expect(retry.headers.get('idempotent-replayed')).toBe('true');
+    const releases = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM transactions WHERE parent_id = ${hold.body.id}`);
+    expect(releases).toBe(1);
+  });
+});
