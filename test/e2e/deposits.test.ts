@@ -1,6 +1,7 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { updateApplication } from '../../db/applications';
+import { parseMajorDecimal } from '../../domain/money';
 import { assertLedgerInvariant, balanceOf } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
@@ -211,6 +212,26 @@ describe('mobile-money deposits', () => {
       fx_sle_per_usd: '24.00',
     });
     await assertLedgerInvariant(engine.pool);
+  });
+
+  it('charges exactly what the fee estimate announced', async () => {
+    const { walletId } = await createUserWithWallet(api);
+    for (const cents of [1, 50, 150, 12_345, 99_999_999]) {
+      const estimate = await api.post('/api/v1/fees/estimate/deposit', {
+        amount: cents / 100,
+        payment_method: 'mobile_money',
+      });
+      expect(estimate.status).toBe(200);
+      const deposit = await api.post(DEPOSIT, { wallet_id: walletId, amount: cents });
+      expect(deposit.status).toBe(200);
+      const breakdown = estimate.body.fee_breakdown;
+      const toCents = (s: string) => Number(parseMajorDecimal(s));
+      expect(deposit.body.transaction.provider_fee).toBe(toCents(breakdown.estimated_provider_fee));
+      expect(deposit.body.transaction.application_fee).toBe(toCents(breakdown.application_fee));
+      expect(deposit.body.transaction.total_amount_paid).toBe(
+        toCents(breakdown.total_amount_to_pay),
+      );
+    }
   });
 
   it('rejects a provider notification with a bad signature', async () => {
