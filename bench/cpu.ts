@@ -1,0 +1,120 @@
+import { readdirSync, readFileSync } from 'node:fs';
+
+/**
+ * CPU time of this process and of its descendants, grouped: this Node process (API, worker,
+ * load generator, all threads), Postgres (every backend) and the Temporal server; and `other`,
+ * what the rest of the machine used meanwhile (a busy machine makes every figure lower). Read
+ * from /proc; on a system without it every figure is 0.
+ */
+export type CpuGroups = { node: number; postgres: number; temporal: number; other: number };
+
+const TICKS_PER_SECOND = 100;
+
+type Stat = { pid: number; ppid: number; comm: string; own: number; reaped: number };
+
+function readStats(): Stat[] {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc').filter((e) => /^\d+$/.test(e));
+  } catch {
+    return [];
+  }
+  const stats: Stat[] = [];
+  for (const entry of entries) {
+    try {
+      const text = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const close = text.lastIndexOf(')');
+      const comm = text.slice(text.indexOf('(') + 1, close);
+      const fields = text.slice(close + 2).split(' ');
+      // fields[0] is the state (field 3 of stat(5)); utime is field 14, so fields[11].
+      stats.push({
+        pid: Number(entry),
+        ppid: Number(fields[1]),
+        comm,
+        own: Number(fields[11]) + Number(fields[12]),
+        reaped: Number(fields[13]) + Number(fields[14]),
+      });
+    } catch {
+      // The process exited while we looked.
+    }
+  }
+  return stats;
+}
+
+type Group = 'node' | 'postgres' | 'temporal';
+
+function groupOf(stat: Stat): Group | null {
+  if (stat.pid === process.pid) return 'node';
+  if (stat.comm === 'postgres') return 'postgres';
+  if (stat.comm === 'temporal') return 'temporal';
+  return null;
+}
+
+/** CPU seconds the whole machine has been busy (all CPUs), from the first line of /proc/stat. */
+function machineBusy(): number {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
+    // cpu user nice system idle iowait irq softirq steal ...
+    const [user, nice, system, , , irq, softirq, steal] = fields.slice(1, 9).map(Number);
+    return (user! + nice! + system! + irq! + softirq! + steal!) / TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
+}
+
+/** This process and its descendants. */
+function family(stats: readonly Stat[]): Set<number> {
+  const mine = new Set<number>([process.pid]);
+  // Parents are listed before their children only by chance: repeat until nothing is added.
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const s of stats) {
+      if (!mine.has(s.pid) && mine.has(s.ppid)) {
+        mine.add(s.pid);
+        grew = true;
+      }
+    }
+  }
+  return mine;
+}
+
+/** Process ids of this process's descendants named `comm`. */
+export function descendantsNamed(comm: string): number[] {
+  const stats = readStats();
+  const mine = family(stats);
+  return stats
+    .filter((s) => s.comm === comm && s.pid !== process.pid && mine.has(s.pid))
+    .map((s) => s.pid);
+}
+
+/** CPU seconds used so far by each group. */
+export function cpuSnapshot(): CpuGroups {
+  const stats = readStats();
+  const byPid = new Map(stats.map((s) => [s.pid, s]));
+  const mine = family(stats);
+  const totals: Record<Group, number> = { node: 0, postgres: 0, temporal: 0 };
+  for (const pid of mine) {
+    const s = byPid.get(pid)!;
+    const group = groupOf(s);
+    if (!group) continue;
+    totals[group] += s.own;
+    // A group's root (the postmaster) has reaped its exited children (closed connections).
+    const parent = byPid.get(s.ppid);
+    if (group !== 'node' && (!parent || groupOf(parent) !== group)) totals[group] += s.reaped;
+  }
+  const node = totals.node / TICKS_PER_SECOND;
+  const postgres = totals.postgres / TICKS_PER_SECOND;
+  const temporal = totals.temporal / TICKS_PER_SECOND;
+  return { node, postgres, temporal, other: machineBusy() - node - postgres - temporal };
+}
+
+/** Cores used by each group between two snapshots `seconds` apart. */
+export function coresUsed(before: CpuGroups, after: CpuGroups, seconds: number): CpuGroups {
+  const f = (k: keyof CpuGroups) => (after[k] - before[k]) / seconds;
+  return {
+    node: f('node'),
+    postgres: f('postgres'),
+    temporal: f('temporal'),
+    other: Math.max(0, f('other')),
+  };
+}

@@ -1,0 +1,544 @@
+/**
+ * `npm run bench -- --profile`: where the time of one API transfer goes. Runs transfers at a
+ * fixed rate through a second, instrumented copy of the API (the same app, pool and Temporal
+ * client as api/server.ts builds, plus tracing) and an instrumented worker, and reports per
+ * transfer: Postgres round trips and their time (API side and activity side, by statement),
+ * the Temporal start and the wait for the result, the workflow's own timeline from its history,
+ * and the CPU each process spent.
+ *
+ * Tracing: an AsyncLocalStorage context per HTTP request and per activity execution, and
+ * pg.Client.prototype.query wrapped to record every statement sent in one of those contexts
+ * (slonik's BEGIN, COMMIT and DISCARD ALL included, which slonik interceptors do not see).
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { Client, Connection } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
+import { Worker, type ActivityInterceptorsFactory, type WorkerOptions } from '@temporalio/worker';
+import pg from 'pg';
+import { createTransferActivities } from '../activities/transfer';
+import { createApp } from '../api/app';
+import { createLogger } from '../api/logger';
+import { createDatabasePool } from '../db/pool';
+import { createProviders } from '../providers';
+import { coresUsed, cpuSnapshot, type CpuGroups } from './cpu';
+import {
+  httpClient,
+  pickPair,
+  progress,
+  startWorker,
+  transferSender,
+  type Engine,
+  type Fixture,
+} from './engine';
+import { closedLoop, openLoop, percentile, type LoadResult, type Send } from './load';
+import { transferWithActivity, transferWithLocalActivity } from './workflows';
+
+type Trace = {
+  began: number;
+  total: number;
+  queries: { label: string; ms: number }[];
+  temporalStart: number;
+  temporalResult: number;
+  workflowIds: string[];
+};
+
+const traces = new AsyncLocalStorage<Trace>();
+
+const newTrace = (): Trace => ({
+  began: performance.now(),
+  total: 0,
+  queries: [],
+  temporalStart: 0,
+  temporalResult: 0,
+  workflowIds: [],
+});
+
+/** What a statement is, by its text: the benchmark's transfer path, then the first words. */
+const LABELS: [RegExp, string][] = [
+  [/^DISCARD ALL/, 'DISCARD ALL (slonik reset on release)'],
+  [/^START TRANSACTION|^BEGIN/, 'BEGIN'],
+  [/^COMMIT/, 'COMMIT'],
+  [/FROM credentials c JOIN applications/, 'auth: credential + rate limits'],
+  [/UPDATE credentials SET last_used/, 'auth: last_used update'],
+  [/INSERT INTO rate_limit_counters/, 'rate-limit counter upsert'],
+  [/INSERT INTO idempotency_keys/, 'idempotency claim'],
+  [/UPDATE idempotency_keys/, 'idempotency complete'],
+  [/FROM wallets w\b/, 'wallet lookup (ownedWallet)'],
+  [/SELECT id, application_id, mode, is_active FROM wallets/, 'wallet state check'],
+  [/FROM transactions WHERE id =/, 'find payment record'],
+  [/FROM ledger_accounts[\s\S]*FOR (NO KEY )?UPDATE/, 'lock accounts (FOR NO KEY UPDATE)'],
+  [/INSERT INTO transactions/, 'insert payment record'],
+  [/INSERT INTO ledger_transactions/, 'insert ledger transaction'],
+  [/INSERT INTO ledger_entries/, 'insert ledger entries'],
+  [/INSERT INTO events/, 'insert event (outbox)'],
+];
+
+function labelOf(text: string): string {
+  const trimmed = text.trim();
+  for (const [pattern, label] of LABELS) if (pattern.test(trimmed)) return label;
+  return trimmed.replace(/\s+/g, ' ').slice(0, 50);
+}
+
+let postgresTraced = false;
+/** What-if: answer slonik's DISCARD ALL without sending it (as `resetConnection` off would). */
+let skipDiscard = false;
+
+/** Records every statement sent by node-postgres inside a trace context. */
+function tracePostgres(): void {
+  if (postgresTraced) return;
+  postgresTraced = true;
+  const prototype = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const original = prototype.query;
+  prototype.query = function tracedQuery(this: unknown, ...args: unknown[]): unknown {
+    if (skipDiscard && args[0] === 'DISCARD ALL') {
+      return Promise.resolve({ command: 'DISCARD', fields: [], rows: [], rowCount: null });
+    }
+    const trace = traces.getStore();
+    const began = performance.now();
+    const result = original.apply(this, args);
+    if (!trace || !(result instanceof Promise)) return result;
+    const first = args[0];
+    const text =
+      typeof first === 'string' ? first : ((first as { text?: string } | undefined)?.text ?? '');
+    const record = () =>
+      trace.queries.push({ label: labelOf(text), ms: performance.now() - began });
+    return result.then(
+      (value: unknown) => {
+        record();
+        return value;
+      },
+      (error: unknown) => {
+        record();
+        throw error;
+      },
+    );
+  };
+}
+
+/** Times `start` and the handle's `result` of every workflow the API runs, per request. */
+function traceTemporal(client: Client): void {
+  const workflow = client.workflow;
+  const start = workflow.start.bind(workflow);
+  workflow.start = (async (...args: Parameters<typeof start>) => {
+    const trace = traces.getStore();
+    const began = performance.now();
+    const handle = await start(...args);
+    if (!trace) return handle;
+    trace.temporalStart += performance.now() - began;
+    trace.workflowIds.push(handle.workflowId);
+    const result = handle.result.bind(handle);
+    return Object.assign(handle, {
+      result: async (): Promise<unknown> => {
+        const waiting = performance.now();
+        try {
+          return (await result()) as unknown;
+        } finally {
+          trace.temporalResult += performance.now() - waiting;
+        }
+      },
+    });
+  }) as typeof workflow.start;
+}
+
+const activityTracing =
+  (done: Trace[]): ActivityInterceptorsFactory =>
+  () => ({
+    inbound: {
+      execute: (input, next) => {
+        const trace = newTrace();
+        return traces.run(trace, async () => {
+          try {
+            return await next(input);
+          } finally {
+            trace.total = performance.now() - trace.began;
+            done.push(trace);
+          }
+        });
+      },
+    },
+  });
+
+/** The instrumented copy of the API: api/server.ts's construction, with tracing around it. */
+async function startTracedApi(
+  engine: Engine,
+  done: Trace[],
+): Promise<{ url: string; close: () => Promise<void> }> {
+  const { config } = engine;
+  const pool = await createDatabasePool(engine.databaseUrl, {
+    maximumPoolSize: config.database.poolSize,
+  });
+  const connection = await Connection.connect({ address: engine.temporal.address });
+  const temporal = new Client({ connection, namespace: config.temporal.namespace });
+  traceTemporal(temporal);
+  const sink = new Writable({ write: (_chunk, _encoding, callback) => callback() });
+  const logger = createLogger('info', sink);
+  const app = createApp({
+    config,
+    pool,
+    temporal,
+    logger,
+    providers: createProviders({ config, pool }),
+  });
+  const handle = app.callback();
+  const server = http.createServer((request, response) => {
+    const trace = newTrace();
+    response.on('finish', () => {
+      trace.total = performance.now() - trace.began;
+      done.push(trace);
+    });
+    traces.run(trace, () => void handle(request, response));
+  });
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await connection.close();
+      await pool.end();
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const mean = (xs: readonly number[]) =>
+  xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : Number.NaN;
+
+type StatementStats = { label: string; perRequest: number; meanMs: number };
+
+function statements(traces_: readonly Trace[]): StatementStats[] {
+  const byLabel = new Map<string, number[]>();
+  for (const t of traces_) {
+    for (const q of t.queries) byLabel.set(q.label, [...(byLabel.get(q.label) ?? []), q.ms]);
+  }
+  return [...byLabel.entries()].map(([label, ms]) => ({
+    label,
+    perRequest: ms.length / traces_.length,
+    meanMs: mean(ms),
+  }));
+}
+
+type Side = {
+  count: number;
+  meanMs: number;
+  p50Ms: number;
+  roundTrips: number;
+  dbMs: number;
+  statements: StatementStats[];
+};
+
+function side(done: readonly Trace[]): Side {
+  const totals = done.map((t) => t.total).sort((a, b) => a - b);
+  return {
+    count: done.length,
+    meanMs: mean(totals),
+    p50Ms: percentile(totals, 50),
+    roundTrips: mean(done.map((t) => t.queries.length)),
+    dbMs: mean(done.map((t) => t.queries.reduce((a, q) => a + q.ms, 0))),
+    statements: statements(done),
+  };
+}
+
+const eventName = (type: number | null | undefined) =>
+  (proto.api.enums.v1.EventType[type ?? 0] ?? 'UNKNOWN')
+    .replace(/^EVENT_TYPE_/, '')
+    .toLowerCase()
+    .replace(/_(\w)/g, (_, c: string) => c.toUpperCase());
+
+/** Mean time between consecutive history events, by transition, over some workflows. */
+async function timeline(
+  engine: Engine,
+  workflowIds: readonly string[],
+): Promise<{ step: string; meanMs: number }[]> {
+  const steps = new Map<string, number[]>();
+  const order: string[] = [];
+  for (const id of workflowIds) {
+    const history = await engine.client.workflow.getHandle(id).fetchHistory();
+    const events = history.events ?? [];
+    const at = (i: number) => {
+      const t = events[i]!.eventTime!;
+      return Number(t.seconds ?? 0) * 1000 + (t.nanos ?? 0) / 1e6;
+    };
+    // Events named by type and occurrence: the second workflow task is `workflowTaskStarted#2`.
+    const seen = new Map<string, number>();
+    const names = events.map((e) => {
+      const name = eventName(e.eventType);
+      const n = (seen.get(name) ?? 0) + 1;
+      seen.set(name, n);
+      return n > 1 ? `${name}#${n}` : name;
+    });
+    for (let i = 1; i < events.length; i += 1) {
+      const step = `${names[i - 1]} -> ${names[i]}`;
+      if (!steps.has(step)) {
+        steps.set(step, []);
+        order.push(step);
+      }
+      steps.get(step)!.push(at(i) - at(i - 1));
+    }
+  }
+  return order.map((step) => ({ step, meanMs: mean(steps.get(step)!) }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// What-ifs: proposals measured without changing the engine's source.
+
+export type WhatIf = { name: string; load: string; result: LoadResult; cores: CpuGroups };
+
+async function measured(name: string, load: string, run: () => Promise<LoadResult>) {
+  progress(`profile what-if: ${name}`);
+  const before = cpuSnapshot();
+  const began = performance.now();
+  const result = await run();
+  const cores = coresUsed(before, cpuSnapshot(), (performance.now() - began) / 1000);
+  return { name, load, result, cores };
+}
+
+async function whatIfs(
+  engine: Engine,
+  fixture: Fixture,
+  tuning: Partial<WorkerOptions>,
+): Promise<WhatIf[]> {
+  const input = () => {
+    const [from, to] = pickPair(fixture.wallets);
+    return {
+      transactionId: randomUUID(),
+      applicationId: fixture.applicationId,
+      mode: 'test' as const,
+      fromWalletId: from,
+      toWalletId: to,
+      amount: '1',
+      description: '',
+    };
+  };
+  const closed = (concurrency: number, send: Send) =>
+    closedLoop({ concurrency, durationS: 5, warmupS: 1, send });
+  const results: WhatIf[] = [];
+
+  const taskQueue = `bench-what-if-${randomUUID()}`;
+  const worker = await Worker.create({
+    connection: engine.nativeConnection,
+    taskQueue,
+    workflowBundle: { code: engine.benchBundle },
+    activities: {
+      noop: () => Promise.resolve(),
+      ...createTransferActivities({ pool: engine.workerPool }),
+    },
+    maxConcurrentActivityTaskExecutions: engine.config.database.poolSize,
+    ...tuning,
+  });
+  const running = worker.run();
+  try {
+    for (const [name, workflow] of [
+      ['transfer workflow, regular activity (as today, no search attrs)', transferWithActivity],
+      ['transfer workflow, local activity (no search attrs)', transferWithLocalActivity],
+    ] as const) {
+      results.push(
+        await measured(name, 'closed, 32 in flight, client only', () =>
+          closed(32, async () => {
+            await engine.client.workflow.execute(workflow, {
+              taskQueue,
+              workflowId: `bench-transfer-${randomUUID()}`,
+              args: [input()],
+            });
+          }),
+        ),
+      );
+    }
+  } finally {
+    worker.shutdown();
+    await running;
+  }
+
+  // The activity's database work alone, with and without slonik's DISCARD ALL, twice each.
+  const transferFunds = createTransferActivities({ pool: engine.pool }).transferFunds;
+  const ledger = () =>
+    closed(16, async () => {
+      await transferFunds(input());
+    });
+  for (let round = 0; round < 2; round += 1) {
+    results.push(
+      await measured(
+        'transfer activity DB work, DISCARD ALL on release (as today)',
+        'closed, 16 clients',
+        ledger,
+      ),
+    );
+    skipDiscard = true;
+    try {
+      results.push(
+        await measured('transfer activity DB work, no DISCARD ALL', 'closed, 16 clients', ledger),
+      );
+    } finally {
+      skipDiscard = false;
+    }
+  }
+  return results;
+}
+
+export type ProfileReport = {
+  rate: number;
+  load: LoadResult;
+  /** CPU milliseconds per successful transfer, by process, net of the idle baseline. */
+  cpuMsPerTransfer: CpuGroups;
+  /** Cores busy while idle, and while under the profile's load. */
+  idleCores: CpuGroups;
+  loadCores: CpuGroups;
+  api: Side & { temporalStartMs: number; temporalResultMs: number; otherMs: number };
+  activity: Side;
+  workflowTimeline: { step: string; meanMs: number }[];
+  whatIfs: WhatIf[];
+  text: string;
+};
+
+export async function runProfile(
+  engine: Engine,
+  fixture: Fixture,
+  options: { rate: number; durationS: number; tuning: Partial<WorkerOptions> },
+): Promise<ProfileReport> {
+  tracePostgres();
+  const requests: Trace[] = [];
+  const activities: Trace[] = [];
+  progress('profile: restarting the worker with activity tracing');
+  await engine.stopWorker();
+  engine.stopWorker = await startWorker(engine, {
+    ...options.tuning,
+    interceptors: { activity: [activityTracing(activities)] },
+  });
+  const api = await startTracedApi(engine, requests);
+  const client = httpClient(api.url, fixture.headers);
+  let load: LoadResult;
+  let cpu: CpuGroups;
+  let idle: CpuGroups;
+  try {
+    progress('profile: 3s idle, for the CPU baseline');
+    const quiet = cpuSnapshot();
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    idle = coresUsed(quiet, cpuSnapshot(), 3);
+    progress(`profile: ${options.rate} transfers/s for ${options.durationS}s, traced`);
+    const before = cpuSnapshot();
+    const began = performance.now();
+    load = await openLoop({
+      rate: options.rate,
+      durationS: options.durationS,
+      send: transferSender(client, fixture.wallets),
+    });
+    cpu = coresUsed(before, cpuSnapshot(), (performance.now() - began) / 1000);
+  } finally {
+    client.close();
+    await api.close();
+  }
+  const seconds = Math.max(load.elapsed, options.durationS);
+  // Net of what each process burns idle (pollers, timers, background work).
+  const perTransfer = (k: keyof CpuGroups) =>
+    (Math.max(0, cpu[k] - idle[k]) * seconds * 1000) / Math.max(1, load.ok);
+  const cpuMsPerTransfer: CpuGroups = {
+    node: perTransfer('node'),
+    postgres: perTransfer('postgres'),
+    temporal: perTransfer('temporal'),
+    other: perTransfer('other'),
+  };
+  const apiSide = side(requests);
+  const temporalStartMs = mean(requests.map((t) => t.temporalStart));
+  const temporalResultMs = mean(requests.map((t) => t.temporalResult));
+  const apiDbAwaited = mean(
+    requests.map((t) =>
+      t.queries.filter((q) => !q.label.startsWith('DISCARD')).reduce((a, q) => a + q.ms, 0),
+    ),
+  );
+  const report: Omit<ProfileReport, 'text'> = {
+    rate: options.rate,
+    load,
+    cpuMsPerTransfer,
+    idleCores: idle,
+    loadCores: cpu,
+    api: {
+      ...apiSide,
+      temporalStartMs,
+      temporalResultMs,
+      otherMs: apiSide.meanMs - apiDbAwaited - temporalStartMs - temporalResultMs,
+    },
+    activity: side(activities),
+    workflowTimeline: await timeline(
+      engine,
+      requests
+        .flatMap((t) => t.workflowIds)
+        .filter((_, i) => i % 5 === 0)
+        .slice(0, 40),
+    ),
+    whatIfs: await whatIfs(engine, fixture, options.tuning),
+  };
+  return { ...report, text: render(report) };
+}
+
+const f1 = (n: number) => (Number.isNaN(n) ? '-' : n.toFixed(1));
+
+function render(r: Omit<ProfileReport, 'text'>): string {
+  const lines: string[] = [];
+  const row = (label: string, value: string, extra = '') =>
+    lines.push(`  ${label.padEnd(44)} ${value.padStart(9)}  ${extra}`.trimEnd());
+  const statementRows = (s: Side) => {
+    for (const st of [...s.statements].sort(
+      (a, b) => b.perRequest * b.meanMs - a.perRequest * a.meanMs,
+    )) {
+      row(`    ${st.label}`, `${f1(st.meanMs)} ms`, `x${st.perRequest.toFixed(2)} per transfer`);
+    }
+  };
+  lines.push(
+    `Profile of (3): ${r.load.ok} transfers at ${r.rate}/s (open model), instrumented API and worker`,
+    `  client latency p50 ${f1(r.load.p50)} ms, p99 ${f1(r.load.p99)} ms, errors ${r.load.errors}`,
+    '',
+    '  API request (server side)                         mean',
+  );
+  row('total, HTTP in to response out', `${f1(r.api.meanMs)} ms`, `p50 ${f1(r.api.p50Ms)} ms`);
+  row(
+    'Postgres, awaited (auth, rate limit, idem., ...)',
+    `${f1(r.api.dbMs)} ms`,
+    `${r.api.roundTrips.toFixed(1)} round trips incl. DISCARD ALL (not awaited)`,
+  );
+  statementRows(r.api);
+  row('Temporal start (StartWorkflowExecution)', `${f1(r.api.temporalStartMs)} ms`);
+  row('Temporal wait for the result', `${f1(r.api.temporalResultMs)} ms`);
+  row('rest (Koa, zod, JSON, pino, pool waits)', `${f1(r.api.otherMs)} ms`);
+  lines.push('', '  transferFunds activity (worker side)');
+  row('total, activity execution', `${f1(r.activity.meanMs)} ms`, `p50 ${f1(r.activity.p50Ms)} ms`);
+  row(
+    'Postgres',
+    `${f1(r.activity.dbMs)} ms`,
+    `${r.activity.roundTrips.toFixed(1)} round trips incl. DISCARD ALL`,
+  );
+  statementRows(r.activity);
+  lines.push('', '  workflow history, mean gap between events (server clock)');
+  for (const step of r.workflowTimeline) row(`    ${step.step}`, `${f1(step.meanMs)} ms`);
+  const c = r.cpuMsPerTransfer;
+  const cores = (g: CpuGroups) =>
+    `node ${g.node.toFixed(2)}, Postgres ${g.postgres.toFixed(2)}, ` +
+    `Temporal ${g.temporal.toFixed(2)}, other processes ${g.other.toFixed(2)}`;
+  lines.push(
+    '',
+    `  CPU per transfer, net of idle: node ${f1(c.node)} ms (API + worker + load generator), ` +
+      `Postgres ${f1(c.postgres)} ms, Temporal server ${f1(c.temporal)} ms`,
+    `  cores busy idle: ${cores(r.idleCores)}`,
+    `  cores busy under this load: ${cores(r.loadCores)}`,
+    `  Postgres round trips per transfer: ${(r.api.roundTrips + r.activity.roundTrips).toFixed(1)} ` +
+      `(API ${r.api.roundTrips.toFixed(1)}, activity ${r.activity.roundTrips.toFixed(1)})`,
+    '',
+    '  What-ifs (closed loop, 5s each)',
+  );
+  for (const w of r.whatIfs) {
+    const g = w.cores;
+    lines.push(
+      `    ${w.name.padEnd(62)} ${`${w.result.throughput.toFixed(1)}/s`.padStart(8)}  ` +
+        `p50 ${f1(w.result.p50).padStart(6)} ms  p99 ${f1(w.result.p99).padStart(6)} ms  ` +
+        `errors ${w.result.errors}  cores ${g.node.toFixed(2)}/${g.postgres.toFixed(2)}/` +
+        `${g.temporal.toFixed(2)} (node/pg/temporal)`,
+    );
+  }
+  return lines.join('\n');
+}
