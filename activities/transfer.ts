@@ -1,17 +1,21 @@
 import { sql, type DatabasePool } from 'slonik';
 import { transferPostings } from '../domain/ledger';
-import { lockAccounts, postLedgerTransaction } from '../db/ledger';
-import { findTransaction, insertEvent, insertTransaction } from '../db/transactions';
+import { postLedgerTransaction } from '../db/ledger';
+import { insertEvent, insertTransaction } from '../db/transactions';
 import { z } from 'zod';
 import type { TransferInput } from '../workflows/shared';
 import { decline } from './declines';
 import { transactionEventData } from './events';
 
-const walletState = z.object({
+/** Both wallets, locked, with what the checks need, and whether this transfer already happened. */
+const lockedWallet = z.object({
   id: z.string(),
   application_id: z.string(),
   mode: z.enum(['test', 'live']),
   is_active: z.boolean(),
+  currency: z.enum(['USD', 'SLE']),
+  balance: z.bigint(),
+  done: z.boolean(),
 });
 
 /**
@@ -23,19 +27,20 @@ export function createTransferActivities(deps: { pool: DatabasePool }) {
   async function transferFunds(input: TransferInput): Promise<{ transactionId: string }> {
     const amount = BigInt(input.amount);
     return deps.pool.transaction(async (trx) => {
-      if (await findTransaction(trx, input.transactionId)) {
-        return { transactionId: input.transactionId };
-      }
-      const accounts = await lockAccounts(trx, [input.fromWalletId, input.toWalletId]);
-      const wallets = await trx.any(sql.type(walletState)`
-        SELECT id, application_id, mode, is_active FROM wallets
-        WHERE id = ANY(${sql.array([input.fromWalletId, input.toWalletId], 'uuid')})`);
-      const from = accounts.get(input.fromWalletId);
-      const to = accounts.get(input.toWalletId);
-      const fromWallet = wallets.find((w) => w.id === input.fromWalletId);
-      const toWallet = wallets.find((w) => w.id === input.toWalletId);
-      if (!from || !to || !fromWallet || !toWallet) throw decline('not_found', 'Wallet not found');
-      for (const w of [fromWallet, toWallet]) {
+      // One round trip: lock both wallets (user wallets only, so by id is the fixed order),
+      // read their state, and learn whether a previous attempt already wrote this transfer.
+      const rows = await trx.any(sql.type(lockedWallet)`
+        SELECT a.id, w.application_id, w.mode, w.is_active, a.currency, a.balance,
+          EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${input.transactionId}) AS done
+        FROM ledger_accounts a JOIN wallets w ON w.id = a.id
+        WHERE a.id = ANY(${sql.array([input.fromWalletId, input.toWalletId], 'uuid')})
+        ORDER BY a.id
+        FOR NO KEY UPDATE OF a`);
+      if (rows[0]?.done) return { transactionId: input.transactionId };
+      const from = rows.find((w) => w.id === input.fromWalletId);
+      const to = rows.find((w) => w.id === input.toWalletId);
+      if (!from || !to) throw decline('not_found', 'Wallet not found');
+      for (const w of [from, to]) {
         if (w.application_id !== input.applicationId || w.mode !== input.mode) {
           throw decline('forbidden', 'You do not have permission to access this wallet');
         }

@@ -66,13 +66,16 @@ export async function postLedgerTransaction(
 ): Promise<string> {
   assertBalanced(input.postings);
   const id = randomUUID();
+  // One statement, one round trip: the transaction row, then its entries.
   await trx.query(sql.unsafe`
-    INSERT INTO ledger_transactions (id, application_id, mode, transaction_id, kind, description, metadata)
-    VALUES (${id}, ${input.applicationId}, ${input.mode}, ${input.transactionId}, ${input.kind},
-            ${input.description ?? ''}, ${sql.jsonb(input.metadata ?? {})})`);
-  await trx.query(sql.unsafe`
+    WITH ledger_transaction AS (
+      INSERT INTO ledger_transactions (id, application_id, mode, transaction_id, kind, description, metadata)
+      VALUES (${id}, ${input.applicationId}, ${input.mode}, ${input.transactionId}, ${input.kind},
+              ${input.description ?? ''}, ${sql.jsonb(input.metadata ?? {})})
+      RETURNING id
+    )
     INSERT INTO ledger_entries (ledger_transaction_id, account_id, currency, amount)
-    SELECT ${id}, account_id, currency, amount
+    SELECT (SELECT id FROM ledger_transaction), account_id, currency, amount
     FROM ${sql.unnest(
       input.postings.map((p) => [p.accountId, p.currency, p.amount.toString()]),
       ['uuid', 'text', 'int8'],

@@ -43,6 +43,10 @@ export async function createDatabasePool(
     statementTimeout: 30_000,
     idleInTransactionSessionTimeout: 60_000,
     connectionTimeout: 10_000,
+    // No session state is ever left on a pooled connection (no SET, no temp tables, no advisory
+    // locks: migrations use their own client), so the default `DISCARD ALL` on every release is
+    // a wasted round trip: a third of all statements on the transfer path.
+    resetConnection: () => Promise.resolve(),
   });
   // Slonik emits every failed query's error on the pool, then rethrows it to the caller, who
   // handles it. Without a listener that emit throws instead, and where realms differ (under

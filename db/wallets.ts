@@ -43,8 +43,24 @@ export async function insertWallet(
   return trx.one(sql.type(walletRow)`${select} WHERE w.id = ${id}`);
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A wallet by id, whatever its application; an id that is not a UUID names no wallet. */
 export async function findWallet(db: CommonQueryMethods, id: string): Promise<WalletRow | null> {
+  if (!UUID.test(id)) return null;
   return db.maybeOne(sql.type(walletRow)`${select} WHERE w.id = ${id}`);
+}
+
+/** Several wallets by id in one round trip, whatever their application. */
+export async function findWallets(
+  db: CommonQueryMethods,
+  ids: readonly string[],
+): Promise<Map<string, WalletRow>> {
+  const valid = ids.filter((id) => UUID.test(id));
+  const rows = await db.any(
+    sql.type(walletRow)`${select} WHERE w.id = ANY(${sql.array(valid, 'uuid')})`,
+  );
+  return new Map(rows.map((r) => [r.id, r]));
 }
 
 export async function findWalletByUser(

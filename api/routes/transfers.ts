@@ -4,7 +4,7 @@ import { findTransaction } from '../../db/transactions';
 import { AppError, isErrorCode } from '../../domain/errors';
 import { workflowIds } from '../../workflows/shared';
 import { transferWorkflow } from '../../workflows/transfer';
-import { ownedWallet } from '../access';
+import { ownedWallets } from '../access';
 import type { ApiDeps } from '../deps';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
@@ -44,8 +44,10 @@ export function transferRoutes(deps: ApiDeps): Route[] {
         if (body.from_wallet_id === body.to_wallet_id) {
           throw new AppError('same_wallet', 'Cannot transfer to the same wallet');
         }
-        for (const id of [body.from_wallet_id, body.to_wallet_id]) {
-          const wallet = await ownedWallet(pool, caller, id);
+        for (const wallet of await ownedWallets(pool, caller, [
+          body.from_wallet_id,
+          body.to_wallet_id,
+        ])) {
           if (!wallet.is_active) throw new AppError('wallet_disabled', 'Wallet is disabled');
         }
         const transactionId = idempotency

@@ -166,3 +166,22 @@ describe('POST /api/v1/transactions/wallet/transfer', () => {
     await assertLedgerInvariant(engine.pool);
   });
 });
+
+describe('wallet ids in request bodies', () => {
+  it('answers 404, not 500, for a wallet id that is not a UUID', async () => {
+    const { from } = await twoWallets(100n);
+    const res = await api.post(TRANSFER, {
+      from_wallet_id: from,
+      to_wallet_id: 'not-a-uuid',
+      amount: 1,
+    });
+    expect(res.status).toBe(404);
+    const hold = await api.post('/api/v1/escrow/hold', { wallet_id: 'nope', amount: 1 });
+    expect(hold.status).toBe(404);
+    const deposit = await api.post('/api/v1/transactions/wallet/mobile-money-deposit', {
+      wallet_id: 'nope',
+      amount: 100,
+    });
+    expect(deposit.status).toBe(404);
+  });
+});
