@@ -188,6 +188,33 @@ function failureMessage(failure: Failure | null | undefined): string | null {
 
 type Open = { step: TimelineStep; order: number };
 
+/** The marker the SDK records for a local activity, and the parts of its data we show. */
+const LOCAL_ACTIVITY_MARKER = 'core_local_activity';
+type MarkerTime = { seconds?: number | string; nanos?: number } | string | null | undefined;
+type LocalActivityMarker = {
+  activity_type?: string;
+  attempt?: number;
+  original_schedule_time?: MarkerTime;
+};
+
+/** Marker times arrive as protobuf JSON: an RFC 3339 string, or seconds and nanos. */
+function markerTime(value: MarkerTime): string | null {
+  if (!value) return null;
+  if (typeof value === 'string') {
+    const ms = Date.parse(value);
+    if (Number.isNaN(ms)) return null;
+    return timestampToIso({
+      seconds: Math.floor(ms / 1000),
+      nanos: (ms % 1000) * 1_000_000,
+    } as unknown as Timestamp);
+  }
+  if (value.seconds === undefined) return null;
+  return timestampToIso({
+    seconds: String(value.seconds),
+    nanos: value.nanos ?? 0,
+  } as unknown as Timestamp);
+}
+
 /** Builds the timeline of one workflow run from its history events. */
 export function buildTimeline(
   events: readonly HistoryEvent[],
@@ -314,6 +341,24 @@ export function buildTimeline(
         open.step.status = 'canceled';
         open.step.ended_at = at;
       }
+    } else if (event.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER) {
+      // A local activity runs inside the workflow task; its marker records the whole step.
+      const a = event.markerRecordedEventAttributes;
+      const data = firstValue(a.details?.data) as LocalActivityMarker | null;
+      const failed = Boolean(a.failure);
+      add(order, {
+        name: data?.activity_type ?? 'local activity',
+        kind: 'activity',
+        status: failed ? 'failed' : 'completed',
+        attempts: data?.attempt || 1,
+        // Scheduled in workflow time; recorded when the workflow task completed (server time).
+        // The marker's complete_time is the worker's clock, so it is not mixed in.
+        started_at: markerTime(data?.original_schedule_time) ?? at,
+        ended_at: at,
+      }).step.failure = failureMessage(a.failure);
+      const result = firstValue(a.details?.result);
+      const last = steps[steps.length - 1]!;
+      last.step.provider_reference = referenceIn(result);
     } else if (event.workflowExecutionUpdateAdmittedEventAttributes) {
       const request = event.workflowExecutionUpdateAdmittedEventAttributes.request;
       const id = request?.meta?.updateId ?? `admitted-${order}`;

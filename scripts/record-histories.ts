@@ -4,7 +4,7 @@
  * time-skipping test server with mocked activities, written as Temporal's JSON history format
  * (the same as `temporal workflow show --output json`) to test/fixtures/histories/<name>.json.
  *
- *   node_modules/.bin/node --import tsx scripts/record-histories.ts
+ *   node_modules/.bin/node --import tsx scripts/record-histories.ts [name ...]
  *
  * Re-record only when a workflow change is deliberately not replay-compatible and running
  * executions are taken care of (a `patched()` version branch, or a new workflow type): see the
@@ -345,7 +345,10 @@ async function main(): Promise<void> {
     // `patched()` change, say) stays and keeps being replayed.
     await mkdir(HISTORIES_DIR, { recursive: true });
     const prettier = await resolveConfig(path.join(HISTORIES_DIR, 'x.json'));
+    // `-- name ...` records only those fixtures (a change to one workflow type re-records it alone).
+    const only = process.argv.slice(2);
     for (const recording of recordings(() => env)) {
+      if (only.length && !only.includes(recording.name)) continue;
       const taskQueue = `record-${recording.name}`;
       const worker = await Worker.create({
         connection: env.nativeConnection,

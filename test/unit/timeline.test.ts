@@ -442,3 +442,56 @@ describe('buildTimeline on hand-built histories', () => {
     });
   });
 });
+
+describe('buildTimeline on a local activity', () => {
+  it('shows the ledger step recorded as a local-activity marker, with its attempts and result', () => {
+    const result = timeline([
+      started(0, 'transferWorkflow'),
+      workflowTask(1),
+      {
+        ...at(1, 500),
+        markerRecordedEventAttributes: {
+          markerName: 'core_local_activity',
+          details: {
+            data: payloads({
+              seq: 1,
+              attempt: 3,
+              activity_type: 'transferFunds',
+              original_schedule_time: { seconds: T0 + 1, nanos: 100 },
+              complete_time: { seconds: T0 - 5, nanos: 0 },
+            }),
+            result: payloads({ transactionId: 't-1' }),
+          },
+        },
+      },
+      { ...at(2), workflowExecutionCompletedEventAttributes: {} },
+    ]);
+    const step = result.steps.find((s) => s.name === 'transferFunds');
+    expect(step).toMatchObject({
+      kind: 'activity',
+      status: 'completed',
+      attempts: 3,
+      started_at: iso(1, 100),
+      ended_at: iso(1, 500),
+      failure: null,
+    });
+  });
+
+  it('shows a failed local activity with its failure', () => {
+    const result = timeline([
+      started(0, 'transferWorkflow'),
+      {
+        ...at(1),
+        markerRecordedEventAttributes: {
+          markerName: 'core_local_activity',
+          details: { data: payloads({ attempt: 1, activity_type: 'transferFunds' }) },
+          failure: { message: 'Insufficient funds' },
+        },
+      },
+    ]);
+    expect(result.steps.find((s) => s.name === 'transferFunds')).toMatchObject({
+      status: 'failed',
+      failure: 'Insufficient funds',
+    });
+  });
+});
