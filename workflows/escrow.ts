@@ -1,7 +1,9 @@
 import {
   allHandlersFinished,
   condition,
+  patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   uuid4,
 } from '@temporalio/workflow';
@@ -16,14 +18,21 @@ import {
 import { setPaymentStatus } from './status';
 import { asDeclined } from './transfer';
 
-const { holdFunds, releaseFunds, refundFunds } = proxyActivities<Activities>({
+const options = {
   startToCloseTimeout: '15 seconds',
   retry: {
     initialInterval: '100 milliseconds',
     backoffCoefficient: 2,
     maximumInterval: '5 seconds',
   },
-});
+} as const;
+/**
+ * The money steps are local activities (one marker each in the history, no activity task
+ * through the server), as in the transfer workflow. Holds started before that change replay
+ * their recorded remote activities: `patched` is asked once, at the start.
+ */
+const local = proxyLocalActivities<Activities>(options);
+const remote = proxyActivities<Activities>(options);
 
 /**
  * One escrow hold: lives while anything is held. Started with the `hold` update, which answers
@@ -32,6 +41,9 @@ const { holdFunds, releaseFunds, refundFunds } = proxyActivities<Activities>({
  * on the hold never pay out more than was held; `expires_at` refunds what is left.
  */
 export async function escrowWorkflow(input: HoldInput): Promise<{ held: string }> {
+  const { holdFunds, releaseFunds, refundFunds } = patched('escrow-local-ledger-steps')
+    ? local
+    : remote;
   let opened: EscrowStepResult | undefined;
   let held = 0n;
   // A ticket per money step, served in order. A `busy` flag is not enough: `condition` unblocks
