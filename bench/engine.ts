@@ -13,15 +13,13 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, NativeConnection, type WorkerOptions } from '@temporalio/worker';
-import { sql } from 'slonik';
-import { z } from 'zod';
 import { createLogger } from '../api/logger';
 import { startApi } from '../api/server';
 import { loadConfig, type Config } from '../config';
 import { createApplication, updateApplication } from '../db/applications';
 import { createCredential } from '../db/credentials';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded';
-import { lockAccounts, postLedgerTransaction, systemAccountId } from '../db/ledger';
+import { seedWalletBalance } from '../db/ledger-audit';
 import { migrate } from '../db/migrate';
 import { createDatabasePool, type DatabasePool } from '../db/pool';
 import { RATE_LIMIT_CATEGORIES } from '../domain/types';
@@ -305,50 +303,14 @@ export async function setUp(engine: Engine): Promise<Fixture> {
         return idOf(wallet.body, 'wallet');
       }),
     );
-    for (const wallet of wallets) await fundWallet(engine.pool, wallet, FUNDING);
+    for (const wallet of wallets)
+      await seedWalletBalance(engine.pool, wallet, FUNDING, 'bench_funding');
     return { applicationId: app.id, headers, wallets };
   } finally {
     api.close();
   }
 }
 
-/**
- * Money into a wallet, booked as the mobile-money provider's clearing account paying it: one
- * balanced ledger transaction, as a deposit would be (the logic of the tests' fundWallet).
- */
-async function fundWallet(pool: DatabasePool, walletId: string, amount: bigint): Promise<void> {
-  await pool.transaction(async (trx) => {
-    const wallet = await trx.one(
-      sql.type(
-        z.object({
-          application_id: z.string(),
-          mode: z.enum(['test', 'live']),
-          currency: z.enum(['USD', 'SLE']),
-        }),
-      )`SELECT application_id, mode, currency FROM ledger_accounts WHERE id = ${walletId}`,
-    );
-    const clearing = await systemAccountId(
-      trx,
-      wallet.application_id,
-      wallet.mode,
-      'provider_clearing_mobile_money',
-      wallet.currency,
-    );
-    await lockAccounts(trx, [walletId, clearing]);
-    await postLedgerTransaction(trx, {
-      applicationId: wallet.application_id,
-      mode: wallet.mode,
-      transactionId: null,
-      kind: 'bench_funding',
-      postings: [
-        { accountId: clearing, currency: wallet.currency, amount: -amount },
-        { accountId: walletId, currency: wallet.currency, amount },
-      ],
-    });
-  });
-}
-
-/** Two different wallets, at random. */
 export function pickPair(wallets: readonly string[]): [string, string] {
   const i = Math.floor(Math.random() * wallets.length);
   let j = Math.floor(Math.random() * (wallets.length - 1));

@@ -22,11 +22,10 @@ import {
   Worker,
   type WorkerOptions,
 } from '@temporalio/worker';
-import { sql, type FragmentSqlToken } from 'slonik';
-import { z } from 'zod';
 import { createTransferActivities } from '../activities/transfer';
 import type { DatabasePool } from '../db/pool';
 import { lockAccounts, postLedgerTransaction } from '../db/ledger';
+import { ledgerInvariantProblems } from '../db/ledger-audit';
 import { transferPostings } from '../domain/ledger';
 import { coresUsed, cpuSnapshot, type CpuGroups } from './cpu';
 import {
@@ -304,42 +303,6 @@ async function escrowScenarios(api: HttpClient, wallets: readonly string[]): Pro
 }
 
 // ---------------------------------------------------------------------------------------------
-// The ledger invariant (the logic of the tests' assertLedgerInvariant), as a list of problems.
-
-async function ledgerProblems(pool: DatabasePool): Promise<string[]> {
-  const checks: [string, FragmentSqlToken][] = [
-    [
-      'accounts whose stored balance differs from the sum of their entries',
-      sql.fragment`
-        SELECT a.id FROM ledger_accounts a LEFT JOIN ledger_entries e ON e.account_id = a.id
-        GROUP BY a.id HAVING a.balance <> coalesce(sum(e.amount), 0)`,
-    ],
-    [
-      'unbalanced ledger transactions',
-      sql.fragment`
-        SELECT ledger_transaction_id FROM ledger_entries
-        GROUP BY ledger_transaction_id, currency HAVING sum(amount) <> 0`,
-    ],
-    [
-      'currencies whose entries do not sum to zero',
-      sql.fragment`SELECT currency FROM ledger_entries GROUP BY currency HAVING sum(amount) <> 0`,
-    ],
-    [
-      'negative user wallets',
-      sql.fragment`SELECT id FROM ledger_accounts WHERE kind = 'user_wallet' AND balance < 0`,
-    ],
-  ];
-  const problems: string[] = [];
-  for (const [what, query] of checks) {
-    const n = await pool.oneFirst(
-      sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM (${query}) x`,
-    );
-    if (n > 0) problems.push(`${n} ${what}`);
-  }
-  return problems;
-}
-
-// ---------------------------------------------------------------------------------------------
 // Output.
 
 const fmtRate = (n: number) => `${n >= 100 ? Math.round(n) : n.toFixed(1)}/s`;
@@ -483,7 +446,7 @@ async function main(): Promise<void> {
       });
     }
     progress('checking the ledger invariant');
-    const invariant = await ledgerProblems(engine.pool);
+    const invariant = await ledgerInvariantProblems(engine.pool);
     const cpu = os.cpus();
     const report: Report = {
       environment: {

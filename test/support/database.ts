@@ -3,7 +3,7 @@ import pg from 'pg';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
-import { postLedgerTransaction, systemAccountId, lockAccounts } from '../../db/ledger';
+import { ledgerInvariantProblems, seedWalletBalance } from '../../db/ledger-audit';
 
 function serverUrl(): string {
   const url = process.env.TEST_PG_SERVER_URL;
@@ -44,44 +44,13 @@ export async function createTestDatabase(): Promise<{
   return { url, name, pool: await createDatabasePool(url, { maximumPoolSize: 30 }) };
 }
 
-/**
- * Money into a wallet for tests that need a balance, booked as the mobile-money provider's
- * clearing account paying the wallet: one balanced ledger transaction, as a deposit would be.
- */
+/** Money into a wallet for tests that need a balance (see db/ledger-audit.ts). */
 export async function fundWallet(
   pool: DatabasePool,
   walletId: string,
   amountMinor: bigint,
 ): Promise<void> {
-  await pool.transaction(async (trx) => {
-    const wallet = await trx.one(
-      sql.type(
-        z.object({
-          application_id: z.string(),
-          mode: z.enum(['test', 'live']),
-          currency: z.enum(['USD', 'SLE']),
-        }),
-      )`SELECT application_id, mode, currency FROM ledger_accounts WHERE id = ${walletId}`,
-    );
-    const clearing = await systemAccountId(
-      trx,
-      wallet.application_id,
-      wallet.mode,
-      'provider_clearing_mobile_money',
-      wallet.currency,
-    );
-    await lockAccounts(trx, [walletId, clearing]);
-    await postLedgerTransaction(trx, {
-      applicationId: wallet.application_id,
-      mode: wallet.mode,
-      transactionId: null,
-      kind: 'test_funding',
-      postings: [
-        { accountId: clearing, currency: wallet.currency, amount: -amountMinor },
-        { accountId: walletId, currency: wallet.currency, amount: amountMinor },
-      ],
-    });
-  });
+  await seedWalletBalance(pool, walletId, amountMinor, 'test_funding');
 }
 
 export async function balanceOf(pool: DatabasePool, accountId: string): Promise<bigint> {
@@ -92,36 +61,8 @@ export async function balanceOf(pool: DatabasePool, accountId: string): Promise<
   );
 }
 
-/**
- * The ledger invariant: every account's stored balance equals the sum of its entries; all
- * entries of each ledger transaction, and of the whole ledger, sum to zero per currency; no
- * user wallet is negative. Throws with the offending rows.
- */
+/** The ledger invariant (db/ledger-audit.ts); throws with the offending rows. */
 export async function assertLedgerInvariant(pool: DatabasePool): Promise<void> {
-  const drift = await pool.any(sql.type(
-    z.object({ id: z.string(), balance: z.bigint(), sum: z.bigint() }),
-  )`
-    SELECT a.id, a.balance, coalesce(sum(e.amount), 0)::bigint AS sum
-    FROM ledger_accounts a LEFT JOIN ledger_entries e ON e.account_id = a.id
-    GROUP BY a.id HAVING a.balance <> coalesce(sum(e.amount), 0)`);
-  if (drift.length)
-    throw new Error(`stored balance differs from entries: ${JSON.stringify(drift, replacer)}`);
-  const unbalanced = await pool.any(sql.type(
-    z.object({ ledger_transaction_id: z.string(), currency: z.string(), sum: z.bigint() }),
-  )`
-    SELECT ledger_transaction_id, currency, sum(amount)::bigint AS sum FROM ledger_entries
-    GROUP BY ledger_transaction_id, currency HAVING sum(amount) <> 0`);
-  if (unbalanced.length)
-    throw new Error(`unbalanced ledger transactions: ${JSON.stringify(unbalanced, replacer)}`);
-  const total = await pool.any(sql.type(z.object({ currency: z.string(), sum: z.bigint() }))`
-    SELECT currency, sum(amount)::bigint AS sum FROM ledger_entries GROUP BY currency HAVING sum(amount) <> 0`);
-  if (total.length)
-    throw new Error(`ledger does not sum to zero: ${JSON.stringify(total, replacer)}`);
-  const negative = await pool.any(sql.type(z.object({ id: z.string() }))`
-    SELECT id FROM ledger_accounts WHERE kind = 'user_wallet' AND balance < 0`);
-  if (negative.length) throw new Error(`negative user wallets: ${JSON.stringify(negative)}`);
-}
-
-function replacer(_key: string, value: unknown): unknown {
-  return typeof value === 'bigint' ? value.toString() : value;
+  const problems = await ledgerInvariantProblems(pool);
+  if (problems.length) throw new Error(`ledger invariant broken: ${problems.join('; ')}`);
 }

@@ -1,0 +1,82 @@
+import { sql, type DatabasePool, type FragmentSqlToken } from 'slonik';
+import { z } from 'zod';
+import { lockAccounts, postLedgerTransaction, systemAccountId } from './ledger';
+
+/**
+ * The ledger invariant, as a list of problems (empty when the books are right): every account's
+ * stored balance equals the sum of its entries; every ledger transaction, and the whole ledger,
+ * sums to zero per currency; no user wallet is negative. Tests and the benchmark check it; an
+ * operator can run the same queries.
+ */
+export async function ledgerInvariantProblems(pool: DatabasePool): Promise<string[]> {
+  const checks: [string, FragmentSqlToken][] = [
+    [
+      'accounts whose stored balance differs from the sum of their entries',
+      sql.fragment`
+        SELECT a.id FROM ledger_accounts a LEFT JOIN ledger_entries e ON e.account_id = a.id
+        GROUP BY a.id HAVING a.balance <> coalesce(sum(e.amount), 0)`,
+    ],
+    [
+      'unbalanced ledger transactions',
+      sql.fragment`
+        SELECT ledger_transaction_id FROM ledger_entries
+        GROUP BY ledger_transaction_id, currency HAVING sum(amount) <> 0`,
+    ],
+    [
+      'currencies whose entries do not sum to zero',
+      sql.fragment`SELECT currency FROM ledger_entries GROUP BY currency HAVING sum(amount) <> 0`,
+    ],
+    [
+      'negative user wallets',
+      sql.fragment`SELECT id FROM ledger_accounts WHERE kind = 'user_wallet' AND balance < 0`,
+    ],
+  ];
+  const problems: string[] = [];
+  for (const [what, query] of checks) {
+    const rows = await pool.any(sql.type(z.object({ id: z.unknown() }))`
+      SELECT to_jsonb(x) AS id FROM (${query}) x LIMIT 20`);
+    if (rows.length) problems.push(`${what}: ${JSON.stringify(rows.map((r) => r.id))}`);
+  }
+  return problems;
+}
+
+/**
+ * Money into a wallet for tests and benchmarks, booked as the mobile-money provider's clearing
+ * account paying it: one balanced ledger transaction, as a completed deposit would be.
+ */
+export async function seedWalletBalance(
+  pool: DatabasePool,
+  walletId: string,
+  amount: bigint,
+  kind: string,
+): Promise<void> {
+  await pool.transaction(async (trx) => {
+    const wallet = await trx.one(
+      sql.type(
+        z.object({
+          application_id: z.string(),
+          mode: z.enum(['test', 'live']),
+          currency: z.enum(['USD', 'SLE']),
+        }),
+      )`SELECT application_id, mode, currency FROM ledger_accounts WHERE id = ${walletId}`,
+    );
+    const clearing = await systemAccountId(
+      trx,
+      wallet.application_id,
+      wallet.mode,
+      'provider_clearing_mobile_money',
+      wallet.currency,
+    );
+    await lockAccounts(trx, [walletId, clearing]);
+    await postLedgerTransaction(trx, {
+      applicationId: wallet.application_id,
+      mode: wallet.mode,
+      transactionId: null,
+      kind,
+      postings: [
+        { accountId: clearing, currency: wallet.currency, amount: -amount },
+        { accountId: walletId, currency: wallet.currency, amount },
+      ],
+    });
+  });
+}
