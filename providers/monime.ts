@@ -218,29 +218,11 @@ export class MonimeMobileMoneyProvider implements MobileMoneyProvider {
     rawBody: string,
     headers: Record<string, string | undefined>,
   ): MobileMoneyNotification | null {
-    const signature = headerValue(headers, MONIME_SIGNATURE_HEADER);
-    if (!verifyMonimeSignature(this.webhookSecret, rawBody, signature)) return null;
-    let json: unknown;
-    try {
-      json = JSON.parse(rawBody);
-    } catch {
-      return null;
-    }
-    const parsed = notificationBody.safeParse(json);
-    if (!parsed.success) return null;
-    const { event, data } = parsed.data;
-    // The three settling events name their outcome; other payment-code events (processing, ...)
-    // are read through the code's status when it is one we know.
-    const status =
-      EVENT_STATUS[event] ??
-      (event.startsWith('payment_code.') && data.status ? STATUS_MAP[data.status] : undefined);
-    if (!status) return null;
-    const reference = data.metadata?.reference;
-    return {
-      paymentCodeId: data.id,
-      status,
-      reference: typeof reference === 'string' ? reference : null,
-    };
+    return readMonimeNotification(
+      this.webhookSecret,
+      rawBody,
+      headerValue(headers, MONIME_SIGNATURE_HEADER),
+    );
   }
 
   private toPaymentCode(
@@ -373,4 +355,37 @@ export function monimeFromConfig(config: Config): MonimeMobileMoneyProvider | nu
   const { baseUrl, accessToken, spaceId, webhookSecret, timeoutMs } = config.providers.monime;
   if (!accessToken || !spaceId || !webhookSecret) return null;
   return new MonimeMobileMoneyProvider({ baseUrl, accessToken, spaceId, webhookSecret, timeoutMs });
+}
+
+/**
+ * A Monime-format notification, verified and read; null when the signature or body is wrong.
+ * The sandbox sends its simulated notifications in this format too (under its own header).
+ */
+export function readMonimeNotification(
+  secret: string,
+  rawBody: string,
+  signature: string | undefined,
+): MobileMoneyNotification | null {
+  if (!verifyMonimeSignature(secret, rawBody, signature)) return null;
+  let json: unknown;
+  try {
+    json = JSON.parse(rawBody);
+  } catch {
+    return null;
+  }
+  const parsed = notificationBody.safeParse(json);
+  if (!parsed.success) return null;
+  const { event, data } = parsed.data;
+  // The three settling events name their outcome; other payment-code events (processing, ...)
+  // are read through the code's status when it is one we know.
+  const status =
+    EVENT_STATUS[event] ??
+    (event.startsWith('payment_code.') && data.status ? STATUS_MAP[data.status] : undefined);
+  if (!status) return null;
+  const reference = data.metadata?.reference;
+  return {
+    paymentCodeId: data.id,
+    status,
+    reference: typeof reference === 'string' ? reference : null,
+  };
 }

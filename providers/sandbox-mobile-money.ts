@@ -9,7 +9,7 @@ import {
   type PaymentCodeRequest,
   type PaymentCodeStatus,
 } from './mobile-money';
-import { monimeInstructions, signMonimeNotification, verifyMonimeSignature } from './monime';
+import { monimeInstructions, readMonimeNotification, signMonimeNotification } from './monime';
 
 /** decisions.md: a deposit of exactly this many SLE cents makes the sandbox refuse. */
 export const SANDBOX_REFUSED_AMOUNT = 4040n;
@@ -114,30 +114,6 @@ export class SandboxMobileMoneyProvider implements MobileMoneyProvider {
     rawBody: string,
     headers: Record<string, string | undefined>,
   ): MobileMoneyNotification | null {
-    const now = Math.floor(Date.now() / 1000);
-    if (!verifyMonimeSignature(this.webhookSecret, rawBody, headers[SANDBOX_SIGNATURE_HEADER], now))
-      return null;
-    let json: unknown;
-    try {
-      json = JSON.parse(rawBody);
-    } catch {
-      return null;
-    }
-    const parsed = notificationBody.safeParse(json);
-    if (!parsed.success) return null;
-    return {
-      paymentCodeId: parsed.data.data.id,
-      status: parsed.data.data.status,
-      reference: parsed.data.data.metadata?.reference ?? null,
-    };
+    return readMonimeNotification(this.webhookSecret, rawBody, headers[SANDBOX_SIGNATURE_HEADER]);
   }
 }
-
-const notificationBody = z.object({
-  event: z.string(),
-  data: z.object({
-    id: z.string(),
-    status: z.enum(['pending', 'completed', 'failed', 'expired']),
-    metadata: z.object({ reference: z.string() }).partial().optional(),
-  }),
-});
