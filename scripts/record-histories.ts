@@ -77,6 +77,7 @@ type Recording = {
 const APP = 'a0000000-0000-4000-8000-000000000001';
 const SENDER = 'a0000000-0000-4000-8000-000000000002';
 const RECIPIENT = 'a0000000-0000-4000-8000-000000000003';
+const OTHER_WALLET = 'a0000000-0000-4000-8000-000000000004';
 const id = (n: number) => `b0000000-0000-4000-8000-${n.toString().padStart(12, '0')}`;
 
 /** The search attributes the API starts every payment workflow with: they drive the upserts. */
@@ -286,6 +287,12 @@ function recordings(env: () => TestWorkflowEnvironment): Recording[] {
       });
       await handle.executeUpdate(escrowUpdates.refund, {
         args: [{ refundId: id(8), reason: 'requested' }],
+      });
+    }),
+    // A release to a wallet the hold did not name: WalletId gains it (a versioned change).
+    escrow('escrow-release-to-another-wallet', id(12), null, async (handle) => {
+      await handle.executeUpdate(escrowUpdates.release, {
+        args: [{ releaseId: id(13), recipientWalletId: OTHER_WALLET, amount: null }],
       });
     }),
     escrow('escrow-hold-declined', id(11), null, () => Promise.resolve(), {

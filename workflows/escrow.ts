@@ -15,7 +15,7 @@ import {
   type HoldInput,
   type RefundRequest,
 } from './shared';
-import { setPaymentStatus } from './status';
+import { addPaymentWallet, setPaymentStatus } from './status';
 import { asDeclined } from './transfer';
 
 const options = {
@@ -82,9 +82,11 @@ export async function escrowWorkflow(input: HoldInput): Promise<{ held: string }
     await condition(() => opened !== undefined);
     return opened!;
   });
-  setHandler(escrowUpdates.release, (request) =>
-    exclusive(() => releaseFunds({ holdId: input.holdId, ...request })),
-  );
+  setHandler(escrowUpdates.release, async (request) => {
+    const result = await exclusive(() => releaseFunds({ holdId: input.holdId, ...request }));
+    if (result.status === 'done') addPaymentWallet(request.recipientWalletId);
+    return result;
+  });
   setHandler(escrowUpdates.refund, refund);
   setHandler(escrowStateQuery, () => ({
     held: held.toString(),

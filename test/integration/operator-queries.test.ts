@@ -30,6 +30,7 @@ describe('the operator guide’s Temporal UI queries', () => {
 
     const held = await api.post('/api/v1/escrow/hold', { wallet_id: a.walletId, amount: 10 });
     const released = await api.post('/api/v1/escrow/hold', { wallet_id: a.walletId, amount: 5 });
+    // Released to a wallet the hold did not name: the wallet joins the hold's WalletId.
     await api.post(`/api/v1/escrow/${released.body.id}/release`, {
       recipient_wallet_id: b.walletId,
     });
@@ -76,6 +77,9 @@ describe('the operator guide’s Temporal UI queries', () => {
     expect(failed).toHaveLength(2);
     expect(failed.some((id) => id.startsWith('deposit-'))).toBe(true);
     expect(failed.some((id) => id.startsWith('transfer-'))).toBe(true);
+    expect(
+      await find(`${scope} AND PaymentType = "escrow_hold" AND WalletId = "${b.walletId}"`, 1),
+    ).toEqual([`escrow-${released.body.id}`]);
     expect(
       await find(
         `${scope} AND PaymentMode = "test" AND WalletId = "${b.walletId}" AND PaymentType = "mobile_money_deposit" AND PaymentStatus = "completed"`,
