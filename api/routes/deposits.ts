@@ -9,13 +9,14 @@ import {
   type TransactionRow,
 } from '../../db/transactions';
 import { AppError, isErrorCode } from '../../domain/errors';
-import type { Caller } from '../../domain/types';
+import type { Caller, Mode } from '../../domain/types';
 import type { MobileMoneyNotification } from '../../providers/mobile-money';
 import { SANDBOX_SIGNATURE_HEADER } from '../../providers/sandbox-mobile-money';
 import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
 import {
   depositUpdates,
   depositWorkflowId,
+  SearchAttributes,
   type DepositOpened,
   type DepositOutcome,
 } from '../../workflows/shared';
@@ -116,20 +117,30 @@ async function findByReference(
  */
 export async function deliverNotification(
   deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,
-  provider: string,
+  provider: { name: string; mode: Mode },
   notification: MobileMoneyNotification,
   body: unknown,
 ): Promise<{ transactionId: string | null; status: DepositOutcome | null }> {
-  const byReference = await deps.pool.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
-    SELECT id FROM transactions WHERE provider_reference = ${notification.paymentCodeId}
-      AND transaction_type = 'mobile_money_deposit'`);
-  const transactionId = byReference ?? notification.reference;
+  const reference = notification.reference?.toLowerCase() ?? null;
+  const known = await deps.pool.maybeOne(sql.type(
+    z.object({ id: z.string(), mode: z.enum(['test', 'live']) }),
+  )`
+    SELECT id, mode FROM transactions
+    WHERE transaction_type = 'mobile_money_deposit'
+      AND (provider_reference = ${notification.paymentCodeId}
+           OR id::text = ${reference && UUID.test(reference) ? reference : ''})
+    ORDER BY (provider_reference = ${notification.paymentCodeId}) DESC
+    LIMIT 1`);
+  const transactionId = known?.id ?? (reference && UUID.test(reference) ? reference : null);
   await deps.pool.query(sql.unsafe`
     INSERT INTO provider_notifications (id, provider, payment_reference, status, transaction_id, body)
-    VALUES (${randomUUID()}, ${provider}, ${notification.paymentCodeId}, ${notification.status},
-      ${transactionId && /^[0-9a-f-]{36}$/i.test(transactionId) ? transactionId : null},
-      ${sql.jsonb(body as never)})`);
+    VALUES (${randomUUID()}, ${provider.name}, ${notification.paymentCodeId}, ${notification.status},
+      ${transactionId}, ${sql.jsonb(body as never)})`);
   if (!transactionId) return { transactionId: null, status: null };
+  // A provider speaks for its own mode only: the sandbox (Test Mode) can never settle a Live
+  // Mode deposit, whatever references its notification carries, nor the reverse.
+  const mode = known?.mode ?? (await depositMode(deps.temporal, transactionId));
+  if (mode !== provider.mode) return { transactionId: null, status: null };
   const status = await updateDeposit(
     deps.temporal,
     transactionId,
@@ -138,6 +149,21 @@ export async function deliverNotification(
       handle.executeUpdate(depositUpdates.notify, { args: [{ status: notification.status }] }),
   );
   return { transactionId, status };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The mode of a deposit known only to Temporal (its record was never written), or null. */
+async function depositMode(temporal: Client, transactionId: string): Promise<Mode | null> {
+  try {
+    const described = await temporal.workflow
+      .getHandle(depositWorkflowId(transactionId))
+      .describe();
+    const mode = described.typedSearchAttributes.get(SearchAttributes.PaymentMode);
+    return mode === 'test' || mode === 'live' ? mode : null;
+  } catch {
+    return null;
+  }
 }
 
 type DepositHandle = ReturnType<Client['workflow']['getHandle']>;
@@ -280,7 +306,7 @@ export function depositRoutes(deps: ApiDeps): Route[] {
         if (!parsed) throw new Error('the sandbox could not verify its own notification');
         const delivered = await deliverNotification(
           deps,
-          sandbox.name,
+          { name: sandbox.name, mode: 'test' },
           parsed,
           JSON.parse(notification.body),
         );
@@ -316,17 +342,15 @@ export function depositRoutes(deps: ApiDeps): Route[] {
         const headers = Object.fromEntries(
           Object.entries(ctx.headers).map(([k, v]) => [k, Array.isArray(v) ? v[0] : v]),
         );
-        const provider =
-          headers[SANDBOX_SIGNATURE_HEADER] !== undefined
-            ? providers.sandboxMobileMoney
-            : providers.liveMobileMoney;
+        const sandbox = headers[SANDBOX_SIGNATURE_HEADER] !== undefined;
+        const provider = sandbox ? providers.sandboxMobileMoney : providers.liveMobileMoney;
         const notification = provider?.parseNotification(raw, headers) ?? null;
         if (!provider || !notification) {
           throw new AppError('invalid_request', 'Invalid notification signature');
         }
         const delivered = await deliverNotification(
           deps,
-          provider.name,
+          { name: provider.name, mode: sandbox ? 'test' : 'live' },
           notification,
           ctx.state.body,
         );

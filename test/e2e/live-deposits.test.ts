@@ -2,6 +2,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { assertLedgerInvariant, balanceOf } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { signMonimeNotification } from '../../providers/monime';
 import { FakeMonimeServer } from '../support/fake-monime';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 
@@ -106,5 +107,46 @@ describe('Live Mode deposits through the Monime-style adapter', () => {
       transaction_id: res.body.transaction_id,
     });
     expect(await balanceOf(engine.pool, walletId)).toBe(700n);
+  });
+});
+
+describe('a provider speaks for its own mode only', () => {
+  it('does not let a sandbox notification settle a Live Mode deposit', async () => {
+    const { walletId } = await createUserWithWallet(live);
+    const res = await live.post('/api/v1/transactions/wallet/mobile-money-deposit', {
+      wallet_id: walletId,
+      amount: 900,
+    });
+    expect(res.status).toBe(200);
+    // Signed with the sandbox's own (Test Mode) secret, naming the live payment code and deposit.
+    const body = JSON.stringify({
+      event: 'payment_code.completed',
+      data: {
+        id: res.body.payment_code.result.id,
+        status: 'completed',
+        metadata: { reference: res.body.transaction_id },
+      },
+    });
+    const headers = {
+      'sandbox-signature': signMonimeNotification(
+        engine.config.sandbox.webhookSecret,
+        body,
+        Math.floor(Date.now() / 1000),
+      ),
+    };
+    const reply = await clientFor(engine.url, null).request(
+      'POST',
+      '/api/v1/webhooks/providers/mobile-money',
+      {
+        raw: body,
+        headers,
+      },
+    );
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({ received: true, status: null });
+    expect(await balanceOf(engine.pool, walletId)).toBe(0n);
+    expect((await live.get(`/api/v1/transactions/${res.body.transaction_id}`)).body.status).toBe(
+      'pending',
+    );
   });
 });
