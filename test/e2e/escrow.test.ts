@@ -263,7 +263,7 @@ describe('escrow', () => {
 
   it('refunds automatically when expires_at passes', async () => {
     const { sender } = await parties();
-    const expiresAt = new Date(Date.now() + 1500).toISOString();
+    const expiresAt = new Date(Date.now() + 3000).toISOString();
     const hold = await api.post('/api/v1/escrow/hold', {
       wallet_id: sender,
       amount: 25,
