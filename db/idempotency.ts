@@ -84,16 +84,3 @@ export async function completeIdempotencyKey(
     WHERE application_id = ${caller.applicationId} AND mode = ${caller.mode} AND key = ${key}
       AND response_status IS NULL`);
 }
-
-export async function findIdempotencyResult(
-  db: CommonQueryMethods,
-  caller: Caller,
-  key: string,
-): Promise<{ status: number; body: unknown } | null> {
-  const row = await db.maybeOne(sql.type(
-    z.object({ response_status: z.number().nullable(), response_body: z.unknown() }),
-  )`SELECT response_status, response_body FROM idempotency_keys
-    WHERE application_id = ${caller.applicationId} AND mode = ${caller.mode} AND key = ${key}`);
-  if (!row || row.response_status === null) return null;
-  return { status: row.response_status, body: row.response_body };
-}

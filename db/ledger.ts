@@ -5,15 +5,13 @@ import { assertBalanced, lockOrder, type Posting } from '../domain/ledger';
 import type { Currency } from '../domain/money';
 import type { Mode } from '../domain/types';
 
-export const SYSTEM_ACCOUNT_KINDS = [
-  'escrow',
-  'application_fees',
-  'provider_clearing_mobile_money',
-  'provider_clearing_card',
-  'payouts',
-  'fx',
-] as const;
-export type SystemAccountKind = (typeof SYSTEM_ACCOUNT_KINDS)[number];
+export type SystemAccountKind =
+  | 'escrow'
+  | 'application_fees'
+  | 'provider_clearing_mobile_money'
+  | 'provider_clearing_card'
+  | 'payouts'
+  | 'fx';
 
 const lockedAccount = z.object({
   id: z.string(),
