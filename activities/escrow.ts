@@ -27,11 +27,14 @@ const walletState = z.object({
   application_id: z.string(),
   mode: z.enum(['test', 'live']),
   is_active: z.boolean(),
+  currency: z.enum(['USD', 'SLE']),
 });
 
 async function walletStates(trx: DatabaseTransactionConnection, ids: string[]) {
   const rows = await trx.any(sql.type(walletState)`
-    SELECT id, application_id, mode, is_active FROM wallets WHERE id = ANY(${sql.array(ids, 'uuid')})`);
+    SELECT w.id, w.application_id, w.mode, w.is_active, a.currency
+    FROM wallets w JOIN ledger_accounts a ON a.id = w.id
+    WHERE w.id = ANY(${sql.array(ids, 'uuid')})`);
   return new Map(rows.map((r) => [r.id, r]));
 }
 
@@ -91,16 +94,17 @@ export function createEscrowActivities(deps: { pool: DatabasePool }) {
         };
       const wallets = await walletStates(trx, [input.walletId]);
       const scope = { application_id: input.applicationId, mode: input.mode };
-      checkWallet(wallets.get(input.walletId), scope);
-      const sender = (await lockAccounts(trx, [input.walletId])).get(input.walletId)!;
+      const wallet = wallets.get(input.walletId);
+      checkWallet(wallet, scope);
       const escrow = await systemAccountId(
         trx,
         input.applicationId,
         input.mode,
         'escrow',
-        sender.currency,
+        wallet!.currency,
       );
-      await lockAccounts(trx, [input.walletId, escrow]);
+      // One lock, in the fixed order: the sender's wallet, then the escrow account.
+      const sender = (await lockAccounts(trx, [input.walletId, escrow])).get(input.walletId)!;
       if (sender.balance < amount) throw decline('insufficient_funds', 'Insufficient funds');
       const hold = await insertTransaction(trx, {
         id: input.holdId,

@@ -253,6 +253,21 @@ export function buildTimeline(
     }).step.failure = failure;
   };
 
+  /** An activity's last event: its status, end time, and failure (the last one seen if none). */
+  const endActivity = (
+    scheduledEventId: Int64,
+    status: TimelineStep['status'],
+    at: string,
+    failure: string | null = null,
+  ) => {
+    const open = activities.get(String(int64(scheduledEventId)));
+    if (!open) return undefined;
+    open.step.status = status;
+    open.step.ended_at = at;
+    open.step.failure = failure ?? open.step.failure;
+    return open;
+  };
+
   for (const event of events) {
     const order = Number(int64(event.eventId));
     const at = timestampToIso(event.eventTime) ?? '';
@@ -312,41 +327,22 @@ export function buildTimeline(
       }
     } else if (event.activityTaskCompletedEventAttributes) {
       const a = event.activityTaskCompletedEventAttributes;
-      const open = activities.get(String(int64(a.scheduledEventId)));
-      if (open) {
-        open.step.status = 'completed';
-        open.step.ended_at = at;
-        open.step.provider_reference = referenceIn(firstValue(a.result));
-      }
+      const open = endActivity(a.scheduledEventId, 'completed', at);
+      if (open) open.step.provider_reference = referenceIn(firstValue(a.result));
     } else if (event.activityTaskFailedEventAttributes) {
       const a = event.activityTaskFailedEventAttributes;
-      const open = activities.get(String(int64(a.scheduledEventId)));
-      if (open) {
-        open.step.status = 'failed';
-        open.step.ended_at = at;
-        open.step.failure = failureMessage(a.failure) ?? open.step.failure;
-      }
+      endActivity(a.scheduledEventId, 'failed', at, failureMessage(a.failure));
     } else if (event.activityTaskTimedOutEventAttributes) {
       const a = event.activityTaskTimedOutEventAttributes;
-      const open = activities.get(String(int64(a.scheduledEventId)));
-      if (open) {
-        open.step.status = 'timed_out';
-        open.step.ended_at = at;
-        open.step.failure = failureMessage(a.failure) ?? open.step.failure;
-      }
+      endActivity(a.scheduledEventId, 'timed_out', at, failureMessage(a.failure));
     } else if (event.activityTaskCanceledEventAttributes) {
-      const a = event.activityTaskCanceledEventAttributes;
-      const open = activities.get(String(int64(a.scheduledEventId)));
-      if (open) {
-        open.step.status = 'canceled';
-        open.step.ended_at = at;
-      }
+      endActivity(event.activityTaskCanceledEventAttributes.scheduledEventId, 'canceled', at);
     } else if (event.markerRecordedEventAttributes?.markerName === LOCAL_ACTIVITY_MARKER) {
       // A local activity runs inside the workflow task; its marker records the whole step.
       const a = event.markerRecordedEventAttributes;
       const data = firstValue(a.details?.data) as LocalActivityMarker | null;
       const failed = Boolean(a.failure);
-      add(order, {
+      const open = add(order, {
         name: data?.activity_type ?? 'local activity',
         kind: 'activity',
         status: failed ? 'failed' : 'completed',
@@ -355,10 +351,9 @@ export function buildTimeline(
         // The marker's complete_time is the worker's clock, so it is not mixed in.
         started_at: markerTime(data?.original_schedule_time) ?? at,
         ended_at: at,
-      }).step.failure = failureMessage(a.failure);
-      const result = firstValue(a.details?.result);
-      const last = steps[steps.length - 1]!;
-      last.step.provider_reference = referenceIn(result);
+      });
+      open.step.failure = failureMessage(a.failure);
+      open.step.provider_reference = referenceIn(firstValue(a.details?.result));
     } else if (event.workflowExecutionUpdateAdmittedEventAttributes) {
       const request = event.workflowExecutionUpdateAdmittedEventAttributes.request;
       const id = request?.meta?.updateId ?? `admitted-${order}`;
