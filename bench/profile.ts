@@ -21,7 +21,7 @@ import { Worker, type ActivityInterceptorsFactory, type WorkerOptions } from '@t
 import pg from 'pg';
 import { createTransferActivities } from '../activities/transfer';
 import { createApp } from '../api/app';
-import { createLogger } from '../api/logger';
+import { createLogger } from '../observability/logger';
 import { createDatabasePool } from '../db/pool';
 import { createProviders } from '../providers';
 import { coresUsed, cpuSnapshot, type CpuGroups } from './cpu';

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config';
-import { createLogger } from '../api/logger';
+import { createLogger } from '../observability/logger';
 import {
   createApplication,
   findApplication,
@@ -9,7 +9,7 @@ import {
 } from '../db/applications';
 import { createCredential, listCredentials, revokeCredential } from '../db/credentials';
 import { createDatabasePool, type DatabasePool } from '../db/pool';
-import { openLocalDatabase } from '../scripts/local-database';
+import { openLocalDatabase } from '../harness/postgres';
 import { parseMajorDecimal } from '../domain/money';
 import { PAYMENT_METHODS, RATE_LIMIT_CATEGORIES } from '../domain/types';
 

@@ -1,6 +1,5 @@
 import { sql, type DatabasePool, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
-import { lockAccounts, postLedgerTransaction, systemAccountId } from './ledger';
 
 /**
  * The ledger invariant, as a list of problems (empty when the books are right): every account's
@@ -38,45 +37,4 @@ export async function ledgerInvariantProblems(pool: DatabasePool): Promise<strin
     if (rows.length) problems.push(`${what}: ${JSON.stringify(rows.map((r) => r.id))}`);
   }
   return problems;
-}
-
-/**
- * Money into a wallet for tests and benchmarks, booked as the mobile-money provider's clearing
- * account paying it: one balanced ledger transaction, as a completed deposit would be.
- */
-export async function seedWalletBalance(
-  pool: DatabasePool,
-  walletId: string,
-  amount: bigint,
-  kind: string,
-): Promise<void> {
-  await pool.transaction(async (trx) => {
-    const wallet = await trx.one(
-      sql.type(
-        z.object({
-          application_id: z.string(),
-          mode: z.enum(['test', 'live']),
-          currency: z.enum(['USD', 'SLE']),
-        }),
-      )`SELECT application_id, mode, currency FROM ledger_accounts WHERE id = ${walletId}`,
-    );
-    const clearing = await systemAccountId(
-      trx,
-      wallet.application_id,
-      wallet.mode,
-      'provider_clearing_mobile_money',
-      wallet.currency,
-    );
-    await lockAccounts(trx, [walletId, clearing]);
-    await postLedgerTransaction(trx, {
-      applicationId: wallet.application_id,
-      mode: wallet.mode,
-      transactionId: null,
-      kind,
-      postings: [
-        { accountId: clearing, currency: wallet.currency, amount: -amount },
-        { accountId: walletId, currency: wallet.currency, amount },
-      ],
-    });
-  });
 }

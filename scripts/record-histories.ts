@@ -39,7 +39,7 @@ import {
   type TransferInput,
 } from '../workflows/shared';
 import { transferWorkflow } from '../workflows/transfer';
-import { findBinary } from './temporal-server';
+import { findBinary } from '../harness/temporal';
 
 const rootDir = path.resolve(__dirname, '..');
 const HISTORIES_DIR = path.join(rootDir, 'test', 'fixtures', 'histories');

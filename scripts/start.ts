@@ -1,17 +1,17 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
-import { loadConfig, temporalAddress, type Config } from '../config';
-import { createLogger, type Logger } from '../api/logger';
-import { startApi } from '../api/server';
-import { createApplication } from '../db/applications';
-import { createCredential } from '../db/credentials';
+import { loadConfig, type Config } from '../config';
 import { createDatabasePool } from '../db/pool';
-import { createWorker } from '../worker/create-worker';
+import { startEngine } from '../harness/engine';
+import { createFixtureApplication } from '../harness/fixtures';
+import { openLocalDatabase } from '../harness/postgres';
+import {
+  installTemporalRuntime,
+  registerSearchAttributes,
+  startTemporalDevServer,
+} from '../harness/temporal';
+import { createLogger, type Logger } from '../observability/logger';
 import { ensureSchedules } from '../worker/schedules';
-import { Client, Connection } from '@temporalio/client';
-import { openLocalDatabase } from './local-database';
-import { registerSearchAttributes, startTemporalDevServer } from './temporal-server';
 
 /**
  * `npm start`: the whole engine on one machine. Postgres (embedded unless DATABASE_URL), the
@@ -22,10 +22,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.log.level);
   await mkdir(config.dataDir, { recursive: true });
-  Runtime.install({
-    logger: new DefaultLogger('WARN'),
-    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } },
-  });
+  installTemporalRuntime('WARN');
   const stops: (() => Promise<void>)[] = [];
   let stopping = false;
   const shutdown = async (code: number) => {
@@ -64,28 +61,18 @@ async function main(): Promise<void> {
       maximumPoolSize: config.database.poolSize,
     });
     stops.push(() => pool.end());
-    const { worker, connection } = await createWorker({ config: running, pool });
-    const workerDone = worker.run();
-    stops.push(async () => {
-      // The SDK shuts the worker down on SIGINT and SIGTERM by itself; otherwise, do it here.
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await workerDone;
-      await connection.close();
+    const engine = await startEngine({
+      config: running,
+      pool,
+      logger,
+      onWorkerFailure: (error) => {
+        logger.error({ err: error }, 'worker failed');
+        void shutdown(1);
+      },
     });
-    workerDone.catch((error: unknown) => {
-      logger.error({ err: error }, 'worker failed');
-      void shutdown(1);
-    });
-
-    const scheduleConnection = await Connection.connect({ address: temporalAddress(running) });
-    await ensureSchedules(
-      new Client({ connection: scheduleConnection, namespace: config.temporal.namespace }),
-      config.temporal.taskQueue,
-    );
-    await scheduleConnection.close();
-
-    const api = await startApi(running, logger, database.url);
-    stops.push(api.close);
+    stops.push(engine.close);
+    await ensureSchedules(engine.client, config.temporal.taskQueue);
+    const api = engine.api;
 
     const demo = await demoCredentials(running, database.url, logger);
     const lines = [
@@ -128,13 +115,17 @@ async function demoCredentials(
   }
   const pool = await createDatabasePool(databaseUrl, { maximumPoolSize: 1 });
   try {
-    const app = await createApplication(pool, { name: 'Demo', baseCurrency: 'SLE' });
-    const cred = await createCredential(pool, { applicationId: app.id, mode: 'test' });
+    const app = await createFixtureApplication(pool, {
+      name: 'Demo',
+      currency: 'SLE',
+      modes: ['test'],
+      rateLimits: null,
+    });
     const credentials: DemoFile = {
       application_id: app.id,
       mode: 'test',
-      api_key: cred.api_key,
-      secret_key: cred.secret_key,
+      api_key: app.credentials.test.apiKey,
+      secret_key: app.credentials.test.secretKey,
     };
     await writeFile(file, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
     await chmod(file, 0o600);

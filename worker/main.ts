@@ -1,6 +1,6 @@
 import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
 import { loadConfig, requireDatabaseUrl, temporalAddress } from '../config';
-import { createLogger } from '../api/logger';
+import { createLogger } from '../observability/logger';
 import { createDatabasePool } from '../db/pool';
 import { Client, Connection } from '@temporalio/client';
 import { createWorker } from './create-worker';

@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 import { AppError } from '../../domain/errors';
-import { redactHeaders, type Logger } from '../logger';
+import { redactHeaders, type Logger } from '../../observability/logger';
 
 /**
  * First in the chain: every failure becomes `{"detail": ...}` with its status. An expected

@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { apiRoutes } from '../../api/app';
-import { createLogger } from '../../api/logger';
+import { createLogger } from '../../observability/logger';
 import { createProviders } from '../../providers';
 import { MAX_BODY_BYTES } from '../../api/middleware/body';
 import { openApiPath } from '../../api/openapi';

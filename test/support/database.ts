@@ -3,7 +3,8 @@ import pg from 'pg';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
-import { ledgerInvariantProblems, seedWalletBalance } from '../../db/ledger-audit';
+import { ledgerInvariantProblems } from '../../db/ledger-audit';
+import { fundWallet as fund } from '../../harness/fixtures';
 
 function serverUrl(): string {
   const url = process.env.TEST_PG_SERVER_URL;
@@ -44,13 +45,9 @@ export async function createTestDatabase(): Promise<{
   return { url, name, pool: await createDatabasePool(url, { maximumPoolSize: 30 }) };
 }
 
-/** Money into a wallet for tests that need a balance (see db/ledger-audit.ts). */
-export async function fundWallet(
-  pool: DatabasePool,
-  walletId: string,
-  amountMinor: bigint,
-): Promise<void> {
-  await seedWalletBalance(pool, walletId, amountMinor, 'test_funding');
+/** Money into a wallet for tests that need a balance (see harness/fixtures.ts). */
+export function fundWallet(pool: DatabasePool, walletId: string, amountMinor: bigint): Promise<void> {
+  return fund(pool, walletId, amountMinor, 'test_funding');
 }
 
 export async function balanceOf(pool: DatabasePool, accountId: string): Promise<bigint> {

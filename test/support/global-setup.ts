@@ -1,49 +1,27 @@
-import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { bundleWorkflowCode } from '@temporalio/worker';
-import { startEmbeddedPostgres } from '../../db/embedded';
-import { migrate } from '../../db/migrate';
-import { ensureDatabase } from '../../scripts/local-database';
-import { findBinary, startTemporalDevServer } from '../../scripts/temporal-server';
-import { freePort } from './ports';
+import { startScratchServers, type ScratchServers } from '../../harness/scratch';
+import { findBinary, writeWorkflowBundle } from '../../harness/temporal';
 
 export const TEMPLATE_DATABASE = 'wallet_template';
 
 /**
- * Once per `npm test`: a throwaway Postgres cluster with a migrated template database (each
- * test file clones its own database from it), a Temporal development server in memory, and the
- * workflow bundle. Its own ports and folders, so it runs beside an `npm start`.
+ * Once per run of the tests that need servers (the `engine` Jest project): a throwaway
+ * Postgres cluster with a migrated template database (each test file clones its own database
+ * from it), a Temporal development server in memory, and the workflow bundle.
  */
 export default async function globalSetup(): Promise<void> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'wallet-test-'));
-  await chmod(dir, 0o755);
-  const [pgPort, temporalPort] = [await freePort(), await freePort()];
-  const postgres = await startEmbeddedPostgres({
-    dir: path.join(dir, 'pg'),
-    port: pgPort,
+  const servers = await startScratchServers({
+    prefix: 'wallet-test-',
+    database: TEMPLATE_DATABASE,
     fast: true,
   });
-  await ensureDatabase(postgres.url('postgres'), TEMPLATE_DATABASE);
-  await migrate(postgres.url(TEMPLATE_DATABASE));
-  const temporal = await startTemporalDevServer({ port: temporalPort });
-  const { code } = await bundleWorkflowCode({
-    workflowsPath: require.resolve('../../workflows'),
-    logger: {
-      log: () => undefined,
-      trace: () => undefined,
-      debug: () => undefined,
-      info: () => undefined,
-      warn: () => undefined,
-      error: () => undefined,
-    },
-  });
-  const bundlePath = path.join(dir, 'workflow-bundle.js');
-  await writeFile(bundlePath, code);
-
-  process.env.TEST_PG_SERVER_URL = postgres.url('postgres');
-  process.env.TEST_TEMPORAL_ADDRESS = temporal.address;
-  process.env.TEST_WORKFLOW_BUNDLE = bundlePath;
+  try {
+    process.env.TEST_WORKFLOW_BUNDLE = await writeWorkflowBundle(servers.dir);
+  } catch (error) {
+    await servers.stop();
+    throw error;
+  }
+  process.env.TEST_PG_SERVER_URL = servers.postgres.url('postgres');
+  process.env.TEST_TEMPORAL_ADDRESS = servers.temporal.address;
   process.env.TEST_TIME_SKIPPING_SERVER = findBinary('temporal-test-server');
-  (globalThis as { __walletTest?: unknown }).__walletTest = { postgres, temporal, dir };
+  (globalThis as { __walletTest?: ScratchServers }).__walletTest = servers;
 }

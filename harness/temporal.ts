@@ -1,8 +1,15 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  makeTelemetryFilterString,
+  Runtime,
+} from '@temporalio/worker';
 import { SEARCH_ATTRIBUTE_DEFINITIONS } from '../workflows/shared';
 
 const rootDir = path.resolve(__dirname, '..');
@@ -59,20 +66,26 @@ export async function startTemporalDevServer(options: {
   child.stdout?.on('data', (d: Buffer) => log(d.toString().trimEnd()));
   child.stderr?.on('data', (d: Buffer) => log(d.toString().trimEnd()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  const address = `127.0.0.1:${options.port}`;
-  await waitForTemporal(address, 60_000, exited);
-  return {
-    address,
-    uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : null,
-    stop: async () => {
-      if (child.exitCode === null) {
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-        await exited;
-        clearTimeout(timer);
-      }
-    },
+  // A process that ends without `stop` (an uncaught error, a second Ctrl-C) takes it along.
+  const killAtExit = () => child.kill('SIGTERM');
+  process.once('exit', killAtExit);
+  const stop = async () => {
+    process.off('exit', killAtExit);
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    }
   };
+  const address = `127.0.0.1:${options.port}`;
+  try {
+    await waitForTemporal(address, 60_000, exited);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { address, uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : null, stop };
 }
 
 async function waitForTemporal(
@@ -123,4 +136,45 @@ export async function registerSearchAttributes(address: string, namespace: strin
   } finally {
     await connection.close();
   }
+}
+
+/**
+ * Installs the SDK's process-wide runtime with its log threshold (the SDK logs every declined
+ * activity as a warning; tests and the benchmark assert outcomes instead). `shutdownSignals: []`
+ * leaves Ctrl-C to the caller, which must stop Postgres and Temporal with the workers.
+ */
+export function installTemporalRuntime(
+  level: 'WARN' | 'ERROR',
+  options: { shutdownSignals?: NodeJS.Signals[] } = {},
+): void {
+  Runtime.install({
+    logger: new DefaultLogger(level),
+    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: level }) } },
+    ...(options.shutdownSignals ? { shutdownSignals: options.shutdownSignals } : {}),
+  });
+}
+
+const silent = {
+  log: () => undefined,
+  trace: () => undefined,
+  debug: () => undefined,
+  info: () => undefined,
+  warn: () => undefined,
+  error: () => undefined,
+};
+
+/** The webpack bundle of the workflows at `workflowsPath`, without the bundler's chatter. */
+export async function bundleWorkflows(workflowsPath: string): Promise<string> {
+  const { code } = await bundleWorkflowCode({ workflowsPath, logger: silent });
+  return code;
+}
+
+/**
+ * The engine's workflows bundled once into `dir/workflow-bundle.js`, so that every worker of a
+ * test run or a benchmark starts from the file (TEMPORAL_WORKFLOW_BUNDLE) instead of bundling.
+ */
+export async function writeWorkflowBundle(dir: string): Promise<string> {
+  const file = path.join(dir, 'workflow-bundle.js');
+  await writeFile(file, await bundleWorkflows(require.resolve('../workflows')));
+  return file;
 }

@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import type { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
+import { startApi, type RunningApi } from '../api/server';
+import { loadConfig, temporalAddress, type Config } from '../config';
+import type { DatabasePool } from '../db/pool';
+import type { Logger } from '../observability/logger';
+import { createWorker } from '../worker/create-worker';
+
+/**
+ * The configuration of an engine run in-process against throwaway servers (tests, benchmark):
+ * the API on a free loopback port, its own task queue, the prebuilt workflow bundle.
+ */
+export function scratchConfig(options: {
+  databaseUrl: string;
+  temporalAddress: string;
+  taskQueuePrefix: string;
+  workflowBundle?: string;
+  requestTimeoutMs: number;
+  env?: Record<string, string>;
+}): Config {
+  return loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    DATABASE_URL: options.databaseUrl,
+    TEMPORAL_ADDRESS: options.temporalAddress,
+    TEMPORAL_TASK_QUEUE: `${options.taskQueuePrefix}-${randomUUID()}`,
+    TEMPORAL_WORKFLOW_BUNDLE: options.workflowBundle,
+    API_REQUEST_TIMEOUT_MS: String(options.requestTimeoutMs),
+    ...options.env,
+  });
+}
+
+export type RunningWorker = {
+  worker: Worker;
+  /** Settles when the worker stops; rejects if it fails. */
+  done: Promise<void>;
+  stop: () => Promise<void>;
+};
+
+/**
+ * The worker, polling; `stop` shuts it down and closes the connection it opened. `onFailure`
+ * hears at once of a worker that fails while running.
+ */
+export async function runWorker(
+  options: Parameters<typeof createWorker>[0] & { onFailure?: (error: unknown) => void },
+): Promise<RunningWorker> {
+  const { onFailure, ...workerOptions } = options;
+  const { worker, connection, ownsConnection } = await createWorker(workerOptions);
+  const done = worker.run();
+  if (onFailure) done.catch(onFailure);
+  return {
+    worker,
+    done,
+    stop: async () => {
+      // The SDK shuts a worker down on its shutdown signals by itself; otherwise, do it here.
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await done;
+      if (ownsConnection) await connection.close();
+    },
+  };
+}
+
+export type Engine = {
+  api: RunningApi;
+  worker: RunningWorker;
+  /** A Temporal client on the engine's namespace. */
+  client: Client;
+  /** Stops the API, then the worker, then closes the client; the pool is the caller's. */
+  close: () => Promise<void>;
+};
+
+/**
+ * The engine in this process: the worker (on `pool`, or with `connection` when given) and the
+ * API (with its own pool, as in production), plus a Temporal client. Whatever started is closed
+ * again if a later part fails.
+ */
+export async function startEngine(options: {
+  config: Config;
+  pool: DatabasePool;
+  logger: Logger;
+  connection?: NativeConnection;
+  tuning?: Partial<WorkerOptions>;
+  onWorkerFailure?: (error: unknown) => void;
+}): Promise<Engine> {
+  const { config } = options;
+  const databaseUrl = config.database.url;
+  if (!databaseUrl) throw new Error('startEngine needs config.database.url');
+  const stops: (() => Promise<void>)[] = [];
+  const close = async () => {
+    for (const stop of stops.splice(0).reverse()) await stop();
+  };
+  try {
+    const worker = await runWorker({
+      config,
+      pool: options.pool,
+      connection: options.connection,
+      tuning: options.tuning,
+      onFailure: options.onWorkerFailure,
+    });
+    stops.push(worker.stop);
+    const connection = await Connection.connect({ address: temporalAddress(config) });
+    stops.push(() => connection.close());
+    const client = new Client({ connection, namespace: config.temporal.namespace });
+    const api = await startApi(config, options.logger, databaseUrl);
+    stops.push(api.close);
+    return { api, worker, client, close };
+  } catch (error) {
+    await close().catch(() => undefined);
+    throw error;
+  }
+}
