@@ -15,11 +15,7 @@ import { runWorker, scratchConfig, startEngine as startInProcess } from '../harn
 import { createFixtureApplication, fundWallet } from '../harness/fixtures';
 import type { EmbeddedDatabase } from '../harness/postgres';
 import { startScratchServers } from '../harness/scratch';
-import {
-  bundleWorkflows,
-  writeWorkflowBundle,
-  type DevServer,
-} from '../harness/temporal';
+import { bundleWorkflows, writeWorkflowBundle, type DevServer } from '../harness/temporal';
 import { createLogger } from '../observability/logger';
 import type { Send } from './load';
 
@@ -185,8 +181,8 @@ export async function startEngine(options: {
     // Access-log lines are written (their cost is real) but thrown away.
     const sink = new Writable({ write: (_chunk, _encoding, done) => done() });
     // After the API: the worker the profile may have put in place of the first one.
-    let engine: Engine | undefined;
-    cleanups.push(() => engine?.stopWorker() ?? Promise.resolve());
+    const started: { engine?: Engine } = {};
+    cleanups.push(() => started.engine?.stopWorker() ?? Promise.resolve());
     const inProcess = await startInProcess({
       config,
       pool: workerPool,
@@ -195,7 +191,7 @@ export async function startEngine(options: {
       tuning: options.tuning,
     });
     cleanups.push(inProcess.close);
-    engine = {
+    started.engine = {
       dir,
       postgres,
       temporal,
@@ -210,7 +206,7 @@ export async function startEngine(options: {
       stopWorker: inProcess.worker.stop,
       close,
     };
-    return engine;
+    return started.engine;
   } catch (error) {
     await close();
     throw error;
@@ -242,8 +238,7 @@ export async function setUp(engine: Engine): Promise<Fixture> {
         return idOf(wallet.body, 'wallet');
       }),
     );
-    for (const wallet of wallets)
-      await fundWallet(engine.pool, wallet, FUNDING, 'bench_funding');
+    for (const wallet of wallets) await fundWallet(engine.pool, wallet, FUNDING, 'bench_funding');
     return { applicationId: app.id, headers, wallets };
   } finally {
     api.close();

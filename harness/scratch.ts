@@ -53,7 +53,9 @@ export async function startScratchServers(options: {
   };
   if (postgres.status === 'rejected' || temporal.status === 'rejected') {
     await stop().catch(() => undefined);
-    throw postgres.status === 'rejected' ? postgres.reason : (temporal as PromiseRejectedResult).reason;
+    throw postgres.status === 'rejected'
+      ? postgres.reason
+      : (temporal as PromiseRejectedResult).reason;
   }
   return {
     dir,

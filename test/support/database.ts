@@ -46,7 +46,11 @@ export async function createTestDatabase(): Promise<{
 }
 
 /** Money into a wallet for tests that need a balance (see harness/fixtures.ts). */
-export function fundWallet(pool: DatabasePool, walletId: string, amountMinor: bigint): Promise<void> {
+export function fundWallet(
+  pool: DatabasePool,
+  walletId: string,
+  amountMinor: bigint,
+): Promise<void> {
   return fund(pool, walletId, amountMinor, 'test_funding');
 }
 
