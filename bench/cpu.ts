@@ -78,15 +78,6 @@ function family(stats: readonly Stat[]): Set<number> {
   return mine;
 }
 
-/** Process ids of this process's descendants named `comm`. */
-export function descendantsNamed(comm: string): number[] {
-  const stats = readStats();
-  const mine = family(stats);
-  return stats
-    .filter((s) => s.comm === comm && s.pid !== process.pid && mine.has(s.pid))
-    .map((s) => s.pid);
-}
-
 /** CPU seconds used so far by each group. */
 export function cpuSnapshot(): CpuGroups {
   const stats = readStats();

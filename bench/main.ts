@@ -15,18 +15,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
-import {
-  DefaultLogger,
-  makeTelemetryFilterString,
-  Runtime,
-  Worker,
-  type WorkerOptions,
-} from '@temporalio/worker';
+import { Worker, type WorkerOptions } from '@temporalio/worker';
 import { createTransferActivities } from '../activities/transfer';
 import type { DatabasePool } from '../db/pool';
 import { lockAccounts, postLedgerTransaction } from '../db/ledger';
 import { ledgerInvariantProblems } from '../db/ledger-audit';
 import { transferPostings } from '../domain/ledger';
+import { keepRunning } from '../harness/engine';
+import { installTemporalRuntime } from '../harness/temporal';
 import { coresUsed, cpuSnapshot, type CpuGroups } from './cpu';
 import {
   failure,
@@ -204,14 +200,15 @@ async function ledgerScenarios(engine: Engine, fixture: Fixture): Promise<Row[]>
 
 async function orchestrationScenarios(engine: Engine, options: Options): Promise<Row[]> {
   const taskQueue = `bench-orchestration-${randomUUID()}`;
-  const worker = await Worker.create({
-    connection: engine.nativeConnection,
-    taskQueue,
-    workflowBundle: { code: engine.benchBundle },
-    activities: { noop: () => Promise.resolve() },
-    ...options.tuning,
-  });
-  const running = worker.run();
+  const worker = keepRunning(
+    await Worker.create({
+      connection: engine.nativeConnection,
+      taskQueue,
+      workflowBundle: { code: engine.benchBundle },
+      activities: { noop: () => Promise.resolve() },
+      ...options.tuning,
+    }),
+  );
   const load = `closed, ${WORKFLOW_CONCURRENCY} in flight`;
   const run = (workflow: () => Promise<string>) => () =>
     closed(WORKFLOW_CONCURRENCY, async () => {
@@ -227,8 +224,7 @@ async function orchestrationScenarios(engine: Engine, options: Options): Promise
       await measure('2c', 'workflow + 1 no-op local activity', load, run(localActivityWorkflow)),
     ];
   } finally {
-    worker.shutdown();
-    await running;
+    await worker.stop();
   }
 }
 
@@ -397,12 +393,8 @@ type Report = {
 
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
-  Runtime.install({
-    logger: new DefaultLogger('ERROR'),
-    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'ERROR' }) } },
-    // Ctrl-C is handled below: Postgres and Temporal must stop with the workers.
-    shutdownSignals: [],
-  });
+  // Ctrl-C is handled below: Postgres and Temporal must stop with the workers.
+  installTemporalRuntime('ERROR', { shutdownSignals: [] });
   const engine = await startEngine({ ...options, ledgerClients: LEDGER_CLIENTS });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {

@@ -23,6 +23,7 @@ import { createTransferActivities } from '../activities/transfer';
 import { createApp } from '../api/app';
 import { createLogger } from '../observability/logger';
 import { createDatabasePool } from '../db/pool';
+import { keepRunning } from '../harness/engine';
 import { createProviders } from '../providers';
 import { coresUsed, cpuSnapshot, type CpuGroups } from './cpu';
 import {
@@ -322,18 +323,19 @@ async function whatIfs(
   const results: WhatIf[] = [];
 
   const taskQueue = `bench-what-if-${randomUUID()}`;
-  const worker = await Worker.create({
-    connection: engine.nativeConnection,
-    taskQueue,
-    workflowBundle: { code: engine.benchBundle },
-    activities: {
-      noop: () => Promise.resolve(),
-      ...createTransferActivities({ pool: engine.workerPool }),
-    },
-    maxConcurrentActivityTaskExecutions: engine.config.database.poolSize,
-    ...tuning,
-  });
-  const running = worker.run();
+  const worker = keepRunning(
+    await Worker.create({
+      connection: engine.nativeConnection,
+      taskQueue,
+      workflowBundle: { code: engine.benchBundle },
+      activities: {
+        noop: () => Promise.resolve(),
+        ...createTransferActivities({ pool: engine.workerPool }),
+      },
+      maxConcurrentActivityTaskExecutions: engine.config.database.poolSize,
+      ...tuning,
+    }),
+  );
   try {
     for (const [name, workflow] of [
       ['transfer workflow, regular activity (as today, no search attrs)', transferWithActivity],
@@ -352,8 +354,7 @@ async function whatIfs(
       );
     }
   } finally {
-    worker.shutdown();
-    await running;
+    await worker.stop();
   }
 
   // The activity's database work alone, with and without slonik's DISCARD ALL, twice each.

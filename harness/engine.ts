@@ -39,17 +39,9 @@ export type RunningWorker = {
   stop: () => Promise<void>;
 };
 
-/**
- * The worker, polling; `stop` shuts it down and closes the connection it opened. `onFailure`
- * hears at once of a worker that fails while running.
- */
-export async function runWorker(
-  options: Parameters<typeof createWorker>[0] & { onFailure?: (error: unknown) => void },
-): Promise<RunningWorker> {
-  const { onFailure, ...workerOptions } = options;
-  const { worker, connection, ownsConnection } = await createWorker(workerOptions);
+/** Runs a created worker until `stop`, which shuts it down and waits for it. */
+export function keepRunning(worker: Worker): RunningWorker {
   const done = worker.run();
-  if (onFailure) done.catch(onFailure);
   return {
     worker,
     done,
@@ -57,6 +49,25 @@ export async function runWorker(
       // The SDK shuts a worker down on its shutdown signals by itself; otherwise, do it here.
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await done;
+    },
+  };
+}
+
+/**
+ * The engine's worker, polling; `stop` also closes the connection it opened. `onFailure` hears
+ * at once of a worker that fails while running.
+ */
+export async function runWorker(
+  options: Parameters<typeof createWorker>[0] & { onFailure?: (error: unknown) => void },
+): Promise<RunningWorker> {
+  const { onFailure, ...workerOptions } = options;
+  const { worker, connection, ownsConnection } = await createWorker(workerOptions);
+  const running = keepRunning(worker);
+  if (onFailure) running.done.catch(onFailure);
+  return {
+    ...running,
+    stop: async () => {
+      await running.stop();
       if (ownsConnection) await connection.close();
     },
   };
