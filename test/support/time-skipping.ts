@@ -2,16 +2,22 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import type { Activities } from '../../workflows/activities-types';
+import { registerSearchAttributes } from '../workflow/scenarios';
 import { quietTemporalRuntime } from './engine';
 
-/** Temporal's time-skipping test server (the pinned PyPI wheel), for workflow tests. */
+/**
+ * Temporal's time-skipping test server (the pinned PyPI wheel), for workflow tests, with the
+ * payment search attributes registered as the history recorder registers them.
+ */
 export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
   const path = process.env.TEST_TIME_SKIPPING_SERVER;
   if (!path) throw new Error('TEST_TIME_SKIPPING_SERVER is not set: run the tests with npm test');
   quietTemporalRuntime();
-  return TestWorkflowEnvironment.createTimeSkipping({
+  const env = await TestWorkflowEnvironment.createTimeSkipping({
     server: { executable: { type: 'existing-path', path } },
   });
+  await registerSearchAttributes(env);
+  return env;
 }
 
 /** A worker with mocked activities on a fresh task queue, running `fn` while it polls. */
@@ -30,4 +36,16 @@ export async function withWorker<R>(
     activities,
   });
   return worker.runUntil(fn(taskQueue));
+}
+
+type AnyFunction = (...args: never[]) => unknown;
+export type Mocked<T extends Record<string, AnyFunction>> = {
+  [K in keyof T]: jest.Mock<ReturnType<T[K]>, Parameters<T[K]>>;
+};
+
+/** A scenario's activities as `jest.fn`s that run them, so a test can count calls or swap one. */
+export function mocked<T extends Record<string, AnyFunction>>(activities: T): Mocked<T> {
+  return Object.fromEntries(
+    Object.entries(activities).map(([name, implementation]) => [name, jest.fn(implementation)]),
+  ) as Mocked<T>;
 }

@@ -316,7 +316,7 @@ export const refund = (handle: EscrowHandle, request: RefundRequest) =>
  * One execution: its input (from the test server's current time, for expiries), fresh mocked
  * activities, and `run`, which drives it to its end on a worker polling `taskQueue`.
  */
-export type Scenario<I, A extends Partial<Activities>, R extends { handle: WorkflowHandle }> = {
+type ScenarioSpec<I, A extends Partial<Activities>, R extends { handle: WorkflowHandle }> = {
   /** The recorded fixture's file name, without `.json`. */
   name: string;
   input: (nowMs: number) => I;
@@ -324,9 +324,26 @@ export type Scenario<I, A extends Partial<Activities>, R extends { handle: Workf
   run: (env: TestWorkflowEnvironment, taskQueue: string, input: I) => Promise<R>;
 };
 
-const scenario = <I, A extends Partial<Activities>, R extends { handle: WorkflowHandle }>(
-  s: Scenario<I, A, R>,
-) => s;
+export type Scenario<
+  I,
+  A extends Partial<Activities>,
+  R extends { handle: WorkflowHandle },
+> = ScenarioSpec<I, A, R> & {
+  /** `run` on the input taken at the test server's current time; answers that input too. */
+  play: (env: TestWorkflowEnvironment, taskQueue: string) => Promise<R & { input: I }>;
+};
+
+function scenario<I, A extends Partial<Activities>, R extends { handle: WorkflowHandle }>(
+  spec: ScenarioSpec<I, A, R>,
+): Scenario<I, A, R> {
+  return {
+    ...spec,
+    play: async (env, taskQueue) => {
+      const input = spec.input(await env.currentTimeMs());
+      return { ...(await spec.run(env, taskQueue, input)), input };
+    },
+  };
+}
 
 export const transferCompleted = scenario({
   name: 'transfer-completed',
@@ -438,28 +455,19 @@ export const maintenance = scenario({
 export type RecordedScenario = {
   name: string;
   activities: (env: TestWorkflowEnvironment) => Partial<Activities>;
-  /** Runs the execution to its end, its input taken at the test server's current time. */
   play: (env: TestWorkflowEnvironment, taskQueue: string) => Promise<{ handle: WorkflowHandle }>;
 };
 
-const recorded = <I, A extends Partial<Activities>, R extends { handle: WorkflowHandle }>(
-  s: Scenario<I, A, R>,
-): RecordedScenario => ({
-  name: s.name,
-  activities: s.activities,
-  play: async (env, taskQueue) => s.run(env, taskQueue, s.input(await env.currentTimeMs())),
-});
-
 /** The executions scripts/record-histories.ts records, one per path of each workflow type. */
 export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
-  recorded(transferCompleted),
-  recorded(transferDeclined),
-  recorded(depositPaidNotify),
-  recorded(depositExpired),
-  recorded(depositSync),
-  recorded(escrowPartialReleaseRefund),
-  recorded(escrowReleaseToAnotherWallet),
-  recorded(escrowHoldDeclined),
-  recorded(escrowExpired),
-  recorded(maintenance),
+  transferCompleted,
+  transferDeclined,
+  depositPaidNotify,
+  depositExpired,
+  depositSync,
+  escrowPartialReleaseRefund,
+  escrowReleaseToAnotherWallet,
+  escrowHoldDeclined,
+  escrowExpired,
+  maintenance,
 ];
