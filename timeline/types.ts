@@ -12,19 +12,6 @@ export type Failure = temporal.api.failure.v1.IFailure;
 export type Int64 = { toString(): string } | number | string | null | undefined;
 
 export const STEP_KINDS = ['workflow', 'activity', 'update', 'signal', 'timer'] as const;
-export const STEP_STATUSES = [
-  'scheduled',
-  'running',
-  'completed',
-  'failed',
-  'timed_out',
-  'canceled',
-  'terminated',
-  'continued_as_new',
-  'fired',
-  'accepted',
-  'rejected',
-] as const;
 export const WORKFLOW_STATUSES = [
   'running',
   'completed',
@@ -33,6 +20,14 @@ export const WORKFLOW_STATUSES = [
   'canceled',
   'terminated',
   'continued_as_new',
+] as const;
+/** A workflow's statuses are its `end` step's; the order is the one the OpenAPI enum lists. */
+export const STEP_STATUSES = [
+  'scheduled',
+  ...WORKFLOW_STATUSES,
+  'fired',
+  'accepted',
+  'rejected',
 ] as const;
 export type WorkflowStatus = (typeof WORKFLOW_STATUSES)[number];
 

@@ -9,8 +9,17 @@
  * `jest.fn` themselves (`mocked` in test/support/time-skipping.ts).
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { WithStartWorkflowOperation, type WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure, type SearchAttributePair } from '@temporalio/common';
+import {
+  WithStartWorkflowOperation,
+  type WorkflowHandle,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
+import {
+  ApplicationFailure,
+  type SearchAttributePair,
+  type UpdateDefinition,
+  type Workflow,
+} from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Activities } from '../../workflows/activities-types';
@@ -74,6 +83,33 @@ export async function registerSearchAttributes(env: TestWorkflowEnvironment): Pr
 
 export const insufficientFunds = () =>
   ApplicationFailure.nonRetryable('Insufficient funds', 'insufficient_funds');
+
+/** Starts a workflow with its first update, as the API does: what the update answered. */
+async function startWithUpdate<W extends Workflow, U>(
+  env: TestWorkflowEnvironment,
+  update: UpdateDefinition<U, [], string>,
+  workflow: W,
+  options: WorkflowStartOptions<W>,
+) {
+  const start = new WithStartWorkflowOperation(workflow, {
+    ...options,
+    workflowIdConflictPolicy: 'USE_EXISTING',
+  });
+  const answer = await env.client.workflow.executeUpdateWithStart(update, {
+    startWorkflowOperation: start,
+  });
+  return { answer, handle: await start.workflowHandle() };
+}
+
+/** Runs `then` on a started workflow (its later updates), then waits for its end. */
+async function thenToEnd<S extends { handle: WorkflowHandle }, T>(
+  started: S,
+  then: (handle: S['handle']) => Promise<T>,
+): Promise<S & { answered: T; result: Awaited<ReturnType<S['handle']['result']>> }> {
+  const answered = await then(started.handle);
+  const result = (await started.handle.result()) as Awaited<ReturnType<S['handle']['result']>>;
+  return { ...started, answered, result };
+}
 
 // --- transfer ---
 
@@ -158,32 +194,21 @@ export async function openDeposit(
   taskQueue: string,
   input: DepositInput,
 ) {
-  const start = new WithStartWorkflowOperation(mobileMoneyDepositWorkflow, {
-    workflowId: depositWorkflowId(input.transactionId),
-    taskQueue,
-    args: [input],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    typedSearchAttributes: paymentAttributes('deposit', [input.walletId]),
-  });
-  const opened = await env.client.workflow.executeUpdateWithStart(depositUpdates.open, {
-    startWorkflowOperation: start,
-  });
-  return { opened, handle: await start.workflowHandle() };
+  const { answer, handle } = await startWithUpdate(
+    env,
+    depositUpdates.open,
+    mobileMoneyDepositWorkflow,
+    {
+      workflowId: depositWorkflowId(input.transactionId),
+      taskQueue,
+      args: [input],
+      typedSearchAttributes: paymentAttributes('deposit', [input.walletId]),
+    },
+  );
+  return { opened: answer, handle };
 }
 
 export type DepositHandle = Awaited<ReturnType<typeof openDeposit>>['handle'];
-
-/** Opens a deposit, runs `then` (the notifications, syncs), and waits for its outcome. */
-async function runDeposit<T>(
-  env: TestWorkflowEnvironment,
-  taskQueue: string,
-  input: DepositInput,
-  then: (handle: DepositHandle) => Promise<T>,
-) {
-  const { opened, handle } = await openDeposit(env, taskQueue, input);
-  const answered = await then(handle);
-  return { opened, answered, handle, result: await handle.result() };
-}
 
 export const notify = (handle: DepositHandle, status: 'completed' | 'failed') =>
   handle.executeUpdate(depositUpdates.notify, { args: [{ status }] });
@@ -277,32 +302,16 @@ export function fakeEscrow(options: { stepMs?: number } = {}) {
 /** Starts the hold's workflow with the `hold` update, as the API does. */
 export async function openHold(env: TestWorkflowEnvironment, taskQueue: string, input: HoldInput) {
   const wallets = [input.walletId, ...(input.recipientWalletId ? [input.recipientWalletId] : [])];
-  const start = new WithStartWorkflowOperation(escrowWorkflow, {
+  const { answer, handle } = await startWithUpdate(env, escrowUpdates.hold, escrowWorkflow, {
     workflowId: escrowWorkflowId(input.holdId),
     taskQueue,
     args: [input],
-    workflowIdConflictPolicy: 'USE_EXISTING',
     typedSearchAttributes: paymentAttributes('escrow_hold', wallets),
   });
-  const held = await env.client.workflow.executeUpdateWithStart(escrowUpdates.hold, {
-    startWorkflowOperation: start,
-  });
-  return { held, handle: await start.workflowHandle() };
+  return { held: answer, handle };
 }
 
 export type EscrowHandle = Awaited<ReturnType<typeof openHold>>['handle'];
-
-/** Opens a hold, runs `then` (its releases and refunds), and waits for the workflow's end. */
-async function runHold<T>(
-  env: TestWorkflowEnvironment,
-  taskQueue: string,
-  input: HoldInput,
-  then: (handle: EscrowHandle) => Promise<T>,
-) {
-  const { held, handle } = await openHold(env, taskQueue, input);
-  const answered = await then(handle);
-  return { held, answered, handle, result: await handle.result() };
-}
 
 export const release = (handle: EscrowHandle, request: ReleaseRequest) =>
   handle.executeUpdate(escrowUpdates.release, { args: [request] });
@@ -366,8 +375,8 @@ export const depositPaidNotify = scenario({
   name: 'deposit-paid-notify',
   input: () => depositInput(fixtureId(3)),
   activities: (env) => depositActivities(env, 'pending'),
-  run: (env, taskQueue, input) =>
-    runDeposit(env, taskQueue, input, (handle) => notify(handle, 'completed')),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openDeposit(env, taskQueue, input), (handle) => notify(handle, 'completed')),
 });
 
 /** Nobody pays: the code expires after 30 minutes, the last provider check says pending. */
@@ -375,15 +384,16 @@ export const depositExpired = scenario({
   name: 'deposit-expired',
   input: () => depositInput(fixtureId(4)),
   activities: (env) => depositActivities(env, 'pending'),
-  run: (env, taskQueue, input) => runDeposit(env, taskQueue, input, () => Promise.resolve()),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openDeposit(env, taskQueue, input), () => Promise.resolve()),
 });
 
 export const depositSync = scenario({
   name: 'deposit-sync',
   input: () => depositInput(fixtureId(5)),
   activities: (env) => depositActivities(env, 'completed'),
-  run: (env, taskQueue, input) =>
-    runDeposit(env, taskQueue, input, (handle): Promise<DepositOutcome> =>
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openDeposit(env, taskQueue, input), (handle): Promise<DepositOutcome> =>
       handle.executeUpdate(depositUpdates.sync),
     ),
 });
@@ -392,8 +402,8 @@ export const escrowPartialReleaseRefund = scenario({
   name: 'escrow-partial-release-refund',
   input: () => holdInput(fixtureId(6)),
   activities: () => fakeEscrow().activities,
-  run: (env, taskQueue, input) =>
-    runHold(env, taskQueue, input, async (handle) => [
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openHold(env, taskQueue, input), async (handle) => [
       await release(handle, {
         releaseId: fixtureId(7),
         recipientWalletId: RECIPIENT,
@@ -408,8 +418,8 @@ export const escrowReleaseToAnotherWallet = scenario({
   name: 'escrow-release-to-another-wallet',
   input: () => holdInput(fixtureId(12)),
   activities: () => fakeEscrow().activities,
-  run: (env, taskQueue, input) =>
-    runHold(env, taskQueue, input, (handle) =>
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openHold(env, taskQueue, input), (handle) =>
       release(handle, { releaseId: fixtureId(13), recipientWalletId: OTHER_WALLET, amount: null }),
     ),
 });
@@ -421,7 +431,8 @@ export const escrowHoldDeclined = scenario({
     ...fakeEscrow().activities,
     holdFunds: (_: HoldInput): Promise<EscrowStepResult> => Promise.reject(insufficientFunds()),
   }),
-  run: (env, taskQueue, input) => runHold(env, taskQueue, input, () => Promise.resolve()),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openHold(env, taskQueue, input), () => Promise.resolve()),
 });
 
 /** A partial release, then the hold expires after 7 days and refunds the rest by itself. */
@@ -430,8 +441,8 @@ export const escrowExpired = scenario({
   input: (nowMs) =>
     holdInput(fixtureId(9), { expiresAt: new Date(nowMs + SEVEN_DAYS).toISOString() }),
   activities: () => fakeEscrow().activities,
-  run: (env, taskQueue, input) =>
-    runHold(env, taskQueue, input, (handle) =>
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openHold(env, taskQueue, input), (handle) =>
       release(handle, { releaseId: fixtureId(10), recipientWalletId: RECIPIENT, amount: '250' }),
     ),
 });
