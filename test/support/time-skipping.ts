@@ -1,6 +1,12 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  Worker,
+  type WorkflowBundleOption,
+} from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
+import { findBinary } from '../../scripts/temporal-server';
 import type { Activities } from '../../workflows/activities-types';
 import { registerSearchAttributes } from '../workflow/scenarios';
 import { quietTemporalRuntime } from './engine';
@@ -10,14 +16,29 @@ import { quietTemporalRuntime } from './engine';
  * payment search attributes registered as the history recorder registers them.
  */
 export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> {
-  const path = process.env.TEST_TIME_SKIPPING_SERVER;
-  if (!path) throw new Error('TEST_TIME_SKIPPING_SERVER is not set: run the tests with npm test');
+  const path = process.env.TEST_TIME_SKIPPING_SERVER ?? findBinary('temporal-test-server');
   quietTemporalRuntime();
   const env = await TestWorkflowEnvironment.createTimeSkipping({
     server: { executable: { type: 'existing-path', path } },
   });
   await registerSearchAttributes(env);
   return env;
+}
+
+let bundled: Promise<string> | undefined;
+
+/**
+ * The workflow code: the bundle the global setup wrote, else bundled here once per test file
+ * (jest gives each file its own module registry), so a workflow test runs without it.
+ */
+export async function workflowBundle(): Promise<WorkflowBundleOption> {
+  const path = process.env.TEST_WORKFLOW_BUNDLE;
+  if (path) return { codePath: path };
+  bundled ??= bundleWorkflowCode({
+    workflowsPath: require.resolve('../../workflows'),
+    logger: new DefaultLogger('ERROR'),
+  }).then((bundle) => bundle.code);
+  return { code: await bundled };
 }
 
 /** A worker with mocked activities on a fresh task queue, running `fn` while it polls. */
@@ -27,12 +48,10 @@ export async function withWorker<R>(
   fn: (taskQueue: string) => Promise<R>,
 ): Promise<R> {
   const taskQueue = `wf-test-${randomUUID()}`;
-  const bundle = process.env.TEST_WORKFLOW_BUNDLE;
-  if (!bundle) throw new Error('TEST_WORKFLOW_BUNDLE is not set: run the tests with npm test');
   const worker = await Worker.create({
     connection: env.nativeConnection,
     taskQueue,
-    workflowBundle: { codePath: bundle },
+    workflowBundle: await workflowBundle(),
     activities,
   });
   return worker.runUntil(fn(taskQueue));

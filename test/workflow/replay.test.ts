@@ -33,6 +33,7 @@ import { temporal } from '@temporalio/proto';
 import { Worker, type ReplayResult } from '@temporalio/worker';
 import * as workflows from '../../workflows';
 import { quietTemporalRuntime } from '../support/engine';
+import { workflowBundle } from '../support/time-skipping';
 
 const HISTORIES_DIR = path.join(__dirname, '..', 'fixtures', 'histories');
 
@@ -84,12 +85,10 @@ describe('workflow replay', () => {
   });
 
   it('replays every recorded history without a nondeterminism error', async () => {
-    const bundle = process.env.TEST_WORKFLOW_BUNDLE;
-    if (!bundle) throw new Error('TEST_WORKFLOW_BUNDLE is not set: run the tests with npm test');
     quietTemporalRuntime();
     const results: ReplayResult[] = [];
     for await (const result of Worker.runReplayHistories(
-      { workflowBundle: { codePath: bundle } },
+      { workflowBundle: await workflowBundle() },
       fixtures,
     )) {
       results.push(result);
