@@ -3,8 +3,12 @@
  * workflow code: one representative execution per path of each workflow type, run on Temporal's
  * time-skipping test server with mocked activities, written as Temporal's JSON history format
  * (the same as `temporal workflow show --output json`) to test/fixtures/histories/<name>.json.
+ * The executions are the workflow tests' scenarios (`RECORDED_SCENARIOS` in
+ * test/workflow/scenarios.ts): a recorded history is an execution a test checks.
  *
- *   node_modules/.bin/node --import tsx scripts/record-histories.ts [name ...]
+ *   node_modules/.bin/node --import tsx scripts/record-histories.ts [--out DIR] [name ...]
+ *
+ * `--out DIR` writes elsewhere (to compare a recording with the committed fixtures, say).
  *
  * Re-record only when a workflow change is deliberately not replay-compatible and running
  * executions are taken care of (a `patched()` version branch, or a new workflow type): see the
@@ -13,32 +17,12 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { WithStartWorkflowOperation, type WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure, type SearchAttributePair } from '@temporalio/common';
 import type { History } from '@temporalio/common/lib/proto-utils';
 import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { format, resolveConfig } from 'prettier';
-import type { Activities } from '../workflows/activities-types';
-import { mobileMoneyDepositWorkflow } from '../workflows/deposit';
-import { escrowWorkflow } from '../workflows/escrow';
-import { maintenanceWorkflow } from '../workflows/maintenance';
-import {
-  depositUpdates,
-  depositWorkflowId,
-  escrowUpdates,
-  escrowWorkflowId,
-  SEARCH_ATTRIBUTE_DEFINITIONS,
-  SearchAttributes,
-  workflowIds,
-  type DepositInput,
-  type DepositOpened,
-  type EscrowStepResult,
-  type HoldInput,
-  type TransferInput,
-} from '../workflows/shared';
-import { transferWorkflow } from '../workflows/transfer';
+import { RECORDED_SCENARIOS, registerSearchAttributes } from '../test/workflow/scenarios';
 import { findBinary } from '../harness/temporal';
 
 const rootDir = path.resolve(__dirname, '..');
@@ -61,280 +45,13 @@ async function historyToJSON(history: History): Promise<string> {
   return JSON.stringify(protojson.toJson(type, type.fromObject(history)), null, 2);
 }
 
-const THIRTY_MINUTES = 30 * 60 * 1000;
-const SEVEN_DAYS = 7 * 24 * 60 * 60 * 1000;
-
-type Mocks = Partial<Activities>;
-type Recording = {
-  /** The fixture's file name, without `.json`. */
-  name: string;
-  activities: Mocks;
-  /** Runs the execution to its end and returns its handle. */
-  run: (ctx: { env: TestWorkflowEnvironment; taskQueue: string }) => Promise<WorkflowHandle>;
-};
-
-// Fixed ids, so that a re-recording differs from the last one only where the workflow does.
-const APP = 'a0000000-0000-4000-8000-000000000001';
-const SENDER = 'a0000000-0000-4000-8000-000000000002';
-const RECIPIENT = 'a0000000-0000-4000-8000-000000000003';
-const OTHER_WALLET = 'a0000000-0000-4000-8000-000000000004';
-const id = (n: number) => `b0000000-0000-4000-8000-${n.toString().padStart(12, '0')}`;
-
-/** The search attributes the API starts every payment workflow with: they drive the upserts. */
-function paymentAttributes(type: string, wallets: string[]): SearchAttributePair[] {
-  return [
-    { key: SearchAttributes.ApplicationId, value: APP },
-    { key: SearchAttributes.WalletId, value: wallets },
-    { key: SearchAttributes.PaymentType, value: type },
-    { key: SearchAttributes.PaymentStatus, value: 'pending' },
-  ];
-}
-
-const transferInput = (transactionId: string): TransferInput => ({
-  transactionId,
-  applicationId: APP,
-  mode: 'test',
-  fromWalletId: SENDER,
-  toWalletId: RECIPIENT,
-  amount: '1250',
-  description: 'rent',
-});
-
-function transfer(name: string, transactionId: string, mocks: Mocks): Recording {
-  return {
-    name,
-    activities: mocks,
-    run: async ({ env, taskQueue }) => {
-      const handle = await env.client.workflow.start(transferWorkflow, {
-        workflowId: workflowIds.transfer(transactionId),
-        taskQueue,
-        args: [transferInput(transactionId)],
-        typedSearchAttributes: paymentAttributes('transfer', [SENDER, RECIPIENT]),
-      });
-      await handle.result();
-      return handle;
-    },
-  };
-}
-
-const depositInput = (transactionId: string): DepositInput => ({
-  transactionId,
-  applicationId: APP,
-  mode: 'test',
-  walletId: SENDER,
-  amount: '10000',
-});
-
-function depositMocks(env: () => TestWorkflowEnvironment, checked: 'pending' | 'completed'): Mocks {
-  return {
-    openDeposit: async (input: DepositInput): Promise<DepositOpened> => ({
-      status: 'opened',
-      transactionId: input.transactionId,
-      paymentCode: {
-        id: `pmc_${input.transactionId}`,
-        code: '*715*123456#',
-        amount: '10100',
-        currency: 'SLE',
-        instructions: 'Dial *715*123456# to pay',
-        status: 'pending',
-        expiresAt: new Date((await env().currentTimeMs()) + THIRTY_MINUTES).toISOString(),
-      },
-      deposit: {
-        walletId: input.walletId,
-        amount: input.amount,
-        totalAmountPaid: '10100',
-        providerFee: '100',
-        applicationFee: '0',
-      },
-    }),
-    checkPaymentCode: () => Promise.resolve(checked),
-    completeDeposit: () => Promise.resolve(),
-    closeDeposit: () => Promise.resolve(),
-  };
-}
-
-function deposit(
-  name: string,
-  transactionId: string,
-  mocks: Mocks,
-  then: (handle: WorkflowHandle<typeof mobileMoneyDepositWorkflow>) => Promise<unknown>,
-): Recording {
-  return {
-    name,
-    activities: mocks,
-    run: async ({ env, taskQueue }) => {
-      const start = new WithStartWorkflowOperation(mobileMoneyDepositWorkflow, {
-        workflowId: depositWorkflowId(transactionId),
-        taskQueue,
-        args: [depositInput(transactionId)],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        typedSearchAttributes: paymentAttributes('deposit', [SENDER]),
-      });
-      await env.client.workflow.executeUpdateWithStart(depositUpdates.open, {
-        startWorkflowOperation: start,
-      });
-      const handle = await start.workflowHandle();
-      await then(handle);
-      await handle.result();
-      return handle;
-    },
-  };
-}
-
-/** The escrow activities over one in-memory hold. */
-function escrowMocks(): Mocks {
-  let held = 0n;
-  const notHeld = () =>
-    ApplicationFailure.nonRetryable(
-      'The escrow transaction is not in held status',
-      'invalid_request',
-    );
-  return {
-    holdFunds: (input: HoldInput): Promise<EscrowStepResult> => {
-      held = BigInt(input.amount);
-      return Promise.resolve({
-        status: 'done',
-        transactionId: input.holdId,
-        remaining: input.amount,
-      });
-    },
-    releaseFunds: (input): Promise<EscrowStepResult> => {
-      if (held === 0n) return Promise.reject(notHeld());
-      const amount = input.amount === null ? held : BigInt(input.amount);
-      if (amount > held) {
-        return Promise.reject(
-          ApplicationFailure.nonRetryable(
-            'Release amount exceeds the held amount',
-            'invalid_request',
-          ),
-        );
-      }
-      held -= amount;
-      return Promise.resolve({
-        status: 'done',
-        transactionId: input.releaseId,
-        remaining: held.toString(),
-      });
-    },
-    refundFunds: (input): Promise<EscrowStepResult> => {
-      if (held === 0n) return Promise.reject(notHeld());
-      held = 0n;
-      return Promise.resolve({ status: 'done', transactionId: input.refundId, remaining: '0' });
-    },
-  };
-}
-
-function escrow(
-  name: string,
-  holdId: string,
-  expiresInMs: number | null,
-  then: (handle: WorkflowHandle<typeof escrowWorkflow>) => Promise<unknown>,
-  overrides: Mocks = {},
-): Recording {
-  return {
-    name,
-    activities: { ...escrowMocks(), ...overrides },
-    run: async ({ env, taskQueue }) => {
-      const now = await env.currentTimeMs();
-      const input: HoldInput = {
-        holdId,
-        applicationId: APP,
-        mode: 'test',
-        walletId: SENDER,
-        amount: '1000',
-        description: 'order 42',
-        recipientWalletId: RECIPIENT,
-        expiresAt: expiresInMs === null ? null : new Date(now + expiresInMs).toISOString(),
-      };
-      const start = new WithStartWorkflowOperation(escrowWorkflow, {
-        workflowId: escrowWorkflowId(holdId),
-        taskQueue,
-        args: [input],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        typedSearchAttributes: paymentAttributes('escrow_hold', [SENDER, RECIPIENT]),
-      });
-      await env.client.workflow.executeUpdateWithStart(escrowUpdates.hold, {
-        startWorkflowOperation: start,
-      });
-      const handle = await start.workflowHandle();
-      await then(handle);
-      await handle.result();
-      return handle;
-    },
-  };
-}
-
-function recordings(env: () => TestWorkflowEnvironment): Recording[] {
-  return [
-    transfer('transfer-completed', id(1), {
-      transferFunds: (input) => Promise.resolve({ transactionId: input.transactionId }),
-    }),
-    transfer('transfer-declined', id(2), {
-      transferFunds: () =>
-        Promise.reject(ApplicationFailure.nonRetryable('Insufficient funds', 'insufficient_funds')),
-    }),
-    deposit('deposit-paid-notify', id(3), depositMocks(env, 'pending'), (handle) =>
-      handle.executeUpdate(depositUpdates.notify, { args: [{ status: 'completed' }] }),
-    ),
-    // Nobody pays: the code expires after 30 minutes, the last provider check says pending.
-    deposit('deposit-expired', id(4), depositMocks(env, 'pending'), () => Promise.resolve()),
-    deposit('deposit-sync', id(5), depositMocks(env, 'completed'), (handle) =>
-      handle.executeUpdate(depositUpdates.sync),
-    ),
-    escrow('escrow-partial-release-refund', id(6), null, async (handle) => {
-      await handle.executeUpdate(escrowUpdates.release, {
-        args: [{ releaseId: id(7), recipientWalletId: RECIPIENT, amount: '400' }],
-      });
-      await handle.executeUpdate(escrowUpdates.refund, {
-        args: [{ refundId: id(8), reason: 'requested' }],
-      });
-    }),
-    // A release to a wallet the hold did not name: WalletId gains it (a versioned change).
-    escrow('escrow-release-to-another-wallet', id(12), null, async (handle) => {
-      await handle.executeUpdate(escrowUpdates.release, {
-        args: [{ releaseId: id(13), recipientWalletId: OTHER_WALLET, amount: null }],
-      });
-    }),
-    escrow('escrow-hold-declined', id(11), null, () => Promise.resolve(), {
-      holdFunds: () =>
-        Promise.reject(ApplicationFailure.nonRetryable('Insufficient funds', 'insufficient_funds')),
-    }),
-    // A partial release, then the hold expires after 7 days and refunds the rest by itself.
-    escrow('escrow-expired', id(9), SEVEN_DAYS, (handle) =>
-      handle.executeUpdate(escrowUpdates.release, {
-        args: [{ releaseId: id(10), recipientWalletId: RECIPIENT, amount: '250' }],
-      }),
-    ),
-    {
-      name: 'maintenance',
-      activities: {
-        pruneExpiredRows: () => Promise.resolve({ rateLimitWindows: 2, idempotencyKeys: 3 }),
-      },
-      run: async ({ env, taskQueue }) => {
-        const handle = await env.client.workflow.start(maintenanceWorkflow, {
-          workflowId: 'maintenance',
-          taskQueue,
-        });
-        await handle.result();
-        return handle;
-      },
-    },
-  ];
-}
-
-/** The search attributes the workflows upsert, as the development server registers them. */
-async function registerSearchAttributes(env: TestWorkflowEnvironment): Promise<void> {
-  const types = temporal.api.enums.v1.IndexedValueType;
-  const typeOf: Record<string, temporal.api.enums.v1.IndexedValueType> = {
-    Keyword: types.INDEXED_VALUE_TYPE_KEYWORD,
-    KeywordList: types.INDEXED_VALUE_TYPE_KEYWORD_LIST,
-  };
-  await env.connection.operatorService.addSearchAttributes({
-    namespace: env.namespace ?? 'default',
-    searchAttributes: Object.fromEntries(
-      Object.entries(SEARCH_ATTRIBUTE_DEFINITIONS).map(([key, type]) => [key, typeOf[type]!]),
-    ),
-  });
+/** `[--out DIR] [name ...]`: names record only those fixtures (one changed workflow type, say). */
+function parseArgs(args: string[]): { out: string; only: string[] } {
+  const at = args.indexOf('--out');
+  if (at === -1) return { out: HISTORIES_DIR, only: args };
+  const out = args[at + 1];
+  if (!out) throw new Error('--out needs a folder');
+  return { out: path.resolve(out), only: args.filter((_, i) => i !== at && i !== at + 1) };
 }
 
 async function main(): Promise<void> {
@@ -350,22 +67,21 @@ async function main(): Promise<void> {
     await registerSearchAttributes(env);
     // Overwrites only the fixtures it records: a history kept by hand (the old path of a
     // `patched()` change, say) stays and keeps being replayed.
-    await mkdir(HISTORIES_DIR, { recursive: true });
+    const { out, only } = parseArgs(process.argv.slice(2));
+    await mkdir(out, { recursive: true });
     const prettier = await resolveConfig(path.join(HISTORIES_DIR, 'x.json'));
-    // `-- name ...` records only those fixtures (a change to one workflow type re-records it alone).
-    const only = process.argv.slice(2);
-    for (const recording of recordings(() => env)) {
-      if (only.length && !only.includes(recording.name)) continue;
-      const taskQueue = `record-${recording.name}`;
+    for (const scenario of RECORDED_SCENARIOS) {
+      if (only.length && !only.includes(scenario.name)) continue;
+      const taskQueue = `record-${scenario.name}`;
       const worker = await Worker.create({
         connection: env.nativeConnection,
         taskQueue,
         workflowBundle: { code },
-        activities: recording.activities,
+        activities: scenario.activities(env),
       });
-      const handle = await worker.runUntil(recording.run({ env, taskQueue }));
+      const { handle } = await worker.runUntil(scenario.play(env, taskQueue));
       const history = await handle.fetchHistory();
-      const file = path.join(HISTORIES_DIR, `${recording.name}.json`);
+      const file = path.join(out, `${scenario.name}.json`);
       await writeFile(
         file,
         await format(await historyToJSON(history), { ...prettier, filepath: file }),

@@ -10,7 +10,7 @@ import type { ApiDeps } from '../deps';
 import { defineRoute, type Route } from '../route';
 import { ErrorBody, PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
 import { TransactionBody, transactionBody } from '../serializers';
-import { buildTimeline, TimelineStep, WORKFLOW_STATUSES } from '../timeline';
+import { buildTimeline, TimelineStep, WORKFLOW_STATUSES } from '../../timeline';
 
 const err = (description: string) => ({ description, schema: ErrorBody });
 

@@ -6,7 +6,7 @@ import {
   timestampToIso,
   TimelineStep,
   type TimelineContext,
-} from '../../api/timeline';
+} from '../../timeline';
 import recorded from './fixtures/deposit-history.json';
 
 type EventObject = Record<string, unknown>;

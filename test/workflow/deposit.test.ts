@@ -1,11 +1,19 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { WithStartWorkflowOperation } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
 import type { Activities } from '../../workflows/activities-types';
-import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
-import { depositUpdates, type DepositInput, type DepositOpened } from '../../workflows/shared';
-import { createTimeSkippingEnv, withWorker } from '../support/time-skipping';
+import { depositUpdates, type DepositInput } from '../../workflows/shared';
+import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
+import {
+  depositActivities,
+  depositExpired,
+  depositInput,
+  depositPaidNotify,
+  depositSync,
+  openDeposit,
+  openedFor,
+  THIRTY_MINUTES,
+} from './scenarios';
 
 let env: TestWorkflowEnvironment;
 beforeAll(async () => {
@@ -13,84 +21,24 @@ beforeAll(async () => {
 });
 afterAll(async () => env?.teardown());
 
-const THIRTY_MINUTES = 30 * 60 * 1000;
-
-function inputFor(): DepositInput {
-  return {
-    transactionId: randomUUID(),
-    applicationId: 'app',
-    mode: 'test',
-    walletId: 'w',
-    amount: '10000',
-  };
-}
-
-function openedFor(input: DepositInput, expiresAt: string): DepositOpened {
-  return {
-    status: 'opened',
-    transactionId: input.transactionId,
-    paymentCode: {
-      id: `pmc_${input.transactionId}`,
-      code: '*715*123456#',
-      amount: '10100',
-      currency: 'SLE',
-      instructions: 'Dial',
-      status: 'pending',
-      expiresAt,
-    },
-    deposit: {
-      walletId: 'w',
-      amount: '10000',
-      totalAmountPaid: '10100',
-      providerFee: '100',
-      applicationFee: '0',
-    },
-  };
-}
+const inputFor = () => depositInput(randomUUID());
 
 /** Typed mocks of the deposit's activities; the payment code expires 30 minutes after opening. */
 function mocks(overrides: Partial<Record<keyof Activities, jest.Mock>> = {}) {
-  const m = {
-    openDeposit: jest.fn(async (input: DepositInput) =>
-      openedFor(input, new Date((await env.currentTimeMs()) + THIRTY_MINUTES).toISOString()),
-    ),
-    checkPaymentCode: jest.fn((_: { mode: string; paymentCodeId: string }) =>
-      Promise.resolve('pending' as const),
-    ),
-    completeDeposit: jest.fn((_: { transactionId: string }) => Promise.resolve()),
-    closeDeposit: jest.fn((_: { transactionId: string; status: 'failed' | 'expired' }) =>
-      Promise.resolve(),
-    ),
-    ...overrides,
-  };
-  return m;
+  return { ...mocked(depositActivities(env)), ...overrides };
 }
 
-async function open(taskQueue: string, input: DepositInput) {
-  const start = new WithStartWorkflowOperation(mobileMoneyDepositWorkflow, {
-    workflowId: `deposit-${input.transactionId}`,
-    taskQueue,
-    args: [input],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-  });
-  const opened = await env.client.workflow.executeUpdateWithStart(depositUpdates.open, {
-    startWorkflowOperation: start,
-  });
-  return { opened, handle: await start.workflowHandle() };
-}
+const open = (taskQueue: string, input: DepositInput) => openDeposit(env, taskQueue, input);
 
 describe('mobileMoneyDepositWorkflow', () => {
   it('answers with the payment code, then completes once when the payment succeeds', async () => {
-    const activities = mocks();
-    const input = inputFor();
-    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
-      const { opened, handle } = await open(taskQueue, input);
-      expect(opened).toMatchObject({ status: 'opened', transactionId: input.transactionId });
-      expect(
-        await handle.executeUpdate(depositUpdates.notify, { args: [{ status: 'completed' }] }),
-      ).toBe('completed');
-      expect(await handle.result()).toBe('completed');
-    });
+    const activities = mocked(depositPaidNotify.activities(env));
+    const { input, opened, answered, result } = await withWorker(env, activities, (taskQueue) =>
+      depositPaidNotify.play(env, taskQueue),
+    );
+    expect(opened).toMatchObject({ status: 'opened', transactionId: input.transactionId });
+    expect(answered).toBe('completed');
+    expect(result).toBe('completed');
     expect(activities.completeDeposit).toHaveBeenCalledTimes(1);
     expect(activities.completeDeposit).toHaveBeenCalledWith({ transactionId: input.transactionId });
     expect(activities.closeDeposit).not.toHaveBeenCalled();
@@ -114,16 +62,10 @@ describe('mobileMoneyDepositWorkflow', () => {
   });
 
   it('expires an unpaid deposit when its payment code expires after 30 minutes', async () => {
-    const activities = mocks();
-    const input = inputFor();
+    const activities = mocked(depositExpired.activities(env));
     const started = await env.currentTimeMs();
-    const outcome = await withWorker(
-      env,
-      activities as unknown as Partial<Activities>,
-      async (taskQueue) => {
-        const { handle } = await open(taskQueue, input);
-        return handle.result();
-      },
+    const { input, result: outcome } = await withWorker(env, activities, (taskQueue) =>
+      depositExpired.play(env, taskQueue),
     );
     expect(outcome).toBe('expired');
     expect((await env.currentTimeMs()) - started).toBeGreaterThanOrEqual(THIRTY_MINUTES);
@@ -147,6 +89,18 @@ describe('mobileMoneyDepositWorkflow', () => {
     );
     expect(outcome).toBe('completed');
     expect(activities.completeDeposit).toHaveBeenCalledTimes(1);
+  });
+
+  it('completes at once when a sync finds the code paid', async () => {
+    const activities = mocked(depositSync.activities(env));
+    const { input, answered, result } = await withWorker(env, activities, (taskQueue) =>
+      depositSync.play(env, taskQueue),
+    );
+    expect(answered).toBe('completed');
+    expect(result).toBe('completed');
+    expect(activities.checkPaymentCode).toHaveBeenCalledTimes(1);
+    expect(activities.completeDeposit).toHaveBeenCalledWith({ transactionId: input.transactionId });
+    expect(activities.closeDeposit).not.toHaveBeenCalled();
   });
 
   it('retries a provider error, then answers with the one payment code', async () => {

@@ -1,20 +1,23 @@
-import { ApplicationFailure } from '@temporalio/common';
-import { WithStartWorkflowOperation, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
-import { setTimeout as delay } from 'node:timers/promises';
-import type { Activities } from '../../workflows/activities-types';
-import { escrowWorkflow } from '../../workflows/escrow';
+import { escrowStateQuery, SearchAttributes, type HoldInput } from '../../workflows/shared';
+import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
 import {
-  escrowStateQuery,
-  escrowUpdates,
-  escrowWorkflowId,
-  type EscrowStepResult,
-  type HoldInput,
-  type RefundRequest,
-  type ReleaseRequest,
-} from '../../workflows/shared';
-import { createTimeSkippingEnv, withWorker } from '../support/time-skipping';
+  escrowExpired,
+  escrowHoldDeclined,
+  escrowPartialReleaseRefund,
+  escrowReleaseToAnotherWallet,
+  fakeEscrow,
+  holdInput,
+  OTHER_WALLET,
+  openHold,
+  RECIPIENT,
+  refund as sendRefund,
+  release as sendRelease,
+  SEVEN_DAYS,
+  type EscrowHandle,
+} from './scenarios';
 
 let env: TestWorkflowEnvironment;
 beforeAll(async () => {
@@ -22,133 +25,32 @@ beforeAll(async () => {
 });
 afterAll(async () => env?.teardown());
 
-const SEVEN_DAYS = 7 * 24 * 60 * 60 * 1000;
-const RECIPIENT = 'w-recipient';
+const inputFor = (amount = '1000', expiresAt: string | null = null) =>
+  holdInput(randomUUID(), { amount, expiresAt });
 
-function inputFor(amount = '1000', expiresAt: string | null = null): HoldInput {
-  return {
-    holdId: randomUUID(),
-    applicationId: 'app',
-    mode: 'test',
-    walletId: 'w-sender',
-    amount,
-    description: 'order 42',
-    recipientWalletId: RECIPIENT,
-    expiresAt,
-  };
+/** The in-memory escrow ledger of the scenarios, its activities as `jest.fn`s. */
+function mockedEscrow(options: { stepMs?: number } = {}) {
+  const { ledger, activities } = fakeEscrow(options);
+  return { ledger, activities: mocked(activities) };
 }
 
-const exceedsHeld = () =>
-  ApplicationFailure.nonRetryable('Release amount exceeds the held amount', 'invalid_request');
-const notHeld = () =>
-  ApplicationFailure.nonRetryable(
-    'The escrow transaction is not in held status',
-    'invalid_request',
-  );
-
-/**
- * The escrow activities as a small in-memory ledger of one hold: what is held, what went out
- * (released or refunded), and whether two money steps ever ran at the same time. Each step
- * takes a few real milliseconds (`stepMs`), so that racing updates would overlap if the
- * workflow let them.
- */
-function fakeEscrow(options: { stepMs?: number } = {}) {
-  const stepMs = options.stepMs ?? 5;
-  const ledger = {
-    held: 0n,
-    heldAtStart: 0n,
-    released: [] as { releaseId: string; amount: bigint }[],
-    refunded: [] as { refundId: string; reason: RefundRequest['reason']; amount: bigint }[],
-    /** Steps that started while another was still running: must stay empty. */
-    overlaps: [] as string[],
-    paidOut: () =>
-      [...ledger.released, ...ledger.refunded].reduce((sum, { amount }) => sum + amount, 0n),
-  };
-  let running: string | null = null;
-
-  /** One money step: records an overlap, waits a little, then applies `apply` atomically. */
-  async function step(name: string, apply: () => EscrowStepResult): Promise<EscrowStepResult> {
-    if (running !== null) ledger.overlaps.push(`${name} started while ${running} was running`);
-    running = name;
-    try {
-      await delay(stepMs);
-      return apply();
-    } finally {
-      running = null;
-    }
-  }
-
-  const activities = {
-    holdFunds: jest.fn((input: HoldInput): Promise<EscrowStepResult> =>
-      step(`hold ${input.holdId}`, () => {
-        ledger.held = BigInt(input.amount);
-        ledger.heldAtStart = ledger.held;
-        return { status: 'done', transactionId: input.holdId, remaining: input.amount };
-      }),
-    ),
-    releaseFunds: jest.fn((input: ReleaseRequest & { holdId: string }): Promise<EscrowStepResult> =>
-      step(`release ${input.releaseId}`, () => {
-        if (ledger.held === 0n) throw notHeld();
-        const amount = input.amount === null ? ledger.held : BigInt(input.amount);
-        if (amount > ledger.held) throw exceedsHeld();
-        ledger.held -= amount;
-        ledger.released.push({ releaseId: input.releaseId, amount });
-        return {
-          status: 'done',
-          transactionId: input.releaseId,
-          remaining: ledger.held.toString(),
-        };
-      }),
-    ),
-    refundFunds: jest.fn((input: RefundRequest & { holdId: string }): Promise<EscrowStepResult> =>
-      step(`refund ${input.refundId}`, () => {
-        if (ledger.held === 0n) throw notHeld();
-        ledger.refunded.push({
-          refundId: input.refundId,
-          reason: input.reason,
-          amount: ledger.held,
-        });
-        ledger.held = 0n;
-        return { status: 'done', transactionId: input.refundId, remaining: '0' };
-      }),
-    ),
-  };
-  return { ledger, activities };
-}
-
-type EscrowMocks = ReturnType<typeof fakeEscrow>['activities'];
+type EscrowMocks = ReturnType<typeof mockedEscrow>['activities'];
 
 function run<R>(activities: EscrowMocks, fn: (taskQueue: string) => Promise<R>): Promise<R> {
-  return withWorker(env, activities as unknown as Partial<Activities>, fn);
+  return withWorker(env, activities, fn);
 }
 
-/** Starts the hold's workflow with the `hold` update, as the API does. */
-async function hold(taskQueue: string, input: HoldInput) {
-  const start = new WithStartWorkflowOperation(escrowWorkflow, {
-    workflowId: escrowWorkflowId(input.holdId),
-    taskQueue,
-    args: [input],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-  });
-  const held = await env.client.workflow.executeUpdateWithStart(escrowUpdates.hold, {
-    startWorkflowOperation: start,
-  });
-  return { held, handle: await start.workflowHandle() };
-}
-
-type EscrowHandle = Awaited<ReturnType<typeof hold>>['handle'];
+const hold = (taskQueue: string, input: HoldInput) => openHold(env, taskQueue, input);
 
 const release = (handle: EscrowHandle, amount: string | null, releaseId = randomUUID()) =>
-  handle.executeUpdate(escrowUpdates.release, {
-    args: [{ releaseId, recipientWalletId: RECIPIENT, amount }],
-  });
+  sendRelease(handle, { releaseId, recipientWalletId: RECIPIENT, amount });
 
 const refund = (handle: EscrowHandle, refundId = randomUUID()) =>
-  handle.executeUpdate(escrowUpdates.refund, { args: [{ refundId, reason: 'requested' }] });
+  sendRefund(handle, { refundId, reason: 'requested' });
 
 describe('escrowWorkflow', () => {
   it('releases in full and completes with nothing held', async () => {
-    const { ledger, activities } = fakeEscrow();
+    const { ledger, activities } = mockedEscrow();
     const input = inputFor('1000');
     await run(activities, async (taskQueue) => {
       const { held, handle } = await hold(taskQueue, input);
@@ -171,7 +73,7 @@ describe('escrowWorkflow', () => {
   });
 
   it('releases partially until nothing is held, and ends with the last release', async () => {
-    const { ledger, activities } = fakeEscrow();
+    const { ledger, activities } = mockedEscrow();
     await run(activities, async (taskQueue) => {
       const { handle } = await hold(taskQueue, inputFor('1000'));
       expect(await release(handle, '300')).toMatchObject({ status: 'done', remaining: '700' });
@@ -186,19 +88,31 @@ describe('escrowWorkflow', () => {
     expect(activities.refundFunds).not.toHaveBeenCalled();
   });
 
+  it('releases all to a wallet the hold did not name, which the payment then lists', async () => {
+    const { ledger, activities } = mockedEscrow();
+    const { handle, answered, result } = await run(activities, (taskQueue) =>
+      escrowReleaseToAnotherWallet.play(env, taskQueue),
+    );
+    expect(answered).toMatchObject({ status: 'done', remaining: '0' });
+    expect(result).toEqual({ held: '0' });
+    expect(ledger.released.map((r) => r.amount)).toEqual([1000n]);
+    const { typedSearchAttributes } = await handle.describe();
+    expect(typedSearchAttributes.get(SearchAttributes.WalletId)).toContain(OTHER_WALLET);
+  });
+
   it('refunds what is left after a partial release', async () => {
-    const { ledger, activities } = fakeEscrow();
-    await run(activities, async (taskQueue) => {
-      const { handle } = await hold(taskQueue, inputFor('1000'));
-      expect(await release(handle, '400')).toMatchObject({ status: 'done', remaining: '600' });
-      const refundId = randomUUID();
-      expect(await refund(handle, refundId)).toEqual({
-        status: 'done',
-        transactionId: refundId,
-        remaining: '0',
-      });
-      expect(await handle.result()).toEqual({ held: '0' });
+    const { ledger, activities } = mockedEscrow();
+    const { answered, result } = await run(activities, (taskQueue) =>
+      escrowPartialReleaseRefund.play(env, taskQueue),
+    );
+    const [released, refunded] = answered;
+    expect(released).toMatchObject({ status: 'done', remaining: '600' });
+    expect(refunded).toEqual({
+      status: 'done',
+      transactionId: ledger.refunded[0]?.refundId,
+      remaining: '0',
     });
+    expect(result).toEqual({ held: '0' });
     expect(ledger.released.map((r) => r.amount)).toEqual([400n]);
     expect(ledger.refunded).toEqual([
       { refundId: expect.any(String), reason: 'requested', amount: 600n },
@@ -207,7 +121,7 @@ describe('escrowWorkflow', () => {
   });
 
   it('refunds automatically when the hold expires after 7 days, in milliseconds of real time', async () => {
-    const { ledger, activities } = fakeEscrow();
+    const { ledger, activities } = mockedEscrow();
     const startedAt = await env.currentTimeMs();
     const input = inputFor('1000', new Date(startedAt + SEVEN_DAYS).toISOString());
     const wallClock = Date.now();
@@ -231,14 +145,13 @@ describe('escrowWorkflow', () => {
   });
 
   it('refunds only what a partial release left when the hold expires', async () => {
-    const { ledger, activities } = fakeEscrow();
+    const { ledger, activities } = mockedEscrow();
     const startedAt = await env.currentTimeMs();
-    const input = inputFor('1000', new Date(startedAt + SEVEN_DAYS).toISOString());
-    await run(activities, async (taskQueue) => {
-      const { handle } = await hold(taskQueue, input);
-      expect(await release(handle, '250')).toMatchObject({ status: 'done', remaining: '750' });
-      expect(await handle.result()).toEqual({ held: '0' });
-    });
+    const { answered, result } = await run(activities, (taskQueue) =>
+      escrowExpired.play(env, taskQueue),
+    );
+    expect(answered).toMatchObject({ status: 'done', remaining: '750' });
+    expect(result).toEqual({ held: '0' });
     expect((await env.currentTimeMs()) - startedAt).toBeGreaterThanOrEqual(SEVEN_DAYS);
     expect(ledger.refunded).toEqual([
       { refundId: expect.any(String), reason: 'expired', amount: 750n },
@@ -247,7 +160,7 @@ describe('escrowWorkflow', () => {
   });
 
   it('answers a decline while the hold is open, and the server rejects updates once it has ended', async () => {
-    const { ledger, activities } = fakeEscrow();
+    const { ledger, activities } = mockedEscrow();
     await run(activities, async (taskQueue) => {
       const { handle } = await hold(taskQueue, inputFor('1000'));
       expect(await release(handle, '1500')).toEqual({
@@ -269,7 +182,7 @@ describe('escrowWorkflow', () => {
   });
 
   it('retries a transient release failure and records the release once', async () => {
-    const { ledger, activities } = fakeEscrow();
+    const { ledger, activities } = mockedEscrow();
     const apply = activities.releaseFunds.getMockImplementation()!;
     let calls = 0;
     activities.releaseFunds.mockImplementation((input) => {
@@ -287,19 +200,17 @@ describe('escrowWorkflow', () => {
   });
 
   it('answers a declined hold (insufficient funds) and ends without moving money', async () => {
-    const { ledger, activities } = fakeEscrow();
-    activities.holdFunds.mockImplementation(() =>
-      Promise.reject(ApplicationFailure.nonRetryable('Insufficient funds', 'insufficient_funds')),
+    const { ledger, activities } = mockedEscrow();
+    activities.holdFunds.mockImplementation(escrowHoldDeclined.activities(env).holdFunds);
+    const { held, result } = await run(activities, (taskQueue) =>
+      escrowHoldDeclined.play(env, taskQueue),
     );
-    await run(activities, async (taskQueue) => {
-      const { held, handle } = await hold(taskQueue, inputFor('1000'));
-      expect(held).toEqual({
-        status: 'declined',
-        code: 'insufficient_funds',
-        detail: 'Insufficient funds',
-      });
-      expect(await handle.result()).toEqual({ held: '0' });
+    expect(held).toEqual({
+      status: 'declined',
+      code: 'insufficient_funds',
+      detail: 'Insufficient funds',
     });
+    expect(result).toEqual({ held: '0' });
     expect(activities.holdFunds).toHaveBeenCalledTimes(1);
     expect(activities.releaseFunds).not.toHaveBeenCalled();
     expect(activities.refundFunds).not.toHaveBeenCalled();
@@ -307,7 +218,7 @@ describe('escrowWorkflow', () => {
   });
 
   it('runs racing releases and refunds one at a time and never pays out more than was held', async () => {
-    const { ledger, activities } = fakeEscrow({ stepMs: 50 });
+    const { ledger, activities } = mockedEscrow({ stepMs: 50 });
     const results = await run(activities, async (taskQueue) => {
       const { handle } = await hold(taskQueue, inputFor('1000'));
       const results = await Promise.all([

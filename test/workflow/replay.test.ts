@@ -3,10 +3,14 @@
  * would break workflows already running in production fails CI instead of failing those
  * workflows (a nondeterminism error leaves a running transfer, deposit or escrow hold stuck).
  *
- * The fixtures in test/fixtures/histories/ are real executions of each workflow type, recorded on
- * the time-skipping test server with mocked activities by:
+ * The fixtures in test/fixtures/histories/ are real executions of each workflow type: the
+ * workflow tests' scenarios (test/workflow/scenarios.ts), recorded on the time-skipping test
+ * server with their mocked activities by:
  *
  *   node_modules/.bin/node --import tsx scripts/record-histories.ts
+ *
+ * To see what a workflow change does to a history without touching the fixtures, record into
+ * another folder (`scripts/record-histories.ts --out /tmp/histories`) and diff.
  *
  * When this test fails, the change is not replay-compatible: an activity, timer, update or
  * search-attribute upsert added, removed or reordered on a path an old history took. Make it
@@ -19,8 +23,8 @@
  * name (say escrow-expired.before-<change>.json) before re-recording, so that the old path stays
  * covered too; the script overwrites only the files it records. Re-recording only to make this
  * test pass hides the very break it exists to catch. When a workflow gains a path or a workflow
- * type is added, add a recording to the script (the first test fails until every workflow type
- * the worker registers has a history).
+ * type is added, add its scenario to `RECORDED_SCENARIOS` (the first test fails until every
+ * workflow type the worker registers has a history).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -29,6 +33,7 @@ import { temporal } from '@temporalio/proto';
 import { Worker, type ReplayResult } from '@temporalio/worker';
 import * as workflows from '../../workflows';
 import { quietTemporalRuntime } from '../support/engine';
+import { workflowBundle } from '../support/time-skipping';
 
 const HISTORIES_DIR = path.join(__dirname, '..', 'fixtures', 'histories');
 
@@ -80,12 +85,10 @@ describe('workflow replay', () => {
   });
 
   it('replays every recorded history without a nondeterminism error', async () => {
-    const bundle = process.env.TEST_WORKFLOW_BUNDLE;
-    if (!bundle) throw new Error('TEST_WORKFLOW_BUNDLE is not set: run the tests with npm test');
     quietTemporalRuntime();
     const results: ReplayResult[] = [];
     for await (const result of Worker.runReplayHistories(
-      { workflowBundle: { codePath: bundle } },
+      { workflowBundle: await workflowBundle() },
       fixtures,
     )) {
       results.push(result);

@@ -1,8 +1,14 @@
-import { ApplicationFailure } from '@temporalio/common';
+import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { TransferInput } from '../../workflows/shared';
-import { transferWorkflow } from '../../workflows/transfer';
-import { createTimeSkippingEnv, withWorker } from '../support/time-skipping';
+import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
+import {
+  runTransfer,
+  transferCompleted,
+  transferDeclined,
+  transferInput,
+  transferSucceeds,
+} from './scenarios';
 
 let env: TestWorkflowEnvironment;
 beforeAll(async () => {
@@ -10,65 +16,40 @@ beforeAll(async () => {
 });
 afterAll(async () => env?.teardown());
 
-const input: TransferInput = {
-  transactionId: '7f1c7d5e-4d0c-4d89-9a55-1c8f1d1f0001',
-  applicationId: 'app-1',
-  mode: 'test',
-  fromWalletId: 'w-from',
-  toWalletId: 'w-to',
-  amount: '1250',
-  description: 'rent',
-};
-
 describe('transferWorkflow', () => {
   it('completes after one ledger step and returns the transaction id', async () => {
-    const transferFunds = jest.fn((_: TransferInput) =>
-      Promise.resolve({ transactionId: input.transactionId }),
-    );
-    const result = await withWorker(env, { transferFunds }, (taskQueue) =>
-      env.client.workflow.execute(transferWorkflow, {
-        workflowId: `transfer-${input.transactionId}`,
-        taskQueue,
-        args: [input],
-      }),
+    const activities = mocked(transferCompleted.activities(env));
+    const { input, result } = await withWorker(env, activities, (taskQueue) =>
+      transferCompleted.play(env, taskQueue),
     );
     expect(result).toEqual({ status: 'completed', transactionId: input.transactionId });
-    expect(transferFunds).toHaveBeenCalledTimes(1);
-    expect(transferFunds).toHaveBeenCalledWith(input);
+    expect(activities.transferFunds).toHaveBeenCalledTimes(1);
+    expect(activities.transferFunds).toHaveBeenCalledWith(input);
   });
 
   it('returns a business decline as data, without retrying it', async () => {
-    const transferFunds = jest.fn((_: TransferInput): Promise<{ transactionId: string }> =>
-      Promise.reject(ApplicationFailure.nonRetryable('Insufficient funds', 'insufficient_funds')),
-    );
-    const result = await withWorker(env, { transferFunds }, (taskQueue) =>
-      env.client.workflow.execute(transferWorkflow, {
-        workflowId: 'transfer-decline',
-        taskQueue,
-        args: [input],
-      }),
+    const activities = mocked(transferDeclined.activities(env));
+    const { result } = await withWorker(env, activities, (taskQueue) =>
+      transferDeclined.play(env, taskQueue),
     );
     expect(result).toEqual({
       status: 'declined',
       code: 'insufficient_funds',
       detail: 'Insufficient funds',
     });
-    expect(transferFunds).toHaveBeenCalledTimes(1);
+    expect(activities.transferFunds).toHaveBeenCalledTimes(1);
   });
 
   it('retries a transient activity failure and then completes once', async () => {
+    const input = transferInput(randomUUID());
     let calls = 0;
-    const transferFunds = jest.fn((_: TransferInput) => {
+    const transferFunds = jest.fn((request: TransferInput) => {
       calls += 1;
       if (calls < 3) return Promise.reject(new Error('connection reset by peer'));
-      return Promise.resolve({ transactionId: input.transactionId });
+      return transferSucceeds(request);
     });
-    const result = await withWorker(env, { transferFunds }, (taskQueue) =>
-      env.client.workflow.execute(transferWorkflow, {
-        workflowId: 'transfer-retry',
-        taskQueue,
-        args: [input],
-      }),
+    const { result } = await withWorker(env, { transferFunds }, (taskQueue) =>
+      runTransfer(env, taskQueue, input),
     );
     expect(result).toEqual({ status: 'completed', transactionId: input.transactionId });
     expect(transferFunds).toHaveBeenCalledTimes(3);

@@ -1,0 +1,484 @@
+/**
+ * Workflow scenarios on Temporal's time-skipping test server: for each, its workflow's input,
+ * mocked activities and the driver that runs it against a client. The workflow tests run them
+ * and assert on what they answered; scripts/record-histories.ts records the named ones
+ * (`RECORDED_SCENARIOS`) as the histories test/workflow/replay.test.ts replays, so a recorded
+ * history is the execution a test checks.
+ *
+ * Plain functions, no jest: the recorder runs outside jest. Tests wrap the activities in
+ * `jest.fn` themselves (`mocked` in test/support/time-skipping.ts).
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import {
+  WithStartWorkflowOperation,
+  type WorkflowHandle,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
+import {
+  ApplicationFailure,
+  type SearchAttributePair,
+  type UpdateDefinition,
+  type Workflow,
+} from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Activities } from '../../workflows/activities-types';
+import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
+import { escrowWorkflow } from '../../workflows/escrow';
+import { maintenanceWorkflow } from '../../workflows/maintenance';
+import {
+  depositUpdates,
+  depositWorkflowId,
+  escrowUpdates,
+  escrowWorkflowId,
+  SEARCH_ATTRIBUTE_DEFINITIONS,
+  SearchAttributes,
+  workflowIds,
+  type DepositInput,
+  type DepositOpened,
+  type DepositOutcome,
+  type EscrowStepResult,
+  type HoldInput,
+  type RefundRequest,
+  type ReleaseRequest,
+  type TransferInput,
+  type TransferResult,
+} from '../../workflows/shared';
+import { transferWorkflow } from '../../workflows/transfer';
+
+export const THIRTY_MINUTES = 30 * 60 * 1000;
+export const SEVEN_DAYS = 7 * 24 * 60 * 60 * 1000;
+
+// Fixed ids, so that a re-recording differs from the last one only where the workflow does.
+export const APP = 'a0000000-0000-4000-8000-000000000001';
+export const SENDER = 'a0000000-0000-4000-8000-000000000002';
+export const RECIPIENT = 'a0000000-0000-4000-8000-000000000003';
+export const OTHER_WALLET = 'a0000000-0000-4000-8000-000000000004';
+export const fixtureId = (n: number) => `b0000000-0000-4000-8000-${n.toString().padStart(12, '0')}`;
+
+/** The search attributes the API starts every payment workflow with: they drive the upserts. */
+function paymentAttributes(type: string, wallets: string[]): SearchAttributePair[] {
+  return [
+    { key: SearchAttributes.ApplicationId, value: APP },
+    { key: SearchAttributes.WalletId, value: wallets },
+    { key: SearchAttributes.PaymentType, value: type },
+    { key: SearchAttributes.PaymentStatus, value: 'pending' },
+  ];
+}
+
+/** The search attributes the workflows upsert, as the development server registers them. */
+export async function registerSearchAttributes(env: TestWorkflowEnvironment): Promise<void> {
+  const types = temporal.api.enums.v1.IndexedValueType;
+  const typeOf: Record<string, temporal.api.enums.v1.IndexedValueType> = {
+    Keyword: types.INDEXED_VALUE_TYPE_KEYWORD,
+    KeywordList: types.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+  };
+  await env.connection.operatorService.addSearchAttributes({
+    namespace: env.namespace ?? 'default',
+    searchAttributes: Object.fromEntries(
+      Object.entries(SEARCH_ATTRIBUTE_DEFINITIONS).map(([key, type]) => [key, typeOf[type]!]),
+    ),
+  });
+}
+
+export const insufficientFunds = () =>
+  ApplicationFailure.nonRetryable('Insufficient funds', 'insufficient_funds');
+
+/** Starts a workflow with its first update, as the API does: what the update answered. */
+async function startWithUpdate<W extends Workflow, U>(
+  env: TestWorkflowEnvironment,
+  update: UpdateDefinition<U, [], string>,
+  workflow: W,
+  options: WorkflowStartOptions<W>,
+) {
+  const start = new WithStartWorkflowOperation(workflow, {
+    ...options,
+    workflowIdConflictPolicy: 'USE_EXISTING',
+  });
+  const answer = await env.client.workflow.executeUpdateWithStart(update, {
+    startWorkflowOperation: start,
+  });
+  return { answer, handle: await start.workflowHandle() };
+}
+
+/** Runs `then` on a started workflow (its later updates), then waits for its end. */
+async function thenToEnd<S extends { handle: WorkflowHandle }, T>(
+  started: S,
+  then: (handle: S['handle']) => Promise<T>,
+): Promise<S & { answered: T; result: Awaited<ReturnType<S['handle']['result']>> }> {
+  const answered = await then(started.handle);
+  const result = (await started.handle.result()) as Awaited<ReturnType<S['handle']['result']>>;
+  return { ...started, answered, result };
+}
+
+// --- transfer ---
+
+export const transferInput = (transactionId: string): TransferInput => ({
+  transactionId,
+  applicationId: APP,
+  mode: 'test',
+  fromWalletId: SENDER,
+  toWalletId: RECIPIENT,
+  amount: '1250',
+  description: 'rent',
+});
+
+export const transferSucceeds = (input: TransferInput) =>
+  Promise.resolve({ transactionId: input.transactionId });
+
+/** Runs a transfer to its end, started as the API starts it. */
+export async function runTransfer(
+  env: TestWorkflowEnvironment,
+  taskQueue: string,
+  input: TransferInput,
+): Promise<{ handle: WorkflowHandle<typeof transferWorkflow>; result: TransferResult }> {
+  const handle = await env.client.workflow.start(transferWorkflow, {
+    workflowId: workflowIds.transfer(input.transactionId),
+    taskQueue,
+    args: [input],
+    typedSearchAttributes: paymentAttributes('transfer', [input.fromWalletId, input.toWalletId]),
+  });
+  return { handle, result: await handle.result() };
+}
+
+// --- mobile-money deposit ---
+
+export const depositInput = (transactionId: string): DepositInput => ({
+  transactionId,
+  applicationId: APP,
+  mode: 'test',
+  walletId: SENDER,
+  amount: '10000',
+});
+
+export function openedFor(input: DepositInput, expiresAt: string): DepositOpened {
+  return {
+    status: 'opened',
+    transactionId: input.transactionId,
+    paymentCode: {
+      id: `pmc_${input.transactionId}`,
+      code: '*715*123456#',
+      amount: '10100',
+      currency: 'SLE',
+      instructions: 'Dial *715*123456# to pay',
+      status: 'pending',
+      expiresAt,
+    },
+    deposit: {
+      walletId: input.walletId,
+      amount: input.amount,
+      totalAmountPaid: '10100',
+      providerFee: '100',
+      applicationFee: '0',
+    },
+  };
+}
+
+/** The deposit's activities: the payment code expires 30 minutes after it opens. */
+export function depositActivities(
+  env: TestWorkflowEnvironment,
+  checked: 'pending' | 'completed' = 'pending',
+) {
+  return {
+    openDeposit: async (input: DepositInput): Promise<DepositOpened> =>
+      openedFor(input, new Date((await env.currentTimeMs()) + THIRTY_MINUTES).toISOString()),
+    checkPaymentCode: (_: { mode: string; paymentCodeId: string }) => Promise.resolve(checked),
+    completeDeposit: (_: { transactionId: string }) => Promise.resolve(),
+    closeDeposit: (_: { transactionId: string; status: 'failed' | 'expired' }) => Promise.resolve(),
+  };
+}
+
+/** Starts a deposit with its `open` update, as the API does; answers what `open` answered. */
+export async function openDeposit(
+  env: TestWorkflowEnvironment,
+  taskQueue: string,
+  input: DepositInput,
+) {
+  const { answer, handle } = await startWithUpdate(
+    env,
+    depositUpdates.open,
+    mobileMoneyDepositWorkflow,
+    {
+      workflowId: depositWorkflowId(input.transactionId),
+      taskQueue,
+      args: [input],
+      typedSearchAttributes: paymentAttributes('deposit', [input.walletId]),
+    },
+  );
+  return { opened: answer, handle };
+}
+
+export type DepositHandle = Awaited<ReturnType<typeof openDeposit>>['handle'];
+
+export const notify = (handle: DepositHandle, status: 'completed' | 'failed') =>
+  handle.executeUpdate(depositUpdates.notify, { args: [{ status }] });
+
+// --- escrow ---
+
+export function holdInput(
+  holdId: string,
+  options: { amount?: string; expiresAt?: string | null } = {},
+): HoldInput {
+  return {
+    holdId,
+    applicationId: APP,
+    mode: 'test',
+    walletId: SENDER,
+    amount: options.amount ?? '1000',
+    description: 'order 42',
+    recipientWalletId: RECIPIENT,
+    expiresAt: options.expiresAt ?? null,
+  };
+}
+
+const exceedsHeld = () =>
+  ApplicationFailure.nonRetryable('Release amount exceeds the held amount', 'invalid_request');
+const notHeld = () =>
+  ApplicationFailure.nonRetryable(
+    'The escrow transaction is not in held status',
+    'invalid_request',
+  );
+
+/**
+ * The escrow activities as a small in-memory ledger of one hold: what is held, what went out
+ * (released or refunded), and whether two money steps ever ran at the same time. Each step
+ * takes a few real milliseconds (`stepMs`), so that racing updates would overlap if the
+ * workflow let them.
+ */
+export function fakeEscrow(options: { stepMs?: number } = {}) {
+  const stepMs = options.stepMs ?? 5;
+  const ledger = {
+    held: 0n,
+    heldAtStart: 0n,
+    released: [] as { releaseId: string; amount: bigint }[],
+    refunded: [] as { refundId: string; reason: RefundRequest['reason']; amount: bigint }[],
+    /** Steps that started while another was still running: must stay empty. */
+    overlaps: [] as string[],
+    paidOut: () =>
+      [...ledger.released, ...ledger.refunded].reduce((sum, { amount }) => sum + amount, 0n),
+  };
+  let running: string | null = null;
+
+  /** One money step: records an overlap, waits a little, then applies `apply` atomically. */
+  async function step(name: string, apply: () => EscrowStepResult): Promise<EscrowStepResult> {
+    if (running !== null) ledger.overlaps.push(`${name} started while ${running} was running`);
+    running = name;
+    try {
+      await delay(stepMs);
+      return apply();
+    } finally {
+      running = null;
+    }
+  }
+
+  const activities = {
+    holdFunds: (input: HoldInput): Promise<EscrowStepResult> =>
+      step(`hold ${input.holdId}`, () => {
+        ledger.held = BigInt(input.amount);
+        ledger.heldAtStart = ledger.held;
+        return { status: 'done', transactionId: input.holdId, remaining: input.amount };
+      }),
+    releaseFunds: (input: ReleaseRequest & { holdId: string }): Promise<EscrowStepResult> =>
+      step(`release ${input.releaseId}`, () => {
+        if (ledger.held === 0n) throw notHeld();
+        const amount = input.amount === null ? ledger.held : BigInt(input.amount);
+        if (amount > ledger.held) throw exceedsHeld();
+        ledger.held -= amount;
+        ledger.released.push({ releaseId: input.releaseId, amount });
+        return { status: 'done', transactionId: input.releaseId, remaining: `${ledger.held}` };
+      }),
+    refundFunds: (input: RefundRequest & { holdId: string }): Promise<EscrowStepResult> =>
+      step(`refund ${input.refundId}`, () => {
+        if (ledger.held === 0n) throw notHeld();
+        const { refundId, reason } = input;
+        ledger.refunded.push({ refundId, reason, amount: ledger.held });
+        ledger.held = 0n;
+        return { status: 'done', transactionId: input.refundId, remaining: '0' };
+      }),
+  };
+  return { ledger, activities };
+}
+
+/** Starts the hold's workflow with the `hold` update, as the API does. */
+export async function openHold(env: TestWorkflowEnvironment, taskQueue: string, input: HoldInput) {
+  const wallets = [input.walletId, ...(input.recipientWalletId ? [input.recipientWalletId] : [])];
+  const { answer, handle } = await startWithUpdate(env, escrowUpdates.hold, escrowWorkflow, {
+    workflowId: escrowWorkflowId(input.holdId),
+    taskQueue,
+    args: [input],
+    typedSearchAttributes: paymentAttributes('escrow_hold', wallets),
+  });
+  return { held: answer, handle };
+}
+
+export type EscrowHandle = Awaited<ReturnType<typeof openHold>>['handle'];
+
+export const release = (handle: EscrowHandle, request: ReleaseRequest) =>
+  handle.executeUpdate(escrowUpdates.release, { args: [request] });
+
+export const refund = (handle: EscrowHandle, request: RefundRequest) =>
+  handle.executeUpdate(escrowUpdates.refund, { args: [request] });
+
+// --- the named scenarios ---
+
+/**
+ * One execution: its input (from the test server's current time, for expiries), fresh mocked
+ * activities, and `run`, which drives it to its end on a worker polling `taskQueue`.
+ */
+type ScenarioSpec<I, A extends Partial<Activities>, R extends { handle: WorkflowHandle }> = {
+  /** The recorded fixture's file name, without `.json`. */
+  name: string;
+  input: (nowMs: number) => I;
+  activities: (env: TestWorkflowEnvironment) => A;
+  run: (env: TestWorkflowEnvironment, taskQueue: string, input: I) => Promise<R>;
+};
+
+export type Scenario<
+  I,
+  A extends Partial<Activities>,
+  R extends { handle: WorkflowHandle },
+> = ScenarioSpec<I, A, R> & {
+  /** `run` on the input taken at the test server's current time; answers that input too. */
+  play: (env: TestWorkflowEnvironment, taskQueue: string) => Promise<R & { input: I }>;
+};
+
+function scenario<I, A extends Partial<Activities>, R extends { handle: WorkflowHandle }>(
+  spec: ScenarioSpec<I, A, R>,
+): Scenario<I, A, R> {
+  return {
+    ...spec,
+    play: async (env, taskQueue) => {
+      const input = spec.input(await env.currentTimeMs());
+      return { ...(await spec.run(env, taskQueue, input)), input };
+    },
+  };
+}
+
+export const transferCompleted = scenario({
+  name: 'transfer-completed',
+  input: () => transferInput(fixtureId(1)),
+  activities: () => ({ transferFunds: transferSucceeds }),
+  run: runTransfer,
+});
+
+export const transferDeclined = scenario({
+  name: 'transfer-declined',
+  input: () => transferInput(fixtureId(2)),
+  activities: () => ({
+    transferFunds: (_: TransferInput): Promise<{ transactionId: string }> =>
+      Promise.reject(insufficientFunds()),
+  }),
+  run: runTransfer,
+});
+
+export const depositPaidNotify = scenario({
+  name: 'deposit-paid-notify',
+  input: () => depositInput(fixtureId(3)),
+  activities: (env) => depositActivities(env, 'pending'),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openDeposit(env, taskQueue, input), (handle) => notify(handle, 'completed')),
+});
+
+/** Nobody pays: the code expires after 30 minutes, the last provider check says pending. */
+export const depositExpired = scenario({
+  name: 'deposit-expired',
+  input: () => depositInput(fixtureId(4)),
+  activities: (env) => depositActivities(env, 'pending'),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openDeposit(env, taskQueue, input), () => Promise.resolve()),
+});
+
+export const depositSync = scenario({
+  name: 'deposit-sync',
+  input: () => depositInput(fixtureId(5)),
+  activities: (env) => depositActivities(env, 'completed'),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openDeposit(env, taskQueue, input), (handle): Promise<DepositOutcome> =>
+      handle.executeUpdate(depositUpdates.sync),
+    ),
+});
+
+export const escrowPartialReleaseRefund = scenario({
+  name: 'escrow-partial-release-refund',
+  input: () => holdInput(fixtureId(6)),
+  activities: () => fakeEscrow().activities,
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openHold(env, taskQueue, input), async (handle) => [
+      await release(handle, {
+        releaseId: fixtureId(7),
+        recipientWalletId: RECIPIENT,
+        amount: '400',
+      }),
+      await refund(handle, { refundId: fixtureId(8), reason: 'requested' }),
+    ]),
+});
+
+/** A release to a wallet the hold did not name: WalletId gains it (a versioned change). */
+export const escrowReleaseToAnotherWallet = scenario({
+  name: 'escrow-release-to-another-wallet',
+  input: () => holdInput(fixtureId(12)),
+  activities: () => fakeEscrow().activities,
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openHold(env, taskQueue, input), (handle) =>
+      release(handle, { releaseId: fixtureId(13), recipientWalletId: OTHER_WALLET, amount: null }),
+    ),
+});
+
+export const escrowHoldDeclined = scenario({
+  name: 'escrow-hold-declined',
+  input: () => holdInput(fixtureId(11)),
+  activities: () => ({
+    ...fakeEscrow().activities,
+    holdFunds: (_: HoldInput): Promise<EscrowStepResult> => Promise.reject(insufficientFunds()),
+  }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openHold(env, taskQueue, input), () => Promise.resolve()),
+});
+
+/** A partial release, then the hold expires after 7 days and refunds the rest by itself. */
+export const escrowExpired = scenario({
+  name: 'escrow-expired',
+  input: (nowMs) =>
+    holdInput(fixtureId(9), { expiresAt: new Date(nowMs + SEVEN_DAYS).toISOString() }),
+  activities: () => fakeEscrow().activities,
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openHold(env, taskQueue, input), (handle) =>
+      release(handle, { releaseId: fixtureId(10), recipientWalletId: RECIPIENT, amount: '250' }),
+    ),
+});
+
+export const maintenance = scenario({
+  name: 'maintenance',
+  input: () => undefined,
+  activities: () => ({
+    pruneExpiredRows: () => Promise.resolve({ rateLimitWindows: 2, idempotencyKeys: 3 }),
+  }),
+  run: async (env, taskQueue) => {
+    const handle = await env.client.workflow.start(maintenanceWorkflow, {
+      workflowId: 'maintenance',
+      taskQueue,
+    });
+    return { handle, result: await handle.result() };
+  },
+});
+
+/** What the recorder needs of a scenario, whatever its workflow. */
+export type RecordedScenario = {
+  name: string;
+  activities: (env: TestWorkflowEnvironment) => Partial<Activities>;
+  play: (env: TestWorkflowEnvironment, taskQueue: string) => Promise<{ handle: WorkflowHandle }>;
+};
+
+/** The executions scripts/record-histories.ts records, one per path of each workflow type. */
+export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
+  transferCompleted,
+  transferDeclined,
+  depositPaidNotify,
+  depositExpired,
+  depositSync,
+  escrowPartialReleaseRefund,
+  escrowReleaseToAnotherWallet,
+  escrowHoldDeclined,
+  escrowExpired,
+  maintenance,
+];
