@@ -117,7 +117,8 @@ export function mountRoutes(router: Router, routes: readonly Route[], pool: Data
       }
       refuseUnstorableText(ctx.params, [], 'path');
       const params = parse(route.params, ctx.params, 'path');
-      refuseUnstorableText(ctx.query, [], 'query');
+      // A route without query parameters ignores them: only one that reads them checks them.
+      if (route.query) refuseUnstorableText(ctx.query, [], 'query');
       const query = parse(route.query, ctx.query, 'query');
       // Present but empty (or only whitespace, which the HTTP parser trims away) is no key at
       // all: refused, not treated as absent, so that a retry can never move money twice.

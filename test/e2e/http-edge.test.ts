@@ -524,14 +524,16 @@ describe('OpenAPI', () => {
       expect(keys).toContain(key);
       const [method, path] = key.split(' ') as [string, string];
       const operation = doc.paths[path][method.toLowerCase()];
-      const refs = (operation.parameters as { $ref?: string }[]).map((p) => p.$ref);
-      const headers = ['#/components/parameters/ApiKey', '#/components/parameters/SecretKey'];
-      if (authenticated)
-        expect({ key, refs }).toEqual({ key, refs: expect.arrayContaining(headers) });
-      else expect(refs).not.toContain(headers[0]);
+      // Both headers of one credential are required together: one security requirement.
+      const security = authenticated ? [{ ApiKey: [], SecretKey: [] }] : [];
+      expect({ key, security: operation.security }).toEqual({ key, security });
     }
-    expect(doc.components.parameters.ApiKey).toMatchObject({ name: 'api-key', in: 'header' });
-    expect(doc.components.parameters.SecretKey).toMatchObject({ name: 'secret-key', in: 'header' });
+    expect(doc.components.securitySchemes.ApiKey).toEqual(
+      expect.objectContaining({ type: 'apiKey', name: 'api-key', in: 'header' }),
+    );
+    expect(doc.components.securitySchemes.SecretKey).toEqual(
+      expect.objectContaining({ type: 'apiKey', name: 'secret-key', in: 'header' }),
+    );
   });
 
   it('documents only operations that the server really answers', async () => {
@@ -565,11 +567,37 @@ describe('OpenAPI', () => {
     );
   });
 
-  it('serves the rendered reference at /docs as HTML', async () => {
+  it('serves the rendered reference at /docs as HTML that loads only its own assets', async () => {
     const response = await fetch(`${engine.url}/docs`);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/html/);
-    expect(await response.text()).toContain('/api/v1/openapi.json');
+    expect(response.headers.get('content-security-policy')).toMatch(/default-src 'self'/);
+    const html = await response.text();
+    expect(html).toContain('/api/v1/openapi.json');
+    const loaded = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    expect(loaded).toContain('/docs/assets/swagger-ui-bundle.js');
+    for (const url of loaded) expect(url.startsWith('/')).toBe(true);
+  });
+
+  it('serves the whitelisted Swagger UI files with their types and cache headers, nothing else', async () => {
+    const bundle = await fetch(`${engine.url}/docs/assets/swagger-ui-bundle.js`);
+    expect(bundle.status).toBe(200);
+    expect(bundle.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect(bundle.headers.get('cache-control')).toMatch(/max-age=\d+/);
+    const etag = bundle.headers.get('etag');
+    expect(etag).toMatch(/^"swagger-ui-dist-5\.35\.0-swagger-ui-bundle\.js"$/);
+    expect((await bundle.text()).length).toBeGreaterThan(100_000);
+    const again = await fetch(`${engine.url}/docs/assets/swagger-ui-bundle.js`, {
+      headers: { 'if-none-match': etag! },
+    });
+    expect(again.status).toBe(304);
+    const css = await fetch(`${engine.url}/docs/assets/swagger-ui.css`);
+    expect(css.headers.get('content-type')).toMatch(/^text\/css/);
+    const icon = await fetch(`${engine.url}/docs/assets/favicon-32x32.png`);
+    expect(icon.headers.get('content-type')).toBe('image/png');
+    for (const file of ['package.json', 'index.html', '..%2Fpackage.json', 'swagger-ui.js.map']) {
+      expectError(await bare().get(`/docs/assets/${file}`), 404);
+    }
   });
 });
 

@@ -1,0 +1,249 @@
+import { randomUUID } from 'node:crypto';
+// ajv 8 (draft 2020-12) comes with the OpenAPI validator; the project has no direct dependency on it.
+import Ajv2020 from '@seriousme/openapi-schema-validator/node_modules/ajv/dist/2020';
+import { fundWallet } from '../support/database';
+import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { clientFor, createUserWithWallet, type ApiClient, type Reply } from '../support/http';
+
+let engine: TestEngine;
+let app: TestApp;
+let api: ApiClient;
+let doc: any;
+
+beforeAll(async () => {
+  engine = await startTestEngine();
+  app = await createTestApp(engine.pool);
+  api = clientFor(engine.url, app);
+  const reply = await clientFor(engine.url, null).get('/api/v1/openapi.json');
+  expect(reply.status).toBe(200);
+  doc = reply.body;
+});
+afterAll(async () => engine?.close());
+
+type Operation = { method: string; path: string; op: any };
+
+function operations(): Operation[] {
+  return Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) =>
+    Object.entries(ops).map(([method, op]) => ({ method, path, op })),
+  );
+}
+
+/** Every `$ref` string anywhere in the document, with where it sits. */
+function refsIn(value: unknown, at = '#'): { at: string; ref: string }[] {
+  if (Array.isArray(value)) return value.flatMap((item, i) => refsIn(item, `${at}/${i}`));
+  if (!value || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([key, item]) =>
+    key === '$ref' && typeof item === 'string' ? [{ at, ref: item }] : refsIn(item, `${at}/${key}`),
+  );
+}
+
+/** Follows a local JSON pointer (`#/components/schemas/User`) from the document root. */
+function resolvePointer(ref: string): unknown {
+  expect(ref.startsWith('#/')).toBe(true);
+  return ref
+    .slice(2)
+    .split('/')
+    .map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce<unknown>(
+      (node, part) =>
+        node && typeof node === 'object' ? (node as Record<string, unknown>)[part] : undefined,
+      doc,
+    );
+}
+
+describe('the OpenAPI document', () => {
+  it('is a valid OpenAPI 3.1 document by a maintained validator, with every $ref resolved', async () => {
+    const { Validator } = await import('@seriousme/openapi-schema-validator');
+    const validator = new Validator();
+    const result = await validator.validate(structuredClone(doc));
+    expect(result).toEqual({ valid: true });
+    expect(validator.version).toBe('3.1');
+    expect(() => validator.resolveRefs()).not.toThrow();
+
+    const refs = refsIn(doc);
+    expect(refs.length).toBeGreaterThan(20);
+    for (const { at, ref } of refs) {
+      expect({ at, ref, resolved: resolvePointer(ref) !== undefined }).toEqual({
+        at,
+        ref,
+        resolved: true,
+      });
+    }
+    expect(JSON.stringify(doc)).not.toContain('$defs');
+    expect(Object.keys(doc.components.schemas)).toEqual(
+      expect.arrayContaining(['Error', 'Transaction', 'User', 'Wallet']),
+    );
+  });
+
+  it('documents the statuses the edge answers on every operation it applies to', () => {
+    const missing: string[] = [];
+    const need = (o: Operation, status: number, why: string) => {
+      if (!o.op.responses[status]) missing.push(`${o.method} ${o.path}: ${status} (${why})`);
+    };
+    for (const o of operations()) {
+      if (o.op.requestBody) {
+        need(o, 400, 'invalid JSON');
+        need(o, 413, 'body over 1 MiB');
+        need(o, 422, 'validation');
+      }
+      if (o.op.security?.length) {
+        need(o, 401, 'credentials');
+        need(o, 429, 'rate limit');
+      }
+      const parameters = o.op.parameters as any[];
+      if (parameters.some((p) => p.$ref === '#/components/parameters/IdempotencyKey')) {
+        need(o, 422, 'malformed Idempotency-Key');
+      }
+      for (const p of parameters.filter((p) => p.in === 'path' && p.schema?.format === 'uuid')) {
+        need(o, 404, `${p.name} that is not a UUID`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it('says which path ids must be UUIDs, and which operations accept an Idempotency-Key', () => {
+    const user = doc.paths['/api/v1/users/{user_id}/'].get.parameters;
+    expect(user).toEqual([
+      { name: 'user_id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } },
+    ]);
+    const sync = doc.paths['/api/v1/transactions/sync/{reference_id}'].post.parameters;
+    expect(sync[0].schema.format).toBeUndefined();
+    const transfer = doc.paths['/api/v1/transactions/wallet/transfer'].post;
+    expect(transfer.parameters).toContainEqual({ $ref: '#/components/parameters/IdempotencyKey' });
+    expect(doc.components.parameters.IdempotencyKey.schema).toMatchObject({
+      type: 'string',
+      minLength: 1,
+      maxLength: 255,
+    });
+  });
+
+  it('gives amounts their bounds: > 0 with 2 decimals, and integer SLE cents of at least 1', () => {
+    const body = (path: string) =>
+      doc.paths[path].post.requestBody.content['application/json'].schema;
+    for (const path of [
+      '/api/v1/transactions/wallet/transfer',
+      '/api/v1/escrow/hold',
+      '/api/v1/fees/estimate/deposit',
+    ]) {
+      expect({ path, amount: body(path).properties.amount }).toEqual({
+        path,
+        amount: expect.objectContaining({
+          type: 'number',
+          exclusiveMinimum: 0,
+          multipleOf: 0.01,
+          description: expect.stringMatching(/2 decimals/),
+          example: 12.5,
+        }),
+      });
+    }
+    const cents = body('/api/v1/transactions/wallet/mobile-money-deposit').properties.amount;
+    expect(cents.type).toBe('integer');
+    // PositiveMinorUnits says minimum 1; zod's .positive() said exclusiveMinimum 0: both mean >= 1.
+    expect(cents.minimum === 1 || cents.exclusiveMinimum === 0).toBe(true);
+  });
+
+  it('lets the Authorize button of the reference page send both credential headers', () => {
+    expect(doc.components.securitySchemes).toEqual({
+      ApiKey: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'api-key' }),
+      SecretKey: expect.objectContaining({ type: 'apiKey', in: 'header', name: 'secret-key' }),
+    });
+    const open = operations().filter((o) => !o.op.security?.length);
+    expect(open.map((o) => o.path).sort()).toEqual(
+      expect.arrayContaining(['/healthz', '/readyz', '/api/v1/openapi.json', '/docs']),
+    );
+  });
+});
+
+describe('real answers against their documented schemas', () => {
+  const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+
+  /** Checks a reply against the schema the document gives its operation and status. */
+  function conforms(method: string, path: string, reply: Reply): void {
+    const response = doc.paths[path]?.[method]?.responses?.[String(reply.status)];
+    expect({ method, path, status: reply.status, documented: Boolean(response) }).toEqual({
+      method,
+      path,
+      status: reply.status,
+      documented: true,
+    });
+    const schema = response.content?.['application/json']?.schema;
+    expect(schema).toBeDefined();
+    const validate = ajv.compile({ ...schema, components: doc.components });
+    const valid = validate(reply.body);
+    expect({ method, path, status: reply.status, errors: validate.errors ?? null, valid }).toEqual({
+      method,
+      path,
+      status: reply.status,
+      errors: null,
+      valid: true,
+    });
+  }
+
+  it('match for users, wallets, transfers, fees, pages and errors', async () => {
+    const created = await api.post('/api/v1/users/create/', {
+      app_user_id: `doc-${randomUUID()}`,
+      name: 'Documented',
+      phone_number: '+23276000009',
+    });
+    conforms('post', '/api/v1/users/create/', created);
+    conforms('get', '/api/v1/users/{user_id}/', await api.get(`/api/v1/users/${created.body.id}/`));
+    conforms('get', '/api/v1/users/', await api.get('/api/v1/users/?per_page=5'));
+    conforms(
+      'post',
+      '/api/v1/wallets/create/{user_id}/',
+      await api.post(`/api/v1/wallets/create/${created.body.id}/`),
+    );
+    conforms('get', '/api/v1/wallets/', await api.get('/api/v1/wallets/'));
+
+    const a = await createUserWithWallet(api);
+    const b = await createUserWithWallet(api);
+    await fundWallet(engine.pool, a.walletId, 5_000n);
+    const transfer = await api.post(
+      '/api/v1/transactions/wallet/transfer',
+      { from_wallet_id: a.walletId, to_wallet_id: b.walletId, amount: 12.5 },
+      { 'Idempotency-Key': `doc-${randomUUID()}` },
+    );
+    expect(transfer.status).toBe(200);
+    conforms('post', '/api/v1/transactions/wallet/transfer', transfer);
+    conforms(
+      'get',
+      '/api/v1/transactions/{transaction_id}',
+      await api.get(`/api/v1/transactions/${transfer.body.id}`),
+    );
+    conforms('get', '/api/v1/transactions/', await api.get('/api/v1/transactions/'));
+    conforms(
+      'post',
+      '/api/v1/fees/estimate/deposit',
+      await api.post('/api/v1/fees/estimate/deposit', { amount: 12.5, payment_method: 'card' }),
+    );
+    conforms('get', '/healthz', await api.get('/healthz'));
+
+    // Errors, each under its documented status.
+    conforms(
+      'post',
+      '/api/v1/transactions/wallet/transfer',
+      await api.request('POST', '/api/v1/transactions/wallet/transfer', { raw: '{' }),
+    );
+    conforms(
+      'post',
+      '/api/v1/transactions/wallet/transfer',
+      await api.post('/api/v1/transactions/wallet/transfer', { amount: 10.001 }),
+    );
+    conforms(
+      'post',
+      '/api/v1/transactions/wallet/transfer',
+      await api.post(
+        '/api/v1/transactions/wallet/transfer',
+        { from_wallet_id: a.walletId, to_wallet_id: b.walletId, amount: 1 },
+        { 'Idempotency-Key': '' },
+      ),
+    );
+    conforms('get', '/api/v1/users/{user_id}/', await api.get('/api/v1/users/not-a-uuid/'));
+    conforms('get', '/api/v1/users/', await clientFor(engine.url, null).get('/api/v1/users/'));
+    conforms(
+      'post',
+      '/api/v1/transactions/sync/{reference_id}',
+      await api.post('/api/v1/transactions/sync/a%00b'),
+    );
+  });
+});
