@@ -144,6 +144,57 @@ function parametersOf(route: Route, query: Json | undefined, params: Json | unde
   return parameters;
 }
 
+const WALLET_A = '0b6f3c2e-8d1a-4f5b-9c7e-2a4d6e8f1b3c';
+const WALLET_B = '5e9a7c1b-3f2d-4e6a-8b0c-9d1e2f3a4b5c';
+
+/**
+ * What the reference page shows in each request body, and what try-it starts from. A schema's
+ * own `.meta({ example })` takes precedence; the OpenAPI test checks each of these against both
+ * the documented schema and the zod schema that validates the route.
+ */
+export const REQUEST_EXAMPLES: Record<string, Json> = {
+  'post /api/v1/users/create/': {
+    app_user_id: 'customer-1042',
+    name: 'Aminata Kamara',
+    phone_number: '+23276123456',
+    email: 'aminata@example.com',
+  },
+  'post /api/v1/transactions/wallet/transfer': {
+    from_wallet_id: WALLET_A,
+    to_wallet_id: WALLET_B,
+    amount: 12.5,
+    description: 'Rent for March',
+  },
+  'post /api/v1/transactions/wallet/mobile-money-deposit': { wallet_id: WALLET_A, amount: 1000 },
+  'post /api/v1/testing/simulate-mobile-money-webhook': {
+    transaction_id: '7c3e1a9b-2d4f-4a6b-8c0d-1e2f3a4b5c6d',
+    status: 'successful',
+  },
+  'post /api/v1/escrow/hold': {
+    wallet_id: WALLET_A,
+    amount: 25,
+    description: 'Order 1042, released on delivery',
+    recipient_wallet_id: WALLET_B,
+    expires_at: '2099-12-31T23:59:59Z',
+  },
+  'post /api/v1/escrow/{transaction_id}/release': { amount: 10 },
+  'post /api/v1/fees/estimate/deposit': { amount: 12.5, payment_method: 'mobile_money' },
+};
+
+function requestBodyOf(route: Route, schema: Json | undefined): Json {
+  if (!route.body || !schema) return {};
+  const example =
+    schema.example === undefined
+      ? REQUEST_EXAMPLES[`${route.method} ${openApiPath(route.path)}`]
+      : undefined;
+  return {
+    requestBody: {
+      required: !route.body.safeParse(undefined).success,
+      content: { 'application/json': { schema, ...(example ? { example } : {}) } },
+    },
+  };
+}
+
 /** Methods whose body the server reads (api/middleware/body.ts): 400 and 413 apply to them. */
 const BODY_METHODS = new Set(['post', 'patch', 'delete']);
 
@@ -177,10 +228,9 @@ export function buildOpenApi(routes: readonly Route[], version: string): Json {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const id = operationId(route);
-    const readsBody = BODY_METHODS.has(route.method);
-    const body = requests.get(`${id}.body`);
-    paths[openApiPath(route.path)] ??= {};
-    paths[openApiPath(route.path)]![route.method] = {
+    const path = openApiPath(route.path);
+    paths[path] ??= {};
+    paths[path][route.method] = {
       summary: route.summary,
       tags: [route.tag],
       operationId: id,
@@ -189,15 +239,10 @@ export function buildOpenApi(routes: readonly Route[], version: string): Json {
         : { security: [] }),
       ...(route.testModeOnly ? { 'x-test-mode-only': true } : {}),
       parameters: parametersOf(route, requests.get(`${id}.query`), requests.get(`${id}.params`)),
-      ...(route.body && body
-        ? {
-            requestBody: {
-              required: !route.body.safeParse(undefined).success,
-              content: { 'application/json': { schema: body } },
-            },
-          }
-        : {}),
-      responses: responsesOf(route, readsBody, (status) => replies.get(`${id}.${status}`)),
+      ...requestBodyOf(route, requests.get(`${id}.body`)),
+      responses: responsesOf(route, BODY_METHODS.has(route.method), (status) =>
+        replies.get(`${id}.${status}`),
+      ),
     };
   }
   return {

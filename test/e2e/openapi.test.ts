@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
 // ajv 8 (draft 2020-12) comes with the OpenAPI validator; the project has no direct dependency on it.
 import Ajv2020 from '@seriousme/openapi-schema-validator/node_modules/ajv/dist/2020';
+import { apiRoutes } from '../../api/app';
+import { createLogger } from '../../api/logger';
+import { openApiPath, REQUEST_EXAMPLES } from '../../api/openapi';
+import { createProviders } from '../../providers';
 import { fundWallet } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient, type Reply } from '../support/http';
@@ -154,9 +158,42 @@ describe('the OpenAPI document', () => {
   });
 });
 
-describe('real answers against their documented schemas', () => {
-  const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
 
+describe('request examples', () => {
+  it('give every request body an example that its documented and its zod schema accept', () => {
+    const routes = apiRoutes({
+      config: engine.config,
+      pool: engine.pool,
+      temporal: engine.temporal,
+      logger: createLogger('silent'),
+      providers: createProviders({ config: engine.config, pool: engine.pool }),
+    });
+    const withBody = operations().filter((o) => o.op.requestBody);
+    expect(withBody.length).toBeGreaterThanOrEqual(7);
+    expect(Object.keys(REQUEST_EXAMPLES).sort()).toEqual(
+      withBody.map((o) => `${o.method} ${o.path}`).sort(),
+    );
+    for (const o of withBody) {
+      const media = o.op.requestBody.content['application/json'];
+      const example = media.example ?? media.schema.example;
+      const validate = ajv.compile({ ...media.schema, components: doc.components });
+      const route = routes.find((r) => r.method === o.method && openApiPath(r.path) === o.path)!;
+      const parsed = route.body!.safeParse(example);
+      expect({
+        operation: `${o.method} ${o.path}`,
+        documented: validate(example),
+        zod: parsed.success,
+      }).toEqual({
+        operation: `${o.method} ${o.path}`,
+        documented: true,
+        zod: true,
+      });
+    }
+  });
+});
+
+describe('real answers against their documented schemas', () => {
   /** Checks a reply against the schema the document gives its operation and status. */
   function conforms(method: string, path: string, reply: Reply): void {
     const response = doc.paths[path]?.[method]?.responses?.[String(reply.status)];
