@@ -1,11 +1,13 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { connect } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
+import Koa from 'koa';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { apiRoutes } from '../../api/app';
 import { createLogger } from '../../api/logger';
 import { createProviders } from '../../providers';
 import { MAX_BODY_BYTES } from '../../api/middleware/body';
+import { errorsAndAccessLog } from '../../api/middleware/errors';
 import { openApiPath } from '../../api/openapi';
 import { startApi } from '../../api/server';
 import { updateApplication } from '../../db/applications';
@@ -996,10 +998,39 @@ describe('defects found by fuzzing', () => {
     expect((await bare().get('/healthz')).status).toBe(200);
   });
 
-  it('keeps the status of an error raised below the routes, with a detail', async () => {
-    const reply = await api.get('/api/v1/users/%E0%A4%A/');
-    expect(reply.status).toBeGreaterThanOrEqual(400);
-    expect(reply.status).toBeLessThan(500);
-    expectError(reply, reply.status);
+  it('keeps the status of a 4xx error that Koa or a library raises, with a detail', async () => {
+    const koa = new Koa();
+    koa.use(errorsAndAccessLog(createLogger('silent')));
+    koa.use((ctx) => {
+      const status = Number(ctx.query.status);
+      if (ctx.query.hidden) throw Object.assign(new Error('internal words'), { status });
+      ctx.throw(status, `Thrown with ${status}`);
+    });
+    const server = koa.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const { port } = server.address() as AddressInfo;
+    const local = clientFor(`http://127.0.0.1:${port}`, null);
+    try {
+      for (const status of [400, 406, 415, 431]) {
+        const reply = await local.get(`/?status=${status}`);
+        expect({ status: reply.status, body: reply.body }).toEqual({
+          status,
+          body: { detail: `Thrown with ${status}` },
+        });
+      }
+      // A message not marked safe to show is replaced by the status's name.
+      const hidden = await local.get('/?status=415&hidden=1');
+      expect({ status: hidden.status, body: hidden.body }).toEqual({
+        status: 415,
+        body: { detail: 'Unsupported Media Type' },
+      });
+      const server500 = await local.get('/?status=502');
+      expect({ status: server500.status, body: server500.body }).toEqual({
+        status: 500,
+        body: { detail: 'Internal server error' },
+      });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
