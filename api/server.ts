@@ -60,12 +60,13 @@ const CLIENT_ERRORS: Record<string, { status: number; detail: string }> = {
 
 /**
  * Node answers a request it cannot parse (a URL over 16 KiB, bad header bytes) with an empty
- * body; like every other error, it gets `{"detail": ...}`. Written only while nothing has been
- * written on the socket, as node's own handler does.
+ * body; like every other error, it gets `{"detail": ...}`. Written only when no response on
+ * this connection has begun to go out, the test node's own handler makes (it reads the
+ * socket's in-flight response, `_httpMessage`, the same way).
  */
 function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, logger: Logger): void {
-  const { bytesWritten } = socket as Socket;
-  if (error.code === 'ECONNRESET' || !socket.writable || bytesWritten > 0) {
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
     socket.destroy();
     return;
   }

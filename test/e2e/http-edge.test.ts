@@ -3,12 +3,9 @@ import { connect, type AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { apiRoutes } from '../../api/app';
 import { createLogger } from '../../api/logger';
-import { createProviders } from '../../providers';
 import { MAX_BODY_BYTES } from '../../api/middleware/body';
 import { errorsAndAccessLog } from '../../api/middleware/errors';
-import { openApiPath } from '../../api/openapi';
 import { startApi } from '../../api/server';
 import { updateApplication } from '../../db/applications';
 import { createCredential, revokeCredential } from '../../db/credentials';
@@ -481,128 +478,6 @@ describe('health', () => {
   });
 });
 
-describe('OpenAPI', () => {
-  /** Every route of the API as `METHOD /open/api/{path}`, with whether it takes credentials. */
-  function routeTable(): Map<string, { authenticated: boolean }> {
-    const routes = apiRoutes({
-      config: engine.config,
-      pool: engine.pool,
-      temporal: engine.temporal,
-      logger: createLogger('silent'),
-      providers: createProviders({ config: engine.config, pool: engine.pool }),
-    });
-    expect(routes.length).toBeGreaterThan(10);
-    return new Map(
-      routes.map((r) => [
-        `${r.method.toUpperCase()} ${openApiPath(r.path)}`,
-        { authenticated: r.auth !== null },
-      ]),
-    );
-  }
-
-  async function documentedKeys(): Promise<{ doc: any; keys: string[] }> {
-    const reply = await bare().get('/api/v1/openapi.json');
-    expect(reply.status).toBe(200);
-    expect(reply.headers.get('content-type')).toMatch(/^application\/json/);
-    const keys: string[] = [];
-    for (const [path, operations] of Object.entries(reply.body.paths as Record<string, object>)) {
-      for (const method of Object.keys(operations)) keys.push(`${method.toUpperCase()} ${path}`);
-    }
-    return { doc: reply.body, keys: keys.sort() };
-  }
-
-  it('serves an OpenAPI 3.1.0 document without credentials', async () => {
-    const { doc } = await documentedKeys();
-    expect(doc.openapi).toBe('3.1.0');
-    expect(doc.info).toMatchObject({ title: expect.any(String), version: expect.any(String) });
-  });
-
-  it('documents every route of the API under its path and method, with its credential headers', async () => {
-    const { doc, keys } = await documentedKeys();
-    const routes = routeTable();
-    expect(routes.has('POST /api/v1/users/create/')).toBe(true);
-    expect(routes.has('GET /api/v1/users/{user_id}/')).toBe(true);
-    for (const [key, { authenticated }] of routes) {
-      expect(keys).toContain(key);
-      const [method, path] = key.split(' ') as [string, string];
-      const operation = doc.paths[path][method.toLowerCase()];
-      // Both headers of one credential are required together: one security requirement.
-      const security = authenticated ? [{ ApiKey: [], SecretKey: [] }] : [];
-      expect({ key, security: operation.security }).toEqual({ key, security });
-    }
-    expect(doc.components.securitySchemes.ApiKey).toEqual(
-      expect.objectContaining({ type: 'apiKey', name: 'api-key', in: 'header' }),
-    );
-    expect(doc.components.securitySchemes.SecretKey).toEqual(
-      expect.objectContaining({ type: 'apiKey', name: 'secret-key', in: 'header' }),
-    );
-  });
-
-  it('documents only operations that the server really answers', async () => {
-    const { keys } = await documentedKeys();
-    const routes = routeTable();
-    expect(keys).toEqual([...routes.keys()].sort());
-    const unanswered: string[] = [];
-    for (const key of keys) {
-      const [method, path] = key.split(' ') as [string, string];
-      const concrete = path.replace(/\{[^}]+\}/g, () => randomUUID());
-      const reply = await bare().request(method, concrete);
-      // Without credentials an authenticated route says 401; an open one answers. Neither is
-      // an unknown route (the router's 404) or an unsupported method (405).
-      const answered = routes.get(key)!.authenticated
-        ? reply.status === 401
-        : reply.status < 500 &&
-          reply.status !== 405 &&
-          !(reply.status === 404 && reply.body?.detail === 'Not found');
-      if (!answered) unanswered.push(`${key}: ${reply.status}`);
-    }
-    expect(unanswered).toEqual([]);
-  });
-
-  it('describes the transfer request body with its amount', async () => {
-    const { doc } = await documentedKeys();
-    const schema = doc.paths[TRANSFER].post.requestBody.content['application/json'].schema;
-    expect(schema.properties.amount).toBeDefined();
-    expect(schema.properties.amount.type).toBe('number');
-    expect(schema.required).toEqual(
-      expect.arrayContaining(['from_wallet_id', 'to_wallet_id', 'amount']),
-    );
-  });
-
-  it('serves the rendered reference at /docs as HTML that loads only its own assets', async () => {
-    const response = await fetch(`${engine.url}/docs`);
-    expect(response.status).toBe(200);
-    expect(response.headers.get('content-type')).toMatch(/^text\/html/);
-    expect(response.headers.get('content-security-policy')).toMatch(/default-src 'self'/);
-    const html = await response.text();
-    expect(html).toContain('/api/v1/openapi.json');
-    const loaded = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
-    expect(loaded).toContain('/docs/assets/swagger-ui-bundle.js');
-    for (const url of loaded) expect(url.startsWith('/')).toBe(true);
-  });
-
-  it('serves the whitelisted Swagger UI files with their types and cache headers, nothing else', async () => {
-    const bundle = await fetch(`${engine.url}/docs/assets/swagger-ui-bundle.js`);
-    expect(bundle.status).toBe(200);
-    expect(bundle.headers.get('content-type')).toMatch(/^text\/javascript/);
-    expect(bundle.headers.get('cache-control')).toMatch(/max-age=\d+/);
-    const etag = bundle.headers.get('etag');
-    expect(etag).toMatch(/^"swagger-ui-dist-5\.35\.0-swagger-ui-bundle\.js"$/);
-    expect((await bundle.text()).length).toBeGreaterThan(100_000);
-    const again = await fetch(`${engine.url}/docs/assets/swagger-ui-bundle.js`, {
-      headers: { 'if-none-match': etag! },
-    });
-    expect(again.status).toBe(304);
-    const css = await fetch(`${engine.url}/docs/assets/swagger-ui.css`);
-    expect(css.headers.get('content-type')).toMatch(/^text\/css/);
-    const icon = await fetch(`${engine.url}/docs/assets/favicon-32x32.png`);
-    expect(icon.headers.get('content-type')).toBe('image/png');
-    for (const file of ['package.json', 'index.html', '..%2Fpackage.json', 'swagger-ui.js.map']) {
-      expectError(await bare().get(`/docs/assets/${file}`), 404);
-    }
-  });
-});
-
 describe('logs', () => {
   it('writes JSON lines with one access-log line per request and credentials redacted', async () => {
     const logged = remember(await createTestApp(engine.pool));
@@ -995,6 +870,32 @@ describe('defects found by fuzzing', () => {
     expectRawError(badHeader, 400, 'Malformed HTTP request');
     const garbage = await rawExchange('HELLO THERE\r\n\r\n');
     expectRawError(garbage, 400, 'Malformed HTTP request');
+
+    // The second request of a kept-alive connection, after a complete first answer.
+    const { port } = new URL(engine.url);
+    const both = await new Promise<string>((resolve, reject) => {
+      let text = '';
+      const socket = connect(Number(port), '127.0.0.1', () =>
+        socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'),
+      );
+      socket.on('data', (chunk: Buffer) => {
+        const first = !text.includes('{"status":"ok"}');
+        text += chunk.toString('utf8');
+        if (first && text.includes('{"status":"ok"}')) {
+          socket.write(
+            `GET /healthz?q=${'x'.repeat(17 * 1024)} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`,
+          );
+        }
+      });
+      socket.on('error', reject);
+      socket.on('close', () => resolve(text));
+    });
+    expect(both).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    const second = both.slice(both.indexOf('HTTP/1.1 431'));
+    expect(second).toMatch(/^HTTP\/1\.1 431 [^\r]+\r\n/);
+    expect(second.slice(second.indexOf('\r\n\r\n') + 4)).toBe(
+      JSON.stringify({ detail: 'Request line and headers are too large: at most 16 KiB together' }),
+    );
     expect((await bare().get('/healthz')).status).toBe(200);
   });
 

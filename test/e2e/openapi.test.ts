@@ -18,11 +18,35 @@ beforeAll(async () => {
   engine = await startTestEngine();
   app = await createTestApp(engine.pool);
   api = clientFor(engine.url, app);
-  const reply = await clientFor(engine.url, null).get('/api/v1/openapi.json');
+  const reply = await bare().get('/api/v1/openapi.json');
   expect(reply.status).toBe(200);
   doc = reply.body;
 });
 afterAll(async () => engine?.close());
+
+const TRANSFER = '/api/v1/transactions/wallet/transfer';
+
+/** A client without credentials. */
+const bare = () => clientFor(engine.url, null);
+
+/** The route table the running engine serves, as the router and the document read it. */
+function engineRoutes() {
+  return apiRoutes({
+    config: engine.config,
+    pool: engine.pool,
+    temporal: engine.temporal,
+    logger: createLogger('silent'),
+    providers: createProviders({ config: engine.config, pool: engine.pool }),
+  });
+}
+
+/** An error reply: the status and exactly `{"detail": non-empty string}`. */
+function expectError(reply: Reply, status: number): void {
+  expect({ status: reply.status, body: reply.body }).toEqual({
+    status,
+    body: { detail: expect.stringMatching(/\S/) },
+  });
+}
 
 type Operation = { method: string; path: string; op: any };
 
@@ -162,13 +186,7 @@ const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true
 
 describe('request examples', () => {
   it('give every request body an example that its documented and its zod schema accept', () => {
-    const routes = apiRoutes({
-      config: engine.config,
-      pool: engine.pool,
-      temporal: engine.temporal,
-      logger: createLogger('silent'),
-      providers: createProviders({ config: engine.config, pool: engine.pool }),
-    });
+    const routes = engineRoutes();
     const withBody = operations().filter((o) => o.op.requestBody);
     expect(withBody.length).toBeGreaterThanOrEqual(7);
     expect(Object.keys(REQUEST_EXAMPLES).sort()).toEqual(
@@ -276,11 +294,127 @@ describe('real answers against their documented schemas', () => {
       ),
     );
     conforms('get', '/api/v1/users/{user_id}/', await api.get('/api/v1/users/not-a-uuid/'));
-    conforms('get', '/api/v1/users/', await clientFor(engine.url, null).get('/api/v1/users/'));
+    conforms('get', '/api/v1/users/', await bare().get('/api/v1/users/'));
     conforms(
       'post',
       '/api/v1/transactions/sync/{reference_id}',
       await api.post('/api/v1/transactions/sync/a%00b'),
     );
+  });
+});
+
+describe('the routes and the document', () => {
+  /** Every route of the API as `METHOD /open/api/{path}`, with whether it takes credentials. */
+  function routeTable(): Map<string, { authenticated: boolean }> {
+    const routes = engineRoutes();
+    expect(routes.length).toBeGreaterThan(10);
+    return new Map(
+      routes.map((r) => [
+        `${r.method.toUpperCase()} ${openApiPath(r.path)}`,
+        { authenticated: r.auth !== null },
+      ]),
+    );
+  }
+
+  async function documentedKeys(): Promise<{ doc: any; keys: string[] }> {
+    const reply = await bare().get('/api/v1/openapi.json');
+    expect(reply.status).toBe(200);
+    expect(reply.headers.get('content-type')).toMatch(/^application\/json/);
+    const keys: string[] = [];
+    for (const [path, operations] of Object.entries(reply.body.paths as Record<string, object>)) {
+      for (const method of Object.keys(operations)) keys.push(`${method.toUpperCase()} ${path}`);
+    }
+    return { doc: reply.body, keys: keys.sort() };
+  }
+
+  it('serves an OpenAPI 3.1.0 document without credentials', async () => {
+    const { doc } = await documentedKeys();
+    expect(doc.openapi).toBe('3.1.0');
+    expect(doc.info).toMatchObject({ title: expect.any(String), version: expect.any(String) });
+  });
+
+  it('documents every route of the API under its path and method, with its credential headers', async () => {
+    const { doc, keys } = await documentedKeys();
+    const routes = routeTable();
+    expect(routes.has('POST /api/v1/users/create/')).toBe(true);
+    expect(routes.has('GET /api/v1/users/{user_id}/')).toBe(true);
+    for (const [key, { authenticated }] of routes) {
+      expect(keys).toContain(key);
+      const [method, path] = key.split(' ') as [string, string];
+      const operation = doc.paths[path][method.toLowerCase()];
+      // Both headers of one credential are required together: one security requirement.
+      const security = authenticated ? [{ ApiKey: [], SecretKey: [] }] : [];
+      expect({ key, security: operation.security }).toEqual({ key, security });
+    }
+    expect(doc.components.securitySchemes.ApiKey).toEqual(
+      expect.objectContaining({ type: 'apiKey', name: 'api-key', in: 'header' }),
+    );
+    expect(doc.components.securitySchemes.SecretKey).toEqual(
+      expect.objectContaining({ type: 'apiKey', name: 'secret-key', in: 'header' }),
+    );
+  });
+
+  it('documents only operations that the server really answers', async () => {
+    const { keys } = await documentedKeys();
+    const routes = routeTable();
+    expect(keys).toEqual([...routes.keys()].sort());
+    const unanswered: string[] = [];
+    for (const key of keys) {
+      const [method, path] = key.split(' ') as [string, string];
+      const concrete = path.replace(/\{[^}]+\}/g, () => randomUUID());
+      const reply = await bare().request(method, concrete);
+      // Without credentials an authenticated route says 401; an open one answers. Neither is
+      // an unknown route (the router's 404) or an unsupported method (405).
+      const answered = routes.get(key)!.authenticated
+        ? reply.status === 401
+        : reply.status < 500 &&
+          reply.status !== 405 &&
+          !(reply.status === 404 && reply.body?.detail === 'Not found');
+      if (!answered) unanswered.push(`${key}: ${reply.status}`);
+    }
+    expect(unanswered).toEqual([]);
+  });
+
+  it('describes the transfer request body with its amount', async () => {
+    const { doc } = await documentedKeys();
+    const schema = doc.paths[TRANSFER].post.requestBody.content['application/json'].schema;
+    expect(schema.properties.amount).toBeDefined();
+    expect(schema.properties.amount.type).toBe('number');
+    expect(schema.required).toEqual(
+      expect.arrayContaining(['from_wallet_id', 'to_wallet_id', 'amount']),
+    );
+  });
+
+  it('serves the rendered reference at /docs as HTML that loads only its own assets', async () => {
+    const response = await fetch(`${engine.url}/docs`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(response.headers.get('content-security-policy')).toMatch(/default-src 'self'/);
+    const html = await response.text();
+    expect(html).toContain('/api/v1/openapi.json');
+    const loaded = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    expect(loaded).toContain('/docs/assets/swagger-ui-bundle.js');
+    for (const url of loaded) expect(url.startsWith('/')).toBe(true);
+  });
+
+  it('serves the whitelisted Swagger UI files with their types and cache headers, nothing else', async () => {
+    const bundle = await fetch(`${engine.url}/docs/assets/swagger-ui-bundle.js`);
+    expect(bundle.status).toBe(200);
+    expect(bundle.headers.get('content-type')).toMatch(/^text\/javascript/);
+    expect(bundle.headers.get('cache-control')).toMatch(/max-age=\d+/);
+    const etag = bundle.headers.get('etag');
+    expect(etag).toMatch(/^"swagger-ui-dist-5\.35\.0-swagger-ui-bundle\.js"$/);
+    expect((await bundle.text()).length).toBeGreaterThan(100_000);
+    const again = await fetch(`${engine.url}/docs/assets/swagger-ui-bundle.js`, {
+      headers: { 'if-none-match': etag! },
+    });
+    expect(again.status).toBe(304);
+    const css = await fetch(`${engine.url}/docs/assets/swagger-ui.css`);
+    expect(css.headers.get('content-type')).toMatch(/^text\/css/);
+    const icon = await fetch(`${engine.url}/docs/assets/favicon-32x32.png`);
+    expect(icon.headers.get('content-type')).toBe('image/png');
+    for (const file of ['package.json', 'index.html', '..%2Fpackage.json', 'swagger-ui.js.map']) {
+      expectError(await bare().get(`/docs/assets/${file}`), 404);
+    }
   });
 });
