@@ -9,13 +9,13 @@ export function openApiPath(path: string): string {
   return path.replace(/:([A-Za-z_]+)/g, '{$1}');
 }
 
-export function operationId(route: Route): string {
+function operationId(route: Route): string {
   const path = openApiPath(route.path);
   return `${route.method}_${path.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, '')}`;
 }
 
 /** Path parameters that the pipeline requires to be UUIDs (anything else answers 404). */
-export function uuidParams(route: Route): string[] {
+function uuidParams(route: Route): string[] {
   return (route.path.match(/:([A-Za-z_]+)/g) ?? [])
     .map((name) => name.slice(1))
     .filter((name) => name.endsWith('id') && !route.opaqueParams?.includes(name));

@@ -26,7 +26,7 @@ const MAX_MAJOR = MAX_MINOR_UNITS / 100n;
  * literal is judged as written: `10.10000000000000001` has more than 2 decimals although its
  * double is 10.1; `12.50` and `1.005e1` (10.05) are fine.
  */
-export const PositiveAmount = jsonNumber('amount must be a number')
+export const PositiveAmount = jsonNumber('must be a number')
   .transform((value, ctx) => {
     const decimal = writtenDecimal(value);
     if (decimal !== null && (decimal.startsWith('-') || decimal === '0')) {
@@ -58,7 +58,7 @@ export const PositiveAmount = jsonNumber('amount must be a number')
  * A positive integer count of minor units (the mobile-money deposit's SLE cents), at most
  * MAX_MINOR_UNITS, judged on the literal: `100.0` and `1e2` are 100, `100.5` is refused.
  */
-export const PositiveMinorUnits = jsonNumber('amount must be an integer count of minor units')
+export const PositiveMinorUnits = jsonNumber('must be an integer count of minor units')
   .transform((value, ctx) => {
     const decimal = writtenDecimal(value);
     if (decimal === null || !/^-?\d+$/.test(decimal)) {

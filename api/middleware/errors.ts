@@ -55,7 +55,11 @@ export class RateLimitedError extends AppError {
  */
 function describeError(error: unknown): { status: number; detail: string } {
   if (error instanceof AppError) return { status: error.status, detail: error.detail };
-  const { status, expose, message } = error as { status?: unknown; expose?: unknown; message?: unknown };
+  const { status, expose, message } = error as {
+    status?: unknown;
+    expose?: unknown;
+    message?: unknown;
+  };
   if (typeof status === 'number' && Number.isInteger(status) && status >= 400 && status < 500) {
     const shown = expose === true && typeof message === 'string' && message.trim() !== '';
     return { status, detail: shown ? message : (STATUS_CODES[status] ?? 'Invalid request') };

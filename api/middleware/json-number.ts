@@ -22,7 +22,7 @@ type Decimal = { negative: boolean; digits: string; exponent: number };
 const LITERAL = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/;
 
 /** The exact value of a JSON number literal (or of `String(number)`); null if it is not one. */
-export function decimalOf(literal: string): Decimal | null {
+function decimalOf(literal: string): Decimal | null {
   const match = LITERAL.exec(literal);
   if (!match) return null;
   const fraction = match[3] ?? '';

@@ -824,7 +824,7 @@ describe('defects found by fuzzing', () => {
     expect(units('0')).toBe('must be greater than 0');
     expect(units('-5')).toBe('must be greater than 0');
     expect(units('10000000000001')).toBe('must be at most 10000000000000');
-    expect(units('"1000"')).toBe('amount must be an integer count of minor units');
+    expect(units('"1000"')).toBe('must be an integer count of minor units');
     const amount = (literal: string) => {
       const result = PositiveAmount.safeParse(read(literal));
       return result.success ? result.data : result.error.issues.map((i) => i.message).join('; ');
@@ -833,7 +833,7 @@ describe('defects found by fuzzing', () => {
     expect(amount('100000000000')).toBe(10_000_000_000_000n);
     expect(amount('100000000000.01')).toMatch(/at most 2 decimals, no larger than/);
     expect(amount('-0.5')).toBe('must be greater than 0');
-    expect(amount('"12.5"')).toBe('amount must be a number');
+    expect(amount('"12.5"')).toBe('must be a number');
   });
 
   it('answers an unknown method such as TRACE with 405, a detail and Allow', async () => {
