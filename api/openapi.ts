@@ -14,11 +14,15 @@ function operationId(route: Route): string {
   return `${route.method}_${path.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, '')}`;
 }
 
+function pathParams(route: Route): string[] {
+  return (route.path.match(/:([A-Za-z_]+)/g) ?? []).map((name) => name.slice(1));
+}
+
 /** Path parameters that the pipeline requires to be UUIDs (anything else answers 404). */
 function uuidParams(route: Route): string[] {
-  return (route.path.match(/:([A-Za-z_]+)/g) ?? [])
-    .map((name) => name.slice(1))
-    .filter((name) => name.endsWith('id') && !route.opaqueParams?.includes(name));
+  return pathParams(route).filter(
+    (name) => name.endsWith('id') && !route.opaqueParams?.includes(name),
+  );
 }
 
 const COMPONENT = '#/components/schemas/';
@@ -81,7 +85,9 @@ function edgeResponses(route: Route, readsBody: boolean): Record<number, string>
     edge[429] = 'Rate limit exceeded; Retry-After gives the seconds to wait';
   }
   if (uuidParams(route).length) edge[404] = 'Not found (an id that is not a UUID names nothing)';
-  const checked = readsBody || route.query || (route.path.includes(':') && route.opaqueParams);
+  // Path parameters that are not UUIDs reach the NUL check (a UUID one is a 404 before it).
+  const freeText = pathParams(route).some((name) => !uuidParams(route).includes(name));
+  const checked = readsBody || route.query || freeText;
   if (checked) edge[422] = 'A field is invalid or holds text the database cannot store (NUL)';
   if (route.idempotent) {
     edge[422] = `${edge[422] ?? 'Validation failure'}; or a malformed Idempotency-Key`;
@@ -126,7 +132,7 @@ function parametersOf(route: Route, query: Json | undefined, params: Json | unde
   const parameters: Json[] = [];
   const uuids = uuidParams(route);
   const pathSchemas = (params?.properties ?? {}) as Record<string, Json>;
-  for (const name of (route.path.match(/:([A-Za-z_]+)/g) ?? []).map((n) => n.slice(1))) {
+  for (const name of pathParams(route)) {
     parameters.push({
       name,
       in: 'path',

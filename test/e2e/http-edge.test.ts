@@ -714,6 +714,11 @@ describe('defects found by fuzzing', () => {
       status: 422,
       body: { detail: 'note: must not contain the NUL character' },
     });
+    const asset = await bare().get('/docs/assets/a%00b');
+    expect({ status: asset.status, body: asset.body }).toEqual({
+      status: 422,
+      body: { detail: 'file: must not contain the NUL character' },
+    });
     // A UUID path id with a NUL names nothing: 404, as any other non-UUID id.
     expectError(await api.get(`/api/v1/users/${randomUUID()}%00/`), 404);
   });

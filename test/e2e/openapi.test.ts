@@ -122,8 +122,9 @@ describe('the OpenAPI document', () => {
       if (parameters.some((p) => p.$ref === '#/components/parameters/IdempotencyKey')) {
         need(o, 422, 'malformed Idempotency-Key');
       }
-      for (const p of parameters.filter((p) => p.in === 'path' && p.schema?.format === 'uuid')) {
-        need(o, 404, `${p.name} that is not a UUID`);
+      for (const p of parameters.filter((p) => p.in === 'path')) {
+        if (p.schema?.format === 'uuid') need(o, 404, `${p.name} that is not a UUID`);
+        else need(o, 422, `NUL in ${p.name}`);
       }
     }
     expect(missing).toEqual([]);
