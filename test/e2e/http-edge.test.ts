@@ -855,6 +855,16 @@ describe('defects found by fuzzing', () => {
     const tunnel = await rawExchange(`CONNECT ${USERS} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
     expectRawError(tunnel, 405, 'Method not allowed');
     expect(tunnel.headers.connection).toBe('close');
+    // A tunnel to a host and port (authority form) names no resource of this API.
+    const authority = await rawExchange(
+      'CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n',
+    );
+    expectRawError(authority, 404, 'Not found');
+    // A request to upgrade the connection is answered as a plain request.
+    const upgrade = await rawExchange(
+      'GET /nope HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade, close\r\nUpgrade: websocket\r\n\r\n',
+    );
+    expectRawError(upgrade, 404, 'Not found');
     // The server still answers afterwards.
     expect((await api.get(USERS)).status).toBe(200);
   });
