@@ -1,3 +1,4 @@
+import { METHODS } from 'node:http';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { ApiDeps } from './deps';
@@ -32,7 +33,9 @@ export function apiRoutes(deps: ApiDeps): Route[] {
 
 export function createApp(deps: ApiDeps): Koa {
   const app = new Koa({ proxy: true });
-  const router = new Router();
+  // Every method node parses counts as implemented, so that TRACE on a known path answers 405
+  // with Allow (as PUT does), not the router's bare 501.
+  const router = new Router({ methods: [...METHODS] });
   mountRoutes(router, apiRoutes(deps), deps.pool);
   app.use(errorsAndAccessLog(deps.logger));
   app.use(jsonBody());

@@ -1,96 +1,254 @@
 import { z } from 'zod';
+import { MAX_BODY_BYTES } from './middleware/body';
 import type { Route } from './route';
+
+type Json = Record<string, unknown>;
 
 /** `:name` (Koa) to `{name}` (OpenAPI). */
 export function openApiPath(path: string): string {
   return path.replace(/:([A-Za-z_]+)/g, '{$1}');
 }
 
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
-  return z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' });
+function operationId(route: Route): string {
+  const path = openApiPath(route.path);
+  return `${route.method}_${path.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, '')}`;
 }
 
-function stripDialect(schema: Record<string, unknown>): Record<string, unknown> {
-  const { $schema: _ignored, ...rest } = schema;
-  return rest;
+function pathParams(route: Route): string[] {
+  return (route.path.match(/:([A-Za-z_]+)/g) ?? []).map((name) => name.slice(1));
+}
+
+/** Path parameters that the pipeline requires to be UUIDs (anything else answers 404). */
+function uuidParams(route: Route): string[] {
+  return pathParams(route).filter(
+    (name) => name.endsWith('id') && !route.opaqueParams?.includes(name),
+  );
+}
+
+const COMPONENT = '#/components/schemas/';
+
+/** Points every `#/$defs/X` at `#/components/schemas/X`, where the document keeps shared schemas. */
+function toComponentRefs(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(toComponentRefs);
+  if (!value || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, item]) => [
+      key,
+      key === '$ref' && typeof item === 'string'
+        ? item.replace(/^#\/\$defs\//, COMPONENT)
+        : toComponentRefs(item),
+    ]),
+  );
 }
 
 /**
- * The OpenAPI 3.1 document, generated from the zod schemas that validate the requests and
- * describe the responses.
+ * Converts many zod schemas in one pass, so that every schema with a `.meta({ id })` is emitted
+ * once, as a component, and referenced from wherever it is used.
  */
-export function buildOpenApi(routes: readonly Route[], version: string): Record<string, unknown> {
+function convertAll(
+  schemas: Map<string, z.ZodType>,
+  io: 'input' | 'output',
+  components: Record<string, Json>,
+): Map<string, Json> {
+  const all = z.object(Object.fromEntries(schemas));
+  const converted = z.toJSONSchema(all, {
+    io,
+    unrepresentable: 'any',
+    target: 'draft-2020-12',
+  }) as { properties?: Record<string, Json>; $defs?: Record<string, Json> };
+  for (const [id, schema] of Object.entries(converted.$defs ?? {})) {
+    const component = toComponentRefs(schema) as Json;
+    const known = components[id];
+    if (known && JSON.stringify(known) !== JSON.stringify(component)) {
+      throw new Error(`schema ${id} differs between requests and responses: give each its own id`);
+    }
+    components[id] = component;
+  }
+  const result = new Map<string, Json>();
+  for (const key of schemas.keys()) {
+    result.set(key, toComponentRefs(converted.properties?.[key] ?? {}) as Json);
+  }
+  return result;
+}
+
+const ERROR_CONTENT = { 'application/json': { schema: { $ref: `${COMPONENT}Error` } } };
+
+/** Statuses that the pipeline and the middleware answer, whatever the route's handler does. */
+function edgeResponses(route: Route, readsBody: boolean): Record<number, string> {
+  const edge: Record<number, string> = {};
+  if (readsBody) {
+    edge[400] = 'The body is not JSON';
+    edge[413] = `The body is larger than ${MAX_BODY_BYTES / 1024 / 1024} MiB`;
+  }
+  if (route.auth !== null) {
+    edge[401] = 'Missing or invalid credentials';
+    edge[429] = 'Rate limit exceeded; Retry-After gives the seconds to wait';
+  }
+  if (uuidParams(route).length) edge[404] = 'Not found (an id that is not a UUID names nothing)';
+  // Path parameters that are not UUIDs reach the NUL check (a UUID one is a 404 before it).
+  const freeText = pathParams(route).some((name) => !uuidParams(route).includes(name));
+  const checked = readsBody || route.query || freeText;
+  if (checked) edge[422] = 'A field is invalid or holds text the database cannot store (NUL)';
+  if (route.idempotent) {
+    edge[422] = `${edge[422] ?? 'Validation failure'}; or a malformed Idempotency-Key`;
+    edge[504] =
+      'The payment did not finish in time; it goes on: retry with the same Idempotency-Key';
+  }
+  return edge;
+}
+
+function responsesOf(
+  route: Route,
+  readsBody: boolean,
+  schemaOf: (status: string) => Json | undefined,
+): Json {
+  const responses: Record<string, Json> = {};
+  for (const [status, spec] of Object.entries(route.responses)) {
+    const schema = schemaOf(status);
+    responses[status] = {
+      description: spec.description,
+      ...(schema ? { content: { 'application/json': { schema } } } : {}),
+    };
+  }
+  for (const [status, description] of Object.entries(edgeResponses(route, readsBody))) {
+    const known = responses[status];
+    if (!known) {
+      responses[status] = { description, content: ERROR_CONTENT };
+    } else if (
+      status !== '401' &&
+      status !== '404' &&
+      !String(known.description).includes(description)
+    ) {
+      responses[status] = {
+        ...known,
+        description: `${String(known.description)}; or ${description.charAt(0).toLowerCase()}${description.slice(1)}`,
+      };
+    }
+  }
+  return Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)));
+}
+
+function parametersOf(route: Route, query: Json | undefined, params: Json | undefined): Json[] {
+  const parameters: Json[] = [];
+  const uuids = uuidParams(route);
+  const pathSchemas = (params?.properties ?? {}) as Record<string, Json>;
+  for (const name of pathParams(route)) {
+    parameters.push({
+      name,
+      in: 'path',
+      required: true,
+      schema: uuids.includes(name)
+        ? { type: 'string', format: 'uuid' }
+        : (pathSchemas[name] ?? { type: 'string' }),
+    });
+  }
+  const required = (query?.required ?? []) as string[];
+  for (const [name, schema] of Object.entries((query?.properties ?? {}) as Record<string, Json>)) {
+    parameters.push({ name, in: 'query', required: required.includes(name), schema });
+  }
+  if (route.idempotent) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
+  return parameters;
+}
+
+const WALLET_A = '0b6f3c2e-8d1a-4f5b-9c7e-2a4d6e8f1b3c';
+const WALLET_B = '5e9a7c1b-3f2d-4e6a-8b0c-9d1e2f3a4b5c';
+
+/**
+ * What the reference page shows in each request body, and what try-it starts from. A schema's
+ * own `.meta({ example })` takes precedence; the OpenAPI test checks each of these against both
+ * the documented schema and the zod schema that validates the route.
+ */
+export const REQUEST_EXAMPLES: Record<string, Json> = {
+  'post /api/v1/users/create/': {
+    app_user_id: 'customer-1042',
+    name: 'Aminata Kamara',
+    phone_number: '+23276123456',
+    email: 'aminata@example.com',
+  },
+  'post /api/v1/transactions/wallet/transfer': {
+    from_wallet_id: WALLET_A,
+    to_wallet_id: WALLET_B,
+    amount: 12.5,
+    description: 'Rent for March',
+  },
+  'post /api/v1/transactions/wallet/mobile-money-deposit': { wallet_id: WALLET_A, amount: 1000 },
+  'post /api/v1/testing/simulate-mobile-money-webhook': {
+    transaction_id: '7c3e1a9b-2d4f-4a6b-8c0d-1e2f3a4b5c6d',
+    status: 'successful',
+  },
+  'post /api/v1/escrow/hold': {
+    wallet_id: WALLET_A,
+    amount: 25,
+    description: 'Order 1042, released on delivery',
+    recipient_wallet_id: WALLET_B,
+    expires_at: '2099-12-31T23:59:59Z',
+  },
+  'post /api/v1/escrow/{transaction_id}/release': { amount: 10 },
+  'post /api/v1/fees/estimate/deposit': { amount: 12.5, payment_method: 'mobile_money' },
+};
+
+function requestBodyOf(route: Route, schema: Json | undefined): Json {
+  if (!route.body || !schema) return {};
+  const example =
+    schema.example === undefined
+      ? REQUEST_EXAMPLES[`${route.method} ${openApiPath(route.path)}`]
+      : undefined;
+  return {
+    requestBody: {
+      required: !route.body.safeParse(undefined).success,
+      content: { 'application/json': { schema, ...(example ? { example } : {}) } },
+    },
+  };
+}
+
+/** Methods whose body the server reads (api/middleware/body.ts): 400 and 413 apply to them. */
+const BODY_METHODS = new Set(['post', 'patch', 'delete']);
+
+/**
+ * The OpenAPI 3.1 document, generated from the zod schemas that validate the requests and
+ * describe the responses. Shared schemas (those with a zod `id`) live in components/schemas.
+ */
+export function buildOpenApi(routes: readonly Route[], version: string): Json {
+  const inputs = new Map<string, z.ZodType>();
+  const outputs = new Map<string, z.ZodType>();
+  for (const route of routes) {
+    const id = operationId(route);
+    if (route.body) inputs.set(`${id}.body`, route.body);
+    if (route.query) inputs.set(`${id}.query`, route.query);
+    if (route.params) inputs.set(`${id}.params`, route.params);
+    for (const [status, spec] of Object.entries(route.responses)) {
+      if (spec.schema) outputs.set(`${id}.${status}`, spec.schema);
+    }
+  }
+  const components: Record<string, Json> = {
+    Error: {
+      type: 'object',
+      properties: { detail: { type: 'string' } },
+      required: ['detail'],
+      additionalProperties: false,
+    },
+  };
+  const requests = convertAll(inputs, 'input', components);
+  const replies = convertAll(outputs, 'output', components);
+
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
+    const id = operationId(route);
     const path = openApiPath(route.path);
-    const parameters: unknown[] = [];
-    for (const name of route.path.match(/:([A-Za-z_]+)/g) ?? []) {
-      parameters.push({
-        name: name.slice(1),
-        in: 'path',
-        required: true,
-        schema: { type: 'string' },
-      });
-    }
-    if (route.query) {
-      const query = jsonSchema(route.query, 'input') as {
-        properties?: Record<string, unknown>;
-        required?: string[];
-      };
-      for (const [name, schema] of Object.entries(query.properties ?? {})) {
-        parameters.push({
-          name,
-          in: 'query',
-          required: query.required?.includes(name) ?? false,
-          schema,
-        });
-      }
-    }
-    if (route.auth !== null) {
-      parameters.push(
-        { $ref: '#/components/parameters/ApiKey' },
-        { $ref: '#/components/parameters/SecretKey' },
-      );
-    }
-    if (route.idempotent) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
-    const responses: Record<string, unknown> = {};
-    for (const [status, spec] of Object.entries(route.responses)) {
-      responses[status] = {
-        description: spec.description,
-        ...(spec.schema
-          ? {
-              content: {
-                'application/json': { schema: stripDialect(jsonSchema(spec.schema, 'output')) },
-              },
-            }
-          : {}),
-      };
-    }
-    if (route.auth !== null) {
-      responses['429'] ??= {
-        description: 'Rate limit exceeded; Retry-After gives the seconds to wait',
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-      };
-    }
     paths[path] ??= {};
     paths[path][route.method] = {
       summary: route.summary,
       tags: [route.tag],
-      operationId: `${route.method}_${path.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, '')}`,
-      ...(route.auth !== null ? { 'x-rate-limit-category': route.auth } : {}),
+      operationId: id,
+      ...(route.auth !== null
+        ? { security: [{ ApiKey: [], SecretKey: [] }], 'x-rate-limit-category': route.auth }
+        : { security: [] }),
       ...(route.testModeOnly ? { 'x-test-mode-only': true } : {}),
-      parameters,
-      ...(route.body
-        ? {
-            requestBody: {
-              required: true,
-              content: {
-                'application/json': { schema: stripDialect(jsonSchema(route.body, 'input')) },
-              },
-            },
-          }
-        : {}),
-      responses,
+      parameters: parametersOf(route, requests.get(`${id}.query`), requests.get(`${id}.params`)),
+      ...requestBodyOf(route, requests.get(`${id}.body`)),
+      responses: responsesOf(route, BODY_METHODS.has(route.method), (status) =>
+        replies.get(`${id}.${status}`),
+      ),
     };
   }
   return {
@@ -98,63 +256,49 @@ export function buildOpenApi(routes: readonly Route[], version: string): Record<
     info: {
       title: 'Wallet and payments engine',
       version,
-      description:
-        'Amounts in the base currency are JSON numbers in major units with at most 2 decimals; ' +
-        'mobile-money amounts are integer SLE cents. Errors are always {"detail": string}. ' +
+      description: [
+        'Amounts in the base currency are JSON numbers in major units with at most 2 decimals,',
+        'judged as written (12.50 is fine, 10.10000000000000001 is refused); mobile-money',
+        'amounts are integer SLE cents. Errors are always {"detail": string}, including 404 for',
+        'an unknown path and 405 (with Allow) for a method a path does not support.',
         'Money-moving POSTs accept Idempotency-Key; a replay carries Idempotent-Replayed: true.',
+        'Authenticate with the api-key and secret-key headers of a Test Mode or Live Mode',
+        'credential (both required).',
+      ].join(' '),
     },
     servers: [{ url: '/' }],
     paths,
     components: {
+      securitySchemes: {
+        ApiKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'api-key',
+          description: 'The public half of a credential (pk_test_... or pk_live_...); required',
+        },
+        SecretKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'secret-key',
+          description:
+            'The secret half of the same credential (sk_test_... or sk_live_...); required',
+        },
+      },
       parameters: {
-        ApiKey: { name: 'api-key', in: 'header', required: true, schema: { type: 'string' } },
-        SecretKey: { name: 'secret-key', in: 'header', required: true, schema: { type: 'string' } },
         IdempotencyKey: {
           name: 'Idempotency-Key',
           in: 'header',
           required: false,
-          schema: { type: 'string', minLength: 1, maxLength: 255 },
+          description:
+            'Any 1 to 255 printable ASCII characters; a retry with the same key and request ' +
+            'returns the first answer and moves no money. Present but empty: 422.',
+          schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$' },
+          example: 'order-1234-transfer',
         },
       },
-      schemas: {
-        Error: { type: 'object', properties: { detail: { type: 'string' } }, required: ['detail'] },
-      },
+      schemas: Object.fromEntries(
+        Object.entries(components).sort(([a], [b]) => a.localeCompare(b)),
+      ),
     },
   };
 }
-
-export const DOCS_HTML = `<!doctype html>
-<html lang="en">
-<head>
-  <meta charset="utf-8">
-  <title>Wallet and payments engine: API reference</title>
-  <meta name="viewport" content="width=device-width, initial-scale=1">
-  <style>
-    body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; padding: 0 1rem; color: #1b1b1b; }
-    h1 { font-size: 1.5rem; } h2 { font-size: 1.1rem; margin-top: 2rem; border-bottom: 1px solid #ddd; }
-    .op { margin: .75rem 0; padding: .5rem .75rem; border-left: 4px solid #888; background: #f7f7f7; }
-    .m { font-weight: 700; text-transform: uppercase; display: inline-block; width: 4.5rem; }
-    .post { border-color: #2d7d46; } .get { border-color: #2458a6; } .delete { border-color: #a62424; } .patch { border-color: #a67c24; }
-    code { font-size: .95em; } details pre { overflow: auto; background: #fff; padding: .5rem; }
-  </style>
-</head>
-<body>
-  <h1>Wallet and payments engine</h1>
-  <p>The machine-readable document: <a href="/api/v1/openapi.json"><code>/api/v1/openapi.json</code></a> (OpenAPI 3.1).</p>
-  <div id="ops">Loading…</div>
-  <script>
-    fetch('/api/v1/openapi.json').then(r => r.json()).then(doc => {
-      const byTag = {};
-      for (const [path, ops] of Object.entries(doc.paths)) for (const [method, op] of Object.entries(ops)) {
-        (byTag[op.tags[0]] ??= []).push({ path, method, op });
-      }
-      const esc = s => String(s).replace(/[&<>]/g, c => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;' }[c]));
-      document.getElementById('ops').innerHTML = Object.entries(byTag).map(([tag, ops]) =>
-        '<h2>' + esc(tag) + '</h2>' + ops.map(({ path, method, op }) =>
-          '<div class="op ' + method + '"><span class="m">' + method + '</span><code>' + esc(path) + '</code> ' + esc(op.summary) +
-          '<details><summary>Schema</summary><pre>' + esc(JSON.stringify({ parameters: op.parameters, requestBody: op.requestBody, responses: op.responses }, null, 2)) + '</pre></details></div>'
-        ).join('')).join('');
-    });
-  </script>
-</body>
-</html>`;

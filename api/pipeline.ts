@@ -8,7 +8,9 @@ import { claimIdempotencyKey, completeIdempotencyKey } from '../db/idempotency';
 import { hitRateLimit } from '../db/rate-limit';
 import { AppError } from '../domain/errors';
 import { RATE_LIMIT_CATEGORIES, type Caller } from '../domain/types';
+import { refuseUnstorableText } from './middleware/body';
 import { RateLimitedError } from './middleware/errors';
+import { InexactNumber } from './middleware/json-number';
 import type { HandlerResult, Route } from './route';
 import { uuidPattern } from './schemas';
 
@@ -41,9 +43,17 @@ async function authenticateRequest(
   return caller;
 }
 
+/** A field that is a plain number, given a literal that no double holds exactly. */
+function inexactNumberMessage(issue: { input?: unknown }): string | undefined {
+  const { input } = issue;
+  if (!(input instanceof InexactNumber)) return undefined;
+  if (!Number.isFinite(input.value)) return `${input.source} is out of range`;
+  return `${input.source} cannot be read exactly as a number: send at most 15 significant digits`;
+}
+
 function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
   if (!schema) return undefined as T;
-  const result = schema.safeParse(value);
+  const result = schema.safeParse(value, { error: inexactNumberMessage });
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => {
     const field = issue.path.length ? issue.path.join('.') : where;
@@ -105,15 +115,22 @@ export function mountRoutes(router: Router, routes: readonly Route[], pool: Data
           );
         }
       }
+      refuseUnstorableText(ctx.params, [], 'path');
       const params = parse(route.params, ctx.params, 'path');
+      // A route without query parameters ignores them: only one that reads them checks them.
+      if (route.query) refuseUnstorableText(ctx.query, [], 'query');
       const query = parse(route.query, ctx.query, 'query');
-      const key = route.idempotent ? ctx.get('idempotency-key') : '';
-      if (key && !IDEMPOTENCY_KEY.test(key)) {
+      // Present but empty (or only whitespace, which the HTTP parser trims away) is no key at
+      // all: refused, not treated as absent, so that a retry can never move money twice.
+      const sentKey = route.idempotent ? ctx.headers['idempotency-key'] : undefined;
+      const key = sentKey === undefined ? '' : ctx.get('idempotency-key');
+      if (sentKey !== undefined && !IDEMPOTENCY_KEY.test(key)) {
         throw new AppError(
           'validation_failed',
           'Idempotency-Key must be 1 to 255 printable characters',
         );
       }
+      refuseUnstorableText(ctx.state.body, [], 'body');
       const body = parse(route.body, ctx.state.body, 'body');
       const input = { ctx, caller: caller as Caller, body, query, params, idempotency: null };
 

@@ -1,31 +1,87 @@
 import { z } from 'zod';
-import { majorNumberToMinor, MAX_MINOR_UNITS } from '../domain/money';
+import { MAX_MINOR_UNITS, parseMajorDecimal } from '../domain/money';
+import { InexactNumber, plainDecimal } from './middleware/json-number';
 
 /** Error body of every failure. */
 export const ErrorBody = z.object({ detail: z.string() }).meta({ id: 'Error' });
 export const MessageBody = z.object({ message: z.string() }).meta({ id: 'Message' });
 
-/** A money amount in major units, > 0, at most 2 decimals; parsed into bigint minor units. */
-export const PositiveAmount = z
-  .number({ error: 'amount must be a number' })
+/** A JSON number from a request body: plain when exact, else as written (see InexactNumber). */
+const jsonNumber = (error: string) =>
+  z.custom<number | InexactNumber>(
+    (value) => typeof value === 'number' || value instanceof InexactNumber,
+    { error },
+  );
+
+/** The exact value the client wrote, in plain decimal notation; null if it is not a number. */
+function writtenDecimal(value: number | InexactNumber): string | null {
+  if (value instanceof InexactNumber) return plainDecimal(value.source);
+  return Number.isFinite(value) ? plainDecimal(String(value)) : null;
+}
+
+const MAX_MAJOR = MAX_MINOR_UNITS / 100n;
+
+/**
+ * A money amount in major units, > 0, at most 2 decimals; parsed into bigint minor units. The
+ * literal is judged as written: `10.10000000000000001` has more than 2 decimals although its
+ * double is 10.1; `12.50` and `1.005e1` (10.05) are fine.
+ */
+export const PositiveAmount = jsonNumber('must be a number')
   .transform((value, ctx) => {
-    const minor = majorNumberToMinor(value);
-    if (minor === null) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `must be a number with at most 2 decimals, no larger than ${MAX_MINOR_UNITS / 100n}`,
-      });
+    const decimal = writtenDecimal(value);
+    if (decimal !== null && (decimal.startsWith('-') || decimal === '0')) {
+      ctx.addIssue({ code: 'custom', message: 'must be greater than 0' });
       return z.NEVER;
     }
-    if (minor <= 0n) {
-      ctx.addIssue({ code: 'custom', message: 'must be greater than 0' });
+    const minor = decimal === null ? null : parseMajorDecimal(decimal);
+    if (minor === null || minor > MAX_MINOR_UNITS) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be a number with at most 2 decimals, no larger than ${MAX_MAJOR}`,
+      });
       return z.NEVER;
     }
     return minor;
   })
   .meta({
-    description: 'Major units of the base currency, greater than 0, at most 2 decimals',
+    type: 'number',
+    exclusiveMinimum: 0,
+    maximum: Number(MAX_MAJOR),
+    multipleOf: 0.01,
+    description:
+      'Major units of the base currency, greater than 0, at most 2 decimals (12.5 and 12.50 ' +
+      'are the same amount; 12.505 is refused even where a float would round it)',
     example: 12.5,
+  });
+
+/**
+ * A positive integer count of minor units (the mobile-money deposit's SLE cents), at most
+ * MAX_MINOR_UNITS, judged on the literal: `100.0` and `1e2` are 100, `100.5` is refused.
+ */
+export const PositiveMinorUnits = jsonNumber('must be an integer count of minor units')
+  .transform((value, ctx) => {
+    const decimal = writtenDecimal(value);
+    if (decimal === null || !/^-?\d+$/.test(decimal)) {
+      ctx.addIssue({ code: 'custom', message: 'must be an integer count of minor units' });
+      return z.NEVER;
+    }
+    const units = BigInt(decimal);
+    if (units <= 0n) {
+      ctx.addIssue({ code: 'custom', message: 'must be greater than 0' });
+      return z.NEVER;
+    }
+    if (units > MAX_MINOR_UNITS) {
+      ctx.addIssue({ code: 'custom', message: `must be at most ${MAX_MINOR_UNITS}` });
+      return z.NEVER;
+    }
+    return units;
+  })
+  .meta({
+    type: 'integer',
+    minimum: 1,
+    maximum: Number(MAX_MINOR_UNITS),
+    description: 'An integer count of minor units (SLE cents: 1000 is 10.00 SLE), at least 1',
+    example: 1000,
   });
 
 /** Path ids are UUIDs; anything else names nothing, so it is a 404, not a 422. */

@@ -1,5 +1,7 @@
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { ServerResponse, STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type Koa from 'koa';
 import { Client, Connection } from '@temporalio/client';
 import { temporalAddress, type Config } from '../config';
 import { createDatabasePool } from '../db/pool';
@@ -21,6 +23,12 @@ export async function startApi(
   const providers = createProviders({ config, pool });
   const app = createApp({ config, pool, temporal, logger, providers });
   const server = app.listen(config.api.port, config.api.host);
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) =>
+    answerClientError(error, socket, logger),
+  );
+  server.on('connect', (request: IncomingMessage, socket: Duplex) =>
+    answerConnect(app, request, socket),
+  );
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);
@@ -38,4 +46,58 @@ export async function startApi(
       await pool.end();
     },
   };
+}
+
+/** Statuses for what node's HTTP parser refuses before a request reaches Koa. */
+const CLIENT_ERRORS: Record<string, { status: number; detail: string }> = {
+  HPE_HEADER_OVERFLOW: {
+    status: 431,
+    detail: 'Request line and headers are too large: at most 16 KiB together',
+  },
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: { status: 413, detail: 'Chunk extensions are too large' },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, detail: 'The request did not arrive in time' },
+};
+
+/**
+ * Node answers a request it cannot parse (a URL over 16 KiB, bad header bytes) with an empty
+ * body; like every other error, it gets `{"detail": ...}`. Written only when no response on
+ * this connection has begun to go out, the test node's own handler makes (it reads the
+ * socket's in-flight response, `_httpMessage`, the same way).
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, logger: Logger): void {
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const { status, detail } = CLIENT_ERRORS[error.code ?? ''] ?? {
+    status: 400,
+    detail: 'Malformed HTTP request',
+  };
+  logger.info({ code: error.code, status }, 'client error');
+  const body = JSON.stringify({ detail });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n` +
+      'Content-Type: application/json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      'Connection: close\r\n\r\n' +
+      body,
+    () => socket.destroy(),
+  );
+}
+
+/**
+ * Node hands CONNECT to a 'connect' listener instead of the app, and closes the connection
+ * when there is none. Run it through the app like any other method (a 405 or 404 with a
+ * detail), then close the connection.
+ */
+function answerConnect(app: Koa, request: IncomingMessage, socket: Duplex): void {
+  const response = new ServerResponse(request);
+  response.shouldKeepAlive = false;
+  response.assignSocket(socket as Socket);
+  response.on('finish', () => {
+    response.detachSocket(socket as Socket);
+    socket.end(() => socket.destroy());
+  });
+  void app.callback()(request, response);
 }

@@ -1,11 +1,13 @@
 import type Koa from 'koa';
 import { AppError } from '../../domain/errors';
+import { parseJsonKeepingLiterals } from './json-number';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 /**
  * Reads a JSON body of at most 1 MiB: 413 above it, 400 when it is not JSON. An empty body is
- * `undefined`, which a route without a body schema accepts.
+ * `undefined`, which a route without a body schema accepts. A number whose literal is not
+ * exactly its double arrives as an `InexactNumber`, so that amounts are judged as written.
  */
 export function jsonBody(): Koa.Middleware {
   return async function readJsonBody(ctx, next) {
@@ -34,11 +36,47 @@ export function jsonBody(): Koa.Middleware {
       ctx.state.body = undefined;
     } else {
       try {
-        ctx.state.body = JSON.parse(text) as unknown;
+        ctx.state.body = parseJsonKeepingLiterals(text);
       } catch {
         throw new AppError('invalid_json', 'Request body is not valid JSON');
       }
     }
     await next();
   };
+}
+
+/**
+ * Why Postgres would refuse this text, or null: a text column cannot hold the NUL character,
+ * and a jsonb value (the stored idempotent response, a provider notification) cannot hold an
+ * unpaired UTF-16 surrogate, which `\ud800` in a JSON string produces.
+ */
+function unstorable(text: string): string | null {
+  if (text.includes('\u0000')) return 'must not contain the NUL character';
+  if (/\p{Cs}/u.test(text)) return 'must not contain an unpaired UTF-16 surrogate';
+  return null;
+}
+
+const printable = (key: string) => JSON.stringify(key).slice(1, -1);
+
+/**
+ * Refuses, with a 422 that names the field, any string or object key anywhere in `value` that
+ * the database could not store: checked at the edge so that no handler or workflow ever sees
+ * input that can never succeed.
+ */
+export function refuseUnstorableText(value: unknown, path: readonly string[], where: string): void {
+  const fail = (at: readonly string[], why: string): never => {
+    throw new AppError('validation_failed', `${at.length ? at.join('.') : where}: ${why}`);
+  };
+  if (typeof value === 'string') {
+    const why = unstorable(value);
+    if (why) fail(path, why);
+    return;
+  }
+  if (typeof value !== 'object' || value === null) return;
+  for (const [key, item] of Object.entries(value)) {
+    const at = [...path, printable(key)];
+    const why = unstorable(key);
+    if (why) fail(at, `the name ${why}`);
+    refuseUnstorableText(item, at, where);
+  }
 }

@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type Koa from 'koa';
 import { AppError } from '../../domain/errors';
 import { redactHeaders, type Logger } from '../../observability/logger';
@@ -19,13 +20,11 @@ export function errorsAndAccessLog(logger: Logger): Koa.Middleware {
         ctx.body = { detail: 'Method not allowed' };
       }
     } catch (error) {
-      const appError = toAppError(error);
-      ctx.status = appError.status;
-      ctx.body = { detail: appError.detail };
-      if (appError.status === 429 && error instanceof AppError && 'retryAfter' in error) {
-        ctx.set('Retry-After', String((error as AppError & { retryAfter: number }).retryAfter));
-      }
-      if (appError.status >= 500) {
+      const { status, detail } = describeError(error);
+      ctx.status = status;
+      ctx.body = { detail };
+      if (error instanceof RateLimitedError) ctx.set('Retry-After', String(error.retryAfter));
+      if (status >= 500) {
         logger.error({ err: error, method: ctx.method, path: ctx.path }, 'request failed');
       }
     } finally {
@@ -49,12 +48,21 @@ export class RateLimitedError extends AppError {
   }
 }
 
-function toAppError(error: unknown): AppError {
-  if (error instanceof AppError) return error;
-  const status = (error as { status?: unknown; expose?: unknown }).status;
-  // Errors raised by Koa itself (for example a malformed URL) carry a status and a safe message.
-  if (typeof status === 'number' && status >= 400 && status < 500) {
-    return new AppError('invalid_request', (error as Error).message || 'Invalid request');
+/**
+ * The status and safe message of a failure. Errors raised by Koa itself or a library under it
+ * (http-errors: a malformed URL, an unsupported media type) keep their own 4xx status; their
+ * message is shown only when they mark it safe to show.
+ */
+function describeError(error: unknown): { status: number; detail: string } {
+  if (error instanceof AppError) return { status: error.status, detail: error.detail };
+  const { status, expose, message } = error as {
+    status?: unknown;
+    expose?: unknown;
+    message?: unknown;
+  };
+  if (typeof status === 'number' && Number.isInteger(status) && status >= 400 && status < 500) {
+    const shown = expose === true && typeof message === 'string' && message.trim() !== '';
+    return { status, detail: shown ? message : (STATUS_CODES[status] ?? 'Invalid request') };
   }
-  return new AppError('internal', 'Internal server error', { cause: error });
+  return { status: 500, detail: 'Internal server error' };
 }

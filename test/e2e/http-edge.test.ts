@@ -1,16 +1,19 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { connect, type AddressInfo } from 'node:net';
+import Koa from 'koa';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { apiRoutes } from '../../api/app';
 import { createLogger } from '../../observability/logger';
-import { createProviders } from '../../providers';
 import { MAX_BODY_BYTES } from '../../api/middleware/body';
-import { openApiPath } from '../../api/openapi';
+import { errorsAndAccessLog } from '../../api/middleware/errors';
 import { startApi } from '../../api/server';
 import { updateApplication } from '../../db/applications';
 import { createCredential, revokeCredential } from '../../db/credentials';
+import { parseJsonKeepingLiterals } from '../../api/middleware/json-number';
+import { PositiveAmount, PositiveMinorUnits } from '../../api/schemas';
+import { balanceOf, fundWallet } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, type ApiClient, type Reply } from '../support/http';
+import { clientFor, createUserWithWallet, type ApiClient, type Reply } from '../support/http';
 
 let engine: TestEngine;
 let app: TestApp;
@@ -475,100 +478,6 @@ describe('health', () => {
   });
 });
 
-describe('OpenAPI', () => {
-  /** Every route of the API as `METHOD /open/api/{path}`, with whether it takes credentials. */
-  function routeTable(): Map<string, { authenticated: boolean }> {
-    const routes = apiRoutes({
-      config: engine.config,
-      pool: engine.pool,
-      temporal: engine.temporal,
-      logger: createLogger('silent'),
-      providers: createProviders({ config: engine.config, pool: engine.pool }),
-    });
-    expect(routes.length).toBeGreaterThan(10);
-    return new Map(
-      routes.map((r) => [
-        `${r.method.toUpperCase()} ${openApiPath(r.path)}`,
-        { authenticated: r.auth !== null },
-      ]),
-    );
-  }
-
-  async function documentedKeys(): Promise<{ doc: any; keys: string[] }> {
-    const reply = await bare().get('/api/v1/openapi.json');
-    expect(reply.status).toBe(200);
-    expect(reply.headers.get('content-type')).toMatch(/^application\/json/);
-    const keys: string[] = [];
-    for (const [path, operations] of Object.entries(reply.body.paths as Record<string, object>)) {
-      for (const method of Object.keys(operations)) keys.push(`${method.toUpperCase()} ${path}`);
-    }
-    return { doc: reply.body, keys: keys.sort() };
-  }
-
-  it('serves an OpenAPI 3.1.0 document without credentials', async () => {
-    const { doc } = await documentedKeys();
-    expect(doc.openapi).toBe('3.1.0');
-    expect(doc.info).toMatchObject({ title: expect.any(String), version: expect.any(String) });
-  });
-
-  it('documents every route of the API under its path and method, with its credential headers', async () => {
-    const { doc, keys } = await documentedKeys();
-    const routes = routeTable();
-    expect(routes.has('POST /api/v1/users/create/')).toBe(true);
-    expect(routes.has('GET /api/v1/users/{user_id}/')).toBe(true);
-    for (const [key, { authenticated }] of routes) {
-      expect(keys).toContain(key);
-      const [method, path] = key.split(' ') as [string, string];
-      const operation = doc.paths[path][method.toLowerCase()];
-      const refs = (operation.parameters as { $ref?: string }[]).map((p) => p.$ref);
-      const headers = ['#/components/parameters/ApiKey', '#/components/parameters/SecretKey'];
-      if (authenticated)
-        expect({ key, refs }).toEqual({ key, refs: expect.arrayContaining(headers) });
-      else expect(refs).not.toContain(headers[0]);
-    }
-    expect(doc.components.parameters.ApiKey).toMatchObject({ name: 'api-key', in: 'header' });
-    expect(doc.components.parameters.SecretKey).toMatchObject({ name: 'secret-key', in: 'header' });
-  });
-
-  it('documents only operations that the server really answers', async () => {
-    const { keys } = await documentedKeys();
-    const routes = routeTable();
-    expect(keys).toEqual([...routes.keys()].sort());
-    const unanswered: string[] = [];
-    for (const key of keys) {
-      const [method, path] = key.split(' ') as [string, string];
-      const concrete = path.replace(/\{[^}]+\}/g, () => randomUUID());
-      const reply = await bare().request(method, concrete);
-      // Without credentials an authenticated route says 401; an open one answers. Neither is
-      // an unknown route (the router's 404) or an unsupported method (405).
-      const answered = routes.get(key)!.authenticated
-        ? reply.status === 401
-        : reply.status < 500 &&
-          reply.status !== 405 &&
-          !(reply.status === 404 && reply.body?.detail === 'Not found');
-      if (!answered) unanswered.push(`${key}: ${reply.status}`);
-    }
-    expect(unanswered).toEqual([]);
-  });
-
-  it('describes the transfer request body with its amount', async () => {
-    const { doc } = await documentedKeys();
-    const schema = doc.paths[TRANSFER].post.requestBody.content['application/json'].schema;
-    expect(schema.properties.amount).toBeDefined();
-    expect(schema.properties.amount.type).toBe('number');
-    expect(schema.required).toEqual(
-      expect.arrayContaining(['from_wallet_id', 'to_wallet_id', 'amount']),
-    );
-  });
-
-  it('serves the rendered reference at /docs as HTML', async () => {
-    const response = await fetch(`${engine.url}/docs`);
-    expect(response.status).toBe(200);
-    expect(response.headers.get('content-type')).toMatch(/^text\/html/);
-    expect(await response.text()).toContain('/api/v1/openapi.json');
-  });
-});
-
 describe('logs', () => {
   it('writes JSON lines with one access-log line per request and credentials redacted', async () => {
     const logged = remember(await createTestApp(engine.pool));
@@ -636,5 +545,408 @@ describe('logs', () => {
       for (const secret of sentCredentials) expect(line.includes(secret)).toBe(false);
     }
     expect(engine.logs.some((line) => line.includes('[REDACTED]'))).toBe(true);
+  });
+});
+
+/** One HTTP/1.1 exchange over a raw socket, for what fetch refuses to send. */
+async function rawExchange(request: string | Buffer): Promise<{
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}> {
+  const { port } = new URL(engine.url);
+  const received = await new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const socket = connect(Number(port), '127.0.0.1', () => socket.write(request));
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks)));
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer in 10 s')));
+  });
+  const text = received.toString('utf8');
+  const split = text.indexOf('\r\n\r\n');
+  expect(split).toBeGreaterThan(0);
+  const [statusLine, ...lines] = text.slice(0, split).split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  const status = Number(/^HTTP\/1\.1 (\d{3}) /.exec(statusLine ?? '')?.[1]);
+  return { status, headers, body: text.slice(split + 4) };
+}
+
+/** A complete JSON error written on a raw socket: status, content type, length and detail. */
+function expectRawError(
+  reply: Awaited<ReturnType<typeof rawExchange>>,
+  status: number,
+  detail: string | RegExp,
+): void {
+  expect(reply.status).toBe(status);
+  expect(reply.headers['content-type']).toMatch(/^application\/json/);
+  expect(Number(reply.headers['content-length'])).toBe(Buffer.byteLength(reply.body));
+  const body = JSON.parse(reply.body) as { detail: string };
+  expect(Object.keys(body)).toEqual(['detail']);
+  if (typeof detail === 'string') expect(body.detail).toBe(detail);
+  else expect(body.detail).toMatch(detail);
+}
+
+describe('defects found by fuzzing', () => {
+  const countRows = (table: 'users' | 'transactions' | 'idempotency_keys', appId: string) =>
+    engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM ${sql.identifier([table])} WHERE application_id = ${appId}`);
+
+  /** Workflows of the application; visibility lags, so look for a while before saying none. */
+  async function workflowsOf(appId: string): Promise<string[]> {
+    await sleep(1_500);
+    const found: string[] = [];
+    for await (const wf of engine.temporal.workflow.list({ query: `ApplicationId = "${appId}"` }))
+      found.push(wf.workflowId);
+    return found;
+  }
+
+  /** A fresh application with two wallets, the first funded with 100.00. */
+  async function freshWallets() {
+    const fresh = remember(await createTestApp(engine.pool));
+    const client = clientFor(engine.url, fresh);
+    const a = await createUserWithWallet(client);
+    const b = await createUserWithWallet(client);
+    await fundWallet(engine.pool, a.walletId, 10_000n);
+    return { fresh, client, from: a.walletId, to: b.walletId };
+  }
+
+  it('refuses a NUL character in any string of a body with 422 naming the field, writing nothing', async () => {
+    const fresh = remember(await createTestApp(engine.pool));
+    const client = clientFor(engine.url, fresh);
+    const user = { app_user_id: 'nul-1', name: 'Nul', phone_number: '+23276000003' };
+    const cases: [Record<string, unknown>, string][] = [
+      [{ ...user, name: 'a\u0000b' }, 'name'],
+      [{ ...user, app_user_id: '\u0000' }, 'app_user_id'],
+      [{ ...user, phone_number: '+232\u000076' }, 'phone_number'],
+      [{ ...user, username: 'x\u0000' }, 'username'],
+      [{ ...user, email: 'a\u0000@example.com' }, 'email'],
+      [{ ...user, extra: { tags: ['fine', 'bad\u0000'] } }, 'extra.tags.1'],
+      [{ ...user, 'odd\u0000key': 1 }, 'odd\\u0000key'],
+    ];
+    for (const [body, field] of cases) {
+      const reply = await client.post('/api/v1/users/create/', body);
+      const why = field.includes('\\u0000') ? 'the name must not' : 'must not';
+      expect({ field, status: reply.status, body: reply.body }).toEqual({
+        field,
+        status: 422,
+        body: { detail: `${field}: ${why} contain the NUL character` },
+      });
+    }
+    // A body that is one bare string is named "body".
+    const bare = await client.request('POST', '/api/v1/users/create/', { raw: '"\\u0000"' });
+    expect({ status: bare.status, body: bare.body }).toEqual({
+      status: 422,
+      body: { detail: 'body: must not contain the NUL character' },
+    });
+    expect(await countRows('users', fresh.id)).toBe(0);
+    // The same request without the NUL is served.
+    expect((await client.post('/api/v1/users/create/', user)).status).toBe(200);
+    expect(await countRows('users', fresh.id)).toBe(1);
+  });
+
+  it('refuses a NUL in a transfer or escrow description at once: no workflow, no transaction', async () => {
+    const { fresh, client, from, to } = await freshWallets();
+    const started = Date.now();
+    const transfer = await client.post(
+      TRANSFER,
+      { from_wallet_id: from, to_wallet_id: to, amount: 1, description: 'rent\u0000' },
+      { 'Idempotency-Key': `nul-${randomUUID()}` },
+    );
+    expect({ status: transfer.status, body: transfer.body }).toEqual({
+      status: 422,
+      body: { detail: 'description: must not contain the NUL character' },
+    });
+    const hold = await client.post('/api/v1/escrow/hold', {
+      wallet_id: from,
+      amount: 1,
+      description: '\u0000',
+    });
+    expect({ status: hold.status, body: hold.body }).toEqual({
+      status: 422,
+      body: { detail: 'description: must not contain the NUL character' },
+    });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(await countRows('transactions', fresh.id)).toBe(0);
+    expect(await countRows('idempotency_keys', fresh.id)).toBe(0);
+    expect(await balanceOf(engine.pool, from)).toBe(10_000n);
+    expect(await workflowsOf(fresh.id)).toEqual([]);
+  });
+
+  it('refuses an unpaired UTF-16 surrogate, which a jsonb column cannot hold, like a NUL', async () => {
+    const { fresh, client, from, to } = await freshWallets();
+    const reply = await client.request('POST', TRANSFER, {
+      raw: `{"from_wallet_id":"${from}","to_wallet_id":"${to}","amount":1,"description":"a\\ud800b"}`,
+    });
+    expect({ status: reply.status, body: reply.body }).toEqual({
+      status: 422,
+      body: { detail: 'description: must not contain an unpaired UTF-16 surrogate' },
+    });
+    // A well-formed pair (an emoji) is fine.
+    const emoji = await client.post(TRANSFER, {
+      from_wallet_id: from,
+      to_wallet_id: to,
+      amount: 1,
+      description: 'rent \u{1F3E0}',
+    });
+    expect(emoji.status).toBe(200);
+    expect(emoji.body.description).toBe('rent \u{1F3E0}');
+    expect(await countRows('transactions', fresh.id)).toBe(1);
+  });
+
+  it('refuses a NUL in a path or query parameter with 422', async () => {
+    const sync = await api.post('/api/v1/transactions/sync/a%00b');
+    expect({ status: sync.status, body: sync.body }).toEqual({
+      status: 422,
+      body: { detail: 'reference_id: must not contain the NUL character' },
+    });
+    const query = await api.get(`${USERS}?is_active=%00`);
+    expect({ status: query.status, body: query.body }).toEqual({
+      status: 422,
+      body: { detail: 'is_active: must not contain the NUL character' },
+    });
+    const unknown = await api.get(`${USERS}?note=a%00`);
+    expect({ status: unknown.status, body: unknown.body }).toEqual({
+      status: 422,
+      body: { detail: 'note: must not contain the NUL character' },
+    });
+    const asset = await bare().get('/docs/assets/a%00b');
+    expect({ status: asset.status, body: asset.body }).toEqual({
+      status: 422,
+      body: { detail: 'file: must not contain the NUL character' },
+    });
+    // A UUID path id with a NUL names nothing: 404, as any other non-UUID id.
+    expectError(await api.get(`/api/v1/users/${randomUUID()}%00/`), 404);
+  });
+
+  it('refuses an empty Idempotency-Key with 422 and moves nothing, however often it is sent', async () => {
+    const { fresh, client, from, to } = await freshWallets();
+    const transfer = { from_wallet_id: from, to_wallet_id: to, amount: 10 };
+    for (const key of ['', '', '   ']) {
+      const reply = await client.post(TRANSFER, transfer, { 'Idempotency-Key': key });
+      expect({ key, status: reply.status, body: reply.body }).toEqual({
+        key,
+        status: 422,
+        body: { detail: 'Idempotency-Key must be 1 to 255 printable characters' },
+      });
+    }
+    const tooLong = await client.post(TRANSFER, transfer, { 'Idempotency-Key': 'k'.repeat(256) });
+    expectError(tooLong, 422);
+    expect(await balanceOf(engine.pool, from)).toBe(10_000n);
+    expect(await countRows('transactions', fresh.id)).toBe(0);
+    expect(await countRows('idempotency_keys', fresh.id)).toBe(0);
+    expect(await workflowsOf(fresh.id)).toEqual([]);
+  });
+
+  it('judges an amount as written: more than 2 decimals is 422 even where the float rounds to 2', async () => {
+    const { fresh, client, from, to } = await freshWallets();
+    const raw = (amount: string) =>
+      client.request('POST', TRANSFER, {
+        raw: `{"from_wallet_id":"${from}","to_wallet_id":"${to}","amount":${amount}}`,
+      });
+    for (const amount of ['10.10000000000000001', '1.0001e1', '0.001', '10.105']) {
+      const reply = await raw(amount);
+      expect({ amount, status: reply.status, body: reply.body }).toEqual({
+        amount,
+        status: 422,
+        body: {
+          detail: 'amount: must be a number with at most 2 decimals, no larger than 100000000000',
+        },
+      });
+    }
+    expect(await balanceOf(engine.pool, from)).toBe(10_000n);
+    expect(await countRows('transactions', fresh.id)).toBe(0);
+    expect(await workflowsOf(fresh.id)).toEqual([]);
+
+    // Exponents and trailing zeros are judged by their exact value.
+    const estimate = (amount: string) =>
+      client.request('POST', '/api/v1/fees/estimate/deposit', {
+        raw: `{"amount":${amount},"payment_method":"wallet"}`,
+      });
+    for (const [amount, expected] of [
+      ['12.50', '12.50'],
+      ['12.500', '12.50'],
+      ['1.005e1', '10.05'],
+      ['1e2', '100.00'],
+      ['0.07', '0.07'],
+    ] as const) {
+      const reply = await estimate(amount);
+      expect({
+        amount,
+        status: reply.status,
+        value: reply.body.fee_breakdown?.transaction_amount,
+      }).toEqual({ amount, status: 200, value: expected });
+    }
+    const moved = await raw('12.50');
+    expect(moved.status).toBe(200);
+    expect(await balanceOf(engine.pool, from)).toBe(8_750n);
+  });
+
+  it('refuses a plain number field whose literal no double holds exactly, saying why', async () => {
+    const fresh = remember(await createTestApp(engine.pool));
+    const client = clientFor(engine.url, fresh);
+    const create = (appUserId: string) =>
+      client.request('POST', '/api/v1/users/create/', {
+        raw: `{"app_user_id":${appUserId},"name":"N","phone_number":"+23276000004"}`,
+      });
+    const inexact = await create('12345678901234567890');
+    expect({ status: inexact.status, body: inexact.body }).toEqual({
+      status: 422,
+      body: {
+        detail:
+          'app_user_id: 12345678901234567890 cannot be read exactly as a number: send at most 15 significant digits',
+      },
+    });
+    const huge = await create('1e400');
+    expect({ status: huge.status, body: huge.body }).toEqual({
+      status: 422,
+      body: { detail: 'app_user_id: 1e400 is out of range' },
+    });
+    expect(await countRows('users', fresh.id)).toBe(0);
+    // An exact literal in another form is its value.
+    const exact = await create('1.5e2');
+    expect(exact.status).toBe(200);
+    expect(exact.body.app_user_id).toBe('150');
+  });
+
+  it('reads integer counts of minor units and amounts from their literals (PositiveMinorUnits, PositiveAmount)', () => {
+    const read = (literal: string) =>
+      (parseJsonKeepingLiterals(`{"v":${literal}}`) as { v: unknown }).v;
+    const units = (literal: string) => {
+      const result = PositiveMinorUnits.safeParse(read(literal));
+      return result.success ? result.data : result.error.issues.map((i) => i.message).join('; ');
+    };
+    expect(units('1000')).toBe(1000n);
+    expect(units('100.0')).toBe(100n);
+    expect(units('1e2')).toBe(100n);
+    expect(units('10000000000000')).toBe(10_000_000_000_000n);
+    expect(units('100.5')).toBe('must be an integer count of minor units');
+    expect(units('100.00000000000000001')).toBe('must be an integer count of minor units');
+    expect(units('0')).toBe('must be greater than 0');
+    expect(units('-5')).toBe('must be greater than 0');
+    expect(units('10000000000001')).toBe('must be at most 10000000000000');
+    expect(units('"1000"')).toBe('must be an integer count of minor units');
+    const amount = (literal: string) => {
+      const result = PositiveAmount.safeParse(read(literal));
+      return result.success ? result.data : result.error.issues.map((i) => i.message).join('; ');
+    };
+    expect(amount('12.5')).toBe(1250n);
+    expect(amount('100000000000')).toBe(10_000_000_000_000n);
+    expect(amount('100000000000.01')).toMatch(/at most 2 decimals, no larger than/);
+    expect(amount('-0.5')).toBe('must be greater than 0');
+    expect(amount('"12.5"')).toBe('must be a number');
+  });
+
+  it('answers an unknown method such as TRACE with 405, a detail and Allow', async () => {
+    const trace = await rawExchange(
+      `TRACE ${USERS} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`,
+    );
+    expectRawError(trace, 405, 'Method not allowed');
+    expect(trace.headers.allow?.split(/,\s*/)).toEqual(expect.arrayContaining(['GET', 'HEAD']));
+    const missing = await rawExchange(
+      'TRACE /nope HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n',
+    );
+    expectRawError(missing, 404, 'Not found');
+    // CONNECT never reaches an app by default: node closes the connection without an answer.
+    const tunnel = await rawExchange(`CONNECT ${USERS} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+    expectRawError(tunnel, 405, 'Method not allowed');
+    expect(tunnel.headers.connection).toBe('close');
+    // A tunnel to a host and port (authority form) names no resource of this API.
+    const authority = await rawExchange(
+      'CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n',
+    );
+    expectRawError(authority, 404, 'Not found');
+    // A request to upgrade the connection is answered as a plain request.
+    const upgrade = await rawExchange(
+      'GET /nope HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade, close\r\nUpgrade: websocket\r\n\r\n',
+    );
+    expectRawError(upgrade, 404, 'Not found');
+    // The server still answers afterwards.
+    expect((await api.get(USERS)).status).toBe(200);
+  });
+
+  it('answers what the HTTP parser refuses (a URL over 16 KiB, bad header bytes) with a JSON detail', async () => {
+    const long = await rawExchange(
+      `GET /api/v1/users/?q=${'x'.repeat(17 * 1024)} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`,
+    );
+    expectRawError(long, 431, /16 KiB/);
+    expect(long.headers.connection).toBe('close');
+    const badHeader = await rawExchange(
+      Buffer.concat([
+        Buffer.from('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Bad'),
+        Buffer.from([0x01]),
+        Buffer.from(': y\r\n\r\n'),
+      ]),
+    );
+    expectRawError(badHeader, 400, 'Malformed HTTP request');
+    const garbage = await rawExchange('HELLO THERE\r\n\r\n');
+    expectRawError(garbage, 400, 'Malformed HTTP request');
+
+    // The second request of a kept-alive connection, after a complete first answer.
+    const { port } = new URL(engine.url);
+    const both = await new Promise<string>((resolve, reject) => {
+      let text = '';
+      const socket = connect(Number(port), '127.0.0.1', () =>
+        socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'),
+      );
+      socket.on('data', (chunk: Buffer) => {
+        const first = !text.includes('{"status":"ok"}');
+        text += chunk.toString('utf8');
+        if (first && text.includes('{"status":"ok"}')) {
+          socket.write(
+            `GET /healthz?q=${'x'.repeat(17 * 1024)} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`,
+          );
+        }
+      });
+      socket.on('error', reject);
+      socket.on('close', () => resolve(text));
+    });
+    expect(both).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    const second = both.slice(both.indexOf('HTTP/1.1 431'));
+    expect(second).toMatch(/^HTTP\/1\.1 431 [^\r]+\r\n/);
+    expect(second.slice(second.indexOf('\r\n\r\n') + 4)).toBe(
+      JSON.stringify({ detail: 'Request line and headers are too large: at most 16 KiB together' }),
+    );
+    expect((await bare().get('/healthz')).status).toBe(200);
+  });
+
+  it('keeps the status of a 4xx error that Koa or a library raises, with a detail', async () => {
+    const koa = new Koa();
+    koa.use(errorsAndAccessLog(createLogger('silent')));
+    koa.use((ctx) => {
+      const status = Number(ctx.query.status);
+      if (ctx.query.hidden) throw Object.assign(new Error('internal words'), { status });
+      ctx.throw(status, `Thrown with ${status}`);
+    });
+    const server = koa.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const { port } = server.address() as AddressInfo;
+    const local = clientFor(`http://127.0.0.1:${port}`, null);
+    try {
+      for (const status of [400, 406, 415, 431]) {
+        const reply = await local.get(`/?status=${status}`);
+        expect({ status: reply.status, body: reply.body }).toEqual({
+          status,
+          body: { detail: `Thrown with ${status}` },
+        });
+      }
+      // A message not marked safe to show is replaced by the status's name.
+      const hidden = await local.get('/?status=415&hidden=1');
+      expect({ status: hidden.status, body: hidden.body }).toEqual({
+        status: 415,
+        body: { detail: 'Unsupported Media Type' },
+      });
+      const server500 = await local.get('/?status=502');
+      expect({ status: server500.status, body: server500.body }).toEqual({
+        status: 500,
+        body: { detail: 'Internal server error' },
+      });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
