@@ -1,5 +1,5 @@
 import type Koa from 'koa';
-import { AppError } from '../../domain/errors';
+import { AppError } from '../errors';
 import { redactHeaders, type Logger } from '../logger';
 
 /**

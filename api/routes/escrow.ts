@@ -2,19 +2,18 @@ import { randomUUID } from 'node:crypto';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { z } from 'zod';
 import { findTransaction, type TransactionRow } from '../../db/transactions';
-import { AppError, isErrorCode } from '../../domain/errors';
 import type { Caller } from '../../domain/types';
 import { escrowWorkflow } from '../../workflows/escrow';
-import { escrowUpdates, escrowWorkflowId, type EscrowStepResult } from '../../workflows/shared';
-import { assertOwned, ownedWallet } from '../access';
+import { workflowIds } from '../../workflows/ids';
+import { escrowUpdates, type EscrowStepResult } from '../../workflows/shared';
+import { activeWallet, assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
+import { AppError, declinedToHttp, errorResponse as err } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { ErrorBody, PositiveAmount } from '../schemas';
+import { PositiveAmount } from '../schemas';
 import { TransactionBody, transactionBody } from '../serializers';
 import { paymentSearchAttributes, withDeadline } from '../temporal';
-
-const err = (description: string) => ({ description, schema: ErrorBody });
 
 const HoldRequest = z.object({
   wallet_id: z.string().min(1),
@@ -35,19 +34,9 @@ const ReleaseRequest = z
   .optional()
   .transform((v) => v ?? {});
 
-async function activeWallet(deps: ApiDeps, caller: Caller, id: string) {
-  const wallet = await ownedWallet(deps.pool, caller, id);
-  if (!wallet.is_active) throw new AppError('wallet_disabled', 'Wallet is disabled');
-  return wallet;
-}
-
-const notHeld = () =>
-  new AppError('invalid_request', 'The escrow transaction is not in held status');
-
+/** The transaction a money step wrote; a decline becomes its HTTP answer. */
 function settled(result: EscrowStepResult): string {
-  if (result.status === 'declined') {
-    throw new AppError(isErrorCode(result.code) ? result.code : 'invalid_request', result.detail);
-  }
+  if (result.status === 'declined') declinedToHttp(result);
   return result.transactionId;
 }
 
@@ -72,7 +61,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
     hold: TransactionRow,
     run: (handle: ReturnType<typeof temporal.workflow.getHandle>) => Promise<EscrowStepResult>,
   ) {
-    const handle = temporal.workflow.getHandle(escrowWorkflowId(hold.id));
+    const handle = temporal.workflow.getHandle(workflowIds.escrow(hold.id));
     try {
       return settled(await withDeadline(run(handle), config.api.requestTimeoutMs));
     } catch (error) {
@@ -80,7 +69,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
       // The hold's workflow ended between our read and the update: nothing is held any more.
       const current = await findTransaction(pool, hold.id);
       if (current && current.status !== 'held') {
-        throw notHeld();
+        throw new AppError('escrow_not_held');
       }
       throw error;
     }
@@ -125,15 +114,15 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
         422: err('Validation failure'),
       },
       handler: async ({ caller, body, idempotency }) => {
-        const sender = await activeWallet(deps, caller, body.wallet_id);
+        const sender = await activeWallet(pool, caller, body.wallet_id);
         const recipient = body.recipient_wallet_id
-          ? await activeWallet(deps, caller, body.recipient_wallet_id)
+          ? await activeWallet(pool, caller, body.recipient_wallet_id)
           : null;
         if (recipient?.id === sender.id)
           throw new AppError('same_wallet', 'The recipient cannot be the sender');
         const holdId = idempotency ? idFromKey(caller, idempotency, 'escrow_hold') : randomUUID();
         const start = new WithStartWorkflowOperation(escrowWorkflow, {
-          workflowId: escrowWorkflowId(holdId),
+          workflowId: workflowIds.escrow(holdId),
           taskQueue: config.temporal.taskQueue,
           workflowIdConflictPolicy: 'USE_EXISTING',
           args: [
@@ -206,7 +195,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           ? idFromKey(caller, idempotency, `escrow_release:${hold.id}`)
           : randomUUID();
         const id = await unlessDone(releaseId, async () => {
-          if (hold.status !== 'held') throw notHeld();
+          if (hold.status !== 'held') throw new AppError('escrow_not_held');
           const recipientId = body.recipient_wallet_id ?? hold.recipient_wallet_id;
           if (!recipientId) {
             throw new AppError(
@@ -214,9 +203,9 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
               'recipient_wallet_id: required (the hold names no recipient)',
             );
           }
-          await activeWallet(deps, caller, recipientId);
+          await activeWallet(pool, caller, recipientId);
           if (body.amount !== undefined && body.amount > hold.escrow_amount) {
-            throw new AppError('invalid_request', 'Release amount exceeds the held amount');
+            throw new AppError('release_exceeds_hold');
           }
           return step(hold, (handle) =>
             handle.executeUpdate(escrowUpdates.release, {
@@ -258,7 +247,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           ? idFromKey(caller, idempotency, `escrow_refund:${hold.id}`)
           : randomUUID();
         const id = await unlessDone(refundId, async () => {
-          if (hold.status !== 'held') throw notHeld();
+          if (hold.status !== 'held') throw new AppError('escrow_not_held');
           return step(hold, (handle) =>
             handle.executeUpdate(escrowUpdates.refund, {
               updateId: refundId,

@@ -4,8 +4,9 @@ import { computeDepositFees } from '../../domain/fees';
 import { minorToDecimalString } from '../../domain/money';
 import { PAYMENT_METHODS } from '../../domain/types';
 import type { ApiDeps } from '../deps';
+import { errorResponse as err } from '../errors';
 import { defineRoute, type Route } from '../route';
-import { ErrorBody, PositiveAmount } from '../schemas';
+import { PositiveAmount } from '../schemas';
 
 const DepositEstimateRequest = z.object({
   amount: PositiveAmount,
@@ -45,8 +46,6 @@ const DepositEstimateBody = z
     message: z.string(),
   })
   .meta({ id: 'DepositFeeEstimate' });
-
-const err = (description: string) => ({ description, schema: ErrorBody });
 
 export function feeRoutes(deps: ApiDeps): Route[] {
   const { pool } = deps;

@@ -1,18 +1,17 @@
 import { isGrpcServiceError, type Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
-import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
+import { findAccountOwner } from '../../db/ledger';
+import type { CommonQueryMethods } from '../../db/pool';
 import { findTransaction, listTransactions, type TransactionRow } from '../../db/transactions';
-import { forbidden } from '../../domain/errors';
 import { TRANSACTION_STATUSES, TRANSACTION_TYPES, type Caller } from '../../domain/types';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
+import { AppError, errorResponse as err } from '../errors';
 import { defineRoute, type Route } from '../route';
-import { ErrorBody, PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
+import { PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
 import { TransactionBody, transactionBody } from '../serializers';
 import { buildTimeline, TimelineStep, WORKFLOW_STATUSES } from '../timeline';
-
-const err = (description: string) => ({ description, schema: ErrorBody });
 
 const ListQuery = PageQuery.extend({
   status: z
@@ -66,13 +65,9 @@ function isNotFound(error: unknown): boolean {
 
 /** A wallet filter naming a wallet of another application or mode is refused, as a read is. */
 async function assertWalletFilter(db: CommonQueryMethods, caller: Caller, walletId: string) {
-  const owner = await db.maybeOne(
-    sql.type(
-      z.object({ application_id: z.string(), mode: z.enum(['test', 'live']) }),
-    )`SELECT application_id, mode FROM ledger_accounts WHERE id = ${walletId}`,
-  );
+  const owner = await findAccountOwner(db, walletId);
   if (owner && (owner.application_id !== caller.applicationId || owner.mode !== caller.mode)) {
-    throw forbidden('You do not have permission to access this wallet');
+    throw new AppError('wallet_forbidden');
   }
 }
 

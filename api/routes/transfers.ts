@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { findTransaction } from '../../db/transactions';
-import { AppError, isErrorCode } from '../../domain/errors';
-import { workflowIds } from '../../workflows/shared';
+import { workflowIds } from '../../workflows/ids';
 import { transferWorkflow } from '../../workflows/transfer';
 import { ownedWallets } from '../access';
 import type { ApiDeps } from '../deps';
+import { AppError, declinedToHttp, errorResponse as err } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { ErrorBody, PositiveAmount } from '../schemas';
+import { PositiveAmount } from '../schemas';
 import { TransactionBody, transactionBody } from '../serializers';
 import { paymentSearchAttributes, runPaymentWorkflow } from '../temporal';
 
@@ -18,8 +18,6 @@ const TransferRequest = z.object({
   amount: PositiveAmount,
   description: z.string().max(500).default(''),
 });
-
-const err = (description: string) => ({ description, schema: ErrorBody });
 
 export function transferRoutes(deps: ApiDeps): Route[] {
   const { pool, temporal, config } = deps;
@@ -42,13 +40,13 @@ export function transferRoutes(deps: ApiDeps): Route[] {
       },
       handler: async ({ caller, body, idempotency }) => {
         if (body.from_wallet_id === body.to_wallet_id) {
-          throw new AppError('same_wallet', 'Cannot transfer to the same wallet');
+          throw new AppError('same_wallet');
         }
         for (const wallet of await ownedWallets(pool, caller, [
           body.from_wallet_id,
           body.to_wallet_id,
         ])) {
-          if (!wallet.is_active) throw new AppError('wallet_disabled', 'Wallet is disabled');
+          if (!wallet.is_active) throw new AppError('wallet_disabled');
         }
         const transactionId = idempotency
           ? idFromKey(caller, idempotency, 'transfer')
@@ -73,12 +71,7 @@ export function transferRoutes(deps: ApiDeps): Route[] {
             body.to_wallet_id,
           ]),
         });
-        if (result.status === 'declined') {
-          throw new AppError(
-            isErrorCode(result.code) ? result.code : 'invalid_request',
-            result.detail,
-          );
-        }
+        if (result.status === 'declined') declinedToHttp(result);
         const transaction = await findTransaction(pool, result.transactionId);
         if (!transaction)
           throw new Error(`transfer ${result.transactionId} completed without a record`);

@@ -1,26 +1,19 @@
 import { z } from 'zod';
-import { UniqueIntegrityConstraintViolationError } from 'slonik';
+import { uniqueViolation } from '../../db/errors';
 import {
   blockerToDelete,
   deleteUser,
   insertUser,
+  USERS_EMAIL_UNIQUE,
   listUsers,
   lockUser,
   setUserActive,
 } from '../../db/users';
-import { AppError } from '../../domain/errors';
 import { assertOwned, ownedUser } from '../access';
 import type { ApiDeps } from '../deps';
+import { AppError, errorResponse as err } from '../errors';
 import { defineRoute, type Route } from '../route';
-import {
-  BooleanQuery,
-  ErrorBody,
-  MessageBody,
-  PageQuery,
-  pageEnvelope,
-  pageWindow,
-  toPage,
-} from '../schemas';
+import { BooleanQuery, MessageBody, PageQuery, pageEnvelope, pageWindow, toPage } from '../schemas';
 import { UserBody, UserDetailBody, userBody, userDetailBody } from '../serializers';
 
 const CreateUser = z.object({
@@ -36,7 +29,6 @@ const CreateUser = z.object({
 });
 
 const UserParams = z.object({ user_id: z.string() });
-const err = (description: string) => ({ description, schema: ErrorBody });
 
 export function userRoutes(deps: ApiDeps): Route[] {
   const { pool } = deps;
@@ -66,10 +58,8 @@ export function userRoutes(deps: ApiDeps): Route[] {
           });
           return { body: userBody(user) };
         } catch (error) {
-          if (error instanceof UniqueIntegrityConstraintViolationError) {
-            throw new AppError('email_taken', 'A user with this email already exists', {
-              cause: error,
-            });
+          if (uniqueViolation(error) === USERS_EMAIL_UNIQUE) {
+            throw new AppError('email_taken', null, { cause: error });
           }
           throw error;
         }

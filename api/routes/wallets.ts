@@ -2,14 +2,12 @@ import { z } from 'zod';
 import { findApplication } from '../../db/applications';
 import { lockUser } from '../../db/users';
 import { findWalletByUser, insertWallet, listWallets, setWalletActive } from '../../db/wallets';
-import { AppError } from '../../domain/errors';
 import { assertOwned, ownedUser, ownedWallet } from '../access';
 import type { ApiDeps } from '../deps';
+import { AppError, errorResponse as err } from '../errors';
 import { defineRoute, type Route } from '../route';
-import { BooleanQuery, ErrorBody, PageQuery } from '../schemas';
+import { BooleanQuery, PageQuery } from '../schemas';
 import { WalletBody, walletBody } from '../serializers';
-
-const err = (description: string) => ({ description, schema: ErrorBody });
 
 export function walletRoutes(deps: ApiDeps): Route[] {
   const { pool } = deps;
@@ -34,7 +32,7 @@ export function walletRoutes(deps: ApiDeps): Route[] {
         const wallet = await pool.transaction(async (trx) => {
           const user = assertOwned(caller, await lockUser(trx, params.user_id), 'User');
           if (await findWalletByUser(trx, user.id)) {
-            throw new AppError('wallet_exists', 'A wallet already exists for this user');
+            throw new AppError('wallet_exists');
           }
           return insertWallet(trx, caller, user.id, app.base_currency, user.is_active);
         });
@@ -85,7 +83,7 @@ export function walletRoutes(deps: ApiDeps): Route[] {
       handler: async ({ caller, params }) => {
         await ownedUser(pool, caller, params.user_id);
         const wallet = await findWalletByUser(pool, params.user_id);
-        if (!wallet) throw new AppError('not_found', 'Wallet not found');
+        if (!wallet) throw new AppError('wallet_not_found');
         return { body: walletBody(wallet) };
       },
     }),
@@ -107,7 +105,7 @@ export function walletRoutes(deps: ApiDeps): Route[] {
         handler: async ({ caller, params }) => {
           const wallet = await ownedWallet(pool, caller, params.wallet_id);
           if (action === 'enable' && !wallet.user_is_active) {
-            throw new AppError('user_disabled', 'The user owning this wallet is disabled');
+            throw new AppError('user_disabled');
           }
           return { body: walletBody(await setWalletActive(pool, wallet.id, action === 'enable')) };
         },
