@@ -1,9 +1,10 @@
 import { findApplication } from '../db/applications';
-import { lockHold, shrinkHold, walletStates, type WalletState } from '../db/escrow';
+import { lockHold, shrinkHold } from '../db/escrow';
 import { lockAccounts, systemAccountId } from '../db/ledger';
 import { recordMoneyStep } from '../db/money-steps';
 import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import { findTransaction, type TransactionRow } from '../db/transactions';
+import { walletStates } from '../db/wallets';
 import { computeEscrowFee } from '../domain/fees';
 import { holdPostings, refundPostings, releasePostings } from '../domain/ledger';
 import { minorToMajorNumber } from '../domain/money';
@@ -15,19 +16,8 @@ import type {
   ReleaseRequest,
 } from '../workflows/shared';
 import { decline } from './declines';
+import { checkWallet } from './wallet-checks';
 import { transactionEventData } from './events';
-
-/** A wallet that may take part: it exists, it is the application's and mode's, it is active. */
-function checkWallet(
-  wallet: WalletState | undefined,
-  hold: { application_id: string; mode: string },
-): void {
-  if (!wallet) throw decline('wallet_not_found');
-  if (wallet.application_id !== hold.application_id || wallet.mode !== hold.mode) {
-    throw decline('wallet_forbidden');
-  }
-  if (!wallet.is_active) throw decline('wallet_disabled');
-}
 
 /** The step already written under this id (a retried activity or update): its result again. */
 async function alreadyDone(

@@ -6,6 +6,7 @@ import { workflowIds } from '../workflows/ids';
 import type { TransferInput } from '../workflows/shared';
 import { decline } from './declines';
 import { transactionEventData } from './events';
+import { checkWallet } from './wallet-checks';
 
 /**
  * Moves money between two wallets in one database transaction: locks both accounts in the
@@ -24,12 +25,9 @@ export function createTransferActivities(deps: { pool: DatabasePool }) {
       const from = rows.find((w) => w.id === input.fromWalletId);
       const to = rows.find((w) => w.id === input.toWalletId);
       if (!from || !to) throw decline('wallet_not_found');
-      for (const w of [from, to]) {
-        if (w.application_id !== input.applicationId || w.mode !== input.mode) {
-          throw decline('wallet_forbidden');
-        }
-        if (!w.is_active) throw decline('wallet_disabled');
-      }
+      const scope = { application_id: input.applicationId, mode: input.mode };
+      checkWallet(from, scope);
+      checkWallet(to, scope);
       if (from.currency !== to.currency) {
         throw decline('invalid_request', 'Wallets hold different currencies');
       }

@@ -1,15 +1,8 @@
 import { sql, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
+import { walletState } from './wallets';
 
-const transferWallet = z.object({
-  id: z.string(),
-  application_id: z.string(),
-  mode: z.enum(['test', 'live']),
-  is_active: z.boolean(),
-  currency: z.enum(['USD', 'SLE']),
-  balance: z.bigint(),
-  done: z.boolean(),
-});
+const transferWallet = walletState.extend({ balance: z.bigint(), done: z.boolean() });
 export type TransferWallet = z.infer<typeof transferWallet>;
 
 /**
