@@ -1,4 +1,5 @@
 import {
+  isGrpcServiceError,
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
   type Client,
@@ -95,12 +96,19 @@ export async function updateDeposit(
   try {
     return await withDeadline(run(handle), timeoutMs);
   } catch (error) {
-    if (error instanceof WorkflowNotFoundError) return null;
-    const cause = (error as { cause?: unknown }).cause;
-    if (cause instanceof WorkflowNotFoundError) return null;
     // An update on a workflow that has completed is refused; the record tells its outcome.
-    if (/workflow execution already completed|not found/i.test((error as Error).message))
-      return null;
+    if (isNotFound(error)) return null;
     throw error;
   }
+}
+
+/** gRPC NOT_FOUND: some calls (a history fetch, an update) are not wrapped by the SDK. */
+const GRPC_NOT_FOUND = 5;
+
+/** Whether Temporal answered that the workflow (or the running workflow) does not exist. */
+export function isNotFound(error: unknown): boolean {
+  if (error instanceof WorkflowNotFoundError) return true;
+  if (isGrpcServiceError(error)) return Number(error.code) === GRPC_NOT_FOUND;
+  const cause = (error as { cause?: unknown } | null)?.cause;
+  return cause !== undefined && cause !== error && isNotFound(cause);
 }

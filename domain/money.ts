@@ -38,12 +38,17 @@ export function majorNumberToMinor(value: number): bigint | null {
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
+/** Whether a JSON number holds this many minor units exactly. */
+export function fitsWireInteger(minor: bigint): boolean {
+  return minor <= MAX_SAFE && minor >= -MAX_SAFE;
+}
+
 /**
  * Minor units as a JSON integer (SLE cents on the wire: 1250n -> 1250). Throws beyond
  * Number.MAX_SAFE_INTEGER, where a number can no longer hold every integer.
  */
 export function minorToWireInteger(minor: bigint): number {
-  if (minor > MAX_SAFE || minor < -MAX_SAFE) {
+  if (!fitsWireInteger(minor)) {
     throw new RangeError(`${minor.toString()} minor units do not fit a JSON number exactly`);
   }
   return Number(minor);

@@ -1,6 +1,6 @@
 /**
- * What the API (client side) and the workflows share: search attribute keys, workflow ids,
- * and the argument and result types. No I/O here: workflow code imports it.
+ * What the API (client side) and the workflows share: search attribute keys, the argument and
+ * result types, and (from ./ids.ts) the workflow ids. No I/O here: workflow code imports it.
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';

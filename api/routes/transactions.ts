@@ -1,5 +1,4 @@
-import { isGrpcServiceError, type Client } from '@temporalio/client';
-import { WorkflowNotFoundError } from '@temporalio/common';
+import type { Client } from '@temporalio/client';
 import { z } from 'zod';
 import { findAccountOwner } from '../../db/ledger';
 import type { CommonQueryMethods } from '../../db/pool';
@@ -11,6 +10,7 @@ import { AppError, errorResponse as err } from '../errors';
 import { defineRoute, type Route } from '../route';
 import { PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
 import { TransactionBody, transactionBody } from '../serializers';
+import { isNotFound } from '../temporal';
 import { buildTimeline, TimelineStep, WORKFLOW_STATUSES } from '../timeline';
 
 const ListQuery = PageQuery.extend({
@@ -52,16 +52,6 @@ type TimelineBody = z.infer<typeof TimelineBody>;
 const NO_WORKFLOW = 'This transaction was not made by a workflow, so it has no steps to show';
 const NOT_RETAINED =
   'The workflow history of this transaction is no longer retained, so its steps cannot be shown';
-
-/** gRPC NOT_FOUND: the history fetch is not wrapped into WorkflowNotFoundError by the SDK. */
-const GRPC_NOT_FOUND = 5;
-
-function isNotFound(error: unknown): boolean {
-  if (error instanceof WorkflowNotFoundError) return true;
-  if (isGrpcServiceError(error)) return Number(error.code) === GRPC_NOT_FOUND;
-  const cause = (error as { cause?: unknown } | null)?.cause;
-  return cause !== undefined && cause !== error && isNotFound(cause);
-}
 
 /** A wallet filter naming a wallet of another application or mode is refused, as a read is. */
 async function assertWalletFilter(db: CommonQueryMethods, caller: Caller, walletId: string) {
