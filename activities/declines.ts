@@ -7,8 +7,17 @@ import type { ErrorCode } from '../domain/errors';
  * says more than the code's standard message (which lives at the edge, api/errors.ts); the
  * failure's message is then the code itself, so that the workflow's history still reads.
  */
-export function decline(code: ErrorCode, detail?: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: code, message: detail ?? code, nonRetryable: true });
+export function decline(
+  code: ErrorCode,
+  detail?: string,
+  options: { cause?: Error } = {},
+): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: code,
+    message: detail ?? code,
+    nonRetryable: true,
+    cause: options.cause,
+  });
 }
 
 /** What the caller reads when the database refused a value of the request. */
@@ -30,10 +39,9 @@ export function declinePermanentDatabaseErrors<
         return await run(...args);
       } catch (error) {
         if (isPermanentDatabaseError(error)) {
-          throw ApplicationFailure.create({
-            type: 'validation_failed' satisfies ErrorCode,
-            message: UNSTORABLE,
-            nonRetryable: true,
+          // The cause (the database's own message) stays in the workflow's history for
+          // operators; the caller reads only UNSTORABLE.
+          throw decline('validation_failed', UNSTORABLE, {
             cause: error instanceof Error ? error : undefined,
           });
         }
