@@ -84,9 +84,16 @@ export class AppError extends Error {
 export const notFound = (what: string): AppError => new AppError('not_found', `${what} not found`);
 export const forbidden = (detail?: string): AppError => new AppError('forbidden', detail);
 
-/** The one crossing from a workflow's decline to the HTTP answer. */
-export function declinedToHttp(declined: Declined): never {
-  throw new AppError(declined.code, declined.detail);
+/**
+ * The one crossing from a workflow's answer to HTTP: a decline becomes its code's status with
+ * its detail (or the code's standard message); anything else is returned as it is.
+ */
+export function unlessDeclined<T extends { status: string }>(result: T | Declined): T {
+  if (result.status === 'declined') {
+    const declined = result as Declined;
+    throw new AppError(declined.code, declined.detail);
+  }
+  return result as T;
 }
 
 /** An error response of a route's documentation: its description, with the `{"detail"}` body. */

@@ -8,7 +8,7 @@ import { workflowIds } from '../../workflows/ids';
 import { depositUpdates, type DepositOpened } from '../../workflows/shared';
 import { assertOwned, activeWallet } from '../access';
 import type { ApiDeps } from '../deps';
-import { AppError, declinedToHttp, errorResponse as err } from '../errors';
+import { AppError, unlessDeclined, errorResponse as err } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { StatusBody } from '../serializers';
@@ -137,14 +137,15 @@ export function depositRoutes(deps: ApiDeps): Route[] {
             wallet.id,
           ]),
         });
-        const result = await withDeadline(
-          temporal.workflow.executeUpdateWithStart(depositUpdates.open, {
-            startWorkflowOperation: start,
-          }),
-          config.api.requestTimeoutMs,
+        const opened = unlessDeclined(
+          await withDeadline(
+            temporal.workflow.executeUpdateWithStart(depositUpdates.open, {
+              startWorkflowOperation: start,
+            }),
+            config.api.requestTimeoutMs,
+          ),
         );
-        if (result.status === 'declined') declinedToHttp(result);
-        return { body: depositBody(result) };
+        return { body: depositBody(opened) };
       },
     }),
     defineRoute({

@@ -8,7 +8,7 @@ import { workflowIds } from '../../workflows/ids';
 import { escrowUpdates, type EscrowStepResult } from '../../workflows/shared';
 import { activeWallet, assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
-import { AppError, declinedToHttp, errorResponse as err } from '../errors';
+import { AppError, unlessDeclined, errorResponse as err } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { PositiveAmount } from '../schemas';
@@ -34,12 +34,6 @@ const ReleaseRequest = z
   .optional()
   .transform((v) => v ?? {});
 
-/** The transaction a money step wrote; a decline becomes its HTTP answer. */
-function settled(result: EscrowStepResult): string {
-  if (result.status === 'declined') declinedToHttp(result);
-  return result.transactionId;
-}
-
 export function escrowRoutes(deps: ApiDeps): Route[] {
   const { pool, temporal, config } = deps;
 
@@ -63,7 +57,8 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
   ) {
     const handle = temporal.workflow.getHandle(workflowIds.escrow(hold.id));
     try {
-      return settled(await withDeadline(run(handle), config.api.requestTimeoutMs));
+      return unlessDeclined(await withDeadline(run(handle), config.api.requestTimeoutMs))
+        .transactionId;
     } catch (error) {
       if (error instanceof AppError) throw error;
       // The hold's workflow ended between our read and the update: nothing is held any more.
@@ -149,7 +144,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           }),
           config.api.requestTimeoutMs,
         );
-        return recorded(settled(result));
+        return recorded(unlessDeclined(result).transactionId);
       },
     }),
     defineRoute({

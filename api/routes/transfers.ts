@@ -5,7 +5,7 @@ import { workflowIds } from '../../workflows/ids';
 import { transferWorkflow } from '../../workflows/transfer';
 import { ownedWallets } from '../access';
 import type { ApiDeps } from '../deps';
-import { AppError, declinedToHttp, errorResponse as err } from '../errors';
+import { AppError, unlessDeclined, errorResponse as err } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { PositiveAmount } from '../schemas';
@@ -51,30 +51,30 @@ export function transferRoutes(deps: ApiDeps): Route[] {
         const transactionId = idempotency
           ? idFromKey(caller, idempotency, 'transfer')
           : randomUUID();
-        const result = await runPaymentWorkflow(temporal, transferWorkflow, {
-          workflowId: workflowIds.transfer(transactionId),
-          taskQueue: config.temporal.taskQueue,
-          timeoutMs: config.api.requestTimeoutMs,
-          args: [
-            {
-              transactionId,
-              applicationId: caller.applicationId,
-              mode: caller.mode,
-              fromWalletId: body.from_wallet_id,
-              toWalletId: body.to_wallet_id,
-              amount: body.amount.toString(),
-              description: body.description,
-            },
-          ],
-          typedSearchAttributes: paymentSearchAttributes(caller, 'transfer', [
-            body.from_wallet_id,
-            body.to_wallet_id,
-          ]),
-        });
-        if (result.status === 'declined') declinedToHttp(result);
-        const transaction = await findTransaction(pool, result.transactionId);
-        if (!transaction)
-          throw new Error(`transfer ${result.transactionId} completed without a record`);
+        const { transactionId: completed } = unlessDeclined(
+          await runPaymentWorkflow(temporal, transferWorkflow, {
+            workflowId: workflowIds.transfer(transactionId),
+            taskQueue: config.temporal.taskQueue,
+            timeoutMs: config.api.requestTimeoutMs,
+            args: [
+              {
+                transactionId,
+                applicationId: caller.applicationId,
+                mode: caller.mode,
+                fromWalletId: body.from_wallet_id,
+                toWalletId: body.to_wallet_id,
+                amount: body.amount.toString(),
+                description: body.description,
+              },
+            ],
+            typedSearchAttributes: paymentSearchAttributes(caller, 'transfer', [
+              body.from_wallet_id,
+              body.to_wallet_id,
+            ]),
+          }),
+        );
+        const transaction = await findTransaction(pool, completed);
+        if (!transaction) throw new Error(`transfer ${completed} completed without a record`);
         return { body: transactionBody(transaction) };
       },
     }),

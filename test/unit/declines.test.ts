@@ -1,5 +1,5 @@
 import { ActivityFailure, ApplicationFailure, RetryState } from '@temporalio/common';
-import { AppError, declinedToHttp, ERROR_MESSAGES, ERROR_STATUS } from '../../api/errors';
+import { AppError, ERROR_MESSAGES, ERROR_STATUS, unlessDeclined } from '../../api/errors';
 import { ERROR_CODES, isErrorCode } from '../../domain/errors';
 import { asDeclined } from '../../workflows/declines';
 
@@ -86,11 +86,16 @@ describe('the edge’s answer to a decline', () => {
   ])('answers %p with %p %p', (declined, status, detail) => {
     let thrown: unknown;
     try {
-      declinedToHttp(declined);
+      unlessDeclined(declined);
     } catch (error) {
       thrown = error;
     }
     expect(thrown).toBeInstanceOf(AppError);
     expect(thrown).toMatchObject({ code: declined.code, status, detail });
+  });
+
+  it('returns any other answer as it is', () => {
+    const done = { status: 'done', transactionId: 't', remaining: '0' } as const;
+    expect(unlessDeclined(done)).toBe(done);
   });
 });
