@@ -1,4 +1,4 @@
-import { ActivityFailure } from '@temporalio/common';
+import { ActivityFailure, RetryState } from '@temporalio/common';
 import { allHandlersFinished, condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from './activities-types';
 import { asDeclined } from './declines';
@@ -15,6 +15,10 @@ import { setPaymentStatus } from './status';
 
 const ledger = proxyActivities<Activities>(activityPresets.ledger);
 const provider = proxyActivities<Activities>(activityPresets.provider);
+
+/** A provider call that used up its bounded retry (a fault, never a decline). */
+const exhausted = (error: unknown): boolean =>
+  error instanceof ActivityFailure && error.retryState === RetryState.MAXIMUM_ATTEMPTS_REACHED;
 
 /** After the payment code expires, a last look at the provider before calling it expired. */
 const EXPIRY_GRACE_MS = 5_000;
@@ -41,7 +45,7 @@ export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<D
     try {
       return await provider.checkPaymentCode({ mode: input.mode, paymentCodeId });
     } catch (error) {
-      if (error instanceof ActivityFailure) return null;
+      if (asDeclined(error) || exhausted(error)) return null;
       throw error;
     }
   }
@@ -96,7 +100,7 @@ export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<D
     // A provider unreachable through every attempt refuses the deposit as a refusal would.
     refused =
       asDeclined(error) ??
-      (error instanceof ActivityFailure
+      (exhausted(error)
         ? { status: 'declined', code: 'provider_unavailable', detail: null }
         : undefined);
     if (!refused) throw error;
