@@ -82,7 +82,6 @@ export class AppError extends Error {
 }
 
 export const notFound = (what: string): AppError => new AppError('not_found', `${what} not found`);
-export const forbidden = (detail?: string): AppError => new AppError('forbidden', detail);
 
 /**
  * The one crossing from a workflow's answer to HTTP: a decline becomes its code's status with
