@@ -8,7 +8,7 @@ import { workflowIds } from '../../workflows/ids';
 import { depositUpdates, type DepositOpened } from '../../workflows/shared';
 import { assertOwned, activeWallet } from '../access';
 import type { ApiDeps } from '../deps';
-import { AppError, unlessDeclined, errorResponse as err } from '../errors';
+import { AppError, unlessDeclined, errorResponse } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { StatusBody } from '../serializers';
@@ -102,12 +102,12 @@ export function depositRoutes(deps: ApiDeps): Route[] {
           description: 'The payment code and the pending deposit (amounts in SLE cents)',
           schema: DepositResponse,
         },
-        400: err('The provider failed to create the payment code'),
-        401: err('Missing or invalid credentials'),
-        403: err('The wallet is disabled or belongs to another application or mode'),
-        404: err('Wallet not found'),
-        422: err('Validation failure: amount must be a positive integer of SLE cents'),
-        503: err('Live Mode provider credentials are not configured'),
+        400: errorResponse('The provider failed to create the payment code'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('The wallet is disabled or belongs to another application or mode'),
+        404: errorResponse('Wallet not found'),
+        422: errorResponse('Validation failure: amount must be a positive integer of SLE cents'),
+        503: errorResponse('Live Mode provider credentials are not configured'),
       },
       handler: async ({ caller, body, idempotency }) => {
         const wallet = await activeWallet(pool, caller, body.wallet_id);
@@ -160,10 +160,10 @@ export function depositRoutes(deps: ApiDeps): Route[] {
       body: SimulateRequest,
       responses: {
         200: { description: 'The deposit’s status after the notification', schema: StatusBody },
-        401: err('Missing or invalid credentials'),
-        403: err('Live Mode credentials used, or another application’s transaction'),
-        404: err('Transaction not found'),
-        422: err('Validation failure'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('Live Mode credentials used, or another application’s transaction'),
+        404: errorResponse('Transaction not found'),
+        422: errorResponse('Validation failure'),
       },
       handler: async ({ caller, body }) => {
         const id = body.transaction_id.toLowerCase();

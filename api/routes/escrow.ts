@@ -8,7 +8,7 @@ import { workflowIds } from '../../workflows/ids';
 import { escrowUpdates, type EscrowStepResult } from '../../workflows/shared';
 import { activeWallet, assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
-import { AppError, unlessDeclined, errorResponse as err } from '../errors';
+import { AppError, errorResponse, notFound, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { PositiveAmount } from '../schemas';
@@ -39,8 +39,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
 
   async function ownedHold(caller: Caller, id: string): Promise<TransactionRow> {
     const row = await findTransaction(pool, id);
-    if (row && row.transaction_type !== 'escrow_hold')
-      throw new AppError('not_found', 'Escrow transaction not found');
+    if (row && row.transaction_type !== 'escrow_hold') throw notFound('Escrow transaction');
     return assertOwned(caller, row, 'Escrow transaction');
   }
 
@@ -102,11 +101,11 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           description: 'The hold (transaction_type escrow_hold, status held)',
           schema: TransactionBody,
         },
-        400: err('Insufficient funds'),
-        401: err('Missing or invalid credentials'),
-        403: err('A wallet is disabled or belongs to another application or mode'),
-        404: err('Wallet not found'),
-        422: err('Validation failure'),
+        400: errorResponse('Insufficient funds'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('A wallet is disabled or belongs to another application or mode'),
+        404: errorResponse('Wallet not found'),
+        422: errorResponse('Validation failure'),
       },
       handler: async ({ caller, body, idempotency }) => {
         const sender = await activeWallet(pool, caller, body.wallet_id);
@@ -156,9 +155,9 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
       params: idParams,
       responses: {
         200: { description: 'The hold', schema: TransactionBody },
-        401: err('Missing or invalid credentials'),
-        403: err('Another application’s or mode’s hold'),
-        404: err('Escrow transaction not found'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('Another application’s or mode’s hold'),
+        404: errorResponse('Escrow transaction not found'),
       },
       handler: async ({ caller, params }) => ({
         body: transactionBody(await ownedHold(caller, params.transaction_id)),
@@ -178,11 +177,11 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           description: 'The release (escrow_release; amount is the net credited)',
           schema: TransactionBody,
         },
-        400: err('Not in held status, or the amount exceeds what is held'),
-        401: err('Missing or invalid credentials'),
-        403: err('The recipient wallet is disabled or another application’s'),
-        404: err('Escrow transaction or recipient wallet not found'),
-        422: err('Validation failure, for example an amount not greater than 0'),
+        400: errorResponse('Not in held status, or the amount exceeds what is held'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('The recipient wallet is disabled or another application’s'),
+        404: errorResponse('Escrow transaction or recipient wallet not found'),
+        422: errorResponse('Validation failure, for example an amount not greater than 0'),
       },
       handler: async ({ caller, params, body, idempotency }) => {
         const hold = await ownedHold(caller, params.transaction_id);
@@ -231,10 +230,10 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           description: 'The refund (escrow_refund; wallet_id is the sender)',
           schema: TransactionBody,
         },
-        400: err('The hold no longer holds funds'),
-        401: err('Missing or invalid credentials'),
-        403: err('Another application’s or mode’s hold'),
-        404: err('Escrow transaction not found'),
+        400: errorResponse('The hold no longer holds funds'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('Another application’s or mode’s hold'),
+        404: errorResponse('Escrow transaction not found'),
       },
       handler: async ({ caller, params, idempotency }) => {
         const hold = await ownedHold(caller, params.transaction_id);

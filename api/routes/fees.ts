@@ -4,7 +4,7 @@ import { computeDepositFees } from '../../domain/fees';
 import { minorToDecimalString } from '../../domain/money';
 import { PAYMENT_METHODS } from '../../domain/types';
 import type { ApiDeps } from '../deps';
-import { errorResponse as err } from '../errors';
+import { errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
 import { PositiveAmount } from '../schemas';
 
@@ -59,8 +59,10 @@ export function feeRoutes(deps: ApiDeps): Route[] {
       body: DepositEstimateRequest,
       responses: {
         200: { description: 'The fee breakdown, in decimal strings', schema: DepositEstimateBody },
-        401: err('Missing or invalid credentials'),
-        422: err('Validation failure: amount not greater than 0, or an unknown payment method'),
+        401: errorResponse('Missing or invalid credentials'),
+        422: errorResponse(
+          'Validation failure: amount not greater than 0, or an unknown payment method',
+        ),
       },
       handler: async ({ caller, body }) => {
         const app = await findApplication(pool, caller.applicationId);

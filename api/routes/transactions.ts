@@ -6,7 +6,7 @@ import { findTransaction, listTransactions, type TransactionRow } from '../../db
 import { TRANSACTION_STATUSES, TRANSACTION_TYPES, type Caller } from '../../domain/types';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
-import { AppError, errorResponse as err } from '../errors';
+import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
 import { PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
 import { TransactionBody, transactionBody } from '../serializers';
@@ -125,9 +125,9 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
       query: ListQuery,
       responses: {
         200: { description: 'A page of transactions', schema: pageEnvelope(TransactionBody) },
-        401: err('Missing or invalid credentials'),
-        403: err('wallet_id names a wallet of another application or mode'),
-        422: err('Invalid paging or filter'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('wallet_id names a wallet of another application or mode'),
+        422: errorResponse('Invalid paging or filter'),
       },
       handler: async ({ caller, query }) => {
         if (query.wallet_id) await assertWalletFilter(pool, caller, query.wallet_id);
@@ -153,9 +153,9 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
       params: TransactionParams,
       responses: {
         200: { description: 'The transaction', schema: TransactionBody },
-        401: err('Missing or invalid credentials'),
-        403: err('The transaction belongs to another application or mode'),
-        404: err('Transaction not found'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('The transaction belongs to another application or mode'),
+        404: errorResponse('Transaction not found'),
       },
       handler: async ({ caller, params }) => ({
         body: transactionBody(await owned(caller, params.transaction_id)),
@@ -175,9 +175,9 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
       params: TransactionParams,
       responses: {
         200: { description: 'The timeline', schema: TimelineBody },
-        401: err('Missing or invalid credentials'),
-        403: err('The transaction belongs to another application or mode'),
-        404: err('Transaction not found'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('The transaction belongs to another application or mode'),
+        404: errorResponse('Transaction not found'),
       },
       handler: async ({ caller, params }) => ({
         body: await timelineOf(temporal, await owned(caller, params.transaction_id)),

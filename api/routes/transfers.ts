@@ -5,7 +5,7 @@ import { workflowIds } from '../../workflows/ids';
 import { transferWorkflow } from '../../workflows/transfer';
 import { ownedWallets } from '../access';
 import type { ApiDeps } from '../deps';
-import { AppError, unlessDeclined, errorResponse as err } from '../errors';
+import { AppError, unlessDeclined, errorResponse } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { PositiveAmount } from '../schemas';
@@ -32,11 +32,11 @@ export function transferRoutes(deps: ApiDeps): Route[] {
       body: TransferRequest,
       responses: {
         200: { description: 'The completed transfer', schema: TransactionBody },
-        400: err('Insufficient funds, or the same wallet on both sides'),
-        401: err('Missing or invalid credentials'),
-        403: err('A wallet is disabled or belongs to another application or mode'),
-        404: err('Wallet not found'),
-        422: err('Validation failure, or an Idempotency-Key reused with another request'),
+        400: errorResponse('Insufficient funds, or the same wallet on both sides'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('A wallet is disabled or belongs to another application or mode'),
+        404: errorResponse('Wallet not found'),
+        422: errorResponse('Validation failure, or an Idempotency-Key reused with another request'),
       },
       handler: async ({ caller, body, idempotency }) => {
         if (body.from_wallet_id === body.to_wallet_id) {

@@ -4,7 +4,7 @@ import { lockUser } from '../../db/users';
 import { findWalletByUser, insertWallet, listWallets, setWalletActive } from '../../db/wallets';
 import { assertOwned, ownedUser, ownedWallet } from '../access';
 import type { ApiDeps } from '../deps';
-import { AppError, errorResponse as err } from '../errors';
+import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
 import { BooleanQuery, PageQuery } from '../schemas';
 import { WalletBody, walletBody } from '../serializers';
@@ -21,10 +21,10 @@ export function walletRoutes(deps: ApiDeps): Route[] {
       params: z.object({ user_id: z.string() }),
       responses: {
         200: { description: 'The wallet', schema: WalletBody },
-        400: err('A wallet already exists for the user'),
-        401: err('Missing or invalid credentials'),
-        403: err('The user belongs to another application or mode'),
-        404: err('User not found'),
+        400: errorResponse('A wallet already exists for the user'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('The user belongs to another application or mode'),
+        404: errorResponse('User not found'),
       },
       handler: async ({ caller, params }) => {
         const app = await findApplication(pool, caller.applicationId);
@@ -48,8 +48,8 @@ export function walletRoutes(deps: ApiDeps): Route[] {
       query: PageQuery.extend({ is_active: BooleanQuery.optional() }),
       responses: {
         200: { description: 'Wallets', schema: z.array(WalletBody) },
-        401: err('Missing or invalid credentials'),
-        422: err('Invalid paging or filter'),
+        401: errorResponse('Missing or invalid credentials'),
+        422: errorResponse('Invalid paging or filter'),
       },
       handler: async ({ ctx, caller, query }) => {
         const { rows, total } = await listWallets(
@@ -76,9 +76,9 @@ export function walletRoutes(deps: ApiDeps): Route[] {
       params: z.object({ user_id: z.string() }),
       responses: {
         200: { description: 'The wallet', schema: WalletBody },
-        401: err('Missing or invalid credentials'),
-        403: err('The user belongs to another application or mode'),
-        404: err('The user has no wallet'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('The user belongs to another application or mode'),
+        404: errorResponse('The user has no wallet'),
       },
       handler: async ({ caller, params }) => {
         await ownedUser(pool, caller, params.user_id);
@@ -97,10 +97,12 @@ export function walletRoutes(deps: ApiDeps): Route[] {
         params: z.object({ wallet_id: z.string() }),
         responses: {
           200: { description: 'The wallet', schema: WalletBody },
-          400: err(action === 'enable' ? 'The owning user is disabled' : 'Invalid request'),
-          401: err('Missing or invalid credentials'),
-          403: err('The wallet belongs to another application or mode'),
-          404: err('Wallet not found'),
+          400: errorResponse(
+            action === 'enable' ? 'The owning user is disabled' : 'Invalid request',
+          ),
+          401: errorResponse('Missing or invalid credentials'),
+          403: errorResponse('The wallet belongs to another application or mode'),
+          404: errorResponse('Wallet not found'),
         },
         handler: async ({ caller, params }) => {
           const wallet = await ownedWallet(pool, caller, params.wallet_id);
