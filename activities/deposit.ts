@@ -1,18 +1,14 @@
-import { sql, type DatabasePool, type DatabaseTransactionConnection } from 'slonik';
-import { z } from 'zod';
 import type { Config } from '../config';
 import { findApplication } from '../db/applications';
-import { lockAccounts, postLedgerTransaction, systemAccountId } from '../db/ledger';
-import {
-  insertEvent,
-  insertTransaction,
-  transactionColumns,
-  transactionRow,
-  type TransactionRow,
-} from '../db/transactions';
+import { findDeposit, lockDeposit, type DepositMetadata, type DepositRecord } from '../db/deposits';
+import { lockAccounts, systemAccountId } from '../db/ledger';
+import { recordMoneyStep } from '../db/money-steps';
+import type { DatabasePool } from '../db/pool';
+import { insertTransaction, type TransactionRow } from '../db/transactions';
 import { computeDepositFees } from '../domain/fees';
 import { sleToUsd } from '../domain/fx';
-import type { Posting } from '../domain/ledger';
+import { depositCompletionPostings } from '../domain/ledger';
+import { minorTextToWireInteger } from '../domain/money';
 import type { Mode } from '../domain/types';
 import {
   ProviderNotConfiguredError,
@@ -20,31 +16,12 @@ import {
   type PaymentCodeStatus,
 } from '../providers/mobile-money';
 import type { Providers } from '../providers';
-import { depositWorkflowId, type DepositInput, type DepositOpened } from '../workflows/shared';
+import { workflowIds } from '../workflows/ids';
+import type { DepositInput, DepositOpened } from '../workflows/shared';
 import { decline } from './declines';
 import { transactionEventData } from './events';
 
-/** What a deposit records of itself beyond the transaction row: the SLE side and the FX. */
-const depositMetadata = z.object({
-  sle_amount: z.string(),
-  provider_fee: z.string(),
-  application_fee: z.string(),
-  total_amount_paid: z.string(),
-  fx_sle_per_usd: z.string().nullable(),
-  payment_code: z.object({
-    id: z.string(),
-    code: z.string(),
-    amount: z.string(),
-    instructions: z.string(),
-    status: z.string(),
-    expires_at: z.string(),
-  }),
-});
-type DepositMetadata = z.infer<typeof depositMetadata>;
-
-const depositRow = transactionRow.extend({ metadata: z.unknown() });
-
-function opened(row: TransactionRow, meta: DepositMetadata): DepositOpened {
+function opened({ row, meta }: DepositRecord): DepositOpened {
   return {
     status: 'opened',
     transactionId: row.id,
@@ -67,11 +44,19 @@ function opened(row: TransactionRow, meta: DepositMetadata): DepositOpened {
   };
 }
 
-async function lockDeposit(trx: DatabaseTransactionConnection, id: string) {
-  const row = await trx.maybeOne(sql.type(depositRow)`
-    SELECT * FROM transactions WHERE id = ${id} AND transaction_type = 'mobile_money_deposit' FOR NO KEY UPDATE`);
-  if (!row) throw new Error(`deposit ${id} has no record`);
-  return { row, meta: depositMetadata.parse(row.metadata) };
+/**
+ * A provider call, with the provider's refusal and its missing credentials turned into declines
+ * (never retried); anything else (a timeout, a 5xx) is left to the activity's bounded retry.
+ */
+async function callProvider<T>(call: () => Promise<T>, refusal?: string): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof ProviderRefusedError) throw decline('provider_refused', refusal);
+    if (error instanceof ProviderNotConfiguredError)
+      throw decline('provider_unavailable', error.message);
+    throw error;
+  }
 }
 
 export function createDepositActivities(deps: {
@@ -86,9 +71,8 @@ export function createDepositActivities(deps: {
    * code) and records the pending deposit with its fees. Running it again returns the record.
    */
   async function openDeposit(input: DepositInput): Promise<DepositOpened> {
-    const existing = await pool.maybeOne(sql.type(depositRow)`
-      SELECT * FROM transactions WHERE id = ${input.transactionId}`);
-    if (existing) return opened(existing, depositMetadata.parse(existing.metadata));
+    const existing = await findDeposit(pool, input.transactionId);
+    if (existing) return opened(existing);
 
     const app = await findApplication(pool, input.applicationId);
     if (!app) throw new Error(`application ${input.applicationId} does not exist`);
@@ -98,25 +82,19 @@ export function createDepositActivities(deps: {
       amount,
       applicationFeeBps: app.fee_bps.mobile_money,
     });
-    let code;
-    try {
-      code = await providers.mobileMoney(input.mode).createPaymentCode({
-        idempotencyKey: depositWorkflowId(input.transactionId),
-        reference: input.transactionId,
-        amount: fees.totalAmountToPay,
-        depositAmount: amount,
-        name: app.name,
-        expiresInSeconds: config.sandbox.paymentCodeTtlSeconds,
-        description: `Deposit to wallet ${input.walletId}`,
-      });
-    } catch (error) {
-      if (error instanceof ProviderRefusedError) {
-        throw decline('provider_refused', 'Provider failed to create the payment code');
-      }
-      if (error instanceof ProviderNotConfiguredError)
-        throw decline('provider_unavailable', error.message);
-      throw error;
-    }
+    const code = await callProvider(
+      () =>
+        providers.mobileMoney(input.mode).createPaymentCode({
+          idempotencyKey: workflowIds.deposit(input.transactionId),
+          reference: input.transactionId,
+          amount: fees.totalAmountToPay,
+          depositAmount: amount,
+          name: app.name,
+          expiresInSeconds: config.sandbox.paymentCodeTtlSeconds,
+          description: `Deposit to wallet ${input.walletId}`,
+        }),
+      'Provider failed to create the payment code',
+    );
     const usd = app.base_currency === 'USD';
     const meta: DepositMetadata = {
       sle_amount: amount.toString(),
@@ -148,25 +126,27 @@ export function createDepositActivities(deps: {
         : fees.applicationFee,
       description: 'Mobile money deposit',
       providerReference: code.id,
-      workflowId: depositWorkflowId(input.transactionId),
+      workflowId: workflowIds.deposit(input.transactionId),
       metadata: meta,
     });
-    return opened(row, meta);
+    return opened({ row, meta });
   }
 
-  /** The provider's view of a payment code now. */
+  /** The provider's view of a payment code now; a refusal is a decline the workflow handles. */
   async function checkPaymentCode(input: {
     mode: Mode;
     paymentCodeId: string;
   }): Promise<PaymentCodeStatus> {
-    return (await providers.mobileMoney(input.mode).getPaymentCode(input.paymentCodeId)).status;
+    const code = await callProvider(() =>
+      providers.mobileMoney(input.mode).getPaymentCode(input.paymentCodeId),
+    );
+    return code.status;
   }
 
   /**
-   * Paid: one ledger transaction. The provider's clearing account (SLE) gives what the payer
-   * paid and keeps its fee; the application's fee account gets the application fee; the wallet
-   * gets the amount, through the FX accounts for a USD wallet. Then the event, in the same
-   * database transaction. A second run finds the deposit completed and changes nothing.
+   * Paid: one ledger transaction (domain/ledger.ts `depositCompletionPostings`), then the event,
+   * in the same database transaction. A second run finds the deposit completed and changes
+   * nothing.
    */
   async function completeDeposit(input: { transactionId: string }): Promise<void> {
     await pool.transaction(async (trx) => {
@@ -182,51 +162,44 @@ export function createDepositActivities(deps: {
         'SLE',
       );
       const fees = await systemAccountId(trx, app, mode, 'application_fees', 'SLE');
-      const sleAmount = BigInt(meta.sle_amount);
-      const applicationFee = BigInt(meta.application_fee);
-      const postings: Posting[] = [
-        { accountId: clearing, currency: 'SLE', amount: -BigInt(meta.total_amount_paid) },
-      ];
-      const providerFee = BigInt(meta.provider_fee);
-      if (providerFee > 0n)
-        postings.push({ accountId: clearing, currency: 'SLE', amount: providerFee });
-      if (applicationFee > 0n)
-        postings.push({ accountId: fees, currency: 'SLE', amount: applicationFee });
-      const accounts = [walletId, clearing, fees];
-      if (row.currency === 'SLE') {
-        postings.push({ accountId: walletId, currency: 'SLE', amount: sleAmount });
-      } else {
-        const fxSle = await systemAccountId(trx, app, mode, 'fx', 'SLE');
-        const fxUsd = await systemAccountId(trx, app, mode, 'fx', 'USD');
-        accounts.push(fxSle, fxUsd);
-        postings.push(
-          { accountId: fxSle, currency: 'SLE', amount: sleAmount },
-          { accountId: fxUsd, currency: 'USD', amount: -row.amount },
-          { accountId: walletId, currency: 'USD', amount: row.amount },
-        );
-      }
-      await lockAccounts(trx, accounts);
-      await postLedgerTransaction(trx, {
-        applicationId: app,
-        mode,
-        transactionId: row.id,
-        kind: 'mobile_money_deposit',
-        description: row.description,
-        metadata: {
-          sle_amount: meta.sle_amount,
-          credited_amount: row.amount.toString(),
-          credited_currency: row.currency,
-          fx_sle_per_usd: meta.fx_sle_per_usd,
+      const fx =
+        row.currency === 'SLE'
+          ? null
+          : {
+              sleAccountId: await systemAccountId(trx, app, mode, 'fx', 'SLE'),
+              usdAccountId: await systemAccountId(trx, app, mode, 'fx', 'USD'),
+              creditedUsd: row.amount,
+            };
+      await lockAccounts(trx, [
+        walletId,
+        clearing,
+        fees,
+        ...(fx ? [fx.sleAccountId, fx.usdAccountId] : []),
+      ]);
+      await recordMoneyStep(trx, {
+        transaction: { id: row.id, status: 'completed' },
+        ledger: {
+          metadata: {
+            sle_amount: meta.sle_amount,
+            credited_amount: row.amount.toString(),
+            credited_currency: row.currency,
+            fx_sle_per_usd: meta.fx_sle_per_usd,
+          },
+          postings: depositCompletionPostings({
+            walletId,
+            clearingAccountId: clearing,
+            feeAccountId: fees,
+            sleAmount: BigInt(meta.sle_amount),
+            totalPaid: BigInt(meta.total_amount_paid),
+            providerFee: BigInt(meta.provider_fee),
+            applicationFee: BigInt(meta.application_fee),
+            fx,
+          }),
         },
-        postings,
-      });
-      const completed = await setStatus(trx, row.id, 'completed');
-      await insertEvent(trx, {
-        applicationId: app,
-        mode,
-        type: 'deposit.completed',
-        transactionId: row.id,
-        data: depositEventData(completed, meta),
+        event: {
+          type: 'deposit.completed',
+          data: (completed) => depositEventData(completed, meta),
+        },
       });
     });
   }
@@ -239,13 +212,9 @@ export function createDepositActivities(deps: {
     await pool.transaction(async (trx) => {
       const { row, meta } = await lockDeposit(trx, input.transactionId);
       if (row.status !== 'pending') return;
-      const closed = await setStatus(trx, row.id, input.status);
-      await insertEvent(trx, {
-        applicationId: row.application_id,
-        mode: row.mode,
-        type: 'deposit.failed',
-        transactionId: row.id,
-        data: depositEventData(closed, meta),
+      await recordMoneyStep(trx, {
+        transaction: { id: row.id, status: input.status },
+        event: { type: 'deposit.failed', data: (closed) => depositEventData(closed, meta) },
       });
     });
   }
@@ -253,24 +222,15 @@ export function createDepositActivities(deps: {
   return { openDeposit, checkPaymentCode, completeDeposit, closeDeposit };
 }
 
-async function setStatus(
-  trx: DatabaseTransactionConnection,
-  id: string,
-  status: string,
-): Promise<TransactionRow> {
-  return trx.one(sql.type(transactionRow)`
-    UPDATE transactions SET status = ${status}, updated_at = now() WHERE id = ${id}
-    RETURNING ${transactionColumns}`);
-}
-
+/** A deposit's event: the payment as the API shows it, and the SLE figures in SLE cents. */
 function depositEventData(row: TransactionRow, meta: DepositMetadata) {
   return {
     ...transactionEventData(row),
     provider_reference: row.provider_reference,
-    sle_amount: Number(meta.sle_amount),
-    provider_fee: Number(meta.provider_fee),
-    application_fee: Number(meta.application_fee),
-    total_amount_paid: Number(meta.total_amount_paid),
+    sle_amount: minorTextToWireInteger(meta.sle_amount),
+    provider_fee: minorTextToWireInteger(meta.provider_fee),
+    application_fee: minorTextToWireInteger(meta.application_fee),
+    total_amount_paid: minorTextToWireInteger(meta.total_amount_paid),
     fx_sle_per_usd: meta.fx_sle_per_usd,
   };
 }

@@ -1,6 +1,7 @@
-import type { DatabasePool } from 'slonik';
 import type { Config } from '../config';
+import type { DatabasePool } from '../db/pool';
 import type { Providers } from '../providers';
+import { declinePermanentDatabaseErrors } from './declines';
 import { createDepositActivities } from './deposit';
 import { createEscrowActivities } from './escrow';
 import { createMaintenanceActivities } from './maintenance';
@@ -11,9 +12,11 @@ export type ActivityDeps = { pool: DatabasePool; providers: Providers; config: C
 /** Every activity, built from its dependencies (no module-level state). */
 export function createActivities(deps: ActivityDeps) {
   return {
-    ...createTransferActivities(deps),
-    ...createDepositActivities(deps),
-    ...createEscrowActivities(deps),
+    ...declinePermanentDatabaseErrors({
+      ...createTransferActivities(deps),
+      ...createDepositActivities(deps),
+      ...createEscrowActivities(deps),
+    }),
     ...createMaintenanceActivities(deps),
   };
 }

@@ -1,8 +1,8 @@
-import type { CommonQueryMethods } from 'slonik';
+import type { CommonQueryMethods } from '../db/pool';
 import { findUser, type UserRow } from '../db/users';
 import { findWallet, findWallets, type WalletRow } from '../db/wallets';
-import { AppError, notFound } from '../domain/errors';
 import type { Caller } from '../domain/types';
+import { AppError, notFound } from './errors';
 
 /** 404 when it does not exist at all, 403 when it belongs to another application or mode. */
 export function assertOwned<T extends { application_id: string; mode: string }>(
@@ -34,6 +34,17 @@ export async function ownedWallet(
   id: string,
 ): Promise<WalletRow> {
   return assertOwned(caller, await findWallet(db, id), 'Wallet');
+}
+
+/** A wallet of the caller's that may take part in a payment: 403 when it is disabled. */
+export async function activeWallet(
+  db: CommonQueryMethods,
+  caller: Caller,
+  id: string,
+): Promise<WalletRow> {
+  const wallet = await ownedWallet(db, caller, id);
+  if (!wallet.is_active) throw new AppError('wallet_disabled');
+  return wallet;
 }
 
 /** Each of the wallets, in the order asked, with the same 404 and 403 rules; one query. */

@@ -9,6 +9,8 @@ import type { Route } from './route';
 import { feeRoutes } from './routes/fees';
 import { depositRoutes } from './routes/deposits';
 import { escrowRoutes } from './routes/escrow';
+import { providerWebhookRoutes } from './routes/provider-webhooks';
+import { syncRoutes } from './routes/sync';
 import { systemRoutes } from './routes/system';
 import { transactionRoutes } from './routes/transactions';
 import { transferRoutes } from './routes/transfers';
@@ -24,6 +26,8 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...walletRoutes(deps),
     ...transferRoutes(deps),
     ...depositRoutes(deps),
+    ...providerWebhookRoutes(deps),
+    ...syncRoutes(deps),
     ...escrowRoutes(deps),
     ...feeRoutes(deps),
     ...transactionRoutes(deps),

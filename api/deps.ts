@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import type { DatabasePool } from 'slonik';
+import type { DatabasePool } from '../db/pool';
 import type { Config } from '../config';
 import type { Providers } from '../providers';
 import type { Logger } from '../observability/logger';

@@ -1,12 +1,12 @@
 import { createHash, createHash as hash } from 'node:crypto';
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import type { DatabasePool } from 'slonik';
+import type { DatabasePool } from '../db/pool';
 import type { z } from 'zod';
 import { authenticate } from '../db/credentials';
 import { claimIdempotencyKey, completeIdempotencyKey } from '../db/idempotency';
 import { hitRateLimit } from '../db/rate-limit';
-import { AppError } from '../domain/errors';
+import { AppError } from './errors';
 import { RATE_LIMIT_CATEGORIES, type Caller } from '../domain/types';
 import { refuseUnstorableText } from './middleware/body';
 import { RateLimitedError } from './middleware/errors';

@@ -105,3 +105,10 @@ export function transactionBody(t: TransactionRow): z.infer<typeof TransactionBo
     updated_at: t.updated_at,
   };
 }
+
+/** A payment's status after the engine asked or told its workflow (sync, simulated webhook). */
+export const StatusBody = z.object({
+  status: z.string(),
+  transaction_id: z.string(),
+  message: z.string(),
+});

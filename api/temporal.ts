@@ -1,13 +1,15 @@
 import {
+  isGrpcServiceError,
   WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
   type Client,
   type WorkflowStartOptions,
 } from '@temporalio/client';
-import type { Workflow } from '@temporalio/common';
-import { AppError } from '../domain/errors';
-import type { SearchAttributePair } from '@temporalio/common';
-import type { Caller, TransactionType } from '../domain/types';
-import { SearchAttributes } from '../workflows/shared';
+import type { SearchAttributePair, Workflow } from '@temporalio/common';
+import type { Caller, Mode, TransactionType } from '../domain/types';
+import { workflowIds } from '../workflows/ids';
+import { SearchAttributes, type DepositOutcome } from '../workflows/shared';
+import { AppError } from './errors';
 
 /**
  * Runs a payment workflow and waits for its result, at most `timeoutMs`. The workflow id is the
@@ -44,16 +46,7 @@ export async function runPaymentWorkflow<W extends Workflow>(
 export async function withDeadline<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new AppError(
-            'timeout',
-            'The payment is still processing; retry with the same Idempotency-Key to get its result',
-          ),
-        ),
-      timeoutMs,
-    );
+    timer = setTimeout(() => reject(new AppError('timeout')), timeoutMs);
   });
   try {
     return await Promise.race([work, timeout]);
@@ -75,4 +68,47 @@ export function paymentSearchAttributes(
     { key: SearchAttributes.PaymentType, value: type },
     { key: SearchAttributes.PaymentStatus, value: 'pending' },
   ];
+}
+
+/** The mode of a deposit known only to Temporal (its record was never written), or null. */
+export async function depositMode(temporal: Client, transactionId: string): Promise<Mode | null> {
+  try {
+    const described = await temporal.workflow
+      .getHandle(workflowIds.deposit(transactionId))
+      .describe();
+    const mode = described.typedSearchAttributes.get(SearchAttributes.PaymentMode);
+    return mode === 'test' || mode === 'live' ? mode : null;
+  } catch {
+    return null;
+  }
+}
+
+type DepositHandle = ReturnType<Client['workflow']['getHandle']>;
+
+/** Runs an update on a deposit's workflow; null when that workflow is not running any more. */
+export async function updateDeposit(
+  temporal: Client,
+  transactionId: string,
+  timeoutMs: number,
+  run: (handle: DepositHandle) => Promise<DepositOutcome>,
+): Promise<DepositOutcome | null> {
+  const handle = temporal.workflow.getHandle(workflowIds.deposit(transactionId));
+  try {
+    return await withDeadline(run(handle), timeoutMs);
+  } catch (error) {
+    // An update on a workflow that has completed is refused; the record tells its outcome.
+    if (isNotFound(error)) return null;
+    throw error;
+  }
+}
+
+/** gRPC NOT_FOUND: some calls (a history fetch, an update) are not wrapped by the SDK. */
+const GRPC_NOT_FOUND = 5;
+
+/** Whether Temporal answered that the workflow (or the running workflow) does not exist. */
+export function isNotFound(error: unknown): boolean {
+  if (error instanceof WorkflowNotFoundError) return true;
+  if (isGrpcServiceError(error)) return Number(error.code) === GRPC_NOT_FOUND;
+  const cause = (error as { cause?: unknown } | null)?.cause;
+  return cause !== undefined && cause !== error && isNotFound(cause);
 }

@@ -10,7 +10,7 @@ import {
 import { createCredential, listCredentials, revokeCredential } from '../db/credentials';
 import { createDatabasePool, type DatabasePool } from '../db/pool';
 import { openLocalDatabase } from '../harness/postgres';
-import { parseMajorDecimal } from '../domain/money';
+import { minorToDecimalString, parseMajorDecimal } from '../domain/money';
 import { PAYMENT_METHODS, RATE_LIMIT_CATEGORIES } from '../domain/types';
 
 /**
@@ -79,7 +79,7 @@ function applicationJson(app: ApplicationRow) {
     name: app.name,
     base_currency: app.base_currency,
     escrow_fee_bps: app.escrow_fee_bps,
-    escrow_fee_fixed: (Number(app.escrow_fee_fixed) / 100).toFixed(2),
+    escrow_fee_fixed: minorToDecimalString(app.escrow_fee_fixed),
     fees: app.fee_bps,
     rate_limits: { ...RATE_LIMIT_CATEGORIES, ...app.rate_limits },
     created_at: app.created_at,

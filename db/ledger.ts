@@ -97,3 +97,15 @@ export async function systemAccountId(
     SELECT id FROM ledger_accounts
     WHERE application_id = ${applicationId} AND mode = ${mode} AND kind = ${kind} AND currency = ${currency}`);
 }
+
+/** The application and mode of a ledger account (a wallet or a system account), or null. */
+export async function findAccountOwner(
+  db: CommonQueryMethods,
+  id: string,
+): Promise<{ application_id: string; mode: Mode } | null> {
+  return db.maybeOne(
+    sql.type(
+      z.object({ application_id: z.string(), mode: z.enum(['test', 'live']) }),
+    )`SELECT application_id, mode FROM ledger_accounts WHERE id = ${id}`,
+  );
+}

@@ -128,3 +128,28 @@ export async function insertEvent(
             ${sql.jsonb(JSON.parse(JSON.stringify(e.data)) as never)})`);
   return id;
 }
+
+/** Moves a payment to a new status; returns the row as it now is. */
+export async function setTransactionStatus(
+  db: CommonQueryMethods,
+  id: string,
+  status: TransactionStatus,
+): Promise<TransactionRow> {
+  return db.one(sql.type(transactionRow)`
+    UPDATE transactions SET status = ${status}, updated_at = now() WHERE id = ${id}
+    RETURNING ${transactionColumns}`);
+}
+
+/** A transaction of the caller's by our id or by the provider's reference, or null. */
+export async function findTransactionByReference(
+  db: CommonQueryMethods,
+  caller: Caller,
+  reference: string,
+): Promise<TransactionRow | null> {
+  return db.maybeOne(sql.type(transactionRow)`
+    SELECT ${transactionColumns}
+    FROM transactions
+    WHERE application_id = ${caller.applicationId} AND mode = ${caller.mode}
+      AND (provider_reference = ${reference} OR id::text = ${reference.toLowerCase()})
+    LIMIT 1`);
+}

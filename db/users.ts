@@ -20,6 +20,9 @@ export type UserRow = z.infer<typeof userRow>;
 
 const columns = sql.fragment`id, application_id, mode, app_user_id, name, phone_number, email, username, is_active, created_at, updated_at`;
 
+/** The unique index that keeps an email to one user per application and mode. */
+export const USERS_EMAIL_UNIQUE = 'users_email_unique';
+
 export async function insertUser(
   db: CommonQueryMethods,
   caller: Caller,

@@ -98,3 +98,25 @@ export async function setWalletActive(
   );
   return db.one(sql.type(walletRow)`${select} WHERE w.id = ${id}`);
 }
+
+/** What a money step checks of a wallet: its scope, whether it is active, its currency. */
+export const walletState = z.object({
+  id: z.string(),
+  application_id: z.string(),
+  mode: z.enum(['test', 'live']),
+  is_active: z.boolean(),
+  currency: z.enum(['USD', 'SLE']),
+});
+export type WalletState = z.infer<typeof walletState>;
+
+/** What a money step checks of wallets (scope, active, currency), by id, without locking. */
+export async function walletStates(
+  db: CommonQueryMethods,
+  ids: readonly string[],
+): Promise<Map<string, WalletState>> {
+  const rows = await db.any(sql.type(walletState)`
+    SELECT w.id, w.application_id, w.mode, w.is_active, a.currency
+    FROM wallets w JOIN ledger_accounts a ON a.id = w.id
+    WHERE w.id = ANY(${sql.array([...ids], 'uuid')})`);
+  return new Map(rows.map((r) => [r.id, r]));
+}

@@ -1,51 +1,40 @@
 /**
- * The closed set of expected failures. Each code maps to exactly one HTTP status; a code added
- * here without a status does not compile. Messages are safe to show to the caller.
+ * The closed set of expected failures, by code. A code is all that crosses Temporal and the
+ * layers below the API; its HTTP status and standard message live at the edge (`api/errors.ts`),
+ * where a code added here without a status or a message does not compile.
  */
-export const ERROR_STATUS = {
-  invalid_request: 400,
-  invalid_json: 400,
-  email_taken: 400,
-  wallet_exists: 400,
-  user_disabled: 400,
-  insufficient_funds: 400,
-  same_wallet: 400,
-  not_deletable: 400,
-  provider_refused: 400,
-  unauthenticated: 401,
-  forbidden: 403,
-  wallet_disabled: 403,
-  wrong_mode: 403,
-  not_found: 404,
-  payload_too_large: 413,
-  validation_failed: 422,
-  idempotency_mismatch: 422,
-  rate_limited: 429,
-  internal: 500,
-  provider_unavailable: 503,
-  timeout: 504,
-} as const satisfies Record<string, number>;
+export const ERROR_CODES = [
+  'invalid_request',
+  'invalid_json',
+  'email_taken',
+  'wallet_exists',
+  'user_disabled',
+  'insufficient_funds',
+  'same_wallet',
+  'not_deletable',
+  'escrow_not_held',
+  'release_exceeds_hold',
+  'provider_refused',
+  'unauthenticated',
+  'forbidden',
+  'wallet_forbidden',
+  'wallet_disabled',
+  'wrong_mode',
+  'not_found',
+  'wallet_not_found',
+  'payload_too_large',
+  'validation_failed',
+  'idempotency_mismatch',
+  'rate_limited',
+  'internal',
+  'provider_unavailable',
+  'timeout',
+] as const;
 
-export type ErrorCode = keyof typeof ERROR_STATUS;
+export type ErrorCode = (typeof ERROR_CODES)[number];
 
-export class AppError extends Error {
-  readonly status: number;
-  constructor(
-    readonly code: ErrorCode,
-    readonly detail: string,
-    options?: { cause?: unknown },
-  ) {
-    super(detail, options);
-    this.name = 'AppError';
-    this.status = ERROR_STATUS[code];
-  }
-}
+const codes: ReadonlySet<string> = new Set(ERROR_CODES);
 
 export function isErrorCode(value: unknown): value is ErrorCode {
-  return typeof value === 'string' && Object.hasOwn(ERROR_STATUS, value);
+  return typeof value === 'string' && codes.has(value);
 }
-
-export const notFound = (what: string): AppError => new AppError('not_found', `${what} not found`);
-export const forbidden = (
-  detail = 'You do not have permission to access this resource',
-): AppError => new AppError('forbidden', detail);

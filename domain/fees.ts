@@ -67,3 +67,17 @@ export function computeDepositFees(input: {
     feeEnabled,
   };
 }
+
+/** An escrow release's split: what the recipient receives and the application's fee. */
+export type EscrowFee = { fee: bigint; net: bigint };
+
+/**
+ * The fee on an escrow release of `amount` minor units: round(amount × bps / 10 000) + fixed,
+ * half to even, capped at the amount (a release never costs the recipient more than it pays).
+ */
+export function computeEscrowFee(amount: bigint, rule: FeeRule): EscrowFee {
+  if (amount < 0n) throw new RangeError('a release amount cannot be negative');
+  const raw = basisPoints(amount, rule.bps) + rule.fixed;
+  const fee = raw > amount ? amount : raw;
+  return { fee, net: amount - fee };
+}

@@ -36,6 +36,90 @@ export function transferPostings(
   ];
 }
 
+/** An escrow hold: the amount leaves the sender's wallet for the escrow account. */
+export function holdPostings(input: {
+  walletId: string;
+  escrowAccountId: string;
+  currency: Currency;
+  amount: bigint;
+}): Posting[] {
+  return transferPostings(input.walletId, input.escrowAccountId, input.currency, input.amount);
+}
+
+/** An escrow refund: what the hold still holds goes back from escrow to the sender's wallet. */
+export function refundPostings(input: {
+  escrowAccountId: string;
+  walletId: string;
+  currency: Currency;
+  amount: bigint;
+}): Posting[] {
+  return transferPostings(input.escrowAccountId, input.walletId, input.currency, input.amount);
+}
+
+/**
+ * An escrow release of `net + fee`: it leaves the escrow account, the recipient gets the net
+ * and the application's fee account the fee (either leg is left out when it is zero).
+ */
+export function releasePostings(input: {
+  escrowAccountId: string;
+  recipientWalletId: string;
+  feeAccountId: string | null;
+  currency: Currency;
+  net: bigint;
+  fee: bigint;
+}): Posting[] {
+  const { currency, net, fee } = input;
+  if (net < 0n || fee < 0n || net + fee <= 0n) throw new Error('a release must move money');
+  if (fee > 0n && !input.feeAccountId) throw new Error('a release fee needs a fee account');
+  const postings: Posting[] = [
+    { accountId: input.escrowAccountId, currency, amount: -(net + fee) },
+  ];
+  if (net > 0n) postings.push({ accountId: input.recipientWalletId, currency, amount: net });
+  if (fee > 0n) postings.push({ accountId: input.feeAccountId!, currency, amount: fee });
+  return postings;
+}
+
+/**
+ * A paid mobile-money deposit (SLE cents from the provider). The provider's clearing account
+ * gives what the payer paid and keeps its fee; the application's fee account gets the
+ * application fee; the wallet gets the deposit: directly in SLE, or for a USD wallet through
+ * the FX accounts (SLE in, `creditedUsd` out).
+ */
+export function depositCompletionPostings(input: {
+  walletId: string;
+  clearingAccountId: string;
+  feeAccountId: string;
+  sleAmount: bigint;
+  totalPaid: bigint;
+  providerFee: bigint;
+  applicationFee: bigint;
+  /** For a USD wallet: the FX accounts and the USD cents credited. */
+  fx: { sleAccountId: string; usdAccountId: string; creditedUsd: bigint } | null;
+}): Posting[] {
+  const postings: Posting[] = [
+    { accountId: input.clearingAccountId, currency: 'SLE', amount: -input.totalPaid },
+  ];
+  if (input.providerFee > 0n)
+    postings.push({
+      accountId: input.clearingAccountId,
+      currency: 'SLE',
+      amount: input.providerFee,
+    });
+  if (input.applicationFee > 0n)
+    postings.push({ accountId: input.feeAccountId, currency: 'SLE', amount: input.applicationFee });
+  if (input.fx === null) {
+    postings.push({ accountId: input.walletId, currency: 'SLE', amount: input.sleAmount });
+  } else {
+    postings.push(
+      { accountId: input.fx.sleAccountId, currency: 'SLE', amount: input.sleAmount },
+      { accountId: input.fx.usdAccountId, currency: 'USD', amount: -input.fx.creditedUsd },
+      { accountId: input.walletId, currency: 'USD', amount: input.fx.creditedUsd },
+    );
+  }
+  assertBalanced(postings);
+  return postings;
+}
+
 /**
  * The order in which accounts are locked: user wallets before system accounts (the hot fee and
  * escrow accounts are held for the shortest time), then by id. Every writer uses it, so two

@@ -36,9 +36,37 @@ export function majorNumberToMinor(value: number): bigint | null {
   return minor;
 }
 
-/** Minor units to a JSON number in major units (1250n -> 12.5). Exact below 2^53 minor units. */
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** Whether a JSON number holds this many minor units exactly. */
+export function fitsWireInteger(minor: bigint): boolean {
+  return minor <= MAX_SAFE && minor >= -MAX_SAFE;
+}
+
+/**
+ * Minor units as a JSON integer (SLE cents on the wire: 1250n -> 1250). Throws beyond
+ * Number.MAX_SAFE_INTEGER, where a number can no longer hold every integer.
+ */
+export function minorToWireInteger(minor: bigint): number {
+  if (!fitsWireInteger(minor)) {
+    throw new RangeError(`${minor.toString()} minor units do not fit a JSON number exactly`);
+  }
+  return Number(minor);
+}
+
+/**
+ * Minor units to a JSON number in major units (1250n -> 12.5). Exact, because the integer is
+ * exact and a division by 100 of an exact integer gives the closest double to the decimal; throws
+ * beyond Number.MAX_SAFE_INTEGER minor units instead of rounding.
+ */
 export function minorToMajorNumber(minor: bigint): number {
-  return Number(minor) / 100;
+  return minorToWireInteger(minor) / 100;
+}
+
+/** A decimal string of minor units from a JSON payload ("1250") as a JSON integer, checked. */
+export function minorTextToWireInteger(text: string): number {
+  if (!/^-?\d+$/.test(text)) throw new RangeError(`${text} is not an integer count of minor units`);
+  return minorToWireInteger(BigInt(text));
 }
 
 /** Minor units to a decimal string with 2 decimals (1250n -> "12.50", -5n -> "-0.05"). */

@@ -1,4 +1,4 @@
-import type { DatabasePool } from 'slonik';
+import type { DatabasePool } from '../db/pool';
 import type { Config } from '../config';
 import type { Mode } from '../domain/types';
 import { ProviderNotConfiguredError, type MobileMoneyProvider } from './mobile-money';

@@ -48,7 +48,11 @@ export interface MobileMoneyProvider {
   ): MobileMoneyNotification | null;
 }
 
-/** The provider refused the request for a business reason: not retried, answered with 400. */
+/**
+ * The provider refused the request for a business reason. The deposit activities turn it into a
+ * `provider_refused` decline, which Temporal does not retry (a refused payment code is answered
+ * with 400; a refused status check leaves the deposit as it stands).
+ */
 export class ProviderRefusedError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -56,7 +60,10 @@ export class ProviderRefusedError extends Error {
   }
 }
 
-/** The provider for this mode has no credentials configured: answered with 503, nothing written. */
+/**
+ * The provider for this mode has no credentials configured: the activities turn it into a
+ * `provider_unavailable` decline (503, nothing written), not retried.
+ */
 export class ProviderNotConfiguredError extends Error {
   constructor(message: string) {
     super(message);

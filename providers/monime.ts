@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { Config } from '../config';
-import { minorToDecimalString } from '../domain/money';
+import { fitsWireInteger, minorToDecimalString, minorToWireInteger } from '../domain/money';
 import {
   ProviderRefusedError,
   type MobileMoneyNotification,
@@ -344,10 +344,10 @@ function parseJson(text: string): unknown {
 
 /** A bigint of SLE cents as a JSON integer; refused before any request when it cannot be one. */
 function wireAmount(amount: bigint, field: string): number {
-  if (amount <= 0n || amount > BigInt(Number.MAX_SAFE_INTEGER)) {
+  if (amount <= 0n || !fitsWireInteger(amount)) {
     throw new ProviderRefusedError(`${field} must be a positive integer number of SLE cents`);
   }
-  return Number(amount);
+  return minorToWireInteger(amount);
 }
 
 /** The live adapter when its credentials are all configured; null otherwise (answered 503). */

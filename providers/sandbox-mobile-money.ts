@@ -1,6 +1,11 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import { sql, type DatabasePool } from 'slonik';
-import { z } from 'zod';
+import type { DatabasePool } from '../db/pool';
+import {
+  findSandboxPaymentCode,
+  insertSandboxPaymentCode,
+  settleSandboxPaymentCode,
+  type SandboxCodeRow,
+} from '../db/sandbox-payment-codes';
 import {
   ProviderRefusedError,
   type MobileMoneyNotification,
@@ -15,20 +20,7 @@ import { monimeInstructions, readMonimeNotification, signMonimeNotification } fr
 export const SANDBOX_REFUSED_AMOUNT = 4040n;
 export const SANDBOX_SIGNATURE_HEADER = 'sandbox-signature';
 
-const codeRow = z.object({
-  id: z.string(),
-  reference: z.string(),
-  amount: z.bigint(),
-  code: z.string(),
-  instructions: z.string(),
-  status: z.enum(['pending', 'completed', 'failed', 'expired']),
-  expires_at: z.string(),
-});
-
-const columns = sql.fragment`id, reference, amount, code, instructions,
-  CASE WHEN status = 'pending' AND expires_at <= now() THEN 'expired' ELSE status END AS status, expires_at`;
-
-function toPaymentCode(row: z.infer<typeof codeRow>): PaymentCode {
+function toPaymentCode(row: SandboxCodeRow): PaymentCode {
   return {
     id: row.id,
     code: row.code,
@@ -60,24 +52,23 @@ export class SandboxMobileMoneyProvider implements MobileMoneyProvider {
     const id = `pmc_${randomBytes(12).toString('hex')}`;
     const code = `*715*${randomInt(100_000, 1_000_000)}#`;
     const instructions = monimeInstructions(code, request.amount, request.name);
-    await this.pool.query(sql.unsafe`
-      INSERT INTO sandbox_payment_codes (id, idempotency_key, reference, name, amount, deposit_amount,
-        code, instructions, status, expires_at)
-      VALUES (${id}, ${request.idempotencyKey}, ${request.reference}, ${request.name},
-        ${request.amount.toString()}, ${request.depositAmount.toString()}, ${code}, ${instructions},
-        'pending', now() + make_interval(secs => ${request.expiresInSeconds}))
-      ON CONFLICT (idempotency_key) DO NOTHING`);
-    // A retried call with the same idempotency key gets the code the first call created.
     return toPaymentCode(
-      await this.pool.one(sql.type(codeRow)`
-        SELECT ${columns} FROM sandbox_payment_codes WHERE idempotency_key = ${request.idempotencyKey}`),
+      await insertSandboxPaymentCode(this.pool, {
+        id,
+        idempotencyKey: request.idempotencyKey,
+        reference: request.reference,
+        name: request.name,
+        amount: request.amount,
+        depositAmount: request.depositAmount,
+        code,
+        instructions,
+        expiresInSeconds: request.expiresInSeconds,
+      }),
     );
   }
 
   async getPaymentCode(id: string): Promise<PaymentCode> {
-    const row = await this.pool.maybeOne(
-      sql.type(codeRow)`SELECT ${columns} FROM sandbox_payment_codes WHERE id = ${id}`,
-    );
+    const row = await findSandboxPaymentCode(this.pool, id);
     if (!row) throw new ProviderRefusedError(`No payment code ${id}`);
     return toPaymentCode(row);
   }
@@ -87,9 +78,7 @@ export class SandboxMobileMoneyProvider implements MobileMoneyProvider {
     id: string,
     status: Extract<PaymentCodeStatus, 'completed' | 'failed'>,
   ): Promise<PaymentCode> {
-    await this.pool.query(sql.unsafe`
-      UPDATE sandbox_payment_codes SET status = ${status}, updated_at = now()
-      WHERE id = ${id} AND status = 'pending' AND expires_at > now()`);
+    await settleSandboxPaymentCode(this.pool, id, status);
     return this.getPaymentCode(id);
   }
 

@@ -1,5 +1,5 @@
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import type { DatabasePool } from 'slonik';
+import type { DatabasePool } from '../db/pool';
 import { temporalAddress, type Config } from '../config';
 import { createActivities } from '../activities';
 import { createProviders, type Providers } from '../providers';

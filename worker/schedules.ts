@@ -1,7 +1,8 @@
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { workflowIds } from '../workflows/ids';
 import { maintenanceWorkflow } from '../workflows/maintenance';
 
-export const MAINTENANCE_SCHEDULE_ID = 'maintenance';
+export const MAINTENANCE_SCHEDULE_ID = workflowIds.maintenance;
 
 /** Creates the engine's schedules once; an existing schedule is left as it is. */
 export async function ensureSchedules(client: Client, taskQueue: string): Promise<void> {

@@ -1,5 +1,8 @@
+import { ActivityFailure, RetryState } from '@temporalio/common';
 import { allHandlersFinished, condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from './activities-types';
+import { asDeclined } from './declines';
+import { activityPresets } from './retry';
 import {
   depositStateQuery,
   depositUpdates,
@@ -9,17 +12,13 @@ import {
   type DepositOutcome,
 } from './shared';
 import { setPaymentStatus } from './status';
-import { asDeclined } from './transfer';
 
-const retry = {
-  initialInterval: '200 milliseconds',
-  backoffCoefficient: 2,
-  maximumInterval: '10 seconds',
-};
+const ledger = proxyActivities<Activities>(activityPresets.ledger);
+const provider = proxyActivities<Activities>(activityPresets.provider);
 
-const ledger = proxyActivities<Activities>({ startToCloseTimeout: '15 seconds', retry });
-// Provider calls get a longer timeout; they are safe to retry (idempotency key per deposit).
-const provider = proxyActivities<Activities>({ startToCloseTimeout: '30 seconds', retry });
+/** A provider call that used up its bounded retry (a fault, never a decline). */
+const exhausted = (error: unknown): boolean =>
+  error instanceof ActivityFailure && error.retryState === RetryState.MAXIMUM_ATTEMPTS_REACHED;
 
 /** After the payment code expires, a last look at the provider before calling it expired. */
 const EXPIRY_GRACE_MS = 5_000;
@@ -37,6 +36,19 @@ export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<D
   let settling = false;
 
   const isOpen = () => opened !== undefined || refused !== undefined;
+
+  /**
+   * The provider's view of the payment code, or null when it cannot tell: it refused (a decline)
+   * or stayed unreachable through every attempt of the bounded retry.
+   */
+  async function askProvider(paymentCodeId: string): Promise<DepositOutcome | null> {
+    try {
+      return await provider.checkPaymentCode({ mode: input.mode, paymentCodeId });
+    } catch (error) {
+      if (asDeclined(error) || exhausted(error)) return null;
+      throw error;
+    }
+  }
 
   /** Settles once; a second caller (a duplicate notification, a racing sync) waits for the first. */
   async function settle(status: DepositOutcome): Promise<DepositOutcome> {
@@ -77,16 +89,20 @@ export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<D
   setHandler(depositUpdates.sync, async () => {
     await condition(isOpen);
     if (!opened || outcome !== 'pending') return outcome;
-    return settle(
-      await provider.checkPaymentCode({ mode: input.mode, paymentCodeId: opened.paymentCode.id }),
-    );
+    // A provider that cannot tell changes nothing: the sync answers the outcome as it stands.
+    return settle((await askProvider(opened.paymentCode.id)) ?? 'pending');
   });
   setHandler(depositStateQuery, () => outcome);
 
   try {
     opened = await provider.openDeposit(input);
   } catch (error) {
-    refused = asDeclined(error) ?? undefined;
+    // A provider unreachable through every attempt refuses the deposit as a refusal would.
+    refused =
+      asDeclined(error) ??
+      (exhausted(error)
+        ? { status: 'declined', code: 'provider_unavailable', detail: null }
+        : undefined);
     if (!refused) throw error;
     setPaymentStatus('failed');
     await condition(allHandlersFinished);
@@ -97,10 +113,8 @@ export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<D
     Math.max(0, Date.parse(opened.paymentCode.expiresAt) - Date.now()) + EXPIRY_GRACE_MS;
   const settled = await condition(() => outcome !== 'pending', untilExpiry);
   if (!settled && !settling) {
-    const last = await provider.checkPaymentCode({
-      mode: input.mode,
-      paymentCodeId: opened.paymentCode.id,
-    });
+    // The code has expired at the provider: one that cannot tell any more leaves it expired.
+    const last = await askProvider(opened.paymentCode.id);
     await settle(last === 'completed' || last === 'failed' ? last : 'expired');
   }
   await condition(() => outcome !== 'pending' && allHandlersFinished());

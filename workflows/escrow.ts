@@ -14,22 +14,17 @@ import {
   type RefundRequest,
 } from './shared';
 import { addPaymentWallet, setPaymentStatus } from './status';
-import { asDeclined } from './transfer';
+import { asDeclined } from './declines';
+import { activityPresets } from './retry';
 
 /**
- * The money steps stay remote activities. As local activities they were faster (28 against 22
- * hold-and-release flows per second in `npm run bench`), but several updates racing on one hold
- * left the workflow waiting after its last step on Temporal's time-skipping test server, a
- * risk not worth taking on holds that live for days.
+ * The money steps stay remote activities. As local activities they were faster, but several
+ * updates racing on one hold left the workflow waiting after its last step on Temporal's
+ * time-skipping test server, a risk not worth taking on holds that live for days.
  */
-const { holdFunds, releaseFunds, refundFunds } = proxyActivities<Activities>({
-  startToCloseTimeout: '15 seconds',
-  retry: {
-    initialInterval: '100 milliseconds',
-    backoffCoefficient: 2,
-    maximumInterval: '5 seconds',
-  },
-});
+const { holdFunds, releaseFunds, refundFunds } = proxyActivities<Activities>(
+  activityPresets.ledger,
+);
 
 /**
  * One escrow hold: lives while anything is held. Started with the `hold` update, which answers

@@ -1,9 +1,13 @@
 /**
- * What the API (client side) and the workflows share: search attribute keys, workflow ids,
- * and the argument and result types. No I/O here: workflow code imports it.
+ * What the API (client side) and the workflows share: search attribute keys, the argument and
+ * result types, and (from ./ids.ts) the workflow ids. No I/O here: workflow code imports it.
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import type { ErrorCode } from '../domain/errors';
+import { workflowIds } from './ids';
+
+export { workflowIds } from './ids';
 
 export const SearchAttributes = {
   ApplicationId: defineSearchAttributeKey('ApplicationId', SearchAttributeType.KEYWORD),
@@ -22,12 +26,11 @@ export const SEARCH_ATTRIBUTE_DEFINITIONS: Record<keyof typeof SearchAttributes,
   PaymentStatus: 'Keyword',
 };
 
-export const workflowIds = {
-  transfer: (transactionId: string) => `transfer-${transactionId}`,
-};
-
-/** A business decline, carried as data so that every waiter of the workflow sees the same result. */
-export type Declined = { status: 'declined'; code: string; detail: string };
+/**
+ * A business decline, carried as data so that every waiter of the workflow sees the same result.
+ * `detail` is null when the code's standard message says it all (the API edge fills it in).
+ */
+export type Declined = { status: 'declined'; code: ErrorCode; detail: string | null };
 
 export type TransferInput = {
   transactionId: string;
@@ -42,9 +45,9 @@ export type TransferInput = {
 
 export type TransferResult = { status: 'completed'; transactionId: string } | Declined;
 
-export const DEPOSIT_WORKFLOW_ID_PREFIX = 'deposit-';
-export const depositWorkflowId = (transactionId: string) =>
-  `${DEPOSIT_WORKFLOW_ID_PREFIX}${transactionId}`;
+/** Kept for the callers written before `workflowIds`: the same functions. */
+export const depositWorkflowId = workflowIds.deposit;
+export const escrowWorkflowId = workflowIds.escrow;
 
 export type DepositInput = {
   transactionId: string;
@@ -90,8 +93,6 @@ export const depositUpdates = {
   sync: defineUpdate<DepositOutcome>('sync'),
 };
 export const depositStateQuery = defineQuery<DepositOutcome>('state');
-
-export const escrowWorkflowId = (holdId: string) => `escrow-${holdId}`;
 
 export type HoldInput = {
   holdId: string;

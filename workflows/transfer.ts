@@ -1,30 +1,20 @@
-import {
-  ApplicationFailure,
-  patched,
-  proxyActivities,
-  proxyLocalActivities,
-} from '@temporalio/workflow';
-import { ActivityFailure } from '@temporalio/common';
+import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from './activities-types';
-import type { Declined, TransferInput, TransferResult } from './shared';
+import { asDeclined } from './declines';
+import { activityPresets } from './retry';
+import type { TransferInput, TransferResult } from './shared';
 import { setPaymentStatus } from './status';
-
-const retry = {
-  initialInterval: '100 milliseconds',
-  backoffCoefficient: 2,
-  maximumInterval: '5 seconds',
-};
 
 /**
  * The ledger step runs as a local activity: in the worker, inside the workflow task, recorded
  * as one marker. That saves the activity task's round trips through the server (the engine's
- * bottleneck: +50% transfers per second in `npm run bench`) and the history still shows the
- * step, its attempts and its result. Workflows started before the change replay their
- * recorded (remote) activity: `patched` keeps both paths deterministic.
+ * bottleneck, see the README's benchmark section) and the history still shows the step, its
+ * attempts and its result. Workflows started before the change replay their recorded (remote)
+ * activity: `patched` keeps both paths deterministic.
  */
-const local = proxyLocalActivities<Activities>({ startToCloseTimeout: '10 seconds', retry });
+const local = proxyLocalActivities<Activities>(activityPresets.transfer);
 
-const remote = proxyActivities<Activities>({ startToCloseTimeout: '10 seconds', retry });
+const remote = proxyActivities<Activities>(activityPresets.transfer);
 
 /**
  * A wallet-to-wallet transfer: one atomic ledger step. A business decline (insufficient funds,
@@ -45,14 +35,4 @@ export async function transferWorkflow(input: TransferInput): Promise<TransferRe
   }
   setPaymentStatus('completed');
   return { status: 'completed', transactionId: input.transactionId };
-}
-
-/**
- * A non-retryable application failure raised by an activity is a business decline. A remote
- * activity's arrives wrapped in an ActivityFailure; a local activity's may arrive bare.
- */
-export function asDeclined(error: unknown): Declined | null {
-  const cause = error instanceof ActivityFailure ? error.cause : error;
-  if (!(cause instanceof ApplicationFailure) || !cause.nonRetryable || !cause.type) return null;
-  return { status: 'declined', code: cause.type, detail: cause.message };
 }

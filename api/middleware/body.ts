@@ -1,5 +1,5 @@
 import type Koa from 'koa';
-import { AppError } from '../../domain/errors';
+import { AppError } from '../errors';
 import { parseJsonKeepingLiterals } from './json-number';
 
 export const MAX_BODY_BYTES = 1024 * 1024;

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type Koa from 'koa';
-import { AppError } from '../../domain/errors';
+import { AppError } from '../errors';
 import { redactHeaders, type Logger } from '../../observability/logger';
 
 /**

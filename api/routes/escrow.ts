@@ -2,19 +2,18 @@ import { randomUUID } from 'node:crypto';
 import { WithStartWorkflowOperation } from '@temporalio/client';
 import { z } from 'zod';
 import { findTransaction, type TransactionRow } from '../../db/transactions';
-import { AppError, isErrorCode } from '../../domain/errors';
 import type { Caller } from '../../domain/types';
 import { escrowWorkflow } from '../../workflows/escrow';
-import { escrowUpdates, escrowWorkflowId, type EscrowStepResult } from '../../workflows/shared';
-import { assertOwned, ownedWallet } from '../access';
+import { workflowIds } from '../../workflows/ids';
+import { escrowUpdates, type EscrowStepResult } from '../../workflows/shared';
+import { activeWallet, assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
+import { AppError, errorResponse, notFound, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { ErrorBody, PositiveAmount } from '../schemas';
+import { PositiveAmount } from '../schemas';
 import { TransactionBody, transactionBody } from '../serializers';
 import { paymentSearchAttributes, withDeadline } from '../temporal';
-
-const err = (description: string) => ({ description, schema: ErrorBody });
 
 const HoldRequest = z.object({
   wallet_id: z.string().min(1),
@@ -35,29 +34,12 @@ const ReleaseRequest = z
   .optional()
   .transform((v) => v ?? {});
 
-async function activeWallet(deps: ApiDeps, caller: Caller, id: string) {
-  const wallet = await ownedWallet(deps.pool, caller, id);
-  if (!wallet.is_active) throw new AppError('wallet_disabled', 'Wallet is disabled');
-  return wallet;
-}
-
-const notHeld = () =>
-  new AppError('invalid_request', 'The escrow transaction is not in held status');
-
-function settled(result: EscrowStepResult): string {
-  if (result.status === 'declined') {
-    throw new AppError(isErrorCode(result.code) ? result.code : 'invalid_request', result.detail);
-  }
-  return result.transactionId;
-}
-
 export function escrowRoutes(deps: ApiDeps): Route[] {
   const { pool, temporal, config } = deps;
 
   async function ownedHold(caller: Caller, id: string): Promise<TransactionRow> {
     const row = await findTransaction(pool, id);
-    if (row && row.transaction_type !== 'escrow_hold')
-      throw new AppError('not_found', 'Escrow transaction not found');
+    if (row && row.transaction_type !== 'escrow_hold') throw notFound('Escrow transaction');
     return assertOwned(caller, row, 'Escrow transaction');
   }
 
@@ -72,15 +54,16 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
     hold: TransactionRow,
     run: (handle: ReturnType<typeof temporal.workflow.getHandle>) => Promise<EscrowStepResult>,
   ) {
-    const handle = temporal.workflow.getHandle(escrowWorkflowId(hold.id));
+    const handle = temporal.workflow.getHandle(workflowIds.escrow(hold.id));
     try {
-      return settled(await withDeadline(run(handle), config.api.requestTimeoutMs));
+      return unlessDeclined(await withDeadline(run(handle), config.api.requestTimeoutMs))
+        .transactionId;
     } catch (error) {
       if (error instanceof AppError) throw error;
       // The hold's workflow ended between our read and the update: nothing is held any more.
       const current = await findTransaction(pool, hold.id);
       if (current && current.status !== 'held') {
-        throw notHeld();
+        throw new AppError('escrow_not_held');
       }
       throw error;
     }
@@ -118,22 +101,22 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           description: 'The hold (transaction_type escrow_hold, status held)',
           schema: TransactionBody,
         },
-        400: err('Insufficient funds'),
-        401: err('Missing or invalid credentials'),
-        403: err('A wallet is disabled or belongs to another application or mode'),
-        404: err('Wallet not found'),
-        422: err('Validation failure'),
+        400: errorResponse('Insufficient funds'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('A wallet is disabled or belongs to another application or mode'),
+        404: errorResponse('Wallet not found'),
+        422: errorResponse('Validation failure'),
       },
       handler: async ({ caller, body, idempotency }) => {
-        const sender = await activeWallet(deps, caller, body.wallet_id);
+        const sender = await activeWallet(pool, caller, body.wallet_id);
         const recipient = body.recipient_wallet_id
-          ? await activeWallet(deps, caller, body.recipient_wallet_id)
+          ? await activeWallet(pool, caller, body.recipient_wallet_id)
           : null;
         if (recipient?.id === sender.id)
           throw new AppError('same_wallet', 'The recipient cannot be the sender');
         const holdId = idempotency ? idFromKey(caller, idempotency, 'escrow_hold') : randomUUID();
         const start = new WithStartWorkflowOperation(escrowWorkflow, {
-          workflowId: escrowWorkflowId(holdId),
+          workflowId: workflowIds.escrow(holdId),
           taskQueue: config.temporal.taskQueue,
           workflowIdConflictPolicy: 'USE_EXISTING',
           args: [
@@ -160,7 +143,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           }),
           config.api.requestTimeoutMs,
         );
-        return recorded(settled(result));
+        return recorded(unlessDeclined(result).transactionId);
       },
     }),
     defineRoute({
@@ -172,9 +155,9 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
       params: idParams,
       responses: {
         200: { description: 'The hold', schema: TransactionBody },
-        401: err('Missing or invalid credentials'),
-        403: err('Another application’s or mode’s hold'),
-        404: err('Escrow transaction not found'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('Another application’s or mode’s hold'),
+        404: errorResponse('Escrow transaction not found'),
       },
       handler: async ({ caller, params }) => ({
         body: transactionBody(await ownedHold(caller, params.transaction_id)),
@@ -194,11 +177,11 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           description: 'The release (escrow_release; amount is the net credited)',
           schema: TransactionBody,
         },
-        400: err('Not in held status, or the amount exceeds what is held'),
-        401: err('Missing or invalid credentials'),
-        403: err('The recipient wallet is disabled or another application’s'),
-        404: err('Escrow transaction or recipient wallet not found'),
-        422: err('Validation failure, for example an amount not greater than 0'),
+        400: errorResponse('Not in held status, or the amount exceeds what is held'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('The recipient wallet is disabled or another application’s'),
+        404: errorResponse('Escrow transaction or recipient wallet not found'),
+        422: errorResponse('Validation failure, for example an amount not greater than 0'),
       },
       handler: async ({ caller, params, body, idempotency }) => {
         const hold = await ownedHold(caller, params.transaction_id);
@@ -206,7 +189,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           ? idFromKey(caller, idempotency, `escrow_release:${hold.id}`)
           : randomUUID();
         const id = await unlessDone(releaseId, async () => {
-          if (hold.status !== 'held') throw notHeld();
+          if (hold.status !== 'held') throw new AppError('escrow_not_held');
           const recipientId = body.recipient_wallet_id ?? hold.recipient_wallet_id;
           if (!recipientId) {
             throw new AppError(
@@ -214,9 +197,9 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
               'recipient_wallet_id: required (the hold names no recipient)',
             );
           }
-          await activeWallet(deps, caller, recipientId);
+          await activeWallet(pool, caller, recipientId);
           if (body.amount !== undefined && body.amount > hold.escrow_amount) {
-            throw new AppError('invalid_request', 'Release amount exceeds the held amount');
+            throw new AppError('release_exceeds_hold');
           }
           return step(hold, (handle) =>
             handle.executeUpdate(escrowUpdates.release, {
@@ -247,10 +230,10 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           description: 'The refund (escrow_refund; wallet_id is the sender)',
           schema: TransactionBody,
         },
-        400: err('The hold no longer holds funds'),
-        401: err('Missing or invalid credentials'),
-        403: err('Another application’s or mode’s hold'),
-        404: err('Escrow transaction not found'),
+        400: errorResponse('The hold no longer holds funds'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('Another application’s or mode’s hold'),
+        404: errorResponse('Escrow transaction not found'),
       },
       handler: async ({ caller, params, idempotency }) => {
         const hold = await ownedHold(caller, params.transaction_id);
@@ -258,7 +241,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           ? idFromKey(caller, idempotency, `escrow_refund:${hold.id}`)
           : randomUUID();
         const id = await unlessDone(refundId, async () => {
-          if (hold.status !== 'held') throw notHeld();
+          if (hold.status !== 'held') throw new AppError('escrow_not_held');
           return step(hold, (handle) =>
             handle.executeUpdate(escrowUpdates.refund, {
               updateId: refundId,

@@ -4,8 +4,9 @@ import { computeDepositFees } from '../../domain/fees';
 import { minorToDecimalString } from '../../domain/money';
 import { PAYMENT_METHODS } from '../../domain/types';
 import type { ApiDeps } from '../deps';
+import { errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
-import { ErrorBody, PositiveAmount } from '../schemas';
+import { PositiveAmount } from '../schemas';
 
 const DepositEstimateRequest = z.object({
   amount: PositiveAmount,
@@ -46,8 +47,6 @@ const DepositEstimateBody = z
   })
   .meta({ id: 'DepositFeeEstimate' });
 
-const err = (description: string) => ({ description, schema: ErrorBody });
-
 export function feeRoutes(deps: ApiDeps): Route[] {
   const { pool } = deps;
   return [
@@ -60,8 +59,10 @@ export function feeRoutes(deps: ApiDeps): Route[] {
       body: DepositEstimateRequest,
       responses: {
         200: { description: 'The fee breakdown, in decimal strings', schema: DepositEstimateBody },
-        401: err('Missing or invalid credentials'),
-        422: err('Validation failure: amount not greater than 0, or an unknown payment method'),
+        401: errorResponse('Missing or invalid credentials'),
+        422: errorResponse(
+          'Validation failure: amount not greater than 0, or an unknown payment method',
+        ),
       },
       handler: async ({ caller, body }) => {
         const app = await findApplication(pool, caller.applicationId);

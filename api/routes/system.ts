@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { AppError } from '../../domain/errors';
+import { AppError } from '../errors';
 import type { ApiDeps } from '../deps';
 import { buildOpenApi } from '../openapi';
 import { defineRoute, type Route } from '../route';

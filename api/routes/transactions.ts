@@ -1,18 +1,17 @@
-import { isGrpcServiceError, type Client } from '@temporalio/client';
-import { WorkflowNotFoundError } from '@temporalio/common';
-import { sql, type CommonQueryMethods } from 'slonik';
+import type { Client } from '@temporalio/client';
 import { z } from 'zod';
+import { findAccountOwner } from '../../db/ledger';
+import type { CommonQueryMethods } from '../../db/pool';
 import { findTransaction, listTransactions, type TransactionRow } from '../../db/transactions';
-import { forbidden } from '../../domain/errors';
 import { TRANSACTION_STATUSES, TRANSACTION_TYPES, type Caller } from '../../domain/types';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
+import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
-import { ErrorBody, PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
+import { PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
 import { TransactionBody, transactionBody } from '../serializers';
+import { isNotFound } from '../temporal';
 import { buildTimeline, TimelineStep, WORKFLOW_STATUSES } from '../../timeline';
-
-const err = (description: string) => ({ description, schema: ErrorBody });
 
 const ListQuery = PageQuery.extend({
   status: z
@@ -54,25 +53,11 @@ const NO_WORKFLOW = 'This transaction was not made by a workflow, so it has no s
 const NOT_RETAINED =
   'The workflow history of this transaction is no longer retained, so its steps cannot be shown';
 
-/** gRPC NOT_FOUND: the history fetch is not wrapped into WorkflowNotFoundError by the SDK. */
-const GRPC_NOT_FOUND = 5;
-
-function isNotFound(error: unknown): boolean {
-  if (error instanceof WorkflowNotFoundError) return true;
-  if (isGrpcServiceError(error)) return Number(error.code) === GRPC_NOT_FOUND;
-  const cause = (error as { cause?: unknown } | null)?.cause;
-  return cause !== undefined && cause !== error && isNotFound(cause);
-}
-
 /** A wallet filter naming a wallet of another application or mode is refused, as a read is. */
 async function assertWalletFilter(db: CommonQueryMethods, caller: Caller, walletId: string) {
-  const owner = await db.maybeOne(
-    sql.type(
-      z.object({ application_id: z.string(), mode: z.enum(['test', 'live']) }),
-    )`SELECT application_id, mode FROM ledger_accounts WHERE id = ${walletId}`,
-  );
+  const owner = await findAccountOwner(db, walletId);
   if (owner && (owner.application_id !== caller.applicationId || owner.mode !== caller.mode)) {
-    throw forbidden('You do not have permission to access this wallet');
+    throw new AppError('wallet_forbidden');
   }
 }
 
@@ -140,9 +125,9 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
       query: ListQuery,
       responses: {
         200: { description: 'A page of transactions', schema: pageEnvelope(TransactionBody) },
-        401: err('Missing or invalid credentials'),
-        403: err('wallet_id names a wallet of another application or mode'),
-        422: err('Invalid paging or filter'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('wallet_id names a wallet of another application or mode'),
+        422: errorResponse('Invalid paging or filter'),
       },
       handler: async ({ caller, query }) => {
         if (query.wallet_id) await assertWalletFilter(pool, caller, query.wallet_id);
@@ -168,9 +153,9 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
       params: TransactionParams,
       responses: {
         200: { description: 'The transaction', schema: TransactionBody },
-        401: err('Missing or invalid credentials'),
-        403: err('The transaction belongs to another application or mode'),
-        404: err('Transaction not found'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('The transaction belongs to another application or mode'),
+        404: errorResponse('Transaction not found'),
       },
       handler: async ({ caller, params }) => ({
         body: transactionBody(await owned(caller, params.transaction_id)),
@@ -190,9 +175,9 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
       params: TransactionParams,
       responses: {
         200: { description: 'The timeline', schema: TimelineBody },
-        401: err('Missing or invalid credentials'),
-        403: err('The transaction belongs to another application or mode'),
-        404: err('Transaction not found'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('The transaction belongs to another application or mode'),
+        404: errorResponse('Transaction not found'),
       },
       handler: async ({ caller, params }) => ({
         body: await timelineOf(temporal, await owned(caller, params.transaction_id)),

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { findTransaction } from '../../db/transactions';
-import { AppError, isErrorCode } from '../../domain/errors';
-import { workflowIds } from '../../workflows/shared';
+import { workflowIds } from '../../workflows/ids';
 import { transferWorkflow } from '../../workflows/transfer';
 import { ownedWallets } from '../access';
 import type { ApiDeps } from '../deps';
+import { AppError, unlessDeclined, errorResponse } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { ErrorBody, PositiveAmount } from '../schemas';
+import { PositiveAmount } from '../schemas';
 import { TransactionBody, transactionBody } from '../serializers';
 import { paymentSearchAttributes, runPaymentWorkflow } from '../temporal';
 
@@ -18,8 +18,6 @@ const TransferRequest = z.object({
   amount: PositiveAmount,
   description: z.string().max(500).default(''),
 });
-
-const err = (description: string) => ({ description, schema: ErrorBody });
 
 export function transferRoutes(deps: ApiDeps): Route[] {
   const { pool, temporal, config } = deps;
@@ -34,54 +32,49 @@ export function transferRoutes(deps: ApiDeps): Route[] {
       body: TransferRequest,
       responses: {
         200: { description: 'The completed transfer', schema: TransactionBody },
-        400: err('Insufficient funds, or the same wallet on both sides'),
-        401: err('Missing or invalid credentials'),
-        403: err('A wallet is disabled or belongs to another application or mode'),
-        404: err('Wallet not found'),
-        422: err('Validation failure, or an Idempotency-Key reused with another request'),
+        400: errorResponse('Insufficient funds, or the same wallet on both sides'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('A wallet is disabled or belongs to another application or mode'),
+        404: errorResponse('Wallet not found'),
+        422: errorResponse('Validation failure, or an Idempotency-Key reused with another request'),
       },
       handler: async ({ caller, body, idempotency }) => {
         if (body.from_wallet_id === body.to_wallet_id) {
-          throw new AppError('same_wallet', 'Cannot transfer to the same wallet');
+          throw new AppError('same_wallet');
         }
         for (const wallet of await ownedWallets(pool, caller, [
           body.from_wallet_id,
           body.to_wallet_id,
         ])) {
-          if (!wallet.is_active) throw new AppError('wallet_disabled', 'Wallet is disabled');
+          if (!wallet.is_active) throw new AppError('wallet_disabled');
         }
         const transactionId = idempotency
           ? idFromKey(caller, idempotency, 'transfer')
           : randomUUID();
-        const result = await runPaymentWorkflow(temporal, transferWorkflow, {
-          workflowId: workflowIds.transfer(transactionId),
-          taskQueue: config.temporal.taskQueue,
-          timeoutMs: config.api.requestTimeoutMs,
-          args: [
-            {
-              transactionId,
-              applicationId: caller.applicationId,
-              mode: caller.mode,
-              fromWalletId: body.from_wallet_id,
-              toWalletId: body.to_wallet_id,
-              amount: body.amount.toString(),
-              description: body.description,
-            },
-          ],
-          typedSearchAttributes: paymentSearchAttributes(caller, 'transfer', [
-            body.from_wallet_id,
-            body.to_wallet_id,
-          ]),
-        });
-        if (result.status === 'declined') {
-          throw new AppError(
-            isErrorCode(result.code) ? result.code : 'invalid_request',
-            result.detail,
-          );
-        }
-        const transaction = await findTransaction(pool, result.transactionId);
-        if (!transaction)
-          throw new Error(`transfer ${result.transactionId} completed without a record`);
+        const { transactionId: completed } = unlessDeclined(
+          await runPaymentWorkflow(temporal, transferWorkflow, {
+            workflowId: workflowIds.transfer(transactionId),
+            taskQueue: config.temporal.taskQueue,
+            timeoutMs: config.api.requestTimeoutMs,
+            args: [
+              {
+                transactionId,
+                applicationId: caller.applicationId,
+                mode: caller.mode,
+                fromWalletId: body.from_wallet_id,
+                toWalletId: body.to_wallet_id,
+                amount: body.amount.toString(),
+                description: body.description,
+              },
+            ],
+            typedSearchAttributes: paymentSearchAttributes(caller, 'transfer', [
+              body.from_wallet_id,
+              body.to_wallet_id,
+            ]),
+          }),
+        );
+        const transaction = await findTransaction(pool, completed);
+        if (!transaction) throw new Error(`transfer ${completed} completed without a record`);
         return { body: transactionBody(transaction) };
       },
     }),

@@ -1,26 +1,19 @@
 import { z } from 'zod';
-import { UniqueIntegrityConstraintViolationError } from 'slonik';
+import { uniqueViolation } from '../../db/errors';
 import {
   blockerToDelete,
   deleteUser,
   insertUser,
+  USERS_EMAIL_UNIQUE,
   listUsers,
   lockUser,
   setUserActive,
 } from '../../db/users';
-import { AppError } from '../../domain/errors';
 import { assertOwned, ownedUser } from '../access';
 import type { ApiDeps } from '../deps';
+import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
-import {
-  BooleanQuery,
-  ErrorBody,
-  MessageBody,
-  PageQuery,
-  pageEnvelope,
-  pageWindow,
-  toPage,
-} from '../schemas';
+import { BooleanQuery, MessageBody, PageQuery, pageEnvelope, pageWindow, toPage } from '../schemas';
 import { UserBody, UserDetailBody, userBody, userDetailBody } from '../serializers';
 
 const CreateUser = z.object({
@@ -36,7 +29,6 @@ const CreateUser = z.object({
 });
 
 const UserParams = z.object({ user_id: z.string() });
-const err = (description: string) => ({ description, schema: ErrorBody });
 
 export function userRoutes(deps: ApiDeps): Route[] {
   const { pool } = deps;
@@ -50,9 +42,9 @@ export function userRoutes(deps: ApiDeps): Route[] {
       body: CreateUser,
       responses: {
         200: { description: 'The user', schema: UserBody },
-        400: err('Email already exists within the application'),
-        401: err('Missing or invalid credentials'),
-        422: err('Validation failure'),
+        400: errorResponse('Email already exists within the application'),
+        401: errorResponse('Missing or invalid credentials'),
+        422: errorResponse('Validation failure'),
       },
       handler: async ({ caller, body }) => {
         try {
@@ -66,10 +58,8 @@ export function userRoutes(deps: ApiDeps): Route[] {
           });
           return { body: userBody(user) };
         } catch (error) {
-          if (error instanceof UniqueIntegrityConstraintViolationError) {
-            throw new AppError('email_taken', 'A user with this email already exists', {
-              cause: error,
-            });
+          if (uniqueViolation(error) === USERS_EMAIL_UNIQUE) {
+            throw new AppError('email_taken', null, { cause: error });
           }
           throw error;
         }
@@ -84,8 +74,8 @@ export function userRoutes(deps: ApiDeps): Route[] {
       query: PageQuery.extend({ is_active: BooleanQuery.optional() }),
       responses: {
         200: { description: 'A page of users', schema: pageEnvelope(UserBody) },
-        401: err('Missing or invalid credentials'),
-        422: err('Invalid paging or filter'),
+        401: errorResponse('Missing or invalid credentials'),
+        422: errorResponse('Invalid paging or filter'),
       },
       handler: async ({ caller, query }) => {
         const { rows, total } = await listUsers(
@@ -106,9 +96,9 @@ export function userRoutes(deps: ApiDeps): Route[] {
       params: UserParams,
       responses: {
         200: { description: 'The user', schema: UserDetailBody },
-        401: err('Missing or invalid credentials'),
-        403: err('The user belongs to another application or mode'),
-        404: err('User not found'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('The user belongs to another application or mode'),
+        404: errorResponse('User not found'),
       },
       handler: async ({ caller, params }) => ({
         body: userDetailBody(await ownedUser(pool, caller, params.user_id)),
@@ -123,10 +113,10 @@ export function userRoutes(deps: ApiDeps): Route[] {
       params: UserParams,
       responses: {
         200: { description: 'Deleted', schema: MessageBody },
-        400: err('The wallet holds money, or an escrow hold or payment is open'),
-        401: err('Missing or invalid credentials'),
-        403: err('The user belongs to another application or mode'),
-        404: err('User not found'),
+        400: errorResponse('The wallet holds money, or an escrow hold or payment is open'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('The user belongs to another application or mode'),
+        404: errorResponse('User not found'),
       },
       handler: async ({ caller, params }) => {
         await pool.transaction(async (trx) => {
@@ -148,9 +138,9 @@ export function userRoutes(deps: ApiDeps): Route[] {
         params: UserParams,
         responses: {
           200: { description: 'Done', schema: MessageBody },
-          401: err('Missing or invalid credentials'),
-          403: err('The user belongs to another application or mode'),
-          404: err('User not found'),
+          401: errorResponse('Missing or invalid credentials'),
+          403: errorResponse('The user belongs to another application or mode'),
+          404: errorResponse('User not found'),
         },
         handler: async ({ caller, params }) => {
           await pool.transaction(async (trx) => {

@@ -2,14 +2,12 @@ import { z } from 'zod';
 import { findApplication } from '../../db/applications';
 import { lockUser } from '../../db/users';
 import { findWalletByUser, insertWallet, listWallets, setWalletActive } from '../../db/wallets';
-import { AppError } from '../../domain/errors';
 import { assertOwned, ownedUser, ownedWallet } from '../access';
 import type { ApiDeps } from '../deps';
+import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
-import { BooleanQuery, ErrorBody, PageQuery } from '../schemas';
+import { BooleanQuery, PageQuery } from '../schemas';
 import { WalletBody, walletBody } from '../serializers';
-
-const err = (description: string) => ({ description, schema: ErrorBody });
 
 export function walletRoutes(deps: ApiDeps): Route[] {
   const { pool } = deps;
@@ -23,10 +21,10 @@ export function walletRoutes(deps: ApiDeps): Route[] {
       params: z.object({ user_id: z.string() }),
       responses: {
         200: { description: 'The wallet', schema: WalletBody },
-        400: err('A wallet already exists for the user'),
-        401: err('Missing or invalid credentials'),
-        403: err('The user belongs to another application or mode'),
-        404: err('User not found'),
+        400: errorResponse('A wallet already exists for the user'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('The user belongs to another application or mode'),
+        404: errorResponse('User not found'),
       },
       handler: async ({ caller, params }) => {
         const app = await findApplication(pool, caller.applicationId);
@@ -34,7 +32,7 @@ export function walletRoutes(deps: ApiDeps): Route[] {
         const wallet = await pool.transaction(async (trx) => {
           const user = assertOwned(caller, await lockUser(trx, params.user_id), 'User');
           if (await findWalletByUser(trx, user.id)) {
-            throw new AppError('wallet_exists', 'A wallet already exists for this user');
+            throw new AppError('wallet_exists');
           }
           return insertWallet(trx, caller, user.id, app.base_currency, user.is_active);
         });
@@ -50,8 +48,8 @@ export function walletRoutes(deps: ApiDeps): Route[] {
       query: PageQuery.extend({ is_active: BooleanQuery.optional() }),
       responses: {
         200: { description: 'Wallets', schema: z.array(WalletBody) },
-        401: err('Missing or invalid credentials'),
-        422: err('Invalid paging or filter'),
+        401: errorResponse('Missing or invalid credentials'),
+        422: errorResponse('Invalid paging or filter'),
       },
       handler: async ({ ctx, caller, query }) => {
         const { rows, total } = await listWallets(
@@ -78,14 +76,14 @@ export function walletRoutes(deps: ApiDeps): Route[] {
       params: z.object({ user_id: z.string() }),
       responses: {
         200: { description: 'The wallet', schema: WalletBody },
-        401: err('Missing or invalid credentials'),
-        403: err('The user belongs to another application or mode'),
-        404: err('The user has no wallet'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('The user belongs to another application or mode'),
+        404: errorResponse('The user has no wallet'),
       },
       handler: async ({ caller, params }) => {
         await ownedUser(pool, caller, params.user_id);
         const wallet = await findWalletByUser(pool, params.user_id);
-        if (!wallet) throw new AppError('not_found', 'Wallet not found');
+        if (!wallet) throw new AppError('wallet_not_found');
         return { body: walletBody(wallet) };
       },
     }),
@@ -99,15 +97,17 @@ export function walletRoutes(deps: ApiDeps): Route[] {
         params: z.object({ wallet_id: z.string() }),
         responses: {
           200: { description: 'The wallet', schema: WalletBody },
-          400: err(action === 'enable' ? 'The owning user is disabled' : 'Invalid request'),
-          401: err('Missing or invalid credentials'),
-          403: err('The wallet belongs to another application or mode'),
-          404: err('Wallet not found'),
+          400: errorResponse(
+            action === 'enable' ? 'The owning user is disabled' : 'Invalid request',
+          ),
+          401: errorResponse('Missing or invalid credentials'),
+          403: errorResponse('The wallet belongs to another application or mode'),
+          404: errorResponse('Wallet not found'),
         },
         handler: async ({ caller, params }) => {
           const wallet = await ownedWallet(pool, caller, params.wallet_id);
           if (action === 'enable' && !wallet.user_is_active) {
-            throw new AppError('user_disabled', 'The user owning this wallet is disabled');
+            throw new AppError('user_disabled');
           }
           return { body: walletBody(await setWalletActive(pool, wallet.id, action === 'enable')) };
         },

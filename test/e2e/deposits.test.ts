@@ -2,6 +2,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { updateApplication } from '../../db/applications';
 import { parseMajorDecimal } from '../../domain/money';
+import { workflowIds } from '../../workflows/ids';
 import { assertLedgerInvariant, balanceOf } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
@@ -82,6 +83,8 @@ describe('mobile-money deposits', () => {
       sle_amount: 10_000,
     });
 
+    // The workflow has ended: the second notification's update is refused by Temporal.
+    await engine.temporal.workflow.getHandle(workflowIds.deposit(res.body.transaction_id)).result();
     const again = await api.post(SIMULATE, {
       transaction_id: res.body.transaction_id,
       status: 'successful',

@@ -3,7 +3,9 @@ import {
   divideRoundHalfEven,
   majorNumberToMinor,
   minorToDecimalString,
+  minorTextToWireInteger,
   minorToMajorNumber,
+  minorToWireInteger,
   parseMajorDecimal,
 } from '../../domain/money';
 
@@ -93,4 +95,34 @@ describe('basisPoints', () => {
     [333n, 10_000, 333n],
     [0n, 250, 0n],
   ])('%p at %p bps = %p', (amount, bps, fee) => expect(basisPoints(amount, bps)).toBe(fee));
+});
+
+describe('checked conversions to JSON numbers', () => {
+  const max = BigInt(Number.MAX_SAFE_INTEGER);
+  it.each([
+    [0n, 0, 0],
+    [1250n, 1250, 12.5],
+    [-5n, -5, -0.05],
+    [max, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER / 100],
+  ])('%p minor units -> integer %p, major %p', (minor, integer, major) => {
+    expect(minorToWireInteger(minor)).toBe(integer);
+    expect(minorToMajorNumber(minor)).toBe(major);
+  });
+
+  it.each([[max + 1n], [-max - 1n], [10n ** 20n]])('refuses %p instead of rounding', (minor) => {
+    expect(() => minorToWireInteger(minor)).toThrow(RangeError);
+    expect(() => minorToMajorNumber(minor)).toThrow(RangeError);
+  });
+
+  it.each([
+    ['0', 0],
+    ['10100', 10100],
+    ['-3', -3],
+  ])('reads the minor-unit text %p as %p', (text, integer) => {
+    expect(minorTextToWireInteger(text)).toBe(integer);
+  });
+
+  it.each([['1.5'], [''], ['1e3'], ['9007199254740993']])('refuses the text %p', (text) => {
+    expect(() => minorTextToWireInteger(text)).toThrow(RangeError);
+  });
 });

@@ -2,6 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
 import type { Activities } from '../../workflows/activities-types';
+import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
 import { depositUpdates, type DepositInput } from '../../workflows/shared';
 import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
 import {
@@ -175,6 +176,78 @@ describe('mobileMoneyDepositWorkflow', () => {
       expect(await handle.result()).toBe('completed');
     });
     expect(activities.completeDeposit).toHaveBeenCalledTimes(1);
+    expect(activities.closeDeposit).not.toHaveBeenCalled();
+  });
+});
+
+describe('mobileMoneyDepositWorkflow when the provider cannot tell', () => {
+  const refused = () =>
+    Promise.reject(ApplicationFailure.nonRetryable('No payment code', 'provider_refused'));
+
+  it('answers a sync with the outcome as it stands when the provider refuses the check', async () => {
+    const activities = mocks({ checkPaymentCode: jest.fn(refused) });
+    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+      const { handle } = await open(taskQueue, inputFor());
+      expect(await handle.executeUpdate(depositUpdates.sync)).toBe('pending');
+      expect(
+        await handle.executeUpdate(depositUpdates.notify, { args: [{ status: 'completed' }] }),
+      ).toBe('completed');
+      expect(await handle.result()).toBe('completed');
+    });
+    expect(activities.checkPaymentCode).toHaveBeenCalledTimes(1);
+    expect(activities.completeDeposit).toHaveBeenCalledTimes(1);
+  });
+
+  it('expires the deposit after the grace when the provider refuses the last check', async () => {
+    const activities = mocks({ checkPaymentCode: jest.fn(refused) });
+    const input = inputFor();
+    const outcome = await withWorker(
+      env,
+      activities as unknown as Partial<Activities>,
+      async (taskQueue) => (await open(taskQueue, input)).handle.result(),
+    );
+    expect(outcome).toBe('expired');
+    expect(activities.checkPaymentCode).toHaveBeenCalledTimes(1);
+    expect(activities.closeDeposit).toHaveBeenCalledWith({
+      transactionId: input.transactionId,
+      status: 'expired',
+    });
+    expect(activities.completeDeposit).not.toHaveBeenCalled();
+  });
+
+  it('stops retrying a provider that keeps failing, and expires the deposit', async () => {
+    const activities = mocks({
+      checkPaymentCode: jest.fn(() => Promise.reject(new Error('provider answered 502'))),
+    });
+    const outcome = await withWorker(
+      env,
+      activities as unknown as Partial<Activities>,
+      async (taskQueue) => (await open(taskQueue, inputFor())).handle.result(),
+    );
+    expect(outcome).toBe('expired');
+    expect(activities.checkPaymentCode).toHaveBeenCalledTimes(8);
+    expect(activities.completeDeposit).not.toHaveBeenCalled();
+  });
+
+  it('refuses the deposit when the provider stays unreachable through every attempt', async () => {
+    const activities = mocks({
+      openDeposit: jest.fn(() => Promise.reject(new Error('connect ECONNREFUSED'))),
+    });
+    const input = inputFor();
+    // Started without the open update, so that the test server skips the retries' backoff.
+    const outcome = await withWorker(
+      env,
+      activities as unknown as Partial<Activities>,
+      (taskQueue) =>
+        env.client.workflow.execute(mobileMoneyDepositWorkflow, {
+          workflowId: `deposit-${input.transactionId}`,
+          taskQueue,
+          args: [input],
+        }),
+    );
+    expect(outcome).toBe('failed');
+    expect(activities.openDeposit).toHaveBeenCalledTimes(8);
+    expect(activities.completeDeposit).not.toHaveBeenCalled();
     expect(activities.closeDeposit).not.toHaveBeenCalled();
   });
 });

@@ -1,0 +1,99 @@
+import type { ErrorCode } from '../domain/errors';
+import type { Declined } from '../workflows/shared';
+import { ErrorBody } from './schemas';
+
+/** Each code's HTTP status: a code of `domain/errors.ts` missing here does not compile. */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  invalid_json: 400,
+  email_taken: 400,
+  wallet_exists: 400,
+  user_disabled: 400,
+  insufficient_funds: 400,
+  same_wallet: 400,
+  not_deletable: 400,
+  escrow_not_held: 400,
+  release_exceeds_hold: 400,
+  provider_refused: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  wallet_forbidden: 403,
+  wallet_disabled: 403,
+  wrong_mode: 403,
+  not_found: 404,
+  wallet_not_found: 404,
+  payload_too_large: 413,
+  validation_failed: 422,
+  idempotency_mismatch: 422,
+  rate_limited: 429,
+  internal: 500,
+  provider_unavailable: 503,
+  timeout: 504,
+} as const satisfies Record<ErrorCode, number>;
+
+/**
+ * Each code's standard message, the one place it is written. A failure that says something more
+ * specific (a validation message, which user cannot be deleted and why) carries its own detail;
+ * a decline from an activity carries a detail only then, and the edge fills in this message.
+ */
+export const ERROR_MESSAGES = {
+  invalid_request: 'Invalid request',
+  invalid_json: 'Request body is not valid JSON',
+  email_taken: 'A user with this email already exists',
+  wallet_exists: 'A wallet already exists for this user',
+  user_disabled: 'The user owning this wallet is disabled',
+  insufficient_funds: 'Insufficient funds',
+  same_wallet: 'Cannot transfer to the same wallet',
+  not_deletable: 'The user cannot be deleted yet',
+  escrow_not_held: 'The escrow transaction is not in held status',
+  release_exceeds_hold: 'Release amount exceeds the held amount',
+  provider_refused: 'The provider refused the request',
+  unauthenticated: 'Invalid application credentials',
+  forbidden: 'You do not have permission to access this resource',
+  wallet_forbidden: 'You do not have permission to access this wallet',
+  wallet_disabled: 'Wallet is disabled',
+  wrong_mode: 'This endpoint is available in Test Mode only',
+  not_found: 'Not found',
+  wallet_not_found: 'Wallet not found',
+  payload_too_large: 'Request body is larger than 1 MiB',
+  validation_failed: 'Validation failed',
+  idempotency_mismatch: 'Idempotency-Key was already used with a different request',
+  rate_limited: 'Rate limit exceeded',
+  internal: 'Internal server error',
+  provider_unavailable: 'The provider is not available',
+  timeout: 'The payment is still processing; retry with the same Idempotency-Key to get its result',
+} as const satisfies Record<ErrorCode, string>;
+
+/** An expected failure: answered with its code's status and `{"detail"}`. */
+export class AppError extends Error {
+  readonly status: number;
+  readonly detail: string;
+  constructor(
+    readonly code: ErrorCode,
+    detail?: string | null,
+    options?: { cause?: unknown },
+  ) {
+    const text = detail || ERROR_MESSAGES[code];
+    super(text, options);
+    this.name = 'AppError';
+    this.detail = text;
+    this.status = ERROR_STATUS[code];
+  }
+}
+
+export const notFound = (what: string): AppError => new AppError('not_found', `${what} not found`);
+
+/**
+ * The one crossing from a workflow's answer to HTTP: a decline becomes its code's status with
+ * its detail (or the code's standard message); anything else is returned as it is.
+ */
+export function unlessDeclined<T extends { status: string }>(result: T | Declined): T {
+  if (result.status === 'declined') {
+    const declined = result as Declined;
+    throw new AppError(declined.code, declined.detail);
+  }
+  return result as T;
+}
+
+/** An error response of a route's documentation: its description, with the `{"detail"}` body. */
+export const errorResponse = (description: string) => ({ description, schema: ErrorBody });

@@ -1,0 +1,48 @@
+/**
+ * Reading the database's errors by their SQLSTATE and constraint name, never by message text
+ * (messages change with the server's version and locale). Slonik wraps the driver's error, so
+ * each looks through the chain of causes.
+ */
+
+type PgFields = { code?: unknown; constraint?: unknown };
+
+function* chain(error: unknown): Generator<PgFields> {
+  const seen = new Set<unknown>();
+  for (let e = error; e && typeof e === 'object' && !seen.has(e);) {
+    seen.add(e);
+    yield e;
+    e = (e as { cause?: unknown }).cause;
+  }
+}
+
+/** The SQLSTATE of a database error (for example 23505), or null for any other error. */
+export function sqlState(error: unknown): string | null {
+  for (const e of chain(error)) {
+    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return e.code;
+  }
+  return null;
+}
+
+const UNIQUE_VIOLATION = '23505';
+
+/** The constraint (or unique index) a unique violation names, or null for any other error. */
+export function uniqueViolation(error: unknown): string | null {
+  if (sqlState(error) !== UNIQUE_VIOLATION) return null;
+  for (const e of chain(error)) {
+    if (typeof e.constraint === 'string') return e.constraint;
+  }
+  return null;
+}
+
+/**
+ * An error that no retry can cure: the statement's data is refused (class 22, for example a NUL
+ * character in text or an unsupported Unicode escape in JSON) or breaks an integrity rule
+ * (class 23, for example a check constraint). A unique violation is left out: in an idempotent
+ * step it means a concurrent attempt wrote the row first, and the retry finds it. Connection
+ * errors, serialization failures (40001), deadlocks (40P01) and timeouts stay retryable.
+ */
+export function isPermanentDatabaseError(error: unknown): boolean {
+  const state = sqlState(error);
+  if (state === null || state === UNIQUE_VIOLATION) return false;
+  return state.startsWith('22') || state.startsWith('23');
+}

@@ -1,0 +1,58 @@
+import type { Posting } from '../domain/ledger';
+import type { TransactionStatus } from '../domain/types';
+import { postLedgerTransaction } from './ledger';
+import type { DatabaseTransactionConnection } from './pool';
+import {
+  insertEvent,
+  insertTransaction,
+  setTransactionStatus,
+  type NewTransaction,
+  type TransactionRow,
+} from './transactions';
+
+/**
+ * One money step, the same way every time, in the caller's database transaction (its accounts
+ * already locked): the payment row (written, or moved to its new status), the balanced ledger
+ * transaction when money moves, and the event that tells of it, all committed together.
+ */
+export async function recordMoneyStep(
+  trx: DatabaseTransactionConnection,
+  step: {
+    transaction: NewTransaction | { id: string; status: TransactionStatus };
+    /** Absent when no money moves (a deposit opened, failed or expired). */
+    ledger?: {
+      postings: readonly Posting[];
+      /** Defaults to the payment's description. */
+      description?: string;
+      metadata?: Record<string, string | number | boolean | null>;
+    };
+    /** Absent when nothing is announced (a deposit opened). */
+    event?: { type: string; data: (row: TransactionRow) => unknown };
+  },
+): Promise<TransactionRow> {
+  const row =
+    'type' in step.transaction
+      ? await insertTransaction(trx, step.transaction)
+      : await setTransactionStatus(trx, step.transaction.id, step.transaction.status);
+  if (step.ledger) {
+    await postLedgerTransaction(trx, {
+      applicationId: row.application_id,
+      mode: row.mode,
+      transactionId: row.id,
+      kind: row.transaction_type,
+      description: step.ledger.description ?? row.description,
+      ...(step.ledger.metadata ? { metadata: step.ledger.metadata } : {}),
+      postings: step.ledger.postings,
+    });
+  }
+  if (step.event) {
+    await insertEvent(trx, {
+      applicationId: row.application_id,
+      mode: row.mode,
+      type: step.event.type,
+      transactionId: row.id,
+      data: step.event.data(row),
+    });
+  }
+  return row;
+}

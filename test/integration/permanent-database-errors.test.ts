@@ -1,0 +1,153 @@
+import { ApplicationFailure } from '@temporalio/common';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { randomUUID } from 'node:crypto';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { createActivities } from '../../activities';
+import { loadConfig } from '../../config';
+import { createApplication } from '../../db/applications';
+import { isPermanentDatabaseError, sqlState, uniqueViolation } from '../../db/errors';
+import type { DatabasePool } from '../../db/pool';
+import { insertUser, USERS_EMAIL_UNIQUE } from '../../db/users';
+import { insertWallet } from '../../db/wallets';
+import type { Caller } from '../../domain/types';
+import { createProviders } from '../../providers';
+import type { TransferInput } from '../../workflows/shared';
+import { transferWorkflow } from '../../workflows/transfer';
+import { balanceOf, createTestDatabase, fundWallet } from '../support/database';
+import { createTimeSkippingEnv, withWorker } from '../support/time-skipping';
+
+let pool: DatabasePool;
+let caller: Caller;
+let env: TestWorkflowEnvironment;
+let activities: ReturnType<typeof createActivities>;
+
+beforeAll(async () => {
+  ({ pool } = await createTestDatabase());
+  const app = await createApplication(pool, { name: 'permanent errors', baseCurrency: 'SLE' });
+  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
+  const config = loadConfig({});
+  activities = createActivities({ pool, config, providers: createProviders({ config, pool }) });
+  env = await createTimeSkippingEnv();
+});
+afterAll(async () => {
+  await env?.teardown();
+  await pool?.end();
+});
+
+async function newWallet(balance: bigint): Promise<string> {
+  const user = await insertUser(pool, caller, {
+    app_user_id: randomUUID(),
+    name: 'P',
+    phone_number: '+232',
+    email: null,
+    username: null,
+    is_active: true,
+  });
+  const id = await pool.transaction(
+    async (trx) => (await insertWallet(trx, caller, user.id, 'SLE', true)).id,
+  );
+  if (balance > 0n) await fundWallet(pool, id, balance);
+  return id;
+}
+
+async function transferWith(description: string): Promise<TransferInput> {
+  return {
+    transactionId: randomUUID(),
+    applicationId: caller.applicationId,
+    mode: 'test',
+    fromWalletId: await newWallet(1_000n),
+    toWalletId: await newWallet(0n),
+    amount: '250',
+    description,
+  };
+}
+
+const written = (id: string) =>
+  pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT ((SELECT count(*) FROM transactions WHERE id = ${id})
+      + (SELECT count(*) FROM ledger_transactions WHERE transaction_id = ${id})
+      + (SELECT count(*) FROM events WHERE transaction_id = ${id}))::int AS n`);
+
+describe('a database error that no retry can cure', () => {
+  it('ends a transfer step as a non-retryable decline that writes nothing', async () => {
+    const input = await transferWith('order \u0000 42');
+    const failure = await activities.transferFunds(input).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(ApplicationFailure);
+    expect(failure).toMatchObject({ type: 'validation_failed', nonRetryable: true });
+    // The caller's message names no SQL, table or column.
+    expect((failure as Error).message).not.toMatch(/insert|transactions|byte sequence|0x00/i);
+    expect(await written(input.transactionId)).toBe(0);
+    expect(await balanceOf(pool, input.fromWalletId)).toBe(1_000n);
+  });
+
+  it('ends the transfer workflow declined after one attempt', async () => {
+    const input = await transferWith('\u0000');
+    const transferFunds = jest.fn(activities.transferFunds);
+    const result = await withWorker(env, { transferFunds }, (taskQueue) =>
+      env.client.workflow.execute(transferWorkflow, {
+        workflowId: `transfer-${input.transactionId}`,
+        taskQueue,
+        args: [input],
+      }),
+    );
+    expect(result).toEqual({
+      status: 'declined',
+      code: 'validation_failed',
+      detail: expect.stringMatching(/cannot be stored/),
+    });
+    expect(transferFunds).toHaveBeenCalledTimes(1);
+    expect(await written(input.transactionId)).toBe(0);
+  });
+
+  it('still lets a transient error be retried', async () => {
+    const refused = await pool.query(sql.unsafe`SELECT ${'a\u0000b'}::text`).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(sqlState(refused)).toBe('22021');
+    expect(isPermanentDatabaseError(refused)).toBe(true);
+    const cancelled = await pool
+      .transaction(async (trx) => {
+        await trx.query(sql.unsafe`SET LOCAL statement_timeout = 1`);
+        await trx.query(sql.unsafe`SELECT pg_sleep(1)`);
+      })
+      .then(
+        () => null,
+        (error: unknown) => error,
+      );
+    expect(sqlState(cancelled)).toBe('57014');
+    expect(isPermanentDatabaseError(cancelled)).toBe(false);
+    expect(isPermanentDatabaseError(Object.assign(new Error('x'), { code: '40001' }))).toBe(false);
+    expect(isPermanentDatabaseError(Object.assign(new Error('x'), { code: '40P01' }))).toBe(false);
+    expect(isPermanentDatabaseError(Object.assign(new Error('x'), { code: '23505' }))).toBe(false);
+    expect(isPermanentDatabaseError(Object.assign(new Error('x'), { code: '23514' }))).toBe(true);
+    expect(isPermanentDatabaseError(new Error('connection terminated unexpectedly'))).toBe(false);
+  });
+
+  it('names a unique violation by its constraint', async () => {
+    const user = {
+      app_user_id: randomUUID(),
+      name: 'U',
+      phone_number: '+232',
+      email: `${randomUUID()}@example.com`,
+      username: null,
+      is_active: true,
+    };
+    await insertUser(pool, caller, user);
+    const duplicate = await insertUser(pool, caller, {
+      ...user,
+      app_user_id: randomUUID(),
+      email: user.email.toUpperCase(),
+    }).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(uniqueViolation(duplicate)).toBe(USERS_EMAIL_UNIQUE);
+    expect(isPermanentDatabaseError(duplicate)).toBe(false);
+    expect(uniqueViolation(new Error('duplicate key value violates unique constraint'))).toBeNull();
+  });
+});

@@ -1,0 +1,28 @@
+/**
+ * Every workflow id the engine uses, in one place: the id is a payment's identity in Temporal
+ * (a retried request attaches to the running workflow instead of starting another), so the API,
+ * the activities and the operators' queries must all spell it the same way.
+ */
+export const WORKFLOW_ID_PREFIXES = {
+  transfer: 'transfer-',
+  deposit: 'deposit-',
+  escrow: 'escrow-',
+  cardDeposit: 'card-deposit-',
+  payout: 'payout-',
+  cashout: 'cashout-',
+  onboarding: 'onboarding-',
+  webhook: 'webhook-',
+} as const;
+
+type Prefixed = keyof typeof WORKFLOW_ID_PREFIXES;
+
+export const workflowIds = {
+  ...(Object.fromEntries(
+    Object.entries(WORKFLOW_ID_PREFIXES).map(([kind, prefix]) => [
+      kind,
+      (id: string) => `${prefix}${id}`,
+    ]),
+  ) as Record<Prefixed, (id: string) => string>),
+  /** The maintenance schedule's id (its runs are named after it by Temporal). */
+  maintenance: 'maintenance',
+};

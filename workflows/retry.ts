@@ -1,0 +1,35 @@
+import type { ActivityOptions, RetryPolicy } from '@temporalio/common';
+
+/**
+ * The activity retry presets of every workflow. Changing a preset changes no command a workflow
+ * issues (only how the server retries an attempt), so recorded histories still replay.
+ */
+export const retryPresets = {
+  /** A database step: quick first retries, never give up on a transient fault. */
+  ledger: {
+    initialInterval: '100 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '5 seconds',
+  },
+  /**
+   * A provider call: slower retries, and a bound, so that a provider that keeps failing ends
+   * the call (the workflow then decides) instead of retrying for ever.
+   */
+  provider: {
+    initialInterval: '200 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '10 seconds',
+    maximumAttempts: 8,
+  },
+} as const satisfies Record<string, RetryPolicy>;
+
+export const activityPresets = {
+  /** Money steps: one database transaction each. */
+  ledger: { startToCloseTimeout: '15 seconds', retry: retryPresets.ledger },
+  /** The transfer's ledger step, run as a local activity in the workflow task. */
+  transfer: { startToCloseTimeout: '10 seconds', retry: retryPresets.ledger },
+  /** Provider calls get a longer timeout; they are safe to retry (idempotency key per deposit). */
+  provider: { startToCloseTimeout: '30 seconds', retry: retryPresets.provider },
+  /** Housekeeping queries, with the server's default retry. */
+  maintenance: { startToCloseTimeout: '1 minute' },
+} as const satisfies Record<string, ActivityOptions>;
