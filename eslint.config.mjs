@@ -90,26 +90,6 @@ const boundaries = {
  */
 const notTheHouse = ['test/**', 'bench/**', 'scripts/**', 'harness/**'];
 
-// TEMPORARY until the core branch is merged: files that still import slonik outside db/ and that
-// the core and edge helpers are moving their SQL out of. The lead removes this list after merging.
-const temporarySqlOutsideDb = [
-  'activities/deposit.ts',
-  'activities/escrow.ts',
-  'activities/index.ts',
-  'activities/maintenance.ts',
-  'activities/transfer.ts',
-  'api/access.ts',
-  'api/deps.ts',
-  'api/pipeline.ts',
-  'api/routes/deposits.ts',
-  'api/routes/system.ts',
-  'api/routes/transactions.ts',
-  'api/routes/users.ts',
-  'providers/index.ts',
-  'providers/sandbox-mobile-money.ts',
-  'worker/create-worker.ts',
-];
-
 const restrict = ({ paths, patterns }) => ['error', { paths, patterns }];
 
 export default tseslint.config(
@@ -149,16 +129,6 @@ export default tseslint.config(
     files: [`${folder}/**/*.ts`],
     rules: { [RULE]: restrict(boundary) },
   })),
-  // TEMPORARY until the core branch is merged (see temporarySqlOutsideDb).
-  {
-    files: temporarySqlOutsideDb.filter((file) => !file.startsWith('activities/')),
-    rules: { [RULE]: 'off' },
-  },
-  // TEMPORARY until the core branch is merged: these keep the activities' other boundary.
-  {
-    files: temporarySqlOutsideDb.filter((file) => file.startsWith('activities/')),
-    rules: { [RULE]: restrict({ paths: [], patterns: boundaries.activities.patterns }) },
-  },
   {
     files: ['scripts/**/*.ts', 'cli/**/*.ts', 'bench/**/*.ts', 'test/**/*.ts'],
     rules: { 'no-console': 'off' },

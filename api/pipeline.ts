@@ -62,6 +62,10 @@ function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: strin
   throw new AppError('validation_failed', problems.join('; '));
 }
 
+const TIMEOUT_WITHOUT_KEY =
+  'The payment is still processing and goes on. It was sent without an Idempotency-Key, so ' +
+  'retrying it would start another payment: find its outcome in GET /api/v1/transactions/';
+
 const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
 
 /** JSON with object keys sorted, so that the same request with keys in another order matches. */
@@ -153,7 +157,13 @@ export function mountRoutes(router: Router, routes: readonly Route[], pool: Data
         }
         if (claim.kind !== 'claimed') ctx.set('Idempotent-Replayed', 'true');
       } else {
-        result = await route.handler(input);
+        result = await route.handler(input).catch((error: unknown) => {
+          // Without a key a retry is a new payment: point the caller at the record instead.
+          if (error instanceof AppError && error.code === 'timeout' && route.idempotent) {
+            throw new AppError('timeout', TIMEOUT_WITHOUT_KEY, { cause: error });
+          }
+          throw error;
+        });
       }
       ctx.status = result.status ?? 200;
       ctx.body = result.body;

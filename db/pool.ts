@@ -2,6 +2,8 @@ import {
   createBigintTypeParser,
   createPool,
   SchemaValidationError,
+  sql,
+  type CommonQueryMethods,
   type DatabasePool,
   type Interceptor,
   type QueryResultRow,
@@ -45,7 +47,7 @@ export async function createDatabasePool(
     connectionTimeout: 10_000,
     // No session state is ever left on a pooled connection (no SET, no temp tables, no advisory
     // locks: migrations use their own client), so the default `DISCARD ALL` on every release is
-    // a wasted round trip: a third of all statements on the transfer path.
+    // a wasted round trip on every statement-heavy payment path.
     resetConnection: () => Promise.resolve(),
   });
   // Slonik emits every failed query's error on the pool, then rethrows it to the caller, who
@@ -53,4 +55,12 @@ export async function createDatabasePool(
   // Jest) it throws a wrapper, so `instanceof UniqueIntegrityConstraintViolationError` fails.
   pool.on('error', () => undefined);
   return pool;
+}
+
+/** Whether the database answers a trivial query (readiness). */
+export async function databaseAnswers(db: CommonQueryMethods): Promise<boolean> {
+  return db.oneFirst(sql.unsafe`SELECT 1`).then(
+    () => true,
+    () => false,
+  );
 }

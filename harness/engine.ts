@@ -64,12 +64,15 @@ export async function runWorker(
   const { worker, connection, ownsConnection } = await createWorker(workerOptions);
   const running = keepRunning(worker);
   if (onFailure) running.done.catch(onFailure);
+  let stopping: Promise<void> | undefined;
   return {
     ...running,
-    stop: async () => {
-      await running.stop();
-      if (ownsConnection) await connection.close();
-    },
+    // Idempotent: a test may stop the worker before the engine's close stops it again.
+    stop: () =>
+      (stopping ??= (async () => {
+        await running.stop();
+        if (ownsConnection) await connection.close();
+      })()),
   };
 }
 

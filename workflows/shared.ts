@@ -45,10 +45,6 @@ export type TransferInput = {
 
 export type TransferResult = { status: 'completed'; transactionId: string } | Declined;
 
-/** Kept for the callers written before `workflowIds`: the same functions. */
-export const depositWorkflowId = workflowIds.deposit;
-export const escrowWorkflowId = workflowIds.escrow;
-
 export type DepositInput = {
   transactionId: string;
   applicationId: string;

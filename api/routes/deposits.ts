@@ -11,18 +11,14 @@ import type { ApiDeps } from '../deps';
 import { AppError, unlessDeclined, errorResponse } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
+import { PositiveMinorUnits } from '../schemas';
 import { StatusBody } from '../serializers';
 import { paymentSearchAttributes, withDeadline } from '../temporal';
 import { deliverNotification } from './provider-webhooks';
 
 const DepositRequest = z.object({
   wallet_id: z.string().min(1),
-  amount: z
-    .number({ error: 'amount must be an integer count of SLE cents' })
-    .int('amount must be an integer count of SLE cents')
-    .positive('amount must be greater than 0')
-    .max(1e13, 'amount is too large')
-    .transform((v) => BigInt(v)),
+  amount: PositiveMinorUnits,
 });
 
 const DepositResponse = z

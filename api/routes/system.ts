@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { sql } from 'slonik';
 import { z } from 'zod';
 import { AppError } from '../errors';
+import { databaseAnswers } from '../../db/pool';
 import type { ApiDeps } from '../deps';
 import { buildOpenApi } from '../openapi';
 import { defineRoute, type Route } from '../route';
@@ -35,7 +35,7 @@ export function systemRoutes(deps: ApiDeps, allRoutes: () => readonly Route[]): 
       },
       handler: async () => {
         const failures: string[] = [];
-        await deps.pool.oneFirst(sql.unsafe`SELECT 1`).catch(() => failures.push('postgres'));
+        if (!(await databaseAnswers(deps.pool))) failures.push('postgres');
         await deps.temporal.workflowService
           .getSystemInfo({})
           .catch(() => failures.push('temporal'));

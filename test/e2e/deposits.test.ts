@@ -134,10 +134,19 @@ describe('mobile-money deposits', () => {
       (await api.post(DEPOSIT, { wallet_id: '00000000-0000-4000-8000-000000000000', amount: 100 }))
         .status,
     ).toBe(404);
-    for (const amount of [0, -5, 10.5, '100', null]) {
+    for (const amount of [0, -5, 10.5, '100', null, 1e14]) {
       const bad = await api.post(DEPOSIT, { wallet_id: walletId, amount });
       expect(bad.status).toBe(422);
     }
+    // Judged as written: a literal that rounds to an integer as a float is still not one.
+    const inexact = await api.request('POST', DEPOSIT, {
+      raw: `{"wallet_id":"${walletId}","amount":100.00000000000000001}`,
+    });
+    expect(inexact.status).toBe(422);
+    expect(inexact.body).toEqual({ detail: 'amount: must be an integer count of minor units' });
+    const deposits = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM transactions WHERE wallet_id = ${walletId}`);
+    expect(deposits).toBe(0);
     const other = await createTestApp(engine.pool);
     const foreign = await createUserWithWallet(clientFor(engine.url, other));
     expect((await api.post(DEPOSIT, { wallet_id: foreign.walletId, amount: 100 })).status).toBe(

@@ -185,3 +185,41 @@ describe('wallet ids in request bodies', () => {
     expect(deposit.status).toBe(404);
   });
 });
+
+describe('a transfer that outlives the request deadline', () => {
+  let slow: TestEngine;
+  let slowApi: ApiClient;
+  beforeAll(async () => {
+    // No worker polls until told: every payment outlives the request's deadline.
+    slow = await startTestEngine({ requestTimeoutMs: 500 });
+    slowApi = clientFor(slow.url, await createTestApp(slow.pool));
+    await slow.stopWorker();
+  });
+  afterAll(async () => slow?.close());
+
+  it('answers 504 "retry with the same Idempotency-Key" only when a key was sent; the payments go on', async () => {
+    const a = await createUserWithWallet(slowApi);
+    const b = await createUserWithWallet(slowApi);
+    await fundWallet(slow.pool, a.walletId, 1_000n);
+    const body = { from_wallet_id: a.walletId, to_wallet_id: b.walletId, amount: 1 };
+    const keyed = await slowApi.post(TRANSFER, body, { 'Idempotency-Key': 'slow-1' });
+    expect(keyed.status).toBe(504);
+    expect(keyed.body.detail).toMatch(/retry with the same Idempotency-Key/);
+    // Without a key a retry would be a second payment: the answer must not invite one.
+    const unkeyed = await slowApi.post(TRANSFER, body);
+    expect(unkeyed.status).toBe(504);
+    expect(unkeyed.body.detail).not.toMatch(/retry with the same/);
+    expect(unkeyed.body.detail).toMatch(/without an Idempotency-Key/);
+    expect(await balanceOf(slow.pool, b.walletId)).toBe(0n);
+
+    await slow.startWorker();
+    for (let i = 0; i < 100 && (await balanceOf(slow.pool, b.walletId)) !== 200n; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(await balanceOf(slow.pool, b.walletId)).toBe(200n);
+    const replay = await slowApi.post(TRANSFER, body, { 'Idempotency-Key': 'slow-1' });
+    expect(replay.status).toBe(200);
+    expect(await balanceOf(slow.pool, b.walletId)).toBe(200n);
+    await assertLedgerInvariant(slow.pool);
+  });
+});

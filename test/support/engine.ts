@@ -4,7 +4,7 @@ import type { Config } from '../../config';
 import type { DatabasePool } from '../../db/pool';
 import type { Currency } from '../../domain/money';
 import type { Mode } from '../../domain/types';
-import { scratchConfig, startEngine } from '../../harness/engine';
+import { runWorker, scratchConfig, startEngine, type RunningWorker } from '../../harness/engine';
 import { createFixtureApplication, type FixtureApplication } from '../../harness/fixtures';
 import { installTemporalRuntime } from '../../harness/temporal';
 import { createLogger } from '../../observability/logger';
@@ -17,6 +17,10 @@ export type TestEngine = {
   temporal: Client;
   /** Every JSON log line the API wrote. */
   logs: string[];
+  /** Stops the engine's worker: payments then wait in Temporal (for 504 tests). */
+  stopWorker: () => Promise<void>;
+  /** Starts another worker on the engine's task queue. */
+  startWorker: () => Promise<void>;
   close: () => Promise<void>;
 };
 
@@ -46,6 +50,7 @@ export async function startTestEngine(
       done();
     },
   });
+  const workers: RunningWorker[] = [];
   const engine = await startEngine({
     config,
     pool: database.pool,
@@ -60,7 +65,12 @@ export async function startTestEngine(
     config,
     temporal: engine.client,
     logs,
+    stopWorker: () => engine.worker.stop(),
+    startWorker: async () => {
+      workers.push(await runWorker({ config, pool: database.pool }));
+    },
     close: async () => {
+      for (const worker of workers) await worker.stop();
       await engine.close();
       await database.pool.end();
     },

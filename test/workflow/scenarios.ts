@@ -28,9 +28,7 @@ import { escrowWorkflow } from '../../workflows/escrow';
 import { maintenanceWorkflow } from '../../workflows/maintenance';
 import {
   depositUpdates,
-  depositWorkflowId,
   escrowUpdates,
-  escrowWorkflowId,
   SEARCH_ATTRIBUTE_DEFINITIONS,
   SearchAttributes,
   workflowIds,
@@ -199,7 +197,7 @@ export async function openDeposit(
     depositUpdates.open,
     mobileMoneyDepositWorkflow,
     {
-      workflowId: depositWorkflowId(input.transactionId),
+      workflowId: workflowIds.deposit(input.transactionId),
       taskQueue,
       args: [input],
       typedSearchAttributes: paymentAttributes('deposit', [input.walletId]),
@@ -303,7 +301,7 @@ export function fakeEscrow(options: { stepMs?: number } = {}) {
 export async function openHold(env: TestWorkflowEnvironment, taskQueue: string, input: HoldInput) {
   const wallets = [input.walletId, ...(input.recipientWalletId ? [input.recipientWalletId] : [])];
   const { answer, handle } = await startWithUpdate(env, escrowUpdates.hold, escrowWorkflow, {
-    workflowId: escrowWorkflowId(input.holdId),
+    workflowId: workflowIds.escrow(input.holdId),
     taskQueue,
     args: [input],
     typedSearchAttributes: paymentAttributes('escrow_hold', wallets),
