@@ -5,7 +5,6 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { ErrorCode } from '../domain/errors';
-import { workflowIds } from './ids';
 
 export { workflowIds } from './ids';
 
