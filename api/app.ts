@@ -4,7 +4,7 @@ import Koa from 'koa';
 import type { ApiDeps } from './deps';
 import { jsonBody } from './middleware/body';
 import { errorsAndAccessLog } from './middleware/errors';
-import { mountRoutes } from './pipeline';
+import { concretePathsWin, mountRoutes } from './pipeline';
 import type { Route } from './route';
 import { feeRoutes } from './routes/fees';
 import { depositRoutes } from './routes/deposits';
@@ -44,6 +44,7 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(errorsAndAccessLog(deps.logger));
   app.use(jsonBody());
   app.use(router.routes());
+  app.use(concretePathsWin());
   app.use(router.allowedMethods());
   return app;
 }

@@ -100,8 +100,16 @@ async function settle(run: () => Promise<HandlerResult>): Promise<HandlerResult>
 
 /** Mounts routes on the router: authentication, rate limit, validation, idempotency, handler. */
 export function mountRoutes(router: Router, routes: readonly Route[], pool: DatabasePool): void {
+  const concretePaths = new Set(routes.filter((r) => !r.path.includes(':')).map((r) => r.path));
   for (const route of routes) {
-    router[route.method](route.path, async function runRoute(ctx: Koa.Context) {
+    const templated = route.path.includes(':');
+    router[route.method](route.path, async function runRoute(ctx: Koa.Context, next: Koa.Next) {
+      // A concrete path wins over a template that also matches it (OpenAPI's rule):
+      // `GET /api/v1/users/create/` is the create path's 405, not a user named "create".
+      if (templated && concretePaths.has(ctx.path)) {
+        await next();
+        return;
+      }
       const caller = route.auth === null ? null : await authenticateRequest(ctx, pool, route.auth);
       if (route.testModeOnly && caller?.mode !== 'test') {
         throw new AppError('wrong_mode', 'This endpoint is available in Test Mode only');
@@ -134,8 +142,10 @@ export function mountRoutes(router: Router, routes: readonly Route[], pool: Data
           'Idempotency-Key must be 1 to 255 printable characters',
         );
       }
-      refuseUnstorableText(ctx.state.body, [], 'body');
       const body = parse(route.body, ctx.state.body, 'body');
+      // What the handler gets must be storable; a property the schema drops never reaches the
+      // database, so only a route without a body schema (it reads the raw body) checks it all.
+      refuseUnstorableText(route.body ? body : ctx.state.body, [], 'body');
       const input = { ctx, caller: caller as Caller, body, query, params, idempotency: null };
 
       let result: HandlerResult;
@@ -187,4 +197,20 @@ export function idFromKey(
   digest[8] = (digest[8]! & 0x3f) | 0x80; // RFC 4122 variant
   const h = digest.subarray(0, 16).toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+type MatchedLayer = { paramNames: readonly unknown[] };
+
+/**
+ * Between the router and its `allowedMethods`: where a concrete path matched, the templates that
+ * also match it (`/users/:user_id/` for `/users/create/`) do not add their methods to `Allow`.
+ */
+export function concretePathsWin(): Koa.Middleware {
+  return async function concretePathsWin(ctx, next) {
+    const state = ctx as { matched?: MatchedLayer[] };
+    if (state.matched?.some((layer) => layer.paramNames.length === 0)) {
+      state.matched = state.matched.filter((layer) => layer.paramNames.length === 0);
+    }
+    await next();
+  };
 }

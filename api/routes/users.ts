@@ -23,7 +23,14 @@ const CreateUser = z.object({
     .meta({ description: 'The application’s own id; a number is stored and returned as a string' }),
   name: z.string().trim().min(1).max(200),
   phone_number: z.string().trim().min(3).max(32),
-  email: z.email().max(254).nullish(),
+  email: z
+    .email()
+    .max(254)
+    // RFC 5321: a local part of at most 64 octets (zod's pattern has no such limit).
+    .refine((v) => Buffer.byteLength(v.slice(0, v.lastIndexOf('@'))) <= 64, {
+      message: 'the part before @ must be at most 64 characters',
+    })
+    .nullish(),
   username: z.string().max(100).nullish(),
   is_active: z.boolean().default(true),
 });

@@ -202,6 +202,7 @@ describe('POST /api/v1/users/create/', () => {
     ['app_user_id is empty', { app_user_id: '' }],
     ['app_user_id is a boolean', { app_user_id: true }],
     ['email is not an email', { email: 'not-an-email' }],
+    ['the email has a local part over 64 characters', { email: `${'a'.repeat(65)}@example.com` }],
     ['is_active is not a boolean', { is_active: 'yes' }],
   ])('answers 422 with a string detail and writes nothing when %s', async (_case, overrides) => {
     const { app: fresh, test } = await freshApp();
