@@ -16,6 +16,7 @@ import { clientFor, createUserWithWallet, type ApiClient } from '../support/http
 const ROOT = path.resolve(__dirname, '../..');
 const SCHEMATHESIS = path.join(ROOT, '.tools/schemathesis/bin/schemathesis');
 const CONFIG = path.join(__dirname, 'schemathesis.toml');
+const HOOKS = path.join(__dirname, 'schemathesis-hooks.py');
 /** Past this the run is stopped and fails: it takes about a minute here. */
 const RUN_LIMIT_MS = 5 * 60_000;
 
@@ -139,8 +140,6 @@ test(
         config,
         'run',
         `${engine.url}/api/v1/openapi.json`,
-        '--checks',
-        'all',
         '--phases',
         'examples,coverage,fuzzing,stateful',
         '--no-color',
@@ -152,6 +151,7 @@ test(
           ...process.env,
           WALLET_FUZZ_API_KEY: app.credentials.test.apiKey,
           WALLET_FUZZ_SECRET_KEY: app.credentials.test.secretKey,
+          WALLET_FUZZ_HOOKS: HOOKS,
           NO_COLOR: '1',
           COLUMNS: '120',
         },
