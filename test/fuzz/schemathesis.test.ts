@@ -17,7 +17,7 @@ const ROOT = path.resolve(__dirname, '../..');
 const SCHEMATHESIS = path.join(ROOT, '.tools/schemathesis/bin/schemathesis');
 const CONFIG = path.join(__dirname, 'schemathesis.toml');
 const HOOKS = path.join(__dirname, 'schemathesis-hooks.py');
-/** Past this the run is stopped and fails: it takes about a minute here. */
+/** Past this the run is stopped and fails: it takes about two minutes here. */
 const RUN_LIMIT_MS = 5 * 60_000;
 
 let engine: TestEngine;
