@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fundWallet } from '../support/database';
+import { assertLedgerInvariant, fundWallet } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 
@@ -165,3 +165,7 @@ test(
   },
   RUN_LIMIT_MS + 60_000,
 );
+
+test('every ledger transaction still balances after the fuzzing', async () => {
+  await assertLedgerInvariant(engine.pool);
+});
