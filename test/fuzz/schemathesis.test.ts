@@ -22,12 +22,14 @@ const RUN_LIMIT_MS = 5 * 60_000;
 
 let engine: TestEngine;
 let app: TestApp;
+let otherApp: TestApp;
 let api: ApiClient;
 let workDir: string;
 
 beforeAll(async () => {
   engine = await startTestEngine();
   app = await createTestApp(engine.pool);
+  otherApp = await createTestApp(engine.pool);
   api = clientFor(engine.url, app);
   workDir = await mkdtemp(path.join(os.tmpdir(), 'wallet-fuzz-'));
 });
@@ -93,6 +95,20 @@ function seededDictionaries(seeded: Seeded): string {
     .join('\n');
 }
 
+/** Both merchants' Test Mode credentials as a Web Fuzzing Commons auth file. */
+function authFile(): string {
+  const identity = (name: string, { credentials }: TestApp) => ({
+    name,
+    fixedHeaders: [
+      { name: 'api-key', value: credentials.test.apiKey },
+      { name: 'secret-key', value: credentials.test.secretKey },
+    ],
+  });
+  return JSON.stringify({
+    auth: [identity('merchant', app), identity('other-merchant', otherApp)],
+  });
+}
+
 function run(
   command: string,
   args: string[],
@@ -129,6 +145,8 @@ test(
     }
     const seeded = await seed();
     const config = path.join(workDir, 'schemathesis.toml');
+    const auth = path.join(workDir, 'auth.json');
+    await writeFile(auth, authFile());
     await writeFile(
       config,
       `${await readFile(CONFIG, 'utf8')}\n# Seeded by ${path.basename(__filename)}\n${seededDictionaries(seeded)}`,
@@ -149,8 +167,7 @@ test(
         cwd: workDir,
         env: {
           ...process.env,
-          WALLET_FUZZ_API_KEY: app.credentials.test.apiKey,
-          WALLET_FUZZ_SECRET_KEY: app.credentials.test.secretKey,
+          WALLET_FUZZ_AUTH: auth,
           WALLET_FUZZ_HOOKS: HOOKS,
           NO_COLOR: '1',
           COLUMNS: '120',
