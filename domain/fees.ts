@@ -1,4 +1,4 @@
-import { basisPoints } from './money';
+import { basisPoints, type Currency } from './money';
 import type { PaymentMethod } from './types';
 
 /**
@@ -65,6 +65,45 @@ export function computeDepositFees(input: {
     totalAmountToPay: input.amount + totalFees,
     netAmount: input.amount,
     feeEnabled,
+  };
+}
+
+/** An application's home country (ISO 3166-1 alpha-2), by its base currency (decisions.md, Cards). */
+export const HOME_COUNTRY = { SLE: 'SL', USD: 'US' } as const satisfies Record<Currency, string>;
+
+/** What the card rule reads of a card: its brand and the country that issued it. */
+export type CardTraits = { brand: string; country: string };
+
+/**
+ * A card pays the international rate when it was issued outside the application's home country,
+ * or when it is an American Express card (whose network charges the international rate).
+ */
+export function isInternationalCard(card: CardTraits, baseCurrency: Currency): boolean {
+  return (
+    card.country.toUpperCase() !== HOME_COUNTRY[baseCurrency] || card.brand.toLowerCase() === 'amex'
+  );
+}
+
+/**
+ * The fees of a card deposit of `amount` minor units of the base currency: the card rule picks
+ * the rate, then `computeDepositFees` as for any deposit. The card-aware estimate and the card
+ * deposit both call this, so they agree to the cent.
+ */
+export function computeCardDepositFees(input: {
+  card: CardTraits;
+  baseCurrency: Currency;
+  amount: bigint;
+  applicationFeeBps: number | undefined;
+}): DepositFees & { international: boolean } {
+  const international = isInternationalCard(input.card, input.baseCurrency);
+  return {
+    ...computeDepositFees({
+      method: 'card',
+      international,
+      amount: input.amount,
+      applicationFeeBps: input.applicationFeeBps,
+    }),
+    international,
   };
 }
 

@@ -121,6 +121,35 @@ export function depositCompletionPostings(input: {
 }
 
 /**
+ * A card deposit the provider charged (in the base currency: no FX). The card clearing account
+ * gives what the card was charged and keeps the provider's fee; the application's fee account
+ * gets the application fee; the wallet gets the deposit.
+ */
+export function cardDepositCompletionPostings(input: {
+  walletId: string;
+  clearingAccountId: string;
+  feeAccountId: string;
+  currency: Currency;
+  amount: bigint;
+  totalPaid: bigint;
+  providerFee: bigint;
+  applicationFee: bigint;
+}): Posting[] {
+  const { currency } = input;
+  if (input.amount <= 0n) throw new Error('a card deposit amount must be positive');
+  const postings: Posting[] = [
+    { accountId: input.clearingAccountId, currency, amount: -input.totalPaid },
+  ];
+  if (input.providerFee > 0n)
+    postings.push({ accountId: input.clearingAccountId, currency, amount: input.providerFee });
+  if (input.applicationFee > 0n)
+    postings.push({ accountId: input.feeAccountId, currency, amount: input.applicationFee });
+  postings.push({ accountId: input.walletId, currency, amount: input.amount });
+  assertBalanced(postings);
+  return postings;
+}
+
+/**
  * The order in which accounts are locked: user wallets before system accounts (the hot fee and
  * escrow accounts are held for the shortest time), then by id. Every writer uses it, so two
  * concurrent ledger transactions never wait on each other in a cycle.
