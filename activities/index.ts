@@ -1,6 +1,7 @@
 import type { Config } from '../config';
 import type { DatabasePool } from '../db/pool';
 import type { Providers } from '../providers';
+import { createCardDepositActivities } from './card-deposit';
 import { declinePermanentDatabaseErrors } from './declines';
 import { createDepositActivities } from './deposit';
 import { createEscrowActivities } from './escrow';
@@ -15,6 +16,7 @@ export function createActivities(deps: ActivityDeps) {
     ...declinePermanentDatabaseErrors({
       ...createTransferActivities(deps),
       ...createDepositActivities(deps),
+      ...createCardDepositActivities(deps),
       ...createEscrowActivities(deps),
     }),
     ...createMaintenanceActivities(deps),

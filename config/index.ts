@@ -39,6 +39,11 @@ const envSchema = z.object({
     .int()
     .min(1)
     .default(30 * 60),
+  CARD_PAYMENT_PENDING_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(60 * 60),
 });
 
 export type Config = {
@@ -67,6 +72,8 @@ export type Config = {
     };
   };
   sandbox: { webhookSecret: string; paymentCodeTtlSeconds: number };
+  /** How long a card payment may wait for the payer (3-D Secure) before it expires. */
+  cards: { pendingTtlSeconds: number };
 };
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -110,6 +117,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       webhookSecret: e.SANDBOX_WEBHOOK_SECRET,
       paymentCodeTtlSeconds: e.SANDBOX_PAYMENT_CODE_TTL_SECONDS,
     },
+    cards: { pendingTtlSeconds: e.CARD_PAYMENT_PENDING_TTL_SECONDS },
   };
 }
 

@@ -15,6 +15,8 @@ export const ERROR_CODES = [
   'escrow_not_held',
   'release_exceeds_hold',
   'provider_refused',
+  'card_declined',
+  'payment_method_not_found',
   'unauthenticated',
   'forbidden',
   'wallet_forbidden',

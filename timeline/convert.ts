@@ -80,10 +80,18 @@ export function firstValue(payloads: Payloads | null | undefined): unknown {
   }
 }
 
-/** A payment code id in a value: `paymentCode.id` (a deposit opened) or `paymentCodeId`. */
+/**
+ * A provider reference in a value: `paymentCode.id` (a deposit opened), `paymentCodeId`, or a
+ * card payment's `paymentId` (a card deposit opened, a card payment checked).
+ */
 export function referenceIn(value: unknown): string | null {
   if (!value || typeof value !== 'object') return null;
-  const record = value as { paymentCode?: { id?: unknown }; paymentCodeId?: unknown };
+  const record = value as {
+    paymentCode?: { id?: unknown };
+    paymentCodeId?: unknown;
+    paymentId?: unknown;
+  };
+  if (typeof record.paymentId === 'string' && record.paymentId) return record.paymentId;
   if (typeof record.paymentCode?.id === 'string' && record.paymentCode.id) {
     return record.paymentCode.id;
   }

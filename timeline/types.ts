@@ -77,6 +77,8 @@ export type WorkflowTimeline = {
 export const PROVIDER_ACTIVITIES: ReadonlySet<string> = new Set([
   'openDeposit',
   'checkPaymentCode',
+  'openCardDeposit',
+  'checkCardPayment',
 ]);
 
 export type TimelineContext = {

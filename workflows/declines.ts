@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/workflow';
-import { ActivityFailure } from '@temporalio/common';
+import { ActivityFailure, RetryState } from '@temporalio/common';
 import { isErrorCode } from '../domain/errors';
 import type { Declined } from './shared';
 
@@ -19,3 +19,7 @@ export function asDeclined(error: unknown): Declined | null {
   const detail = cause.message && cause.message !== cause.type ? cause.message : null;
   return { status: 'declined', code: cause.type, detail };
 }
+
+/** A provider call that used up its bounded retry (a fault, never a decline). */
+export const exhausted = (error: unknown): boolean =>
+  error instanceof ActivityFailure && error.retryState === RetryState.MAXIMUM_ATTEMPTS_REACHED;

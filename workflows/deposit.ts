@@ -1,7 +1,6 @@
-import { ActivityFailure, RetryState } from '@temporalio/common';
 import { allHandlersFinished, condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from './activities-types';
-import { asDeclined } from './declines';
+import { asDeclined, exhausted } from './declines';
 import { activityPresets } from './retry';
 import {
   depositStateQuery,
@@ -15,10 +14,6 @@ import { setPaymentStatus } from './status';
 
 const ledger = proxyActivities<Activities>(activityPresets.ledger);
 const provider = proxyActivities<Activities>(activityPresets.provider);
-
-/** A provider call that used up its bounded retry (a fault, never a decline). */
-const exhausted = (error: unknown): boolean =>
-  error instanceof ActivityFailure && error.retryState === RetryState.MAXIMUM_ATTEMPTS_REACHED;
 
 /** After the payment code expires, a last look at the provider before calling it expired. */
 const EXPIRY_GRACE_MS = 5_000;

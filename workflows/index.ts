@@ -1,4 +1,5 @@
 export { transferWorkflow } from './transfer';
 export { mobileMoneyDepositWorkflow } from './deposit';
+export { cardDepositWorkflow } from './card-deposit';
 export { escrowWorkflow } from './escrow';
 export { maintenanceWorkflow } from './maintenance';

@@ -89,6 +89,48 @@ export const depositUpdates = {
 };
 export const depositStateQuery = defineQuery<DepositOutcome>('state');
 
+export type CardDepositInput = {
+  transactionId: string;
+  applicationId: string;
+  mode: 'test' | 'live';
+  walletId: string;
+  /** Minor units of the application's base currency, as a decimal string. */
+  amount: string;
+  paymentMethodId: string;
+};
+
+/** Where a card payment stands at the provider (providers/card.ts `CardPaymentStatus`). */
+export type CardPaymentState = 'succeeded' | 'requires_action' | 'processing' | 'failed';
+
+/** What `openCardDeposit` answers: the pending deposit and the provider's payment. */
+export type CardPaymentOpened = {
+  transactionId: string;
+  paymentId: string;
+  paymentStatus: CardPaymentState;
+  /** Where the payer authenticates (a path for the sandbox, a URL for the live provider). */
+  nextActionUrl: string | null;
+  /** When a payment still waiting for the payer expires (ISO time). */
+  expiresAt: string;
+};
+
+/**
+ * What the card deposit request answers: the deposit completed (the card was charged) or still
+ * pending (the provider asked for more, `nextActionUrl`).
+ */
+export type CardDepositOpened = {
+  status: 'opened';
+  outcome: DepositOutcome;
+  payment: CardPaymentOpened;
+};
+
+export const cardDepositUpdates = {
+  open: defineUpdate<CardDepositOpened | Declined>('open'),
+  /** A provider event (or the simulate-card-authentication endpoint), its signature checked. */
+  notify: defineUpdate<DepositOutcome, [{ status: CardPaymentState }]>('notify'),
+  /** Ask the provider now and reconcile at once. */
+  sync: defineUpdate<DepositOutcome>('sync'),
+};
+
 export type HoldInput = {
   holdId: string;
   applicationId: string;

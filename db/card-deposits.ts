@@ -1,0 +1,111 @@
+import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
+import { z } from 'zod';
+import type { Mode } from '../domain/types';
+import { transactionColumns, transactionRow, type TransactionRow } from './transactions';
+
+/** The provider's payment, as the card deposit last saw it. */
+const cardPaymentMetadata = z.object({
+  id: z.string(),
+  status: z.enum(['succeeded', 'requires_action', 'processing', 'failed']),
+  next_action_url: z.string().nullable(),
+  decline_message: z.string().nullable(),
+});
+export type CardPaymentMetadata = z.infer<typeof cardPaymentMetadata>;
+
+/**
+ * What a card deposit records of itself beyond the transaction row: the card the fee rule read,
+ * the fees (minor units of the base currency, as text), and the provider's payment once created.
+ */
+export const cardDepositMetadata = z.object({
+  payment_method_id: z.string(),
+  card: z.object({
+    brand: z.string(),
+    country: z.string(),
+    funding: z.string(),
+    last4: z.string().nullable(),
+  }),
+  international: z.boolean(),
+  provider_fee: z.string(),
+  application_fee: z.string(),
+  total_amount_paid: z.string(),
+  /** When a payment still waiting for the payer expires (ISO time). */
+  expires_at: z.string(),
+  payment: cardPaymentMetadata.nullable(),
+});
+export type CardDepositMetadata = z.infer<typeof cardDepositMetadata>;
+
+export type CardDepositRecord = { row: TransactionRow; meta: CardDepositMetadata };
+
+const cardDepositRow = transactionRow.extend({ metadata: z.unknown() });
+
+const record = (row: z.infer<typeof cardDepositRow>): CardDepositRecord => ({
+  row,
+  meta: cardDepositMetadata.parse(row.metadata),
+});
+
+/** The card deposit written under this id, with its metadata, or null. */
+export async function findCardDeposit(
+  db: CommonQueryMethods,
+  id: string,
+): Promise<CardDepositRecord | null> {
+  const row = await db.maybeOne(sql.type(cardDepositRow)`
+    SELECT ${transactionColumns}, metadata FROM transactions
+    WHERE id = ${id} AND transaction_type = 'card_deposit'`);
+  return row ? record(row) : null;
+}
+
+/** The card deposit, locked for a change of its state; it must exist. */
+export async function lockCardDeposit(
+  trx: DatabaseTransactionConnection,
+  id: string,
+): Promise<CardDepositRecord> {
+  const row = await trx.maybeOne(sql.type(cardDepositRow)`
+    SELECT ${transactionColumns}, metadata FROM transactions
+    WHERE id = ${id} AND transaction_type = 'card_deposit' FOR NO KEY UPDATE`);
+  if (!row) throw new Error(`card deposit ${id} has no record`);
+  return record(row);
+}
+
+/** Records the provider's payment on the deposit: its reference and what it last said. */
+export async function setCardPayment(
+  db: CommonQueryMethods,
+  id: string,
+  payment: CardPaymentMetadata,
+): Promise<CardDepositRecord> {
+  const row = await db.one(sql.type(cardDepositRow)`
+    UPDATE transactions
+    SET provider_reference = ${payment.id},
+        metadata = jsonb_set(metadata, '{payment}', ${sql.jsonb(payment)}),
+        updated_at = now()
+    WHERE id = ${id} AND transaction_type = 'card_deposit'
+    RETURNING ${transactionColumns}, metadata`);
+  return record(row);
+}
+
+/**
+ * The card deposit a provider's event speaks of: by the provider's payment id, else by our
+ * transaction id (a UUID) carried in its metadata; the provider's id wins.
+ */
+export async function findNotifiedCardDeposit(
+  db: CommonQueryMethods,
+  paymentId: string,
+  transactionId: string | null,
+): Promise<{ id: string; mode: Mode } | null> {
+  return db.maybeOne(sql.type(z.object({ id: z.string(), mode: z.enum(['test', 'live']) }))`
+    SELECT id, mode FROM transactions
+    WHERE transaction_type = 'card_deposit'
+      AND (provider_reference = ${paymentId} OR id::text = ${transactionId ?? ''})
+    ORDER BY (provider_reference = ${paymentId}) DESC NULLS LAST
+    LIMIT 1`);
+}
+
+/** The card deposit paid through this provider payment, or null (the authentication page). */
+export async function findCardDepositByPayment(
+  db: CommonQueryMethods,
+  paymentId: string,
+): Promise<TransactionRow | null> {
+  return db.maybeOne(sql.type(transactionRow)`
+    SELECT ${transactionColumns} FROM transactions
+    WHERE transaction_type = 'card_deposit' AND provider_reference = ${paymentId}
+    LIMIT 1`);
+}

@@ -1,0 +1,133 @@
+import { allHandlersFinished, condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import type { Activities } from './activities-types';
+import { asDeclined, exhausted } from './declines';
+import { activityPresets } from './retry';
+import {
+  cardDepositUpdates,
+  depositStateQuery,
+  type CardDepositInput,
+  type CardDepositOpened,
+  type CardPaymentOpened,
+  type CardPaymentState,
+  type Declined,
+  type DepositOutcome,
+} from './shared';
+import { setPaymentStatus } from './status';
+
+const ledger = proxyActivities<Activities>(activityPresets.ledger);
+const provider = proxyActivities<Activities>(activityPresets.provider);
+
+const CARD_PAYMENT_STATES: readonly string[] = [
+  'succeeded',
+  'requires_action',
+  'processing',
+  'failed',
+] satisfies CardPaymentState[];
+
+/** The deposit's outcome for what the provider says of its payment. */
+const outcomeOf = (state: CardPaymentState): DepositOutcome =>
+  state === 'succeeded' ? 'completed' : state === 'failed' ? 'failed' : 'pending';
+
+/**
+ * A card deposit. Started with the `open` update, which answers once the card has been charged
+ * (the deposit is then completed) or the provider has asked for more (3-D Secure: pending, with
+ * the URL where the payer authenticates). A pending payment waits for the provider's event, a
+ * sync, or its expiry, and settles exactly once: charged credits the wallet in one ledger
+ * transaction, failed or expired moves no money. A decline at creation is recorded failed by the
+ * activity and answered as a decline.
+ */
+export async function cardDepositWorkflow(input: CardDepositInput): Promise<DepositOutcome> {
+  let payment: CardPaymentOpened | undefined;
+  let answer: CardDepositOpened | Declined | undefined;
+  let outcome: DepositOutcome = 'pending';
+  let settling = false;
+
+  /** Whether the provider's payment exists, or the deposit was refused before it did. */
+  const isOpen = () => payment !== undefined || answer !== undefined;
+
+  /** The provider's view of the payment, or null when it cannot tell (a decline, a fault). */
+  async function askProvider(paymentId: string): Promise<DepositOutcome | null> {
+    try {
+      return outcomeOf(await provider.checkCardPayment({ mode: input.mode, paymentId }));
+    } catch (error) {
+      if (asDeclined(error) || exhausted(error)) return null;
+      throw error;
+    }
+  }
+
+  /** Settles once; a second caller (a duplicate event, a racing sync) waits for the first. */
+  async function settle(status: DepositOutcome): Promise<DepositOutcome> {
+    if (status === 'pending' || !payment) return outcome;
+    if (outcome !== 'pending' || settling) {
+      await condition(() => outcome !== 'pending');
+      return outcome;
+    }
+    settling = true;
+    if (status === 'completed') {
+      await ledger.completeCardDeposit({ transactionId: input.transactionId });
+    } else {
+      await ledger.closeCardDeposit({ transactionId: input.transactionId, status });
+    }
+    outcome = status;
+    setPaymentStatus(status);
+    return outcome;
+  }
+
+  setHandler(cardDepositUpdates.open, async () => {
+    await condition(() => answer !== undefined);
+    return answer!;
+  });
+  setHandler(
+    cardDepositUpdates.notify,
+    async ({ status }) => {
+      await condition(isOpen);
+      return settle(outcomeOf(status));
+    },
+    {
+      validator: ({ status }: { status: string }) => {
+        if (!CARD_PAYMENT_STATES.includes(status)) throw new Error(`unknown status ${status}`);
+      },
+    },
+  );
+  setHandler(cardDepositUpdates.sync, async () => {
+    await condition(isOpen);
+    if (!payment || outcome !== 'pending') return outcome;
+    // A provider that cannot tell changes nothing: the sync answers the outcome as it stands.
+    return settle((await askProvider(payment.paymentId)) ?? 'pending');
+  });
+  setHandler(depositStateQuery, () => outcome);
+
+  try {
+    payment = await provider.openCardDeposit(input);
+  } catch (error) {
+    const refused =
+      asDeclined(error) ??
+      (exhausted(error)
+        ? ({ status: 'declined', code: 'provider_unavailable', detail: null } as const)
+        : undefined);
+    if (!refused) throw error;
+    // A decline was recorded failed by the activity; a provider unreachable through every
+    // attempt leaves a pending record (if it got that far), which is closed here.
+    if (!asDeclined(error)) {
+      await ledger.closeCardDeposit({ transactionId: input.transactionId, status: 'failed' });
+    }
+    answer = refused;
+    outcome = 'failed';
+    setPaymentStatus('failed');
+    await condition(allHandlersFinished);
+    return outcome;
+  }
+
+  if (payment.paymentStatus === 'succeeded') await settle('completed');
+  answer = { status: 'opened', outcome, payment };
+
+  const untilExpiry = Math.max(1_000, Date.parse(payment.expiresAt) - Date.now());
+  const settled = await condition(() => outcome !== 'pending', untilExpiry);
+  if (!settled && !settling) {
+    // Nobody authenticated in time: one last look, and a payment still waiting expires.
+    const last = await askProvider(payment.paymentId);
+    await settle(last === 'completed' || last === 'failed' ? last : 'expired');
+  }
+  await condition(() => outcome !== 'pending' && allHandlersFinished());
+  return outcome;
+}
