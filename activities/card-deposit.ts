@@ -20,11 +20,7 @@ import type { Providers } from '../providers';
 import { UnknownPaymentMethodError, type CardPayment } from '../providers/card';
 import { ProviderNotConfiguredError } from '../providers/mobile-money';
 import { workflowIds } from '../workflows/ids';
-import type {
-  CardDepositInput,
-  CardPaymentOpened,
-  CardPaymentState,
-} from '../workflows/shared';
+import type { CardDepositInput, CardPaymentOpened, CardPaymentState } from '../workflows/shared';
 import { decline } from './declines';
 import { transactionEventData } from './events';
 

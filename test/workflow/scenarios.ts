@@ -23,15 +23,20 @@ import {
 import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Activities } from '../../workflows/activities-types';
+import { cardDepositWorkflow } from '../../workflows/card-deposit';
 import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
 import { escrowWorkflow } from '../../workflows/escrow';
 import { maintenanceWorkflow } from '../../workflows/maintenance';
 import {
+  cardDepositUpdates,
   depositUpdates,
   escrowUpdates,
   SEARCH_ATTRIBUTE_DEFINITIONS,
   SearchAttributes,
   workflowIds,
+  type CardDepositInput,
+  type CardPaymentOpened,
+  type CardPaymentState,
   type DepositInput,
   type DepositOpened,
   type DepositOutcome,
@@ -210,6 +215,81 @@ export type DepositHandle = Awaited<ReturnType<typeof openDeposit>>['handle'];
 
 export const notify = (handle: DepositHandle, status: 'completed' | 'failed') =>
   handle.executeUpdate(depositUpdates.notify, { args: [{ status }] });
+
+// --- card deposit ---
+
+export const ONE_HOUR = 60 * 60 * 1000;
+
+export const cardDepositInput = (
+  transactionId: string,
+  paymentMethodId = 'pm_card_visa',
+): CardDepositInput => ({
+  transactionId,
+  applicationId: APP,
+  mode: 'test',
+  walletId: SENDER,
+  amount: '10000',
+  paymentMethodId,
+});
+
+export const cardDeclined = () =>
+  ApplicationFailure.nonRetryable('Card declined: Your card was declined.', 'card_declined');
+
+/**
+ * The card deposit's activities: the provider answers `created` when the card is charged and
+ * `checked` when asked later; a payment waiting for the payer expires an hour after it opens.
+ */
+export function cardActivities(
+  env: TestWorkflowEnvironment,
+  options: { created?: CardPaymentState; checked?: CardPaymentState } = {},
+) {
+  const created = options.created ?? 'succeeded';
+  return {
+    openCardDeposit: async (input: CardDepositInput): Promise<CardPaymentOpened> => {
+      if (created === 'failed') throw cardDeclined();
+      return {
+        transactionId: input.transactionId,
+        paymentId: `pi_sandbox_${input.transactionId.replace(/-/g, '')}`,
+        paymentStatus: created,
+        nextActionUrl:
+          created === 'requires_action'
+            ? `/api/v1/testing/card-authentication/pi_sandbox_${input.transactionId.replace(/-/g, '')}`
+            : null,
+        expiresAt: new Date((await env.currentTimeMs()) + ONE_HOUR).toISOString(),
+      };
+    },
+    checkCardPayment: (_: { mode: string; paymentId: string }) =>
+      Promise.resolve(options.checked ?? created),
+    completeCardDeposit: (_: { transactionId: string }) => Promise.resolve(),
+    closeCardDeposit: (_: { transactionId: string; status: 'failed' | 'expired' }) =>
+      Promise.resolve(),
+  };
+}
+
+/** Starts a card deposit with its `open` update, as the API does; answers what `open` answered. */
+export async function openCardDeposit(
+  env: TestWorkflowEnvironment,
+  taskQueue: string,
+  input: CardDepositInput,
+) {
+  const { answer, handle } = await startWithUpdate(
+    env,
+    cardDepositUpdates.open,
+    cardDepositWorkflow,
+    {
+      workflowId: workflowIds.cardDeposit(input.transactionId),
+      taskQueue,
+      args: [input],
+      typedSearchAttributes: paymentAttributes('card_deposit', [input.walletId]),
+    },
+  );
+  return { opened: answer, handle };
+}
+
+export type CardDepositHandle = Awaited<ReturnType<typeof openCardDeposit>>['handle'];
+
+export const notifyCard = (handle: CardDepositHandle, status: CardPaymentState) =>
+  handle.executeUpdate(cardDepositUpdates.notify, { args: [{ status }] });
 
 // --- escrow ---
 
@@ -396,6 +476,42 @@ export const depositSync = scenario({
     ),
 });
 
+export const cardDepositSucceeded = scenario({
+  name: 'card-deposit-succeeded',
+  input: () => cardDepositInput(fixtureId(14)),
+  activities: (env) => cardActivities(env, { created: 'succeeded' }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openCardDeposit(env, taskQueue, input), () => Promise.resolve()),
+});
+
+export const cardDepositDeclined = scenario({
+  name: 'card-deposit-declined',
+  input: () => cardDepositInput(fixtureId(15), 'pm_card_chargeDeclined'),
+  activities: (env) => cardActivities(env, { created: 'failed' }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openCardDeposit(env, taskQueue, input), () => Promise.resolve()),
+});
+
+/** 3-D Secure: pending until the provider's event says the payer authenticated. */
+export const cardDepositAuthenticated = scenario({
+  name: 'card-deposit-authenticated',
+  input: () => cardDepositInput(fixtureId(16), 'pm_card_authenticationRequired'),
+  activities: (env) => cardActivities(env, { created: 'requires_action' }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openCardDeposit(env, taskQueue, input), (handle) =>
+      notifyCard(handle, 'succeeded'),
+    ),
+});
+
+/** Nobody authenticates: the payment expires after an hour, the last look says still waiting. */
+export const cardDepositExpired = scenario({
+  name: 'card-deposit-expired',
+  input: () => cardDepositInput(fixtureId(17), 'pm_card_authenticationRequired'),
+  activities: (env) => cardActivities(env, { created: 'requires_action' }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openCardDeposit(env, taskQueue, input), () => Promise.resolve()),
+});
+
 export const escrowPartialReleaseRefund = scenario({
   name: 'escrow-partial-release-refund',
   input: () => holdInput(fixtureId(6)),
@@ -474,6 +590,10 @@ export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
   depositPaidNotify,
   depositExpired,
   depositSync,
+  cardDepositSucceeded,
+  cardDepositDeclined,
+  cardDepositAuthenticated,
+  cardDepositExpired,
   escrowPartialReleaseRefund,
   escrowReleaseToAnotherWallet,
   escrowHoldDeclined,
