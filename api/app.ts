@@ -6,6 +6,7 @@ import { jsonBody } from './middleware/body';
 import { errorsAndAccessLog } from './middleware/errors';
 import { concretePathsWin, mountRoutes } from './pipeline';
 import type { Route } from './route';
+import { cardDepositRoutes } from './routes/card-deposits';
 import { feeRoutes } from './routes/fees';
 import { depositRoutes } from './routes/deposits';
 import { escrowRoutes } from './routes/escrow';
@@ -26,6 +27,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...walletRoutes(deps),
     ...transferRoutes(deps),
     ...depositRoutes(deps),
+    ...cardDepositRoutes(deps),
     ...providerWebhookRoutes(deps),
     ...syncRoutes(deps),
     ...escrowRoutes(deps),

@@ -70,12 +70,17 @@ export function paymentSearchAttributes(
   ];
 }
 
+/** The deposit workflows a provider's notification or a sync can reach. */
+export type DepositKind = 'deposit' | 'cardDeposit';
+
 /** The mode of a deposit known only to Temporal (its record was never written), or null. */
-export async function depositMode(temporal: Client, transactionId: string): Promise<Mode | null> {
+export async function depositMode(
+  temporal: Client,
+  transactionId: string,
+  kind: DepositKind = 'deposit',
+): Promise<Mode | null> {
   try {
-    const described = await temporal.workflow
-      .getHandle(workflowIds.deposit(transactionId))
-      .describe();
+    const described = await temporal.workflow.getHandle(workflowIds[kind](transactionId)).describe();
     const mode = described.typedSearchAttributes.get(SearchAttributes.PaymentMode);
     return mode === 'test' || mode === 'live' ? mode : null;
   } catch {
@@ -91,8 +96,9 @@ export async function updateDeposit(
   transactionId: string,
   timeoutMs: number,
   run: (handle: DepositHandle) => Promise<DepositOutcome>,
+  kind: DepositKind = 'deposit',
 ): Promise<DepositOutcome | null> {
-  const handle = temporal.workflow.getHandle(workflowIds.deposit(transactionId));
+  const handle = temporal.workflow.getHandle(workflowIds[kind](transactionId));
   try {
     return await withDeadline(run(handle), timeoutMs);
   } catch (error) {

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { findApplication } from '../../db/applications';
-import { computeDepositFees } from '../../domain/fees';
+import type { ApplicationRow } from '../../db/applications';
+import { computeDepositFees, type DepositFees } from '../../domain/fees';
 import { minorToDecimalString } from '../../domain/money';
-import { PAYMENT_METHODS } from '../../domain/types';
+import { PAYMENT_METHODS, type PaymentMethod } from '../../domain/types';
 import type { ApiDeps } from '../deps';
 import { errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
@@ -37,7 +38,7 @@ const FeeBreakdownBody = z
   })
   .meta({ id: 'FeeBreakdown' });
 
-const DepositEstimateBody = z
+export const DepositEstimateBody = z
   .object({
     transaction_type: z.literal('deposit'),
     payment_method: z.enum(PAYMENT_METHODS),
@@ -46,6 +47,37 @@ const DepositEstimateBody = z
     message: z.string(),
   })
   .meta({ id: 'DepositFeeEstimate' });
+
+/**
+ * The answer of a deposit's fee estimate, the generic one and the card-aware one alike: the
+ * card's rate is named when the method is `card`.
+ */
+export function depositEstimateBody(
+  app: Pick<ApplicationRow, 'base_currency'>,
+  method: PaymentMethod,
+  fees: DepositFees,
+  international: boolean,
+): z.output<typeof DepositEstimateBody> {
+  const rate =
+    method === 'card' ? ` at the ${international ? 'international' : 'domestic'} card rate` : '';
+  return {
+    transaction_type: 'deposit',
+    payment_method: method,
+    fee_enabled: fees.feeEnabled,
+    fee_breakdown: {
+      transaction_amount: minorToDecimalString(fees.transactionAmount),
+      application_fee: minorToDecimalString(fees.applicationFee),
+      estimated_provider_fee: minorToDecimalString(fees.providerFee),
+      total_fees: minorToDecimalString(fees.totalFees),
+      total_amount_to_pay: minorToDecimalString(fees.totalAmountToPay),
+      net_amount: minorToDecimalString(fees.netAmount),
+    },
+    message:
+      `Estimated fees for a ${method} deposit of ` +
+      `${minorToDecimalString(fees.transactionAmount)} ${app.base_currency}${rate}; ` +
+      'no money has moved',
+  };
+}
 
 export function feeRoutes(deps: ApiDeps): Route[] {
   const { pool } = deps;
@@ -73,28 +105,8 @@ export function feeRoutes(deps: ApiDeps): Route[] {
           amount: body.amount,
           applicationFeeBps: app.fee_bps[body.payment_method],
         });
-        const rate =
-          body.payment_method === 'card'
-            ? ` at the ${body.is_international ? 'international' : 'domestic'} card rate`
-            : '';
         return {
-          body: {
-            transaction_type: 'deposit',
-            payment_method: body.payment_method,
-            fee_enabled: fees.feeEnabled,
-            fee_breakdown: {
-              transaction_amount: minorToDecimalString(fees.transactionAmount),
-              application_fee: minorToDecimalString(fees.applicationFee),
-              estimated_provider_fee: minorToDecimalString(fees.providerFee),
-              total_fees: minorToDecimalString(fees.totalFees),
-              total_amount_to_pay: minorToDecimalString(fees.totalAmountToPay),
-              net_amount: minorToDecimalString(fees.netAmount),
-            },
-            message:
-              `Estimated fees for a ${body.payment_method} deposit of ` +
-              `${minorToDecimalString(fees.transactionAmount)} ${app.base_currency}${rate}; ` +
-              'no money has moved',
-          } satisfies z.output<typeof DepositEstimateBody>,
+          body: depositEstimateBody(app, body.payment_method, fees, body.is_international),
         };
       },
     }),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { findTransaction, findTransactionByReference } from '../../db/transactions';
-import { depositUpdates } from '../../workflows/shared';
+import { cardDepositUpdates, depositUpdates } from '../../workflows/shared';
 import type { ApiDeps } from '../deps';
 import { errorResponse, notFound } from '../errors';
 import { defineRoute, type Route } from '../route';
@@ -28,13 +28,20 @@ export function syncRoutes(deps: ApiDeps): Route[] {
         const transaction = await findTransactionByReference(pool, caller, params.reference_id);
         if (!transaction) throw notFound('Transaction');
         let status: string = transaction.status;
+        const type = transaction.transaction_type;
         if (
-          transaction.transaction_type === 'mobile_money_deposit' &&
+          (type === 'mobile_money_deposit' || type === 'card_deposit') &&
           transaction.status === 'pending'
         ) {
+          const card = type === 'card_deposit';
           status =
-            (await updateDeposit(temporal, transaction.id, config.api.requestTimeoutMs, (handle) =>
-              handle.executeUpdate(depositUpdates.sync),
+            (await updateDeposit(
+              temporal,
+              transaction.id,
+              config.api.requestTimeoutMs,
+              (handle) =>
+                handle.executeUpdate(card ? cardDepositUpdates.sync : depositUpdates.sync),
+              card ? 'cardDeposit' : 'deposit',
             )) ?? (await findTransaction(pool, transaction.id))!.status;
         }
         return {

@@ -1,0 +1,459 @@
+import { randomUUID } from 'node:crypto';
+import { WithStartWorkflowOperation } from '@temporalio/client';
+import type Koa from 'koa';
+import { z } from 'zod';
+import { findApplication } from '../../db/applications';
+import {
+  findCardDeposit,
+  findCardDepositByPayment,
+  findNotifiedCardDeposit,
+} from '../../db/card-deposits';
+import { insertProviderNotification } from '../../db/provider-notifications';
+import { findTransaction } from '../../db/transactions';
+import { computeCardDepositFees } from '../../domain/fees';
+import { minorToDecimalString, minorToMajorNumber } from '../../domain/money';
+import type { Mode } from '../../domain/types';
+import { UnknownPaymentMethodError, type CardEvent } from '../../providers/card';
+import { ProviderNotConfiguredError } from '../../providers/mobile-money';
+import { SANDBOX_SIGNATURE_HEADER } from '../../providers/sandbox-mobile-money';
+import { cardDepositWorkflow } from '../../workflows/card-deposit';
+import { workflowIds } from '../../workflows/ids';
+import { cardDepositUpdates, type DepositOutcome } from '../../workflows/shared';
+import { activeWallet, assertOwned } from '../access';
+import type { ApiDeps } from '../deps';
+import { AppError, errorResponse, notFound, unlessDeclined } from '../errors';
+import { idFromKey } from '../pipeline';
+import { defineRoute, type Route } from '../route';
+import { PositiveAmount, uuidPattern } from '../schemas';
+import { StatusBody, TransactionBody, transactionBody } from '../serializers';
+import { depositMode, paymentSearchAttributes, updateDeposit, withDeadline } from '../temporal';
+import { depositEstimateBody, DepositEstimateBody } from './fees';
+
+const PaymentMethodId = z
+  .string()
+  .min(1)
+  .max(255)
+  .meta({
+    description:
+      'The card provider’s payment method (Test Mode: pm_card_visa, pm_card_chargeDeclined, ' +
+      'pm_card_authenticationRequired, … as decisions.md lists)',
+    example: 'pm_card_visa',
+  });
+
+const CardDepositRequest = z.object({
+  wallet_id: z.string().min(1),
+  amount: PositiveAmount,
+  payment_method_id: PaymentMethodId,
+});
+
+const CardEstimateRequest = z.object({
+  amount: PositiveAmount,
+  payment_method_id: PaymentMethodId,
+});
+
+const CardDepositBody = TransactionBody.extend({
+  provider_fee: z.number(),
+  total_amount_paid: z.number().meta({ description: 'What the card was charged' }),
+  provider_reference: z.string().nullable().meta({ description: 'The provider’s payment id' }),
+  next_action: z
+    .object({
+      type: z.literal('authenticate'),
+      url: z.string().meta({ description: 'Where the payer authenticates (3-D Secure)' }),
+    })
+    .nullable()
+    .meta({ description: 'While pending: what the payer must do to finish the payment' }),
+}).meta({ id: 'CardDeposit' });
+
+const SimulateRequest = z.object({
+  transaction_id: z.string().min(1),
+  status: z.enum(['successful', 'failed']).default('successful'),
+});
+
+const AuthenticationDecision = z.object({ status: z.enum(['successful', 'failed']) });
+
+/** The provider's action URL, made absolute from the request's origin when it is a path. */
+function absoluteUrl(ctx: Koa.Context, url: string): string {
+  return url.startsWith('/') ? `${ctx.origin}${url}` : url;
+}
+
+/** A card provider's failure that is the caller's business, as its answer; else rethrown. */
+function providerAnswer(error: unknown): never {
+  if (error instanceof UnknownPaymentMethodError) {
+    throw new AppError('payment_method_not_found', null, { cause: error });
+  }
+  if (error instanceof ProviderNotConfiguredError) {
+    throw new AppError('provider_unavailable', error.message, { cause: error });
+  }
+  throw error;
+}
+
+const escapeHtml = (text: string) =>
+  text.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
+  );
+
+/** The sandbox's 3-D Secure page: what is paid, and a form with two buttons. */
+function authenticationPage(input: {
+  paymentId: string;
+  amount: string;
+  currency: string;
+  status: string;
+  message?: string;
+}): string {
+  const action = `/api/v1/testing/card-authentication/${encodeURIComponent(input.paymentId)}`;
+  const form =
+    input.status === 'pending'
+      ? `<form method="post" action="${escapeHtml(action)}?status=successful">
+      <button type="submit">Approve</button>
+    </form>
+    <form method="post" action="${escapeHtml(action)}?status=failed">
+      <button type="submit">Fail</button>
+    </form>`
+      : '';
+  return `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8">
+    <meta name="viewport" content="width=device-width, initial-scale=1">
+    <title>Sandbox card authentication</title>
+  </head>
+  <body>
+    <h1>Sandbox card authentication (3-D Secure)</h1>
+    <p>Test Mode: no real card is charged.</p>
+    <p>Payment <code>${escapeHtml(input.paymentId)}</code>: ${escapeHtml(input.amount)} ${escapeHtml(input.currency)}</p>
+    <p>Deposit status: <strong>${escapeHtml(input.status)}</strong></p>
+    ${input.message ? `<p>${escapeHtml(input.message)}</p>` : ''}
+    ${form}
+  </body>
+</html>
+`;
+}
+
+const HTML_HEADERS = {
+  'Content-Type': 'text/html; charset=utf-8',
+  'Cache-Control': 'no-store',
+  'Content-Security-Policy': "default-src 'none'; form-action 'self'",
+};
+
+/**
+ * The one path of a card provider's event into the engine, for the live provider's webhook and
+ * the sandbox's authentication alike: record it, find the card deposit (by the provider's
+ * payment id, else by our reference in its metadata), and hand it to the deposit's workflow,
+ * which settles it exactly once. A provider speaks for its own mode only.
+ */
+export async function deliverCardEvent(
+  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,
+  provider: { name: string; mode: Mode },
+  event: CardEvent,
+  body: unknown,
+): Promise<{ transactionId: string | null; status: DepositOutcome | null }> {
+  const lowered = event.reference?.toLowerCase() ?? null;
+  const reference = lowered && uuidPattern.test(lowered) ? lowered : null;
+  const known = await findNotifiedCardDeposit(deps.pool, event.paymentId, reference);
+  const transactionId = known?.id ?? reference;
+  await insertProviderNotification(deps.pool, {
+    provider: provider.name,
+    paymentReference: event.paymentId,
+    status: event.status,
+    transactionId,
+    body,
+  });
+  if (!transactionId) return { transactionId: null, status: null };
+  const mode = known?.mode ?? (await depositMode(deps.temporal, transactionId, 'cardDeposit'));
+  if (mode !== provider.mode) return { transactionId: null, status: null };
+  const status = await updateDeposit(
+    deps.temporal,
+    transactionId,
+    deps.config.api.requestTimeoutMs,
+    (handle) => handle.executeUpdate(cardDepositUpdates.notify, { args: [{ status: event.status }] }),
+    'cardDeposit',
+  );
+  return { transactionId, status };
+}
+
+export function cardDepositRoutes(deps: ApiDeps): Route[] {
+  const { pool, temporal, config, providers } = deps;
+
+  /** The sandbox authenticates (or fails) the payment, then sends its signed event. */
+  async function authenticateInSandbox(
+    paymentId: string,
+    success: boolean,
+  ): Promise<DepositOutcome | null> {
+    const sandbox = providers.sandboxCard;
+    const payment = await sandbox.authenticate(paymentId, success);
+    const event = sandbox.eventFor(payment);
+    const parsed = sandbox.parseEvent(event.body, event.headers);
+    if (!parsed) throw new Error('the sandbox could not verify its own event');
+    const delivered = await deliverCardEvent(
+      deps,
+      { name: sandbox.name, mode: 'test' },
+      parsed,
+      JSON.parse(event.body),
+    );
+    return delivered.status;
+  }
+
+  /** The sandbox page's deposit: a Test Mode card deposit paid through this payment. */
+  async function sandboxDeposit(paymentId: string) {
+    const row = await findCardDepositByPayment(pool, paymentId);
+    if (!row || row.mode !== 'test') throw notFound('Payment');
+    return row;
+  }
+
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/transactions/wallet/card-deposit',
+      summary:
+        'Card deposit: charges the card for the amount plus the fees and credits the wallet ' +
+        'the amount (a Temporal workflow); a card that needs 3-D Secure answers pending with ' +
+        '`next_action`',
+      tag: 'Deposits',
+      auth: 'card_deposits',
+      idempotent: true,
+      body: CardDepositRequest,
+      responses: {
+        200: {
+          description:
+            'The deposit: `completed` once the card is charged, or `pending` with `next_action` ' +
+            'while the payer must authenticate',
+          schema: CardDepositBody,
+        },
+        400: errorResponse('Card declined…; or no such payment method'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('The wallet is disabled or belongs to another application or mode'),
+        404: errorResponse('Wallet not found'),
+        422: errorResponse('Validation failure'),
+        503: errorResponse('Live Mode card provider keys are not configured, or it is unreachable'),
+      },
+      handler: async ({ ctx, caller, body, idempotency }) => {
+        const wallet = await activeWallet(pool, caller, body.wallet_id);
+        if (caller.mode === 'live' && !providers.liveCard) {
+          throw new AppError(
+            'provider_unavailable',
+            'Live card deposits are not available: the Stripe keys are not configured',
+          );
+        }
+        const transactionId = idempotency
+          ? idFromKey(caller, idempotency, 'card_deposit')
+          : randomUUID();
+        const start = new WithStartWorkflowOperation(cardDepositWorkflow, {
+          workflowId: workflowIds.cardDeposit(transactionId),
+          taskQueue: config.temporal.taskQueue,
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          args: [
+            {
+              transactionId,
+              applicationId: caller.applicationId,
+              mode: caller.mode,
+              walletId: wallet.id,
+              amount: body.amount.toString(),
+              paymentMethodId: body.payment_method_id,
+            },
+          ],
+          typedSearchAttributes: paymentSearchAttributes(caller, 'card_deposit', [wallet.id]),
+        });
+        const opened = unlessDeclined(
+          await withDeadline(
+            temporal.workflow.executeUpdateWithStart(cardDepositUpdates.open, {
+              startWorkflowOperation: start,
+            }),
+            config.api.requestTimeoutMs,
+          ),
+        );
+        const deposit = await findCardDeposit(pool, transactionId);
+        if (!deposit) throw new Error(`card deposit ${transactionId} has no record`);
+        const { row, meta } = deposit;
+        const url = opened.payment.nextActionUrl;
+        return {
+          body: {
+            ...transactionBody(row),
+            provider_fee: minorToMajorNumber(BigInt(meta.provider_fee)),
+            total_amount_paid: minorToMajorNumber(BigInt(meta.total_amount_paid)),
+            provider_reference: row.provider_reference,
+            next_action:
+              row.status === 'pending' && url
+                ? { type: 'authenticate', url: absoluteUrl(ctx, url) }
+                : null,
+          } satisfies z.output<typeof CardDepositBody>,
+        };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/fees/estimate/deposit/card-metadata',
+      summary:
+        'Estimate a card deposit’s fees from the card itself: its country and brand pick the ' +
+        'domestic or international rate (nothing is written)',
+      tag: 'Fees',
+      auth: 'default',
+      body: CardEstimateRequest,
+      responses: {
+        200: { description: 'The fee breakdown, in decimal strings', schema: DepositEstimateBody },
+        400: errorResponse('No such payment method'),
+        401: errorResponse('Missing or invalid credentials'),
+        422: errorResponse('Validation failure'),
+        503: errorResponse('Live Mode card provider keys are not configured'),
+      },
+      handler: async ({ caller, body }) => {
+        const app = await findApplication(pool, caller.applicationId);
+        if (!app) throw new Error('the caller’s application does not exist');
+        const card = await Promise.resolve()
+          .then(() => providers.card(caller.mode).getCardMetadata(body.payment_method_id))
+          .catch(providerAnswer);
+        const fees = computeCardDepositFees({
+          card,
+          baseCurrency: app.base_currency,
+          amount: body.amount,
+          applicationFeeBps: app.fee_bps.card,
+        });
+        return { body: depositEstimateBody(app, 'card', fees, fees.international) };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/testing/simulate-card-authentication',
+      summary:
+        'Test Mode only: the payer approves or fails a pending card payment’s 3-D Secure; the ' +
+        'sandbox then sends its signed event through the same path a live provider event takes',
+      tag: 'Testing',
+      auth: 'default',
+      testModeOnly: true,
+      body: SimulateRequest,
+      responses: {
+        200: { description: 'The deposit’s status after the event', schema: StatusBody },
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('Live Mode credentials used, or another application’s transaction'),
+        404: errorResponse('Transaction not found'),
+        422: errorResponse('Validation failure'),
+      },
+      handler: async ({ caller, body }) => {
+        const id = body.transaction_id.toLowerCase();
+        const row = uuidPattern.test(id) ? await findTransaction(pool, id) : null;
+        const transaction = assertOwned(caller, row, 'Transaction');
+        if (transaction.transaction_type !== 'card_deposit' || !transaction.provider_reference) {
+          throw notFound('Card deposit');
+        }
+        const status =
+          (await authenticateInSandbox(
+            transaction.provider_reference,
+            body.status === 'successful',
+          )) ?? (await findTransaction(pool, transaction.id))!.status;
+        return {
+          body: {
+            message: `Simulated ${body.status} card authentication; the deposit is ${status}`,
+            transaction_id: transaction.id,
+            status,
+          },
+        };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/testing/card-authentication/:payment_id',
+      summary:
+        'Test Mode sandbox: the 3-D Secure page a pending card deposit’s `next_action` opens ' +
+        '(HTML, no credentials: the payment id is unguessable)',
+      tag: 'Testing',
+      auth: null,
+      params: z.object({ payment_id: z.string().min(1).max(255) }),
+      opaqueParams: ['payment_id'],
+      responses: {
+        200: { description: 'An HTML page with Approve and Fail buttons' },
+        404: errorResponse('Payment not found'),
+      },
+      handler: async ({ params }) => {
+        const row = await sandboxDeposit(params.payment_id);
+        const deposit = (await findCardDeposit(pool, row.id))!;
+        return {
+          headers: HTML_HEADERS,
+          body: authenticationPage({
+            paymentId: params.payment_id,
+            amount: minorToDecimalString(BigInt(deposit.meta.total_amount_paid)),
+            currency: row.currency,
+            status: row.status,
+          }),
+        };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/testing/card-authentication/:payment_id',
+      summary:
+        'Test Mode sandbox: the 3-D Secure page’s form (Approve or Fail), which does what ' +
+        'simulate-card-authentication does',
+      tag: 'Testing',
+      auth: null,
+      params: z.object({ payment_id: z.string().min(1).max(255) }),
+      opaqueParams: ['payment_id'],
+      query: AuthenticationDecision,
+      responses: {
+        200: { description: 'An HTML page with the deposit’s status' },
+        404: errorResponse('Payment not found'),
+        422: errorResponse('Validation failure: status must be successful or failed'),
+      },
+      handler: async ({ params, query }) => {
+        const row = await sandboxDeposit(params.payment_id);
+        const status =
+          row.status === 'pending'
+            ? ((await authenticateInSandbox(params.payment_id, query.status === 'successful')) ??
+              (await findTransaction(pool, row.id))!.status)
+            : row.status;
+        const deposit = (await findCardDeposit(pool, row.id))!;
+        return {
+          headers: HTML_HEADERS,
+          body: authenticationPage({
+            paymentId: params.payment_id,
+            amount: minorToDecimalString(BigInt(deposit.meta.total_amount_paid)),
+            currency: row.currency,
+            status,
+            message:
+              query.status === 'successful' ? 'Authentication approved.' : 'Authentication failed.',
+          }),
+        };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/webhooks/providers/card',
+      summary: 'Inbound card provider event (signed); 200 once recorded',
+      tag: 'Webhooks',
+      auth: null,
+      responses: {
+        200: {
+          description: 'Recorded',
+          schema: z.object({
+            received: z.boolean(),
+            transaction_id: z.string().nullable(),
+            status: z.string().nullable(),
+          }),
+        },
+        400: errorResponse('Bad signature or body'),
+      },
+      handler: async ({ ctx }) => {
+        const raw = (ctx.state as { rawBody?: string }).rawBody ?? '';
+        const headers = Object.fromEntries(
+          Object.entries(ctx.headers).map(([k, v]) => [k, Array.isArray(v) ? v[0] : v]),
+        );
+        const sandbox = headers[SANDBOX_SIGNATURE_HEADER] !== undefined;
+        const provider = sandbox ? providers.sandboxCard : providers.liveCard;
+        const event = provider?.parseEvent(raw, headers) ?? null;
+        if (!provider || !event) throw new AppError('invalid_request', 'Invalid event signature');
+        const delivered = await deliverCardEvent(
+          deps,
+          { name: provider.name, mode: sandbox ? 'test' : 'live' },
+          event,
+          ctx.state.body,
+        );
+        return {
+          body: {
+            received: true,
+            transaction_id: delivered.transactionId,
+            status: delivered.status,
+          },
+        };
+      },
+    }),
+  ];
+}
