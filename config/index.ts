@@ -33,6 +33,17 @@ const envSchema = z.object({
   MONIME_SPACE_ID: z.string().optional(),
   MONIME_WEBHOOK_SECRET: z.string().optional(),
   MONIME_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
+  STRIPE_SECRET_KEY: z.string().optional(),
+  STRIPE_WEBHOOK_SECRET: z.string().optional(),
+  STRIPE_API_BASE: z.preprocess(
+    (value) => (value === '' ? undefined : value),
+    z
+      .string()
+      .url()
+      .refine((url) => /^https?:$/.test(new URL(url).protocol), 'STRIPE_API_BASE must be http(s)')
+      .optional(),
+  ),
+  STRIPE_TIMEOUT_MS: z.coerce.number().int().min(1).default(20_000),
   SANDBOX_WEBHOOK_SECRET: z.string().min(16).default('sandbox-notification-signing-secret'),
   SANDBOX_PAYMENT_CODE_TTL_SECONDS: z.coerce
     .number()
@@ -70,11 +81,29 @@ export type Config = {
       webhookSecret?: string;
       timeoutMs: number;
     };
+    stripe: {
+      secretKey?: string;
+      webhookSecret?: string;
+      /** Where the stripe client sends its requests (an emulator in tests); Stripe's own if unset. */
+      api?: StripeApiBase;
+      timeoutMs: number;
+    };
   };
   sandbox: { webhookSecret: string; paymentCodeTtlSeconds: number };
   /** How long a card payment may wait for the payer (3-D Secure) before it expires. */
   cards: { pendingTtlSeconds: number };
 };
+
+export type StripeApiBase = { host: string; port: number; protocol: 'http' | 'https' };
+
+/** `http://127.0.0.1:8420` → the host, port and protocol the stripe client takes. */
+export function parseStripeApiBase(base: string): StripeApiBase {
+  const url = new URL(base);
+  const protocol = url.protocol === 'http:' ? 'http' : 'https';
+  const port = url.port ? Number(url.port) : protocol === 'http' ? 80 : 443;
+  // A bracketed IPv6 literal is given to the client without its brackets.
+  return { host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port, protocol };
+}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(env);
@@ -111,6 +140,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         spaceId: e.MONIME_SPACE_ID || undefined,
         webhookSecret: e.MONIME_WEBHOOK_SECRET || undefined,
         timeoutMs: e.MONIME_TIMEOUT_MS,
+      },
+      stripe: {
+        secretKey: e.STRIPE_SECRET_KEY || undefined,
+        webhookSecret: e.STRIPE_WEBHOOK_SECRET || undefined,
+        api: e.STRIPE_API_BASE ? parseStripeApiBase(e.STRIPE_API_BASE) : undefined,
+        timeoutMs: e.STRIPE_TIMEOUT_MS,
       },
     },
     sandbox: {

@@ -1,15 +1,22 @@
 import type { DatabasePool } from '../db/pool';
 import type { Config } from '../config';
 import type { Mode } from '../domain/types';
+import type { CardProvider } from './card';
 import { ProviderNotConfiguredError, type MobileMoneyProvider } from './mobile-money';
 import { monimeFromConfig } from './monime';
+import { SandboxCardProvider } from './sandbox-card';
 import { SandboxMobileMoneyProvider } from './sandbox-mobile-money';
+import { stripeCardFromConfig } from './stripe-card';
 
 /** The providers of each mode: the sandbox in Test Mode, the live adapters in Live Mode. */
 export type Providers = {
   sandboxMobileMoney: SandboxMobileMoneyProvider;
   liveMobileMoney: MobileMoneyProvider | null;
   mobileMoney(mode: Mode): MobileMoneyProvider;
+  sandboxCard: SandboxCardProvider;
+  liveCard: CardProvider | null;
+  /** Throws ProviderNotConfiguredError in Live Mode without the Stripe keys (503). */
+  card(mode: Mode): CardProvider;
 };
 
 /** Live adapters come from the configuration: without credentials, Live Mode answers 503. */
@@ -19,6 +26,8 @@ export function createProviders(options: { config: Config; pool: DatabasePool })
     options.config.sandbox.webhookSecret,
   );
   const liveMobileMoney = monimeFromConfig(options.config);
+  const sandboxCard = new SandboxCardProvider(options.pool, options.config.sandbox.webhookSecret);
+  const liveCard = stripeCardFromConfig(options.config);
   return {
     sandboxMobileMoney,
     liveMobileMoney,
@@ -30,6 +39,17 @@ export function createProviders(options: { config: Config; pool: DatabasePool })
         );
       }
       return liveMobileMoney;
+    },
+    sandboxCard,
+    liveCard,
+    card(mode) {
+      if (mode === 'test') return sandboxCard;
+      if (!liveCard) {
+        throw new ProviderNotConfiguredError(
+          'Live card payments are not available: the Stripe keys are not configured',
+        );
+      }
+      return liveCard;
     },
   };
 }

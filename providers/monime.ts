@@ -144,7 +144,8 @@ function hmacHex(secret: string, timestamp: number, body: string): string {
   return createHmac('sha256', secret).update(`${timestamp}.${body}`, 'utf8').digest('hex');
 }
 
-function headerValue(
+/** A header's value whatever its case (Node lower-cases them; callers may not). */
+export function headerValue(
   headers: Record<string, string | undefined>,
   name: string,
 ): string | undefined {

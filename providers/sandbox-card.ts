@@ -1,0 +1,259 @@
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import type { DatabasePool } from '../db/pool';
+import {
+  authenticateSandboxCardPayment,
+  findSandboxCardPayment,
+  insertSandboxCardPayment,
+  type SandboxCardPaymentRow,
+} from '../db/sandbox-card-payments';
+import {
+  UnknownPaymentMethodError,
+  type CardEvent,
+  type CardMetadata,
+  type CardPayment,
+  type CardPaymentRequest,
+  type CardPaymentStatus,
+  type CardProvider,
+} from './card';
+import { ProviderRefusedError } from './mobile-money';
+import { headerValue, signMonimeNotification, verifyMonimeSignature } from './monime';
+import { SANDBOX_SIGNATURE_HEADER } from './sandbox-mobile-money';
+
+type Behaviour =
+  | { kind: 'succeeds' }
+  | { kind: 'declined'; message: string }
+  | { kind: 'authentication_required' };
+
+type SandboxCard = Omit<CardMetadata, 'paymentMethodId'> & { behaviour: Behaviour };
+
+const succeeds: Behaviour = { kind: 'succeeds' };
+
+/** decisions.md, Cards: the sandbox's fixed payment methods, one per branch a merchant tests. */
+export const SANDBOX_CARDS: Readonly<Record<string, SandboxCard>> = {
+  pm_card_visa: {
+    brand: 'visa',
+    country: 'US',
+    funding: 'credit',
+    last4: '4242',
+    behaviour: succeeds,
+  },
+  pm_card_visa_debit: {
+    brand: 'visa',
+    country: 'US',
+    funding: 'debit',
+    last4: '5556',
+    behaviour: succeeds,
+  },
+  pm_card_mastercard: {
+    brand: 'mastercard',
+    country: 'US',
+    funding: 'credit',
+    last4: '4444',
+    behaviour: succeeds,
+  },
+  pm_card_amex: {
+    brand: 'amex',
+    country: 'US',
+    funding: 'credit',
+    last4: '8431',
+    behaviour: succeeds,
+  },
+  pm_card_gb: {
+    brand: 'visa',
+    country: 'GB',
+    funding: 'credit',
+    last4: '0002',
+    behaviour: succeeds,
+  },
+  pm_card_sl: {
+    brand: 'visa',
+    country: 'SL',
+    funding: 'debit',
+    last4: '0010',
+    behaviour: succeeds,
+  },
+  pm_card_chargeDeclined: {
+    brand: 'visa',
+    country: 'US',
+    funding: 'credit',
+    last4: '0002',
+    behaviour: { kind: 'declined', message: 'Your card was declined.' },
+  },
+  pm_card_insufficientFunds: {
+    brand: 'visa',
+    country: 'US',
+    funding: 'debit',
+    last4: '9995',
+    behaviour: { kind: 'declined', message: 'Your card has insufficient funds.' },
+  },
+  pm_card_authenticationRequired: {
+    brand: 'visa',
+    country: 'US',
+    funding: 'credit',
+    last4: '3184',
+    behaviour: { kind: 'authentication_required' },
+  },
+};
+
+function sandboxCard(paymentMethodId: string): SandboxCard | undefined {
+  return Object.hasOwn(SANDBOX_CARDS, paymentMethodId) ? SANDBOX_CARDS[paymentMethodId] : undefined;
+}
+
+/** Stripe's own message when 3-D Secure fails. */
+export const SANDBOX_AUTHENTICATION_FAILED_MESSAGE =
+  'We are unable to authenticate your payment method. Please choose a different payment method and try again.';
+
+/** The page of the service where a person approves or fails a payment's 3-D Secure (a path). */
+export function sandboxCardAuthenticationPath(paymentId: string): string {
+  return `/api/v1/testing/card-authentication/${encodeURIComponent(paymentId)}`;
+}
+
+/** The event type the sandbox sends for a payment's status, named as Stripe names them. */
+const EVENT_TYPES: Record<CardPaymentStatus, string> = {
+  succeeded: 'payment_intent.succeeded',
+  failed: 'payment_intent.payment_failed',
+  requires_action: 'payment_intent.requires_action',
+  processing: 'payment_intent.processing',
+};
+
+const sandboxEvent = z.object({
+  id: z.string().min(1),
+  type: z.string(),
+  data: z.object({
+    object: z.object({
+      id: z.string().min(1),
+      status: z.enum(['succeeded', 'requires_action', 'processing', 'failed']),
+      metadata: z.object({ reference: z.string().nullable().optional() }).optional(),
+    }),
+  }),
+});
+
+function toCardPayment(row: SandboxCardPaymentRow): CardPayment {
+  return {
+    id: row.id,
+    status: row.status,
+    amount: row.amount,
+    currency: row.currency,
+    reference: row.reference,
+    nextActionUrl: row.status === 'requires_action' ? sandboxCardAuthenticationPath(row.id) : null,
+    declineMessage: row.status === 'failed' ? row.decline_message : null,
+  };
+}
+
+/**
+ * The Test Mode card provider: fixed payment methods with deterministic outcomes, payments kept
+ * in Postgres (one per idempotency key), 3-D Secure finished by `authenticate`, and events signed
+ * like the mobile-money sandbox's notifications (`sandbox-signature: t=<unix>,v1=<HMAC-SHA256>`).
+ */
+export class SandboxCardProvider implements CardProvider {
+  readonly name = 'sandbox';
+
+  constructor(
+    private readonly pool: DatabasePool,
+    private readonly webhookSecret: string,
+  ) {}
+
+  getCardMetadata(paymentMethodId: string): Promise<CardMetadata> {
+    const card = sandboxCard(paymentMethodId);
+    // An unknown payment method is a rejected promise, never a synchronous throw.
+    if (!card) return Promise.reject(new UnknownPaymentMethodError(paymentMethodId));
+    const { brand, country, funding, last4 } = card;
+    return Promise.resolve({ paymentMethodId, brand, country, funding, last4 });
+  }
+
+  async createPayment(request: CardPaymentRequest): Promise<CardPayment> {
+    const card = sandboxCard(request.paymentMethodId);
+    if (!card) throw new UnknownPaymentMethodError(request.paymentMethodId);
+    if (request.amount <= 0n) {
+      throw new ProviderRefusedError('The amount of a card payment must be positive');
+    }
+    const outcome = card.behaviour;
+    return toCardPayment(
+      await insertSandboxCardPayment(this.pool, {
+        id: `pi_sandbox_${randomUUID().replace(/-/g, '')}`,
+        idempotencyKey: request.idempotencyKey,
+        reference: request.reference,
+        amount: request.amount,
+        currency: request.currency,
+        paymentMethodId: request.paymentMethodId,
+        status:
+          outcome.kind === 'succeeds'
+            ? 'succeeded'
+            : outcome.kind === 'declined'
+              ? 'failed'
+              : 'requires_action',
+        declineMessage: outcome.kind === 'declined' ? outcome.message : null,
+      }),
+    );
+  }
+
+  async getPayment(paymentId: string): Promise<CardPayment> {
+    const row = await findSandboxCardPayment(this.pool, paymentId);
+    if (!row) throw new ProviderRefusedError(`No such payment: ${paymentId}`);
+    return toCardPayment(row);
+  }
+
+  /**
+   * The payer approved or failed 3-D Secure (the authentication page, or
+   * simulate-card-authentication). A payment not awaiting authentication stays as it is, so a
+   * repeated call answers the same payment.
+   */
+  async authenticate(paymentId: string, success: boolean): Promise<CardPayment> {
+    await authenticateSandboxCardPayment(
+      this.pool,
+      paymentId,
+      success
+        ? { status: 'succeeded' }
+        : { status: 'failed', declineMessage: SANDBOX_AUTHENTICATION_FAILED_MESSAGE },
+    );
+    return this.getPayment(paymentId);
+  }
+
+  /**
+   * The event the sandbox sends about a payment, signed like a live one. Its id is derived from
+   * the payment and its status, so the same transition delivered twice has the same event id.
+   */
+  eventFor(
+    payment: CardPayment,
+    nowSeconds: number = Math.floor(Date.now() / 1000),
+  ): { body: string; headers: Record<string, string> } {
+    const body = JSON.stringify({
+      id: `evt_${payment.id}_${payment.status}`,
+      type: EVENT_TYPES[payment.status],
+      data: {
+        object: {
+          id: payment.id,
+          status: payment.status,
+          metadata: { reference: payment.reference },
+        },
+      },
+    });
+    return {
+      body,
+      headers: {
+        [SANDBOX_SIGNATURE_HEADER]: signMonimeNotification(this.webhookSecret, body, nowSeconds),
+      },
+    };
+  }
+
+  parseEvent(rawBody: string, headers: Record<string, string | undefined>): CardEvent | null {
+    const signature = headerValue(headers, SANDBOX_SIGNATURE_HEADER);
+    if (!verifyMonimeSignature(this.webhookSecret, rawBody, signature)) return null;
+    let json: unknown;
+    try {
+      json = JSON.parse(rawBody);
+    } catch {
+      return null;
+    }
+    const parsed = sandboxEvent.safeParse(json);
+    if (!parsed.success) return null;
+    const object = parsed.data.data.object;
+    return {
+      id: parsed.data.id,
+      paymentId: object.id,
+      status: object.status,
+      reference: object.metadata?.reference ?? null,
+    };
+  }
+}

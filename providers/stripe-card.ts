@@ -1,0 +1,274 @@
+import Stripe from 'stripe';
+import type { Config } from '../config';
+import { CURRENCIES, type Currency } from '../domain/money';
+import {
+  UnknownPaymentMethodError,
+  type CardEvent,
+  type CardMetadata,
+  type CardPayment,
+  type CardPaymentRequest,
+  type CardPaymentStatus,
+  type CardProvider,
+} from './card';
+import { ProviderRefusedError } from './mobile-money';
+import { headerValue } from './monime';
+
+export const STRIPE_SIGNATURE_HEADER = 'stripe-signature';
+
+/** The events `parseEvent` reads, for a webhook endpoint's subscription. */
+export const STRIPE_CARD_EVENT_TYPES = [
+  'payment_intent.succeeded',
+  'payment_intent.payment_failed',
+  'payment_intent.requires_action',
+  'payment_intent.processing',
+  'payment_intent.canceled',
+] as const;
+
+const EVENT_STATUS: Record<(typeof STRIPE_CARD_EVENT_TYPES)[number], CardPaymentStatus> = {
+  'payment_intent.succeeded': 'succeeded',
+  'payment_intent.payment_failed': 'failed',
+  'payment_intent.requires_action': 'requires_action',
+  'payment_intent.processing': 'processing',
+  'payment_intent.canceled': 'failed',
+};
+
+/**
+ * A PaymentIntent's status as the engine sees it. `requires_capture` does not happen with
+ * automatic capture; were it to, the card is authorised but not charged: still processing.
+ */
+const STATUS_MAP: Record<Stripe.PaymentIntent.Status, CardPaymentStatus> = {
+  succeeded: 'succeeded',
+  requires_action: 'requires_action',
+  requires_confirmation: 'requires_action',
+  processing: 'processing',
+  requires_capture: 'processing',
+  requires_payment_method: 'failed',
+  canceled: 'failed',
+};
+
+const FUNDING = new Set<CardMetadata['funding']>(['credit', 'debit', 'prepaid', 'unknown']);
+
+/** Stripe answered something this adapter cannot read as a card payment. */
+export class StripeResponseError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StripeResponseError';
+  }
+}
+
+export type StripeCardOptions = {
+  secretKey: string;
+  webhookSecret: string;
+  api?: { host: string; port: number; protocol: 'http' | 'https' };
+  timeoutMs?: number;
+  /** A client made elsewhere (tests observe its requests); built from the options otherwise. */
+  client?: Stripe;
+};
+
+/**
+ * Live Mode cards on the official `stripe` package.
+ *
+ * - PaymentMethods.retrieve gives a card's metadata; PaymentIntents.create with `confirm: true`
+ *   charges it server-side, always with our idempotency key, so a retried call (Temporal retries
+ *   the activity after a timeout or a 5xx) answers the PaymentIntent the first call created.
+ * - Only the parameters a PaymentIntent needs are sent (amount, currency, payment_method,
+ *   confirm, metadata.reference): no description, return_url, automatic_payment_methods or
+ *   statement_descriptor, which the emulator the tests use (localstripe) refuses.
+ * - A card decline (402) is an answer, not an error: a `failed` payment with Stripe's message.
+ *   Another 4xx (except 408, 409, 429) is a ProviderRefusedError, never retried; a 5xx, a
+ *   network error or one of those three is rethrown as it is, for the activity to retry. The
+ *   client itself does not retry (`maxNetworkRetries: 0`): Temporal owns retries.
+ * - Events are verified with `stripe.webhooks.constructEvent` (`Stripe-Signature`, five minutes
+ *   of tolerance). Only the four PaymentIntent events that say where a payment stands are read
+ *   (succeeded, payment_failed, requires_action, processing; canceled reads as failed); any other
+ *   event, like a bad signature, is null: subscribe the endpoint to those event types only.
+ */
+export class StripeCardProvider implements CardProvider {
+  readonly name = 'stripe';
+  readonly client: Stripe;
+  private readonly webhookSecret: string;
+
+  constructor(options: StripeCardOptions) {
+    this.client =
+      options.client ??
+      new Stripe(options.secretKey, {
+        maxNetworkRetries: 0,
+        timeout: options.timeoutMs ?? 20_000,
+        ...(options.api ?? {}),
+      });
+    this.webhookSecret = options.webhookSecret;
+  }
+
+  async getCardMetadata(paymentMethodId: string): Promise<CardMetadata> {
+    let method: Stripe.PaymentMethod;
+    try {
+      method = await this.client.paymentMethods.retrieve(paymentMethodId);
+    } catch (error) {
+      if (isMissing(error)) throw new UnknownPaymentMethodError(paymentMethodId, { cause: error });
+      throw refusalOrTransient(error);
+    }
+    const card = method.card;
+    if (method.type !== 'card' || !card) {
+      throw new ProviderRefusedError(`Payment method ${paymentMethodId} is not a card`);
+    }
+    const funding = card.funding as CardMetadata['funding'];
+    return {
+      paymentMethodId: method.id,
+      brand: card.brand,
+      country: (card.country ?? '').toUpperCase(),
+      funding: FUNDING.has(funding) ? funding : 'unknown',
+      last4: card.last4 || null,
+    };
+  }
+
+  async createPayment(request: CardPaymentRequest): Promise<CardPayment> {
+    const amount = Number(request.amount);
+    if (!Number.isSafeInteger(amount) || amount <= 0) {
+      throw new ProviderRefusedError(`Cannot charge ${request.amount} minor units to a card`);
+    }
+    let intent: Stripe.PaymentIntent;
+    try {
+      intent = await this.client.paymentIntents.create(
+        {
+          amount,
+          currency: request.currency.toLowerCase(),
+          payment_method: request.paymentMethodId,
+          confirm: true,
+          metadata: { reference: request.reference },
+        },
+        { idempotencyKey: request.idempotencyKey },
+      );
+    } catch (error) {
+      if (isMissing(error)) {
+        throw new UnknownPaymentMethodError(request.paymentMethodId, { cause: error });
+      }
+      const declined = await this.declinedIntent(error);
+      if (declined) return toCardPayment(declined, request.reference);
+      throw refusalOrTransient(error);
+    }
+    return toCardPayment(intent, request.reference);
+  }
+
+  async getPayment(paymentId: string): Promise<CardPayment> {
+    try {
+      return toCardPayment(await this.client.paymentIntents.retrieve(paymentId), null);
+    } catch (error) {
+      if (isMissing(error)) {
+        throw new ProviderRefusedError(`No such payment: ${paymentId}`, { cause: error });
+      }
+      throw refusalOrTransient(error);
+    }
+  }
+
+  parseEvent(rawBody: string, headers: Record<string, string | undefined>): CardEvent | null {
+    const signature = headerValue(headers, STRIPE_SIGNATURE_HEADER);
+    if (!signature) return null;
+    let event: Stripe.Event;
+    try {
+      event = this.client.webhooks.constructEvent(rawBody, signature, this.webhookSecret);
+    } catch {
+      return null;
+    }
+    const status = Object.hasOwn(EVENT_STATUS, event.type)
+      ? EVENT_STATUS[event.type as keyof typeof EVENT_STATUS]
+      : undefined;
+    if (!status) return null;
+    const object = event.data.object as Partial<Stripe.PaymentIntent>;
+    if (typeof object.id !== 'string') return null;
+    const reference = object.metadata?.reference;
+    return {
+      id: event.id,
+      paymentId: object.id,
+      status,
+      reference: typeof reference === 'string' ? reference : null,
+    };
+  }
+
+  /**
+   * The PaymentIntent a card decline left behind. Stripe puts it in the error; an error that
+   * names only the charge (the emulator's) leads to it through the charge.
+   */
+  private async declinedIntent(error: unknown): Promise<Stripe.PaymentIntent | null> {
+    if (!(error instanceof Stripe.errors.StripeError)) return null;
+    if (error.statusCode !== 402 && error.type !== 'StripeCardError') return null;
+    if (error.payment_intent?.id) return error.payment_intent;
+    if (!error.charge) return null;
+    const charge = await this.client.charges.retrieve(error.charge);
+    const intentId =
+      typeof charge.payment_intent === 'string' ? charge.payment_intent : charge.payment_intent?.id;
+    return intentId ? this.client.paymentIntents.retrieve(intentId) : null;
+  }
+}
+
+function isMissing(error: unknown): boolean {
+  return (
+    error instanceof Stripe.errors.StripeError &&
+    (error.code === 'resource_missing' || error.statusCode === 404)
+  );
+}
+
+/** A business refusal (most 4xx) is not retried; anything else goes back to the caller as is. */
+function refusalOrTransient(error: unknown): unknown {
+  if (
+    error instanceof Stripe.errors.StripeError &&
+    error.statusCode !== undefined &&
+    error.statusCode >= 400 &&
+    error.statusCode < 500 &&
+    ![408, 409, 429].includes(error.statusCode)
+  ) {
+    return new ProviderRefusedError(`Stripe refused the request: ${error.message}`, {
+      cause: error,
+    });
+  }
+  return error;
+}
+
+function toCardPayment(
+  intent: Stripe.PaymentIntent,
+  requestedReference: string | null,
+): CardPayment {
+  const status = STATUS_MAP[intent.status];
+  if (!status) {
+    throw new StripeResponseError(
+      `Stripe answered an unknown PaymentIntent status "${intent.status}"`,
+    );
+  }
+  const currency = intent.currency.toUpperCase() as Currency;
+  if (!CURRENCIES.includes(currency)) {
+    throw new StripeResponseError(`Stripe answered a payment in ${intent.currency}`);
+  }
+  const reference = intent.metadata?.reference;
+  return {
+    id: intent.id,
+    status,
+    amount: BigInt(intent.amount),
+    currency,
+    reference: typeof reference === 'string' ? reference : requestedReference,
+    nextActionUrl: status === 'requires_action' ? nextActionUrl(intent) : null,
+    declineMessage:
+      status === 'failed'
+        ? (intent.last_payment_error?.message ??
+          (intent.status === 'canceled' ? 'The payment was canceled.' : 'Your card was declined.'))
+        : null,
+  };
+}
+
+/**
+ * Where the payer authenticates: `redirect_to_url` when Stripe gives one; a server-side
+ * confirmation without return_url gets `use_stripe_sdk`, whose `stripe_js` is Stripe's hosted
+ * 3-D Secure page (the emulator leaves it empty: null then).
+ */
+function nextActionUrl(intent: Stripe.PaymentIntent): string | null {
+  const action = intent.next_action;
+  if (!action) return null;
+  if (action.redirect_to_url?.url) return action.redirect_to_url.url;
+  const sdk = action.use_stripe_sdk as { stripe_js?: unknown } | undefined;
+  return typeof sdk?.stripe_js === 'string' && sdk.stripe_js !== '' ? sdk.stripe_js : null;
+}
+
+/** The Live Mode card provider, or null when its keys are not both configured (503). */
+export function stripeCardFromConfig(config: Config): StripeCardProvider | null {
+  const { secretKey, webhookSecret, api, timeoutMs } = config.providers.stripe;
+  if (!secretKey || !webhookSecret) return null;
+  return new StripeCardProvider({ secretKey, webhookSecret, api, timeoutMs });
+}
