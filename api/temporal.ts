@@ -80,7 +80,9 @@ export async function depositMode(
   kind: DepositKind = 'deposit',
 ): Promise<Mode | null> {
   try {
-    const described = await temporal.workflow.getHandle(workflowIds[kind](transactionId)).describe();
+    const described = await temporal.workflow
+      .getHandle(workflowIds[kind](transactionId))
+      .describe();
     const mode = described.typedSearchAttributes.get(SearchAttributes.PaymentMode);
     return mode === 'test' || mode === 'live' ? mode : null;
   } catch {

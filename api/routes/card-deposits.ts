@@ -71,9 +71,12 @@ const SimulateRequest = z.object({
 
 const AuthenticationDecision = z.object({ status: z.enum(['successful', 'failed']) });
 
-/** The provider's action URL, made absolute from the request's origin when it is a path. */
+/**
+ * The provider's action URL, made absolute from the request's origin when it is a path (the
+ * app trusts X-Forwarded-Proto and X-Forwarded-Host, `proxy: true`).
+ */
 function absoluteUrl(ctx: Koa.Context, url: string): string {
-  return url.startsWith('/') ? `${ctx.origin}${url}` : url;
+  return url.startsWith('/') ? `${ctx.protocol}://${ctx.host}${url}` : url;
 }
 
 /** A card provider's failure that is the caller's business, as its answer; else rethrown. */
@@ -166,7 +169,8 @@ export async function deliverCardEvent(
     deps.temporal,
     transactionId,
     deps.config.api.requestTimeoutMs,
-    (handle) => handle.executeUpdate(cardDepositUpdates.notify, { args: [{ status: event.status }] }),
+    (handle) =>
+      handle.executeUpdate(cardDepositUpdates.notify, { args: [{ status: event.status }] }),
     'cardDeposit',
   );
   return { transactionId, status };

@@ -1,6 +1,7 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { updateApplication } from '../../db/applications';
+import { SandboxCardProvider } from '../../providers/sandbox-card';
 import { workflowIds } from '../../workflows/ids';
 import { SearchAttributes } from '../../workflows/shared';
 import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
@@ -23,6 +24,7 @@ const DEPOSIT = '/api/v1/transactions/wallet/card-deposit';
 const ESTIMATE = '/api/v1/fees/estimate/deposit/card-metadata';
 const GENERIC_ESTIMATE = '/api/v1/fees/estimate/deposit';
 const SIMULATE = '/api/v1/testing/simulate-card-authentication';
+const WEBHOOK = '/api/v1/webhooks/providers/card';
 
 async function accountBalance(kind: string, appId = app.id, currency = 'USD'): Promise<bigint> {
   const value = await engine.pool.maybeOneFirst(sql.type(z.object({ balance: z.bigint() }))`
@@ -267,27 +269,31 @@ describe('card deposits', () => {
     ['pm_card_amex', true],
     ['pm_card_gb', true],
     ['pm_card_sl', true],
-  ])('the estimate for %s equals the real deposit’s fees to the cent', async (pm, international) => {
-    const amount = 123.45;
-    const estimate = await api.post(ESTIMATE, { amount, payment_method_id: pm });
-    expect(estimate.status).toBe(200);
-    const generic = await api.post(GENERIC_ESTIMATE, {
-      amount,
-      payment_method: 'card',
-      is_international: international,
-    });
-    expect(estimate.body).toEqual(generic.body);
-    const { walletId } = await createUserWithWallet(api);
-    const res = await api.post(DEPOSIT, { wallet_id: walletId, amount, payment_method_id: pm });
-    expect(res.status).toBe(200);
-    const breakdown = estimate.body.fee_breakdown;
-    expect(res.body.provider_fee.toFixed(2)).toBe(breakdown.estimated_provider_fee);
-    expect(res.body.application_fee.toFixed(2)).toBe(breakdown.application_fee);
-    expect(res.body.total_amount_paid.toFixed(2)).toBe(breakdown.total_amount_to_pay);
-    const charged = await engine.pool.oneFirst(sql.type(z.object({ amount: z.bigint() }))`
+  ])(
+    'the estimate for %s equals the real deposit’s fees to the cent',
+    async (pm, international) => {
+      const amount = 123.45;
+      const estimate = await api.post(ESTIMATE, { amount, payment_method_id: pm });
+      expect(estimate.status).toBe(200);
+      const generic = await api.post(GENERIC_ESTIMATE, {
+        amount,
+        payment_method: 'card',
+        is_international: international,
+      });
+      expect(estimate.body).toEqual(generic.body);
+      const { walletId } = await createUserWithWallet(api);
+      const res = await api.post(DEPOSIT, { wallet_id: walletId, amount, payment_method_id: pm });
+      expect(res.status).toBe(200);
+      const breakdown = estimate.body.fee_breakdown as Record<string, string>;
+      const deposit = res.body as Record<string, number>;
+      expect(deposit.provider_fee!.toFixed(2)).toBe(breakdown.estimated_provider_fee);
+      expect(deposit.application_fee!.toFixed(2)).toBe(breakdown.application_fee);
+      expect(deposit.total_amount_paid!.toFixed(2)).toBe(breakdown.total_amount_to_pay);
+      const charged = await engine.pool.oneFirst(sql.type(z.object({ amount: z.bigint() }))`
       SELECT amount FROM sandbox_card_payments WHERE id = ${res.body.provider_reference}`);
-    expect(charged.toString()).toBe(breakdown.total_amount_to_pay.replace('.', ''));
-  });
+      expect(charged.toString()).toBe(breakdown.total_amount_to_pay!.replace('.', ''));
+    },
+  );
 
   it('uses SL as the home country of an SLE application', async () => {
     const sle = await createTestApp(engine.pool, { currency: 'SLE' });
@@ -333,23 +339,53 @@ describe('card deposits', () => {
     expect(unchanged.status).toBe(200);
     expect(unchanged.body.status).toBe('pending');
     // The payer authenticated, but the provider's event was lost.
-    await engine.providers.sandboxCard.authenticate(res.body.provider_reference as string, true);
+    await engine.pool.query(
+      sql.unsafe`UPDATE sandbox_card_payments SET status = 'succeeded' WHERE id = ${res.body.provider_reference as string}`,
+    );
     const synced = await api.post(`/api/v1/transactions/sync/${res.body.id}`);
     expect(synced.body).toMatchObject({ transaction_id: res.body.id, status: 'completed' });
     expect(await balanceOf(engine.pool, walletId)).toBe(700n);
   });
 
-  it('refuses a card event with a bad signature (400) and records a good one', async () => {
-    const bad = await api.request('POST', '/api/v1/webhooks/providers/card', {
-      raw: JSON.stringify({ id: 'evt_1', data: { object: { id: 'pi_x', status: 'succeeded' } } }),
-      headers: { 'sandbox-signature': 't=1,v1=00' },
+  it('takes a signed card event through the webhook, once; refuses a bad signature (400)', async () => {
+    const { walletId } = await createUserWithWallet(api);
+    const res = await api.post(DEPOSIT, {
+      wallet_id: walletId,
+      amount: 9,
+      payment_method_id: 'pm_card_authenticationRequired',
     });
-    expect(bad.status).toBe(400);
-    const unsigned = await api.request('POST', '/api/v1/webhooks/providers/card', {
+    const sandbox = new SandboxCardProvider(engine.pool, engine.config.sandbox.webhookSecret);
+    const event = sandbox.eventFor(
+      await sandbox.authenticate(res.body.provider_reference as string, true),
+    );
+    const send = () =>
+      api.request('POST', WEBHOOK, { raw: event.body, headers: { ...event.headers } });
+    const [first, duplicate] = await Promise.all([send(), send()]);
+    expect(first.status).toBe(200);
+    expect(first.body).toEqual({
+      received: true,
+      transaction_id: res.body.id,
+      status: 'completed',
+    });
+    expect(duplicate.body.status).toBe('completed');
+    expect(await balanceOf(engine.pool, walletId)).toBe(900n);
+    expect((await eventsOf(res.body.id)).map((e) => e.type)).toEqual(['deposit.completed']);
+    const recorded = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM provider_notifications WHERE transaction_id = ${res.body.id}`);
+    expect(recorded).toBe(2);
+
+    const tampered = await api.request('POST', WEBHOOK, {
+      raw: event.body.replace('succeeded', 'failed'),
+      headers: { ...event.headers },
+    });
+    expect(tampered.status).toBe(400);
+    expect(tampered.body).toEqual({ detail: 'Invalid event signature' });
+    // Live Mode has no Stripe keys here: a Stripe-signed event has no one to check it.
+    const stripe = await api.request('POST', WEBHOOK, {
       raw: '{}',
       headers: { 'stripe-signature': 't=1,v1=00' },
     });
-    expect(unsigned.status).toBe(400);
+    expect(stripe.status).toBe(400);
   });
 
   it('keeps the books exact under many card deposits and transfers at once', async () => {
