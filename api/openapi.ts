@@ -185,6 +185,19 @@ export const REQUEST_EXAMPLES: Record<string, Json> = {
   },
   'post /api/v1/escrow/{transaction_id}/release': { amount: 10 },
   'post /api/v1/fees/estimate/deposit': { amount: 12.5, payment_method: 'mobile_money' },
+  'post /api/v1/transactions/wallet/card-deposit': {
+    wallet_id: WALLET_A,
+    amount: 25,
+    payment_method_id: 'pm_card_visa',
+  },
+  'post /api/v1/fees/estimate/deposit/card-metadata': {
+    amount: 25,
+    payment_method_id: 'pm_card_amex',
+  },
+  'post /api/v1/testing/simulate-card-authentication': {
+    transaction_id: '7c3e1a9b-2d4f-4a6b-8c0d-1e2f3a4b5c6d',
+    status: 'successful',
+  },
 };
 
 function requestBodyOf(route: Route, schema: Json | undefined): Json {
