@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { SANDBOX_CARDS } from '../../providers/sandbox-card';
 import { assertLedgerInvariant, fundWallet } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
@@ -38,7 +39,10 @@ afterAll(async () => {
   if (workDir) await rm(workDir, { recursive: true, force: true });
 });
 
-type Seeded = Record<'users' | 'wallets' | 'transactions' | 'holds' | 'deposits', string[]>;
+type Seeded = Record<
+  'users' | 'wallets' | 'transactions' | 'holds' | 'deposits' | 'cardPayments' | 'paymentMethods',
+  string[]
+>;
 
 async function post(pathname: string, body: unknown): Promise<Record<string, unknown>> {
   const reply = await api.post<Record<string, unknown>>(pathname, body);
@@ -50,7 +54,8 @@ async function post(pathname: string, body: unknown): Promise<Record<string, unk
 
 /**
  * Something for every identifier to name: users with funded wallets, a transfer, an open
- * escrow hold and a pending mobile-money deposit, so that the fuzzed transfers, holds, releases,
+ * escrow hold, a pending mobile-money deposit and a card deposit waiting for 3-D Secure (and
+ * the sandbox's payment methods), so that the fuzzed transfers, holds, releases,
  * refunds and simulated payments can succeed, not only answer 404.
  */
 async function seed(): Promise<Seeded> {
@@ -77,14 +82,21 @@ async function seed(): Promise<Seeded> {
     wallet_id: payee.walletId,
     amount: 500,
   });
+  const cardDeposit = await post('/api/v1/transactions/wallet/card-deposit', {
+    wallet_id: payee.walletId,
+    amount: 5,
+    payment_method_id: 'pm_card_authenticationRequired',
+  });
   const holdIds = holds.map((hold) => String(hold.id));
-  const depositIds = [String(deposit.transaction_id)];
+  const depositIds = [String(deposit.transaction_id), String(cardDeposit.id)];
   return {
     users: [payer.userId, payee.userId],
     wallets: [payer.walletId, payee.walletId],
     transactions: [String(transfer.id), ...holdIds, ...depositIds],
     holds: holdIds,
     deposits: depositIds,
+    cardPayments: [String(cardDeposit.provider_reference)],
+    paymentMethods: Object.keys(SANDBOX_CARDS),
   };
 }
 
