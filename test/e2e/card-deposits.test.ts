@@ -149,6 +149,16 @@ describe('card deposits', () => {
     const done = await api.post(SIMULATE, { transaction_id: res.body.id, status: 'successful' });
     expect(done.status).toBe(200);
     expect(done.body).toMatchObject({ transaction_id: res.body.id, status: 'completed' });
+    // The timeline shows each step, the provider's steps with the payment's reference.
+    const timeline = await api.get(`/api/v1/transactions/${res.body.id}/timeline`);
+    expect(timeline.status).toBe(200);
+    const steps = timeline.body.steps as { name: string; provider_reference: string | null }[];
+    expect(steps.map((step) => step.name)).toEqual(
+      expect.arrayContaining(['open', 'openCardDeposit', 'notify', 'completeCardDeposit']),
+    );
+    expect(steps.find((step) => step.name === 'openCardDeposit')!.provider_reference).toBe(
+      res.body.provider_reference,
+    );
     expect(await balanceOf(engine.pool, walletId)).toBe(4_000n);
     // Again: the sandbox's event is the same, the deposit settled once.
     const again = await api.post(SIMULATE, { transaction_id: res.body.id, status: 'failed' });
