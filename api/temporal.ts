@@ -1,11 +1,13 @@
 import {
+  WithStartWorkflowOperation,
   isGrpcServiceError,
   WorkflowExecutionAlreadyStartedError,
   WorkflowNotFoundError,
   type Client,
   type WorkflowStartOptions,
 } from '@temporalio/client';
-import type { SearchAttributePair, Workflow } from '@temporalio/common';
+import type { SearchAttributePair, UpdateDefinition, Workflow } from '@temporalio/common';
+import type { Config } from '../config';
 import type { Caller, Mode, TransactionType } from '../domain/types';
 import { workflowIds } from '../workflows/ids';
 import { SearchAttributes, type DepositOutcome } from '../workflows/shared';
@@ -73,6 +75,39 @@ export function paymentSearchAttributes(
 /** The deposit workflows a provider's notification or a sync can reach. */
 export type DepositKind = 'deposit' | 'cardDeposit';
 
+/**
+ * Starts a payment workflow and sends it its first update in one call (update-with-start,
+ * `USE_EXISTING`: a retried request attaches to the running workflow), with the payment search
+ * attributes; answers what the update answered, waiting at most the request deadline.
+ */
+export async function startPaymentWithUpdate<W extends Workflow, R>(
+  deps: { temporal: Client; config: Config },
+  workflow: W,
+  options: {
+    workflowId: string;
+    args: Parameters<W>;
+    caller: Caller;
+    type: TransactionType;
+    walletIds: string[];
+    update: UpdateDefinition<R, [], string>;
+  },
+): Promise<R> {
+  const start = new WithStartWorkflowOperation(workflow, {
+    workflowId: options.workflowId,
+    taskQueue: deps.config.temporal.taskQueue,
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    args: options.args,
+    typedSearchAttributes: paymentSearchAttributes(options.caller, options.type, options.walletIds),
+    // The generic args type is a conditional tuple that TypeScript cannot match to Parameters<W>.
+  } as unknown as ConstructorParameters<typeof WithStartWorkflowOperation<W>>[1]);
+  return withDeadline(
+    deps.temporal.workflow.executeUpdateWithStart(options.update, {
+      startWorkflowOperation: start,
+    }),
+    deps.config.api.requestTimeoutMs,
+  );
+}
+
 /** The mode of a deposit known only to Temporal (its record was never written), or null. */
 export async function depositMode(
   temporal: Client,
@@ -90,7 +125,7 @@ export async function depositMode(
   }
 }
 
-type DepositHandle = ReturnType<Client['workflow']['getHandle']>;
+export type DepositHandle = ReturnType<Client['workflow']['getHandle']>;
 
 /** Runs an update on a deposit's workflow; null when that workflow is not running any more. */
 export async function updateDeposit(

@@ -1,21 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { WithStartWorkflowOperation } from '@temporalio/client';
 import type Koa from 'koa';
 import { z } from 'zod';
 import { findApplication } from '../../db/applications';
-import {
-  findCardDeposit,
-  findCardDepositByPayment,
-  findNotifiedCardDeposit,
-} from '../../db/card-deposits';
-import { insertProviderNotification } from '../../db/provider-notifications';
+import { findCardDeposit, findCardDepositByPayment } from '../../db/card-deposits';
 import { findTransaction } from '../../db/transactions';
 import { computeCardDepositFees } from '../../domain/fees';
 import { minorToDecimalString, minorToMajorNumber } from '../../domain/money';
-import type { Mode } from '../../domain/types';
-import { UnknownPaymentMethodError, type CardEvent } from '../../providers/card';
+import { UnknownPaymentMethodError } from '../../providers/card';
 import { ProviderNotConfiguredError } from '../../providers/mobile-money';
-import { SANDBOX_SIGNATURE_HEADER } from '../../providers/sandbox-mobile-money';
 import { cardDepositWorkflow } from '../../workflows/card-deposit';
 import { workflowIds } from '../../workflows/ids';
 import { cardDepositUpdates, type DepositOutcome } from '../../workflows/shared';
@@ -26,8 +18,9 @@ import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { PositiveAmount, uuidPattern } from '../schemas';
 import { StatusBody, TransactionBody, transactionBody } from '../serializers';
-import { depositMode, paymentSearchAttributes, updateDeposit, withDeadline } from '../temporal';
+import { startPaymentWithUpdate } from '../temporal';
 import { depositEstimateBody, DepositEstimateBody } from './fees';
+import { deliverCardEvent } from './provider-webhooks';
 
 const PaymentMethodId = z
   .string()
@@ -68,6 +61,9 @@ const SimulateRequest = z.object({
   transaction_id: z.string().min(1),
   status: z.enum(['successful', 'failed']).default('successful'),
 });
+
+/** The sandbox's payment id (`pi_sandbox_…`), unguessable: the page needs no credentials. */
+const PaymentParams = z.object({ payment_id: z.string().min(1).max(255) });
 
 const AuthenticationDecision = z.object({ status: z.enum(['successful', 'failed']) });
 
@@ -139,45 +135,8 @@ const HTML_HEADERS = {
   'Content-Security-Policy': "default-src 'none'; form-action 'self'",
 };
 
-/**
- * The one path of a card provider's event into the engine, for the live provider's webhook and
- * the sandbox's authentication alike: record it, find the card deposit (by the provider's
- * payment id, else by our reference in its metadata), and hand it to the deposit's workflow,
- * which settles it exactly once. A provider speaks for its own mode only.
- */
-export async function deliverCardEvent(
-  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,
-  provider: { name: string; mode: Mode },
-  event: CardEvent,
-  body: unknown,
-): Promise<{ transactionId: string | null; status: DepositOutcome | null }> {
-  const lowered = event.reference?.toLowerCase() ?? null;
-  const reference = lowered && uuidPattern.test(lowered) ? lowered : null;
-  const known = await findNotifiedCardDeposit(deps.pool, event.paymentId, reference);
-  const transactionId = known?.id ?? reference;
-  await insertProviderNotification(deps.pool, {
-    provider: provider.name,
-    paymentReference: event.paymentId,
-    status: event.status,
-    transactionId,
-    body,
-  });
-  if (!transactionId) return { transactionId: null, status: null };
-  const mode = known?.mode ?? (await depositMode(deps.temporal, transactionId, 'cardDeposit'));
-  if (mode !== provider.mode) return { transactionId: null, status: null };
-  const status = await updateDeposit(
-    deps.temporal,
-    transactionId,
-    deps.config.api.requestTimeoutMs,
-    (handle) =>
-      handle.executeUpdate(cardDepositUpdates.notify, { args: [{ status: event.status }] }),
-    'cardDeposit',
-  );
-  return { transactionId, status };
-}
-
 export function cardDepositRoutes(deps: ApiDeps): Route[] {
-  const { pool, temporal, config, providers } = deps;
+  const { pool, providers } = deps;
 
   /** The sandbox authenticates (or fails) the payment, then sends its signed event. */
   async function authenticateInSandbox(
@@ -203,6 +162,21 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
     const row = await findCardDepositByPayment(pool, paymentId);
     if (!row || row.mode !== 'test') throw notFound('Payment');
     return row;
+  }
+
+  /** The authentication page of a deposit's payment, with what it costs and where it stands. */
+  async function page(paymentId: string, transactionId: string, status: string, message?: string) {
+    const { row, meta } = (await findCardDeposit(pool, transactionId))!;
+    return {
+      headers: HTML_HEADERS,
+      body: authenticationPage({
+        paymentId,
+        amount: minorToDecimalString(BigInt(meta.total_amount_paid)),
+        currency: row.currency,
+        status,
+        message,
+      }),
+    };
   }
 
   return [
@@ -242,29 +216,24 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
         const transactionId = idempotency
           ? idFromKey(caller, idempotency, 'card_deposit')
           : randomUUID();
-        const start = new WithStartWorkflowOperation(cardDepositWorkflow, {
-          workflowId: workflowIds.cardDeposit(transactionId),
-          taskQueue: config.temporal.taskQueue,
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          args: [
-            {
-              transactionId,
-              applicationId: caller.applicationId,
-              mode: caller.mode,
-              walletId: wallet.id,
-              amount: body.amount.toString(),
-              paymentMethodId: body.payment_method_id,
-            },
-          ],
-          typedSearchAttributes: paymentSearchAttributes(caller, 'card_deposit', [wallet.id]),
-        });
         const opened = unlessDeclined(
-          await withDeadline(
-            temporal.workflow.executeUpdateWithStart(cardDepositUpdates.open, {
-              startWorkflowOperation: start,
-            }),
-            config.api.requestTimeoutMs,
-          ),
+          await startPaymentWithUpdate(deps, cardDepositWorkflow, {
+            workflowId: workflowIds.cardDeposit(transactionId),
+            args: [
+              {
+                transactionId,
+                applicationId: caller.applicationId,
+                mode: caller.mode,
+                walletId: wallet.id,
+                amount: body.amount.toString(),
+                paymentMethodId: body.payment_method_id,
+              },
+            ],
+            caller,
+            type: 'card_deposit',
+            walletIds: [wallet.id],
+            update: cardDepositUpdates.open,
+          }),
         );
         const deposit = await findCardDeposit(pool, transactionId);
         if (!deposit) throw new Error(`card deposit ${transactionId} has no record`);
@@ -361,7 +330,7 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
         '(HTML, no credentials: the payment id is unguessable)',
       tag: 'Testing',
       auth: null,
-      params: z.object({ payment_id: z.string().min(1).max(255) }),
+      params: PaymentParams,
       opaqueParams: ['payment_id'],
       responses: {
         200: { description: 'An HTML page with Approve and Fail buttons' },
@@ -369,16 +338,7 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
       },
       handler: async ({ params }) => {
         const row = await sandboxDeposit(params.payment_id);
-        const deposit = (await findCardDeposit(pool, row.id))!;
-        return {
-          headers: HTML_HEADERS,
-          body: authenticationPage({
-            paymentId: params.payment_id,
-            amount: minorToDecimalString(BigInt(deposit.meta.total_amount_paid)),
-            currency: row.currency,
-            status: row.status,
-          }),
-        };
+        return page(params.payment_id, row.id, row.status);
       },
     }),
     defineRoute({
@@ -389,7 +349,7 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
         'simulate-card-authentication does',
       tag: 'Testing',
       auth: null,
-      params: z.object({ payment_id: z.string().min(1).max(255) }),
+      params: PaymentParams,
       opaqueParams: ['payment_id'],
       query: AuthenticationDecision,
       responses: {
@@ -404,59 +364,12 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
             ? ((await authenticateInSandbox(params.payment_id, query.status === 'successful')) ??
               (await findTransaction(pool, row.id))!.status)
             : row.status;
-        const deposit = (await findCardDeposit(pool, row.id))!;
-        return {
-          headers: HTML_HEADERS,
-          body: authenticationPage({
-            paymentId: params.payment_id,
-            amount: minorToDecimalString(BigInt(deposit.meta.total_amount_paid)),
-            currency: row.currency,
-            status,
-            message:
-              query.status === 'successful' ? 'Authentication approved.' : 'Authentication failed.',
-          }),
-        };
-      },
-    }),
-    defineRoute({
-      method: 'post',
-      path: '/api/v1/webhooks/providers/card',
-      summary: 'Inbound card provider event (signed); 200 once recorded',
-      tag: 'Webhooks',
-      auth: null,
-      responses: {
-        200: {
-          description: 'Recorded',
-          schema: z.object({
-            received: z.boolean(),
-            transaction_id: z.string().nullable(),
-            status: z.string().nullable(),
-          }),
-        },
-        400: errorResponse('Bad signature or body'),
-      },
-      handler: async ({ ctx }) => {
-        const raw = (ctx.state as { rawBody?: string }).rawBody ?? '';
-        const headers = Object.fromEntries(
-          Object.entries(ctx.headers).map(([k, v]) => [k, Array.isArray(v) ? v[0] : v]),
+        return page(
+          params.payment_id,
+          row.id,
+          status,
+          query.status === 'successful' ? 'Authentication approved.' : 'Authentication failed.',
         );
-        const sandbox = headers[SANDBOX_SIGNATURE_HEADER] !== undefined;
-        const provider = sandbox ? providers.sandboxCard : providers.liveCard;
-        const event = provider?.parseEvent(raw, headers) ?? null;
-        if (!provider || !event) throw new AppError('invalid_request', 'Invalid event signature');
-        const delivered = await deliverCardEvent(
-          deps,
-          { name: provider.name, mode: sandbox ? 'test' : 'live' },
-          event,
-          ctx.state.body,
-        );
-        return {
-          body: {
-            received: true,
-            transaction_id: delivered.transactionId,
-            status: delivered.status,
-          },
-        };
       },
     }),
   ];

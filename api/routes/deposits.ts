@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { WithStartWorkflowOperation } from '@temporalio/client';
 import { z } from 'zod';
 import { findTransaction } from '../../db/transactions';
 import { minorTextToWireInteger } from '../../domain/money';
@@ -13,7 +12,7 @@ import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { PositiveMinorUnits } from '../schemas';
 import { StatusBody } from '../serializers';
-import { paymentSearchAttributes, withDeadline } from '../temporal';
+import { startPaymentWithUpdate } from '../temporal';
 import { deliverNotification } from './provider-webhooks';
 
 const DepositRequest = z.object({
@@ -81,7 +80,7 @@ const SimulateRequest = z.object({
 });
 
 export function depositRoutes(deps: ApiDeps): Route[] {
-  const { pool, temporal, config, providers } = deps;
+  const { pool, providers } = deps;
   return [
     defineRoute({
       method: 'post',
@@ -116,30 +115,23 @@ export function depositRoutes(deps: ApiDeps): Route[] {
         const transactionId = idempotency
           ? idFromKey(caller, idempotency, 'mobile_money_deposit')
           : randomUUID();
-        const start = new WithStartWorkflowOperation(mobileMoneyDepositWorkflow, {
-          workflowId: workflowIds.deposit(transactionId),
-          taskQueue: config.temporal.taskQueue,
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          args: [
-            {
-              transactionId,
-              applicationId: caller.applicationId,
-              mode: caller.mode,
-              walletId: wallet.id,
-              amount: body.amount.toString(),
-            },
-          ],
-          typedSearchAttributes: paymentSearchAttributes(caller, 'mobile_money_deposit', [
-            wallet.id,
-          ]),
-        });
         const opened = unlessDeclined(
-          await withDeadline(
-            temporal.workflow.executeUpdateWithStart(depositUpdates.open, {
-              startWorkflowOperation: start,
-            }),
-            config.api.requestTimeoutMs,
-          ),
+          await startPaymentWithUpdate(deps, mobileMoneyDepositWorkflow, {
+            workflowId: workflowIds.deposit(transactionId),
+            args: [
+              {
+                transactionId,
+                applicationId: caller.applicationId,
+                mode: caller.mode,
+                walletId: wallet.id,
+                amount: body.amount.toString(),
+              },
+            ],
+            caller,
+            type: 'mobile_money_deposit',
+            walletIds: [wallet.id],
+            update: depositUpdates.open,
+          }),
         );
         return { body: depositBody(opened) };
       },

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { WithStartWorkflowOperation } from '@temporalio/client';
 import { z } from 'zod';
 import { findTransaction, type TransactionRow } from '../../db/transactions';
 import type { Caller } from '../../domain/types';
@@ -13,7 +12,7 @@ import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { PositiveAmount } from '../schemas';
 import { TransactionBody, transactionBody } from '../serializers';
-import { paymentSearchAttributes, withDeadline } from '../temporal';
+import { startPaymentWithUpdate, withDeadline } from '../temporal';
 
 const HoldRequest = z.object({
   wallet_id: z.string().min(1),
@@ -115,10 +114,8 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
         if (recipient?.id === sender.id)
           throw new AppError('same_wallet', 'The recipient cannot be the sender');
         const holdId = idempotency ? idFromKey(caller, idempotency, 'escrow_hold') : randomUUID();
-        const start = new WithStartWorkflowOperation(escrowWorkflow, {
+        const result = await startPaymentWithUpdate(deps, escrowWorkflow, {
           workflowId: workflowIds.escrow(holdId),
-          taskQueue: config.temporal.taskQueue,
-          workflowIdConflictPolicy: 'USE_EXISTING',
           args: [
             {
               holdId,
@@ -131,18 +128,11 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
               expiresAt: body.expires_at ? new Date(body.expires_at).toISOString() : null,
             },
           ],
-          typedSearchAttributes: paymentSearchAttributes(
-            caller,
-            'escrow_hold',
-            recipient ? [sender.id, recipient.id] : [sender.id],
-          ),
+          caller,
+          type: 'escrow_hold',
+          walletIds: recipient ? [sender.id, recipient.id] : [sender.id],
+          update: escrowUpdates.hold,
         });
-        const result = await withDeadline(
-          temporal.workflow.executeUpdateWithStart(escrowUpdates.hold, {
-            startWorkflowOperation: start,
-          }),
-          config.api.requestTimeoutMs,
-        );
         return recorded(unlessDeclined(result).transactionId);
       },
     }),

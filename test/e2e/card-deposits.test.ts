@@ -4,7 +4,13 @@ import { updateApplication } from '../../db/applications';
 import { SandboxCardProvider } from '../../providers/sandbox-card';
 import { workflowIds } from '../../workflows/ids';
 import { SearchAttributes } from '../../workflows/shared';
-import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
+import {
+  assertLedgerInvariant,
+  balanceOf,
+  eventsOf as eventsOfPayment,
+  systemBalance,
+  fundWallet,
+} from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 
@@ -26,16 +32,10 @@ const GENERIC_ESTIMATE = '/api/v1/fees/estimate/deposit';
 const SIMULATE = '/api/v1/testing/simulate-card-authentication';
 const WEBHOOK = '/api/v1/webhooks/providers/card';
 
-async function accountBalance(kind: string, appId = app.id, currency = 'USD'): Promise<bigint> {
-  const value = await engine.pool.maybeOneFirst(sql.type(z.object({ balance: z.bigint() }))`
-    SELECT balance FROM ledger_accounts WHERE application_id = ${appId} AND mode = 'test' AND kind = ${kind} AND currency = ${currency}`);
-  return value ?? 0n;
-}
+const accountBalance = (kind: string, appId = app.id, currency: 'SLE' | 'USD' = 'USD') =>
+  systemBalance(engine.pool, appId, kind, currency);
 
-async function eventsOf(transactionId: string) {
-  return engine.pool.any(sql.type(z.object({ type: z.string(), data: z.any() }))`
-    SELECT type, data FROM events WHERE transaction_id = ${transactionId} ORDER BY created_at`);
-}
+const eventsOf = (transactionId: string) => eventsOfPayment(engine.pool, transactionId);
 
 async function ledgerEntriesOf(transactionId: string) {
   return engine.pool.any(sql.type(

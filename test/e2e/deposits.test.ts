@@ -3,7 +3,12 @@ import { z } from 'zod';
 import { updateApplication } from '../../db/applications';
 import { parseMajorDecimal } from '../../domain/money';
 import { workflowIds } from '../../workflows/ids';
-import { assertLedgerInvariant, balanceOf } from '../support/database';
+import {
+  assertLedgerInvariant,
+  balanceOf,
+  eventsOf as eventsOfPayment,
+  systemBalance,
+} from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 
@@ -22,16 +27,10 @@ afterAll(async () => engine?.close());
 const DEPOSIT = '/api/v1/transactions/wallet/mobile-money-deposit';
 const SIMULATE = '/api/v1/testing/simulate-mobile-money-webhook';
 
-async function accountBalance(kind: string, appId = app.id, currency = 'SLE'): Promise<bigint> {
-  const value = await engine.pool.maybeOneFirst(sql.type(z.object({ balance: z.bigint() }))`
-    SELECT balance FROM ledger_accounts WHERE application_id = ${appId} AND mode = 'test' AND kind = ${kind} AND currency = ${currency}`);
-  return value ?? 0n;
-}
+const accountBalance = (kind: string, appId = app.id, currency: 'SLE' | 'USD' = 'SLE') =>
+  systemBalance(engine.pool, appId, kind, currency);
 
-async function eventsOf(transactionId: string) {
-  return engine.pool.any(sql.type(z.object({ type: z.string(), data: z.any() }))`
-    SELECT type, data FROM events WHERE transaction_id = ${transactionId} ORDER BY created_at`);
-}
+const eventsOf = (transactionId: string) => eventsOfPayment(engine.pool, transactionId);
 
 describe('mobile-money deposits', () => {
   it('answers with the payment code, then credits the wallet once the payer pays', async () => {

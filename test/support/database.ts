@@ -67,3 +67,22 @@ export async function assertLedgerInvariant(pool: DatabasePool): Promise<void> {
   const problems = await ledgerInvariantProblems(pool);
   if (problems.length) throw new Error(`ledger invariant broken: ${problems.join('; ')}`);
 }
+
+/** The balance of an application's system account (0 before its first use). */
+export async function systemBalance(
+  pool: DatabasePool,
+  applicationId: string,
+  kind: string,
+  currency: 'SLE' | 'USD',
+): Promise<bigint> {
+  const value = await pool.maybeOneFirst(sql.type(z.object({ balance: z.bigint() }))`
+    SELECT balance FROM ledger_accounts
+    WHERE application_id = ${applicationId} AND mode = 'test' AND kind = ${kind} AND currency = ${currency}`);
+  return value ?? 0n;
+}
+
+/** The events written about a payment, oldest first. */
+export function eventsOf(pool: DatabasePool, transactionId: string) {
+  return pool.any(sql.type(z.object({ type: z.string(), data: z.any() }))`
+    SELECT type, data FROM events WHERE transaction_id = ${transactionId} ORDER BY created_at`);
+}
