@@ -184,14 +184,19 @@ describe('payments', () => {
         sent.push(event.idempotency_key);
       }
     };
-    adapter.client.on('request', listener);
+    // stripe 23's typings declare on/off as `any`; this is their documented signature.
+    const emitter = adapter.client as unknown as {
+      on(name: 'request', listener: (event: Stripe.RequestEvent) => void): void;
+      off(name: 'request', listener: (event: Stripe.RequestEvent) => void): void;
+    };
+    emitter.on('request', listener);
     try {
       const r = request();
       await adapter.createPayment(r);
       await adapter.createPayment(r);
       expect(sent).toEqual([r.idempotencyKey, r.idempotencyKey]);
     } finally {
-      adapter.client.off('request', listener);
+      emitter.off('request', listener);
     }
   });
 
