@@ -5,11 +5,12 @@
  *   (1) the ledger alone: balanced double-entry transfers straight into Postgres;
  *   (2) Temporal alone: trivial workflows on the same server;
  *   (3) transfers through the real API and worker, open-model load at a few arrival rates;
- *   (4) escrow hold-then-release through the API (n/a while POST /api/v1/escrow/hold is 404).
+ *   (4) escrow hold-then-release through the API (n/a while POST /api/v1/escrow/hold is 404);
+ *   (5) card deposits through the API, charged at once by the Test Mode card sandbox.
  *
  * Options: --json (print the results as JSON instead of the table), --durable (Postgres with
  * fsync and synchronous commit on), --tuning='{"maxConcurrentActivityTaskPolls":20}' (worker
- * options for both workers), --only=ledger,orchestration,api,escrow, --profile (see profile.ts).
+ * options for both workers), --only=ledger,orchestration,api,escrow,card, --profile (see profile.ts).
  * Progress goes to stderr; stdout holds only the result. The engine is started by engine.ts, the
  * load by load.ts, the trivial workflows live in workflows.ts, CPU accounting in cpu.ts.
  */
@@ -49,7 +50,7 @@ const WARMUP_S = 1;
 const CLOSED_S = 5;
 const OPEN_S = 8;
 const RATE_FRACTIONS = [0.25, 0.5, 0.75, 1];
-const SECTIONS = ['ledger', 'orchestration', 'api', 'escrow'] as const;
+const SECTIONS = ['ledger', 'orchestration', 'api', 'escrow', 'card'] as const;
 type Section = (typeof SECTIONS)[number];
 
 type Options = {
@@ -277,6 +278,19 @@ function escrowSender(api: HttpClient, wallets: readonly string[]): Send {
   };
 }
 
+/** A card deposit the sandbox charges at once: the provider's step and the ledger's. */
+function cardDepositSender(api: HttpClient, wallets: readonly string[]): Send {
+  return async () => {
+    const [wallet] = pickPair(wallets);
+    const deposit = await api.post(
+      '/api/v1/transactions/wallet/card-deposit',
+      { wallet_id: wallet, amount: 0.01, payment_method_id: 'pm_card_visa' },
+      { 'idempotency-key': randomUUID() },
+    );
+    if (!ok(deposit.status)) throw failure('card deposit', deposit);
+  };
+}
+
 async function escrowScenarios(api: HttpClient, wallets: readonly string[]): Promise<Row[]> {
   const unavailable = (note: string): Row[] => {
     progress(`4 escrow: ${note}`);
@@ -359,7 +373,7 @@ function render(report: Report): string {
     table(header, rows, new Set([3, 4, 5, 6, 7, 8])),
     '',
     '(1) one DB transaction per transfer, no Temporal, no HTTP. (2) client.workflow.execute',
-    'per workflow, no DB. (3)/(4) real HTTP through the API and the worker; open rows fire at',
+    'per workflow, no DB. (3)/(4)/(5) real HTTP through the API and the worker; open rows fire at',
     'a fixed arrival rate, latency from the scheduled send time. vs (2): throughput / row 2.',
     'Cores: CPU cores busy on average, this Node process (API, worker, load generator),',
     'Postgres, the Temporal server, and every other process on the machine.',
@@ -419,12 +433,22 @@ async function main(): Promise<void> {
         );
       }
       if (options.only.has('escrow')) rows.push(...(await escrowScenarios(api, fixture.wallets)));
+      if (options.only.has('card')) {
+        rows.push(
+          ...(await apiScenarios(
+            '5',
+            'card deposit',
+            'req',
+            cardDepositSender(api, fixture.wallets),
+          )),
+        );
+      }
     } finally {
       api.close();
     }
     const orchestration = rows.find((r) => r.id === '2')?.result?.throughput;
     for (const row of rows) {
-      if (orchestration && row.result && /^[34]/.test(row.id)) {
+      if (orchestration && row.result && /^[345]/.test(row.id)) {
         row.ofOrchestration = row.result.throughput / orchestration;
       }
     }
