@@ -126,6 +126,11 @@ export function createCardDepositActivities(deps: {
    */
   async function openCardDeposit(input: CardDepositInput): Promise<CardPaymentOpened> {
     const pending = await recordPending(input);
+    // Closed before the provider ever answered (it stayed unreachable): a workflow started again
+    // under the same id must not charge a card for a deposit that can no longer be credited.
+    if (!pending.meta.payment && pending.row.status !== 'pending') {
+      throw decline('provider_unavailable');
+    }
     if (pending.meta.payment) {
       if (pending.meta.payment.status === 'failed' && pending.row.status === 'failed') {
         throw declined(pending.meta.payment.decline_message);
