@@ -14,7 +14,8 @@ export function syncRoutes(deps: ApiDeps): Route[] {
       method: 'post',
       path: '/api/v1/transactions/sync/:reference_id',
       summary:
-        'Ask the provider now and reconcile the transaction at once (provider reference or transaction id)',
+        'Ask the provider now and reconcile the transaction at once (a pending mobile-money or ' +
+        'card deposit), by provider reference or transaction id',
       tag: 'Transactions',
       auth: 'default',
       params: z.object({ reference_id: z.string().min(1).max(255) }),
