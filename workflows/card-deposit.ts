@@ -55,13 +55,17 @@ export async function cardDepositWorkflow(input: CardDepositInput): Promise<Depo
     }
   }
 
-  /** Settles once; a second caller (a duplicate event, a racing sync) waits for the first. */
+  /**
+   * Settles once; a second caller (a duplicate event, a racing sync) waits for the first, and a
+   * caller that found nothing new while a settlement runs gets its outcome too.
+   */
   async function settle(status: DepositOutcome): Promise<DepositOutcome> {
-    if (status === 'pending' || !payment) return outcome;
+    if (!payment) return outcome;
     if (outcome !== 'pending' || settling) {
       await condition(() => outcome !== 'pending');
       return outcome;
     }
+    if (status === 'pending') return outcome;
     settling = true;
     if (status === 'completed') {
       await ledger.completeCardDeposit({ transactionId: input.transactionId });

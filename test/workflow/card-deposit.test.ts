@@ -202,7 +202,9 @@ describe('cardDepositWorkflow', () => {
   });
 
   it('settles once for duplicate events, and ignores events that come after the outcome', async () => {
-    const activities = mocked(cardActivities(env, { created: 'requires_action' }));
+    const activities = mocked(
+      cardActivities(env, { created: 'requires_action', checked: 'succeeded' }),
+    );
     const input = inputFor();
     await withWorker(env, asActivities(activities), async (taskQueue) => {
       const { handle } = await open(taskQueue, input);
