@@ -1,4 +1,4 @@
-import { createHash, createHash as hash } from 'node:crypto';
+import { createHash, createHash as hash, randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
 import type Koa from 'koa';
 import type { DatabasePool } from '../db/pool';
@@ -182,12 +182,16 @@ export function mountRoutes(router: Router, routes: readonly Route[], pool: Data
   }
 }
 
-/** A UUID derived from an idempotency key's use, so that a retry finds the same payment. */
+/**
+ * A payment's id: derived from the idempotency key's use, so that a retry finds the same
+ * payment; a random UUID for a request sent without a key.
+ */
 export function idFromKey(
   caller: Caller,
-  idempotency: { key: string; claimedAt: string },
+  idempotency: { key: string; claimedAt: string } | null,
   kind: string,
 ): string {
+  if (!idempotency) return randomUUID();
   const digest = hash('sha256')
     .update(
       `${caller.applicationId}\n${caller.mode}\n${idempotency.key}\n${idempotency.claimedAt}\n${kind}`,

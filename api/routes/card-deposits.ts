@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type Koa from 'koa';
 import { z } from 'zod';
 import { findApplication } from '../../db/applications';
@@ -213,9 +212,7 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
             'Live card deposits are not available: the Stripe keys are not configured',
           );
         }
-        const transactionId = idempotency
-          ? idFromKey(caller, idempotency, 'card_deposit')
-          : randomUUID();
+        const transactionId = idFromKey(caller, idempotency, 'card_deposit');
         const opened = unlessDeclined(
           await startPaymentWithUpdate(deps, cardDepositWorkflow, {
             workflowId: workflowIds.cardDeposit(transactionId),

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { findTransaction } from '../../db/transactions';
 import { minorTextToWireInteger } from '../../domain/money';
@@ -112,9 +111,7 @@ export function depositRoutes(deps: ApiDeps): Route[] {
             'Live mobile-money deposits are not available: the provider credentials are not configured',
           );
         }
-        const transactionId = idempotency
-          ? idFromKey(caller, idempotency, 'mobile_money_deposit')
-          : randomUUID();
+        const transactionId = idFromKey(caller, idempotency, 'mobile_money_deposit');
         const opened = unlessDeclined(
           await startPaymentWithUpdate(deps, mobileMoneyDepositWorkflow, {
             workflowId: workflowIds.deposit(transactionId),

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { findTransaction, type TransactionRow } from '../../db/transactions';
 import type { Caller } from '../../domain/types';
@@ -113,7 +112,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           : null;
         if (recipient?.id === sender.id)
           throw new AppError('same_wallet', 'The recipient cannot be the sender');
-        const holdId = idempotency ? idFromKey(caller, idempotency, 'escrow_hold') : randomUUID();
+        const holdId = idFromKey(caller, idempotency, 'escrow_hold');
         const result = await startPaymentWithUpdate(deps, escrowWorkflow, {
           workflowId: workflowIds.escrow(holdId),
           args: [
@@ -175,9 +174,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
       },
       handler: async ({ caller, params, body, idempotency }) => {
         const hold = await ownedHold(caller, params.transaction_id);
-        const releaseId = idempotency
-          ? idFromKey(caller, idempotency, `escrow_release:${hold.id}`)
-          : randomUUID();
+        const releaseId = idFromKey(caller, idempotency, `escrow_release:${hold.id}`);
         const id = await unlessDone(releaseId, async () => {
           if (hold.status !== 'held') throw new AppError('escrow_not_held');
           const recipientId = body.recipient_wallet_id ?? hold.recipient_wallet_id;
@@ -227,9 +224,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
       },
       handler: async ({ caller, params, idempotency }) => {
         const hold = await ownedHold(caller, params.transaction_id);
-        const refundId = idempotency
-          ? idFromKey(caller, idempotency, `escrow_refund:${hold.id}`)
-          : randomUUID();
+        const refundId = idFromKey(caller, idempotency, `escrow_refund:${hold.id}`);
         const id = await unlessDone(refundId, async () => {
           if (hold.status !== 'held') throw new AppError('escrow_not_held');
           return step(hold, (handle) =>

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { findTransaction } from '../../db/transactions';
 import { workflowIds } from '../../workflows/ids';
@@ -48,9 +47,7 @@ export function transferRoutes(deps: ApiDeps): Route[] {
         ])) {
           if (!wallet.is_active) throw new AppError('wallet_disabled');
         }
-        const transactionId = idempotency
-          ? idFromKey(caller, idempotency, 'transfer')
-          : randomUUID();
+        const transactionId = idFromKey(caller, idempotency, 'transfer');
         const { transactionId: completed } = unlessDeclined(
           await runPaymentWorkflow(temporal, transferWorkflow, {
             workflowId: workflowIds.transfer(transactionId),
