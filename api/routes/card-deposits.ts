@@ -156,6 +156,24 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
     return delivered.status;
   }
 
+  /**
+   * Authenticates a pending deposit's payment in the sandbox and answers the deposit's status
+   * after its event; a deposit already settled or expired is left as it is, so that its payment
+   * cannot succeed at the provider after the deposit gave up on it.
+   */
+  async function authenticateIfPending(
+    paymentId: string,
+    transactionId: string,
+    status: string,
+    success: boolean,
+  ): Promise<string> {
+    if (status !== 'pending') return status;
+    return (
+      (await authenticateInSandbox(paymentId, success)) ??
+      (await findTransaction(pool, transactionId))!.status
+    );
+  }
+
   /** The sandbox page's deposit: a Test Mode card deposit paid through this payment. */
   async function sandboxDeposit(paymentId: string) {
     const row = await findCardDepositByPayment(pool, paymentId);
@@ -305,11 +323,12 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
         if (transaction.transaction_type !== 'card_deposit' || !transaction.provider_reference) {
           throw notFound('Card deposit');
         }
-        const status =
-          (await authenticateInSandbox(
-            transaction.provider_reference,
-            body.status === 'successful',
-          )) ?? (await findTransaction(pool, transaction.id))!.status;
+        const status = await authenticateIfPending(
+          transaction.provider_reference,
+          transaction.id,
+          transaction.status,
+          body.status === 'successful',
+        );
         return {
           body: {
             message: `Simulated ${body.status} card authentication; the deposit is ${status}`,
@@ -356,11 +375,12 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
       },
       handler: async ({ params, query }) => {
         const row = await sandboxDeposit(params.payment_id);
-        const status =
-          row.status === 'pending'
-            ? ((await authenticateInSandbox(params.payment_id, query.status === 'successful')) ??
-              (await findTransaction(pool, row.id))!.status)
-            : row.status;
+        const status = await authenticateIfPending(
+          params.payment_id,
+          row.id,
+          row.status,
+          query.status === 'successful',
+        );
         return page(
           params.payment_id,
           row.id,

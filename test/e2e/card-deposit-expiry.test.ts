@@ -1,0 +1,47 @@
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { balanceOf, eventsOf } from '../support/database';
+import { createTestApp, startTestEngine, type TestEngine } from '../support/engine';
+import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+
+/** A card payment nobody authenticates expires after CARD_PAYMENT_PENDING_TTL_SECONDS. */
+
+let engine: TestEngine;
+let api: ApiClient;
+
+beforeAll(async () => {
+  engine = await startTestEngine({ env: { CARD_PAYMENT_PENDING_TTL_SECONDS: '2' } });
+  api = clientFor(engine.url, await createTestApp(engine.pool, { currency: 'USD' }));
+});
+afterAll(async () => engine?.close());
+
+it('expires a card payment left waiting for 3-D Secure, and a late authentication changes nothing', async () => {
+  const { walletId } = await createUserWithWallet(api);
+  const res = await api.post('/api/v1/transactions/wallet/card-deposit', {
+    wallet_id: walletId,
+    amount: 10,
+    payment_method_id: 'pm_card_authenticationRequired',
+  });
+  expect(res.body.status).toBe('pending');
+  const deadline = Date.now() + 20_000;
+  let status = 'pending';
+  while (status === 'pending' && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 250));
+    status = (await api.get(`/api/v1/transactions/${res.body.id}`)).body.status as string;
+  }
+  expect(status).toBe('expired');
+  expect((await eventsOf(engine.pool, res.body.id as string)).map((e) => e.type)).toEqual([
+    'deposit.failed',
+  ]);
+  const late = await api.post('/api/v1/testing/simulate-card-authentication', {
+    transaction_id: res.body.id,
+    status: 'successful',
+  });
+  expect(late.status).toBe(200);
+  expect(late.body.status).toBe('expired');
+  // The sandbox was not asked: the payment cannot succeed after the deposit gave up on it.
+  const payment = await engine.pool.oneFirst(sql.type(z.object({ status: z.string() }))`
+    SELECT status FROM sandbox_card_payments WHERE id = ${res.body.provider_reference as string}`);
+  expect(payment).toBe('requires_action');
+  expect(await balanceOf(engine.pool, walletId)).toBe(0n);
+});
