@@ -178,6 +178,20 @@ export function createCardDepositActivities(deps: {
   }
 
   /**
+   * At expiry: cancels the payment at the provider unless it was charged, so that a payer who
+   * authenticates later is never charged for a deposit recorded expired. Answers its state then.
+   */
+  async function cancelCardPayment(input: {
+    mode: Mode;
+    paymentId: string;
+  }): Promise<CardPaymentState> {
+    const payment = await callCardProvider(() =>
+      providers.card(input.mode).cancelPayment(input.paymentId),
+    );
+    return payment.status;
+  }
+
+  /**
    * Charged: one ledger transaction (domain/ledger.ts `cardDepositCompletionPostings`), then the
    * event, in the same database transaction. A second run finds it completed and does nothing.
    */
@@ -234,7 +248,13 @@ export function createCardDepositActivities(deps: {
     });
   }
 
-  return { openCardDeposit, checkCardPayment, completeCardDeposit, closeCardDeposit };
+  return {
+    openCardDeposit,
+    checkCardPayment,
+    cancelCardPayment,
+    completeCardDeposit,
+    closeCardDeposit,
+  };
 }
 
 /** A card deposit's event: the payment as the API shows it, with the card's figures. */

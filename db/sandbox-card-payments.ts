@@ -64,3 +64,15 @@ export async function authenticateSandboxCardPayment(
     SET status = ${outcome.status}, decline_message = ${declineMessage}, updated_at = now()
     WHERE id = ${id} AND status = 'requires_action'`);
 }
+
+/** Cancels a payment not yet charged: awaiting authentication or processing becomes failed. */
+export async function cancelSandboxCardPayment(
+  db: CommonQueryMethods,
+  id: string,
+  declineMessage: string,
+): Promise<void> {
+  await db.query(sql.unsafe`
+    UPDATE sandbox_card_payments
+    SET status = 'failed', decline_message = ${declineMessage}, updated_at = now()
+    WHERE id = ${id} AND status IN ('requires_action', 'processing')`);
+}

@@ -66,6 +66,12 @@ export interface CardProvider {
   /** Creates and confirms a payment server-side (idempotent by `idempotencyKey`). */
   createPayment(request: CardPaymentRequest): Promise<CardPayment>;
   getPayment(paymentId: string): Promise<CardPayment>;
+  /**
+   * Cancels a payment that has not been charged (one still awaiting authentication or
+   * processing), so that a payer who authenticates after the deposit expired is never charged.
+   * A payment already charged or failed stays as it is. Answers the payment as it now stands.
+   */
+  cancelPayment(paymentId: string): Promise<CardPayment>;
   /** Verifies and reads an inbound event; null when the signature does not match. */
   parseEvent(rawBody: string, headers: Record<string, string | undefined>): CardEvent | null;
 }

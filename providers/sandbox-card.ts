@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { DatabasePool } from '../db/pool';
 import {
   authenticateSandboxCardPayment,
+  cancelSandboxCardPayment,
   findSandboxCardPayment,
   insertSandboxCardPayment,
   type SandboxCardPaymentRow,
@@ -104,6 +105,9 @@ function sandboxCard(paymentMethodId: string): SandboxCard | undefined {
 export const SANDBOX_AUTHENTICATION_FAILED_MESSAGE =
   'We are unable to authenticate your payment method. Please choose a different payment method and try again.';
 
+/** Why a payment canceled before it was charged failed. */
+export const SANDBOX_CANCELED_MESSAGE = 'The payment was canceled before it was charged.';
+
 /** The page of the service where a person approves or fails a payment's 3-D Secure (a path). */
 export function sandboxCardAuthenticationPath(paymentId: string): string {
   return `/api/v1/testing/card-authentication/${encodeURIComponent(paymentId)}`;
@@ -192,6 +196,11 @@ export class SandboxCardProvider implements CardProvider {
     const row = await findSandboxCardPayment(this.pool, paymentId);
     if (!row) throw new ProviderRefusedError(`No such payment: ${paymentId}`);
     return toCardPayment(row);
+  }
+
+  async cancelPayment(paymentId: string): Promise<CardPayment> {
+    await cancelSandboxCardPayment(this.pool, paymentId, SANDBOX_CANCELED_MESSAGE);
+    return this.getPayment(paymentId);
   }
 
   /**

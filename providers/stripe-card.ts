@@ -163,6 +163,23 @@ export class StripeCardProvider implements CardProvider {
     }
   }
 
+  async cancelPayment(paymentId: string): Promise<CardPayment> {
+    try {
+      return toCardPayment(await this.client.paymentIntents.cancel(paymentId), null);
+    } catch (error) {
+      if (isMissing(error)) {
+        throw new ProviderRefusedError(`No such payment: ${paymentId}`, { cause: error });
+      }
+      // Charged (or failed) in the meantime, Stripe refuses the cancel
+      // (`payment_intent_unexpected_state`; localstripe gives a bare 400): the payment stands.
+      if (isInvalidRequest(error)) {
+        const current = await this.getPayment(paymentId);
+        if (current.status === 'succeeded' || current.status === 'failed') return current;
+      }
+      throw refusalOrTransient(error);
+    }
+  }
+
   parseEvent(rawBody: string, headers: Record<string, string | undefined>): CardEvent | null {
     const signature = headerValue(headers, STRIPE_SIGNATURE_HEADER);
     if (!signature) return null;
@@ -208,6 +225,11 @@ function isMissing(error: unknown): boolean {
     error instanceof Stripe.errors.StripeError &&
     (error.code === 'resource_missing' || error.statusCode === 404)
   );
+}
+
+/** Stripe refuses the request as such (400): for a cancel, the payment's state allows none. */
+function isInvalidRequest(error: unknown): boolean {
+  return error instanceof Stripe.errors.StripeInvalidRequestError;
 }
 
 /** A business refusal (most 4xx) is not retried; anything else goes back to the caller as is. */

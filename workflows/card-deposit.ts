@@ -45,15 +45,17 @@ export async function cardDepositWorkflow(input: CardDepositInput): Promise<Depo
   /** Whether the provider's payment exists, or the deposit was refused before it did. */
   const isOpen = () => payment !== undefined || answer !== undefined;
 
-  /** The provider's view of the payment, or null when it cannot tell (a decline, a fault). */
-  async function askProvider(paymentId: string): Promise<DepositOutcome | null> {
+  /** The provider's answer about the payment, or null when it cannot tell (a decline, a fault). */
+  async function askProvider(ask: () => Promise<CardPaymentState>): Promise<DepositOutcome | null> {
     try {
-      return outcomeOf(await provider.checkCardPayment({ mode: input.mode, paymentId }));
+      return outcomeOf(await ask());
     } catch (error) {
       if (asDeclined(error) || exhausted(error)) return null;
       throw error;
     }
   }
+  const check = (paymentId: string) =>
+    askProvider(() => provider.checkCardPayment({ mode: input.mode, paymentId }));
 
   /**
    * Settles once; a second caller (a duplicate event, a racing sync) waits for the first, and a
@@ -97,7 +99,7 @@ export async function cardDepositWorkflow(input: CardDepositInput): Promise<Depo
     await condition(isOpen);
     if (!payment || outcome !== 'pending') return outcome;
     // A provider that cannot tell changes nothing: the sync answers the outcome as it stands.
-    return settle((await askProvider(payment.paymentId)) ?? 'pending');
+    return settle((await check(payment.paymentId)) ?? 'pending');
   });
   setHandler(depositStateQuery, () => outcome);
 
@@ -128,9 +130,18 @@ export async function cardDepositWorkflow(input: CardDepositInput): Promise<Depo
   const untilExpiry = Math.max(1_000, Date.parse(payment.expiresAt) - Date.now());
   const settled = await condition(() => outcome !== 'pending', untilExpiry);
   if (!settled && !settling) {
-    // Nobody authenticated in time: one last look, and a payment still waiting expires.
-    const last = await askProvider(payment.paymentId);
-    await settle(last === 'completed' || last === 'failed' ? last : 'expired');
+    // Nobody authenticated in time: one last look; a payment still waiting is canceled at the
+    // provider (so that a late authentication charges nobody) unless the cancel finds it
+    // charged after all, and the deposit expires.
+    const paymentId = payment.paymentId;
+    let last = await check(paymentId);
+    if (last !== 'completed' && last !== 'failed') {
+      const canceled = await askProvider(() =>
+        provider.cancelCardPayment({ mode: input.mode, paymentId }),
+      );
+      last = canceled === 'completed' ? 'completed' : 'expired';
+    }
+    await settle(last);
   }
   await condition(() => outcome !== 'pending' && allHandlersFinished());
   return outcome;

@@ -1,5 +1,7 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
+import { loadConfig } from '../../config';
+import { createProviders } from '../../providers';
 import { balanceOf, eventsOf } from '../support/database';
 import { createTestApp, startTestEngine, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
@@ -39,9 +41,15 @@ it('expires a card payment left waiting for 3-D Secure, and a late authenticatio
   });
   expect(late.status).toBe(200);
   expect(late.body.status).toBe('expired');
-  // The sandbox was not asked: the payment cannot succeed after the deposit gave up on it.
+  // The expiry canceled the payment at the provider: a late approval there charges nothing.
   const payment = await engine.pool.oneFirst(sql.type(z.object({ status: z.string() }))`
     SELECT status FROM sandbox_card_payments WHERE id = ${res.body.provider_reference as string}`);
-  expect(payment).toBe('requires_action');
+  expect(payment).toBe('failed');
+  const providers = createProviders({ config: loadConfig({}), pool: engine.pool });
+  const approved = await providers.sandboxCard.authenticate(
+    res.body.provider_reference as string,
+    true,
+  );
+  expect(approved.status).toBe('failed');
   expect(await balanceOf(engine.pool, walletId)).toBe(0n);
 });

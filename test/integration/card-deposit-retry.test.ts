@@ -63,6 +63,7 @@ function sandboxWith(createPayment: CardProvider['createPayment']): Providers {
     getCardMetadata: (id) => sandbox.getCardMetadata(id),
     createPayment,
     getPayment: (id) => sandbox.getPayment(id),
+    cancelPayment: (id) => sandbox.cancelPayment(id),
     parseEvent: (raw, headers) => sandbox.parseEvent(raw, headers),
   };
   return { ...base, card: () => card };

@@ -7,6 +7,7 @@ import { createProviders } from '../../providers';
 import { ProviderNotConfiguredError } from '../../providers/mobile-money';
 import {
   SANDBOX_AUTHENTICATION_FAILED_MESSAGE,
+  SANDBOX_CANCELED_MESSAGE,
   SANDBOX_CARDS,
   SandboxCardProvider,
 } from '../../providers/sandbox-card';
@@ -136,6 +137,22 @@ describe('payments', () => {
       declineMessage: SANDBOX_AUTHENTICATION_FAILED_MESSAGE,
     });
     expect(await sandbox.getPayment(payment.id)).toEqual(done);
+  });
+
+  it('cancels a payment still waiting for the payer, so a late approval charges nothing', async () => {
+    const payment = await sandbox.createPayment(
+      request({ paymentMethodId: 'pm_card_authenticationRequired' }),
+    );
+    const canceled = await sandbox.cancelPayment(payment.id);
+    expect(canceled).toMatchObject({
+      id: payment.id,
+      status: 'failed',
+      declineMessage: SANDBOX_CANCELED_MESSAGE,
+    });
+    expect(await sandbox.authenticate(payment.id, true)).toEqual(canceled);
+    // A charged payment stays charged.
+    const charged = await sandbox.createPayment(request());
+    expect(await sandbox.cancelPayment(charged.id)).toEqual(charged);
   });
 
   it('does not authenticate a payment that needs no authentication', async () => {

@@ -230,6 +230,17 @@ describe('3-D Secure', () => {
     expect((await adapter.getPayment(payment.id)).status).toBe('succeeded');
   });
 
+  it('cancels a payment still waiting for authentication; a charged one stays charged', async () => {
+    const paymentMethodId = await localstripe.createCard(LOCALSTRIPE_CARDS.authenticationRequired);
+    const waiting = await adapter.createPayment(request({ paymentMethodId }));
+    expect((await adapter.cancelPayment(waiting.id)).status).toBe('failed');
+    expect((await adapter.getPayment(waiting.id)).status).toBe('failed');
+    const charged = await adapter.createPayment(
+      request({ paymentMethodId: await localstripe.createCard(LOCALSTRIPE_CARDS.succeeds) }),
+    );
+    expect((await adapter.cancelPayment(charged.id)).status).toBe('succeeded');
+  });
+
   it('fails a payment whose authentication fails', async () => {
     const paymentMethodId = await localstripe.createCard(LOCALSTRIPE_CARDS.authenticationRequired);
     const payment = await adapter.createPayment(request({ paymentMethodId }));

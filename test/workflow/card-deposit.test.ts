@@ -112,7 +112,7 @@ describe('cardDepositWorkflow', () => {
     expect(activities.completeCardDeposit).not.toHaveBeenCalled();
   });
 
-  it('expires a payment nobody authenticates, after a last look at the provider', async () => {
+  it('expires a payment nobody authenticates, after a last look, canceling it at the provider', async () => {
     const activities = mocked(cardDepositExpired.activities(env));
     const started = await env.currentTimeMs();
     const { input, result } = await withWorker(env, activities, (taskQueue) =>
@@ -121,11 +121,30 @@ describe('cardDepositWorkflow', () => {
     expect(result).toBe('expired');
     expect((await env.currentTimeMs()) - started).toBeGreaterThanOrEqual(ONE_HOUR);
     expect(activities.checkCardPayment).toHaveBeenCalledTimes(1);
+    expect(activities.cancelCardPayment).toHaveBeenCalledWith({
+      mode: input.mode,
+      paymentId: `pi_sandbox_${input.transactionId.replace(/-/g, '')}`,
+    });
     expect(activities.closeCardDeposit).toHaveBeenCalledWith({
       transactionId: input.transactionId,
       status: 'expired',
     });
     expect(activities.completeCardDeposit).not.toHaveBeenCalled();
+  });
+
+  it('completes at expiry when the cancel finds the card charged in the meantime', async () => {
+    const activities = mocked(
+      cardActivities(env, { created: 'requires_action', canceled: 'succeeded' }),
+    );
+    const input = inputFor();
+    const result = await withWorker(env, asActivities(activities), async (taskQueue) => {
+      const { handle } = await open(taskQueue, input);
+      return handle.result();
+    });
+    expect(result).toBe('completed');
+    expect(activities.cancelCardPayment).toHaveBeenCalledTimes(1);
+    expect(activities.completeCardDeposit).toHaveBeenCalledTimes(1);
+    expect(activities.closeCardDeposit).not.toHaveBeenCalled();
   });
 
   it('completes at expiry when the last look finds the card charged (the event was lost)', async () => {

@@ -236,12 +236,17 @@ export const cardDeclined = () =>
   ApplicationFailure.nonRetryable('Card declined: Your card was declined.', 'card_declined');
 
 /**
- * The card deposit's activities: the provider answers `created` when the card is charged and
- * `checked` when asked later; a payment waiting for the payer expires an hour after it opens.
+ * The card deposit's activities: the provider answers `created` when the card is charged,
+ * `checked` when asked later and `canceled` when the expiry cancels the payment; a payment
+ * waiting for the payer expires an hour after it opens.
  */
 export function cardActivities(
   env: TestWorkflowEnvironment,
-  options: { created?: CardPaymentState; checked?: CardPaymentState } = {},
+  options: {
+    created?: CardPaymentState;
+    checked?: CardPaymentState;
+    canceled?: CardPaymentState;
+  } = {},
 ) {
   const created = options.created ?? 'succeeded';
   return {
@@ -260,6 +265,9 @@ export function cardActivities(
     },
     checkCardPayment: (_: { mode: string; paymentId: string }) =>
       Promise.resolve(options.checked ?? created),
+    /** A payment still waiting is canceled; one charged meanwhile stays charged. */
+    cancelCardPayment: (_: { mode: string; paymentId: string }) =>
+      Promise.resolve<CardPaymentState>(options.canceled ?? 'failed'),
     completeCardDeposit: (_: { transactionId: string }) => Promise.resolve(),
     closeCardDeposit: (_: { transactionId: string; status: 'failed' | 'expired' }) =>
       Promise.resolve(),
