@@ -47,11 +47,14 @@ export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<D
 
   /** Settles once; a second caller (a duplicate notification, a racing sync) waits for the first. */
   async function settle(status: DepositOutcome): Promise<DepositOutcome> {
-    if (status === 'pending' || !opened) return outcome;
+    if (!opened) return outcome;
+    // A caller that found nothing new while a settlement runs gets that settlement's outcome,
+    // not `pending`.
     if (outcome !== 'pending' || settling) {
       await condition(() => outcome !== 'pending');
       return outcome;
     }
+    if (status === 'pending') return outcome;
     settling = true;
     if (status === 'completed') {
       await ledger.completeDeposit({ transactionId: input.transactionId });

@@ -178,6 +178,31 @@ describe('mobileMoneyDepositWorkflow', () => {
     expect(activities.completeDeposit).toHaveBeenCalledTimes(1);
     expect(activities.closeDeposit).not.toHaveBeenCalled();
   });
+
+  it('answers a sync that finds nothing new during a settlement with that settlement', async () => {
+    let release: () => void = () => undefined;
+    const slowLedger = new Promise<void>((resolve) => (release = resolve));
+    const activities = mocks({
+      checkPaymentCode: jest.fn(() => Promise.resolve('pending')),
+      completeDeposit: jest.fn(() => slowLedger),
+    });
+    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+      const { handle } = await open(taskQueue, inputFor());
+      const notified = handle.executeUpdate(depositUpdates.notify, {
+        args: [{ status: 'completed' }],
+      });
+      while (activities.completeDeposit.mock.calls.length === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const synced = handle.executeUpdate(depositUpdates.sync);
+      while (activities.checkPaymentCode.mock.calls.length === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      release();
+      expect(await Promise.all([notified, synced])).toEqual(['completed', 'completed']);
+    });
+    expect(activities.completeDeposit).toHaveBeenCalledTimes(1);
+  });
 });
 
 describe('mobileMoneyDepositWorkflow when the provider cannot tell', () => {
