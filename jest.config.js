@@ -12,7 +12,10 @@ const shared = {
 };
 
 /** Tests that need neither Postgres nor Temporal, outside test/unit. */
-const serverless = ['<rootDir>/test/integration/monime-adapter.test.ts'];
+const serverless = [
+  '<rootDir>/test/integration/monime-adapter.test.ts',
+  '<rootDir>/test/integration/address-guard.test.ts',
+];
 
 /** @type {import('jest').Config} */
 module.exports = {
