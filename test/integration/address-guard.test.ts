@@ -1,3 +1,4 @@
+import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -132,6 +133,62 @@ describe('guardedLookup', () => {
       ),
     );
     expect(single).toEqual({ address: '127.0.0.1', family: 4 });
+  });
+});
+
+describe('guardedLookup resolves once and hands on exactly what it checked', () => {
+  afterEach(() => jest.restoreAllMocks());
+
+  function answer(addresses: dns.LookupAddress[]) {
+    return jest
+      .spyOn(dns, 'lookup')
+      .mockImplementation(((
+        _host: string,
+        _options: unknown,
+        callback: (error: null, addresses: dns.LookupAddress[]) => void,
+      ) => callback(null, addresses)) as unknown as typeof dns.lookup);
+  }
+
+  function lookup(all: boolean) {
+    return new Promise((resolve, reject) =>
+      guardedLookup({ allowlist: [] })('rebind.test', { all }, (error, address, family) =>
+        error ? reject(error) : resolve(all ? address : { address, family }),
+      ),
+    );
+  }
+
+  test('a public answer is passed on as resolved, once', async () => {
+    const spy = answer([
+      { address: '93.184.216.34', family: 4 },
+      { address: '2606:2800:220:1::1', family: 6 },
+    ]);
+    await expect(lookup(true)).resolves.toEqual([
+      { address: '93.184.216.34', family: 4 },
+      { address: '2606:2800:220:1::1', family: 6 },
+    ]);
+    await expect(lookup(false)).resolves.toEqual({ address: '93.184.216.34', family: 4 });
+    expect(spy).toHaveBeenCalledTimes(2);
+  });
+
+  test('one forbidden address among the answers refuses the host', async () => {
+    answer([
+      { address: '93.184.216.34', family: 4 },
+      { address: '::ffff:169.254.169.254', family: 6 },
+    ]);
+    await expect(lookup(true)).rejects.toBeInstanceOf(ForbiddenAddressError);
+    await expect(lookup(false)).rejects.toBeInstanceOf(ForbiddenAddressError);
+  });
+});
+
+describe('guardedAgent and Unix sockets', () => {
+  test('a socketPath is refused', async () => {
+    const agent = guardedAgent({ allowlist: [] }).http;
+    const refused = new Promise((resolve, reject) => {
+      http
+        .get({ socketPath: '/nonexistent.sock', path: '/hook', agent }, resolve)
+        .on('error', reject);
+    });
+    await expect(refused).rejects.toBeInstanceOf(ForbiddenAddressError);
   });
 });
 
