@@ -134,8 +134,10 @@ describe('POST /api/v1/webhooks/subscriptions', () => {
     });
     expect(https.status).toBe(201);
     // Test Mode sees none of Live Mode's subscriptions, and the reverse.
-    const testList = await api.get(`${PATH}?per_page=100`);
-    expect(testList.body.data.map((s: { id: string }) => s.id)).not.toContain(https.body.id);
+    const testList = await api.get<{ data: { id: string }[] }>(`${PATH}?per_page=100`);
+    expect(testList.body.data.map((s) => s.id)).not.toContain(https.body.id);
+    const liveList = await live.get<{ data: { id: string }[] }>(`${PATH}?per_page=100`);
+    expect(liveList.body.data.map((s) => s.id)).toEqual([https.body.id]);
   });
 });
 
