@@ -22,26 +22,39 @@ import {
   webhookSubscriptionBody,
 } from '../serializers';
 
+/**
+ * The schema says what a JSON Schema can (a string that starts with `http://` or `https://`);
+ * whether the rest is a usable URL is judged in the handler, with 400 like every other URL rule.
+ */
 const WebhookUrl = z
   .string()
-  .trim()
-  .min(1)
   .max(2048)
-  .refine((value) => {
-    try {
-      const url = new URL(value);
-      // Credentials in a URL would be stored and shown back in clear: refused.
-      return (
-        (url.protocol === 'http:' || url.protocol === 'https:') && !url.username && !url.password
-      );
-    } catch {
-      return false;
-    }
-  }, 'url must be an http or https URL without credentials')
+  .regex(/^[Hh][Tt][Tt][Pp][Ss]?:\/\//, 'url must be an http or https URL')
   .meta({
     description:
       'Where deliveries are POSTed: http or https (Live Mode: https only), a public address',
   });
+
+const INVALID_URL = 'Webhook URL must be a valid http or https URL without credentials';
+
+/** The URL as stored: parsed, http(s), no credentials (they would be shown back in clear). */
+function parseWebhookUrl(value: string): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch (error) {
+    throw new AppError('invalid_request', INVALID_URL, { cause: error });
+  }
+  if (
+    !['http:', 'https:'].includes(url.protocol) ||
+    url.username ||
+    url.password ||
+    !url.hostname
+  ) {
+    throw new AppError('invalid_request', INVALID_URL);
+  }
+  return url;
+}
 
 const EventList = z
   .array(z.enum(EVENT_TYPES))
@@ -75,7 +88,8 @@ export function webhookSubscriptionRoutes(deps: ApiDeps): Route[] {
   /** The contract's URL rules, checked before anything is written. */
   async function assertAllowedUrl(caller: Caller, url: string): Promise<void> {
     const httpsOnly = caller.mode === 'live';
-    if (httpsOnly && new URL(url).protocol !== 'https:') {
+    const parsed = parseWebhookUrl(url);
+    if (httpsOnly && parsed.protocol !== 'https:') {
       throw new AppError('invalid_request', 'Webhook URL must use https in Live Mode');
     }
     try {
@@ -84,8 +98,14 @@ export function webhookSubscriptionRoutes(deps: ApiDeps): Route[] {
       if (error instanceof ForbiddenAddressError) {
         throw new AppError('forbidden_address', null, { cause: error });
       }
-      const code = (error as NodeJS.ErrnoException | null)?.code;
-      if (code && DNS_FAILURES.has(code)) {
+      // The host's name does not resolve (or is not one a resolver takes): the merchant's
+      // mistake, not ours.
+      const { code, syscall } = (error ?? {}) as NodeJS.ErrnoException;
+      if (
+        (code && DNS_FAILURES.has(code)) ||
+        syscall === 'getaddrinfo' ||
+        syscall?.startsWith('query')
+      ) {
         throw new AppError('invalid_request', 'Webhook URL host could not be resolved', {
           cause: error,
         });
@@ -107,7 +127,7 @@ export function webhookSubscriptionRoutes(deps: ApiDeps): Route[] {
   const forbidden = errorResponse('The subscription belongs to another application or mode');
   const missing = errorResponse('Webhook subscription not found');
   const refusedUrl = errorResponse(
-    'The URL points to a private or internal address, its host does not resolve, or it is http in Live Mode',
+    'The URL is not a valid http(s) URL, points to a private or internal address, its host does not resolve, or it is http in Live Mode',
   );
 
   return [

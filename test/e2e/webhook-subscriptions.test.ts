@@ -8,6 +8,7 @@ const PATH = '/api/v1/webhooks/subscriptions';
 const REFUSED = 'Webhook URL must not point to a private or internal address';
 /** Loopback targets only (issue 10): the allowlist below lets 127.0.0.1 through, nothing else. */
 const HOOK = 'http://127.0.0.1:9/hooks/wallet';
+const INVALID_URL = 'Webhook URL must be a valid http or https URL without credentials';
 
 let engine: TestEngine;
 let app: TestApp;
@@ -97,12 +98,29 @@ describe('POST /api/v1/webhooks/subscriptions', () => {
       { url: HOOK },
       { url: 'ftp://127.0.0.1/hook', events: ['escrow.held'] },
       { url: 'not a url', events: ['escrow.held'] },
-      { url: 'http://user:pass@127.0.0.1/hook', events: ['escrow.held'] },
       { events: ['escrow.held'] },
     ]) {
       const res = await api.post(PATH, body);
       expect({ body, status: res.status }).toEqual({ body, status: 422 });
       expect(res.body).toEqual({ detail: expect.any(String) });
+    }
+    expect(await count()).toBe(before);
+  });
+
+  it('refuses a URL it cannot use with 400: not parseable, credentials, a host that does not resolve', async () => {
+    const before = await count();
+    for (const [url, detail] of [
+      ['http://user:pass@127.0.0.1/hook', INVALID_URL],
+      ['http://', INVALID_URL],
+      ['https://exa mple.com/', INVALID_URL],
+      // `.invalid` (RFC 2606) never resolves: a DNS query at most, never a request.
+      ['https://merchant.invalid/hook', 'Webhook URL host could not be resolved'],
+    ]) {
+      const res = await api.post(PATH, { url, events: ['escrow.held'] });
+      // A guard that counts a name that does not resolve as refused is right too.
+      const details = detail === INVALID_URL ? [detail] : [detail, REFUSED];
+      expect({ url, status: res.status }).toEqual({ url, status: 400 });
+      expect(details).toContain((res.body as { detail: string }).detail);
     }
     expect(await count()).toBe(before);
   });
