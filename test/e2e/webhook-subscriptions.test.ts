@@ -1,8 +1,10 @@
+// ajv 8 validates real answers against the document's schemas (draft 2020-12).
+import Ajv2020 from 'ajv/dist/2020';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { open, webhookSecretKey } from '../../outbound/secret-box';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, type ApiClient } from '../support/http';
+import { clientFor, type ApiClient, type Reply } from '../support/http';
 
 const PATH = '/api/v1/webhooks/subscriptions';
 const REFUSED = 'Webhook URL must not point to a private or internal address';
@@ -267,6 +269,51 @@ describe('list, get, edit, delete', () => {
     expect(all.length).toBeGreaterThan(0);
     expect(all).not.toContain(created.secret.slice('whsec_'.length));
     expect(all).not.toContain('whsec_');
+  });
+});
+
+describe('the OpenAPI document', () => {
+  it('documents every answer of these routes, with its schema', async () => {
+    const doc = (await clientFor(engine.url, null).get('/api/v1/openapi.json')).body as {
+      paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+      components: unknown;
+    };
+    const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
+    const one = `${PATH}/{subscription_id}`;
+    const conforms = (method: string, path: string, reply: Reply) => {
+      const response = doc.paths[path]?.[method]?.responses[String(reply.status)] as
+        { content?: { 'application/json'?: { schema?: object } } } | undefined;
+      const schema = response?.content?.['application/json']?.schema;
+      const validate = ajv.compile({ ...schema, components: doc.components });
+      expect({ method, path, status: reply.status, documented: Boolean(schema) }).toEqual({
+        method,
+        path,
+        status: reply.status,
+        documented: true,
+      });
+      expect({
+        method,
+        path,
+        valid: validate(reply.body),
+        errors: validate.errors ?? null,
+      }).toEqual({ method, path, valid: true, errors: null });
+    };
+    const created = await api.post(PATH, { url: HOOK, events: ['escrow.held'] });
+    conforms('post', PATH, created);
+    const id = (created.body as { id: string }).id;
+    conforms(
+      'post',
+      PATH,
+      await api.post(PATH, { url: 'http://127.0.0.2/', events: ['escrow.held'] }),
+    );
+    conforms('post', PATH, await api.post(PATH, { url: HOOK, events: ['nope'] }));
+    conforms('get', PATH, await api.get(PATH));
+    conforms('get', one, await api.get(`${PATH}/${id}`));
+    conforms('patch', one, await patch(api, id, { is_active: false }));
+    const other = clientFor(engine.url, await createTestApp(engine.pool));
+    conforms('get', one, await other.get(`${PATH}/${id}`));
+    conforms('delete', one, await api.del(`${PATH}/${id}`));
+    conforms('get', one, await api.get(`${PATH}/${id}`));
   });
 });
 
