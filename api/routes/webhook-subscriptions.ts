@@ -59,6 +59,7 @@ function parseWebhookUrl(value: string): URL {
 const EventList = z
   .array(z.enum(EVENT_TYPES))
   .min(1)
+  // Repeats are allowed (and dropped) but bounded, so a body cannot list a kind a million times.
   .max(EVENT_TYPES.length * 4)
   .transform((events) => [...new Set(events)])
   .meta({ description: 'The event kinds to receive (decisions.md, "Events")' });
