@@ -17,6 +17,7 @@ import { transactionRoutes } from './routes/transactions';
 import { transferRoutes } from './routes/transfers';
 import { userRoutes } from './routes/users';
 import { walletRoutes } from './routes/wallets';
+import { webhookSubscriptionRoutes } from './routes/webhook-subscriptions';
 
 /** Every route of the API, in one list: the router and the OpenAPI document both read it. */
 export function apiRoutes(deps: ApiDeps): Route[] {
@@ -33,6 +34,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...escrowRoutes(deps),
     ...feeRoutes(deps),
     ...transactionRoutes(deps),
+    ...webhookSubscriptionRoutes(deps),
   );
   return routes;
 }

@@ -159,6 +159,17 @@ const WALLET_B = '5e9a7c1b-3f2d-4e6a-8b0c-9d1e2f3a4b5c';
  * the documented schema and the zod schema that validates the route.
  */
 export const REQUEST_EXAMPLES: Record<string, Json> = {
+  // A host under the reserved `.example` top-level domain (RFC 2606): the fuzzer's examples phase
+  // sends it, and it must never resolve to anything, let alone be contacted.
+  'post /api/v1/webhooks/subscriptions': {
+    url: 'https://merchant.example/webhooks/wallet',
+    events: ['escrow.held', 'escrow.released', 'deposit.completed'],
+    is_active: true,
+  },
+  'patch /api/v1/webhooks/subscriptions/{subscription_id}': {
+    events: ['escrow.held', 'escrow.released', 'escrow.refunded'],
+    is_active: false,
+  },
   'post /api/v1/users/create/': {
     app_user_id: 'customer-1042',
     name: 'Aminata Kamara',

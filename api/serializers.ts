@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { TransactionRow } from '../db/transactions';
 import type { UserRow } from '../db/users';
 import type { WalletRow } from '../db/wallets';
+import type { WebhookSubscriptionRow } from '../db/webhook-subscriptions';
 import { minorToMajorNumber } from '../domain/money';
 import { TRANSACTION_STATUSES, TRANSACTION_TYPES } from '../domain/types';
 
@@ -112,3 +113,34 @@ export const StatusBody = z.object({
   transaction_id: z.string(),
   message: z.string(),
 });
+
+export const WebhookSubscriptionBody = z
+  .object({
+    id: z.string(),
+    url: z.string(),
+    events: z.array(z.string()),
+    is_active: z.boolean(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ id: 'WebhookSubscription' });
+
+/** The answer to a create, the only one that shows the secret. */
+export const CreatedWebhookSubscriptionBody = WebhookSubscriptionBody.extend({
+  secret: z.string().meta({
+    description: '`whsec_` and the base64 of 32 random bytes; shown only here, keep it',
+  }),
+}).meta({ id: 'CreatedWebhookSubscription' });
+
+export function webhookSubscriptionBody(
+  s: WebhookSubscriptionRow,
+): z.infer<typeof WebhookSubscriptionBody> {
+  return {
+    id: s.id,
+    url: s.url,
+    events: [...s.events],
+    is_active: s.is_active,
+    created_at: s.created_at,
+    updated_at: s.updated_at,
+  };
+}

@@ -55,6 +55,17 @@ const envSchema = z.object({
     .int()
     .min(1)
     .default(60 * 60),
+  WEBHOOK_SECRET_KEY: z.preprocess(
+    (value) => (value === '' ? undefined : value),
+    z
+      .string()
+      .refine(
+        (v) => /^[A-Za-z0-9+/]+={0,2}$/.test(v) && Buffer.from(v, 'base64').length === 32,
+        'WEBHOOK_SECRET_KEY must be the base64 of 32 bytes',
+      )
+      .optional(),
+  ),
+  WEBHOOK_PRIVATE_ALLOWLIST: z.string().default(''),
 });
 
 export type Config = {
@@ -92,6 +103,15 @@ export type Config = {
   sandbox: { webhookSecret: string; paymentCodeTtlSeconds: number };
   /** How long a card payment may wait for the payer (3-D Secure) before it expires. */
   cards: { pendingTtlSeconds: number };
+  webhooks: {
+    /**
+     * AES-256-GCM key that encrypts subscription secrets at rest; unset: a key generated once
+     * and kept in the data directory (development and tests, see outbound/secret-box.ts).
+     */
+    secretKey?: Buffer;
+    /** IPs or CIDR ranges the SSRF guard lets through (local development, tests). */
+    privateAllowlist: string[];
+  };
 };
 
 export type StripeApiBase = { host: string; port: number; protocol: 'http' | 'https' };
@@ -153,6 +173,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       paymentCodeTtlSeconds: e.SANDBOX_PAYMENT_CODE_TTL_SECONDS,
     },
     cards: { pendingTtlSeconds: e.CARD_PAYMENT_PENDING_TTL_SECONDS },
+    webhooks: {
+      secretKey: e.WEBHOOK_SECRET_KEY ? Buffer.from(e.WEBHOOK_SECRET_KEY, 'base64') : undefined,
+      privateAllowlist: e.WEBHOOK_PRIVATE_ALLOWLIST.split(',')
+        .map((entry) => entry.trim())
+        .filter(Boolean),
+    },
   };
 }
 

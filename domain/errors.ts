@@ -17,6 +17,7 @@ export const ERROR_CODES = [
   'provider_refused',
   'card_declined',
   'payment_method_not_found',
+  'forbidden_address',
   'unauthenticated',
   'forbidden',
   'wallet_forbidden',

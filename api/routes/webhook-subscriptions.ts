@@ -1,0 +1,247 @@
+import { z } from 'zod';
+import {
+  deleteWebhookSubscription,
+  findWebhookSubscription,
+  insertWebhookSubscription,
+  listWebhookSubscriptions,
+  updateWebhookSubscription,
+  type WebhookSubscriptionRow,
+} from '../../db/webhook-subscriptions';
+import { EVENT_TYPES } from '../../domain/events';
+import type { Caller } from '../../domain/types';
+import { assertPublicUrl, ForbiddenAddressError } from '../../outbound/address-guard';
+import { newWebhookSecret, seal, webhookSecretKey } from '../../outbound/secret-box';
+import { assertOwned } from '../access';
+import type { ApiDeps } from '../deps';
+import { AppError, errorResponse, notFound } from '../errors';
+import { defineRoute, type Route } from '../route';
+import { MessageBody, PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
+import {
+  CreatedWebhookSubscriptionBody,
+  WebhookSubscriptionBody,
+  webhookSubscriptionBody,
+} from '../serializers';
+
+/**
+ * The schema says what a JSON Schema can (a string that starts with `http://` or `https://`);
+ * whether the rest is a usable URL is judged in the handler, with 400 like every other URL rule.
+ */
+const WebhookUrl = z
+  .string()
+  .max(2048)
+  .regex(/^[Hh][Tt][Tt][Pp][Ss]?:\/\//, 'url must be an http or https URL')
+  .meta({
+    description:
+      'Where deliveries are POSTed: http or https (Live Mode: https only), a public address',
+  });
+
+const INVALID_URL = 'Webhook URL must be a valid http or https URL without credentials';
+
+/** The URL as stored: parsed, http(s), no credentials (they would be shown back in clear). */
+function parseWebhookUrl(value: string): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch (error) {
+    throw new AppError('invalid_request', INVALID_URL, { cause: error });
+  }
+  if (
+    !['http:', 'https:'].includes(url.protocol) ||
+    url.username ||
+    url.password ||
+    !url.hostname
+  ) {
+    throw new AppError('invalid_request', INVALID_URL);
+  }
+  return url;
+}
+
+const EventList = z
+  .array(z.enum(EVENT_TYPES))
+  .min(1)
+  // Repeats are allowed (and dropped) but bounded, so a body cannot list a kind a million times.
+  .max(EVENT_TYPES.length * 4)
+  .transform((events) => [...new Set(events)])
+  .meta({ description: 'The event kinds to receive (decisions.md, "Events")' });
+
+const CreateSubscription = z.object({
+  url: WebhookUrl,
+  events: EventList,
+  is_active: z.boolean().default(true),
+});
+
+const UpdateSubscription = z.object({
+  url: WebhookUrl.optional(),
+  events: EventList.optional(),
+  is_active: z.boolean().optional(),
+});
+
+const SubscriptionParams = z.object({ subscription_id: z.string() });
+
+const DNS_FAILURES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'ENODATA', 'EAI_FAIL', 'ESERVFAIL']);
+
+export function webhookSubscriptionRoutes(deps: ApiDeps): Route[] {
+  const { pool, config } = deps;
+  let key: Buffer | undefined;
+  // Read on first use, so building the route list (the OpenAPI document) touches no file.
+  const secretKey = () => (key ??= webhookSecretKey(config));
+
+  /** The contract's URL rules, checked before anything is written. */
+  async function assertAllowedUrl(caller: Caller, url: string): Promise<void> {
+    const httpsOnly = caller.mode === 'live';
+    const parsed = parseWebhookUrl(url);
+    if (httpsOnly && parsed.protocol !== 'https:') {
+      throw new AppError('invalid_request', 'Webhook URL must use https in Live Mode');
+    }
+    try {
+      await assertPublicUrl(url, { allowlist: config.webhooks.privateAllowlist, httpsOnly });
+    } catch (error) {
+      if (error instanceof ForbiddenAddressError) {
+        throw new AppError('forbidden_address', null, { cause: error });
+      }
+      // The host's name does not resolve (or is not one a resolver takes): the merchant's
+      // mistake, not ours.
+      const { code, syscall } = (error ?? {}) as NodeJS.ErrnoException;
+      if (
+        (code && DNS_FAILURES.has(code)) ||
+        syscall === 'getaddrinfo' ||
+        syscall?.startsWith('query')
+      ) {
+        throw new AppError('invalid_request', 'Webhook URL host could not be resolved', {
+          cause: error,
+        });
+      }
+      throw error;
+    }
+  }
+
+  /** 404 for an id that names nothing (a non-UUID included), 403 for another owner's. */
+  async function owned(caller: Caller, id: string): Promise<WebhookSubscriptionRow> {
+    if (!uuidPattern.test(id)) throw notFound('Webhook subscription');
+    return assertOwned(caller, await findWebhookSubscription(pool, id), 'Webhook subscription');
+  }
+
+  const PATH = '/api/v1/webhooks/subscriptions';
+  const ONE = `${PATH}/:subscription_id`;
+  const tag = 'Webhook subscriptions';
+  const unauthenticated = errorResponse('Missing or invalid credentials');
+  const forbidden = errorResponse('The subscription belongs to another application or mode');
+  const missing = errorResponse('Webhook subscription not found');
+  const refusedUrl = errorResponse(
+    'The URL is not a valid http(s) URL, points to a private or internal address, its host does not resolve, or it is http in Live Mode',
+  );
+
+  return [
+    defineRoute({
+      method: 'post',
+      path: PATH,
+      summary: 'Subscribe a URL to events; the answer shows the signing secret, once',
+      tag,
+      auth: 'default',
+      body: CreateSubscription,
+      responses: {
+        201: {
+          description: 'The subscription, with its secret',
+          schema: CreatedWebhookSubscriptionBody,
+        },
+        400: refusedUrl,
+        401: unauthenticated,
+        422: errorResponse('Validation failure (an unknown event kind included)'),
+      },
+      handler: async ({ caller, body }) => {
+        await assertAllowedUrl(caller, body.url);
+        const secret = newWebhookSecret();
+        const row = await insertWebhookSubscription(pool, caller, {
+          url: body.url,
+          events: body.events,
+          is_active: body.is_active,
+          secret_sealed: seal(secretKey(), secret),
+        });
+        return { status: 201, body: { ...webhookSubscriptionBody(row), secret } };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: PATH,
+      summary: 'List webhook subscriptions (page envelope)',
+      tag,
+      auth: 'default',
+      query: PageQuery,
+      responses: {
+        200: {
+          description: 'A page of subscriptions',
+          schema: pageEnvelope(WebhookSubscriptionBody),
+        },
+        401: unauthenticated,
+        422: errorResponse('Invalid paging'),
+      },
+      handler: async ({ caller, query }) => {
+        const { rows, total } = await listWebhookSubscriptions(pool, caller, pageWindow(query));
+        return { body: toPage(rows.map(webhookSubscriptionBody), total, query) };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: ONE,
+      summary: 'Get a webhook subscription (without its secret)',
+      tag,
+      auth: 'default',
+      params: SubscriptionParams,
+      responses: {
+        200: { description: 'The subscription', schema: WebhookSubscriptionBody },
+        401: unauthenticated,
+        403: forbidden,
+        404: missing,
+      },
+      handler: async ({ caller, params }) => ({
+        body: webhookSubscriptionBody(await owned(caller, params.subscription_id)),
+      }),
+    }),
+    defineRoute({
+      method: 'patch',
+      path: ONE,
+      summary: 'Edit a webhook subscription in place; its secret stays the same',
+      tag,
+      auth: 'default',
+      params: SubscriptionParams,
+      body: UpdateSubscription,
+      responses: {
+        200: {
+          description: 'The subscription, without its secret',
+          schema: WebhookSubscriptionBody,
+        },
+        400: refusedUrl,
+        401: unauthenticated,
+        403: forbidden,
+        404: missing,
+        422: errorResponse('Validation failure (an unknown event kind included)'),
+      },
+      handler: async ({ caller, params, body }) => {
+        await owned(caller, params.subscription_id);
+        if (body.url !== undefined) await assertAllowedUrl(caller, body.url);
+        const row = await updateWebhookSubscription(pool, params.subscription_id, body);
+        if (!row) throw notFound('Webhook subscription');
+        return { body: webhookSubscriptionBody(row) };
+      },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: ONE,
+      summary: 'Delete a webhook subscription',
+      tag,
+      auth: 'default',
+      params: SubscriptionParams,
+      responses: {
+        200: { description: 'Deleted', schema: MessageBody },
+        401: unauthenticated,
+        403: forbidden,
+        404: missing,
+      },
+      handler: async ({ caller, params }) => {
+        await owned(caller, params.subscription_id);
+        await deleteWebhookSubscription(pool, params.subscription_id);
+        return { body: { message: 'Webhook subscription deleted successfully' } };
+      },
+    }),
+  ];
+}

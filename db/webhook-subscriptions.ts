@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type CommonQueryMethods } from 'slonik';
+import { z } from 'zod';
+import type { Caller } from '../domain/types';
+
+export const webhookSubscriptionRow = z.object({
+  id: z.string(),
+  application_id: z.string(),
+  mode: z.enum(['test', 'live']),
+  url: z.string(),
+  events: z.array(z.string()).readonly(),
+  is_active: z.boolean(),
+  /** AES-256-GCM sealed `whsec_` secret (outbound/secret-box.ts). */
+  secret_sealed: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type WebhookSubscriptionRow = z.infer<typeof webhookSubscriptionRow>;
+
+const columns = sql.fragment`id, application_id, mode, url, events, is_active, secret_sealed, created_at, updated_at`;
+
+export async function insertWebhookSubscription(
+  db: CommonQueryMethods,
+  caller: Caller,
+  input: { url: string; events: readonly string[]; is_active: boolean; secret_sealed: string },
+): Promise<WebhookSubscriptionRow> {
+  return db.one(sql.type(webhookSubscriptionRow)`
+    INSERT INTO webhook_subscriptions (id, application_id, mode, url, events, is_active, secret_sealed)
+    VALUES (${randomUUID()}, ${caller.applicationId}, ${caller.mode}, ${input.url},
+            ${sql.array(input.events, 'text')}, ${input.is_active}, ${input.secret_sealed})
+    RETURNING ${columns}`);
+}
+
+/** A subscription by id, whatever its application: the caller decides between 403 and 404. */
+export async function findWebhookSubscription(
+  db: CommonQueryMethods,
+  id: string,
+): Promise<WebhookSubscriptionRow | null> {
+  return db.maybeOne(
+    sql.type(webhookSubscriptionRow)`SELECT ${columns} FROM webhook_subscriptions WHERE id = ${id}`,
+  );
+}
+
+export async function listWebhookSubscriptions(
+  db: CommonQueryMethods,
+  caller: Caller,
+  page: { limit: number; offset: number },
+): Promise<{ rows: readonly WebhookSubscriptionRow[]; total: number }> {
+  const where = sql.fragment`application_id = ${caller.applicationId} AND mode = ${caller.mode}`;
+  const total = await db.oneFirst(
+    sql.type(
+      z.object({ count: z.number() }),
+    )`SELECT count(*)::int AS count FROM webhook_subscriptions WHERE ${where}`,
+  );
+  const rows = await db.any(sql.type(webhookSubscriptionRow)`
+    SELECT ${columns} FROM webhook_subscriptions WHERE ${where}
+    ORDER BY created_at, id LIMIT ${page.limit} OFFSET ${page.offset}`);
+  return { rows, total };
+}
+
+/** Edits in place; the secret is never touched here. Null when the row is gone. */
+export async function updateWebhookSubscription(
+  db: CommonQueryMethods,
+  id: string,
+  changes: { url?: string; events?: readonly string[]; is_active?: boolean },
+): Promise<WebhookSubscriptionRow | null> {
+  return db.maybeOne(sql.type(webhookSubscriptionRow)`
+    UPDATE webhook_subscriptions SET
+      url = coalesce(${changes.url ?? null}::text, url),
+      events = coalesce(${changes.events ? sql.array(changes.events, 'text') : null}::text[], events),
+      is_active = coalesce(${changes.is_active ?? null}::boolean, is_active),
+      updated_at = now()
+    WHERE id = ${id}
+    RETURNING ${columns}`);
+}
+
+export async function deleteWebhookSubscription(db: CommonQueryMethods, id: string): Promise<void> {
+  await db.query(sql.unsafe`DELETE FROM webhook_subscriptions WHERE id = ${id}`);
+}

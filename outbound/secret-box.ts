@@ -1,0 +1,80 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../config';
+
+/**
+ * Webhook subscription secrets must sign every delivery, so they cannot be hashed like API
+ * secrets: they are sealed with AES-256-GCM instead, so a database dump alone does not give
+ * them away and a tampered ciphertext is refused rather than signing with garbage.
+ */
+const VERSION = 'v1';
+const KEY_BYTES = 32;
+const IV_BYTES = 12;
+
+export class SecretBoxError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SecretBoxError';
+  }
+}
+
+/** A new subscription secret: `whsec_` and the base64 of 32 random bytes (Standard Webhooks). */
+export function newWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+/** `v1.<iv>.<tag>.<ciphertext>`, each part base64url. */
+export function seal(key: Buffer, plaintext: string): string {
+  assertKey(key);
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+  return [VERSION, iv, cipher.getAuthTag(), ciphertext]
+    .map((part) => (typeof part === 'string' ? part : part.toString('base64url')))
+    .join('.');
+}
+
+/** The plaintext of a sealed value; throws SecretBoxError when it was altered or the key is not the one that sealed it. */
+export function open(key: Buffer, sealed: string): string {
+  assertKey(key);
+  const [version, ivText, tagText, ciphertextText, ...rest] = sealed.split('.');
+  if (version !== VERSION || ciphertextText === undefined || rest.length > 0) {
+    throw new SecretBoxError('Malformed sealed value');
+  }
+  const iv = Buffer.from(ivText ?? '', 'base64url');
+  const tag = Buffer.from(tagText ?? '', 'base64url');
+  const ciphertext = Buffer.from(ciphertextText, 'base64url');
+  if (iv.length !== IV_BYTES || tag.length !== 16)
+    throw new SecretBoxError('Malformed sealed value');
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, iv);
+    decipher.setAuthTag(tag);
+    return Buffer.concat([decipher.update(ciphertext), decipher.final()]).toString('utf8');
+  } catch (error) {
+    throw new SecretBoxError(`Sealed value refused: wrong key or altered (${String(error)})`);
+  }
+}
+
+function assertKey(key: Buffer): void {
+  if (key.length !== KEY_BYTES) throw new SecretBoxError('The key must be 32 bytes');
+}
+
+/**
+ * `WEBHOOK_SECRET_KEY` when set (production: keep it outside the database). Unset, a key is
+ * generated once and kept in `<data dir>/webhook-secret.key` (mode 0600), so `npm start` and
+ * the tests work without setup and secrets stay readable across restarts of the same data dir.
+ */
+export function webhookSecretKey(config: Config): Buffer {
+  if (config.webhooks.secretKey) return config.webhooks.secretKey;
+  const file = path.join(config.dataDir, 'webhook-secret.key');
+  mkdirSync(config.dataDir, { recursive: true });
+  try {
+    writeFileSync(file, randomBytes(KEY_BYTES).toString('base64'), { flag: 'wx', mode: 0o600 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
+  assertKey(key);
+  return key;
+}

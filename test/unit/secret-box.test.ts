@@ -1,0 +1,82 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../config';
+import {
+  newWebhookSecret,
+  open,
+  seal,
+  SecretBoxError,
+  webhookSecretKey,
+} from '../../outbound/secret-box';
+
+const key = randomBytes(32);
+
+describe('secret box', () => {
+  it('round-trips, with a fresh IV each time', () => {
+    const secret = newWebhookSecret();
+    const a = seal(key, secret);
+    const b = seal(key, secret);
+    expect(a).not.toBe(b);
+    expect(a).not.toContain(secret.slice(6));
+    expect(open(key, a)).toBe(secret);
+    expect(open(key, b)).toBe(secret);
+  });
+
+  it('detects tampering with any part', () => {
+    const sealed = seal(key, newWebhookSecret());
+    const parts = sealed.split('.');
+    for (const index of [1, 2, 3]) {
+      const bytes = Buffer.from(parts[index] ?? '', 'base64url');
+      bytes.writeUInt8(bytes.readUInt8(0) ^ 1, 0);
+      const altered = [...parts];
+      altered[index] = bytes.toString('base64url');
+      expect(() => open(key, altered.join('.'))).toThrow(SecretBoxError);
+    }
+    expect(() => open(key, 'v2' + sealed.slice(2))).toThrow(SecretBoxError);
+    expect(() => open(key, 'garbage')).toThrow(SecretBoxError);
+  });
+
+  it('refuses the wrong key and keys of the wrong size', () => {
+    const sealed = seal(key, newWebhookSecret());
+    expect(() => open(randomBytes(32), sealed)).toThrow(SecretBoxError);
+    expect(() => seal(randomBytes(16), 'x')).toThrow(SecretBoxError);
+  });
+
+  it('makes Standard Webhooks secrets of 32 random bytes', () => {
+    const secret = newWebhookSecret();
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]+={0,2}$/);
+    expect(Buffer.from(secret.slice(6), 'base64')).toHaveLength(32);
+    expect(newWebhookSecret()).not.toBe(secret);
+  });
+});
+
+describe('webhookSecretKey', () => {
+  it('uses WEBHOOK_SECRET_KEY when set', () => {
+    const configured = randomBytes(32);
+    const config = loadConfig({ WEBHOOK_SECRET_KEY: configured.toString('base64') });
+    expect(webhookSecretKey(config).equals(configured)).toBe(true);
+  });
+
+  it('refuses a configured key that is not 32 bytes of base64', () => {
+    expect(() => loadConfig({ WEBHOOK_SECRET_KEY: randomBytes(16).toString('base64') })).toThrow(
+      /WEBHOOK_SECRET_KEY/,
+    );
+  });
+
+  it('unset: generates a key once in the data dir and keeps it', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'secret-box-'));
+    try {
+      const config = loadConfig({ DATA_DIR: dir });
+      const first = webhookSecretKey(config);
+      expect(first).toHaveLength(32);
+      expect(webhookSecretKey(config).equals(first)).toBe(true);
+      const file = path.join(dir, 'webhook-secret.key');
+      expect(Buffer.from(readFileSync(file, 'utf8'), 'base64').equals(first)).toBe(true);
+      expect(statSync(file).mode & 0o077).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
