@@ -9,7 +9,11 @@ import {
 } from '../../db/webhook-subscriptions';
 import { EVENT_TYPES } from '../../domain/events';
 import type { Caller } from '../../domain/types';
-import { assertPublicUrl, ForbiddenAddressError } from '../../outbound/address-guard';
+import {
+  assertPublicUrl,
+  ForbiddenAddressError,
+  InvalidWebhookUrlError,
+} from '../../outbound/address-guard';
 import { newWebhookSecret, seal, webhookSecretKey } from '../../outbound/secret-box';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
@@ -99,8 +103,11 @@ export function webhookSubscriptionRoutes(deps: ApiDeps): Route[] {
       if (error instanceof ForbiddenAddressError) {
         throw new AppError('forbidden_address', null, { cause: error });
       }
-      // The host's name does not resolve (or is not one a resolver takes): the merchant's
-      // mistake, not ours.
+      // A URL the guard cannot use (a host that does not resolve, credentials): its message says
+      // why, and it is the merchant's to fix.
+      if (error instanceof InvalidWebhookUrlError) {
+        throw new AppError('invalid_request', error.message, { cause: error });
+      }
       const { code, syscall } = (error ?? {}) as NodeJS.ErrnoException;
       if (
         (code && DNS_FAILURES.has(code)) ||
