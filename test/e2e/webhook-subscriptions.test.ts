@@ -228,7 +228,7 @@ describe('list, get, edit, delete', () => {
 
   it('PATCH refuses a forbidden URL (400) or an unknown event (422) and changes nothing', async () => {
     const created = await create();
-    const refused = await patch(api, created.id, { url: 'http://169.254.169.254/latest' });
+    const refused = await patch(api, created.id, { url: 'http://127.0.0.2/latest' });
     expect(refused.status).toBe(400);
     expect(refused.body).toEqual({ detail: REFUSED });
     const unknown = await patch(api, created.id, { events: ['nope'] });
