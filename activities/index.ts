@@ -7,6 +7,7 @@ import { createDepositActivities } from './deposit';
 import { createEscrowActivities } from './escrow';
 import { createMaintenanceActivities } from './maintenance';
 import { createTransferActivities } from './transfer';
+import { createWebhookActivities } from './webhooks';
 
 export type ActivityDeps = { pool: DatabasePool; providers: Providers; config: Config };
 
@@ -20,5 +21,6 @@ export function createActivities(deps: ActivityDeps) {
       ...createEscrowActivities(deps),
     }),
     ...createMaintenanceActivities(deps),
+    ...createWebhookActivities(deps),
   };
 }
