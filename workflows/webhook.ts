@@ -40,7 +40,7 @@ export async function webhookDeliveryWorkflow(
 }
 
 /** Relay rounds per run before continue-as-new keeps the history short. */
-const ROUNDS_PER_RUN = 100;
+const ROUNDS_PER_RUN = 30;
 
 /**
  * The outbox relay, one per task queue (`webhook-relay`): each round is a long activity that

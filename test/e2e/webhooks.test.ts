@@ -341,7 +341,9 @@ describe('webhook deliveries', () => {
       options: unknown,
       callback: (...args: unknown[]) => void,
     ) => {
-      if (host !== 'rebind.test') return (original as any)(host, options, callback);
+      if (host !== 'rebind.test') {
+        return (original as (...args: unknown[]) => void)(host, options, callback);
+      }
       const all = (options as dns.LookupOptions).all;
       return all
         ? callback(null, [{ address: '127.0.0.2', family: 4 }])
@@ -417,13 +419,13 @@ describe('GET /api/v1/events', () => {
   it('lists the caller’s events in the page envelope, filtered by type; 404 for another’s', async () => {
     const id = await transfer();
     const eventId = await eventIdOf(id, 'transfer.completed');
-    const page = await api.get('/api/v1/events?type=transfer.completed&per_page=100');
+    const page = await api.get<{ data: { id: string; type: string }[] }>(
+      '/api/v1/events?type=transfer.completed&per_page=100',
+    );
     expect(page.status).toBe(200);
     expect(page.body).toMatchObject({ page: 1, per_page: 100, total: expect.any(Number) });
-    expect(page.body.data.every((e: { type: string }) => e.type === 'transfer.completed')).toBe(
-      true,
-    );
-    expect(page.body.data.map((e: { id: string }) => e.id)).toContain(eventId);
+    expect(page.body.data.every((e) => e.type === 'transfer.completed')).toBe(true);
+    expect(page.body.data.map((e) => e.id)).toContain(eventId);
     const one = await api.get(`/api/v1/events/${eventId}`);
     expect(one.body).toEqual({
       id: eventId,

@@ -48,6 +48,7 @@ import {
   type TransferResult,
 } from '../../workflows/shared';
 import { transferWorkflow } from '../../workflows/transfer';
+import { WEBHOOK_SCENARIOS } from './webhook-scenarios';
 
 export const THIRTY_MINUTES = 30 * 60 * 1000;
 export const SEVEN_DAYS = 7 * 24 * 60 * 60 * 1000;
@@ -574,6 +575,7 @@ export const maintenance = scenario({
   input: () => undefined,
   activities: () => ({
     pruneExpiredRows: () => Promise.resolve({ rateLimitWindows: 2, idempotencyKeys: 3 }),
+    ensureWebhookRelayRuns: () => Promise.resolve(),
   }),
   run: async (env, taskQueue) => {
     const handle = await env.client.workflow.start(maintenanceWorkflow, {
@@ -607,4 +609,5 @@ export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
   escrowHoldDeclined,
   escrowExpired,
   maintenance,
+  ...WEBHOOK_SCENARIOS,
 ];
