@@ -33,8 +33,9 @@ export const activityPresets = {
   /** Housekeeping queries, with the server's default retry. */
   maintenance: { startToCloseTimeout: '1 minute' },
   /**
-   * One webhook POST (at most 10 s) and its record. The activity itself retries only a fault of
-   * ours (the database); the merchant's failures are answers, retried by the workflow's timers.
+   * One webhook POST (at most 10 s) and its record, run as a local activity. It retries only a
+   * fault of ours (the database); the merchant's failures are answers, retried by the workflow's
+   * timers.
    */
   webhookAttempt: { startToCloseTimeout: '30 seconds', retry: retryPresets.ledger },
   /** The outbox relay's round: about a minute, heartbeating; a lost worker is noticed in 20 s. */

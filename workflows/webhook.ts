@@ -1,4 +1,4 @@
-import { continueAsNew, proxyActivities, sleep } from '@temporalio/workflow';
+import { continueAsNew, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
 import type { Activities } from './activities-types';
 import { activityPresets } from './retry';
 import { webhookNextRetryMs } from './webhook-schedule';
@@ -14,7 +14,9 @@ export type WebhookDeliveryResult = {
   lastAttemptAt: number;
 };
 
-const { attemptWebhookDelivery } = proxyActivities<Activities>(activityPresets.webhookAttempt);
+// A local activity: the attempt runs in the workflow task, without an activity task's round
+// trips through the server (lower delay from the movement to the delivery, less server load).
+const { attemptWebhookDelivery } = proxyLocalActivities<Activities>(activityPresets.webhookAttempt);
 const { relayWebhookEvents } = proxyActivities<Activities>(activityPresets.webhookRelay);
 
 /**
