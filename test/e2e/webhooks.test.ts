@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import dns from 'node:dns';
 import { sql } from 'slonik';
 import { WebhookVerificationError } from 'standardwebhooks';
@@ -6,7 +7,8 @@ import { updateApplication } from '../../db/applications';
 import { insertEvent } from '../../db/transactions';
 import { EVENT_TYPES, type EventType } from '../../domain/events';
 import { REFUSED_ADDRESS_ERROR } from '../../outbound/webhook-post';
-import { webhookDeliveryId } from '../../workflows/ids';
+import { webhookDeliveryId, webhookRelayId } from '../../workflows/ids';
+import { maintenanceWorkflow } from '../../workflows/maintenance';
 import { fundWallet } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
@@ -412,6 +414,28 @@ describe('the worker stopped while deliveries are pending', () => {
       expect(verify(sub.secret, request)).toEqual(request.payload);
       await waitForDelivery(eventId, sub.id, (d) => d.status === 'delivered', 60_000);
     }
+  });
+});
+
+describe('the outbox relay', () => {
+  it('runs from the worker start-up, and the maintenance workflow starts it again once stopped', async () => {
+    const relayId = webhookRelayId(engine.config.temporal.taskQueue);
+    const relay = engine.temporal.workflow.getHandle(relayId);
+    expect((await relay.describe()).status.name).toBe('RUNNING');
+    await relay.terminate('operator stopped it');
+    expect((await relay.describe()).status.name).toBe('TERMINATED');
+
+    await engine.temporal.workflow.execute(maintenanceWorkflow, {
+      workflowId: `maintenance-${randomUUID()}`,
+      taskQueue: engine.config.temporal.taskQueue,
+    });
+    const again = await engine.temporal.workflow.getHandle(relayId).describe();
+    expect(again.status.name).toBe('RUNNING');
+    // And it relays: an event written now is delivered.
+    const sub = await subscribe('/after-restart', ['transfer.completed']);
+    const id = await transfer();
+    const request = await receiver.waitFor(forPayment('/after-restart', 'transfer.completed', id));
+    expect(verify(sub.secret, request)).toEqual(request.payload);
   });
 });
 
