@@ -15,7 +15,7 @@ import {
 } from '../db/webhook-deliveries';
 import { listenForEvents, type EventListener } from '../db/webhook-listener';
 import { findWebhookSubscription } from '../db/webhook-subscriptions';
-import { open, webhookSecretKey } from '../outbound/secret-box';
+import { open, SecretBoxError, webhookSecretKey } from '../outbound/secret-box';
 import { postWebhook, signedDelivery } from '../outbound/webhook-post';
 import { webhookDeliveryId, webhookRelayId } from '../workflows/ids';
 
@@ -25,6 +25,9 @@ const RELAY_BATCH = 200;
 const RELAY_ROUND_MS = 60_000;
 /** The longest wait for a notification before the relay reads the table anyway. */
 const RELAY_IDLE_WAIT_MS = 1_000;
+/** The attempt's error when WEBHOOK_SECRET_KEY is not the key that sealed the secret. */
+const UNREADABLE_SECRET =
+  'The subscription secret cannot be read with the configured WEBHOOK_SECRET_KEY; recreate the subscription';
 /** Workflow starts in flight at once. */
 const START_CONCURRENCY = 16;
 
@@ -140,22 +143,34 @@ export function createWebhookActivities(deps: { pool: DatabasePool; config: Conf
       const row = await stopDelivery(pool, target, reason ?? 'Stopped');
       return { status: 'stopped', attempts: row.attempts, statusCode: null, error: reason };
     }
-    const delivery = signedDelivery(
-      {
-        id: event.id,
-        type: event.type,
-        created_at: event.created_at,
-        mode: event.mode,
-        data: event.data,
-      },
-      open(secretKey(), subscription.secret_sealed),
-    );
-    const outcome = await postWebhook(subscription.url, delivery, {
-      allowlist: config.webhooks.privateAllowlist,
-      httpsOnly: subscription.mode === 'live',
-      timeoutMs: 10_000,
-      maxBodyBytes: 64 * 1024,
-    });
+    let secret: string | undefined;
+    try {
+      secret = open(secretKey(), subscription.secret_sealed);
+    } catch (error) {
+      // Not retried as a fault of ours for ever: the attempt fails and the schedule goes on.
+      if (!(error instanceof SecretBoxError)) throw error;
+    }
+    const outcome = secret
+      ? await postWebhook(
+          subscription.url,
+          signedDelivery(
+            {
+              id: event.id,
+              type: event.type,
+              created_at: event.created_at,
+              mode: event.mode,
+              data: event.data,
+            },
+            secret,
+          ),
+          {
+            allowlist: config.webhooks.privateAllowlist,
+            httpsOnly: subscription.mode === 'live',
+            timeoutMs: 10_000,
+            maxBodyBytes: 64 * 1024,
+          },
+        )
+      : { statusCode: null, error: UNREADABLE_SECRET, durationMs: 0 };
     const ok = outcome.error === null;
     const status = ok ? 'delivered' : input.retryInMs === null ? 'failed' : 'pending';
     const row = await recordDeliveryAttempt(pool, {

@@ -211,6 +211,25 @@ describe('webhookDeliveryWorkflow', () => {
     receiver.answer(() => 200);
   });
 
+  it('fails an attempt whose secret the configured key cannot open, and keeps the schedule', async () => {
+    const target = await pendingDelivery('/other-key');
+    await pool.query(sql.unsafe`
+      UPDATE webhook_subscriptions SET secret_sealed = ${seal(randomBytes(32), newWebhookSecret())}
+      WHERE id = ${target.subscriptionId}`);
+    const attempt = createWebhookActivities({ pool, config }).attemptWebhookDelivery;
+    expect(await attempt({ ...target, attempt: 1, retryInMs: 5_000 })).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+      statusCode: null,
+      error: expect.stringContaining('cannot be read'),
+    });
+    expect(receiver.received.filter((r) => r.path === '/other-key')).toEqual([]);
+    expect(await deliveryRow(target.eventId)).toMatchObject({
+      status: 'pending',
+      next_attempt_at: expect.any(String),
+    });
+  });
+
   it('follows the retry schedule: three attempts within a minute, then doubling to an hour', () => {
     const waits = Array.from({ length: 12 }, (_, i) => webhookRetryDelayMs(i + 1));
     expect(waits.slice(0, 2).reduce((a, b) => a + b)).toBeLessThan(MINUTE);
