@@ -44,10 +44,7 @@ export async function reconciliationWorkflow(
         const change = await steps.reconcilePayment({ transactionId: payment.id });
         if (change.from !== change.to) changes.push(change);
       } catch (error) {
-        errors.push({
-          transaction_id: payment.id,
-          error: error instanceof Error ? error.message : String(error),
-        });
+        errors.push({ transaction_id: payment.id, error: reason(error) });
       }
     }
   }
@@ -64,4 +61,11 @@ export async function reconciliationWorkflow(
   };
   await steps.recordReconciliationRun({ startedAt, ...result });
   return result;
+}
+
+/** An activity's failure says "Activity task failed"; its cause says why. */
+function reason(error: unknown): string {
+  const cause = (error as { cause?: unknown } | null)?.cause;
+  if (cause instanceof Error) return cause.message;
+  return error instanceof Error ? error.message : String(error);
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { listReconciliationRuns } from '../../db/reconciliation';
+import { signMonimeNotification } from '../../providers/monime';
 import { reconciliationWorkflow } from '../../workflows/reconciliation';
 import { workflowIds } from '../../workflows/ids';
 import { assertLedgerInvariant, balanceOf, eventsOf } from '../support/database';
@@ -204,7 +205,6 @@ describe('a notification that matches no payment yet', () => {
       event: 'payment_code.completed',
       data: { id: `pmc-unknown-${randomUUID()}`, status: 'completed', metadata: {} },
     });
-    const { signMonimeNotification } = await import('../../providers/monime');
     const reply = await clientFor(engine.url, null).request('POST', WEBHOOK, {
       raw: body,
       headers: {
