@@ -77,7 +77,7 @@ const envSchema = z.object({
     .min(0)
     .default(5 * 60),
   RECONCILIATION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
-  RECONCILIATION_NOTIFICATION_RETENTION_HOURS: z.coerce.number().int().min(1).default(72),
+  NOTIFICATION_RETRY_HOURS: z.coerce.number().int().min(1).default(72),
 });
 
 export type Config = {
@@ -206,7 +206,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       intervalSeconds: e.RECONCILIATION_INTERVAL_SECONDS,
       graceSeconds: e.RECONCILIATION_GRACE_SECONDS,
       concurrency: e.RECONCILIATION_CONCURRENCY,
-      notificationRetentionHours: e.RECONCILIATION_NOTIFICATION_RETENTION_HOURS,
+      notificationRetentionHours: e.NOTIFICATION_RETRY_HOURS,
     },
   };
 }
