@@ -310,18 +310,28 @@ export async function receiveNotification(
   message: ProviderMessage,
   body: unknown,
 ): Promise<Resolution> {
-  const resolution = await resolveNotification(deps, kind, message);
-  await insertProviderNotification(deps.pool, {
-    provider: message.provider,
-    kind,
-    mode: message.mode,
-    paymentReference: message.paymentReference,
-    reference: message.reference,
-    status: message.status,
-    transactionId: resolution.transactionId,
-    outcome: resolution.outcome,
-    body,
-  });
+  const keep = (resolution: Resolution) =>
+    insertProviderNotification(deps.pool, {
+      provider: message.provider,
+      kind,
+      mode: message.mode,
+      paymentReference: message.paymentReference,
+      reference: message.reference,
+      status: message.status,
+      transactionId: resolution.transactionId,
+      outcome: resolution.outcome,
+      body,
+    });
+  let resolution: Resolution;
+  try {
+    resolution = await resolveNotification(deps, kind, message);
+  } catch (error) {
+    // Temporal did not answer in time, say: kept for the reconciliation, and the provider's
+    // own retry (it gets no 200) is as harmless as any duplicate.
+    await keep(unmatched);
+    throw error;
+  }
+  await keep(resolution);
   return resolution;
 }
 
@@ -381,11 +391,13 @@ export function createReconciliationActivities(deps: ActivityDeps) {
     let matched = 0;
     for (const note of kept) {
       if (!(note.kind in notificationTargets)) continue;
+      // One that fails again (its payment's workflow too slow to answer, say) waits for the
+      // next run; the others go on.
       const resolution = await resolveNotification(
         temporalDeps(),
         note.kind as NotificationKind,
         note,
-      );
+      ).catch(() => unmatched);
       await recordNotificationAttempt(pool, note.id, resolution);
       if (resolution.outcome === 'matched') matched += 1;
     }

@@ -284,3 +284,83 @@ describe('duplicate and out-of-order notifications', () => {
     ]);
   });
 });
+
+describe('card provider events (Test Mode sandbox), through the same path', () => {
+  const CARD_WEBHOOK = '/api/v1/webhooks/providers/card';
+
+  /** An event signed by the sandbox card provider, as it would send it. */
+  function cardEvent(paymentId: string, status: string, type: string, reference: string) {
+    const body = JSON.stringify({
+      id: `evt_${paymentId}_${status}_${randomUUID()}`,
+      type,
+      data: { object: { id: paymentId, status, metadata: { reference } } },
+    });
+    return clientFor(engine.url, null).request('POST', CARD_WEBHOOK, {
+      raw: body,
+      headers: {
+        'content-type': 'application/json',
+        'sandbox-signature': signMonimeNotification(engine.config.sandbox.webhookSecret, body),
+      },
+    });
+  }
+
+  it('a failure reported after the charge, and the charge again, change nothing', async () => {
+    const testApi = clientFor(engine.url, app, 'test');
+    const { walletId } = await createUserWithWallet(testApi);
+    const res = await testApi.post('/api/v1/transactions/wallet/card-deposit', {
+      wallet_id: walletId,
+      amount: 100,
+      payment_method_id: 'pm_card_visa',
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('completed');
+    const transactionId = res.body.id as string;
+    const paymentId = res.body.provider_reference as string;
+    const credited = await balanceOf(engine.pool, walletId);
+    expect(credited).toBeGreaterThan(0n);
+
+    const late = await cardEvent(
+      paymentId,
+      'failed',
+      'payment_intent.payment_failed',
+      transactionId,
+    );
+    expect(late.status).toBe(200);
+    expect(late.body).toEqual({
+      received: true,
+      transaction_id: transactionId,
+      status: 'completed',
+    });
+    const again = await cardEvent(
+      paymentId,
+      'succeeded',
+      'payment_intent.succeeded',
+      transactionId,
+    );
+    expect(again.body).toEqual({
+      received: true,
+      transaction_id: transactionId,
+      status: 'completed',
+    });
+
+    expect(await balanceOf(engine.pool, walletId)).toBe(credited);
+    expect(await ledgerTransactions(transactionId)).toBe(1);
+    expect((await eventsOf(engine.pool, transactionId)).map((e) => e.type)).toEqual([
+      'deposit.completed',
+    ]);
+    expect((await notificationsOf(paymentId)).map((n) => n.outcome)).toEqual([
+      'matched',
+      'matched',
+    ]);
+  });
+
+  it('keeps an event about a payment no deposit knows, answered 200', async () => {
+    const paymentId = `pi_unknown_${randomUUID().replace(/-/g, '')}`;
+    const reply = await cardEvent(paymentId, 'succeeded', 'payment_intent.succeeded', randomUUID());
+    expect(reply.status).toBe(200);
+    expect(reply.body).toEqual({ received: true, transaction_id: null, status: null });
+    expect(await notificationsOf(paymentId)).toEqual([
+      { outcome: 'unmatched', transaction_id: null, attempts: 1 },
+    ]);
+  });
+});
