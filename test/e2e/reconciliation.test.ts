@@ -4,6 +4,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { paymentSyncs } from '../../activities/reconciliation';
 import { listReconciliationRuns } from '../../db/reconciliation';
+import { SandboxCardProvider } from '../../providers/sandbox-card';
 import { ensureReconciliationSchedule } from '../../worker/schedules';
 import { reconciliationWorkflow } from '../../workflows/reconciliation';
 import { assertLedgerInvariant, balanceOf, eventsOf } from '../support/database';
@@ -151,6 +152,39 @@ describe('the reconciliation workflow', () => {
     expect(result.changes.map((c) => c.transaction_id)).not.toContain(transactionId);
     expect(await status(transactionId)).toBe('pending');
     expect(await balanceOf(engine.pool, walletId)).toBe(0n);
+  });
+
+  it('syncs a card deposit too: 3-D Secure completed at the provider, its event lost', async () => {
+    const testApi = clientFor(engine.url, app, 'test');
+    const { walletId } = await createUserWithWallet(testApi);
+    const res = await testApi.post('/api/v1/transactions/wallet/card-deposit', {
+      wallet_id: walletId,
+      amount: 9,
+      payment_method_id: 'pm_card_authenticationRequired',
+    });
+    expect(res.body.status).toBe('pending');
+    const transactionId = res.body.id as string;
+    // The payer authenticates at the sandbox; the event never reaches the engine.
+    const sandbox = new SandboxCardProvider(engine.pool, engine.config.sandbox.webhookSecret);
+    await sandbox.authenticate(res.body.provider_reference as string, true);
+    await age(transactionId, GRACE_SECONDS + 1);
+
+    const result = await runReconciliation();
+    expect(result.changes).toContainEqual({
+      transaction_id: transactionId,
+      transaction_type: 'card_deposit',
+      from: 'pending',
+      to: 'completed',
+    });
+    expect((await testApi.get(`/api/v1/transactions/${transactionId}`)).body.status).toBe(
+      'completed',
+    );
+    expect(await balanceOf(engine.pool, walletId)).toBe(900n);
+    expect(await ledgerTransactions(transactionId)).toBe(1);
+    expect((await eventsOf(engine.pool, transactionId)).map((e) => e.type)).toEqual([
+      'deposit.completed',
+    ]);
+    await assertLedgerInvariant(engine.pool);
   });
 
   it('looks at every kind the registry names: mobile-money and card deposits', () => {
