@@ -19,6 +19,9 @@ import { clientFor, createUserWithWallet, type ApiClient } from '../support/http
 const SECRET = 'live-webhook-secret-for-healing-tests';
 const DEPOSIT = '/api/v1/transactions/wallet/mobile-money-deposit';
 const WEBHOOK = '/api/v1/webhooks/providers/mobile-money';
+// Real servers on a shared machine: jest's 5-second default is too tight under load.
+jest.setTimeout(60_000);
+
 let monime: FakeMonimeServer;
 let engine: TestEngine;
 let app: TestApp;

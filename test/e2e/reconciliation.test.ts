@@ -20,6 +20,9 @@ import { clientFor, createUserWithWallet, type ApiClient } from '../support/http
 
 const DEPOSIT = '/api/v1/transactions/wallet/mobile-money-deposit';
 const GRACE_SECONDS = 600;
+// Real servers on a shared machine: jest's 5-second default is too tight under load.
+jest.setTimeout(60_000);
+
 let monime: FakeMonimeServer;
 let engine: TestEngine;
 let app: TestApp;

@@ -2,6 +2,9 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
 import { fixtureId, reconciliation } from './scenarios';
 
+// Real servers on a shared machine: jest's 5-second default is too tight under load.
+jest.setTimeout(60_000);
+
 let env: TestWorkflowEnvironment;
 beforeAll(async () => {
   env = await createTimeSkippingEnv();
