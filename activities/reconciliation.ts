@@ -143,42 +143,54 @@ export type ProviderMessage = {
   status: string;
 };
 
-/** Which payment workflows a provider's notification can reach, and how it is handed over. */
+/**
+ * Which payment workflows a provider's notification can reach, and how it is handed over. A
+ * new kind (a payout's or a cashout's provider messages) is one entry of `notificationTargets`.
+ */
 type NotificationTarget = {
   transactionType: TransactionType;
-  workflow: 'deposit' | 'cardDeposit';
-  /** The workflow type, to start a closed deposit again from its recorded input. */
-  workflowType: string;
-  open: UpdateDefinition<unknown, [], string>;
-  /** The provider reference of what `open` answered; null for a refusal. */
-  openedReference: (answer: unknown) => string | null;
-  notify: (handle: WorkflowHandle, status: string) => Promise<DepositOutcome>;
+  workflow: WorkflowKind;
+  notify: (handle: WorkflowHandle, status: string) => Promise<string>;
+  /**
+   * How a payment with no record is started again from its closed workflow's input (see
+   * `reopen`); a kind without it leaves such a message unmatched.
+   */
+  reopen?: {
+    workflowType: string;
+    open: UpdateDefinition<unknown, [], string>;
+    /** The provider reference of what `open` answered; null for a refusal. */
+    openedReference: (answer: unknown) => string | null;
+  };
 };
 
 export const notificationTargets = {
   deposit: {
     transactionType: 'mobile_money_deposit',
     workflow: 'deposit',
-    workflowType: 'mobileMoneyDepositWorkflow',
-    open: depositUpdates.open,
-    openedReference: (answer) =>
-      (answer as { paymentCode?: { id: string } }).paymentCode?.id ?? null,
     notify: (handle, status) =>
       handle.executeUpdate(depositUpdates.notify, {
         args: [{ status: status as DepositOutcome }],
       }),
+    reopen: {
+      workflowType: 'mobileMoneyDepositWorkflow',
+      open: depositUpdates.open,
+      openedReference: (answer) =>
+        (answer as { paymentCode?: { id: string } }).paymentCode?.id ?? null,
+    },
   },
   cardDeposit: {
     transactionType: 'card_deposit',
     workflow: 'cardDeposit',
-    workflowType: 'cardDepositWorkflow',
-    open: cardDepositUpdates.open,
-    openedReference: (answer) =>
-      (answer as { payment?: { paymentId: string } }).payment?.paymentId ?? null,
     notify: (handle, status) =>
       handle.executeUpdate(cardDepositUpdates.notify, {
         args: [{ status: status as CardPaymentState }],
       }),
+    reopen: {
+      workflowType: 'cardDepositWorkflow',
+      open: cardDepositUpdates.open,
+      openedReference: (answer) =>
+        (answer as { payment?: { paymentId: string } }).payment?.paymentId ?? null,
+    },
   },
 } as const satisfies Record<string, NotificationTarget>;
 
@@ -230,8 +242,8 @@ export async function resolveNotification(
     if (payment.providerReference !== message.paymentReference) return ignored;
     return deliver(deps, target, payment.id, message.status);
   }
-  if (!transactionId) return unmatched;
-  return reopen(deps, target, transactionId, message);
+  if (!transactionId || !target.reopen) return unmatched;
+  return reopen(deps, target, target.reopen, transactionId, message);
 }
 
 /** Hands the message to the payment's workflow; a closed one answers the recorded status. */
@@ -256,6 +268,7 @@ async function deliver(
 async function reopen(
   deps: TemporalDeps,
   target: NotificationTarget,
+  how: NonNullable<NotificationTarget['reopen']>,
   transactionId: string,
   message: ProviderMessage,
 ): Promise<Resolution> {
@@ -281,7 +294,7 @@ async function reopen(
     const value = described.typedSearchAttributes.get(key);
     if (value !== undefined) attributes.push({ key, value } as SearchAttributePair);
   }
-  const start = new WithStartWorkflowOperation(target.workflowType, {
+  const start = new WithStartWorkflowOperation(how.workflowType, {
     workflowId,
     taskQueue: described.taskQueue,
     workflowIdConflictPolicy: 'USE_EXISTING',
@@ -294,9 +307,9 @@ async function reopen(
     ),
   });
   const opened = await onWorkflow(deps, workflowId, () =>
-    deps.temporal.workflow.executeUpdateWithStart(target.open, { startWorkflowOperation: start }),
+    deps.temporal.workflow.executeUpdateWithStart(how.open, { startWorkflowOperation: start }),
   );
-  if (!opened || target.openedReference(opened) !== message.paymentReference) return unmatched;
+  if (!opened || how.openedReference(opened) !== message.paymentReference) return unmatched;
   return deliver(deps, target, transactionId, message.status);
 }
 

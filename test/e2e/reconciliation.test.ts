@@ -191,7 +191,10 @@ describe('the reconciliation workflow', () => {
   });
 
   it('looks at every kind the registry names: mobile-money and card deposits', () => {
-    expect(Object.keys(paymentSyncs).sort()).toEqual(['card_deposit', 'mobile_money_deposit']);
+    // Payouts and cashouts join with one line each (activities/reconciliation.ts).
+    expect(Object.keys(paymentSyncs)).toEqual(
+      expect.arrayContaining(['mobile_money_deposit', 'card_deposit']),
+    );
   });
 });
 
