@@ -6,6 +6,7 @@ import { declinePermanentDatabaseErrors } from './declines';
 import { createDepositActivities } from './deposit';
 import { createEscrowActivities } from './escrow';
 import { createMaintenanceActivities } from './maintenance';
+import { createReconciliationActivities } from './reconciliation';
 import { createTransferActivities } from './transfer';
 
 export type ActivityDeps = { pool: DatabasePool; providers: Providers; config: Config };
@@ -20,5 +21,6 @@ export function createActivities(deps: ActivityDeps) {
       ...createEscrowActivities(deps),
     }),
     ...createMaintenanceActivities(deps),
+    ...createReconciliationActivities(deps),
   };
 }
