@@ -6,6 +6,7 @@ import { declinePermanentDatabaseErrors } from './declines';
 import { createDepositActivities } from './deposit';
 import { createEscrowActivities } from './escrow';
 import { createMaintenanceActivities } from './maintenance';
+import { createReconciliationActivities } from './reconciliation';
 import { createTransferActivities } from './transfer';
 import { createWebhookActivities } from './webhooks';
 
@@ -22,5 +23,6 @@ export function createActivities(deps: ActivityDeps) {
     }),
     ...createMaintenanceActivities(deps),
     ...createWebhookActivities(deps),
+    ...createReconciliationActivities(deps),
   };
 }

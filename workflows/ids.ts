@@ -25,6 +25,8 @@ export const workflowIds = {
   ) as Record<Prefixed, (id: string) => string>),
   /** The maintenance schedule's id (its runs are named after it by Temporal). */
   maintenance: 'maintenance',
+  /** The reconciliation schedule's id; its runs are `reconciliation-<start time>`. */
+  reconciliation: 'reconciliation',
 };
 
 /** One webhook delivery: `webhook-<event id>-<subscription id>` (issue 10). */

@@ -33,6 +33,14 @@ export const activityPresets = {
   /** Housekeeping queries, with the server's default retry. */
   maintenance: { startToCloseTimeout: '1 minute' },
   /**
+   * Reconciliation steps: a payment's sync waits for its workflow's provider call; a few
+   * attempts, then the run records the error and the next run tries again.
+   */
+  reconciliation: {
+    startToCloseTimeout: '2 minutes',
+    retry: { ...retryPresets.ledger, maximumAttempts: 3 },
+  },
+  /**
    * One webhook POST (at most 10 s) and its record, run as a local activity. It retries only a
    * fault of ours (the database); the merchant's failures are answers, retried by the workflow's
    * timers.
