@@ -6,6 +6,7 @@ import { declinePermanentDatabaseErrors } from './declines';
 import { createDepositActivities } from './deposit';
 import { createEscrowActivities } from './escrow';
 import { createMaintenanceActivities } from './maintenance';
+import { createOnboardingActivities } from './onboarding';
 import { createTransferActivities } from './transfer';
 
 export type ActivityDeps = { pool: DatabasePool; providers: Providers; config: Config };
@@ -18,6 +19,7 @@ export function createActivities(deps: ActivityDeps) {
       ...createDepositActivities(deps),
       ...createCardDepositActivities(deps),
       ...createEscrowActivities(deps),
+      ...createOnboardingActivities(deps),
     }),
     ...createMaintenanceActivities(deps),
   };
