@@ -1,3 +1,5 @@
+// ajv 8 validates real answers against the document's schemas (draft 2020-12).
+import Ajv2020 from 'ajv/dist/2020';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import {
@@ -444,5 +446,43 @@ describe('verification document upload', () => {
       external_account_added: true,
     });
     expect(await countPayoutDocuments(engine.pool, walletId)).toBe(1);
+  });
+});
+
+describe('the onboarding answers and the OpenAPI document', () => {
+  it('match the documented schema of each operation and status', async () => {
+    const doc = (await clientFor(engine.url, null).get('/api/v1/openapi.json')).body;
+    const ajv = new Ajv2020({ strict: false });
+    const conforms = (method: string, path: string, reply: { status: number; body: unknown }) => {
+      const schema =
+        doc.paths[path][method].responses[String(reply.status)].content['application/json'].schema;
+      const validate = ajv.compile({ ...schema, components: doc.components });
+      expect({
+        path,
+        status: reply.status,
+        valid: validate(reply.body),
+        errors: validate.errors,
+      }).toEqual({ path, status: reply.status, valid: true, errors: null });
+    };
+    const wallet = '/api/v1/transactions/wallet/{wallet_id}';
+    const { walletId } = await createUserWithWallet(api);
+    const body = submission(walletId, { individual: individual({ id_number: '55' }) });
+    conforms('post', COMPLETE, await api.post(COMPLETE, body, CUSTOMER));
+    conforms('post', COMPLETE, await api.post(COMPLETE, body));
+    conforms('get', `${wallet}/onboarding`, await api.get(stateOf(walletId)));
+    const uploaded = await upload(walletId, {
+      file: { content: PNG, type: 'image/png' },
+      purpose: 'identity_document',
+    });
+    expect(uploaded.status).toBe(202);
+    conforms('post', `${wallet}/verification-document`, uploaded);
+    conforms(
+      'post',
+      `${wallet}/verification-document`,
+      await upload(walletId, { purpose: 'identity_document' }),
+    );
+    const synced = await api.post(syncOf(walletId));
+    expect(synced.status).toBe(200);
+    conforms('post', `${wallet}/onboarding/sync`, synced);
   });
 });
