@@ -110,7 +110,8 @@ export function customerAddress(ctx: Koa.Context): string {
         'terms acceptance',
     );
   }
-  if (isIP(first) === 0) {
+  // A zone index (`fe80::1%eth0`) names an interface of the client's machine, not an address.
+  if (isIP(first) === 0 || first.includes('%')) {
     throw new AppError('invalid_request', 'X-Forwarded-For must be the end customer’s IP address');
   }
   const caller = ctx.req.socket.remoteAddress;

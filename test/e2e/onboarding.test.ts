@@ -279,6 +279,11 @@ describe('payout-account onboarding', () => {
   it.each([
     ['missing', {}, 'X-Forwarded-For is missing'],
     ['not an address', { 'x-forwarded-for': 'customer-laptop' }, 'must be the end customer'],
+    [
+      'an address with a zone index',
+      { 'x-forwarded-for': 'fe80::1%eth0' },
+      'must be the end customer',
+    ],
     ['the calling server’s own address', { 'x-forwarded-for': '127.0.0.1' }, 'calling server'],
     [
       'the calling server’s own address (IPv4-mapped)',
