@@ -143,7 +143,12 @@ const DECLARED_ALIASES: Record<string, DocumentContentType> = {
   'application/pdf': 'application/pdf',
 };
 
-type Upload = { purpose: string | undefined; file: { declared: string; content: Buffer } | null };
+type Upload = {
+  purpose: string | undefined;
+  file: { declared: string; content: Buffer } | null;
+  /** `file` came as a plain field (no filename): text, not a file. */
+  fileAsText: boolean;
+};
 
 const tooLarge = () => new AppError('payload_too_large', 'The document is larger than 10 MiB');
 
@@ -175,7 +180,7 @@ function readUpload(ctx: Koa.Context): Promise<Upload> {
       reject(new AppError('invalid_request', 'The multipart body is malformed', { cause: error }));
       return;
     }
-    const upload: Upload = { purpose: undefined, file: null };
+    const upload: Upload = { purpose: undefined, file: null, fileAsText: false };
     let settled = false;
     /** Stops reading for good: the rest of the body is discarded, never buffered. */
     const fail = (error: AppError) => {
@@ -201,6 +206,7 @@ function readUpload(ctx: Koa.Context): Promise<Upload> {
     });
     parser.on('field', (name, value) => {
       if (name === 'purpose') upload.purpose = value;
+      if (name === 'file') upload.fileAsText = true;
     });
     parser.on('error', (error) =>
       fail(new AppError('invalid_request', 'The multipart body is malformed', { cause: error })),
@@ -219,6 +225,12 @@ function checkedDocument(upload: Upload): { contentType: DocumentContentType; co
   if (upload.purpose === undefined) throw new AppError('validation_failed', 'purpose: required');
   if (upload.purpose !== 'identity_document') {
     throw new AppError('validation_failed', 'purpose: must be identity_document');
+  }
+  if (!upload.file && upload.fileAsText) {
+    throw new AppError(
+      'invalid_request',
+      'file must be sent as a file part of the form (with a filename), not as a text field',
+    );
   }
   if (!upload.file) throw new AppError('validation_failed', 'file: required');
   const sniffed = sniffDocumentType(upload.file.content);

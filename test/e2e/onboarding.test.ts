@@ -422,7 +422,7 @@ describe('verification document upload', () => {
     expect((await api.get(stateOf(walletId))).status).toBe(200);
   });
 
-  it('answers 422 for a missing file or another purpose, and 400 for a body that is not multipart', async () => {
+  it('answers 422 for a missing file or another purpose, and 400 for a file sent as text or a body that is not multipart', async () => {
     const noFile = await upload(walletId, { purpose: 'identity_document' });
     expect(noFile).toEqual({ status: 422, body: { detail: 'file: required' } });
     const wrongPurpose = await upload(walletId, {
@@ -433,6 +433,19 @@ describe('verification document upload', () => {
       status: 422,
       body: { detail: 'purpose: must be identity_document' },
     });
+    const form = new FormData();
+    form.append('file', '%PDF-1.4 sent as text');
+    form.append('purpose', 'identity_document');
+    const asText = await fetch(`${engine.url}${documentOf(walletId)}`, {
+      method: 'POST',
+      headers: {
+        'api-key': app.credentials.test.apiKey,
+        'secret-key': app.credentials.test.secretKey,
+      },
+      body: form,
+    });
+    expect(asText.status).toBe(400);
+    expect(((await asText.json()) as { detail: string }).detail).toContain('file part');
     const json = await api.post(documentOf(walletId), { file: 'aGVsbG8=' });
     expect(json.status).toBe(400);
     expect(json.body.detail).toContain('multipart/form-data');
