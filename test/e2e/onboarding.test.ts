@@ -504,3 +504,31 @@ describe('the onboarding answers and the OpenAPI document', () => {
     conforms('post', `${wallet}/onboarding/sync`, synced);
   });
 });
+
+describe('the operator guide’s onboarding query', () => {
+  /** Visibility is eventually consistent: ask until the expected ids show up. */
+  async function find(query: string, expected: string[]): Promise<string[]> {
+    let found: string[] = [];
+    for (let i = 0; i < 60; i += 1) {
+      found = [];
+      for await (const wf of engine.temporal.workflow.list({ query })) found.push(wf.workflowId);
+      if (found.sort().join() === [...expected].sort().join()) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return found.sort();
+  }
+
+  it('lists the onboardings still open, not the verified ones', async () => {
+    const open = await createUserWithWallet(api);
+    const done = await createUserWithWallet(api);
+    const due = submission(open.walletId, { individual: individual({ id_number: '1' }) });
+    expect((await api.post(COMPLETE, due, CUSTOMER)).status).toBe(202);
+    expect((await api.post(COMPLETE, submission(done.walletId), CUSTOMER)).status).toBe(200);
+    await engine.temporal.workflow.getHandle(workflowIds.onboarding(done.walletId)).result();
+    const wallets = `("${open.walletId}", "${done.walletId}")`;
+    const query = `WorkflowType = "onboardingWorkflow" AND ExecutionStatus = "Running" AND WalletId IN ${wallets}`;
+    expect(await find(query, [workflowIds.onboarding(open.walletId)])).toEqual([
+      workflowIds.onboarding(open.walletId),
+    ]);
+  });
+});
