@@ -2,6 +2,7 @@ import {
   findPayoutAccount,
   findPayoutDocument,
   insertPayoutAccount,
+  onboardingResultOf,
   setPayoutDocumentFile,
   updatePayoutAccount,
   type PayoutAccountRow,
@@ -53,18 +54,6 @@ const stateOf = (account: PayoutAccount): PayoutAccountState => ({
     disabled_reason: account.requirements.disabledReason,
   },
 });
-
-export function onboardingResult(row: PayoutAccountRow): OnboardingResult {
-  return {
-    status: 'done',
-    accountId: row.account_id,
-    payoutsEnabled: row.payouts_enabled,
-    externalAccountAdded: row.external_account_added,
-    currentlyDue: row.requirements.currently_due,
-    pendingVerification: row.requirements.pending_verification,
-    disabledReason: row.requirements.disabled_reason,
-  };
-}
 
 export function createOnboardingActivities(deps: { pool: DatabasePool; providers: Providers }) {
   const { pool, providers } = deps;
@@ -130,7 +119,7 @@ export function createOnboardingActivities(deps: { pool: DatabasePool; providers
       );
       row = await updatePayoutAccount(pool, input.walletId, stateOf(account));
     }
-    return onboardingResult(row);
+    return onboardingResultOf(row);
   }
 
   /** The identity re-sync: the provider's view of the account now, recorded. */
@@ -139,7 +128,7 @@ export function createOnboardingActivities(deps: { pool: DatabasePool; providers
     const account = await callProvider(() =>
       providers.connect(input.mode).getAccount(row.account_id),
     );
-    return onboardingResult(await updatePayoutAccount(pool, input.walletId, stateOf(account)));
+    return onboardingResultOf(await updatePayoutAccount(pool, input.walletId, stateOf(account)));
   }
 
   /**
@@ -175,7 +164,7 @@ export function createOnboardingActivities(deps: { pool: DatabasePool; providers
     const account = await callProvider(() =>
       connect.attachIdentityDocument(row.account_id, providerFileId),
     );
-    return onboardingResult(await updatePayoutAccount(pool, input.walletId, stateOf(account)));
+    return onboardingResultOf(await updatePayoutAccount(pool, input.walletId, stateOf(account)));
   }
 
   return { submitOnboarding, syncOnboarding, sendVerificationDocument };

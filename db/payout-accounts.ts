@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { Mode } from '../domain/types';
+import type { OnboardingResult } from '../workflows/onboarding';
 
 /** What the provider still wants before payouts are enabled, as it said it last. */
 export const payoutRequirements = z.object({
@@ -55,6 +56,19 @@ export async function findPayoutAccount(
  */
 export const canReceivePayouts = (row: PayoutAccountRow | null): row is PayoutAccountRow =>
   row !== null && row.payouts_enabled && row.external_account_added;
+
+/** The onboarding result a row records (the workflow's answer, the API's GET). */
+export function onboardingResultOf(row: PayoutAccountRow): OnboardingResult {
+  return {
+    status: 'done',
+    accountId: row.account_id,
+    payoutsEnabled: row.payouts_enabled,
+    externalAccountAdded: row.external_account_added,
+    currentlyDue: row.requirements.currently_due,
+    pendingVerification: row.requirements.pending_verification,
+    disabledReason: row.requirements.disabled_reason,
+  };
+}
 
 /** What the provider says of the account now; written after every call to it. */
 export type PayoutAccountState = {

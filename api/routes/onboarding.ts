@@ -8,6 +8,7 @@ import { z } from 'zod';
 import {
   findPayoutAccount,
   insertPayoutDocument,
+  onboardingResultOf,
   type DocumentContentType,
   type PayoutAccountRow,
 } from '../../db/payout-accounts';
@@ -348,16 +349,7 @@ export function onboardingRoutes(deps: ApiDeps): Route[] {
       },
       handler: async ({ caller, params }) => {
         const row = await submitted(caller, params.wallet_id);
-        const { body } = answer({
-          status: 'done',
-          accountId: row.account_id,
-          payoutsEnabled: row.payouts_enabled,
-          externalAccountAdded: row.external_account_added,
-          currentlyDue: row.requirements.currently_due,
-          pendingVerification: row.requirements.pending_verification,
-          disabledReason: row.requirements.disabled_reason,
-        });
-        return { body };
+        return { body: onboardingBody(onboardingResultOf(row)) };
       },
     }),
     defineRoute({
