@@ -7,6 +7,7 @@ import { createDepositActivities } from './deposit';
 import { createEscrowActivities } from './escrow';
 import { createMaintenanceActivities } from './maintenance';
 import { createOnboardingActivities } from './onboarding';
+import { createReconciliationActivities } from './reconciliation';
 import { createTransferActivities } from './transfer';
 
 export type ActivityDeps = { pool: DatabasePool; providers: Providers; config: Config };
@@ -22,5 +23,6 @@ export function createActivities(deps: ActivityDeps) {
       ...createOnboardingActivities(deps),
     }),
     ...createMaintenanceActivities(deps),
+    ...createReconciliationActivities(deps),
   };
 }
