@@ -209,6 +209,17 @@ function readUpload(ctx: Koa.Context): Promise<Upload> {
       if (name === 'purpose') upload.purpose = value;
       if (name === 'file') upload.fileAsText = true;
     });
+    // Past a limit busboy drops the rest silently, `purpose` included: refuse instead.
+    for (const limit of ['partsLimit', 'fieldsLimit', 'filesLimit'] as const) {
+      parser.on(limit, () =>
+        fail(
+          new AppError(
+            'invalid_request',
+            'The form has too many parts: send the fields file and purpose only',
+          ),
+        ),
+      );
+    }
     parser.on('error', (error) =>
       fail(new AppError('invalid_request', 'The multipart body is malformed', { cause: error })),
     );

@@ -85,10 +85,15 @@ const GIF = Buffer.from('GIF89a-not-an-accepted-type');
 /** A multipart upload over real HTTP, as a merchant's back end sends it. */
 async function upload(
   walletId: string,
-  parts: { file?: { content: Buffer; type: string; name?: string }; purpose?: string },
+  parts: {
+    file?: { content: Buffer; type: string; name?: string };
+    purpose?: string;
+    extra?: [string, string][];
+  },
   credentials: TestApp = app,
 ) {
   const form = new FormData();
+  for (const [name, value] of parts.extra ?? []) form.append(name, value);
   if (parts.file) {
     form.append(
       'file',
@@ -449,6 +454,19 @@ describe('verification document upload', () => {
     const json = await api.post(documentOf(walletId), { file: 'aGVsbG8=' });
     expect(json.status).toBe(400);
     expect(json.body.detail).toContain('multipart/form-data');
+    expect(await countPayoutDocuments(engine.pool, walletId)).toBe(0);
+  });
+
+  it('refuses a form with more parts than it reads (400, nothing stored) rather than dropping purpose', async () => {
+    const crowded = await upload(walletId, {
+      extra: [1, 2, 3, 4].map((n) => [`note${n}`, 'x']),
+      file: { content: PDF, type: 'application/pdf' },
+      purpose: 'identity_document',
+    });
+    expect(crowded).toEqual({
+      status: 400,
+      body: { detail: 'The form has too many parts: send the fields file and purpose only' },
+    });
     expect(await countPayoutDocuments(engine.pool, walletId)).toBe(0);
   });
 
