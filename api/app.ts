@@ -6,6 +6,8 @@ import { jsonBody } from './middleware/body';
 import { errorsAndAccessLog } from './middleware/errors';
 import { concretePathsWin, mountRoutes } from './pipeline';
 import type { Route } from './route';
+import { adminRoutes } from './routes/admin';
+import { analyticsRoutes } from './routes/analytics';
 import { cardDepositRoutes } from './routes/card-deposits';
 import { feeRoutes } from './routes/fees';
 import { depositRoutes } from './routes/deposits';
@@ -39,6 +41,8 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...webhookSubscriptionRoutes(deps),
     ...eventRoutes(deps),
     ...onboardingRoutes(deps),
+    ...analyticsRoutes(deps),
+    ...adminRoutes(deps),
   );
   return routes;
 }
@@ -48,7 +52,7 @@ export function createApp(deps: ApiDeps): Koa {
   // Every method node parses counts as implemented, so that TRACE on a known path answers 405
   // with Allow (as PUT does), not the router's bare 501.
   const router = new Router({ methods: [...METHODS] });
-  mountRoutes(router, apiRoutes(deps), deps.pool);
+  mountRoutes(router, apiRoutes(deps), deps.pool, { trustProxy: deps.config.api.trustProxy });
   app.use(errorsAndAccessLog(deps.logger));
   app.use(jsonBody({ streamed: streamsOwnBody }));
   app.use(router.routes());

@@ -1,7 +1,7 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { Currency } from '../domain/money';
-import type { Mode, TransactionType } from '../domain/types';
+import { TRANSACTION_TYPES, type Mode, type TransactionType } from '../domain/types';
 import { transactionColumns, transactionRow, type TransactionRow } from './transactions';
 
 /**
@@ -120,53 +120,48 @@ export type AdminAnalyticsFilter = {
 };
 
 export type AdminAnalytics = {
-  /** Completed transactions over all transactions, 0 when there are none. */
-  completedCount: number;
-  totalCount: number;
-  /** Sum of completed amounts per currency (averages are per currency too). */
-  volumeByCurrency: { currency: Currency; volume: bigint; count: number }[];
-  volumeByType: { transaction_type: TransactionType; volume: bigint; count: number }[];
+  /** Per currency: completed volume and count, and every payment whatever its status. */
+  byCurrency: { currency: Currency; volume: bigint; count: number; total: number }[];
+  /** Per type and currency: completed volume and count. */
+  byType: {
+    transaction_type: TransactionType;
+    currency: Currency;
+    volume: bigint;
+    count: number;
+  }[];
 };
 
 const groupRow = z.object({
-  key: z.string(),
+  currency: z.enum(['USD', 'SLE']),
+  transaction_type: z.enum(TRANSACTION_TYPES).nullable(),
   volume: z.bigint(),
   count: z.number(),
   total: z.number(),
 });
 
-/** Across every application (or the filtered one), from the same daily rollup. */
+/** Across every application (or the filtered one), from the same daily rollup, in one query. */
 export async function adminAnalytics(
   pool: CommonQueryMethods,
   filter: AdminAnalyticsFilter,
 ): Promise<AdminAnalytics> {
-  const where = sql.fragment`
-    (${filter.applicationId ?? null}::uuid IS NULL OR application_id = ${filter.applicationId ?? null}::uuid)
-    AND (${filter.mode ?? null}::text IS NULL OR mode = ${filter.mode ?? null}::text)
-    AND (${filter.from ?? null}::date IS NULL OR day >= ${filter.from ?? null}::date)
-    AND (${filter.to ?? null}::date IS NULL OR day <= ${filter.to ?? null}::date)`;
-  const grouped = (column: 'currency' | 'transaction_type') =>
-    pool.any(sql.type(groupRow)`
-      SELECT ${sql.identifier([column])} AS key,
-        coalesce(sum(completed_volume), 0)::bigint AS volume,
-        coalesce(sum(completed_count), 0)::int AS count,
-        coalesce(sum(total_count), 0)::int AS total
-      FROM analytics_daily WHERE ${where}
-      GROUP BY 1 ORDER BY 1`);
-  const byCurrency = await grouped('currency');
-  const byType = await grouped('transaction_type');
+  const rows = await pool.any(sql.type(groupRow)`
+    SELECT currency, transaction_type,
+      sum(completed_volume)::bigint AS volume,
+      sum(completed_count)::int AS count,
+      sum(total_count)::int AS total
+    FROM analytics_daily
+    WHERE (${filter.applicationId ?? null}::uuid IS NULL OR application_id = ${filter.applicationId ?? null}::uuid)
+      AND (${filter.mode ?? null}::text IS NULL OR mode = ${filter.mode ?? null}::text)
+      AND (${filter.from ?? null}::date IS NULL OR day >= ${filter.from ?? null}::date)
+      AND (${filter.to ?? null}::date IS NULL OR day <= ${filter.to ?? null}::date)
+    GROUP BY GROUPING SETS ((currency), (currency, transaction_type))
+    ORDER BY currency, transaction_type NULLS FIRST`);
   return {
-    completedCount: byCurrency.reduce((n, r) => n + r.count, 0),
-    totalCount: byCurrency.reduce((n, r) => n + r.total, 0),
-    volumeByCurrency: byCurrency.map((r) => ({
-      currency: r.key as Currency,
-      volume: r.volume,
-      count: r.count,
-    })),
-    volumeByType: byType.map((r) => ({
-      transaction_type: r.key as TransactionType,
-      volume: r.volume,
-      count: r.count,
-    })),
+    byCurrency: rows
+      .filter((r) => r.transaction_type === null)
+      .map(({ currency, volume, count, total }) => ({ currency, volume, count, total })),
+    byType: rows.flatMap(({ transaction_type, currency, volume, count }) =>
+      transaction_type ? [{ transaction_type, currency, volume, count }] : [],
+    ),
   };
 }
