@@ -47,10 +47,14 @@ BEGIN
   END IF;
   RETURN NULL;
 END $$;
-CREATE TRIGGER analytics_daily_insert AFTER INSERT OR DELETE ON transactions
+-- Deferred to the commit: the day's row is locked only while the money step's transaction
+-- commits, so that concurrent payments of one application queue on it for that instant only.
+CREATE CONSTRAINT TRIGGER analytics_daily_insert AFTER INSERT OR DELETE ON transactions
+  DEFERRABLE INITIALLY DEFERRED
   FOR EACH ROW EXECUTE FUNCTION analytics_daily_apply();
 -- Only a change that moves a figure touches the rollup (not a shrinking hold or new metadata).
-CREATE TRIGGER analytics_daily_update AFTER UPDATE ON transactions
+CREATE CONSTRAINT TRIGGER analytics_daily_update AFTER UPDATE ON transactions
+  DEFERRABLE INITIALLY DEFERRED
   FOR EACH ROW WHEN (
     OLD.status IS DISTINCT FROM NEW.status OR OLD.amount IS DISTINCT FROM NEW.amount
     OR OLD.application_fee IS DISTINCT FROM NEW.application_fee
