@@ -4,7 +4,7 @@ import { startApi, type RunningApi } from '../../api/server';
 import { createAdmin, type CreatedAdmin } from '../../db/admins';
 import { dashboardAnalytics } from '../../db/analytics';
 import { updateApplication } from '../../db/applications';
-import { clear } from '../../db/auth-lockout';
+import { clear, lockedUntil, recordFailure } from '../../db/auth-lockout';
 import { createLogger } from '../../observability/logger';
 import { assertLedgerInvariant, fundWallet } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
@@ -217,6 +217,18 @@ describe('GET /api/v1/analytics/dashboard', () => {
       total_balance: 10,
     });
     await assertLedgerInvariant(engine.pool);
+
+    // What the trigger kept, payment by payment and status by status, is what a recount of
+    // every record gives.
+    const rollup = () =>
+      engine.pool.anyFirst(sql.type(z.object({ row: z.string() }))`
+        SELECT concat_ws(' ', application_id, mode, day, currency, transaction_type, total_count,
+          completed_count, completed_volume, fees) AS row
+        FROM analytics_daily WHERE total_count <> 0 ORDER BY 1`);
+    const kept = await rollup();
+    expect(kept).toHaveLength(7);
+    await engine.pool.query(sql.unsafe`SELECT analytics_daily_rebuild()`);
+    expect(await rollup()).toEqual(kept);
   });
 
   it('the chart walks with the date: tomorrow, today’s payments are the day before last', async () => {
@@ -370,6 +382,23 @@ describe('GET /api/v1/transactions/admin/analytics', () => {
     expect((await anonymous().get(ADMIN, adminHeaders(admin, address))).status).toBe(200);
   });
 
+  it('forgets failures older than 15 minutes', async () => {
+    const address = '198.51.100.70';
+    for (let i = 0; i < 4; i += 1) {
+      expect(await recordFailure(engine.pool, 'test_scope', address)).toBeNull();
+    }
+    await engine.pool.query(sql.unsafe`
+      UPDATE auth_failures SET failed_at = now() - interval '16 minutes'
+      WHERE scope = 'test_scope' AND address = ${address}`);
+    expect(await recordFailure(engine.pool, 'test_scope', address)).toBeNull();
+    expect(await lockedUntil(engine.pool, 'test_scope', address)).toBeNull();
+    for (let i = 0; i < 3; i += 1) await recordFailure(engine.pool, 'test_scope', address);
+    expect(await recordFailure(engine.pool, 'test_scope', address)).toBe(900);
+    expect(await lockedUntil(engine.pool, 'test_scope', address)).toBeGreaterThan(890);
+    // Scopes are apart: the admin endpoints do not see this one's lockout.
+    expect(await lockedUntil(engine.pool, 'admin_api', address)).toBeNull();
+  });
+
   it('believes X-Forwarded-For only as far as TRUST_PROXY says', async () => {
     const admin = await newAdmin();
     // Trusting one proxy: the address it saw is the rightmost; what the client wrote before it
@@ -397,7 +426,8 @@ describe('GET /api/v1/transactions/admin/analytics', () => {
     const lockedPeer = await anonymous(direct.url).get(ADMIN, adminHeaders(other, '192.0.2.200'));
     expect(lockedPeer.status).toBe(429);
     const addresses = await engine.pool.anyFirst(sql.type(z.object({ address: z.string() }))`
-      SELECT address FROM auth_lockouts WHERE locked_until > now() ORDER BY address`);
+      SELECT address FROM auth_lockouts WHERE scope = 'admin_api' AND locked_until > now()
+        ORDER BY address`);
     expect(addresses).toEqual(['127.0.0.1', '198.51.100.60']);
     await clear(engine.pool, 'admin_api', '127.0.0.1');
     expect(
