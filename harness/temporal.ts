@@ -11,6 +11,7 @@ import {
   Runtime,
 } from '@temporalio/worker';
 import { SEARCH_ATTRIBUTE_DEFINITIONS } from '../workflows/shared';
+import { removePidFile, stopLeftover, writePidFile } from './processes';
 
 const rootDir = path.resolve(__dirname, '..');
 const WHEELS = {
@@ -216,4 +217,42 @@ export async function writeWorkflowBundle(dir: string): Promise<string> {
   const file = path.join(dir, 'workflow-bundle.js');
   await writeFile(file, await bundleWorkflows(require.resolve('../workflows')));
   return file;
+}
+
+/**
+ * The Temporal dev server of `npm start` on `.data/temporal.sqlite`, for a supervisor: one left
+ * running by an earlier start that was killed is stopped first (its pid file,
+ * `.data/temporal.pid`), a foreign process on the port is refused.
+ */
+export async function startLocalTemporal(options: {
+  dataDir: string;
+  port: number;
+  uiPort: number;
+  log: (line: string) => void;
+  warn: (message: string) => void;
+}): Promise<DevServer> {
+  const pidFile = path.join(options.dataDir, 'temporal.pid');
+  await stopLeftover({
+    name: 'Temporal dev server',
+    pidFile,
+    looksLike: /start-dev/,
+    signal: 'SIGTERM',
+    port: options.port,
+    portHint: 'TEMPORAL_PORT',
+    log: options.warn,
+  });
+  const server = await startTemporalDevServer({
+    port: options.port,
+    uiPort: options.uiPort,
+    dbFile: path.join(options.dataDir, 'temporal.sqlite'),
+    log: options.log,
+  });
+  await writePidFile(pidFile, server.pid);
+  return {
+    ...server,
+    stop: async () => {
+      await server.stop();
+      await removePidFile(pidFile);
+    },
+  };
 }
