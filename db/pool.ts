@@ -100,3 +100,23 @@ export function isDatabaseUnreachable(error: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * Runs `open` (creating a pool connects at once) until the database answers: a process started
+ * during an outage waits for its end instead of exiting. Errors other than an unreachable
+ * database (bad credentials, no such database) are thrown at once.
+ */
+export async function whenDatabaseAnswers<T>(
+  open: () => Promise<T>,
+  onWait: (error: unknown, retryInMs: number) => void,
+): Promise<T> {
+  for (let delay = 500; ; delay = Math.min(delay * 2, 10_000)) {
+    try {
+      return await open();
+    } catch (error) {
+      if (!isDatabaseUnreachable(error)) throw error;
+      onWait(error, delay);
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+}

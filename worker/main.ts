@@ -1,7 +1,7 @@
 import { Client } from '@temporalio/client';
 import { loadConfig, requireDatabaseUrl, temporalAddress } from '../config';
 import { createLogger, type Logger } from '../observability/logger';
-import { createDatabasePool } from '../db/pool';
+import { createDatabasePool, whenDatabaseAnswers } from '../db/pool';
 import { openTemporalConnection } from '../api/temporal';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
 import { runResilientWorker } from './resilient';
@@ -21,9 +21,13 @@ async function main(): Promise<void> {
     telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } },
     shutdownSignals: [],
   });
-  const pool = await createDatabasePool(requireDatabaseUrl(config), {
-    maximumPoolSize: config.database.poolSize,
-  });
+  const pool = await whenDatabaseAnswers(
+    () =>
+      createDatabasePool(requireDatabaseUrl(config), {
+        maximumPoolSize: config.database.poolSize,
+      }),
+    (error, retryInMs) => logger.warn({ err: error, retryInMs }, 'waiting for Postgres'),
+  );
   const worker = runResilientWorker({ config, pool, logger });
   const schedules = new AbortController();
   void createSchedules(config, logger, schedules.signal);
