@@ -76,12 +76,12 @@ const UNREACHABLE_ERRORS = new Set([
   'BackendTerminatedError',
   'BackendTerminatedUnexpectedlyError',
 ]);
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT']);
 
 /**
  * Whether `error` says that Postgres is unreachable rather than that a statement failed: slonik's
- * connection errors (by name: under Jest classes differ between realms), a socket refused or cut,
- * SQLSTATE class 08 (connection exception) or 57P01-57P03 (shut down, starting up).
+ * connection errors (by name: under Jest classes differ between realms), the driver's connection
+ * cut or not opened in time, SQLSTATE class 08 (connection exception) or 57P01-57P03 (shut down,
+ * starting up). A socket error of anything else (a provider's HTTP call) is not one of them.
  */
 export function isDatabaseUnreachable(error: unknown): boolean {
   const seen = new Set<unknown>();
@@ -89,12 +89,8 @@ export function isDatabaseUnreachable(error: unknown): boolean {
     seen.add(e);
     const { code, message } = e as { code?: unknown; message?: unknown };
     if (UNREACHABLE_ERRORS.has(e.constructor.name)) return true;
-    if (
-      typeof code === 'string' &&
-      (UNREACHABLE_CODES.has(code) || /^(08...|57P0[123])$/.test(code))
-    )
-      return true;
-    if (typeof message === 'string' && /^Connection terminated|timeout expired/.test(message))
+    if (typeof code === 'string' && /^(08...|57P0[123])$/.test(code)) return true;
+    if (typeof message === 'string' && /^(Connection terminated|timeout expired$)/.test(message))
       return true;
     e = (e as { cause?: unknown }).cause;
   }
