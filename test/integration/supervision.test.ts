@@ -56,12 +56,16 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-/** Starts `scripts/start.ts` and waits for its banner (the API's address). */
-async function start(): Promise<Start> {
+/**
+ * Starts `scripts/start.ts` and waits for its banner (the API's address). `ownGroup`: in a
+ * process group of its own, as a shell runs it, so that the group can be signalled.
+ */
+async function start(ownGroup = false): Promise<Start> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
     cwd: root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: ownGroup,
   });
   started.push(child);
   let output = '';
@@ -191,5 +195,26 @@ describe('npm start supervises what it started', () => {
       code: 0,
       alive: [],
     });
+  });
+
+  it('SIGINT to the process group (Ctrl-C) stops every child, none restarted', async () => {
+    const third = await start(true);
+    const children = [postmasterPid()!, temporalPid()!];
+    expect(children.every(isAlive)).toBe(true);
+    // The servers get the signal too, and stop by themselves: that is not a death to restart.
+    process.kill(-third.child.pid!, 'SIGINT');
+    const gone = await waitFor(
+      () => third.child.exitCode !== null && !children.some(isAlive),
+      5_000,
+    );
+    expect({ gone, code: third.child.exitCode, alive: children.filter(isAlive) }).toEqual({
+      gone: true,
+      code: 0,
+      alive: [],
+    });
+    expect(third.output()).not.toMatch(/restarting/);
+    expect([postmasterPid(), temporalPid()].filter((pid) => pid !== null && isAlive(pid))).toEqual(
+      [],
+    );
   });
 });
