@@ -88,6 +88,17 @@ async function replaced(read: () => number | null, old: number): Promise<number>
   return read()!;
 }
 
+/** `start` and `children` all gone within a few seconds, and `start` exited with status 0. */
+async function expectStopped(stopped: Start, children: number[]): Promise<void> {
+  const { child } = stopped;
+  const gone = await waitFor(() => child.exitCode !== null && !children.some(isAlive), 5_000);
+  expect({ gone, code: child.exitCode, alive: children.filter(isAlive) }).toEqual({
+    gone: true,
+    code: 0,
+    alive: [],
+  });
+}
+
 async function demoClient(url: string): Promise<ApiClient> {
   const demo = JSON.parse(await readFile(dataFile('demo-credentials.json'), 'utf8')) as {
     api_key: string;
@@ -186,15 +197,7 @@ describe('npm start supervises what it started', () => {
     }
 
     second.child.kill('SIGTERM');
-    const gone = await waitFor(
-      () => second.child.exitCode !== null && !children.some(isAlive),
-      5_000,
-    );
-    expect({ gone, code: second.child.exitCode, alive: children.filter(isAlive) }).toEqual({
-      gone: true,
-      code: 0,
-      alive: [],
-    });
+    await expectStopped(second, children);
   });
 
   it('SIGINT to the process group (Ctrl-C) stops every child, none restarted', async () => {
@@ -203,15 +206,7 @@ describe('npm start supervises what it started', () => {
     expect(children.every(isAlive)).toBe(true);
     // The servers get the signal too, and stop by themselves: that is not a death to restart.
     process.kill(-third.child.pid!, 'SIGINT');
-    const gone = await waitFor(
-      () => third.child.exitCode !== null && !children.some(isAlive),
-      5_000,
-    );
-    expect({ gone, code: third.child.exitCode, alive: children.filter(isAlive) }).toEqual({
-      gone: true,
-      code: 0,
-      alive: [],
-    });
+    await expectStopped(third, children);
     expect(third.output()).not.toMatch(/restarting/);
     expect([postmasterPid(), temporalPid()].filter((pid) => pid !== null && isAlive(pid))).toEqual(
       [],

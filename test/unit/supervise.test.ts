@@ -26,19 +26,17 @@ function sleeper(pids: number[]): () => Promise<Supervised> {
   };
 }
 
+/** A supervisor of `sleep` children (their pids in `pids`) under the short test policy. */
+const superviseSleepers = (pids: number[], onGiveUp: (error: Error) => void = () => undefined) =>
+  supervise({ name: 'sleeper', start: sleeper(pids), logger, policy, onGiveUp });
+
 const killLast = (pids: number[]) => process.kill(pids[pids.length - 1]!, 'SIGKILL');
 
 describe('supervise', () => {
   it('restarts a killed child, then gives up after too many failures in the window', async () => {
     const pids: number[] = [];
     const gaveUp: Error[] = [];
-    const supervisor = await supervise({
-      name: 'sleeper',
-      start: sleeper(pids),
-      logger,
-      policy,
-      onGiveUp: (error) => gaveUp.push(error),
-    });
+    const supervisor = await superviseSleepers(pids, (error) => gaveUp.push(error));
     for (let kill = 1; kill <= policy.maxFailures; kill++) {
       killLast(pids);
       expect(await waitFor(() => pids.length === kill + 1 && isAlive(pids[kill]!), 5_000)).toBe(
@@ -81,13 +79,7 @@ describe('supervise', () => {
 
   it('restarts nothing once halted (a signal to the process group stops the children)', async () => {
     const pids: number[] = [];
-    const supervisor = await supervise({
-      name: 'sleeper',
-      start: sleeper(pids),
-      logger,
-      policy,
-      onGiveUp: () => undefined,
-    });
+    const supervisor = await superviseSleepers(pids);
     supervisor.halt();
     killLast(pids);
     await new Promise((resolve) => setTimeout(resolve, policy.maxBackoffMs * 3));
