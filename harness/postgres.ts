@@ -8,7 +8,7 @@ import pg from 'pg';
 import type { Config } from '../config';
 import { migrate } from '../db/migrate';
 import type { Logger } from '../observability/logger';
-import { stopLeftover } from './processes';
+import { literally, stopLeftover } from './processes';
 
 export type EmbeddedDatabase = {
   url: (database: string) => string;
@@ -231,7 +231,8 @@ export async function startLocalPostgres(
   await stopLeftover({
     name: 'embedded Postgres',
     pidFile: path.join(dir, 'postmaster.pid'),
-    looksLike: /postgres/,
+    // This folder's server: a pid reused by another process (another Postgres) is left alone.
+    looksLike: literally(`-D ${dir} `),
     // SIGINT: Postgres's fast shutdown (rolls back open transactions, writes a checkpoint).
     signal: 'SIGINT',
     port,

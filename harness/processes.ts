@@ -56,6 +56,10 @@ export async function stopProcess(
   await waitFor(() => !isAlive(pid), 5_000);
 }
 
+/** A pattern matching `text` literally (a path inside a command line). */
+export const literally = (text: string): RegExp =>
+  new RegExp(text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+
 /** Whether something accepts TCP connections on 127.0.0.1:`port`. */
 export function portInUse(port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -11,7 +11,7 @@ import {
   Runtime,
 } from '@temporalio/worker';
 import { SEARCH_ATTRIBUTE_DEFINITIONS } from '../workflows/shared';
-import { removePidFile, stopLeftover, writePidFile } from './processes';
+import { literally, removePidFile, stopLeftover, writePidFile } from './processes';
 
 const rootDir = path.resolve(__dirname, '..');
 const WHEELS = {
@@ -232,10 +232,11 @@ export async function startLocalTemporal(options: {
   warn: (message: string) => void;
 }): Promise<DevServer> {
   const pidFile = path.join(options.dataDir, 'temporal.pid');
+  const dbFile = path.join(options.dataDir, 'temporal.sqlite');
   await stopLeftover({
     name: 'Temporal dev server',
     pidFile,
-    looksLike: /start-dev/,
+    looksLike: literally(`--db-filename ${dbFile} `),
     signal: 'SIGTERM',
     port: options.port,
     portHint: 'TEMPORAL_PORT',
@@ -244,7 +245,7 @@ export async function startLocalTemporal(options: {
   const server = await startTemporalDevServer({
     port: options.port,
     uiPort: options.uiPort,
-    dbFile: path.join(options.dataDir, 'temporal.sqlite'),
+    dbFile,
     log: options.log,
   });
   await writePidFile(pidFile, server.pid);

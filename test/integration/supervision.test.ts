@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
 import { freePort } from '../../harness/ports';
-import { isAlive, readPidFile, waitFor } from '../../harness/processes';
+import { commandLine, isAlive, readPidFile, waitFor } from '../../harness/processes';
 import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 import type { TestApp } from '../support/engine';
@@ -50,8 +50,10 @@ afterAll(async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
   }
   await waitFor(() => started.every((c) => c.exitCode !== null || c.signalCode !== null), 10_000);
+  // Left only by a failed test; a pid reused by another process is not this test's to kill.
   for (const pid of [postmasterPid(), temporalPid()]) {
-    if (pid !== null && isAlive(pid)) process.kill(pid, 'SIGKILL');
+    if (pid !== null && isAlive(pid) && commandLine(pid).includes(dir))
+      process.kill(pid, 'SIGKILL');
   }
   if (dir) await rm(dir, { recursive: true, force: true });
 });
