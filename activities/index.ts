@@ -6,7 +6,9 @@ import { declinePermanentDatabaseErrors } from './declines';
 import { createDepositActivities } from './deposit';
 import { createEscrowActivities } from './escrow';
 import { createMaintenanceActivities } from './maintenance';
+import { createReconciliationActivities } from './reconciliation';
 import { createTransferActivities } from './transfer';
+import { createWebhookActivities } from './webhooks';
 
 export type ActivityDeps = { pool: DatabasePool; providers: Providers; config: Config };
 
@@ -20,5 +22,7 @@ export function createActivities(deps: ActivityDeps) {
       ...createEscrowActivities(deps),
     }),
     ...createMaintenanceActivities(deps),
+    ...createWebhookActivities(deps),
+    ...createReconciliationActivities(deps),
   };
 }

@@ -10,6 +10,7 @@ import { cardDepositRoutes } from './routes/card-deposits';
 import { feeRoutes } from './routes/fees';
 import { depositRoutes } from './routes/deposits';
 import { escrowRoutes } from './routes/escrow';
+import { eventRoutes } from './routes/events';
 import { providerWebhookRoutes } from './routes/provider-webhooks';
 import { syncRoutes } from './routes/sync';
 import { systemRoutes } from './routes/system';
@@ -35,6 +36,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...feeRoutes(deps),
     ...transactionRoutes(deps),
     ...webhookSubscriptionRoutes(deps),
+    ...eventRoutes(deps),
   );
   return routes;
 }

@@ -147,6 +147,7 @@ async function main(): Promise<void> {
     await ensureSchedules(
       new Client({ connection, namespace: config.temporal.namespace }),
       config.temporal.taskQueue,
+      config.reconciliation,
     );
     const api = await startApi(running, logger, databaseUrl);
     stops.push(api.close);

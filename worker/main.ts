@@ -61,6 +61,7 @@ async function createSchedules(
         await ensureSchedules(
           new Client({ connection, namespace: config.temporal.namespace }),
           config.temporal.taskQueue,
+          config.reconciliation,
         );
         return;
       } catch (error) {

@@ -3,3 +3,5 @@ export { mobileMoneyDepositWorkflow } from './deposit';
 export { cardDepositWorkflow } from './card-deposit';
 export { escrowWorkflow } from './escrow';
 export { maintenanceWorkflow } from './maintenance';
+export { webhookDeliveryWorkflow, webhookRelayWorkflow } from './webhook';
+export { reconciliationWorkflow } from './reconciliation';

@@ -27,6 +27,7 @@ import { cardDepositWorkflow } from '../../workflows/card-deposit';
 import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
 import { escrowWorkflow } from '../../workflows/escrow';
 import { maintenanceWorkflow } from '../../workflows/maintenance';
+import { reconciliationWorkflow } from '../../workflows/reconciliation';
 import {
   cardDepositUpdates,
   depositUpdates,
@@ -48,6 +49,7 @@ import {
   type TransferResult,
 } from '../../workflows/shared';
 import { transferWorkflow } from '../../workflows/transfer';
+import { WEBHOOK_SCENARIOS } from './webhook-scenarios';
 
 export const THIRTY_MINUTES = 30 * 60 * 1000;
 export const SEVEN_DAYS = 7 * 24 * 60 * 60 * 1000;
@@ -574,11 +576,55 @@ export const maintenance = scenario({
   input: () => undefined,
   activities: () => ({
     pruneExpiredRows: () => Promise.resolve({ rateLimitWindows: 2, idempotencyKeys: 3 }),
+    ensureWebhookRelayRuns: () => Promise.resolve(),
   }),
   run: async (env, taskQueue) => {
     const handle = await env.client.workflow.start(maintenanceWorkflow, {
       workflowId: 'maintenance',
       taskQueue,
+    });
+    return { handle, result: await handle.result() };
+  },
+});
+
+/**
+ * A reconciliation run: three stale payments synced two at a time; the first is settled by its
+ * provider, the second still pending, the third cannot be synced (recorded as an error); then
+ * one kept notification of two is matched.
+ */
+export const reconciliation = scenario({
+  name: 'reconciliation',
+  input: () => ({}),
+  activities: () => {
+    const payments = [fixtureId(71), fixtureId(72), fixtureId(73)];
+    return {
+      findStalePayments: ({ graceSeconds }: { graceSeconds: number | null }) =>
+        Promise.resolve({
+          payments: payments.map((id) => ({ id, transactionType: 'mobile_money_deposit' })),
+          graceSeconds: graceSeconds ?? 300,
+          concurrency: 2,
+        }),
+      reconcilePayment: async ({ transactionId }: { transactionId: string }) => {
+        await delay(20);
+        if (transactionId === payments[2]) {
+          throw ApplicationFailure.nonRetryable('the provider cannot be reached');
+        }
+        return {
+          transaction_id: transactionId,
+          transaction_type: 'mobile_money_deposit',
+          from: 'pending',
+          to: transactionId === payments[0] ? 'completed' : 'pending',
+        };
+      },
+      retryUnmatchedNotifications: () => Promise.resolve({ retried: 2, matched: 1 }),
+      recordReconciliationRun: () => Promise.resolve(),
+    };
+  },
+  run: async (env, taskQueue, input) => {
+    const handle = await env.client.workflow.start(reconciliationWorkflow, {
+      workflowId: 'reconciliation',
+      taskQueue,
+      args: [input],
     });
     return { handle, result: await handle.result() };
   },
@@ -607,4 +653,6 @@ export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
   escrowHoldDeclined,
   escrowExpired,
   maintenance,
+  reconciliation,
+  ...WEBHOOK_SCENARIOS,
 ];
