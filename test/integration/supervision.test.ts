@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -138,6 +139,14 @@ describe('npm start supervises what it started', () => {
     await fundWallet(pool, from, 10_000n);
   });
   afterAll(async () => pool?.end());
+
+  it('runs the dev server on a file in WAL mode (the CLI took the durable flags)', () => {
+    expect(existsSync(dataFile('temporal.sqlite'))).toBe(true);
+    expect(existsSync(dataFile('temporal.sqlite-wal'))).toBe(true);
+    expect(commandLine(temporalPid()!)).toContain(
+      'journal_mode=wal --sqlite-pragma synchronous=normal',
+    );
+  });
 
   it('restarts a killed Temporal dev server; payments go through again', async () => {
     const old = temporalPid()!;
