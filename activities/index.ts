@@ -6,6 +6,7 @@ import { declinePermanentDatabaseErrors } from './declines';
 import { createDepositActivities } from './deposit';
 import { createEscrowActivities } from './escrow';
 import { createMaintenanceActivities } from './maintenance';
+import { createOnboardingActivities } from './onboarding';
 import { createReconciliationActivities } from './reconciliation';
 import { createTransferActivities } from './transfer';
 import { createWebhookActivities } from './webhooks';
@@ -20,6 +21,7 @@ export function createActivities(deps: ActivityDeps) {
       ...createDepositActivities(deps),
       ...createCardDepositActivities(deps),
       ...createEscrowActivities(deps),
+      ...createOnboardingActivities(deps),
     }),
     ...createMaintenanceActivities(deps),
     ...createWebhookActivities(deps),

@@ -29,6 +29,13 @@ import { escrowWorkflow } from '../../workflows/escrow';
 import { maintenanceWorkflow } from '../../workflows/maintenance';
 import { reconciliationWorkflow } from '../../workflows/reconciliation';
 import {
+  onboardingUpdates,
+  onboardingWorkflow,
+  type OnboardingInput,
+  type OnboardingResult,
+  type OnboardingSubmission,
+} from '../../workflows/onboarding';
+import {
   cardDepositUpdates,
   depositUpdates,
   escrowUpdates,
@@ -407,6 +414,101 @@ export const release = (handle: EscrowHandle, request: ReleaseRequest) =>
 export const refund = (handle: EscrowHandle, request: RefundRequest) =>
   handle.executeUpdate(escrowUpdates.refund, { args: [request] });
 
+// --- payout onboarding ---
+
+export const onboardingInput = (walletId: string): OnboardingInput => ({
+  applicationId: APP,
+  mode: 'test',
+  walletId,
+});
+
+/** A submission; identity number 000000000 is verified at once, as in the sandbox. */
+export const onboardingSubmission = (
+  idNumber = '000000000',
+  cardToken: string | null = 'tok_visa_debit',
+): OnboardingSubmission => ({
+  individual: {
+    first_name: 'Aminata',
+    last_name: 'Kamara',
+    dob: { day: 14, month: 3, year: 1990 },
+    address: { line1: '12 Siaka Stevens Street', city: 'Freetown', country: 'SL' },
+    email: 'aminata@example.com',
+    id_number: idNumber,
+  },
+  businessProfile: { mcc: '5734', product_description: 'Handmade furniture' },
+  cardToken,
+  tosAcceptance: { ip: '203.0.113.7', date: 1_790_000_000 },
+});
+
+export const debitCardRequired = () =>
+  ApplicationFailure.nonRetryable('debit_card_required', 'debit_card_required');
+
+/**
+ * The onboarding activities over a provider kept in memory that behaves like the sandbox: a
+ * document is due unless the identity number is 000000000, a document makes it pending, and the
+ * next re-sync verifies it; `tok_visa` (a credit card) is refused.
+ */
+export function onboardingActivities() {
+  let verification: 'verified' | 'document_due' | 'document_pending' | null = null;
+  let card = false;
+  const result = (): OnboardingResult => ({
+    status: 'done',
+    accountId: 'acct_sandbox_fixture',
+    payoutsEnabled: verification === 'verified',
+    externalAccountAdded: card,
+    currentlyDue: verification === 'document_due' ? ['individual.verification.document'] : [],
+    pendingVerification:
+      verification === 'document_pending' ? ['individual.verification.document'] : [],
+    disabledReason:
+      verification === 'document_due'
+        ? 'requirements.past_due'
+        : verification === 'document_pending'
+          ? 'requirements.pending_verification'
+          : null,
+  });
+  return {
+    submitOnboarding: (input: OnboardingInput & OnboardingSubmission) => {
+      if (input.individual.id_number === '000000000') verification = 'verified';
+      verification ??= 'document_due';
+      if (input.cardToken === 'tok_visa') return Promise.reject(debitCardRequired());
+      if (input.cardToken) card = true;
+      return Promise.resolve(result());
+    },
+    syncOnboarding: (_: OnboardingInput) => {
+      if (verification === 'document_pending') verification = 'verified';
+      return Promise.resolve(result());
+    },
+    sendVerificationDocument: (_: OnboardingInput & { documentId: string }) => {
+      if (verification === 'document_due') verification = 'document_pending';
+      return Promise.resolve(result());
+    },
+  };
+}
+
+/** Submits the details as the API does: update-with-start on `onboarding-<wallet id>`. */
+export async function submitOnboarding(
+  env: TestWorkflowEnvironment,
+  taskQueue: string,
+  input: OnboardingInput,
+  submission: OnboardingSubmission,
+) {
+  const start = new WithStartWorkflowOperation(onboardingWorkflow, {
+    workflowId: workflowIds.onboarding(input.walletId),
+    taskQueue,
+    args: [input],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    typedSearchAttributes: [
+      { key: SearchAttributes.ApplicationId, value: APP },
+      { key: SearchAttributes.WalletId, value: [input.walletId] },
+    ],
+  });
+  const answer = await env.client.workflow.executeUpdateWithStart(onboardingUpdates.submit, {
+    startWorkflowOperation: start,
+    args: [submission],
+  });
+  return { submitted: answer, handle: await start.workflowHandle() };
+}
+
 // --- the named scenarios ---
 
 /**
@@ -587,6 +689,47 @@ export const maintenance = scenario({
   },
 });
 
+/** Identity number 000000000 and a debit card: verified at once, the workflow ends. */
+export const onboardingVerified = scenario({
+  name: 'onboarding-verified',
+  input: () => onboardingInput(fixtureId(18)),
+  activities: () => onboardingActivities(),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await submitOnboarding(env, taskQueue, input, onboardingSubmission()), () =>
+      Promise.resolve(),
+    ),
+});
+
+/** A document is due; it is uploaded (pending verification); the re-sync verifies it. */
+export const onboardingDocument = scenario({
+  name: 'onboarding-document',
+  input: () => onboardingInput(fixtureId(19)),
+  activities: () => onboardingActivities(),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(
+      await submitOnboarding(env, taskQueue, input, onboardingSubmission('123456789', null)),
+      async (handle) => [
+        await handle.executeUpdate(onboardingUpdates.document, {
+          args: [{ documentId: fixtureId(20) }],
+        }),
+        await handle.executeUpdate(onboardingUpdates.sync),
+      ],
+    ),
+});
+
+/** A credit card is declined; the resubmission with a debit card is verified on the same run. */
+export const onboardingCardRefused = scenario({
+  name: 'onboarding-card-refused',
+  input: () => onboardingInput(fixtureId(21)),
+  activities: () => onboardingActivities(),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(
+      await submitOnboarding(env, taskQueue, input, onboardingSubmission('000000000', 'tok_visa')),
+      (handle) =>
+        handle.executeUpdate(onboardingUpdates.submit, { args: [onboardingSubmission()] }),
+    ),
+});
+
 /**
  * A reconciliation run: three stale payments synced two at a time; the first is settled by its
  * provider, the second still pending, the third cannot be synced (recorded as an error); then
@@ -653,6 +796,9 @@ export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
   escrowHoldDeclined,
   escrowExpired,
   maintenance,
+  onboardingVerified,
+  onboardingDocument,
+  onboardingCardRefused,
   reconciliation,
   ...WEBHOOK_SCENARIOS,
 ];
