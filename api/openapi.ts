@@ -83,6 +83,8 @@ function edgeResponses(route: Route, readsBody: boolean): Record<number, string>
   if (route.auth !== null) {
     edge[401] = 'Missing or invalid credentials';
     edge[429] = 'Rate limit exceeded; Retry-After gives the seconds to wait';
+    // Every authenticated request reads the database (its credentials) at least.
+    edge[503] = 'Postgres or Temporal is not answering; retry after the seconds Retry-After gives';
   }
   if (uuidParams(route).length) edge[404] = 'Not found (an id that is not a UUID names nothing)';
   // Path parameters that are not UUIDs reach the NUL check (a UUID one is a 404 before it).

@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: what the engine sustains on this machine, measured in one run against a
- * throwaway Postgres and an in-memory Temporal development server.
+ * throwaway Postgres and a Temporal development server (in memory, or on a file: --temporal-file).
  *
  *   (1) the ledger alone: balanced double-entry transfers straight into Postgres;
  *   (2) Temporal alone: trivial workflows on the same server;
@@ -10,7 +10,8 @@
  *   (6) webhook deliveries to a loopback endpoint while transfers run (bench/webhooks.ts).
  *
  * Options: --json (print the results as JSON instead of the table), --durable (Postgres with
- * fsync and synchronous commit on), --tuning='{"maxConcurrentActivityTaskPolls":20}' (worker
+ * fsync and synchronous commit on), --temporal-file (the dev server on a file in the durable
+ * configuration `npm start` ships, instead of in memory), --tuning='{"maxConcurrentActivityTaskPolls":20}' (worker
  * options for both workers), --only=ledger,orchestration,api,escrow,card,webhooks, --profile (see profile.ts).
  * Progress goes to stderr; stdout holds only the result. The engine is started by engine.ts, the
  * load by load.ts, the trivial workflows live in workflows.ts, CPU accounting in cpu.ts.
@@ -60,6 +61,7 @@ type Section = (typeof SECTIONS)[number];
 type Options = {
   json: boolean;
   durable: boolean;
+  temporalFile: boolean;
   profile: boolean;
   tuning: Partial<WorkerOptions>;
   only: Set<Section>;
@@ -69,6 +71,7 @@ function parseOptions(argv: readonly string[]): Options {
   const options: Options = {
     json: false,
     durable: false,
+    temporalFile: false,
     profile: false,
     tuning: {},
     only: new Set(SECTIONS),
@@ -77,6 +80,7 @@ function parseOptions(argv: readonly string[]): Options {
     const [name, value] = arg.split(/=(.*)/s, 2) as [string, string | undefined];
     if (name === '--json') options.json = true;
     else if (name === '--durable') options.durable = true;
+    else if (name === '--temporal-file') options.temporalFile = true;
     else if (name === '--profile') options.profile = true;
     else if (name === '--tuning' && value) {
       options.tuning = JSON.parse(value) as Partial<WorkerOptions>;
@@ -371,7 +375,7 @@ function render(report: Report): string {
   const others = measured.reduce((a, r) => a + r.cpu!.other, 0) / Math.max(1, measured.length);
   return [
     `Wallet engine benchmark: ${e.cpus} CPUs (${e.cpuModel}), Node ${e.node}, ` +
-      `Postgres ${e.postgres}, Temporal dev server in memory`,
+      `Postgres ${e.postgres}, Temporal dev server ${e.temporal}`,
     `Worker tuning: ${JSON.stringify(e.tuning)}`,
     '',
     table(header, rows, new Set([3, 4, 5, 6, 7, 8])),
@@ -401,6 +405,7 @@ type Report = {
     cpuModel: string;
     node: string;
     postgres: string;
+    temporal: string;
     tuning: Partial<WorkerOptions>;
   };
   rows: Row[];
@@ -493,6 +498,7 @@ async function main(): Promise<void> {
         cpuModel: cpu[0]?.model.trim() ?? 'unknown',
         node: process.version,
         postgres: options.durable ? 'fsync on' : 'fsync off, synchronous_commit off',
+        temporal: options.temporalFile ? 'on a file (WAL, npm start configuration)' : 'in memory',
         tuning: options.tuning,
       },
       rows,
