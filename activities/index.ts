@@ -2,10 +2,12 @@ import type { Config } from '../config';
 import type { DatabasePool } from '../db/pool';
 import type { Providers } from '../providers';
 import { createCardDepositActivities } from './card-deposit';
+import { cashoutSpec } from './cashout';
 import { declinePermanentDatabaseErrors } from './declines';
 import { createDepositActivities } from './deposit';
 import { createEscrowActivities } from './escrow';
 import { createMaintenanceActivities } from './maintenance';
+import { createMoneyOutActivities } from './money-out';
 import { createTransferActivities } from './transfer';
 
 export type ActivityDeps = { pool: DatabasePool; providers: Providers; config: Config };
@@ -18,6 +20,7 @@ export function createActivities(deps: ActivityDeps) {
       ...createDepositActivities(deps),
       ...createCardDepositActivities(deps),
       ...createEscrowActivities(deps),
+      ...createMoneyOutActivities(deps, { cashout: cashoutSpec, payout: undefined }),
     }),
     ...createMaintenanceActivities(deps),
   };

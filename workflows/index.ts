@@ -3,3 +3,4 @@ export { mobileMoneyDepositWorkflow } from './deposit';
 export { cardDepositWorkflow } from './card-deposit';
 export { escrowWorkflow } from './escrow';
 export { maintenanceWorkflow } from './maintenance';
+export { mobileMoneyCashoutWorkflow } from './cashout';
