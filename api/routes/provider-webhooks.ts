@@ -10,6 +10,7 @@ import { SANDBOX_SIGNATURE_HEADER } from '../../providers/sandbox-mobile-money';
 import { cardDepositUpdates, depositUpdates, type DepositOutcome } from '../../workflows/shared';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
+import { deliverPayoutNotification } from './cashouts';
 import { defineRoute, type Route } from '../route';
 import { uuidPattern } from '../schemas';
 import { depositMode, updateDeposit, type DepositHandle, type DepositKind } from '../temporal';
@@ -182,13 +183,20 @@ export function providerWebhookRoutes(deps: ApiDeps): Route[] {
       summary: 'Inbound mobile-money provider notification (signed); 200 once recorded',
       sandbox: {
         name: sandboxMobileMoney.name,
-        verify: (r, h) => sandboxMobileMoney.parseNotification(r, h),
+        verify: (r, h) =>
+          sandboxMobileMoney.parseNotification(r, h) ??
+          sandboxMobileMoney.parsePayoutNotification(r, h),
       },
       live: liveMobileMoney && {
         name: liveMobileMoney.name,
-        verify: (r, h) => liveMobileMoney.parseNotification(r, h),
+        verify: (r, h) =>
+          liveMobileMoney.parseNotification(r, h) ?? liveMobileMoney.parsePayoutNotification(r, h),
       },
-      deliver: (provider, message, body) => deliverNotification(deps, provider, message, body),
+      // A payout's notification (`payout.*`) goes to its cashout's saga (routes/cashouts.ts).
+      deliver: (provider, message, body) =>
+        'payoutId' in message
+          ? deliverPayoutNotification(deps, provider, message, body)
+          : deliverNotification(deps, provider, message, body),
       refusal: 'Invalid notification signature',
     }),
     webhookRoute({
