@@ -243,10 +243,8 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
       Promise.reject(ApplicationFailure.nonRetryable('bug', 'TypeError')),
     );
     await withWorker(env, asActivities(activities), async (q) => {
-      const { handle } = (await openCashout(env, q, cashoutInput(randomUUID())).catch(
-        (error: unknown) => ({ handle: null, error }),
-      )) as { handle: null; error: unknown } | Awaited<ReturnType<typeof openCashout>>;
-      expect(handle).toBeNull();
+      // The saga fails loudly (the workflow fails) instead of giving back on a bug.
+      await expect(openCashout(env, q, cashoutInput(randomUUID()))).rejects.toThrow();
     });
     expect(activities.giveBackMoneyOut).not.toHaveBeenCalled();
   });
