@@ -120,6 +120,17 @@ describe('mobile-money cashouts', () => {
     expect(await sandboxPayouts(id)).toEqual([
       { id: res.body.provider_reference, calls: 1, status: 'completed' },
     ]);
+    const timeline = await api.get(`/api/v1/transactions/${id}/timeline`);
+    expect(timeline.body).toMatchObject({
+      workflow_id: workflowIds.cashout(id),
+      workflow_type: 'mobileMoneyCashoutWorkflow',
+      status: 'completed',
+    });
+    const names = (timeline.body.steps as { name: string }[]).map((step) => step.name);
+    for (const step of ['reserveMoneyOut', 'sendMoneyOut', 'settleMoneyOut']) {
+      expect(names).toContain(step);
+    }
+    expect(names).not.toContain('giveBackMoneyOut');
     await assertLedgerInvariant(engine.pool);
   });
 
