@@ -71,6 +71,8 @@ export const cashoutSpec: MoneyOutSpec = {
   events: { completed: 'cashout.completed', failed: 'cashout.failed' },
   refusal: 'Provider refused the cashout',
   providerAccount: 'provider_clearing_mobile_money',
+  // A mobile-money payout reported paid is final.
+  lateFailureWindowSeconds: 0,
   price: priceCashout,
   port: cashoutPort,
 };

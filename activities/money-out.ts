@@ -15,6 +15,7 @@ import { walletStates } from '../db/wallets';
 import {
   moneyOutGiveBackPostings,
   moneyOutReservePostings,
+  moneyOutReversalPostings,
   moneyOutSettlementPostings,
 } from '../domain/ledger';
 import type { Currency } from '../domain/money';
@@ -63,6 +64,11 @@ export type MoneyOutSpec = {
   refusal: string;
   /** The system account that stands for the provider (its clearing account). */
   providerAccount: SystemAccountKind;
+  /**
+   * How long after the provider reported a payout paid it may still report it failed (a card
+   * payout can fail days later); the saga then reverses the settlement. 0: paid is final.
+   */
+  lateFailureWindowSeconds: number;
   price(app: ApplicationRow, input: MoneyOutInput, config: Config): MoneyOutPrice;
   port(providers: Providers, mode: 'test' | 'live'): MoneyOutPort;
 };
@@ -114,10 +120,11 @@ export function createMoneyOutActivities(
    */
   async function reserveMoneyOut(
     input: MoneyOutInput,
-  ): Promise<{ transactionId: string; pendingTtlMs: number }> {
+  ): Promise<{ transactionId: string; pendingTtlMs: number; lateFailureMs: number }> {
     const done = {
       transactionId: input.transactionId,
       pendingTtlMs: config.moneyOut.pendingTtlSeconds * 1000,
+      lateFailureMs: specOf(input.kind).lateFailureWindowSeconds * 1000,
     };
     if (await findMoneyOut(pool, input.transactionId)) return done;
     const spec = specOf(input.kind);
@@ -213,36 +220,60 @@ export function createMoneyOutActivities(
    * Step 3a, the provider paid: the payouts clearing account gives what it reserved to the
    * provider's account and the application's fee account; the record completes with its event.
    */
+  /**
+   * The accounts and figures of a settlement (and of its reversal), the accounts locked with
+   * `first` (the wallet or the payouts clearing account) in the fixed order.
+   */
+  async function settlementLegs(
+    trx: Parameters<Parameters<DatabasePool['transaction']>[0]>[0],
+    { row, meta }: MoneyOutRecord,
+    first: string,
+  ) {
+    const spec = specOfRecord({ row, meta });
+    const { application_id: app, mode, currency } = row;
+    const fees = await systemAccountId(trx, app, mode, 'application_fees', currency);
+    const provider = await systemAccountId(
+      trx,
+      app,
+      mode,
+      spec.providerAccount,
+      meta.provider_currency,
+    );
+    const fx =
+      meta.provider_currency === currency
+        ? null
+        : {
+            fromAccountId: await systemAccountId(trx, app, mode, 'fx', currency),
+            toAccountId: await systemAccountId(trx, app, mode, 'fx', meta.provider_currency),
+            providerCurrency: meta.provider_currency,
+            providerAmount: BigInt(meta.provider_amount) + BigInt(meta.provider_fee_provider),
+          };
+    await lockAccounts(trx, [
+      first,
+      fees,
+      provider,
+      ...(fx ? [fx.fromAccountId, fx.toAccountId] : []),
+    ]);
+    return {
+      spec,
+      legs: {
+        feeAccountId: fees,
+        providerAccountId: provider,
+        currency,
+        providerShare: BigInt(meta.amount) + BigInt(meta.provider_fee),
+        applicationFee: BigInt(meta.application_fee),
+        fx,
+      },
+    };
+  }
+
   async function settleMoneyOut(input: { transactionId: string }): Promise<void> {
     await pool.transaction(async (trx) => {
       const { row, meta } = await lockMoneyOut(trx, input.transactionId);
       if (row.status !== 'pending') return;
-      const spec = specOfRecord({ row, meta });
       const { application_id: app, mode, currency } = row;
       const clearing = await systemAccountId(trx, app, mode, 'payouts', currency);
-      const fees = await systemAccountId(trx, app, mode, 'application_fees', currency);
-      const provider = await systemAccountId(
-        trx,
-        app,
-        mode,
-        spec.providerAccount,
-        meta.provider_currency,
-      );
-      const fx =
-        meta.provider_currency === currency
-          ? null
-          : {
-              fromAccountId: await systemAccountId(trx, app, mode, 'fx', currency),
-              toAccountId: await systemAccountId(trx, app, mode, 'fx', meta.provider_currency),
-              providerCurrency: meta.provider_currency,
-              providerAmount: BigInt(meta.provider_amount) + BigInt(meta.provider_fee_provider),
-            };
-      await lockAccounts(trx, [
-        clearing,
-        fees,
-        provider,
-        ...(fx ? [fx.fromAccountId, fx.toAccountId] : []),
-      ]);
+      const { spec, legs } = await settlementLegs(trx, { row, meta }, clearing);
       await recordMoneyStep(trx, {
         transaction: { id: row.id, status: 'completed' },
         ledger: {
@@ -252,15 +283,7 @@ export function createMoneyOutActivities(
             provider_reference: row.provider_reference,
             fx_sle_per_usd: meta.fx_sle_per_usd,
           },
-          postings: moneyOutSettlementPostings({
-            clearingAccountId: clearing,
-            feeAccountId: fees,
-            providerAccountId: provider,
-            currency,
-            providerShare: BigInt(meta.amount) + BigInt(meta.provider_fee),
-            applicationFee: BigInt(meta.application_fee),
-            fx,
-          }),
+          postings: moneyOutSettlementPostings({ clearingAccountId: clearing, ...legs }),
         },
         event: { type: spec.events.completed, data: (done) => moneyOutEventData(done, meta) },
       });
@@ -302,5 +325,35 @@ export function createMoneyOutActivities(
     });
   }
 
-  return { reserveMoneyOut, sendMoneyOut, checkMoneyOut, settleMoneyOut, giveBackMoneyOut };
+  /**
+   * After a settlement, the provider reported the payout failed: everything comes back to the
+   * wallet (domain/ledger.ts `moneyOutReversalPostings`); the record fails with its event.
+   * Runs once: a second run finds the record failed.
+   */
+  async function reverseMoneyOut(input: { transactionId: string }): Promise<void> {
+    await pool.transaction(async (trx) => {
+      const { row, meta } = await lockMoneyOut(trx, input.transactionId);
+      if (row.status !== 'completed') return;
+      const walletId = row.wallet_id!;
+      const { spec, legs } = await settlementLegs(trx, { row, meta }, walletId);
+      await recordMoneyStep(trx, {
+        transaction: { id: row.id, status: 'failed' },
+        ledger: {
+          description: `${spec.description}: reverse`,
+          metadata: { step: 'reverse', provider_reference: row.provider_reference },
+          postings: moneyOutReversalPostings({ walletId, ...legs }),
+        },
+        event: { type: spec.events.failed, data: (failed) => moneyOutEventData(failed, meta) },
+      });
+    });
+  }
+
+  return {
+    reserveMoneyOut,
+    sendMoneyOut,
+    checkMoneyOut,
+    settleMoneyOut,
+    giveBackMoneyOut,
+    reverseMoneyOut,
+  };
 }

@@ -230,3 +230,19 @@ export function moneyOutGiveBackPostings(input: {
 }): Posting[] {
   return transferPostings(input.clearingAccountId, input.walletId, input.currency, input.total);
 }
+
+/**
+ * Money out, after a settlement (reverse): the provider reported the payout paid and later
+ * failed (a card payout can fail days after). Everything the settlement moved comes back, to
+ * the wallet this time: the provider's share (through the FX accounts when it was converted)
+ * and the application fee. The settlement's legs, negated, with the wallet in the clearing
+ * account's place.
+ */
+export function moneyOutReversalPostings(
+  input: Omit<Parameters<typeof moneyOutSettlementPostings>[0], 'clearingAccountId'> & {
+    walletId: string;
+  },
+): Posting[] {
+  const settled = moneyOutSettlementPostings({ ...input, clearingAccountId: input.walletId });
+  return settled.map((p) => ({ ...p, amount: -p.amount }));
+}

@@ -46,6 +46,9 @@ const PROVIDER_STATUSES: readonly string[] = [
  *    everything back when it says failed: now, or later through a notification (`notify`), a
  *    `sync`, or the provider's answer when the pending TTL passes (asked again each TTL while it
  *    says pending). Each step is its own balanced ledger transaction and event, and runs once.
+ * 4. For a kind whose provider may report a paid payout failed later (card payouts), the saga
+ *    stays for that window after a settlement; such a report reverses the settlement, everything
+ *    back to the wallet. Mobile-money cashouts have no window: paid is final.
  */
 export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcome> {
   const id = { transactionId: input.transactionId };
@@ -53,6 +56,9 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
   let outcome: MoneyOutOutcome = 'pending';
   let accepted = false;
   let settling = false;
+  /** After a settlement, while the kind's provider may still report the payout failed. */
+  let lateWindowOpen = false;
+  let lateFailure = false;
 
   const opened = (): MoneyOutOpened => ({
     status: 'opened',
@@ -104,6 +110,11 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
     moneyOutUpdates.notify,
     async ({ status }) => {
       await condition(isOpen);
+      if (status === 'failed' && outcome === 'completed' && lateWindowOpen) {
+        lateFailure = true;
+        await condition(() => outcome === 'failed');
+        return outcome;
+      }
       return settle(status);
     },
     {
@@ -120,8 +131,12 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
   setHandler(moneyOutStateQuery, () => outcome);
 
   let pendingTtlMs: number;
+  let lateFailureMs: number;
   try {
-    ({ pendingTtlMs } = await ledger.reserveMoneyOut(input));
+    const reserved = await ledger.reserveMoneyOut(input);
+    pendingTtlMs = reserved.pendingTtlMs;
+    // Histories recorded before late failures existed have no window: 0.
+    lateFailureMs = reserved.lateFailureMs ?? 0;
   } catch (error) {
     const declined = asDeclined(error);
     if (!declined) throw error;
@@ -152,6 +167,20 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
     if (await condition(() => outcome !== 'pending' || settling, pendingTtlMs)) break;
     const last = await askProvider();
     if (last === 'completed' || last === 'failed') await settle(last);
+  }
+  await condition(() => outcome !== 'pending');
+  // Read through a function: the handlers change `outcome` while the saga awaits.
+  const settledAs = (): MoneyOutOutcome => outcome;
+  if (settledAs() === 'completed' && lateFailureMs > 0) {
+    // Paid, but this kind's provider may still report the payout failed: then reverse.
+    lateWindowOpen = true;
+    await condition(() => lateFailure, lateFailureMs);
+    lateWindowOpen = false;
+    if (lateFailure) {
+      await ledger.reverseMoneyOut(id);
+      outcome = 'failed';
+      setPaymentStatus('failed');
+    }
   }
   await condition(() => outcome !== 'pending' && allHandlersFinished());
   return outcome;

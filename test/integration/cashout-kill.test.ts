@@ -231,3 +231,29 @@ describe('cashout saga: a killed worker, and the saga finishes exactly once afte
     await expectFinishedOnce(input, walletId);
   });
 });
+
+describe('money-out steps on the real ledger', () => {
+  it('reverses a settled cashout once: everything back to the wallet, the books balanced', async () => {
+    const walletId = await fundedWallet();
+    const input = inputFor(walletId);
+    const steps = createActivities({ pool, config, providers: base });
+    const id = { transactionId: input.transactionId };
+    await steps.reserveMoneyOut(input);
+    await steps.reserveMoneyOut(input);
+    await steps.sendMoneyOut(id);
+    await steps.settleMoneyOut(id);
+    await steps.settleMoneyOut(id);
+    expect(await balanceOf(pool, walletId)).toBe(50_000n - 10_100n);
+    await steps.reverseMoneyOut(id);
+    await steps.reverseMoneyOut(id);
+    await steps.giveBackMoneyOut(id);
+    expect(await balanceOf(pool, walletId)).toBe(50_000n);
+    expect(await ledgerSteps(input.transactionId)).toEqual(['reserve', 'settle', 'reverse']);
+    expect((await eventsOf(pool, input.transactionId)).map((e) => e.type)).toEqual([
+      'cashout.completed',
+      'cashout.failed',
+    ]);
+    expect((await findMoneyOut(pool, input.transactionId))!.row.status).toBe('failed');
+    await assertLedgerInvariant(pool);
+  });
+});

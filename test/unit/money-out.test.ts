@@ -6,6 +6,7 @@ import {
   assertBalanced,
   moneyOutGiveBackPostings,
   moneyOutReservePostings,
+  moneyOutReversalPostings,
   moneyOutSettlementPostings,
 } from '../../domain/ledger';
 import type { MoneyOutInput } from '../../workflows/money-out-shared';
@@ -151,6 +152,31 @@ describe('money-out postings', () => {
       { accountId: 'fx-usd', currency: 'USD', amount: 1_010n },
       { accountId: 'fx-sle', currency: 'SLE', amount: -24_240n },
       { accountId: 'p', currency: 'SLE', amount: 24_240n },
+    ]);
+  });
+
+  it('reverses a settlement: every leg back, to the wallet', () => {
+    const postings = moneyOutReversalPostings({
+      walletId: 'w',
+      feeAccountId: 'f',
+      providerAccountId: 'p',
+      currency: 'USD',
+      providerShare: 1_010n,
+      applicationFee: 20n,
+      fx: {
+        fromAccountId: 'fx-usd',
+        toAccountId: 'fx-sle',
+        providerCurrency: 'SLE',
+        providerAmount: 24_240n,
+      },
+    });
+    expect(() => assertBalanced(postings)).not.toThrow();
+    expect(postings).toEqual([
+      { accountId: 'w', currency: 'USD', amount: 1_030n },
+      { accountId: 'f', currency: 'USD', amount: -20n },
+      { accountId: 'fx-usd', currency: 'USD', amount: -1_010n },
+      { accountId: 'fx-sle', currency: 'SLE', amount: 24_240n },
+      { accountId: 'p', currency: 'SLE', amount: -24_240n },
     ]);
   });
 });

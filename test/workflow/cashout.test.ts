@@ -97,6 +97,41 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
     expect(activities.settleMoneyOut).not.toHaveBeenCalled();
   });
 
+  it('reverses a settlement when a kind with a late-failure window hears the payout failed later', async () => {
+    const SEVEN_DAYS = 7 * 24 * 60 * 60 * 1000;
+    const activities = mocks({ lateFailureMs: SEVEN_DAYS });
+    const answers = await withWorker(env, asActivities(activities), async (q) => {
+      const { handle } = await openCashout(env, q, cashoutInput(randomUUID()));
+      const paid = await notifyCashout(handle, 'completed');
+      const failedLater = await notifyCashout(handle, 'failed');
+      return { paid, failedLater, result: await handle.result() };
+    });
+    expect(answers).toEqual({ paid: 'completed', failedLater: 'failed', result: 'failed' });
+    expect(activities.settleMoneyOut).toHaveBeenCalledTimes(1);
+    expect(activities.reverseMoneyOut).toHaveBeenCalledTimes(1);
+    expect(activities.giveBackMoneyOut).not.toHaveBeenCalled();
+  });
+
+  it('ends completed when the late-failure window passes without a failure', async () => {
+    const activities = mocks({ lateFailureMs: 60_000 });
+    const result = await withWorker(env, asActivities(activities), async (q) => {
+      const { handle } = await openCashout(env, q, cashoutInput(randomUUID()));
+      await notifyCashout(handle, 'completed');
+      return handle.result();
+    });
+    expect(result).toBe('completed');
+    expect(activities.reverseMoneyOut).not.toHaveBeenCalled();
+  });
+
+  it('treats a payout reported paid as final when the kind has no late-failure window', async () => {
+    const activities = mocks({ sent: 'completed' });
+    await withWorker(env, asActivities(activities), async (q) => {
+      const { handle } = await openCashout(env, q, cashoutInput(randomUUID()));
+      expect(await handle.result()).toBe('completed');
+    });
+    expect(activities.reverseMoneyOut).not.toHaveBeenCalled();
+  });
+
   it('moves nothing and never calls the provider when the reserve is declined', async () => {
     const activities = mocks();
     activities.reserveMoneyOut.mockImplementation(() => Promise.reject(insufficientFunds()));

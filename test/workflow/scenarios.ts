@@ -431,12 +431,20 @@ export const cashoutRefused = () =>
  * `checked` when asked later; the pending TTL is 30 minutes.
  */
 export function cashoutActivities(
-  options: { sent?: MoneyOutProviderStatus | 'refused'; checked?: MoneyOutProviderStatus } = {},
+  options: {
+    sent?: MoneyOutProviderStatus | 'refused';
+    checked?: MoneyOutProviderStatus;
+    lateFailureMs?: number;
+  } = {},
 ) {
   const payout = (status: MoneyOutProviderStatus) => ({ id: 'po_fixture', status });
   return {
     reserveMoneyOut: (input: MoneyOutInput) =>
-      Promise.resolve({ transactionId: input.transactionId, pendingTtlMs: THIRTY_MINUTES }),
+      Promise.resolve({
+        transactionId: input.transactionId,
+        pendingTtlMs: THIRTY_MINUTES,
+        lateFailureMs: options.lateFailureMs ?? 0,
+      }),
     sendMoneyOut: (_: { transactionId: string }) =>
       options.sent === 'refused'
         ? Promise.reject(cashoutRefused())
@@ -445,6 +453,7 @@ export function cashoutActivities(
       Promise.resolve(payout(options.checked ?? 'pending')),
     settleMoneyOut: (_: { transactionId: string }) => Promise.resolve(),
     giveBackMoneyOut: (_: { transactionId: string }) => Promise.resolve(),
+    reverseMoneyOut: (_: { transactionId: string }) => Promise.resolve(),
   };
 }
 
