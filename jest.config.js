@@ -8,7 +8,6 @@ const shared = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2023' } }] },
-  testTimeout: 60_000,
 };
 
 /** Tests that need neither Postgres nor Temporal, outside test/unit. */
@@ -20,6 +19,8 @@ const serverless = [
 /** @type {import('jest').Config} */
 module.exports = {
   maxWorkers: 2,
+  // A global option: jest-circus reads only the top-level value, never a project's.
+  testTimeout: 60_000,
   projects: [
     {
       ...shared,

@@ -8,6 +8,7 @@ import { createDepositActivities } from './deposit';
 import { createEscrowActivities } from './escrow';
 import { createMaintenanceActivities } from './maintenance';
 import { createMoneyOutActivities } from './money-out';
+import { createReconciliationActivities } from './reconciliation';
 import { createTransferActivities } from './transfer';
 
 export type ActivityDeps = { pool: DatabasePool; providers: Providers; config: Config };
@@ -23,5 +24,6 @@ export function createActivities(deps: ActivityDeps) {
       ...createMoneyOutActivities(deps, { cashout: cashoutSpec, payout: undefined }),
     }),
     ...createMaintenanceActivities(deps),
+    ...createReconciliationActivities(deps),
   };
 }

@@ -71,6 +71,18 @@ const envSchema = z.object({
       .optional(),
   ),
   WEBHOOK_PRIVATE_ALLOWLIST: z.string().default(''),
+  RECONCILIATION_INTERVAL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(5 * 60),
+  RECONCILIATION_GRACE_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(5 * 60),
+  RECONCILIATION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  NOTIFICATION_RETRY_HOURS: z.coerce.number().int().min(1).default(72),
 });
 
 export type Config = {
@@ -118,6 +130,17 @@ export type Config = {
     secretKey?: Buffer;
     /** IPs or CIDR ranges the SSRF guard lets through (local development, tests). */
     privateAllowlist: string[];
+  };
+  /** The `reconciliation` schedule (worker/schedules.ts, workflows/reconciliation.ts). */
+  reconciliation: {
+    /** How often the schedule starts a run. */
+    intervalSeconds: number;
+    /** A payment is reconciled once it has been pending this long. */
+    graceSeconds: number;
+    /** How many payments a run syncs with their providers at once. */
+    concurrency: number;
+    /** An unmatched provider notification is retried for this long after it arrived. */
+    notificationRetentionHours: number;
   };
 };
 
@@ -186,6 +209,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       privateAllowlist: e.WEBHOOK_PRIVATE_ALLOWLIST.split(',')
         .map((entry) => entry.trim())
         .filter(Boolean),
+    },
+    reconciliation: {
+      intervalSeconds: e.RECONCILIATION_INTERVAL_SECONDS,
+      graceSeconds: e.RECONCILIATION_GRACE_SECONDS,
+      concurrency: e.RECONCILIATION_CONCURRENCY,
+      notificationRetentionHours: e.NOTIFICATION_RETRY_HOURS,
     },
   };
 }

@@ -1,6 +1,5 @@
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import type { Mode } from '../domain/types';
 import { transactionColumns, transactionRow, type TransactionRow } from './transactions';
 
 /** The provider's payout, as the money-out saga last saw it. */
@@ -81,22 +80,4 @@ export async function setMoneyOutProvider(
     WHERE id = ${id}
     RETURNING ${transactionColumns}, metadata`);
   return record(row);
-}
-
-/**
- * The payout or cashout a provider's notification speaks of: by the provider's payout id, else
- * by our transaction id (a UUID) carried in its metadata; the provider's id wins.
- */
-export async function findNotifiedMoneyOut(
-  db: CommonQueryMethods,
-  type: (typeof MONEY_OUT_TYPES)[number],
-  payoutId: string,
-  transactionId: string | null,
-): Promise<{ id: string; mode: Mode } | null> {
-  return db.maybeOne(sql.type(z.object({ id: z.string(), mode: z.enum(['test', 'live']) }))`
-    SELECT id, mode FROM transactions
-    WHERE transaction_type = ${type}
-      AND (provider_reference = ${payoutId} OR id::text = ${transactionId ?? ''})
-    ORDER BY (provider_reference = ${payoutId}) DESC
-    LIMIT 1`);
 }

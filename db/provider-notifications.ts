@@ -1,19 +1,115 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods } from 'slonik';
+import { z } from 'zod';
 
-/** Keeps a provider's notification as it came, verified, whatever the engine makes of it. */
+/**
+ * What became of a provider's notification: handed to its payment's workflow (`matched`), kept
+ * for the reconciliation to retry because no payment could take it yet (`unmatched`), or one
+ * that can never apply (`ignored`: another mode's payment, say).
+ */
+export type NotificationOutcome = 'matched' | 'unmatched' | 'ignored';
+
+/** A provider's verified message as the engine read it: enough to deliver it again later. */
+export type StoredNotification = {
+  id: string;
+  provider: string;
+  /** Which payment workflows it can reach (`deposit`, `cardDeposit`, ...). */
+  kind: string;
+  mode: 'test' | 'live';
+  paymentReference: string;
+  /** Our transaction id as the provider's metadata carried it, or null. */
+  reference: string | null;
+  status: string;
+  attempts: number;
+};
+
+/** Keeps a provider's notification as it came, verified, with what the engine made of it. */
 export async function insertProviderNotification(
   db: CommonQueryMethods,
   n: {
     provider: string;
+    kind: string;
+    mode: 'test' | 'live';
     paymentReference: string;
+    reference: string | null;
     status: string;
     transactionId: string | null;
+    outcome: NotificationOutcome;
     body: unknown;
   },
+): Promise<string> {
+  const id = randomUUID();
+  await db.query(sql.unsafe`
+    INSERT INTO provider_notifications
+      (id, provider, kind, mode, payment_reference, reference, status, transaction_id, outcome, body)
+    VALUES (${id}, ${n.provider}, ${n.kind}, ${n.mode}, ${n.paymentReference}, ${n.reference},
+      ${n.status}, ${n.transactionId}, ${n.outcome}, ${sql.jsonb(n.body as never)})`);
+  return id;
+}
+
+const storedNotification = z.object({
+  id: z.string(),
+  provider: z.string(),
+  kind: z.string(),
+  mode: z.enum(['test', 'live']),
+  paymentReference: z.string(),
+  reference: z.string().nullable(),
+  status: z.string(),
+  attempts: z.number(),
+});
+
+/**
+ * The unmatched notifications still worth another try (received within `retentionHours`),
+ * oldest first, at most `limit`.
+ */
+export async function listUnmatchedNotifications(
+  db: CommonQueryMethods,
+  options: { retentionHours: number; limit: number },
+): Promise<StoredNotification[]> {
+  const rows = await db.any(sql.type(storedNotification)`
+    SELECT id, provider, kind, mode, payment_reference AS "paymentReference", reference, status,
+      attempts
+    FROM provider_notifications
+    WHERE outcome = 'unmatched' AND kind IS NOT NULL AND mode IS NOT NULL
+      AND received_at > now() - make_interval(hours => ${options.retentionHours})
+    ORDER BY received_at
+    LIMIT ${options.limit}`);
+  return [...rows];
+}
+
+/** Records another attempt at an unmatched notification and what came of it. */
+export async function recordNotificationAttempt(
+  db: CommonQueryMethods,
+  id: string,
+  result: { outcome: NotificationOutcome; transactionId: string | null },
 ): Promise<void> {
   await db.query(sql.unsafe`
-    INSERT INTO provider_notifications (id, provider, payment_reference, status, transaction_id, body)
-    VALUES (${randomUUID()}, ${n.provider}, ${n.paymentReference}, ${n.status},
-      ${n.transactionId}, ${sql.jsonb(n.body as never)})`);
+    UPDATE provider_notifications
+    SET outcome = ${result.outcome}, transaction_id = ${result.transactionId},
+      attempts = attempts + 1, last_attempt_at = now()
+    WHERE id = ${id} AND outcome = 'unmatched'`);
+}
+
+const notifiedPayment = z.object({
+  id: z.string(),
+  mode: z.enum(['test', 'live']),
+  status: z.string(),
+  providerReference: z.string().nullable(),
+});
+
+/**
+ * The payment of `transactionType` a provider's message is about: the one with its reference,
+ * else the one our transaction id (from the message's metadata) names; null when neither.
+ */
+export async function findNotifiedPayment(
+  db: CommonQueryMethods,
+  n: { transactionType: string; paymentReference: string; transactionId: string | null },
+): Promise<z.infer<typeof notifiedPayment> | null> {
+  return db.maybeOne(sql.type(notifiedPayment)`
+    SELECT id, mode, status, provider_reference AS "providerReference"
+    FROM transactions
+    WHERE transaction_type = ${n.transactionType}
+      AND (provider_reference = ${n.paymentReference} OR id::text = ${n.transactionId ?? ''})
+    ORDER BY (provider_reference = ${n.paymentReference}) DESC NULLS LAST
+    LIMIT 1`);
 }

@@ -71,7 +71,7 @@ async function main(): Promise<void> {
       },
     });
     stops.push(engine.close);
-    await ensureSchedules(engine.client, config.temporal.taskQueue);
+    await ensureSchedules(engine.client, config.temporal.taskQueue, config.reconciliation);
     const api = engine.api;
 
     const demo = await demoCredentials(running, database.url, logger);

@@ -22,6 +22,7 @@ async function main(): Promise<void> {
   await ensureSchedules(
     new Client({ connection: clientConnection, namespace: config.temporal.namespace }),
     config.temporal.taskQueue,
+    config.reconciliation,
   );
   await clientConnection.close();
   logger.info({ taskQueue: config.temporal.taskQueue }, 'worker running');

@@ -25,4 +25,6 @@ export const workflowIds = {
   ) as Record<Prefixed, (id: string) => string>),
   /** The maintenance schedule's id (its runs are named after it by Temporal). */
   maintenance: 'maintenance',
+  /** The reconciliation schedule's id; its runs are `reconciliation-<start time>`. */
+  reconciliation: 'reconciliation',
 };

@@ -4,3 +4,4 @@ export { cardDepositWorkflow } from './card-deposit';
 export { escrowWorkflow } from './escrow';
 export { maintenanceWorkflow } from './maintenance';
 export { mobileMoneyCashoutWorkflow } from './cashout';
+export { reconciliationWorkflow } from './reconciliation';

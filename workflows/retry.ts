@@ -32,4 +32,12 @@ export const activityPresets = {
   provider: { startToCloseTimeout: '30 seconds', retry: retryPresets.provider },
   /** Housekeeping queries, with the server's default retry. */
   maintenance: { startToCloseTimeout: '1 minute' },
+  /**
+   * Reconciliation steps: a payment's sync waits for its workflow's provider call; a few
+   * attempts, then the run records the error and the next run tries again.
+   */
+  reconciliation: {
+    startToCloseTimeout: '2 minutes',
+    retry: { ...retryPresets.ledger, maximumAttempts: 3 },
+  },
 } as const satisfies Record<string, ActivityOptions>;

@@ -1,7 +1,6 @@
-import type { Client } from '@temporalio/client';
 import { z } from 'zod';
-import { findMoneyOut, findNotifiedMoneyOut, type MoneyOutRecord } from '../../db/money-out';
-import { insertProviderNotification } from '../../db/provider-notifications';
+import { receiveNotification } from '../../activities/reconciliation';
+import { findMoneyOut, type MoneyOutRecord } from '../../db/money-out';
 import type { TransactionRow } from '../../db/transactions';
 import { minorToMajorNumber } from '../../domain/money';
 import type { Mode } from '../../domain/types';
@@ -14,9 +13,9 @@ import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { PositiveMinorUnits, uuidPattern } from '../schemas';
+import { PositiveMinorUnits } from '../schemas';
 import { TransactionBody, transactionBody } from '../serializers';
-import { isNotFound, startPaymentWithUpdate, withDeadline } from '../temporal';
+import { startPaymentWithUpdate } from '../temporal';
 
 const CashoutRequest = z.object({
   wallet_id: z.string().min(1),
@@ -47,62 +46,11 @@ export function moneyOutBody({ row, meta }: MoneyOutRecord): z.infer<typeof Mone
   };
 }
 
-/** The workflow kinds of a payment that leaves through the money-out saga. */
-const MONEY_OUT_WORKFLOW = {
-  mobile_money_cashout: 'cashout',
-  card_payout: 'payout',
-} as const;
-
-/** Whether a transaction is a payout or cashout (its workflow answers `sync` and `notify`). */
-export const isMoneyOut = (type: string): type is keyof typeof MONEY_OUT_WORKFLOW =>
-  type in MONEY_OUT_WORKFLOW;
-
 /**
- * Runs an update on a payout's or cashout's saga; null when that workflow is not running any
- * more (its record then tells the outcome).
- */
-async function updateMoneyOut(
-  temporal: Client,
-  transaction: { id: string; transaction_type: keyof typeof MONEY_OUT_WORKFLOW },
-  timeoutMs: number,
-  run: (handle: ReturnType<Client['workflow']['getHandle']>) => Promise<MoneyOutOutcome>,
-): Promise<MoneyOutOutcome | null> {
-  const kind = MONEY_OUT_WORKFLOW[transaction.transaction_type];
-  const handle = temporal.workflow.getHandle(workflowIds[kind](transaction.id));
-  try {
-    return await withDeadline(run(handle), timeoutMs);
-  } catch (error) {
-    if (isNotFound(error)) return null;
-    throw error;
-  }
-}
-
-/**
- * `POST /api/v1/transactions/sync/{reference}` for a payout or cashout: asks its saga to ask
- * the provider now (the `sync` update); the status as it then stands.
- */
-export async function syncMoneyOut(
-  deps: Pick<ApiDeps, 'temporal' | 'config'>,
-  transaction: TransactionRow,
-): Promise<string> {
-  if (!isMoneyOut(transaction.transaction_type) || transaction.status !== 'pending') {
-    return transaction.status;
-  }
-  const type = transaction.transaction_type;
-  const status = await updateMoneyOut(
-    deps.temporal,
-    { id: transaction.id, transaction_type: type },
-    deps.config.api.requestTimeoutMs,
-    (handle) => handle.executeUpdate(moneyOutUpdates.sync),
-  );
-  return status ?? transaction.status;
-}
-
-/**
- * A provider's payout notification (live webhook or the sandbox's simulated one): recorded,
- * matched to the cashout (by the provider's payout id, else our reference in its metadata), and
- * handed to its saga, which settles or gives back exactly once. A provider speaks for its own
- * mode only.
+ * A provider's payout notification (live webhook or the sandbox's simulated one), through the
+ * engine's one path for provider messages (activities/reconciliation.ts `receiveNotification`,
+ * kind `cashout`): kept, matched to the cashout and handed to its saga, which settles or gives
+ * back exactly once. A provider speaks for its own mode only.
  */
 export async function deliverPayoutNotification(
   deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,
@@ -110,31 +58,27 @@ export async function deliverPayoutNotification(
   notification: PayoutNotification,
   body: unknown,
 ): Promise<{ transactionId: string | null; status: MoneyOutOutcome | null }> {
-  const lowered = notification.reference?.toLowerCase() ?? null;
-  const reference = lowered && uuidPattern.test(lowered) ? lowered : null;
-  const known = await findNotifiedMoneyOut(
-    deps.pool,
-    'mobile_money_cashout',
-    notification.payoutId,
-    reference,
-  );
-  await insertProviderNotification(deps.pool, {
-    provider: provider.name,
-    paymentReference: notification.payoutId,
-    status: notification.status,
-    transactionId: known?.id ?? null,
+  const resolution = await receiveNotification(
+    {
+      pool: deps.pool,
+      temporal: deps.temporal,
+      timeoutMs: deps.config.api.requestTimeoutMs,
+      timeoutError: () => new AppError('timeout'),
+    },
+    'cashout',
+    {
+      provider: provider.name,
+      mode: provider.mode,
+      paymentReference: notification.payoutId,
+      reference: notification.reference,
+      status: notification.status,
+    },
     body,
-  });
-  // The record is written before the provider is ever asked: a payout without one is not ours.
-  if (!known || known.mode !== provider.mode) return { transactionId: null, status: null };
-  const status = await updateMoneyOut(
-    deps.temporal,
-    { id: known.id, transaction_type: 'mobile_money_cashout' },
-    deps.config.api.requestTimeoutMs,
-    (handle) =>
-      handle.executeUpdate(moneyOutUpdates.notify, { args: [{ status: notification.status }] }),
   );
-  return { transactionId: known.id, status };
+  return {
+    transactionId: resolution.transactionId,
+    status: resolution.status as MoneyOutOutcome | null,
+  };
 }
 
 /**

@@ -1,73 +1,50 @@
 import { z } from 'zod';
-import { findNotifiedCardDeposit } from '../../db/card-deposits';
-import { findNotifiedDeposit } from '../../db/deposits';
-import type { DatabasePool } from '../../db/pool';
-import { insertProviderNotification } from '../../db/provider-notifications';
+import {
+  receiveNotification,
+  type NotificationKind,
+  type ProviderMessage,
+} from '../../activities/reconciliation';
 import type { Mode } from '../../domain/types';
 import type { CardEvent } from '../../providers/card';
 import type { MobileMoneyNotification } from '../../providers/mobile-money';
 import { SANDBOX_SIGNATURE_HEADER } from '../../providers/sandbox-mobile-money';
-import { cardDepositUpdates, depositUpdates, type DepositOutcome } from '../../workflows/shared';
+import type { DepositOutcome } from '../../workflows/shared';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
 import { deliverPayoutNotification } from './cashouts';
 import { defineRoute, type Route } from '../route';
-import { uuidPattern } from '../schemas';
-import { depositMode, updateDeposit, type DepositHandle, type DepositKind } from '../temporal';
 
 type Delivered = { transactionId: string | null; status: DepositOutcome | null };
 
-/** What the engine reads of a provider's verified message about a deposit's payment. */
-type DepositMessage = { paymentReference: string; reference: string | null; status: string };
-
-/** Which deposits a provider's message can reach, and how it is handed to one. */
-type DepositTarget = {
-  kind: DepositKind;
-  find: (
-    db: DatabasePool,
-    paymentReference: string,
-    transactionId: string | null,
-  ) => Promise<{ id: string; mode: Mode } | null>;
-  notify: (handle: DepositHandle) => Promise<DepositOutcome>;
-};
-
 /**
  * The one path of a provider's message into the engine, for a live provider's webhook and the
- * sandbox's simulated one alike: record it, find the deposit (by the provider's reference, else
- * by our reference in the message's metadata), and hand it to the deposit's workflow, which
- * settles it exactly once.
+ * sandbox's simulated one alike (activities/reconciliation.ts `receiveNotification`): find the
+ * payment (by the provider's reference, else by our reference in the message's metadata), hand
+ * it to the payment's workflow, which settles it exactly once, and keep the message. One that
+ * matches no payment yet is kept `unmatched` (the reconciliation retries it) and answered 200.
  */
-async function deliverToDeposit(
+async function deliver(
   deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,
-  provider: { name: string; mode: Mode },
-  message: DepositMessage,
+  kind: NotificationKind,
+  message: ProviderMessage,
   body: unknown,
-  target: DepositTarget,
 ): Promise<Delivered> {
-  const lowered = message.reference?.toLowerCase() ?? null;
-  const reference = lowered && uuidPattern.test(lowered) ? lowered : null;
-  const known = await target.find(deps.pool, message.paymentReference, reference);
-  const transactionId = known?.id ?? reference;
-  await insertProviderNotification(deps.pool, {
-    provider: provider.name,
-    paymentReference: message.paymentReference,
-    status: message.status,
-    transactionId,
+  const resolution = await receiveNotification(
+    {
+      pool: deps.pool,
+      temporal: deps.temporal,
+      timeoutMs: deps.config.api.requestTimeoutMs,
+      timeoutError: () => new AppError('timeout'),
+    },
+    kind,
+    message,
     body,
-  });
-  if (!transactionId) return { transactionId: null, status: null };
-  // A provider speaks for its own mode only: the sandbox (Test Mode) can never settle a Live
-  // Mode deposit, whatever references its message carries, nor the reverse.
-  const mode = known?.mode ?? (await depositMode(deps.temporal, transactionId, target.kind));
-  if (mode !== provider.mode) return { transactionId: null, status: null };
-  const status = await updateDeposit(
-    deps.temporal,
-    transactionId,
-    deps.config.api.requestTimeoutMs,
-    target.notify,
-    target.kind,
   );
-  return { transactionId, status };
+  // A deposit's status is one of its outcomes (the workflow's answer, or the record's).
+  return {
+    transactionId: resolution.transactionId,
+    status: resolution.status as DepositOutcome | null,
+  };
 }
 
 /** A mobile-money provider's notification, to its mobile-money deposit. */
@@ -78,16 +55,17 @@ export function deliverNotification(
   body: unknown,
 ): Promise<Delivered> {
   const { paymentCodeId, reference, status } = notification;
-  return deliverToDeposit(
+  return deliver(
     deps,
-    provider,
-    { paymentReference: paymentCodeId, reference, status },
-    body,
+    'deposit',
     {
-      kind: 'deposit',
-      find: findNotifiedDeposit,
-      notify: (handle) => handle.executeUpdate(depositUpdates.notify, { args: [{ status }] }),
+      provider: provider.name,
+      mode: provider.mode,
+      paymentReference: paymentCodeId,
+      reference,
+      status,
     },
+    body,
   );
 }
 
@@ -99,16 +77,17 @@ export function deliverCardEvent(
   body: unknown,
 ): Promise<Delivered> {
   const { paymentId, reference, status } = event;
-  return deliverToDeposit(
+  return deliver(
     deps,
-    provider,
-    { paymentReference: paymentId, reference, status },
-    body,
+    'cardDeposit',
     {
-      kind: 'cardDeposit',
-      find: findNotifiedCardDeposit,
-      notify: (handle) => handle.executeUpdate(cardDepositUpdates.notify, { args: [{ status }] }),
+      provider: provider.name,
+      mode: provider.mode,
+      paymentReference: paymentId,
+      reference,
+      status,
     },
+    body,
   );
 }
 
@@ -180,7 +159,9 @@ export function providerWebhookRoutes(deps: ApiDeps): Route[] {
   return [
     webhookRoute({
       path: '/api/v1/webhooks/providers/mobile-money',
-      summary: 'Inbound mobile-money provider notification (signed); 200 once recorded',
+      summary:
+        'Inbound mobile-money provider notification (signed); 200 once recorded, also when it ' +
+        'matches no payment yet (kept; the reconciliation retries it)',
       sandbox: {
         name: sandboxMobileMoney.name,
         verify: (r, h) =>

@@ -1,11 +1,10 @@
 import { z } from 'zod';
-import { findTransaction, findTransactionByReference } from '../../db/transactions';
-import { cardDepositUpdates, depositUpdates } from '../../workflows/shared';
+import { syncPayment } from '../../activities/reconciliation';
+import { findTransactionByReference } from '../../db/transactions';
 import type { ApiDeps } from '../deps';
-import { errorResponse, notFound } from '../errors';
+import { AppError, errorResponse, notFound } from '../errors';
 import { defineRoute, type Route } from '../route';
 import { StatusBody } from '../serializers';
-import { updateDeposit } from '../temporal';
 
 export function syncRoutes(deps: ApiDeps): Route[] {
   const { pool, temporal, config } = deps;
@@ -14,8 +13,10 @@ export function syncRoutes(deps: ApiDeps): Route[] {
       method: 'post',
       path: '/api/v1/transactions/sync/:reference_id',
       summary:
-        'Ask the provider now and reconcile the transaction at once (a pending mobile-money or ' +
-        'card deposit), by provider reference or transaction id',
+        'Ask the provider now and reconcile the transaction at once, by provider reference or ' +
+        'transaction id: any kind of transaction; a pending one a provider settles (a ' +
+        'mobile-money or card deposit) is synced as the scheduled reconciliation does, any ' +
+        'other is answered as it stands',
       tag: 'Transactions',
       auth: 'default',
       params: z.object({ reference_id: z.string().min(1).max(255) }),
@@ -28,23 +29,15 @@ export function syncRoutes(deps: ApiDeps): Route[] {
       handler: async ({ caller, params }) => {
         const transaction = await findTransactionByReference(pool, caller, params.reference_id);
         if (!transaction) throw notFound('Transaction');
-        let status: string = transaction.status;
-        const type = transaction.transaction_type;
-        if (
-          (type === 'mobile_money_deposit' || type === 'card_deposit') &&
-          transaction.status === 'pending'
-        ) {
-          const card = type === 'card_deposit';
-          status =
-            (await updateDeposit(
-              temporal,
-              transaction.id,
-              config.api.requestTimeoutMs,
-              (handle) =>
-                handle.executeUpdate(card ? cardDepositUpdates.sync : depositUpdates.sync),
-              card ? 'cardDeposit' : 'deposit',
-            )) ?? (await findTransaction(pool, transaction.id))!.status;
-        }
+        const status = await syncPayment(
+          {
+            pool,
+            temporal,
+            timeoutMs: config.api.requestTimeoutMs,
+            timeoutError: () => new AppError('timeout'),
+          },
+          transaction,
+        );
         return {
           body: {
             status,

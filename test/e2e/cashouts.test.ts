@@ -2,8 +2,6 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { updateApplication } from '../../db/applications';
 import { createProviders } from '../../providers';
-import { syncMoneyOut } from '../../api/routes/cashouts';
-import { findTransaction } from '../../db/transactions';
 import { workflowIds } from '../../workflows/ids';
 import {
   assertLedgerInvariant,
@@ -272,7 +270,7 @@ describe('mobile-money cashouts', () => {
     });
   });
 
-  it('settles through the saga’s sync when the provider paid but no notification came', async () => {
+  it('settles through POST /transactions/sync (the saga’s sync) when the provider paid but no notification came', async () => {
     const walletId = await fundedWallet(api, 10_000n);
     const res = await api.post(CASHOUT, {
       wallet_id: walletId,
@@ -282,10 +280,10 @@ describe('mobile-money cashouts', () => {
     const payoutsPending = await balance('payouts');
     const providers = createProviders({ config: engine.config, pool: engine.pool });
     await providers.sandboxMobileMoney.settlePayout(res.body.provider_reference, 'completed');
-    const row = (await findTransaction(engine.pool, res.body.id))!;
-    expect(await syncMoneyOut({ temporal: engine.temporal, config: engine.config }, row)).toBe(
-      'completed',
-    );
+    // By the provider's reference, as a merchant holding only that would ask.
+    const synced = await api.post(`/api/v1/transactions/sync/${res.body.provider_reference}`);
+    expect(synced.status).toBe(200);
+    expect(synced.body).toMatchObject({ transaction_id: res.body.id, status: 'completed' });
     expect((await eventsOf(res.body.id)).map((e) => e.type)).toEqual(['cashout.completed']);
     expect(payoutsPending - (await balance('payouts'))).toBe(1_030n);
     await assertLedgerInvariant(engine.pool);

@@ -2,7 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createMaintenanceActivities } from '../../activities/maintenance';
-import { MAINTENANCE_SCHEDULE_ID, ensureSchedules } from '../../worker/schedules';
+import {
+  MAINTENANCE_SCHEDULE_ID,
+  RECONCILIATION_SCHEDULE_ID,
+  ensureSchedules,
+} from '../../worker/schedules';
 import { createTestApp, startTestEngine, type TestEngine } from '../support/engine';
 
 let engine: TestEngine;
@@ -49,5 +53,7 @@ describe('maintenance', () => {
       workflowType: 'maintenanceWorkflow',
     });
     await engine.temporal.schedule.getHandle(MAINTENANCE_SCHEDULE_ID).delete();
+    // ensureSchedules also creates the reconciliation schedule (test/e2e/reconciliation.test.ts).
+    await engine.temporal.schedule.getHandle(RECONCILIATION_SCHEDULE_ID).delete();
   });
 });

@@ -28,6 +28,7 @@ import { mobileMoneyCashoutWorkflow } from '../../workflows/cashout';
 import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
 import { escrowWorkflow } from '../../workflows/escrow';
 import { maintenanceWorkflow } from '../../workflows/maintenance';
+import { reconciliationWorkflow } from '../../workflows/reconciliation';
 import {
   moneyOutUpdates,
   type MoneyOutInput,
@@ -701,6 +702,49 @@ export const maintenance = scenario({
   },
 });
 
+/**
+ * A reconciliation run: three stale payments synced two at a time; the first is settled by its
+ * provider, the second still pending, the third cannot be synced (recorded as an error); then
+ * one kept notification of two is matched.
+ */
+export const reconciliation = scenario({
+  name: 'reconciliation',
+  input: () => ({}),
+  activities: () => {
+    const payments = [fixtureId(71), fixtureId(72), fixtureId(73)];
+    return {
+      findStalePayments: ({ graceSeconds }: { graceSeconds: number | null }) =>
+        Promise.resolve({
+          payments: payments.map((id) => ({ id, transactionType: 'mobile_money_deposit' })),
+          graceSeconds: graceSeconds ?? 300,
+          concurrency: 2,
+        }),
+      reconcilePayment: async ({ transactionId }: { transactionId: string }) => {
+        await delay(20);
+        if (transactionId === payments[2]) {
+          throw ApplicationFailure.nonRetryable('the provider cannot be reached');
+        }
+        return {
+          transaction_id: transactionId,
+          transaction_type: 'mobile_money_deposit',
+          from: 'pending',
+          to: transactionId === payments[0] ? 'completed' : 'pending',
+        };
+      },
+      retryUnmatchedNotifications: () => Promise.resolve({ retried: 2, matched: 1 }),
+      recordReconciliationRun: () => Promise.resolve(),
+    };
+  },
+  run: async (env, taskQueue, input) => {
+    const handle = await env.client.workflow.start(reconciliationWorkflow, {
+      workflowId: 'reconciliation',
+      taskQueue,
+      args: [input],
+    });
+    return { handle, result: await handle.result() };
+  },
+});
+
 /** What the recorder needs of a scenario, whatever its workflow. */
 export type RecordedScenario = {
   name: string;
@@ -728,4 +772,5 @@ export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
   cashoutFailedLater,
   cashoutAskedAtTtl,
   maintenance,
+  reconciliation,
 ];
