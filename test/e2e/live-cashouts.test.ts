@@ -2,7 +2,10 @@ import { assertLedgerInvariant, balanceOf, eventsOf, fundWallet } from '../suppo
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { FakeMonimeServer } from '../support/fake-monime';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { randomUUID } from 'node:crypto';
+import { sql } from 'slonik';
 import { workflowIds } from '../../workflows/ids';
+import { reconciliationWorkflow } from '../../workflows/reconciliation';
 
 const SECRET = 'live-webhook-secret-for-cashouts';
 const CASHOUT = '/api/v1/transactions/wallet/mobile-money-cashout';
@@ -122,5 +125,39 @@ describe('Live Mode cashouts through the Monime-style adapter', () => {
     expect(delivered.status).toBe(200);
     expect(delivered.body).toMatchObject({ transaction_id: null });
     expect((await live.get(`/api/v1/transactions/${res.body.id}`)).body.status).toBe('pending');
+  });
+
+  it('is reconciled by the reconciliation schedule’s workflow when its notification never came', async () => {
+    const walletId = await fundedLiveWallet(5_000n);
+    const res = await live.post(CASHOUT, {
+      wallet_id: walletId,
+      amount: 2_000,
+      phone_number: '+23276123456',
+    });
+    expect(res.status).toBe(200);
+    const payout = monime.payoutsFor(workflowIds.cashout(res.body.id))[0]!;
+    monime.setPayoutStatus(payout.id, 'failed');
+    await engine.pool.query(sql.unsafe`
+      UPDATE transactions SET created_at = now() - interval '1 hour' WHERE id = ${res.body.id}`);
+    const run = await engine.temporal.workflow.execute(reconciliationWorkflow, {
+      workflowId: `reconciliation-test-${randomUUID()}`,
+      taskQueue: engine.config.temporal.taskQueue,
+      args: [{}],
+    });
+    expect(run.changes).toEqual(
+      expect.arrayContaining([
+        {
+          transaction_id: res.body.id,
+          transaction_type: 'mobile_money_cashout',
+          from: 'pending',
+          to: 'failed',
+        },
+      ]),
+    );
+    expect(await balanceOf(engine.pool, walletId)).toBe(5_000n);
+    expect((await eventsOf(engine.pool, res.body.id)).map((e) => e.type)).toEqual([
+      'cashout.failed',
+    ]);
+    await assertLedgerInvariant(engine.pool);
   });
 });
