@@ -22,14 +22,11 @@ import type { Currency } from '../domain/money';
 import { minorToMajorNumber } from '../domain/money';
 import type { TransactionType } from '../domain/types';
 import type { Providers } from '../providers';
-import {
-  ProviderNotConfiguredError,
-  ProviderRefusedError,
-  type PayoutStatus,
-} from '../providers/mobile-money';
+import type { PayoutStatus } from '../providers/mobile-money';
 import { workflowIds } from '../workflows/ids';
 import type { MoneyOutInput, MoneyOutKind } from '../workflows/money-out-shared';
 import { decline } from './declines';
+import { callProvider } from './deposit';
 import { transactionEventData } from './events';
 import { checkWallet } from './wallet-checks';
 
@@ -82,18 +79,6 @@ export function moneyOutEventData(row: TransactionRow, meta: MoneyOutMetadata) {
     application_fee: minorToMajorNumber(BigInt(meta.application_fee)),
     total_amount: minorToMajorNumber(BigInt(meta.total)),
   };
-}
-
-/** A provider call, with its refusal and missing credentials turned into declines. */
-async function callPort<T>(call: () => Promise<T>, refusal: string): Promise<T> {
-  try {
-    return await call();
-  } catch (error) {
-    if (error instanceof ProviderRefusedError) throw decline('provider_refused', refusal);
-    if (error instanceof ProviderNotConfiguredError)
-      throw decline('provider_unavailable', error.message);
-    throw error;
-  }
 }
 
 /**
@@ -190,7 +175,7 @@ export function createMoneyOutActivities(
     if (record.meta.provider) return record.meta.provider;
     const spec = specOfRecord(record);
     const { row } = record;
-    const payout = await callPort(
+    const payout = await callProvider(
       () =>
         spec.port(providers, row.mode).send({
           idempotencyKey: workflowIds[record.meta.kind](row.id),
@@ -208,7 +193,7 @@ export function createMoneyOutActivities(
     const record = await findMoneyOut(pool, input.transactionId);
     if (!record?.meta.provider) throw decline('not_found', 'The provider has no payout yet');
     const spec = specOfRecord(record);
-    const payout = await callPort(
+    const payout = await callProvider(
       () => spec.port(providers, record.row.mode).check(record.meta.provider!.id),
       spec.refusal,
     );

@@ -152,22 +152,10 @@ export class FakeMonimeServer {
       code.status === 'completed' || code.status === 'failed' || code.status === 'expired'
         ? `payment_code.${code.status}`
         : `payment_code.${code.status === 'cancelled' ? 'failed' : 'updated'}`;
-    const rawBody = JSON.stringify({
-      event,
-      data: { id: code.id, status: code.status, metadata: code.metadata },
-    });
-    const timestamp = options.timestamp ?? Math.floor(Date.now() / 1000);
-    return {
-      rawBody,
-      headers: {
-        'content-type': 'application/json',
-        [MONIME_SIGNATURE_HEADER]: signMonimeNotification(
-          options.secret ?? this.webhookSecret,
-          rawBody,
-          timestamp,
-        ),
-      },
-    };
+    return this.signed(
+      { event, data: { id: code.id, status: code.status, metadata: code.metadata } },
+      options,
+    );
   }
 
   payoutsFor(idempotencyKey: string): FakePayout[] {
@@ -192,10 +180,21 @@ export class FakeMonimeServer {
     options: { timestamp?: number; secret?: string } = {},
   ): { rawBody: string; headers: Record<string, string> } {
     const payout = this.payout(id);
-    const rawBody = JSON.stringify({
-      event: `payout.${payout.status === 'cancelled' ? 'failed' : payout.status}`,
-      data: { id: payout.id, status: payout.status, metadata: payout.metadata },
-    });
+    return this.signed(
+      {
+        event: `payout.${payout.status === 'cancelled' ? 'failed' : payout.status}`,
+        data: { id: payout.id, status: payout.status, metadata: payout.metadata },
+      },
+      options,
+    );
+  }
+
+  /** A notification body as Monime sends it, signed with the fake's secret (or `secret`). */
+  private signed(
+    message: unknown,
+    options: { timestamp?: number; secret?: string },
+  ): { rawBody: string; headers: Record<string, string> } {
+    const rawBody = JSON.stringify(message);
     const timestamp = options.timestamp ?? Math.floor(Date.now() / 1000);
     return {
       rawBody,
