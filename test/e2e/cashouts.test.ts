@@ -330,6 +330,21 @@ describe('mobile-money cashouts', () => {
     expect(await balanceOf(engine.pool, walletId)).toBe(10_000n - 2n * 101n);
   });
 
+  it('answers 503 in Live Mode without the provider’s credentials, writing nothing', async () => {
+    const live = clientFor(engine.url, app, 'live');
+    const { walletId } = await createUserWithWallet(live);
+    await fundWallet(engine.pool, walletId, 10_000n);
+    const res = await live.post(CASHOUT, {
+      wallet_id: walletId,
+      amount: 1_000,
+      phone_number: PHONE,
+    });
+    expect(res.status).toBe(503);
+    expect(res.body.detail).toMatch(/not configured/);
+    expect(await balanceOf(engine.pool, walletId)).toBe(10_000n);
+    expect((await live.get(`/api/v1/transactions/?wallet_id=${walletId}`)).body.total).toBe(0);
+  });
+
   it('answers 403 on the simulate endpoint with Live Mode credentials', async () => {
     const live = clientFor(engine.url, app, 'live');
     const res = await live.post(SIMULATE, {
