@@ -8,8 +8,10 @@ import { createDepositActivities } from './deposit';
 import { createEscrowActivities } from './escrow';
 import { createMaintenanceActivities } from './maintenance';
 import { createMoneyOutActivities } from './money-out';
+import { createOnboardingActivities } from './onboarding';
 import { createReconciliationActivities } from './reconciliation';
 import { createTransferActivities } from './transfer';
+import { createWebhookActivities } from './webhooks';
 
 export type ActivityDeps = { pool: DatabasePool; providers: Providers; config: Config };
 
@@ -22,8 +24,10 @@ export function createActivities(deps: ActivityDeps) {
       ...createCardDepositActivities(deps),
       ...createEscrowActivities(deps),
       ...createMoneyOutActivities(deps, { cashout: cashoutSpec, payout: undefined }),
+      ...createOnboardingActivities(deps),
     }),
     ...createMaintenanceActivities(deps),
+    ...createWebhookActivities(deps),
     ...createReconciliationActivities(deps),
   };
 }

@@ -11,6 +11,8 @@ import { cashoutRoutes } from './routes/cashouts';
 import { feeRoutes } from './routes/fees';
 import { depositRoutes } from './routes/deposits';
 import { escrowRoutes } from './routes/escrow';
+import { eventRoutes } from './routes/events';
+import { onboardingRoutes, streamsOwnBody } from './routes/onboarding';
 import { providerWebhookRoutes } from './routes/provider-webhooks';
 import { syncRoutes } from './routes/sync';
 import { systemRoutes } from './routes/system';
@@ -37,6 +39,8 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...feeRoutes(deps),
     ...transactionRoutes(deps),
     ...webhookSubscriptionRoutes(deps),
+    ...eventRoutes(deps),
+    ...onboardingRoutes(deps),
   );
   return routes;
 }
@@ -48,7 +52,7 @@ export function createApp(deps: ApiDeps): Koa {
   const router = new Router({ methods: [...METHODS] });
   mountRoutes(router, apiRoutes(deps), deps.pool);
   app.use(errorsAndAccessLog(deps.logger));
-  app.use(jsonBody());
+  app.use(jsonBody({ streamed: streamsOwnBody }));
   app.use(router.routes());
   app.use(concretePathsWin());
   app.use(router.allowedMethods());

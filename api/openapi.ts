@@ -147,6 +147,7 @@ function parametersOf(route: Route, query: Json | undefined, params: Json | unde
     parameters.push({ name, in: 'query', required: required.includes(name), schema });
   }
   if (route.idempotent) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
+  parameters.push(...(HEADER_PARAMETERS[`${route.method} ${openApiPath(route.path)}`] ?? []));
   return parameters;
 }
 
@@ -214,9 +215,66 @@ export const REQUEST_EXAMPLES: Record<string, Json> = {
     transaction_id: '7c3e1a9b-2d4f-4a6b-8c0d-1e2f3a4b5c6d',
     status: 'successful',
   },
+  'post /api/v1/transactions/wallet/complete-onboarding/': {
+    wallet_id: WALLET_A,
+    individual: {
+      first_name: 'Aminata',
+      last_name: 'Kamara',
+      dob: { day: 14, month: 3, year: 1990 },
+      address: { line1: '12 Siaka Stevens Street', city: 'Freetown', country: 'SL' },
+      email: 'aminata@example.com',
+      phone: '+23276123456',
+      id_number: '000000000',
+    },
+    business_profile: { mcc: '5734', product_description: 'Handmade furniture, sold online' },
+    card_token: 'tok_visa_debit',
+  },
+};
+
+/** Request headers an operation reads besides the credentials and Idempotency-Key. */
+const HEADER_PARAMETERS: Record<string, Json[]> = {
+  'post /api/v1/transactions/wallet/complete-onboarding/': [
+    {
+      name: 'X-Forwarded-For',
+      in: 'header',
+      required: true,
+      description:
+        'The end customer’s IP address (the first one listed), recorded with the time as ' +
+        'evidence of terms acceptance. Missing, not an address, or the calling server’s own: 400.',
+      schema: { type: 'string', minLength: 1 },
+      example: '203.0.113.7',
+    },
+  ],
+};
+
+/** Request bodies that are not JSON: their routes have no body schema and stream them. */
+const STREAMED_BODIES: Record<string, Json> = {
+  'post /api/v1/transactions/wallet/{wallet_id}/verification-document': {
+    required: true,
+    content: {
+      'multipart/form-data': {
+        schema: {
+          type: 'object',
+          required: ['file', 'purpose'],
+          properties: {
+            file: {
+              type: 'string',
+              format: 'binary',
+              description:
+                'A JPEG, PNG or PDF (by its content and its declared type), at most 10 MiB',
+            },
+            purpose: { type: 'string', enum: ['identity_document'] },
+          },
+        },
+        encoding: { file: { contentType: 'image/jpeg, image/png, application/pdf' } },
+      },
+    },
+  },
 };
 
 function requestBodyOf(route: Route, schema: Json | undefined): Json {
+  const streamed = STREAMED_BODIES[`${route.method} ${openApiPath(route.path)}`];
+  if (streamed) return { requestBody: streamed };
   if (!route.body || !schema) return {};
   const example =
     schema.example === undefined

@@ -4,7 +4,7 @@
  * and the API, in this process as the tests run them; and the fixture: an application, its
  * credential, funded wallets.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
@@ -167,6 +167,11 @@ export async function startEngine(options: {
       taskQueuePrefix: 'bench-payments',
       workflowBundle: bundlePath,
       requestTimeoutMs: REQUEST_TIMEOUT_MS,
+      // Row (6) delivers webhooks to an endpoint on loopback; the key stays in memory.
+      env: {
+        WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1/32',
+        WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
+      },
     });
     const pool = await createDatabasePool(databaseUrl, { maximumPoolSize: options.ledgerClients });
     cleanups.push(() => pool.end());

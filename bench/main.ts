@@ -6,11 +6,12 @@
  *   (2) Temporal alone: trivial workflows on the same server;
  *   (3) transfers through the real API and worker, open-model load at a few arrival rates;
  *   (4) escrow hold-then-release through the API (n/a while POST /api/v1/escrow/hold is 404);
- *   (5) card deposits through the API, charged at once by the Test Mode card sandbox.
+ *   (5) card deposits through the API, charged at once by the Test Mode card sandbox;
+ *   (6) webhook deliveries to a loopback endpoint while transfers run (bench/webhooks.ts).
  *
  * Options: --json (print the results as JSON instead of the table), --durable (Postgres with
  * fsync and synchronous commit on), --tuning='{"maxConcurrentActivityTaskPolls":20}' (worker
- * options for both workers), --only=ledger,orchestration,api,escrow,card, --profile (see profile.ts).
+ * options for both workers), --only=ledger,orchestration,api,escrow,card,webhooks, --profile (see profile.ts).
  * Progress goes to stderr; stdout holds only the result. The engine is started by engine.ts, the
  * load by load.ts, the trivial workflows live in workflows.ts, CPU accounting in cpu.ts.
  */
@@ -41,6 +42,7 @@ import {
 } from './engine';
 import { closedLoop, openLoop, type LoadResult, type Send } from './load';
 import { runProfile, type ProfileReport } from './profile';
+import { webhookDeliveries } from './webhooks';
 import { activityWorkflow, emptyWorkflow, localActivityWorkflow } from './workflows';
 
 const LEDGER_CLIENTS = 16;
@@ -50,7 +52,9 @@ const WARMUP_S = 1;
 const CLOSED_S = 5;
 const OPEN_S = 8;
 const RATE_FRACTIONS = [0.25, 0.5, 0.75, 1];
-const SECTIONS = ['ledger', 'orchestration', 'api', 'escrow', 'card'] as const;
+const SECTIONS = ['ledger', 'orchestration', 'api', 'escrow', 'card', 'webhooks'] as const;
+/** Row (6): transfers per second while webhooks are delivered. */
+const WEBHOOK_TRANSFER_RATE = 15;
 type Section = (typeof SECTIONS)[number];
 
 type Options = {
@@ -375,6 +379,8 @@ function render(report: Report): string {
     '(1) one DB transaction per transfer, no Temporal, no HTTP. (2) client.workflow.execute',
     'per workflow, no DB. (3)/(4)/(5) real HTTP through the API and the worker; open rows fire at',
     'a fixed arrival rate, latency from the scheduled send time. vs (2): throughput / row 2.',
+    '(6) events delivered per second to a loopback endpoint; latency from the event written with',
+    'the money movement to its arrival at the endpoint.',
     'Cores: CPU cores busy on average, this Node process (API, worker, load generator),',
     'Postgres, the Temporal server, and every other process on the machine.',
     ...(others > 0.2
@@ -441,6 +447,23 @@ async function main(): Promise<void> {
             'req',
             cardDepositSender(api, fixture.wallets),
           )),
+        );
+      }
+      if (options.only.has('webhooks')) {
+        rows.push(
+          await measure(
+            '6',
+            'webhook deliveries while transfers run (latency: movement to delivery)',
+            `open, ${WEBHOOK_TRANSFER_RATE} transfers/s x ${OPEN_S}s`,
+            () =>
+              webhookDeliveries({
+                api,
+                wallets: fixture.wallets,
+                rate: WEBHOOK_TRANSFER_RATE,
+                durationS: OPEN_S,
+                signal: interrupted.signal,
+              }),
+          ),
         );
       }
     } finally {

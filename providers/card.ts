@@ -4,6 +4,7 @@
  * both implement it; the card-deposit activities and the card-aware fee estimate use only this.
  */
 import type { Currency } from '../domain/money';
+import type { PayoutBusinessProfile, PayoutIndividual } from '../domain/payout-accounts';
 
 /** A card's metadata, as the fee rule needs it (decisions.md, Cards). */
 export type CardMetadata = {
@@ -81,5 +82,115 @@ export class UnknownPaymentMethodError extends Error {
   constructor(paymentMethodId: string, options?: { cause?: unknown }) {
     super(`No such payment method: ${paymentMethodId}`, options);
     this.name = 'UnknownPaymentMethodError';
+  }
+}
+
+// --- Connected payout accounts (Stripe Connect) and payouts to their debit cards ---
+
+export type PayoutAccountDetails = {
+  individual: PayoutIndividual;
+  businessProfile: PayoutBusinessProfile;
+  /** The evidence of terms acceptance: the end customer's address and when (Unix seconds). */
+  tosAcceptance: { ip: string; date: number };
+};
+
+/** Where a connected account stands: what is still due before payouts are enabled. */
+export type PayoutAccount = {
+  id: string;
+  payoutsEnabled: boolean;
+  /** The payout card, once one is attached. */
+  externalAccount: { id: string; last4: string | null } | null;
+  requirements: {
+    currentlyDue: string[];
+    pendingVerification: string[];
+    disabledReason: string | null;
+  };
+};
+
+export type IdentityDocument = {
+  content: Buffer;
+  contentType: 'image/jpeg' | 'image/png' | 'application/pdf';
+  filename: string;
+};
+
+/**
+ * Where a payout stands: `paid` (the provider reports it paid), `pending` (accepted, not yet
+ * paid), `failed` (refused, or failed after it was accepted: the saga gives the money back).
+ */
+export type CardPayoutStatus = 'paid' | 'pending' | 'failed';
+
+export type CardPayout = {
+  id: string;
+  status: CardPayoutStatus;
+  amount: bigint;
+  currency: Currency;
+  failureMessage: string | null;
+};
+
+export type CardPayoutRequest = {
+  /** Sent to the provider so that a retried call never pays twice. */
+  idempotencyKey: string;
+  /** Our transaction id, carried in the provider's metadata. */
+  reference: string;
+  /** The connected account whose debit card is paid. */
+  accountId: string;
+  amount: bigint;
+  currency: Currency;
+};
+
+/**
+ * What the engine needs of a card provider's connected payout accounts (Stripe Connect): one
+ * account per wallet owner, identity and business details, the terms acceptance, a debit card to
+ * pay out to, identity documents, and payouts (a transfer to the account, then a payout from it
+ * to its card). Every call that creates something takes an idempotency key.
+ */
+export interface PayoutAccountProvider {
+  readonly name: string;
+  createAccount(request: {
+    idempotencyKey: string;
+    /** Our wallet id, carried in the provider's metadata. */
+    reference: string;
+    details: PayoutAccountDetails;
+  }): Promise<PayoutAccount>;
+  /** Submits the details again (a resubmission): the account keeps its id. */
+  updateAccount(accountId: string, details: PayoutAccountDetails): Promise<PayoutAccount>;
+  /**
+   * Attaches the card of a token as the payout destination; throws `UnknownCardTokenError` or
+   * `DebitCardRequiredError` (a credit card cannot receive payouts). The same token twice
+   * attaches it once.
+   */
+  addPayoutCard(request: {
+    accountId: string;
+    cardToken: string;
+    idempotencyKey: string;
+  }): Promise<PayoutAccount>;
+  /** Sends an identity document to the provider; answers the provider's file id. */
+  uploadIdentityDocument(request: {
+    accountId: string;
+    document: IdentityDocument;
+    idempotencyKey: string;
+  }): Promise<string>;
+  /** Names an uploaded file as the owner's identity document; verification then follows. */
+  attachIdentityDocument(accountId: string, fileId: string): Promise<PayoutAccount>;
+  /** The account as it stands now (the identity re-sync). */
+  getAccount(accountId: string): Promise<PayoutAccount>;
+  /** Pays `amount` to the account's debit card (idempotent by `idempotencyKey`). */
+  createPayout(request: CardPayoutRequest): Promise<CardPayout>;
+  getPayout(accountId: string, payoutId: string): Promise<CardPayout>;
+}
+
+/** The card token does not exist at the provider: 400. */
+export class UnknownCardTokenError extends Error {
+  constructor(cardToken: string, options?: { cause?: unknown }) {
+    super(`No such card token: ${cardToken}`, options);
+    this.name = 'UnknownCardTokenError';
+  }
+}
+
+/** Payouts go to debit cards only (decisions.md, Money out): 400 "Payouts need a debit card". */
+export class DebitCardRequiredError extends Error {
+  constructor(options?: { cause?: unknown }) {
+    super('Payouts need a debit card', options);
+    this.name = 'DebitCardRequiredError';
   }
 }

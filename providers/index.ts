@@ -1,12 +1,14 @@
 import type { DatabasePool } from '../db/pool';
 import type { Config } from '../config';
 import type { Mode } from '../domain/types';
-import type { CardProvider } from './card';
+import type { CardProvider, PayoutAccountProvider } from './card';
 import { ProviderNotConfiguredError, type MobileMoneyProvider } from './mobile-money';
 import { monimeFromConfig } from './monime';
 import { SandboxCardProvider } from './sandbox-card';
+import { SandboxConnectProvider } from './sandbox-connect';
 import { SandboxMobileMoneyProvider } from './sandbox-mobile-money';
 import { stripeCardFromConfig } from './stripe-card';
+import { stripeConnectFromConfig } from './stripe-connect';
 
 /** The providers of each mode: the sandbox in Test Mode, the live adapters in Live Mode. */
 export type Providers = {
@@ -17,6 +19,10 @@ export type Providers = {
   liveCard: CardProvider | null;
   /** Throws ProviderNotConfiguredError in Live Mode without the Stripe keys (503). */
   card(mode: Mode): CardProvider;
+  sandboxConnect: SandboxConnectProvider;
+  liveConnect: PayoutAccountProvider | null;
+  /** Connected payout accounts and payouts; 503 in Live Mode without the Stripe keys. */
+  connect(mode: Mode): PayoutAccountProvider;
 };
 
 /** Live adapters come from the configuration: without credentials, Live Mode answers 503. */
@@ -28,6 +34,8 @@ export function createProviders(options: { config: Config; pool: DatabasePool })
   const liveMobileMoney = monimeFromConfig(options.config);
   const sandboxCard = new SandboxCardProvider(options.pool, options.config.sandbox.webhookSecret);
   const liveCard = stripeCardFromConfig(options.config);
+  const sandboxConnect = new SandboxConnectProvider(options.pool);
+  const liveConnect = stripeConnectFromConfig(options.config);
   return {
     sandboxMobileMoney,
     liveMobileMoney,
@@ -46,6 +54,15 @@ export function createProviders(options: { config: Config; pool: DatabasePool })
         sandboxCard,
         liveCard,
         'Live card payments are not available: the Stripe keys are not configured',
+      ),
+    sandboxConnect,
+    liveConnect,
+    connect: (mode) =>
+      forMode<PayoutAccountProvider>(
+        mode,
+        sandboxConnect,
+        liveConnect,
+        'Live payout accounts are not available: the Stripe keys are not configured',
       ),
   };
 }

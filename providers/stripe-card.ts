@@ -220,7 +220,7 @@ export class StripeCardProvider implements CardProvider {
   }
 }
 
-function isMissing(error: unknown): boolean {
+export function isMissing(error: unknown): boolean {
   return (
     error instanceof Stripe.errors.StripeError &&
     (error.code === 'resource_missing' || error.statusCode === 404)
@@ -233,7 +233,7 @@ function isInvalidRequest(error: unknown): boolean {
 }
 
 /** A business refusal (most 4xx) is not retried; anything else goes back to the caller as is. */
-function refusalOrTransient(error: unknown): unknown {
+export function refusalOrTransient(error: unknown): unknown {
   if (
     error instanceof Stripe.errors.StripeError &&
     error.statusCode !== undefined &&

@@ -1,7 +1,9 @@
+import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { DatabasePool } from '../db/pool';
 import { temporalAddress, type Config } from '../config';
 import { createActivities } from '../activities';
+import { ensureWebhookRelay } from '../activities/webhooks';
 import { createProviders, type Providers } from '../providers';
 
 /**
@@ -38,5 +40,10 @@ export async function createWorker(options: {
     maxConcurrentActivityTaskExecutions: config.database.poolSize,
     ...options.tuning,
   });
+  // The webhook outbox relay runs whenever a worker does (the maintenance schedule checks too).
+  await ensureWebhookRelay(
+    new Client({ connection, namespace: config.temporal.namespace }),
+    config.temporal.taskQueue,
+  );
   return { worker, connection, ownsConnection: !options.connection };
 }

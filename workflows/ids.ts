@@ -28,3 +28,14 @@ export const workflowIds = {
   /** The reconciliation schedule's id; its runs are `reconciliation-<start time>`. */
   reconciliation: 'reconciliation',
 };
+
+/** One webhook delivery: `webhook-<event id>-<subscription id>` (issue 10). */
+export const webhookDeliveryId = (eventId: string, subscriptionId: string) =>
+  `${WORKFLOW_ID_PREFIXES.webhook}${eventId}-${subscriptionId}`;
+
+/**
+ * The outbox relay of a task queue: `webhook-relay` on the engine's default queue (`payments`);
+ * another queue (each test engine has its own on a shared Temporal) gets its own relay.
+ */
+export const webhookRelayId = (taskQueue: string) =>
+  taskQueue === 'payments' ? 'webhook-relay' : `webhook-relay-${taskQueue}`;

@@ -4,4 +4,6 @@ export { cardDepositWorkflow } from './card-deposit';
 export { escrowWorkflow } from './escrow';
 export { maintenanceWorkflow } from './maintenance';
 export { mobileMoneyCashoutWorkflow } from './cashout';
+export { webhookDeliveryWorkflow, webhookRelayWorkflow } from './webhook';
+export { onboardingWorkflow } from './onboarding';
 export { reconciliationWorkflow } from './reconciliation';

@@ -1,13 +1,18 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { patched, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from './activities-types';
 import { activityPresets } from './retry';
 
-const { pruneExpiredRows } = proxyActivities<Activities>(activityPresets.maintenance);
+const { pruneExpiredRows, ensureWebhookRelayRuns } = proxyActivities<Activities>(
+  activityPresets.maintenance,
+);
 
 /** Run by the `maintenance` schedule every few minutes. */
 export async function maintenanceWorkflow(): Promise<{
   rateLimitWindows: number;
   idempotencyKeys: number;
 }> {
-  return pruneExpiredRows();
+  const pruned = await pruneExpiredRows();
+  // The webhook outbox relay (issue 10) is started again should it ever have stopped.
+  if (patched('webhook-relay')) await ensureWebhookRelayRuns();
+  return pruned;
 }

@@ -40,4 +40,16 @@ export const activityPresets = {
     startToCloseTimeout: '2 minutes',
     retry: { ...retryPresets.ledger, maximumAttempts: 3 },
   },
+  /**
+   * One webhook POST (at most 10 s) and its record, run as a local activity. It retries only a
+   * fault of ours (the database); the merchant's failures are answers, retried by the workflow's
+   * timers.
+   */
+  webhookAttempt: { startToCloseTimeout: '30 seconds', retry: retryPresets.ledger },
+  /** The outbox relay's round: about a minute, heartbeating; a lost worker is noticed in 20 s. */
+  webhookRelay: {
+    startToCloseTimeout: '5 minutes',
+    heartbeatTimeout: '20 seconds',
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds' },
+  },
 } as const satisfies Record<string, ActivityOptions>;

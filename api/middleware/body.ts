@@ -8,10 +8,14 @@ export const MAX_BODY_BYTES = 1024 * 1024;
  * Reads a JSON body of at most 1 MiB: 413 above it, 400 when it is not JSON. An empty body is
  * `undefined`, which a route without a body schema accepts. A number whose literal is not
  * exactly its double arrives as an `InexactNumber`, so that amounts are judged as written.
+ * A multipart upload to a path `streamed` names is left unread: its route streams it, with its
+ * own size bound.
  */
-export function jsonBody(): Koa.Middleware {
+export function jsonBody(options: { streamed?: (path: string) => boolean } = {}): Koa.Middleware {
   return async function readJsonBody(ctx, next) {
-    if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(ctx.method)) {
+    const streamed =
+      options.streamed?.(ctx.path) === true && Boolean(ctx.is('multipart/form-data'));
+    if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(ctx.method) || streamed) {
       await next();
       return;
     }

@@ -188,7 +188,8 @@ const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true
 describe('request examples', () => {
   it('give every request body an example that its documented and its zod schema accept', () => {
     const routes = engineRoutes();
-    const withBody = operations().filter((o) => o.op.requestBody);
+    // JSON bodies; a streamed upload (multipart/form-data) is described by its form fields.
+    const withBody = operations().filter((o) => o.op.requestBody?.content['application/json']);
     expect(withBody.length).toBeGreaterThanOrEqual(7);
     expect(Object.keys(REQUEST_EXAMPLES).sort()).toEqual(
       withBody.map((o) => `${o.method} ${o.path}`).sort(),

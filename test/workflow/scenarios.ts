@@ -35,6 +35,13 @@ import {
   type MoneyOutProviderStatus,
 } from '../../workflows/money-out-shared';
 import {
+  onboardingUpdates,
+  onboardingWorkflow,
+  type OnboardingInput,
+  type OnboardingResult,
+  type OnboardingSubmission,
+} from '../../workflows/onboarding';
+import {
   cardDepositUpdates,
   depositUpdates,
   escrowUpdates,
@@ -55,6 +62,7 @@ import {
   type TransferResult,
 } from '../../workflows/shared';
 import { transferWorkflow } from '../../workflows/transfer';
+import { WEBHOOK_SCENARIOS } from './webhook-scenarios';
 
 export const THIRTY_MINUTES = 30 * 60 * 1000;
 export const SEVEN_DAYS = 7 * 24 * 60 * 60 * 1000;
@@ -483,6 +491,101 @@ export type CashoutHandle = Awaited<ReturnType<typeof openCashout>>['handle'];
 export const notifyCashout = (handle: CashoutHandle, status: MoneyOutProviderStatus) =>
   handle.executeUpdate(moneyOutUpdates.notify, { args: [{ status }] });
 
+// --- payout onboarding ---
+
+export const onboardingInput = (walletId: string): OnboardingInput => ({
+  applicationId: APP,
+  mode: 'test',
+  walletId,
+});
+
+/** A submission; identity number 000000000 is verified at once, as in the sandbox. */
+export const onboardingSubmission = (
+  idNumber = '000000000',
+  cardToken: string | null = 'tok_visa_debit',
+): OnboardingSubmission => ({
+  individual: {
+    first_name: 'Aminata',
+    last_name: 'Kamara',
+    dob: { day: 14, month: 3, year: 1990 },
+    address: { line1: '12 Siaka Stevens Street', city: 'Freetown', country: 'SL' },
+    email: 'aminata@example.com',
+    id_number: idNumber,
+  },
+  businessProfile: { mcc: '5734', product_description: 'Handmade furniture' },
+  cardToken,
+  tosAcceptance: { ip: '203.0.113.7', date: 1_790_000_000 },
+});
+
+export const debitCardRequired = () =>
+  ApplicationFailure.nonRetryable('debit_card_required', 'debit_card_required');
+
+/**
+ * The onboarding activities over a provider kept in memory that behaves like the sandbox: a
+ * document is due unless the identity number is 000000000, a document makes it pending, and the
+ * next re-sync verifies it; `tok_visa` (a credit card) is refused.
+ */
+export function onboardingActivities() {
+  let verification: 'verified' | 'document_due' | 'document_pending' | null = null;
+  let card = false;
+  const result = (): OnboardingResult => ({
+    status: 'done',
+    accountId: 'acct_sandbox_fixture',
+    payoutsEnabled: verification === 'verified',
+    externalAccountAdded: card,
+    currentlyDue: verification === 'document_due' ? ['individual.verification.document'] : [],
+    pendingVerification:
+      verification === 'document_pending' ? ['individual.verification.document'] : [],
+    disabledReason:
+      verification === 'document_due'
+        ? 'requirements.past_due'
+        : verification === 'document_pending'
+          ? 'requirements.pending_verification'
+          : null,
+  });
+  return {
+    submitOnboarding: (input: OnboardingInput & OnboardingSubmission) => {
+      if (input.individual.id_number === '000000000') verification = 'verified';
+      verification ??= 'document_due';
+      if (input.cardToken === 'tok_visa') return Promise.reject(debitCardRequired());
+      if (input.cardToken) card = true;
+      return Promise.resolve(result());
+    },
+    syncOnboarding: (_: OnboardingInput) => {
+      if (verification === 'document_pending') verification = 'verified';
+      return Promise.resolve(result());
+    },
+    sendVerificationDocument: (_: OnboardingInput & { documentId: string }) => {
+      if (verification === 'document_due') verification = 'document_pending';
+      return Promise.resolve(result());
+    },
+  };
+}
+
+/** Submits the details as the API does: update-with-start on `onboarding-<wallet id>`. */
+export async function submitOnboarding(
+  env: TestWorkflowEnvironment,
+  taskQueue: string,
+  input: OnboardingInput,
+  submission: OnboardingSubmission,
+) {
+  const start = new WithStartWorkflowOperation(onboardingWorkflow, {
+    workflowId: workflowIds.onboarding(input.walletId),
+    taskQueue,
+    args: [input],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    typedSearchAttributes: [
+      { key: SearchAttributes.ApplicationId, value: APP },
+      { key: SearchAttributes.WalletId, value: [input.walletId] },
+    ],
+  });
+  const answer = await env.client.workflow.executeUpdateWithStart(onboardingUpdates.submit, {
+    startWorkflowOperation: start,
+    args: [submission],
+  });
+  return { submitted: answer, handle: await start.workflowHandle() };
+}
+
 // --- the named scenarios ---
 
 /**
@@ -692,6 +795,7 @@ export const maintenance = scenario({
   input: () => undefined,
   activities: () => ({
     pruneExpiredRows: () => Promise.resolve({ rateLimitWindows: 2, idempotencyKeys: 3 }),
+    ensureWebhookRelayRuns: () => Promise.resolve(),
   }),
   run: async (env, taskQueue) => {
     const handle = await env.client.workflow.start(maintenanceWorkflow, {
@@ -700,6 +804,47 @@ export const maintenance = scenario({
     });
     return { handle, result: await handle.result() };
   },
+});
+
+/** Identity number 000000000 and a debit card: verified at once, the workflow ends. */
+export const onboardingVerified = scenario({
+  name: 'onboarding-verified',
+  input: () => onboardingInput(fixtureId(18)),
+  activities: () => onboardingActivities(),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await submitOnboarding(env, taskQueue, input, onboardingSubmission()), () =>
+      Promise.resolve(),
+    ),
+});
+
+/** A document is due; it is uploaded (pending verification); the re-sync verifies it. */
+export const onboardingDocument = scenario({
+  name: 'onboarding-document',
+  input: () => onboardingInput(fixtureId(19)),
+  activities: () => onboardingActivities(),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(
+      await submitOnboarding(env, taskQueue, input, onboardingSubmission('123456789', null)),
+      async (handle) => [
+        await handle.executeUpdate(onboardingUpdates.document, {
+          args: [{ documentId: fixtureId(20) }],
+        }),
+        await handle.executeUpdate(onboardingUpdates.sync),
+      ],
+    ),
+});
+
+/** A credit card is declined; the resubmission with a debit card is verified on the same run. */
+export const onboardingCardRefused = scenario({
+  name: 'onboarding-card-refused',
+  input: () => onboardingInput(fixtureId(21)),
+  activities: () => onboardingActivities(),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(
+      await submitOnboarding(env, taskQueue, input, onboardingSubmission('000000000', 'tok_visa')),
+      (handle) =>
+        handle.executeUpdate(onboardingUpdates.submit, { args: [onboardingSubmission()] }),
+    ),
 });
 
 /**
@@ -772,5 +917,9 @@ export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
   cashoutFailedLater,
   cashoutAskedAtTtl,
   maintenance,
+  onboardingVerified,
+  onboardingDocument,
+  onboardingCardRefused,
   reconciliation,
+  ...WEBHOOK_SCENARIOS,
 ];

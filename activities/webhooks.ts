@@ -1,0 +1,196 @@
+import { Context } from '@temporalio/activity';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowIdReusePolicy,
+  type Client,
+} from '@temporalio/client';
+import type { Config } from '../config';
+import type { DatabasePool } from '../db/pool';
+import {
+  findEvent,
+  recordDeliveryAttempt,
+  relayEventBatch,
+  stopDelivery,
+  type DeliveryTarget,
+} from '../db/webhook-deliveries';
+import { listenForEvents, type EventListener } from '../db/webhook-listener';
+import { findWebhookSubscription } from '../db/webhook-subscriptions';
+import { open, SecretBoxError, webhookSecretKey } from '../outbound/secret-box';
+import { postWebhook, signedDelivery } from '../outbound/webhook-post';
+import { webhookDeliveryId, webhookRelayId } from '../workflows/ids';
+
+/** Events claimed per relay transaction. */
+const RELAY_BATCH = 200;
+/** How long one relay activity runs before it returns to its workflow. */
+const RELAY_ROUND_MS = 60_000;
+/** The longest wait for a notification before the relay reads the table anyway. */
+const RELAY_IDLE_WAIT_MS = 1_000;
+/** The attempt's error when WEBHOOK_SECRET_KEY is not the key that sealed the secret. */
+const UNREADABLE_SECRET =
+  'The subscription secret cannot be read with the configured WEBHOOK_SECRET_KEY; recreate the subscription';
+/** Workflow starts in flight at once. */
+const START_CONCURRENCY = 16;
+
+export type WebhookAttemptInput = DeliveryTarget & {
+  attempt: number;
+  /** The wait before the next attempt should this one fail; null: this is the last. */
+  retryInMs: number | null;
+};
+
+export type WebhookAttemptResult = {
+  status: 'delivered' | 'pending' | 'failed' | 'stopped';
+  attempts: number;
+  statusCode: number | null;
+  error: string | null;
+};
+
+/**
+ * Starts the relay workflow unless it runs: at worker start-up, and from the maintenance
+ * schedule, so a relay terminated by hand comes back within minutes.
+ */
+export async function ensureWebhookRelay(client: Client, taskQueue: string): Promise<void> {
+  await client.workflow.start('webhookRelayWorkflow', {
+    workflowId: webhookRelayId(taskQueue),
+    taskQueue,
+    args: [],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+  });
+}
+
+/** Starts one delivery workflow; one that already exists (running or closed) is left alone. */
+async function startDelivery(client: Client, taskQueue: string, target: DeliveryTarget) {
+  try {
+    await client.workflow.start('webhookDeliveryWorkflow', {
+      workflowId: webhookDeliveryId(target.eventId, target.subscriptionId),
+      taskQueue,
+      args: [target],
+      // A relay that retries after a crash must not deliver a closed delivery again.
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    });
+  } catch (error) {
+    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+  }
+}
+
+async function startAll(client: Client, taskQueue: string, targets: readonly DeliveryTarget[]) {
+  for (let i = 0; i < targets.length; i += START_CONCURRENCY) {
+    await Promise.all(
+      targets.slice(i, i + START_CONCURRENCY).map((t) => startDelivery(client, taskQueue, t)),
+    );
+  }
+}
+
+export function createWebhookActivities(deps: { pool: DatabasePool; config: Config }) {
+  const { pool, config } = deps;
+  let key: Buffer | undefined;
+  const secretKey = () => (key ??= webhookSecretKey(config));
+
+  /**
+   * One relay round: claims unrelayed events in order, starts a delivery workflow per matching
+   * active subscription, marks them relayed; waits for the next commit (LISTEN) with a short
+   * timeout. Heartbeats throughout; ends after a minute, or at once when cancelled.
+   */
+  async function relayWebhookEvents(): Promise<{ relayed: number }> {
+    const context = Context.current();
+    const { client } = context;
+    const taskQueue = context.info.taskQueue;
+    const signal = context.cancellationSignal;
+    const databaseUrl = config.database.url;
+    let listener: EventListener | undefined;
+    let relayed = 0;
+    try {
+      if (databaseUrl) listener = await listenForEvents(databaseUrl);
+      const until = Date.now() + RELAY_ROUND_MS;
+      while (Date.now() < until && !signal.aborted) {
+        context.heartbeat({ relayed });
+        const claimed = await relayEventBatch(pool, RELAY_BATCH, (targets) =>
+          startAll(client, taskQueue, targets),
+        );
+        relayed += claimed;
+        if (claimed === RELAY_BATCH) continue;
+        if (listener) await listener.wait(RELAY_IDLE_WAIT_MS, signal);
+        else await context.sleep(RELAY_IDLE_WAIT_MS).catch(() => undefined);
+      }
+    } finally {
+      await listener?.close();
+    }
+    // A round cut short by the worker's shutdown fails, so Temporal runs it again elsewhere.
+    if (signal.aborted) context.cancellationSignal.throwIfAborted();
+    return { relayed };
+  }
+
+  /**
+   * One delivery attempt: the subscription as it is now (disabled, deleted or no longer
+   * selecting the event: the delivery stops), a POST signed with its current secret through the
+   * address guard, and the attempt and the delivery's new state recorded.
+   */
+  async function attemptWebhookDelivery(input: WebhookAttemptInput): Promise<WebhookAttemptResult> {
+    const target = { eventId: input.eventId, subscriptionId: input.subscriptionId };
+    const [event, subscription] = await Promise.all([
+      findEvent(pool, input.eventId),
+      findWebhookSubscription(pool, input.subscriptionId),
+    ]);
+    const reason = !event
+      ? 'Event not found'
+      : !subscription
+        ? 'Subscription deleted'
+        : !subscription.is_active
+          ? 'Subscription disabled'
+          : !subscription.events.includes(event.type)
+            ? 'Subscription no longer selects this event type'
+            : null;
+    if (reason || !event || !subscription) {
+      const row = await stopDelivery(pool, target, reason ?? 'Stopped');
+      return { status: 'stopped', attempts: row.attempts, statusCode: null, error: reason };
+    }
+    let secret: string | undefined;
+    try {
+      secret = open(secretKey(), subscription.secret_sealed);
+    } catch (error) {
+      // Not retried as a fault of ours for ever: the attempt fails and the schedule goes on.
+      if (!(error instanceof SecretBoxError)) throw error;
+    }
+    const outcome = secret
+      ? await postWebhook(
+          subscription.url,
+          signedDelivery(
+            {
+              id: event.id,
+              type: event.type,
+              created_at: event.created_at,
+              mode: event.mode,
+              data: event.data,
+            },
+            secret,
+          ),
+          {
+            allowlist: config.webhooks.privateAllowlist,
+            httpsOnly: subscription.mode === 'live',
+            timeoutMs: 10_000,
+            maxBodyBytes: 64 * 1024,
+          },
+        )
+      : { statusCode: null, error: UNREADABLE_SECRET, durationMs: 0 };
+    const ok = outcome.error === null;
+    const status = ok ? 'delivered' : input.retryInMs === null ? 'failed' : 'pending';
+    const row = await recordDeliveryAttempt(pool, {
+      ...target,
+      attempt: input.attempt,
+      url: subscription.url,
+      statusCode: outcome.statusCode,
+      error: outcome.error,
+      durationMs: outcome.durationMs,
+      status,
+      retryInMs: input.retryInMs,
+    });
+    return { status, attempts: row.attempts, statusCode: outcome.statusCode, error: outcome.error };
+  }
+
+  /** The maintenance schedule's check that the relay runs. */
+  async function ensureWebhookRelayRuns(): Promise<void> {
+    const context = Context.current();
+    await ensureWebhookRelay(context.client, context.info.taskQueue);
+  }
+
+  return { relayWebhookEvents, attemptWebhookDelivery, ensureWebhookRelayRuns };
+}

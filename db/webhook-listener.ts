@@ -1,0 +1,53 @@
+import pg from 'pg';
+
+/** The channel the `events` insert trigger notifies (migration 0005). */
+const CHANNEL = 'webhook_events';
+
+export type EventListener = {
+  /**
+   * Resolves at the first notification since the last call (at once if one came meanwhile),
+   * after `timeoutMs`, or when `signal` aborts, whichever comes first.
+   */
+  wait: (timeoutMs: number, signal?: AbortSignal) => Promise<void>;
+  close: () => Promise<void>;
+};
+
+/**
+ * A dedicated connection listening for committed events, so the outbox relay wakes as soon as
+ * a money movement commits instead of polling. The caller still reads the table after a timeout:
+ * a notification lost with a dropped connection costs latency, never an event.
+ */
+export async function listenForEvents(databaseUrl: string): Promise<EventListener> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  let notified = false;
+  let wake: (() => void) | undefined;
+  client.on('notification', () => {
+    notified = true;
+    wake?.();
+  });
+  // A broken connection ends the waits with their timeouts; the relay reconnects next round.
+  client.on('error', () => undefined);
+  await client.connect();
+  await client.query(`LISTEN ${CHANNEL}`);
+  return {
+    wait: (timeoutMs, signal) => {
+      if (notified || signal?.aborted) {
+        notified = false;
+        return Promise.resolve();
+      }
+      return new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', done);
+          wake = undefined;
+          notified = false;
+          resolve();
+        };
+        const timer = setTimeout(done, timeoutMs);
+        signal?.addEventListener('abort', done, { once: true });
+        wake = done;
+      });
+    },
+    close: () => client.end().catch(() => undefined),
+  };
+}

@@ -1,0 +1,134 @@
+import http from 'node:http';
+import https from 'node:https';
+import { Webhook } from 'standardwebhooks';
+import { ForbiddenAddressError, guardedAgent } from './address-guard';
+
+/** What a merchant receives: the body of every delivery (decisions.md, "Events"). */
+export type WebhookPayload = {
+  id: string;
+  type: string;
+  created_at: string;
+  mode: 'test' | 'live';
+  data: unknown;
+};
+
+/** The body and Standard Webhooks headers of one attempt, signed with the subscription's secret. */
+export function signedDelivery(
+  payload: WebhookPayload,
+  secret: string,
+  now: Date = new Date(),
+): { body: string; headers: Record<string, string> } {
+  const body = JSON.stringify({
+    id: payload.id,
+    type: payload.type,
+    created_at: payload.created_at,
+    mode: payload.mode,
+    data: payload.data,
+  });
+  // The timestamp is whole seconds; the signature covers exactly the seconds sent.
+  const at = new Date(Math.floor(now.getTime() / 1000) * 1000);
+  return {
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'user-agent': 'wallet-payments-engine-webhooks/1',
+      'webhook-id': payload.id,
+      'webhook-timestamp': String(at.getTime() / 1000),
+      'webhook-signature': new Webhook(secret).sign(payload.id, at, body),
+    },
+  };
+}
+
+export type PostOutcome = { statusCode: number | null; error: string | null; durationMs: number };
+
+export type PostOptions = {
+  /** `WEBHOOK_PRIVATE_ALLOWLIST`. */
+  allowlist: readonly string[];
+  /** Live Mode: https only. */
+  httpsOnly: boolean;
+  /** The whole exchange, connection to last byte read (decisions.md: 10 seconds). */
+  timeoutMs: number;
+  /** The most of a response body read; the rest is dropped with the connection. */
+  maxBodyBytes: number;
+};
+
+/** The error text recorded for an attempt whose target the guard refused. */
+export const REFUSED_ADDRESS_ERROR = 'Refused: the URL points to a private or internal address';
+
+/**
+ * One POST through the SSRF guard (on the address actually connected to), never following a
+ * redirect, reading at most `maxBodyBytes` of the answer. Never throws: a 2xx is a success, any
+ * other status, a refusal, a network error or no answer in time is an outcome with its reason.
+ */
+export async function postWebhook(
+  url: string,
+  delivery: { body: string; headers: Record<string, string> },
+  options: PostOptions,
+): Promise<PostOutcome> {
+  const started = performance.now();
+  const finish = (statusCode: number | null, error: string | null): PostOutcome => ({
+    statusCode,
+    error,
+    durationMs: performance.now() - started,
+  });
+  let target: URL;
+  try {
+    target = new URL(url);
+  } catch {
+    return finish(null, 'Webhook URL is not a valid URL');
+  }
+  const allowed = options.httpsOnly ? ['https:'] : ['http:', 'https:'];
+  if (!allowed.includes(target.protocol)) {
+    return finish(null, `Webhook URL scheme ${target.protocol} is not allowed`);
+  }
+  const agents = guardedAgent({ allowlist: options.allowlist });
+  const send = target.protocol === 'https:' ? https.request : http.request;
+  return new Promise<PostOutcome>((resolve) => {
+    let settled = false;
+    const settle = (statusCode: number | null, error: string | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      request.destroy();
+      resolve(finish(statusCode, error));
+    };
+    const request = send(
+      target,
+      {
+        method: 'POST',
+        agent: target.protocol === 'https:' ? agents.https : agents.http,
+        headers: { ...delivery.headers, 'content-length': Buffer.byteLength(delivery.body) },
+      },
+      (response) => {
+        const status = response.statusCode ?? 0;
+        let read = 0;
+        const done = () => {
+          if (status >= 200 && status < 300) return settle(status, null);
+          if (status >= 300 && status < 400) {
+            return settle(status, `HTTP ${status}: redirects are not followed`);
+          }
+          return settle(status, `HTTP ${status}`);
+        };
+        response.on('data', (chunk: Buffer) => {
+          read += chunk.length;
+          if (read >= options.maxBodyBytes) done();
+        });
+        response.on('end', done);
+        response.on('error', done);
+      },
+    );
+    const timer = setTimeout(
+      () => settle(null, `No answer within ${options.timeoutMs / 1000} seconds`),
+      options.timeoutMs,
+    );
+    request.on('error', (error) =>
+      settle(
+        null,
+        error instanceof ForbiddenAddressError || error.name === 'ForbiddenAddressError'
+          ? REFUSED_ADDRESS_ERROR
+          : `${(error as NodeJS.ErrnoException).code ?? error.name}: ${error.message}`,
+      ),
+    );
+    request.end(delivery.body);
+  });
+}

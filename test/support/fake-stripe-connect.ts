@@ -1,0 +1,369 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import busboy from 'busboy';
+
+/**
+ * A fake Stripe API on 127.0.0.1, port 0, for exactly the Connect endpoints the payout-account
+ * adapter calls (localstripe has no Connect): accounts (create, update, retrieve), external
+ * accounts from card tokens, identity files (multipart, on the connected account), transfers and
+ * payouts. It speaks Stripe's wire format: bearer secret key, form-encoded bodies with bracketed
+ * keys, `Idempotency-Key` (the same key answers the same response), `Stripe-Account`, the account
+ * object with `requirements`, and Stripe's error body. It verifies like the sandbox: identity
+ * number 000000000 at once, else a document is due, pending once one is named, verified at the
+ * next retrieve. Every request is recorded.
+ */
+
+export type FakeStripeRequest = {
+  method: string;
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  /** The form fields, nested by their brackets (`individual[dob][day]` → individual.dob.day). */
+  form: Record<string, unknown>;
+  /** The multipart file of a files request. */
+  file?: { content: Buffer; filename: string };
+};
+
+type Verification = 'verified' | 'document_due' | 'document_pending';
+
+type FakeAccount = {
+  id: string;
+  verification: Verification;
+  individual: Record<string, unknown>;
+  business_profile: Record<string, unknown>;
+  tos_acceptance: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  cards: Array<{ id: string; last4: string; funding: string; brand: string }>;
+};
+
+type FakePayout = {
+  id: string;
+  account: string;
+  amount: number;
+  currency: string;
+  status: string;
+  failsLater: boolean;
+};
+
+type Answer = { status: number; body: unknown };
+
+const TOKENS: Record<string, { funding: string; last4: string; brand: string }> = {
+  tok_visa_debit: { funding: 'debit', last4: '5556', brand: 'Visa' },
+  tok_mastercard_debit: { funding: 'debit', last4: '8210', brand: 'MasterCard' },
+  tok_visa: { funding: 'credit', last4: '4242', brand: 'Visa' },
+  /** A credit card Stripe would accept as an external account (the adapter must remove it). */
+  tok_prepaid_quirk: { funding: 'prepaid', last4: '5100', brand: 'MasterCard' },
+};
+
+/** `a[b][c]=v` pairs into nested objects, as Stripe reads them. */
+export function nestForm(pairs: Iterable<[string, string]>): Record<string, unknown> {
+  const root: Record<string, unknown> = {};
+  for (const [key, value] of pairs) {
+    const path = key.replace(/\]/g, '').split('[');
+    let node = root;
+    for (const part of path.slice(0, -1)) {
+      node[part] ??= {};
+      node = node[part] as Record<string, unknown>;
+    }
+    node[path[path.length - 1]!] = value;
+  }
+  return root;
+}
+
+const error = (status: number, type: string, message: string, code?: string): Answer => ({
+  status,
+  body: { error: { type, message, ...(code ? { code } : {}) } },
+});
+
+export class FakeStripeConnect {
+  readonly requests: FakeStripeRequest[] = [];
+  readonly accounts = new Map<string, FakeAccount>();
+  readonly payouts = new Map<string, FakePayout>();
+  readonly transfers: Array<{ id: string; amount: number; destination: string }> = [];
+  readonly files: Array<{ id: string; account: string; content: Buffer; purpose: string }> = [];
+  readonly secretKey = 'sk_test_fake_connect';
+  private readonly replies = new Map<string, Answer>();
+  private readonly faults: number[] = [];
+  private counter = 0;
+
+  private constructor(private readonly server: http.Server) {}
+
+  static async start(): Promise<FakeStripeConnect> {
+    const server = http.createServer();
+    const fake = new FakeStripeConnect(server);
+    server.on('request', (req, res) => {
+      fake.handle(req, res).catch((e: unknown) => {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { type: 'api_error', message: String(e) } }));
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve());
+    });
+    return fake;
+  }
+
+  get api(): { host: string; port: number; protocol: 'http' } {
+    return {
+      host: '127.0.0.1',
+      port: (this.server.address() as AddressInfo).port,
+      protocol: 'http',
+    };
+  }
+
+  /** The next `n` requests answer this status (a 5xx: Stripe is down) without doing anything. */
+  failNext(n: number, status: number): void {
+    for (let i = 0; i < n; i += 1) this.faults.push(status);
+  }
+
+  requestsTo(method: string, pattern: RegExp): FakeStripeRequest[] {
+    return this.requests.filter((r) => r.method === method && pattern.test(r.path));
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  private nextId(prefix: string): string {
+    this.counter += 1;
+    return `${prefix}_fake${String(this.counter).padStart(6, '0')}`;
+  }
+
+  private async read(req: http.IncomingMessage): Promise<FakeStripeRequest> {
+    const recorded: FakeStripeRequest = {
+      method: req.method ?? 'GET',
+      path: (req.url ?? '/').split('?')[0]!,
+      headers: req.headers,
+      form: {},
+    };
+    if (String(req.headers['content-type']).startsWith('multipart/form-data')) {
+      const pairs: Array<[string, string]> = [];
+      await new Promise<void>((resolve, reject) => {
+        const parser = busboy({ headers: req.headers });
+        parser.on('field', (name, value) => pairs.push([name, value]));
+        parser.on('file', (_name, stream, info) => {
+          const chunks: Buffer[] = [];
+          stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+          stream.on('end', () => {
+            recorded.file = { content: Buffer.concat(chunks), filename: info.filename };
+          });
+        });
+        parser.on('close', resolve);
+        parser.on('error', reject);
+        req.pipe(parser);
+      });
+      recorded.form = nestForm(pairs);
+    } else {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      const text = Buffer.concat(chunks).toString('utf8');
+      const query = (req.url ?? '').split('?')[1] ?? '';
+      recorded.form = nestForm(new URLSearchParams(text || query));
+    }
+    return recorded;
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const request = await this.read(req);
+    this.requests.push(request);
+    const answer = this.answer(request);
+    res.writeHead(answer.status, { 'content-type': 'application/json', 'request-id': 'req_fake' });
+    res.end(JSON.stringify(answer.body));
+  }
+
+  private answer(request: FakeStripeRequest): Answer {
+    if (request.headers.authorization !== `Bearer ${this.secretKey}`) {
+      return error(401, 'invalid_request_error', 'Invalid API Key provided');
+    }
+    const fault = this.faults.shift();
+    if (fault !== undefined) return error(fault, 'api_error', 'Something went wrong on our end');
+    const key = request.headers['idempotency-key'];
+    if (request.method === 'POST' && typeof key === 'string') {
+      const scoped = `${String(request.headers['stripe-account'] ?? '')}:${key}`;
+      const earlier = this.replies.get(scoped);
+      if (earlier) return earlier;
+      const answer = this.route(request);
+      if (answer.status < 500) this.replies.set(scoped, answer);
+      return answer;
+    }
+    return this.route(request);
+  }
+
+  private route(request: FakeStripeRequest): Answer {
+    const { method, path, form } = request;
+    const connected = request.headers['stripe-account'];
+    let match: RegExpMatchArray | null;
+    if (method === 'POST' && path === '/v1/accounts') return this.createAccount(form);
+    if ((match = path.match(/^\/v1\/accounts\/([^/]+)$/))) {
+      const account = this.accounts.get(match[1]!);
+      if (!account)
+        return error(404, 'invalid_request_error', 'No such account', 'resource_missing');
+      if (method === 'POST') this.updateAccount(account, form);
+      // A document named is checked by the next look at the account: accepted.
+      else if (account.verification === 'document_pending') account.verification = 'verified';
+      return { status: 200, body: this.accountObject(account) };
+    }
+    if ((match = path.match(/^\/v1\/accounts\/([^/]+)\/external_accounts(?:\/([^/]+))?$/))) {
+      const account = this.accounts.get(match[1]!);
+      if (!account)
+        return error(404, 'invalid_request_error', 'No such account', 'resource_missing');
+      if (method === 'DELETE') {
+        account.cards = account.cards.filter((c) => c.id !== match![2]);
+        return { status: 200, body: { id: match[2], object: 'card', deleted: true } };
+      }
+      return this.addExternalAccount(account, String(form.external_account));
+    }
+    if (method === 'POST' && path === '/v1/files') {
+      if (typeof connected !== 'string' || !this.accounts.has(connected)) {
+        return error(
+          400,
+          'invalid_request_error',
+          'Files for a connected account need Stripe-Account',
+        );
+      }
+      const id = this.nextId('file');
+      this.files.push({
+        id,
+        account: connected,
+        content: request.file?.content ?? Buffer.alloc(0),
+        purpose: String(form.purpose),
+      });
+      return {
+        status: 200,
+        body: { id, object: 'file', purpose: form.purpose, size: request.file?.content.length },
+      };
+    }
+    if (method === 'POST' && path === '/v1/transfers') {
+      const destination = String(form.destination);
+      if (!this.accounts.has(destination)) {
+        return error(400, 'invalid_request_error', 'No such destination', 'resource_missing');
+      }
+      const transfer = { id: this.nextId('tr'), amount: Number(form.amount), destination };
+      this.transfers.push(transfer);
+      return { status: 200, body: { ...transfer, object: 'transfer', currency: form.currency } };
+    }
+    if (method === 'POST' && path === '/v1/payouts') {
+      const account = typeof connected === 'string' ? this.accounts.get(connected) : undefined;
+      if (!account || account.cards.length === 0) {
+        return error(400, 'invalid_request_error', 'The account has no external account');
+      }
+      const amount = Number(form.amount);
+      const payout: FakePayout = {
+        id: this.nextId('po'),
+        account: account.id,
+        amount,
+        currency: String(form.currency),
+        status: amount === 4040 ? 'in_transit' : 'paid',
+        failsLater: amount === 4040,
+      };
+      this.payouts.set(payout.id, payout);
+      return { status: 200, body: this.payoutObject(payout) };
+    }
+    if ((match = path.match(/^\/v1\/payouts\/([^/]+)$/)) && method === 'GET') {
+      const payout = this.payouts.get(match[1]!);
+      if (!payout || payout.account !== connected) {
+        return error(404, 'invalid_request_error', 'No such payout', 'resource_missing');
+      }
+      if (payout.failsLater) payout.status = 'failed';
+      return { status: 200, body: this.payoutObject(payout) };
+    }
+    return error(404, 'invalid_request_error', `Unrecognized request URL (${method}: ${path})`);
+  }
+
+  private createAccount(form: Record<string, unknown>): Answer {
+    if (form.type !== 'custom') return error(400, 'invalid_request_error', 'type must be custom');
+    const account: FakeAccount = {
+      id: this.nextId('acct'),
+      verification: 'document_due',
+      individual: {},
+      business_profile: {},
+      tos_acceptance: {},
+      metadata: (form.metadata as Record<string, unknown>) ?? {},
+      cards: [],
+    };
+    this.updateAccount(account, form);
+    this.accounts.set(account.id, account);
+    return { status: 200, body: this.accountObject(account) };
+  }
+
+  private updateAccount(account: FakeAccount, form: Record<string, unknown>): void {
+    const individual = (form.individual ?? {}) as Record<string, any>;
+    account.individual = { ...account.individual, ...individual };
+    if (form.business_profile) account.business_profile = form.business_profile as any;
+    if (form.tos_acceptance) account.tos_acceptance = form.tos_acceptance as any;
+    if (individual.id_number === '000000000') account.verification = 'verified';
+    if (individual.verification?.document?.front && account.verification === 'document_due') {
+      account.verification = 'document_pending';
+    }
+  }
+
+  private addExternalAccount(account: FakeAccount, token: string): Answer {
+    const card = TOKENS[token];
+    if (!card) {
+      return error(404, 'invalid_request_error', `No such token: '${token}'`, 'resource_missing');
+    }
+    if (card.funding === 'credit') {
+      return error(
+        400,
+        'invalid_request_error',
+        'This card doesn’t appear to be a debit card.',
+        'invalid_card_type',
+      );
+    }
+    const added = { id: this.nextId('card'), ...card };
+    account.cards.push(added);
+    return { status: 200, body: this.cardObject(account, added) };
+  }
+
+  private cardObject(account: FakeAccount, card: FakeAccount['cards'][number]) {
+    return { ...card, object: 'card', account: account.id, country: 'US', currency: 'usd' };
+  }
+
+  private accountObject(account: FakeAccount) {
+    const due = account.verification === 'document_due';
+    const pending = account.verification === 'document_pending';
+    return {
+      id: account.id,
+      object: 'account',
+      type: 'custom',
+      business_type: 'individual',
+      payouts_enabled: account.verification === 'verified',
+      charges_enabled: false,
+      business_profile: account.business_profile,
+      individual: { ...account.individual, id_number: undefined, id_number_provided: true },
+      metadata: account.metadata,
+      tos_acceptance: account.tos_acceptance,
+      requirements: {
+        currently_due: due ? ['individual.verification.document'] : [],
+        eventually_due: due ? ['individual.verification.document'] : [],
+        past_due: due ? ['individual.verification.document'] : [],
+        pending_verification: pending ? ['individual.verification.document'] : [],
+        disabled_reason: due
+          ? 'requirements.past_due'
+          : pending
+            ? 'requirements.pending_verification'
+            : null,
+        errors: [],
+      },
+      external_accounts: {
+        object: 'list',
+        data: account.cards.map((card) => this.cardObject(account, card)),
+        has_more: false,
+        url: `/v1/accounts/${account.id}/external_accounts`,
+      },
+    };
+  }
+
+  private payoutObject(payout: FakePayout) {
+    return {
+      id: payout.id,
+      object: 'payout',
+      amount: payout.amount,
+      currency: payout.currency,
+      status: payout.status,
+      failure_code: payout.status === 'failed' ? 'could_not_process' : null,
+      failure_message:
+        payout.status === 'failed' ? 'The bank could not process this payout.' : null,
+    };
+  }
+}

@@ -1,0 +1,263 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import {
+  createWebhookActivities,
+  type WebhookAttemptInput,
+  type WebhookAttemptResult,
+} from '../../activities/webhooks';
+import { loadConfig } from '../../config';
+import type { DatabasePool } from '../../db/pool';
+import { insertEvent } from '../../db/transactions';
+import {
+  insertWebhookSubscription,
+  updateWebhookSubscription,
+} from '../../db/webhook-subscriptions';
+import { newWebhookSecret, seal } from '../../outbound/secret-box';
+import { webhookDeliveryId } from '../../workflows/ids';
+import { webhookDeliveryWorkflow } from '../../workflows/webhook';
+import { WEBHOOK_RETRY_WINDOW_MS, webhookRetryDelayMs } from '../../workflows/webhook-schedule';
+import { createTestDatabase } from '../support/database';
+import { createTestApp, type TestApp } from '../support/engine';
+import { createTimeSkippingEnv, withWorker } from '../support/time-skipping';
+import { startReceiver, verify, type Receiver } from '../support/webhook-receiver';
+import { webhookDeliveryRetried, webhookDeliveryStopped } from './webhook-scenarios';
+
+/**
+ * The delivery workflow on the time-skipping server with its real attempt activity: a real
+ * database, real signed POSTs to a loopback receiver. Days of retries pass in seconds.
+ */
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+let env: TestWorkflowEnvironment;
+let pool: DatabasePool;
+let receiver: Receiver;
+let app: TestApp;
+const key = randomBytes(32);
+let config: ReturnType<typeof loadConfig>;
+
+beforeAll(async () => {
+  env = await createTimeSkippingEnv();
+  const database = await createTestDatabase();
+  pool = database.pool;
+  config = loadConfig({
+    DATABASE_URL: database.url,
+    WEBHOOK_SECRET_KEY: key.toString('base64'),
+    WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1/32',
+  });
+  receiver = await startReceiver();
+  app = await createTestApp(pool);
+});
+afterAll(async () => {
+  await receiver?.close();
+  await pool?.end();
+  await env?.teardown();
+});
+jest.setTimeout(120_000);
+
+const caller = () => ({ applicationId: app.id, mode: 'test' as const, credentialId: '' });
+
+async function pendingDelivery(path: string) {
+  const secret = newWebhookSecret();
+  const subscription = await insertWebhookSubscription(pool, caller(), {
+    url: receiver.url(path),
+    events: ['transfer.completed'],
+    is_active: true,
+    secret_sealed: seal(key, secret),
+  });
+  const eventId = await insertEvent(pool, {
+    applicationId: app.id,
+    mode: 'test',
+    type: 'transfer.completed',
+    transactionId: null,
+    data: { id: randomUUID(), amount: 12.5 },
+  });
+  return { secret, eventId, subscriptionId: subscription.id };
+}
+
+/** The real attempt activity, told first what the workflow clock says (for the receiver). */
+function attemptsAt(onAttempt: (elapsedMs: number, input: WebhookAttemptInput) => Promise<void>) {
+  const real = createWebhookActivities({ pool, config });
+  let start: number | undefined;
+  return {
+    attemptWebhookDelivery: async (input: WebhookAttemptInput): Promise<WebhookAttemptResult> => {
+      const now = await env.currentTimeMs();
+      start ??= now;
+      await onAttempt(now - start, input);
+      return real.attemptWebhookDelivery(input);
+    },
+  };
+}
+
+async function deliver(target: { eventId: string; subscriptionId: string }, activities: object) {
+  return withWorker(env, activities, async (taskQueue) => {
+    const handle = await env.client.workflow.start(webhookDeliveryWorkflow, {
+      workflowId: webhookDeliveryId(target.eventId, target.subscriptionId),
+      taskQueue,
+      args: [target],
+    });
+    return handle.result();
+  });
+}
+
+const deliveryRow = (eventId: string) =>
+  pool.one(sql.type(
+    z.object({
+      status: z.string(),
+      attempts: z.number(),
+      last_status_code: z.number().nullable(),
+      last_error: z.string().nullable(),
+      next_attempt_at: z.string().nullable(),
+      delivered_at: z.string().nullable(),
+    }),
+  )`SELECT status, attempts, last_status_code, last_error, next_attempt_at, delivered_at
+    FROM webhook_deliveries WHERE event_id = ${eventId}`);
+
+const attemptRows = (eventId: string) =>
+  pool.any(sql.type(z.object({ attempt: z.number(), status_code: z.number().nullable() }))`
+    SELECT attempt, status_code FROM webhook_delivery_attempts WHERE event_id = ${eventId}
+    ORDER BY attempt`);
+
+describe('webhookDeliveryWorkflow', () => {
+  it('keeps trying while the receiver is down for 60 minutes, then delivers once it is back', async () => {
+    const target = await pendingDelivery('/down-an-hour');
+    let down = true;
+    receiver.answer((r) => (r.path === '/down-an-hour' && down ? 503 : 200));
+    const result = await deliver(
+      target,
+      attemptsAt((elapsed) => {
+        down = elapsed < HOUR;
+        return Promise.resolve();
+      }),
+    );
+    // 0 s, 5 s, 35 s, then 1, 2, 4, 8, 16, 32 minutes apart: the 9th attempt, 63 min 35 s in.
+    expect(result).toMatchObject({ status: 'delivered', attempts: 9 });
+    // (Plus the attempts' own real time, which the workflow clock also counts.)
+    const span = result.lastAttemptAt - result.firstAttemptAt;
+    expect(span).toBeGreaterThanOrEqual(63 * MINUTE + 35_000);
+    expect(span).toBeLessThan(64 * MINUTE);
+    const got = receiver.received.filter((r) => r.path === '/down-an-hour');
+    expect(got).toHaveLength(9);
+    for (const request of got) expect(verify(target.secret, request)).toEqual(request.payload);
+    expect(await deliveryRow(target.eventId)).toEqual({
+      status: 'delivered',
+      attempts: 9,
+      last_status_code: 200,
+      last_error: null,
+      next_attempt_at: null,
+      delivered_at: expect.any(String),
+    });
+    expect((await attemptRows(target.eventId)).map((a) => a.status_code)).toEqual([
+      ...Array(8).fill(503),
+      200,
+    ]);
+  });
+
+  it('marks the delivery failed after at least 72 hours of an endpoint that never recovers', async () => {
+    const target = await pendingDelivery('/never');
+    receiver.answer((r) => (r.path === '/never' ? 500 : 200));
+    const result = await deliver(
+      target,
+      attemptsAt(() => Promise.resolve()),
+    );
+    const span = result.lastAttemptAt - result.firstAttemptAt;
+    expect(result.status).toBe('failed');
+    expect(span).toBeGreaterThanOrEqual(WEBHOOK_RETRY_WINDOW_MS);
+    expect(span).toBeLessThan(WEBHOOK_RETRY_WINDOW_MS + HOUR);
+    const rows = await attemptRows(target.eventId);
+    expect(rows).toHaveLength(result.attempts);
+    expect(rows.every((a) => a.status_code === 500)).toBe(true);
+    expect(receiver.received.filter((r) => r.path === '/never')).toHaveLength(result.attempts);
+    expect(await deliveryRow(target.eventId)).toEqual({
+      status: 'failed',
+      attempts: result.attempts,
+      last_status_code: 500,
+      last_error: 'HTTP 500',
+      next_attempt_at: null,
+      delivered_at: null,
+    });
+  });
+
+  it('uses the subscription as it is at each attempt: a new URL, then disabled stops it', async () => {
+    const target = await pendingDelivery('/before-edit');
+    receiver.answer(() => 503);
+    const result = await deliver(
+      target,
+      attemptsAt(async (_elapsed, input) => {
+        if (input.attempt === 2) {
+          await updateWebhookSubscription(pool, target.subscriptionId, {
+            url: receiver.url('/after-edit'),
+          });
+        }
+        if (input.attempt === 3) {
+          await updateWebhookSubscription(pool, target.subscriptionId, { is_active: false });
+        }
+      }),
+    );
+    expect(result).toMatchObject({ status: 'stopped', attempts: 2 });
+    expect(receiver.received.filter((r) => r.path === '/before-edit')).toHaveLength(1);
+    const edited = receiver.received.filter((r) => r.path === '/after-edit');
+    expect(edited).toHaveLength(1);
+    expect(verify(target.secret, edited[0]!)).toEqual(edited[0]!.payload);
+    expect(await deliveryRow(target.eventId)).toMatchObject({
+      status: 'failed',
+      attempts: 2,
+      last_error: 'Subscription disabled',
+      next_attempt_at: null,
+    });
+    receiver.answer(() => 200);
+  });
+
+  it('fails an attempt whose secret the configured key cannot open, and keeps the schedule', async () => {
+    const target = await pendingDelivery('/other-key');
+    await pool.query(sql.unsafe`
+      UPDATE webhook_subscriptions SET secret_sealed = ${seal(randomBytes(32), newWebhookSecret())}
+      WHERE id = ${target.subscriptionId}`);
+    const attempt = createWebhookActivities({ pool, config }).attemptWebhookDelivery;
+    expect(await attempt({ ...target, attempt: 1, retryInMs: 5_000 })).toMatchObject({
+      status: 'pending',
+      attempts: 1,
+      statusCode: null,
+      error: expect.stringContaining('cannot be read'),
+    });
+    expect(receiver.received.filter((r) => r.path === '/other-key')).toEqual([]);
+    expect(await deliveryRow(target.eventId)).toMatchObject({
+      status: 'pending',
+      next_attempt_at: expect.any(String),
+    });
+  });
+
+  it('follows the retry schedule: three attempts within a minute, then doubling to an hour', () => {
+    const waits = Array.from({ length: 12 }, (_, i) => webhookRetryDelayMs(i + 1));
+    expect(waits.slice(0, 2).reduce((a, b) => a + b)).toBeLessThan(MINUTE);
+    expect(waits).toEqual([
+      5_000,
+      30_000,
+      MINUTE,
+      2 * MINUTE,
+      4 * MINUTE,
+      8 * MINUTE,
+      16 * MINUTE,
+      32 * MINUTE,
+      HOUR,
+      HOUR,
+      HOUR,
+      HOUR,
+    ]);
+  });
+
+  it.each([webhookDeliveryRetried, webhookDeliveryStopped])(
+    'plays the recorded scenario $name',
+    async (scenario) => {
+      const played = await withWorker(env, scenario.activities(), (taskQueue) =>
+        scenario.play(env, taskQueue),
+      );
+      expect(played.result.status).toBe(
+        scenario === webhookDeliveryRetried ? 'delivered' : 'stopped',
+      );
+    },
+  );
+});

@@ -1,0 +1,99 @@
+import {
+  allHandlersFinished,
+  condition,
+  defineUpdate,
+  proxyActivities,
+  setHandler,
+} from '@temporalio/workflow';
+import type { PayoutBusinessProfile, PayoutIndividual } from '../domain/payout-accounts';
+import type { Activities } from './activities-types';
+import { asDeclined, exhausted } from './declines';
+import { activityPresets } from './retry';
+import type { Declined } from './shared';
+
+export type OnboardingInput = {
+  applicationId: string;
+  mode: 'test' | 'live';
+  walletId: string;
+};
+
+/** One submission of the owner's details (complete-onboarding). */
+export type OnboardingSubmission = {
+  individual: PayoutIndividual;
+  businessProfile: PayoutBusinessProfile;
+  /** The payout card's token, when one is given. */
+  cardToken: string | null;
+  /** The end customer's address and when the terms were accepted (Unix seconds). */
+  tosAcceptance: { ip: string; date: number };
+};
+
+/** Where the payout account stands after a step: the specification's onboarding result. */
+export type OnboardingResult = {
+  status: 'done';
+  accountId: string;
+  payoutsEnabled: boolean;
+  externalAccountAdded: boolean;
+  currentlyDue: string[];
+  pendingVerification: string[];
+  disabledReason: string | null;
+};
+
+export type OnboardingAnswer = OnboardingResult | Declined;
+
+export const onboardingUpdates = {
+  /** Creates or reuses the account and submits the details (and the card). */
+  submit: defineUpdate<OnboardingAnswer, [OnboardingSubmission]>('submit'),
+  /** The identity re-sync: asks the provider where verification stands. */
+  sync: defineUpdate<OnboardingAnswer>('sync'),
+  /** A stored identity document, sent to the provider. */
+  document: defineUpdate<OnboardingAnswer, [{ documentId: string }]>('document'),
+};
+
+/** An onboarding unfinished after this ends; a later request starts it again, on the same account. */
+const IDLE_LIMIT = '30 days';
+
+const provider = proxyActivities<Activities>(activityPresets.provider);
+
+/**
+ * One wallet owner's payout-account onboarding (`onboarding-<wallet id>`): lives until the
+ * provider enables payouts. Every request is an update (submit, sync, document), run one at a
+ * time in arrival order so that two submissions never create two accounts; each answers where
+ * the account stands, or a decline (a credit card, an unknown token). Once payouts are enabled
+ * it ends; a later request starts it again and reuses the account (the activities find it).
+ */
+export async function onboardingWorkflow(input: OnboardingInput): Promise<OnboardingResult | null> {
+  let last: OnboardingResult | null = null;
+  let issued = 0;
+  let served = 0;
+
+  async function exclusive(step: () => Promise<OnboardingResult>): Promise<OnboardingAnswer> {
+    const ticket = issued++;
+    await condition(() => served === ticket);
+    try {
+      last = await step();
+      return last;
+    } catch (error) {
+      const declined =
+        asDeclined(error) ??
+        (exhausted(error)
+          ? ({ status: 'declined', code: 'provider_unavailable', detail: null } as const)
+          : null);
+      if (!declined) throw error;
+      return declined;
+    } finally {
+      served++;
+    }
+  }
+
+  setHandler(onboardingUpdates.submit, (submission) =>
+    exclusive(() => provider.submitOnboarding({ ...input, ...submission })),
+  );
+  setHandler(onboardingUpdates.sync, () => exclusive(() => provider.syncOnboarding(input)));
+  setHandler(onboardingUpdates.document, ({ documentId }) =>
+    exclusive(() => provider.sendVerificationDocument({ ...input, documentId })),
+  );
+
+  await condition(() => last?.payoutsEnabled === true && served === issued, IDLE_LIMIT);
+  await condition(allHandlersFinished);
+  return last;
+}
