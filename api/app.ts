@@ -7,6 +7,7 @@ import { errorsAndAccessLog } from './middleware/errors';
 import { concretePathsWin, mountRoutes } from './pipeline';
 import type { Route } from './route';
 import { cardDepositRoutes } from './routes/card-deposits';
+import { cashoutRoutes } from './routes/cashouts';
 import { feeRoutes } from './routes/fees';
 import { depositRoutes } from './routes/deposits';
 import { escrowRoutes } from './routes/escrow';
@@ -31,6 +32,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...transferRoutes(deps),
     ...depositRoutes(deps),
     ...cardDepositRoutes(deps),
+    ...cashoutRoutes(deps),
     ...providerWebhookRoutes(deps),
     ...syncRoutes(deps),
     ...escrowRoutes(deps),

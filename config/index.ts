@@ -55,6 +55,11 @@ const envSchema = z.object({
     .int()
     .min(1)
     .default(60 * 60),
+  MONEY_OUT_PENDING_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(30 * 60),
   WEBHOOK_SECRET_KEY: z.preprocess(
     (value) => (value === '' ? undefined : value),
     z
@@ -115,6 +120,8 @@ export type Config = {
   sandbox: { webhookSecret: string; paymentCodeTtlSeconds: number };
   /** How long a card payment may wait for the payer (3-D Secure) before it expires. */
   cards: { pendingTtlSeconds: number };
+  /** How long a payout or cashout the provider accepted waits for its outcome before asking. */
+  moneyOut: { pendingTtlSeconds: number };
   webhooks: {
     /**
      * AES-256-GCM key that encrypts subscription secrets at rest; unset: a key generated once
@@ -196,6 +203,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       paymentCodeTtlSeconds: e.SANDBOX_PAYMENT_CODE_TTL_SECONDS,
     },
     cards: { pendingTtlSeconds: e.CARD_PAYMENT_PENDING_TTL_SECONDS },
+    moneyOut: { pendingTtlSeconds: e.MONEY_OUT_PENDING_TTL_SECONDS },
     webhooks: {
       secretKey: e.WEBHOOK_SECRET_KEY ? Buffer.from(e.WEBHOOK_SECRET_KEY, 'base64') : undefined,
       privateAllowlist: e.WEBHOOK_PRIVATE_ALLOWLIST.split(',')
