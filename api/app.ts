@@ -4,6 +4,7 @@ import Koa from 'koa';
 import type { ApiDeps } from './deps';
 import { jsonBody } from './middleware/body';
 import { errorsAndAccessLog } from './middleware/errors';
+import { httpMetrics } from '../observability/metrics';
 import { concretePathsWin, mountRoutes } from './pipeline';
 import type { Route } from './route';
 import { cardDepositRoutes } from './routes/card-deposits';
@@ -51,6 +52,8 @@ export function createApp(deps: ApiDeps): Koa {
   // with Allow (as PUT does), not the router's bare 501.
   const router = new Router({ methods: [...METHODS] });
   mountRoutes(router, apiRoutes(deps), deps.pool);
+  // Outside the error handler, so that it sees the status every request is finally answered.
+  if (deps.config.metrics.enabled) app.use(httpMetrics());
   app.use(errorsAndAccessLog(deps.logger));
   app.use(jsonBody({ streamed: streamsOwnBody }));
   app.use(router.routes());

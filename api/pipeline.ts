@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import { authenticate } from '../db/credentials';
 import { claimIdempotencyKey, completeIdempotencyKey } from '../db/idempotency';
 import { hitRateLimit } from '../db/rate-limit';
+import { idempotentReplays, rateLimitedRequests } from '../observability/metrics';
 import { AppError } from './errors';
 import { RATE_LIMIT_CATEGORIES, type Caller } from '../domain/types';
 import { refuseUnstorableText } from './middleware/body';
@@ -39,7 +40,10 @@ async function authenticateRequest(
   (ctx.state as { caller?: Caller }).caller = caller;
   const limit = result.rateLimits[category] ?? RATE_LIMIT_CATEGORIES[category];
   const hit = await hitRateLimit(pool, result.credentialId, category);
-  if (hit.count > limit) throw new RateLimitedError(hit.retryAfterSeconds);
+  if (hit.count > limit) {
+    rateLimitedRequests.inc({ category });
+    throw new RateLimitedError(hit.retryAfterSeconds);
+  }
   return caller;
 }
 
@@ -158,6 +162,7 @@ export function mountRoutes(router: Router, routes: readonly Route[], pool: Data
           );
         }
         if (claim.kind === 'replay') {
+          idempotentReplays.inc({ route: route.path });
           result = { status: claim.status, body: claim.body };
         } else {
           const idempotency = { key, claimedAt: claim.claimedAt };

@@ -83,6 +83,8 @@ const envSchema = z.object({
     .default(5 * 60),
   RECONCILIATION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   NOTIFICATION_RETRY_HOURS: z.coerce.number().int().min(1).default(72),
+  METRICS_ENABLED: z.enum(['true', 'false', '1', '0']).default('true'),
+  WORKER_METRICS_PORT: port.optional(),
 });
 
 export type Config = {
@@ -91,6 +93,11 @@ export type Config = {
   dataDir: string;
   api: { port: number; host: string; requestTimeoutMs: number };
   log: { level: z.infer<typeof envSchema>['LOG_LEVEL'] };
+  /**
+   * Prometheus metrics (observability/metrics.ts): the API's `GET /metrics` when `enabled`; the
+   * worker's own endpoint (with the Temporal SDK's metrics) on `workerPort`, off when unset.
+   */
+  metrics: { enabled: boolean; workerPort: number | undefined };
   database: { url: string | undefined; poolSize: number; embeddedPort: number };
   temporal: {
     address: string | undefined;
@@ -168,6 +175,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: path.resolve(e.DATA_DIR),
     api: { port: e.PORT, host: e.HOST, requestTimeoutMs: e.API_REQUEST_TIMEOUT_MS },
     log: { level: e.LOG_LEVEL },
+    metrics: {
+      enabled: e.METRICS_ENABLED === 'true' || e.METRICS_ENABLED === '1',
+      workerPort: e.WORKER_METRICS_PORT,
+    },
     database: {
       url: e.DATABASE_URL,
       poolSize: e.DATABASE_POOL_SIZE,
