@@ -52,7 +52,7 @@ export async function runPaymentWorkflow<W extends Workflow>(
 
 /** The payment type among a workflow's start search attributes (paymentSearchAttributes). */
 function paymentType(attributes: WorkflowStartOptions['typedSearchAttributes']): string {
-  const pairs = Array.isArray(attributes) ? (attributes as SearchAttributePair[]) : [];
+  const pairs = Array.isArray(attributes) ? attributes : [];
   const pair = pairs.find((p) => p.key.name === SearchAttributes.PaymentType.name);
   return typeof pair?.value === 'string' ? pair.value : 'unknown';
 }

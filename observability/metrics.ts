@@ -152,15 +152,3 @@ async function workerMetricsText(temporalMetricsUrl: string | undefined): Promis
     .catch(() => '');
   return `${own}\n${temporal}`;
 }
-
-/** A free loopback port for the Temporal SDK's exporter (it takes an address, not port 0). */
-export async function freeLoopbackPort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve, reject) => {
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', resolve);
-  });
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}

@@ -1,7 +1,8 @@
 import { Client } from '@temporalio/client';
 import { loadConfig, requireDatabaseUrl, temporalAddress } from '../config';
 import { createLogger, type Logger } from '../observability/logger';
-import { freeLoopbackPort, startMetricsServer } from '../observability/metrics';
+import { startMetricsServer } from '../observability/metrics';
+import { freePort } from '../harness/ports';
 import { createDatabasePool, whenDatabaseAnswers } from '../db/pool';
 import { openTemporalConnection } from '../api/temporal';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
@@ -19,7 +20,7 @@ async function main(): Promise<void> {
   // The SDK's own metrics go to its Prometheus exporter on a loopback port of its own; the
   // worker's metrics endpoint (WORKER_METRICS_PORT) serves them after the engine's.
   const temporalMetricsPort =
-    config.metrics.workerPort === undefined ? undefined : await freeLoopbackPort();
+    config.metrics.workerPort === undefined ? undefined : await freePort();
   // Signals are handled below: the worker is stopped, then the pool closed.
   Runtime.install({
     logger: new DefaultLogger('WARN'),
