@@ -48,7 +48,7 @@ function opened({ row, meta }: DepositRecord): DepositOpened {
  * A provider call, with the provider's refusal and its missing credentials turned into declines
  * (never retried); anything else (a timeout, a 5xx) is left to the activity's bounded retry.
  */
-async function callProvider<T>(call: () => Promise<T>, refusal?: string): Promise<T> {
+export async function callProvider<T>(call: () => Promise<T>, refusal?: string): Promise<T> {
   try {
     return await call();
   } catch (error) {

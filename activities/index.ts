@@ -2,10 +2,12 @@ import type { Config } from '../config';
 import type { DatabasePool } from '../db/pool';
 import type { Providers } from '../providers';
 import { createCardDepositActivities } from './card-deposit';
+import { cashoutSpec } from './cashout';
 import { declinePermanentDatabaseErrors } from './declines';
 import { createDepositActivities } from './deposit';
 import { createEscrowActivities } from './escrow';
 import { createMaintenanceActivities } from './maintenance';
+import { createMoneyOutActivities } from './money-out';
 import { createOnboardingActivities } from './onboarding';
 import { createReconciliationActivities } from './reconciliation';
 import { createTransferActivities } from './transfer';
@@ -21,6 +23,7 @@ export function createActivities(deps: ActivityDeps) {
       ...createDepositActivities(deps),
       ...createCardDepositActivities(deps),
       ...createEscrowActivities(deps),
+      ...createMoneyOutActivities(deps, { cashout: cashoutSpec, payout: undefined }),
       ...createOnboardingActivities(deps),
     }),
     ...createMaintenanceActivities(deps),

@@ -39,6 +39,7 @@ import {
 import { findTransaction } from '../db/transactions';
 import type { Mode, TransactionType } from '../domain/types';
 import { workflowIds } from '../workflows/ids';
+import { moneyOutUpdates, type MoneyOutProviderStatus } from '../workflows/money-out-shared';
 import {
   cardDepositUpdates,
   depositUpdates,
@@ -71,6 +72,7 @@ type PaymentSync = { workflow: WorkflowKind; sync: UpdateDefinition<string, []> 
 export const paymentSyncs: Partial<Record<TransactionType, PaymentSync>> = {
   mobile_money_deposit: { workflow: 'deposit', sync: depositUpdates.sync },
   card_deposit: { workflow: 'cardDeposit', sync: cardDepositUpdates.sync },
+  mobile_money_cashout: { workflow: 'cashout', sync: moneyOutUpdates.sync },
 };
 
 /** The payment kinds the reconciliation looks at. */
@@ -191,6 +193,15 @@ export const notificationTargets = {
       openedReference: (answer) =>
         (answer as { payment?: { paymentId: string } }).payment?.paymentId ?? null,
     },
+  },
+  // A cashout's record is written before its provider is asked: no reopen.
+  cashout: {
+    transactionType: 'mobile_money_cashout',
+    workflow: 'cashout',
+    notify: (handle, status) =>
+      handle.executeUpdate(moneyOutUpdates.notify, {
+        args: [{ status: status as MoneyOutProviderStatus }],
+      }),
   },
 } as const satisfies Record<string, NotificationTarget>;
 

@@ -4,11 +4,13 @@ import Koa from 'koa';
 import type { ApiDeps } from './deps';
 import { jsonBody } from './middleware/body';
 import { errorsAndAccessLog } from './middleware/errors';
+import { httpMetrics } from '../observability/metrics';
 import { concretePathsWin, mountRoutes } from './pipeline';
 import type { Route } from './route';
 import { adminRoutes } from './routes/admin';
 import { analyticsRoutes } from './routes/analytics';
 import { cardDepositRoutes } from './routes/card-deposits';
+import { cashoutRoutes } from './routes/cashouts';
 import { feeRoutes } from './routes/fees';
 import { depositRoutes } from './routes/deposits';
 import { escrowRoutes } from './routes/escrow';
@@ -33,6 +35,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...transferRoutes(deps),
     ...depositRoutes(deps),
     ...cardDepositRoutes(deps),
+    ...cashoutRoutes(deps),
     ...providerWebhookRoutes(deps),
     ...syncRoutes(deps),
     ...escrowRoutes(deps),
@@ -53,6 +56,8 @@ export function createApp(deps: ApiDeps): Koa {
   // with Allow (as PUT does), not the router's bare 501.
   const router = new Router({ methods: [...METHODS] });
   mountRoutes(router, apiRoutes(deps), deps.pool, { trustProxy: deps.config.api.trustProxy });
+  // Outside the error handler, so that it sees the status every request is finally answered.
+  if (deps.config.metrics.enabled) app.use(httpMetrics());
   app.use(errorsAndAccessLog(deps.logger));
   app.use(jsonBody({ streamed: streamsOwnBody }));
   app.use(router.routes());

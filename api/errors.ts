@@ -34,6 +34,7 @@ export const ERROR_STATUS = {
   rate_limited: 429,
   internal: 500,
   provider_unavailable: 503,
+  unavailable: 503,
   timeout: 504,
 } as const satisfies Record<ErrorCode, number>;
 
@@ -73,6 +74,8 @@ export const ERROR_MESSAGES = {
   rate_limited: 'Rate limit exceeded',
   internal: 'Internal server error',
   provider_unavailable: 'The provider is not available',
+  unavailable:
+    'A service the engine needs (its database or Temporal) is not answering; retry after Retry-After seconds (a payment: with the same Idempotency-Key)',
   timeout: 'The payment is still processing; retry with the same Idempotency-Key to get its result',
 } as const satisfies Record<ErrorCode, string>;
 

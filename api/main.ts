@@ -1,12 +1,21 @@
 import { loadConfig, requireDatabaseUrl } from '../config';
+import { whenDatabaseAnswers } from '../db/pool';
 import { createLogger } from '../observability/logger';
 import { startApi } from './server';
 
-/** `npm run api`: the HTTP API alone (production); needs DATABASE_URL and a Temporal server. */
+/**
+ * `npm run api`: the HTTP API alone (production); needs DATABASE_URL and a Temporal server. It
+ * outlives their outages: started during one, it waits for Postgres (Temporal is reached on
+ * first use); while one is down, requests that need it answer 503 with Retry-After, and it
+ * serves again when the outage ends, without a restart.
+ */
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.log.level);
-  const api = await startApi(config, logger, requireDatabaseUrl(config));
+  const api = await whenDatabaseAnswers(
+    () => startApi(config, logger, requireDatabaseUrl(config)),
+    (error, retryInMs) => logger.warn({ err: error, retryInMs }, 'waiting for Postgres'),
+  );
   logger.info({ url: api.url }, 'api listening');
   const stop = () => {
     logger.info('api stopping');

@@ -83,6 +83,8 @@ function edgeResponses(route: Route, readsBody: boolean): Record<number, string>
   if (route.auth !== null) {
     edge[401] = 'Missing or invalid credentials';
     edge[429] = 'Rate limit exceeded; Retry-After gives the seconds to wait';
+    // Every authenticated request reads the database (its credentials) at least.
+    edge[503] = 'Postgres or Temporal is not answering; retry after the seconds Retry-After gives';
   }
   if (route.auth !== null && !route.admin) {
     edge[403] = 'Admin credentials (application credentials only)';
@@ -191,6 +193,11 @@ export const REQUEST_EXAMPLES: Record<string, Json> = {
     description: 'Rent for March',
   },
   'post /api/v1/transactions/wallet/mobile-money-deposit': { wallet_id: WALLET_A, amount: 1000 },
+  'post /api/v1/transactions/wallet/mobile-money-cashout': {
+    wallet_id: WALLET_A,
+    amount: 1000,
+    phone_number: '+23276123456',
+  },
   'post /api/v1/testing/simulate-mobile-money-webhook': {
     transaction_id: '7c3e1a9b-2d4f-4a6b-8c0d-1e2f3a4b5c6d',
     status: 'successful',

@@ -8,6 +8,7 @@ import { lockedUntil, recordFailure } from '../db/auth-lockout';
 import { authenticate } from '../db/credentials';
 import { claimIdempotencyKey, completeIdempotencyKey } from '../db/idempotency';
 import { hitRateLimit } from '../db/rate-limit';
+import { idempotentReplays, rateLimitedRequests } from '../observability/metrics';
 import { AppError } from './errors';
 import { RATE_LIMIT_CATEGORIES, type Caller } from '../domain/types';
 import { refuseUnstorableText } from './middleware/body';
@@ -47,7 +48,10 @@ async function authenticateRequest(
   (ctx.state as { caller?: Caller }).caller = caller;
   const limit = result.rateLimits[category] ?? RATE_LIMIT_CATEGORIES[category];
   const hit = await hitRateLimit(pool, result.credentialId, category);
-  if (hit.count > limit) throw new RateLimitedError(hit.retryAfterSeconds);
+  if (hit.count > limit) {
+    rateLimitedRequests.inc({ category });
+    throw new RateLimitedError(hit.retryAfterSeconds);
+  }
   return caller;
 }
 
@@ -255,6 +259,7 @@ export function mountRoutes(
           );
         }
         if (claim.kind === 'replay') {
+          idempotentReplays.inc({ route: route.path });
           result = { status: claim.status, body: claim.body };
         } else {
           const idempotency = { key, claimedAt: claim.claimedAt };

@@ -2,11 +2,12 @@ import { ServerResponse, STATUS_CODES, type IncomingMessage, type Server } from 
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { temporalAddress, type Config } from '../config';
 import { createDatabasePool } from '../db/pool';
 import { createProviders } from '../providers';
 import { createApp } from './app';
+import { openTemporalConnection } from './temporal';
 import type { Logger } from '../observability/logger';
 
 export type RunningApi = { url: string; server: Server; close: () => Promise<void> };
@@ -18,7 +19,7 @@ export async function startApi(
   databaseUrl: string,
 ): Promise<RunningApi> {
   const pool = await createDatabasePool(databaseUrl, { maximumPoolSize: config.database.poolSize });
-  const connection = await Connection.connect({ address: temporalAddress(config) });
+  const connection = openTemporalConnection(temporalAddress(config));
   const temporal = new Client({ connection, namespace: config.temporal.namespace });
   const providers = createProviders({ config, pool });
   const app = createApp({ config, pool, temporal, logger, providers });

@@ -138,6 +138,7 @@ export async function startWorker(
 
 export async function startEngine(options: {
   durable: boolean;
+  temporalFile: boolean;
   tuning: Partial<WorkerOptions>;
   ledgerClients: number;
 }): Promise<Engine> {
@@ -145,6 +146,7 @@ export async function startEngine(options: {
     prefix: 'wallet-bench-',
     database: DATABASE,
     fast: !options.durable,
+    temporalOnFile: options.temporalFile,
     onStart: ({ dir, postgresPort, temporalPort }) =>
       progress(`starting Postgres on ${postgresPort} and Temporal on ${temporalPort} (${dir})`),
   });

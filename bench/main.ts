@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: what the engine sustains on this machine, measured in one run against a
- * throwaway Postgres and an in-memory Temporal development server.
+ * throwaway Postgres and a Temporal development server (in memory, or on a file: --temporal-file).
  *
  *   (1) the ledger alone: balanced double-entry transfers straight into Postgres;
  *   (2) Temporal alone: trivial workflows on the same server;
@@ -11,7 +11,8 @@
  *   (7) the dashboard's analytics with a million payments seeded in SQL (bench/analytics.ts).
  *
  * Options: --json (print the results as JSON instead of the table), --durable (Postgres with
- * fsync and synchronous commit on), --tuning='{"maxConcurrentActivityTaskPolls":20}' (worker
+ * fsync and synchronous commit on), --temporal-file (the dev server on a file in the durable
+ * configuration `npm start` ships, instead of in memory), --tuning='{"maxConcurrentActivityTaskPolls":20}' (worker
  * options for both workers), --only=ledger,orchestration,api,escrow,card,webhooks,analytics, --profile (see profile.ts).
  * Progress goes to stderr; stdout holds only the result. The engine is started by engine.ts, the
  * load by load.ts, the trivial workflows live in workflows.ts, CPU accounting in cpu.ts.
@@ -70,6 +71,7 @@ type Section = (typeof SECTIONS)[number];
 type Options = {
   json: boolean;
   durable: boolean;
+  temporalFile: boolean;
   profile: boolean;
   tuning: Partial<WorkerOptions>;
   only: Set<Section>;
@@ -79,6 +81,7 @@ function parseOptions(argv: readonly string[]): Options {
   const options: Options = {
     json: false,
     durable: false,
+    temporalFile: false,
     profile: false,
     tuning: {},
     only: new Set(SECTIONS),
@@ -87,6 +90,7 @@ function parseOptions(argv: readonly string[]): Options {
     const [name, value] = arg.split(/=(.*)/s, 2) as [string, string | undefined];
     if (name === '--json') options.json = true;
     else if (name === '--durable') options.durable = true;
+    else if (name === '--temporal-file') options.temporalFile = true;
     else if (name === '--profile') options.profile = true;
     else if (name === '--tuning' && value) {
       options.tuning = JSON.parse(value) as Partial<WorkerOptions>;
@@ -381,7 +385,7 @@ function render(report: Report): string {
   const others = measured.reduce((a, r) => a + r.cpu!.other, 0) / Math.max(1, measured.length);
   return [
     `Wallet engine benchmark: ${e.cpus} CPUs (${e.cpuModel}), Node ${e.node}, ` +
-      `Postgres ${e.postgres}, Temporal dev server in memory`,
+      `Postgres ${e.postgres}, Temporal dev server ${e.temporal}`,
     `Worker tuning: ${JSON.stringify(e.tuning)}`,
     '',
     table(header, rows, new Set([3, 4, 5, 6, 7, 8])),
@@ -413,6 +417,7 @@ type Report = {
     cpuModel: string;
     node: string;
     postgres: string;
+    temporal: string;
     tuning: Partial<WorkerOptions>;
   };
   rows: Row[];
@@ -523,6 +528,7 @@ async function main(): Promise<void> {
         cpuModel: cpu[0]?.model.trim() ?? 'unknown',
         node: process.version,
         postgres: options.durable ? 'fsync on' : 'fsync off, synchronous_commit off',
+        temporal: options.temporalFile ? 'on a file (WAL, npm start configuration)' : 'in memory',
         tuning: options.tuning,
       },
       rows,

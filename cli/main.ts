@@ -12,7 +12,8 @@ import { createCredential, listCredentials, revokeCredential } from '../db/crede
 import { createDatabasePool, type DatabasePool } from '../db/pool';
 import { openLocalDatabase } from '../harness/postgres';
 import { minorToDecimalString, parseMajorDecimal } from '../domain/money';
-import { PAYMENT_METHODS, RATE_LIMIT_CATEGORIES } from '../domain/types';
+import { APPLICATION_FEE_METHODS } from '../domain/fees';
+import { RATE_LIMIT_CATEGORIES } from '../domain/types';
 
 /**
  * The dashboard of the specification, on the command line: applications, credentials and the
@@ -146,7 +147,7 @@ export async function runCli(argv: string[], pool: DatabasePool): Promise<unknow
         baseCurrency: currency(values.currency),
         escrowFeeBps: bps(values['escrow-fee-bps'], '--escrow-fee-bps'),
         escrowFeeFixed: fixedAmount(values['escrow-fee-fixed']),
-        feeBps: pairs(values.fee, PAYMENT_METHODS, '--fee', (v) => bps(v, '--fee')!),
+        feeBps: pairs(values.fee, APPLICATION_FEE_METHODS, '--fee', (v) => bps(v, '--fee')!),
         rateLimits: pairs(
           values['rate-limit'],
           Object.keys(RATE_LIMIT_CATEGORIES) as (keyof typeof RATE_LIMIT_CATEGORIES)[],

@@ -55,6 +55,11 @@ const envSchema = z.object({
     .int()
     .min(1)
     .default(60 * 60),
+  MONEY_OUT_PENDING_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(30 * 60),
   WEBHOOK_SECRET_KEY: z.preprocess(
     (value) => (value === '' ? undefined : value),
     z
@@ -82,6 +87,8 @@ const envSchema = z.object({
     .string()
     .regex(/^(true|false|\d{1,2})$/, 'TRUST_PROXY must be true, false or a number of proxies')
     .default('false'),
+  METRICS_ENABLED: z.enum(['true', 'false', '1', '0']).default('true'),
+  WORKER_METRICS_PORT: port.optional(),
 });
 
 export type Config = {
@@ -99,6 +106,11 @@ export type Config = {
     trustProxy: number;
   };
   log: { level: z.infer<typeof envSchema>['LOG_LEVEL'] };
+  /**
+   * Prometheus metrics (observability/metrics.ts): the API's `GET /metrics` when `enabled`; the
+   * worker's own endpoint (with the Temporal SDK's metrics) on `workerPort`, off when unset.
+   */
+  metrics: { enabled: boolean; workerPort: number | undefined };
   database: { url: string | undefined; poolSize: number; embeddedPort: number };
   temporal: {
     address: string | undefined;
@@ -128,6 +140,8 @@ export type Config = {
   sandbox: { webhookSecret: string; paymentCodeTtlSeconds: number };
   /** How long a card payment may wait for the payer (3-D Secure) before it expires. */
   cards: { pendingTtlSeconds: number };
+  /** How long a payout or cashout the provider accepted waits for its outcome before asking. */
+  moneyOut: { pendingTtlSeconds: number };
   webhooks: {
     /**
      * AES-256-GCM key that encrypts subscription secrets at rest; unset: a key generated once
@@ -180,6 +194,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         e.TRUST_PROXY === 'true' ? 1 : e.TRUST_PROXY === 'false' ? 0 : Number(e.TRUST_PROXY),
     },
     log: { level: e.LOG_LEVEL },
+    metrics: {
+      enabled: e.METRICS_ENABLED === 'true' || e.METRICS_ENABLED === '1',
+      workerPort: e.WORKER_METRICS_PORT,
+    },
     database: {
       url: e.DATABASE_URL,
       poolSize: e.DATABASE_POOL_SIZE,
@@ -215,6 +233,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       paymentCodeTtlSeconds: e.SANDBOX_PAYMENT_CODE_TTL_SECONDS,
     },
     cards: { pendingTtlSeconds: e.CARD_PAYMENT_PENDING_TTL_SECONDS },
+    moneyOut: { pendingTtlSeconds: e.MONEY_OUT_PENDING_TTL_SECONDS },
     webhooks: {
       secretKey: e.WEBHOOK_SECRET_KEY ? Buffer.from(e.WEBHOOK_SECRET_KEY, 'base64') : undefined,
       privateAllowlist: e.WEBHOOK_PRIVATE_ALLOWLIST.split(',')

@@ -34,6 +34,9 @@ const resultParserInterceptor: Interceptor = {
   },
 };
 
+/** How long opening a connection may take before the query fails (an unreachable database). */
+export const CONNECTION_TIMEOUT_MS = 1_500;
+
 export async function createDatabasePool(
   url: string,
   options: { maximumPoolSize?: number } = {},
@@ -44,7 +47,9 @@ export async function createDatabasePool(
     interceptors: [resultParserInterceptor],
     statementTimeout: 30_000,
     idleInTransactionSessionTimeout: 60_000,
-    connectionTimeout: 10_000,
+    // A database that does not answer fails a request within this bound (503 at the API) instead
+    // of hanging it; on loopback a healthy server connects in milliseconds.
+    connectionTimeout: CONNECTION_TIMEOUT_MS,
     // No session state is ever left on a pooled connection (no SET, no temp tables, no advisory
     // locks: migrations use their own client), so the default `DISCARD ALL` on every release is
     // a wasted round trip on every statement-heavy payment path.
@@ -63,4 +68,51 @@ export async function databaseAnswers(db: CommonQueryMethods): Promise<boolean> 
     () => true,
     () => false,
   );
+}
+
+/** Errors that say the database cannot be reached (down, restarting, the connection cut). */
+const UNREACHABLE_ERRORS = new Set([
+  'ConnectionError',
+  'BackendTerminatedError',
+  'BackendTerminatedUnexpectedlyError',
+]);
+
+/**
+ * Whether `error` says that Postgres is unreachable rather than that a statement failed: slonik's
+ * connection errors (by name: under Jest classes differ between realms), the driver's connection
+ * cut or not opened in time, SQLSTATE class 08 (connection exception) or 57P01-57P03 (shut down,
+ * starting up). A socket error of anything else (a provider's HTTP call) is not one of them.
+ */
+export function isDatabaseUnreachable(error: unknown): boolean {
+  const seen = new Set<unknown>();
+  for (let e = error; e && typeof e === 'object' && !seen.has(e);) {
+    seen.add(e);
+    const { code, message } = e as { code?: unknown; message?: unknown };
+    if (UNREACHABLE_ERRORS.has(e.constructor.name)) return true;
+    if (typeof code === 'string' && /^(08...|57P0[123])$/.test(code)) return true;
+    if (typeof message === 'string' && /^(Connection terminated|timeout expired$)/.test(message))
+      return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/**
+ * Runs `open` (creating a pool connects at once) until the database answers: a process started
+ * during an outage waits for its end instead of exiting. Errors other than an unreachable
+ * database (bad credentials, no such database) are thrown at once.
+ */
+export async function whenDatabaseAnswers<T>(
+  open: () => Promise<T>,
+  onWait: (error: unknown, retryInMs: number) => void,
+): Promise<T> {
+  for (let delay = 500; ; delay = Math.min(delay * 2, 10_000)) {
+    try {
+      return await open();
+    } catch (error) {
+      if (!isDatabaseUnreachable(error)) throw error;
+      onWait(error, delay);
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
 }

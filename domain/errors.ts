@@ -34,6 +34,7 @@ export const ERROR_CODES = [
   'rate_limited',
   'internal',
   'provider_unavailable',
+  'unavailable',
   'timeout',
 ] as const;
 

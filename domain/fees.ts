@@ -1,5 +1,5 @@
 import { basisPoints, type Currency } from './money';
-import type { PaymentMethod } from './types';
+import { PAYMENT_METHODS, type PaymentMethod } from './types';
 
 /**
  * Fee rules, pure and exact (bigint minor units). The fee estimate endpoint and the deposits
@@ -119,4 +119,47 @@ export function computeEscrowFee(amount: bigint, rule: FeeRule): EscrowFee {
   const raw = basisPoints(amount, rule.bps) + rule.fixed;
   const fee = raw > amount ? amount : raw;
   return { fee, net: amount - fee };
+}
+
+/**
+ * The methods an application may charge its own fee on (`cli apps update --fee METHOD=BPS`):
+ * the deposit methods, and money out (decisions.md, Money out).
+ */
+export const APPLICATION_FEE_METHODS = [
+  ...PAYMENT_METHODS,
+  'card_payout',
+  'mobile_money_cashout',
+] as const;
+export type ApplicationFeeMethod = (typeof APPLICATION_FEE_METHODS)[number];
+
+/** The mobile-money provider's fee on a cashout: 1% (decisions.md, Money out). */
+export const CASHOUT_PROVIDER_FEE: FeeRule = { bps: 100, fixed: 0n };
+
+/** A payout's or cashout's figures, in the minor units of the amount given. */
+export type MoneyOutFees = {
+  amount: bigint;
+  providerFee: bigint;
+  applicationFee: bigint;
+  /** What the wallet pays: amount + provider fee + application fee. */
+  total: bigint;
+};
+
+/**
+ * The fees of a payout or cashout of `amount` minor units: the provider's `rule`, and the
+ * application's basis points for the method (0 when unset), each rounded half to even.
+ */
+export function computeMoneyOutFees(input: {
+  rule: FeeRule;
+  amount: bigint;
+  applicationFeeBps: number | undefined;
+}): MoneyOutFees {
+  if (input.amount <= 0n) throw new RangeError('a payout amount must be positive');
+  const providerFee = basisPoints(input.amount, input.rule.bps) + input.rule.fixed;
+  const applicationFee = basisPoints(input.amount, Math.max(0, input.applicationFeeBps ?? 0));
+  return {
+    amount: input.amount,
+    providerFee,
+    applicationFee,
+    total: input.amount + providerFee + applicationFee,
+  };
 }

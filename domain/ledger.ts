@@ -160,3 +160,89 @@ export function lockOrder<T extends AccountRef>(accounts: readonly T[]): T[] {
     (a, b) => rank(a) - rank(b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
   );
 }
+
+/**
+ * Money out, step 1 (reserve): the whole debit of a payout or cashout (amount and every fee)
+ * leaves the wallet for the payouts clearing account, in one ledger transaction, before the
+ * provider is asked; the wallet check constraint refuses an overdraft.
+ */
+export function moneyOutReservePostings(input: {
+  walletId: string;
+  clearingAccountId: string;
+  currency: Currency;
+  total: bigint;
+}): Posting[] {
+  return transferPostings(input.walletId, input.clearingAccountId, input.currency, input.total);
+}
+
+/**
+ * Money out, step 3a (settle): the provider paid. The payouts clearing account gives all it
+ * reserved: the application's fee account gets the application fee, the provider's clearing
+ * account the provider's share (what it paid out and its fee). When the provider works in
+ * another currency (a USD application's mobile-money cashout, paid in SLE), that share passes
+ * through the FX accounts: `fx.providerAmount` in the provider's currency out of them.
+ */
+export function moneyOutSettlementPostings(input: {
+  clearingAccountId: string;
+  feeAccountId: string;
+  providerAccountId: string;
+  currency: Currency;
+  /** Amount and provider fee, in the reserve's currency. */
+  providerShare: bigint;
+  applicationFee: bigint;
+  fx: {
+    fromAccountId: string;
+    toAccountId: string;
+    providerCurrency: Currency;
+    providerAmount: bigint;
+  } | null;
+}): Posting[] {
+  const { currency, providerShare, applicationFee } = input;
+  if (providerShare <= 0n || applicationFee < 0n) throw new Error('a settlement must move money');
+  const postings: Posting[] = [
+    { accountId: input.clearingAccountId, currency, amount: -(providerShare + applicationFee) },
+  ];
+  if (applicationFee > 0n)
+    postings.push({ accountId: input.feeAccountId, currency, amount: applicationFee });
+  if (input.fx === null) {
+    postings.push({ accountId: input.providerAccountId, currency, amount: providerShare });
+  } else {
+    const { fromAccountId, toAccountId, providerCurrency, providerAmount } = input.fx;
+    postings.push(
+      { accountId: fromAccountId, currency, amount: providerShare },
+      { accountId: toAccountId, currency: providerCurrency, amount: -providerAmount },
+      { accountId: input.providerAccountId, currency: providerCurrency, amount: providerAmount },
+    );
+  }
+  assertBalanced(postings);
+  return postings;
+}
+
+/**
+ * Money out, step 3b (give back): the provider refused or failed; everything reserved (amount
+ * and every fee) goes back from the payouts clearing account to the wallet.
+ */
+export function moneyOutGiveBackPostings(input: {
+  clearingAccountId: string;
+  walletId: string;
+  currency: Currency;
+  total: bigint;
+}): Posting[] {
+  return transferPostings(input.clearingAccountId, input.walletId, input.currency, input.total);
+}
+
+/**
+ * Money out, after a settlement (reverse): the provider reported the payout paid and later
+ * failed (a card payout can fail days after). Everything the settlement moved comes back, to
+ * the wallet this time: the provider's share (through the FX accounts when it was converted)
+ * and the application fee. The settlement's legs, negated, with the wallet in the clearing
+ * account's place.
+ */
+export function moneyOutReversalPostings(
+  input: Omit<Parameters<typeof moneyOutSettlementPostings>[0], 'clearingAccountId'> & {
+    walletId: string;
+  },
+): Posting[] {
+  const settled = moneyOutSettlementPostings({ ...input, clearingAccountId: input.walletId });
+  return settled.map((p) => ({ ...p, amount: -p.amount }));
+}

@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, stat } from 'node:fs/promises';
 import { userInfo } from 'node:os';
@@ -7,8 +8,16 @@ import pg from 'pg';
 import type { Config } from '../config';
 import { migrate } from '../db/migrate';
 import type { Logger } from '../observability/logger';
+import { literally, stopLeftover } from './processes';
 
-export type EmbeddedDatabase = { url: (database: string) => string; stop: () => Promise<void> };
+export type EmbeddedDatabase = {
+  url: (database: string) => string;
+  /** The postmaster's process id. */
+  pid: number;
+  /** Settles when the postmaster has exited, for whatever reason (a supervisor watches it). */
+  exited: Promise<unknown>;
+  stop: () => Promise<void>;
+};
 
 const USER = 'postgres';
 const PASSWORD = 'postgres';
@@ -68,6 +77,13 @@ export async function startEmbeddedPostgres(options: {
     // Throwaway test clusters: durability buys nothing there, speed does.
     flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
   }
+  // The package rejects with nothing when the server exits during start-up: say what it said.
+  const said: string[] = [];
+  const remember = (line: string) => {
+    said.push(line);
+    if (said.length > 5) said.shift();
+    log(line);
+  };
   const pg = new EmbeddedPostgres({
     databaseDir: options.dir,
     port: options.port,
@@ -78,17 +94,44 @@ export async function startEmbeddedPostgres(options: {
     createPostgresUser: userInfo().uid === 0,
     initdbFlags: ['--encoding=UTF8', '--no-sync'],
     postgresFlags: flags,
-    onLog: (m) => log(String(m).trimEnd()),
-    onError: (m) => log(String(m instanceof Error ? m.message : m).trimEnd()),
+    onLog: (m) => remember(String(m).trimEnd()),
+    onError: (m) => remember(String(m instanceof Error ? m.message : m).trimEnd()),
   });
   if (!existsSync(path.join(options.dir, 'PG_VERSION'))) {
     await pg.initialise();
   }
-  await pg.start();
+  await pg.start().catch((error: unknown) => {
+    throw new Error(
+      `Postgres did not start on port ${options.port} (${options.dir}): ${said.join(' ') || String(error)}`,
+    );
+  });
+  // The package keeps the postmaster's child process to itself; a supervisor needs its exit.
+  const held = pg as unknown as { process?: ChildProcess };
+  const child = held.process;
+  const ended = () => !child || child.exitCode !== null || child.signalCode !== null;
+  const exited = new Promise<unknown>((resolve) => {
+    if (ended()) resolve(null);
+    else child!.once('exit', resolve);
+  });
   return {
     url: (database) =>
       `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/${encodeURIComponent(database)}`,
-    stop: () => pg.stop(),
+    pid: child?.pid ?? 0,
+    exited,
+    stop: async () => {
+      // The package waits for an exit that a dead server never sends again.
+      if (ended()) {
+        held.process = undefined;
+        return;
+      }
+      // SIGINT (the package's) is a fast shutdown; a server that lingers is killed.
+      const timer = setTimeout(() => child?.kill('SIGKILL'), 5_000);
+      try {
+        await pg.stop();
+      } finally {
+        clearTimeout(timer);
+      }
+    },
   };
 }
 
@@ -172,4 +215,42 @@ export async function openLocalDatabase(config: Config, logger: Logger): Promise
   await ensureDatabase(embedded.url('postgres'), LOCAL_DATABASE);
   await migrate(embedded.url(LOCAL_DATABASE));
   return { url: embedded.url(LOCAL_DATABASE), stop: () => embedded.stop() };
+}
+
+/**
+ * The embedded Postgres of `npm start` under `.data/pg`, for a supervisor: a server left running
+ * by an earlier start that was killed is stopped first (its postmaster.pid), a foreign process
+ * on the port is refused; then it starts, and the database is created and migrated.
+ */
+export async function startLocalPostgres(
+  config: Config,
+  logger: Logger,
+): Promise<EmbeddedDatabase & { databaseUrl: string }> {
+  const dir = path.join(config.dataDir, 'pg');
+  const port = config.database.embeddedPort;
+  await stopLeftover({
+    name: 'embedded Postgres',
+    pidFile: path.join(dir, 'postmaster.pid'),
+    // This folder's server: a pid reused by another process (another Postgres) is left alone.
+    looksLike: literally(`-D ${dir} `),
+    // SIGINT: Postgres's fast shutdown (rolls back open transactions, writes a checkpoint).
+    signal: 'SIGINT',
+    port,
+    portHint: 'EMBEDDED_PG_PORT',
+    log: (message) => logger.warn(message),
+  });
+  logger.info({ port }, 'starting embedded postgres');
+  const embedded = await startEmbeddedPostgres({
+    dir,
+    port,
+    log: (line) => logger.debug({ postgres: line }),
+  });
+  try {
+    await ensureDatabase(embedded.url('postgres'), LOCAL_DATABASE);
+    await migrate(embedded.url(LOCAL_DATABASE));
+  } catch (error) {
+    await embedded.stop();
+    throw error;
+  }
+  return { ...embedded, databaseUrl: embedded.url(LOCAL_DATABASE) };
 }

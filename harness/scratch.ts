@@ -27,6 +27,8 @@ export async function startScratchServers(options: {
   prefix: string;
   database: string;
   fast: boolean;
+  /** The dev server on a file in the folder, in `npm start`'s durable configuration. */
+  temporalOnFile?: boolean;
   onStart?: (started: { dir: string; postgresPort: number; temporalPort: number }) => void;
 }): Promise<ScratchServers> {
   const dir = await mkdtemp(path.join(os.tmpdir(), options.prefix));
@@ -43,7 +45,10 @@ export async function startScratchServers(options: {
       database: options.database,
       fast: options.fast,
     }),
-    startTemporalDevServer({ port: temporalPort }),
+    startTemporalDevServer({
+      port: temporalPort,
+      ...(options.temporalOnFile ? { dbFile: path.join(dir, 'temporal.sqlite') } : {}),
+    }),
   ]);
   const stop = async () => {
     if (temporal.status === 'fulfilled') await temporal.value.stop();

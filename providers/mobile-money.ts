@@ -37,8 +37,46 @@ export type MobileMoneyNotification = {
   reference: string | null;
 };
 
+/** Where a payout to a mobile-money wallet stands at the provider. */
+export type PayoutStatus = 'pending' | 'completed' | 'failed';
+
+export type PayoutRequest = {
+  /** Sent to the provider so that a retried call never pays out twice. */
+  idempotencyKey: string;
+  /** Our transaction id, carried in the provider's metadata to recover it from notifications. */
+  reference: string;
+  /** What the destination receives, in SLE cents. */
+  amount: bigint;
+  /** The mobile-money wallet paid, with its country code. */
+  phoneNumber: string;
+  description: string;
+};
+
+export type Payout = {
+  id: string;
+  amount: bigint;
+  currency: 'SLE';
+  status: PayoutStatus;
+  reference: string;
+};
+
+/** A provider's notification about a payout, once its signature is verified. */
+export type PayoutNotification = {
+  payoutId: string;
+  status: PayoutStatus;
+  reference: string | null;
+};
+
 export interface MobileMoneyProvider {
   readonly name: string;
+  /** Pays out to a mobile-money wallet (a cashout); the idempotency key makes a retry safe. */
+  createPayout(request: PayoutRequest): Promise<Payout>;
+  getPayout(id: string): Promise<Payout>;
+  /** Verifies and reads an inbound payout notification; null when it is not a valid one. */
+  parsePayoutNotification(
+    rawBody: string,
+    headers: Record<string, string | undefined>,
+  ): PayoutNotification | null;
   createPaymentCode(request: PaymentCodeRequest): Promise<PaymentCode>;
   getPaymentCode(id: string): Promise<PaymentCode>;
   /** Verifies and reads an inbound notification; null when the signature does not match. */

@@ -4,6 +4,10 @@ import type { Config } from '../config';
 import { fitsWireInteger, minorToDecimalString, minorToWireInteger } from '../domain/money';
 import {
   ProviderRefusedError,
+  type Payout,
+  type PayoutNotification,
+  type PayoutRequest,
+  type PayoutStatus,
   type MobileMoneyNotification,
   type MobileMoneyProvider,
   type PaymentCode,
@@ -15,7 +19,9 @@ import {
  * Live Mode mobile money: an HTTP client for a Monime-style API (v1).
  *
  * - `POST /v1/payment-codes` creates a one-time USSD payment code; `GET /v1/payment-codes/{id}`
- *   reads it. Every call carries `Authorization: Bearer`, `Monime-Space-Id`; creation carries
+ *   reads it.
+ * - `POST /v1/payouts` pays out to a mobile-money destination
+ *   (`{"type": "momo", "phoneNumber"}`): a cashout; `GET /v1/payouts/{id}` reads it. Every call carries `Authorization: Bearer`, `Monime-Space-Id`; creation carries
  *   `Idempotency-Key`, so a retried call returns the code the first call created.
  * - A 4xx answer (other than 408, 409, 429) is a business refusal: ProviderRefusedError, never
  *   retried. A 5xx, 408, 409, 429, a network error or a timeout is a plain Error with `cause`:
@@ -23,7 +29,8 @@ import {
  * - An answer that does not have the documented shape (an amount that is not an integer, for
  *   example) is a MonimeResponseError.
  * - Notifications are signed: `monime-signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of
- *   "<t>.<raw body>">`, at most 5 minutes old.
+ *   "<t>.<raw body>">`, at most 5 minutes old. `payment_code.*` events speak of deposits,
+ *   `payout.*` events of cashouts.
  */
 
 export const MONIME_SIGNATURE_HEADER = 'monime-signature';
@@ -79,7 +86,31 @@ const paymentCodeResult = z.object({
   metadata: z.record(z.string(), z.unknown()).nullish(),
 });
 
-const successEnvelope = z.object({ success: z.literal(true), result: paymentCodeResult });
+const payoutResult = z.object({
+  id: z.string().min(1),
+  status: z.string(),
+  amount: z.object({ currency: z.literal('SLE'), value: minorUnits }),
+  destination: z.object({ type: z.string(), phoneNumber: z.string().nullish() }).nullish(),
+  metadata: z.record(z.string(), z.unknown()).nullish(),
+});
+
+/** Wire statuses of a Monime payout, mapped onto the engine's three. */
+const PAYOUT_STATUS_MAP: Record<string, PayoutStatus> = {
+  pending: 'pending',
+  processing: 'pending',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'failed',
+};
+
+/** The notification events that settle a payout. */
+const PAYOUT_EVENT_STATUS: Record<string, PayoutStatus> = {
+  'payout.completed': 'completed',
+  'payout.failed': 'failed',
+};
+
+const successEnvelope = <T extends z.ZodType>(result: T) =>
+  z.object({ success: z.literal(true), result });
 
 const errorEnvelope = z.object({
   success: z.literal(false).optional(),
@@ -201,7 +232,13 @@ export class MonimeMobileMoneyProvider implements MobileMoneyProvider {
         description: request.description,
       },
     };
-    const result = await this.call('POST', '/v1/payment-codes', body, request.idempotencyKey);
+    const result = await this.call(
+      'POST',
+      '/v1/payment-codes',
+      paymentCodeResult,
+      body,
+      request.idempotencyKey,
+    );
     if (BigInt(result.amount.value) !== request.amount) {
       throw new MonimeResponseError(
         `Monime created a payment code for ${result.amount.value} SLE cents, not ${request.amount}`,
@@ -211,8 +248,50 @@ export class MonimeMobileMoneyProvider implements MobileMoneyProvider {
   }
 
   async getPaymentCode(id: string): Promise<PaymentCode> {
-    const result = await this.call('GET', `/v1/payment-codes/${encodeURIComponent(id)}`);
+    const result = await this.call(
+      'GET',
+      `/v1/payment-codes/${encodeURIComponent(id)}`,
+      paymentCodeResult,
+    );
     return this.toPaymentCode(result, null, null);
+  }
+
+  async createPayout(request: PayoutRequest): Promise<Payout> {
+    const value = wireAmount(request.amount, 'amount');
+    const body = {
+      amount: { currency: 'SLE', value },
+      destination: { type: 'momo', phoneNumber: request.phoneNumber },
+      metadata: { reference: request.reference, description: request.description },
+    };
+    const result = await this.call(
+      'POST',
+      '/v1/payouts',
+      payoutResult,
+      body,
+      request.idempotencyKey,
+    );
+    if (BigInt(result.amount.value) !== request.amount) {
+      throw new MonimeResponseError(
+        `Monime created a payout of ${result.amount.value} SLE cents, not ${request.amount}`,
+      );
+    }
+    return toPayout(result, request.reference);
+  }
+
+  async getPayout(id: string): Promise<Payout> {
+    const result = await this.call('GET', `/v1/payouts/${encodeURIComponent(id)}`, payoutResult);
+    return toPayout(result, null);
+  }
+
+  parsePayoutNotification(
+    rawBody: string,
+    headers: Record<string, string | undefined>,
+  ): PayoutNotification | null {
+    return readMonimePayoutNotification(
+      this.webhookSecret,
+      rawBody,
+      headerValue(headers, MONIME_SIGNATURE_HEADER),
+    );
   }
 
   parseNotification(
@@ -257,12 +336,13 @@ export class MonimeMobileMoneyProvider implements MobileMoneyProvider {
   }
 
   /** One HTTP exchange; answers the `result` of a success, throws as the header comment says. */
-  private async call(
+  private async call<T extends z.ZodType>(
     method: 'GET' | 'POST',
     path: string,
+    result: T,
     body?: unknown,
     idempotencyKey?: string,
-  ): Promise<z.infer<typeof paymentCodeResult>> {
+  ): Promise<z.infer<T>> {
     const what = `Monime ${method} ${path}`;
     const headers: Record<string, string> = {
       Authorization: `Bearer ${this.accessToken}`,
@@ -322,7 +402,7 @@ export class MonimeMobileMoneyProvider implements MobileMoneyProvider {
       );
     }
 
-    const parsed = successEnvelope.safeParse(json);
+    const parsed = successEnvelope(result).safeParse(json);
     if (!parsed.success) {
       throw new MonimeResponseError(
         `${what} answered an unexpected body: ${z.prettifyError(parsed.error)}`,
@@ -331,8 +411,24 @@ export class MonimeMobileMoneyProvider implements MobileMoneyProvider {
         },
       );
     }
-    return parsed.data.result;
+    return (parsed.data as { result: z.infer<T> }).result;
   }
+}
+
+function toPayout(result: z.infer<typeof payoutResult>, requestedReference: string | null): Payout {
+  const status = PAYOUT_STATUS_MAP[result.status];
+  if (!status) {
+    throw new MonimeResponseError(`Monime answered an unknown payout status "${result.status}"`);
+  }
+  const metadataReference = result.metadata?.reference;
+  return {
+    id: result.id,
+    amount: BigInt(result.amount.value),
+    currency: 'SLE',
+    status,
+    reference:
+      typeof metadataReference === 'string' ? metadataReference : (requestedReference ?? ''),
+  };
 }
 
 function parseJson(text: string): unknown {
@@ -367,16 +463,9 @@ export function readMonimeNotification(
   rawBody: string,
   signature: string | undefined,
 ): MobileMoneyNotification | null {
-  if (!verifyMonimeSignature(secret, rawBody, signature)) return null;
-  let json: unknown;
-  try {
-    json = JSON.parse(rawBody);
-  } catch {
-    return null;
-  }
-  const parsed = notificationBody.safeParse(json);
-  if (!parsed.success) return null;
-  const { event, data } = parsed.data;
+  const parsed = verifiedNotification(secret, rawBody, signature);
+  if (!parsed) return null;
+  const { event, data } = parsed;
   // The three settling events name their outcome; other payment-code events (processing, ...)
   // are read through the code's status when it is one we know.
   const status =
@@ -386,6 +475,47 @@ export function readMonimeNotification(
   const reference = data.metadata?.reference;
   return {
     paymentCodeId: data.id,
+    status,
+    reference: typeof reference === 'string' ? reference : null,
+  };
+}
+
+/** A Monime-format notification's body, when its signature is valid and its shape right. */
+function verifiedNotification(
+  secret: string,
+  rawBody: string,
+  signature: string | undefined,
+): z.infer<typeof notificationBody> | null {
+  if (!verifyMonimeSignature(secret, rawBody, signature)) return null;
+  let json: unknown;
+  try {
+    json = JSON.parse(rawBody);
+  } catch {
+    return null;
+  }
+  const parsed = notificationBody.safeParse(json);
+  return parsed.success ? parsed.data : null;
+}
+
+/**
+ * A Monime-format payout notification (`payout.*`), verified and read; null when the signature
+ * or body is wrong, or when it speaks of something else (a payment code).
+ */
+export function readMonimePayoutNotification(
+  secret: string,
+  rawBody: string,
+  signature: string | undefined,
+): PayoutNotification | null {
+  const parsed = verifiedNotification(secret, rawBody, signature);
+  if (!parsed) return null;
+  const { event, data } = parsed;
+  const status =
+    PAYOUT_EVENT_STATUS[event] ??
+    (event.startsWith('payout.') && data.status ? PAYOUT_STATUS_MAP[data.status] : undefined);
+  if (!status) return null;
+  const reference = data.metadata?.reference;
+  return {
+    payoutId: data.id,
     status,
     reference: typeof reference === 'string' ? reference : null,
   };

@@ -7,18 +7,46 @@ import {
   type SandboxCodeRow,
 } from '../db/sandbox-payment-codes';
 import {
+  findSandboxPayout,
+  insertSandboxPayout,
+  settleSandboxPayout,
+  type SandboxPayoutRow,
+} from '../db/sandbox-mobile-money-payouts';
+import {
   ProviderRefusedError,
   type MobileMoneyNotification,
   type MobileMoneyProvider,
   type PaymentCode,
   type PaymentCodeRequest,
   type PaymentCodeStatus,
+  type Payout,
+  type PayoutNotification,
+  type PayoutRequest,
 } from './mobile-money';
-import { monimeInstructions, readMonimeNotification, signMonimeNotification } from './monime';
+import {
+  monimeInstructions,
+  readMonimeNotification,
+  readMonimePayoutNotification,
+  signMonimeNotification,
+} from './monime';
 
 /** decisions.md: a deposit of exactly this many SLE cents makes the sandbox refuse. */
 export const SANDBOX_REFUSED_AMOUNT = 4040n;
 export const SANDBOX_SIGNATURE_HEADER = 'sandbox-signature';
+/** decisions.md: a cashout of exactly this many SLE cents is refused at once. */
+export const SANDBOX_REFUSED_CASHOUT_AMOUNT = 4040n;
+/** A sandbox payout nobody settles fails after this long (the provider gives up on it). */
+export const SANDBOX_PAYOUT_TTL_SECONDS = 30 * 60;
+
+function toPayout(row: SandboxPayoutRow): Payout {
+  return {
+    id: row.id,
+    amount: row.amount,
+    currency: 'SLE',
+    status: row.status,
+    reference: row.reference,
+  };
+}
 
 function toPaymentCode(row: SandboxCodeRow): PaymentCode {
   return {
@@ -82,21 +110,88 @@ export class SandboxMobileMoneyProvider implements MobileMoneyProvider {
     return this.getPaymentCode(id);
   }
 
-  /** The notification the sandbox sends after a payment settles, signed like a live one. */
-  notificationFor(
-    code: PaymentCode,
+  /**
+   * A payout to a mobile-money wallet: pending until the simulate-webhook endpoint settles it
+   * (or it expires, failed). Once per idempotency key: a retry gets the first payout.
+   */
+  async createPayout(request: PayoutRequest): Promise<Payout> {
+    if (request.amount === SANDBOX_REFUSED_CASHOUT_AMOUNT) {
+      throw new ProviderRefusedError('Provider refused the cashout');
+    }
+    return toPayout(
+      await insertSandboxPayout(this.pool, {
+        id: `po_${randomBytes(12).toString('hex')}`,
+        idempotencyKey: request.idempotencyKey,
+        reference: request.reference,
+        amount: request.amount,
+        phoneNumber: request.phoneNumber,
+        expiresInSeconds: SANDBOX_PAYOUT_TTL_SECONDS,
+      }),
+    );
+  }
+
+  async getPayout(id: string): Promise<Payout> {
+    const row = await findSandboxPayout(this.pool, id);
+    if (!row) throw new ProviderRefusedError(`No payout ${id}`);
+    return toPayout(row);
+  }
+
+  /** The payout was paid, or it failed (the simulate-webhook endpoint). */
+  async settlePayout(id: string, status: 'completed' | 'failed'): Promise<Payout> {
+    await settleSandboxPayout(this.pool, id, status);
+    return this.getPayout(id);
+  }
+
+  /** The notification the sandbox sends after a payout settles, signed like a live one. */
+  payoutNotificationFor(
+    payout: Payout,
     nowSeconds: number,
   ): { body: string; headers: Record<string, string> } {
-    const body = JSON.stringify({
-      event: `payment_code.${code.status}`,
-      data: { id: code.id, status: code.status, metadata: { reference: code.reference } },
-    });
+    return this.signed(
+      {
+        event: `payout.${payout.status}`,
+        data: { id: payout.id, status: payout.status, metadata: { reference: payout.reference } },
+      },
+      nowSeconds,
+    );
+  }
+
+  parsePayoutNotification(
+    rawBody: string,
+    headers: Record<string, string | undefined>,
+  ): PayoutNotification | null {
+    return readMonimePayoutNotification(
+      this.webhookSecret,
+      rawBody,
+      headers[SANDBOX_SIGNATURE_HEADER],
+    );
+  }
+
+  private signed(
+    message: unknown,
+    nowSeconds: number,
+  ): { body: string; headers: Record<string, string> } {
+    const body = JSON.stringify(message);
     return {
       body,
       headers: {
         [SANDBOX_SIGNATURE_HEADER]: signMonimeNotification(this.webhookSecret, body, nowSeconds),
       },
     };
+  }
+
+  /** The notification the sandbox sends after a payment settles, signed like a live one. */
+  notificationFor(
+    code: PaymentCode,
+    nowSeconds: number,
+  ): { body: string; headers: Record<string, string> } {
+    return this.signed(
+      {
+        event: `payment_code.${code.status}`,
+        data: { id: code.id, status: code.status, metadata: { reference: code.reference } },
+      },
+      nowSeconds,
+    );
   }
 
   parseNotification(

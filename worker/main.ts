@@ -1,37 +1,98 @@
-import { DefaultLogger, Runtime, makeTelemetryFilterString } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
 import { loadConfig, requireDatabaseUrl, temporalAddress } from '../config';
-import { createLogger } from '../observability/logger';
-import { createDatabasePool } from '../db/pool';
-import { Client, Connection } from '@temporalio/client';
-import { createWorker } from './create-worker';
+import { createLogger, type Logger } from '../observability/logger';
+import { startMetricsServer } from '../observability/metrics';
+import { freePort } from '../harness/ports';
+import { createDatabasePool, whenDatabaseAnswers } from '../db/pool';
+import { openTemporalConnection } from '../api/temporal';
+import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
+import { runResilientWorker } from './resilient';
 import { ensureSchedules } from './schedules';
 
-/** `npm run worker`: the Temporal worker alone (production); needs DATABASE_URL and Temporal. */
+/**
+ * `npm run worker`: the Temporal worker alone (production); needs DATABASE_URL and Temporal.
+ * It outlives a Temporal or Postgres outage: the worker is rebuilt until Temporal answers
+ * again, and the schedules are created as soon as it does. SIGINT or SIGTERM stops it.
+ */
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.log.level);
+  // The SDK's own metrics go to its Prometheus exporter on a loopback port of its own; the
+  // worker's metrics endpoint (WORKER_METRICS_PORT) serves them after the engine's.
+  const temporalMetricsPort =
+    config.metrics.workerPort === undefined ? undefined : await freePort();
+  // Signals are handled below: the worker is stopped, then the pool closed.
   Runtime.install({
     logger: new DefaultLogger('WARN'),
-    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } },
+    telemetryOptions: {
+      logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) },
+      ...(temporalMetricsPort === undefined
+        ? {}
+        : { metrics: { prometheus: { bindAddress: `127.0.0.1:${temporalMetricsPort}` } } }),
+    },
+    shutdownSignals: [],
   });
-  const pool = await createDatabasePool(requireDatabaseUrl(config), {
-    maximumPoolSize: config.database.poolSize,
-  });
-  const { worker, connection } = await createWorker({ config, pool });
-  const clientConnection = await Connection.connect({ address: temporalAddress(config) });
-  await ensureSchedules(
-    new Client({ connection: clientConnection, namespace: config.temporal.namespace }),
-    config.temporal.taskQueue,
-    config.reconciliation,
+  const metrics =
+    config.metrics.workerPort === undefined
+      ? undefined
+      : await startMetricsServer({
+          port: config.metrics.workerPort,
+          host: config.api.host,
+          temporalMetricsUrl: `http://127.0.0.1:${temporalMetricsPort}/metrics`,
+        });
+  if (metrics) logger.info({ url: metrics.url }, 'worker metrics listening');
+  const pool = await whenDatabaseAnswers(
+    () =>
+      createDatabasePool(requireDatabaseUrl(config), {
+        maximumPoolSize: config.database.poolSize,
+      }),
+    (error, retryInMs) => logger.warn({ err: error, retryInMs }, 'waiting for Postgres'),
   );
-  await clientConnection.close();
+  const worker = runResilientWorker({ config, pool, logger });
+  const schedules = new AbortController();
+  void createSchedules(config, logger, schedules.signal);
+  await worker.ready;
   logger.info({ taskQueue: config.temporal.taskQueue }, 'worker running');
-  process.once('SIGINT', () => worker.shutdown());
-  process.once('SIGTERM', () => worker.shutdown());
-  await worker.run();
-  await connection.close();
-  await pool.end();
-  logger.info('worker stopped');
+  const stop = () => {
+    logger.info('worker stopping');
+    schedules.abort();
+    void worker
+      .stop()
+      .then(() => metrics?.close())
+      .then(() => pool.end())
+      .then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+/** The engine's schedules, created once Temporal answers (retried every few seconds until). */
+async function createSchedules(
+  config: ReturnType<typeof loadConfig>,
+  logger: Logger,
+  signal: AbortSignal,
+): Promise<void> {
+  const connection = openTemporalConnection(temporalAddress(config));
+  try {
+    for (let attempt = 1; !signal.aborted; attempt++) {
+      try {
+        await ensureSchedules(
+          new Client({ connection, namespace: config.temporal.namespace }),
+          config.temporal.taskQueue,
+          config.reconciliation,
+        );
+        return;
+      } catch (error) {
+        logger.warn({ err: error, attempt }, 'schedules not created yet: Temporal does not answer');
+        await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 1_000 * attempt)));
+      }
+    }
+  } finally {
+    await connection.close();
+  }
 }
 
 main().catch((error: unknown) => {

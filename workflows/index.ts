@@ -3,6 +3,7 @@ export { mobileMoneyDepositWorkflow } from './deposit';
 export { cardDepositWorkflow } from './card-deposit';
 export { escrowWorkflow } from './escrow';
 export { maintenanceWorkflow } from './maintenance';
+export { mobileMoneyCashoutWorkflow } from './cashout';
 export { webhookDeliveryWorkflow, webhookRelayWorkflow } from './webhook';
 export { onboardingWorkflow } from './onboarding';
 export { reconciliationWorkflow } from './reconciliation';

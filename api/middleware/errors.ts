@@ -1,6 +1,9 @@
 import { STATUS_CODES } from 'node:http';
 import type Koa from 'koa';
+import type { ErrorCode } from '../../domain/errors';
+import { isDatabaseUnreachable } from '../../db/pool';
 import { AppError } from '../errors';
+import { isTemporalUnreachable } from '../temporal';
 import { redactHeaders, type Logger } from '../../observability/logger';
 
 /**
@@ -20,10 +23,11 @@ export function errorsAndAccessLog(logger: Logger): Koa.Middleware {
         ctx.body = { detail: 'Method not allowed' };
       }
     } catch (error) {
-      const { status, detail } = describeError(error);
+      const { status, detail, code } = describeError(error);
       ctx.status = status;
       ctx.body = { detail };
       if (error instanceof RateLimitedError) ctx.set('Retry-After', String(error.retryAfter));
+      if (code === 'unavailable') ctx.set('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
       if (status >= 500) {
         logger.error({ err: error, method: ctx.method, path: ctx.path }, 'request failed');
       }
@@ -48,13 +52,22 @@ export class RateLimitedError extends AppError {
   }
 }
 
+/** What a 503 asks the client to wait: a restarted dependency is back within seconds. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
+
 /**
- * The status and safe message of a failure. Errors raised by Koa itself or a library under it
+ * The status and safe message of a failure. Postgres or Temporal unreachable is a 503 (retry
+ * later) rather than a 500. Errors raised by Koa itself or a library under it
  * (http-errors: a malformed URL, an unsupported media type) keep their own 4xx status; their
  * message is shown only when they mark it safe to show.
  */
-function describeError(error: unknown): { status: number; detail: string } {
-  if (error instanceof AppError) return { status: error.status, detail: error.detail };
+function describeError(error: unknown): { status: number; detail: string; code?: ErrorCode } {
+  if (isDatabaseUnreachable(error) || isTemporalUnreachable(error)) {
+    error = new AppError('unavailable', null, { cause: error });
+  }
+  if (error instanceof AppError) {
+    return { status: error.status, detail: error.detail, code: error.code };
+  }
   const { status, expose, message } = error as {
     status?: unknown;
     expose?: unknown;

@@ -12,6 +12,7 @@ import { defineRoute, type Route } from '../route';
 import { PositiveMinorUnits } from '../schemas';
 import { StatusBody } from '../serializers';
 import { startPaymentWithUpdate } from '../temporal';
+import { simulateCashout } from './cashouts';
 import { deliverNotification } from './provider-webhooks';
 
 const DepositRequest = z.object({
@@ -137,8 +138,9 @@ export function depositRoutes(deps: ApiDeps): Route[] {
       method: 'post',
       path: '/api/v1/testing/simulate-mobile-money-webhook',
       summary:
-        'Test Mode only: the sandbox provider settles a pending deposit and sends its signed ' +
-        'notification through the same path a live provider notification takes',
+        'Test Mode only: the sandbox provider settles a pending deposit (or pays or fails a ' +
+        'pending cashout) and sends its signed notification through the same path a live ' +
+        'provider notification takes',
       tag: 'Testing',
       auth: 'default',
       testModeOnly: true,
@@ -154,6 +156,9 @@ export function depositRoutes(deps: ApiDeps): Route[] {
         const id = body.transaction_id.toLowerCase();
         const row = /^[0-9a-f-]{36}$/.test(id) ? await findTransaction(pool, id) : null;
         const transaction = assertOwned(caller, row, 'Transaction');
+        if (transaction.transaction_type === 'mobile_money_cashout') {
+          return { body: await simulateCashout(deps, transaction, body.status) };
+        }
         if (
           transaction.transaction_type !== 'mobile_money_deposit' ||
           !transaction.provider_reference

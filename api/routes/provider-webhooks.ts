@@ -11,6 +11,7 @@ import { SANDBOX_SIGNATURE_HEADER } from '../../providers/sandbox-mobile-money';
 import type { DepositOutcome } from '../../workflows/shared';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
+import { deliverPayoutNotification } from './cashouts';
 import { defineRoute, type Route } from '../route';
 
 type Delivered = { transactionId: string | null; status: DepositOutcome | null };
@@ -163,13 +164,20 @@ export function providerWebhookRoutes(deps: ApiDeps): Route[] {
         'matches no payment yet (kept; the reconciliation retries it)',
       sandbox: {
         name: sandboxMobileMoney.name,
-        verify: (r, h) => sandboxMobileMoney.parseNotification(r, h),
+        verify: (r, h) =>
+          sandboxMobileMoney.parseNotification(r, h) ??
+          sandboxMobileMoney.parsePayoutNotification(r, h),
       },
       live: liveMobileMoney && {
         name: liveMobileMoney.name,
-        verify: (r, h) => liveMobileMoney.parseNotification(r, h),
+        verify: (r, h) =>
+          liveMobileMoney.parseNotification(r, h) ?? liveMobileMoney.parsePayoutNotification(r, h),
       },
-      deliver: (provider, message, body) => deliverNotification(deps, provider, message, body),
+      // A payout's notification (`payout.*`) goes to its cashout's saga (routes/cashouts.ts).
+      deliver: (provider, message, body) =>
+        'payoutId' in message
+          ? deliverPayoutNotification(deps, provider, message, body)
+          : deliverNotification(deps, provider, message, body),
       refusal: 'Invalid notification signature',
     }),
     webhookRoute({

@@ -7,8 +7,25 @@ import type { ApiDeps } from '../deps';
 import { buildOpenApi } from '../openapi';
 import { defineRoute, type Route } from '../route';
 import { ErrorBody } from '../schemas';
+import { METRICS_CONTENT_TYPE, registry } from '../../observability/metrics';
 
 export const API_VERSION = '0.3.0';
+
+/** How long readiness waits for each dependency: a probe must answer, even when they do not. */
+const READINESS_TIMEOUT_MS = 1_500;
+
+/** True when `check` answers true within the readiness bound; false on failure or silence. */
+async function withinReadiness(check: Promise<boolean>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const silence = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), READINESS_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([check.catch(() => false), silence]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** Health, readiness and the API's own documentation: no credentials. */
 export function systemRoutes(deps: ApiDeps, allRoutes: () => readonly Route[]): Route[] {
@@ -34,11 +51,18 @@ export function systemRoutes(deps: ApiDeps, allRoutes: () => readonly Route[]): 
         503: { description: 'A dependency does not answer', schema: ErrorBody },
       },
       handler: async () => {
-        const failures: string[] = [];
-        if (!(await databaseAnswers(deps.pool))) failures.push('postgres');
-        await deps.temporal.workflowService
-          .getSystemInfo({})
-          .catch(() => failures.push('temporal'));
+        // Both asked at once, each bounded: the answer comes within READINESS_TIMEOUT_MS.
+        const [postgres, temporal] = await Promise.all([
+          withinReadiness(databaseAnswers(deps.pool)),
+          withinReadiness(
+            deps.temporal.connection
+              .withDeadline(Date.now() + READINESS_TIMEOUT_MS, () =>
+                deps.temporal.workflowService.getSystemInfo({}),
+              )
+              .then(() => true),
+          ),
+        ]);
+        const failures = [...(postgres ? [] : ['postgres']), ...(temporal ? [] : ['temporal'])];
         if (failures.length) {
           return {
             status: 503,
@@ -46,6 +70,25 @@ export function systemRoutes(deps: ApiDeps, allRoutes: () => readonly Route[]): 
           };
         }
         return { body: { status: 'ready' } };
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/metrics',
+      summary:
+        'Prometheus metrics of this process (text format); not for the internet: scrape it from inside',
+      tag: 'System',
+      auth: null,
+      responses: {
+        200: { description: 'The metrics, in the Prometheus text exposition format' },
+        404: { description: 'Metrics are turned off (METRICS_ENABLED=false)', schema: ErrorBody },
+      },
+      handler: async () => {
+        if (!deps.config.metrics.enabled) throw new AppError('not_found', 'Not found');
+        return {
+          body: await registry.metrics(),
+          headers: { 'Content-Type': METRICS_CONTENT_TYPE, 'Cache-Control': 'no-store' },
+        };
       },
     }),
     defineRoute({

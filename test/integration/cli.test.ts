@@ -170,6 +170,27 @@ describe('npm run --silent cli --', () => {
     });
   });
 
+  it('apps update sets the money-out fees, card_payout and mobile_money_cashout', async () => {
+    const out = succeeded(
+      await cli(
+        'apps',
+        'update',
+        '--app',
+        appId,
+        '--fee',
+        'card_payout=75',
+        '--fee',
+        'mobile_money_cashout=200',
+      ),
+    );
+    expect(out.application.fees).toMatchObject({ card_payout: 75, mobile_money_cashout: 200 });
+    const fees = await database.pool.oneFirst(
+      sql.type(z.object({ fee_bps: z.record(z.string(), z.number()) }))`
+        SELECT fee_bps FROM applications WHERE id = ${appId}`,
+    );
+    expect(fees).toMatchObject({ card_payout: 75, mobile_money_cashout: 200 });
+  });
+
   it('credentials create prints a new credential with its mode and expiry', async () => {
     const out = succeeded(
       await cli(

@@ -1,5 +1,9 @@
 import { loadConfig } from '../../config';
-import { ProviderRefusedError, type PaymentCodeRequest } from '../../providers/mobile-money';
+import {
+  ProviderRefusedError,
+  type PaymentCodeRequest,
+  type PayoutRequest,
+} from '../../providers/mobile-money';
 import {
   MONIME_SIGNATURE_HEADER,
   MonimeMobileMoneyProvider,
@@ -490,5 +494,117 @@ describe('configuration', () => {
     )!;
     const created = await live.createPaymentCode(request());
     expect(fake.code(created.id).status).toBe('pending');
+  });
+});
+
+function payoutRequest(overrides: Partial<PayoutRequest> = {}): PayoutRequest {
+  counter += 1;
+  return {
+    idempotencyKey: `cashout-${counter}-${Date.now()}`,
+    reference: `txn_${counter}`,
+    amount: 10_000n,
+    phoneNumber: '+23276123456',
+    description: 'Cashout from wallet w1',
+    ...overrides,
+  };
+}
+
+describe('payouts to a mobile-money destination (cashouts)', () => {
+  test('sends the Monime payout request with its idempotency key and maps the answer', async () => {
+    const req = payoutRequest();
+    const payout = await provider.createPayout(req);
+    expect(fake.requests).toHaveLength(1);
+    const sent = fake.requests[0]!;
+    expect(sent.method).toBe('POST');
+    expect(sent.path).toBe('/v1/payouts');
+    expect(sent.headers.authorization).toBe(`Bearer ${fake.accessToken}`);
+    expect(sent.headers['monime-space-id']).toBe(fake.spaceId);
+    expect(sent.headers['idempotency-key']).toBe(req.idempotencyKey);
+    expect(sent.json).toEqual({
+      amount: { currency: 'SLE', value: 10000 },
+      destination: { type: 'momo', phoneNumber: '+23276123456' },
+      metadata: { reference: req.reference, description: 'Cashout from wallet w1' },
+    });
+    const stored = fake.payoutsFor(req.idempotencyKey);
+    expect(stored).toHaveLength(1);
+    expect(payout).toEqual({
+      id: stored[0]!.id,
+      amount: 10_000n,
+      currency: 'SLE',
+      status: 'pending',
+      reference: req.reference,
+    });
+  });
+
+  test('reads a payout’s status, mapping processing to pending and cancelled to failed', async () => {
+    const created = await provider.createPayout(payoutRequest());
+    fake.setPayoutStatus(created.id, 'processing');
+    expect((await provider.getPayout(created.id)).status).toBe('pending');
+    fake.setPayoutStatus(created.id, 'completed');
+    expect(await provider.getPayout(created.id)).toMatchObject({
+      id: created.id,
+      status: 'completed',
+    });
+    fake.setPayoutStatus(created.id, 'cancelled');
+    expect((await provider.getPayout(created.id)).status).toBe('failed');
+    const missing = await rejection(provider.getPayout('pyt-missing'));
+    expect(missing).toBeInstanceOf(ProviderRefusedError);
+  });
+
+  test('a refused payout is a ProviderRefusedError; nothing is created', async () => {
+    fake.refuseAmount(4040, 'The payout was refused');
+    const error = await rejection(provider.createPayout(payoutRequest({ amount: 4040n })));
+    expect(error).toBeInstanceOf(ProviderRefusedError);
+    expect(error.message).toBe('The payout was refused');
+    expect(fake.payouts).toHaveLength(0);
+  });
+
+  test('a timeout after the payout was made: the retry with the same key gets the same payout', async () => {
+    const quick = adapter({ timeoutMs: 200 });
+    fake.failNext(1, 'timeout');
+    const req = payoutRequest();
+    const error = await rejection(quick.createPayout(req));
+    expect(error.constructor).toBe(Error);
+    expect(error.message).toBe('Monime POST /v1/payouts timed out after 200 ms');
+    const retried = await quick.createPayout(req);
+    expect(fake.payoutsFor(req.idempotencyKey)).toHaveLength(1);
+    expect(retried.id).toBe(fake.payoutsFor(req.idempotencyKey)[0]!.id);
+    expect(postsFor(req.idempotencyKey)).toHaveLength(2);
+  });
+
+  test('a 503 is transient and a payout of another amount than asked is a wire-format error', async () => {
+    fake.failNext(1, 503);
+    const req = payoutRequest();
+    const transient = await rejection(provider.createPayout(req));
+    expect(transient.constructor).toBe(Error);
+    expect(fake.payouts).toHaveLength(0);
+    fake.tamperNextResponse((body) => {
+      body.result.amount.value = 1;
+    });
+    const tampered = await rejection(provider.createPayout(req));
+    expect(tampered).toBeInstanceOf(MonimeResponseError);
+  });
+
+  test('verifies and reads signed payout notifications; a payment-code reader ignores them', async () => {
+    const req = payoutRequest();
+    const created = await provider.createPayout(req);
+    fake.setPayoutStatus(created.id, 'failed');
+    const signed = fake.payoutNotificationFor(created.id);
+    expect(provider.parsePayoutNotification(signed.rawBody, signed.headers)).toEqual({
+      payoutId: created.id,
+      status: 'failed',
+      reference: req.reference,
+    });
+    expect(provider.parseNotification(signed.rawBody, signed.headers)).toBeNull();
+    const forged = fake.payoutNotificationFor(created.id, { secret: 'not-the-secret' });
+    expect(provider.parsePayoutNotification(forged.rawBody, forged.headers)).toBeNull();
+    const stale = fake.payoutNotificationFor(created.id, {
+      timestamp: Math.floor(Date.now() / 1000) - 3600,
+    });
+    expect(provider.parsePayoutNotification(stale.rawBody, stale.headers)).toBeNull();
+    const code = await provider.createPaymentCode(request());
+    fake.markCompleted(code.id);
+    const codeNotice = fake.notificationFor(code.id);
+    expect(provider.parsePayoutNotification(codeNotice.rawBody, codeNotice.headers)).toBeNull();
   });
 });

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { signMonimeNotification, MONIME_SIGNATURE_HEADER } from '../../providers/monime';
 
 /**
- * A fake Monime API (v1 payment codes) on 127.0.0.1, port 0, speaking the wire format the live
+ * A fake Monime API (v1 payment codes and payouts) on 127.0.0.1, port 0, speaking the wire format the live
  * adapter speaks: bearer token and `Monime-Space-Id` checked, payment codes kept in memory and
  * keyed by `Idempotency-Key` (the same key answers the same code), scripted faults, and signed
  * notifications. Every request is recorded.
@@ -24,6 +24,18 @@ export type FakePaymentCode = {
   status: FakeMonimeStatus;
   createTime: string;
   expireTime: string;
+  metadata: Record<string, unknown>;
+};
+
+/** A payout to a mobile-money destination (`POST /v1/payouts`), as the fake keeps it. */
+export type FakePayout = {
+  id: string;
+  idempotencyKey: string;
+  requestBody: string;
+  amount: { currency: string; value: unknown };
+  destination: { type: string; phoneNumber: string };
+  status: 'pending' | 'processing' | 'completed' | 'failed' | 'cancelled';
+  createTime: string;
   metadata: Record<string, unknown>;
 };
 
@@ -56,6 +68,7 @@ type Answer = { status: number; body: unknown };
 export class FakeMonimeServer {
   readonly requests: RecordedRequest[] = [];
   readonly codes: FakePaymentCode[] = [];
+  readonly payouts: FakePayout[] = [];
   readonly accessToken: string;
   readonly spaceId: string;
   readonly webhookSecret: string;
@@ -139,10 +152,49 @@ export class FakeMonimeServer {
       code.status === 'completed' || code.status === 'failed' || code.status === 'expired'
         ? `payment_code.${code.status}`
         : `payment_code.${code.status === 'cancelled' ? 'failed' : 'updated'}`;
-    const rawBody = JSON.stringify({
-      event,
-      data: { id: code.id, status: code.status, metadata: code.metadata },
-    });
+    return this.signed(
+      { event, data: { id: code.id, status: code.status, metadata: code.metadata } },
+      options,
+    );
+  }
+
+  payoutsFor(idempotencyKey: string): FakePayout[] {
+    return this.payouts.filter((p) => p.idempotencyKey === idempotencyKey);
+  }
+
+  payout(id: string): FakePayout {
+    const payout = this.payouts.find((p) => p.id === id);
+    if (!payout) throw new Error(`fake Monime has no payout ${id}`);
+    return payout;
+  }
+
+  setPayoutStatus(id: string, status: FakePayout['status']): FakePayout {
+    const payout = this.payout(id);
+    payout.status = status;
+    return payout;
+  }
+
+  /** The notification Monime would send about a payout now (`payout.<status>`), signed. */
+  payoutNotificationFor(
+    id: string,
+    options: { timestamp?: number; secret?: string } = {},
+  ): { rawBody: string; headers: Record<string, string> } {
+    const payout = this.payout(id);
+    return this.signed(
+      {
+        event: `payout.${payout.status === 'cancelled' ? 'failed' : payout.status}`,
+        data: { id: payout.id, status: payout.status, metadata: payout.metadata },
+      },
+      options,
+    );
+  }
+
+  /** A notification body as Monime sends it, signed with the fake's secret (or `secret`). */
+  private signed(
+    message: unknown,
+    options: { timestamp?: number; secret?: string },
+  ): { rawBody: string; headers: Record<string, string> } {
+    const rawBody = JSON.stringify(message);
     const timestamp = options.timestamp ?? Math.floor(Date.now() / 1000);
     return {
       rawBody,
@@ -223,6 +275,14 @@ export class FakeMonimeServer {
       return failure(403, 'forbidden', 'Unknown space');
     }
     if (req.method === 'POST' && req.path === '/v1/payment-codes') return this.create(req);
+    if (req.method === 'POST' && req.path === '/v1/payouts') return this.createPayout(req);
+    const payoutMatch = /^\/v1\/payouts\/([^/]+)$/.exec(req.path);
+    if (req.method === 'GET' && payoutMatch) {
+      const id = decodeURIComponent(payoutMatch[1] ?? '');
+      const payout = this.payouts.find((p) => p.id === id);
+      if (!payout) return failure(404, 'not_found', `Payout ${id} was not found`);
+      return { status: 200, body: payoutEnvelope(payout) };
+    }
     const match = /^\/v1\/payment-codes\/([^/]+)$/.exec(req.path);
     if (req.method === 'GET' && match) {
       const id = decodeURIComponent(match[1] ?? '');
@@ -231,6 +291,46 @@ export class FakeMonimeServer {
       return { status: 200, body: envelope(code) };
     }
     return failure(404, 'not_found', `No route ${req.method} ${req.path}`);
+  }
+
+  private createPayout(req: RecordedRequest): Answer {
+    const key = req.headers['idempotency-key'];
+    if (typeof key !== 'string' || key === '') {
+      return failure(400, 'validation_error', 'Idempotency-Key header is required');
+    }
+    const existing = this.payouts.find((p) => p.idempotencyKey === key);
+    if (existing) {
+      if (existing.requestBody !== req.body) {
+        return failure(422, 'idempotency_key_reused', 'Idempotency-Key reused with another body');
+      }
+      return { status: 200, body: payoutEnvelope(existing) };
+    }
+    const body = req.json as any;
+    const value = body?.amount?.value;
+    if (
+      req.headers['content-type'] !== 'application/json' ||
+      body?.amount?.currency !== 'SLE' ||
+      !Number.isSafeInteger(value) ||
+      value <= 0 ||
+      body?.destination?.type !== 'momo' ||
+      typeof body?.destination?.phoneNumber !== 'string'
+    ) {
+      return failure(400, 'validation_error', 'Invalid payout request');
+    }
+    const refusal = this.refusals.get(String(value));
+    if (refusal !== undefined) return failure(400, 'payout_refused', refusal);
+    const payout: FakePayout = {
+      id: `pyt-${randomBytes(10).toString('hex')}`,
+      idempotencyKey: key,
+      requestBody: req.body,
+      amount: { currency: 'SLE', value },
+      destination: { type: 'momo', phoneNumber: body.destination.phoneNumber },
+      status: 'pending',
+      createTime: new Date().toISOString(),
+      metadata: (body.metadata ?? {}) as Record<string, unknown>,
+    };
+    this.payouts.push(payout);
+    return { status: 201, body: payoutEnvelope(payout) };
   }
 
   private create(req: RecordedRequest): Answer {
@@ -296,6 +396,23 @@ function envelope(code: FakePaymentCode): unknown {
       createTime: code.createTime,
       expireTime: code.expireTime,
       metadata: code.metadata,
+    },
+  });
+}
+
+function payoutEnvelope(payout: FakePayout): unknown {
+  return structuredClone({
+    success: true,
+    messages: [],
+    result: {
+      id: payout.id,
+      status: payout.status,
+      amount: payout.amount,
+      source: { financialAccountId: 'fac-fake-main' },
+      destination: payout.destination,
+      fees: [],
+      createTime: payout.createTime,
+      metadata: payout.metadata,
     },
   });
 }

@@ -24,10 +24,16 @@ import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Activities } from '../../workflows/activities-types';
 import { cardDepositWorkflow } from '../../workflows/card-deposit';
+import { mobileMoneyCashoutWorkflow } from '../../workflows/cashout';
 import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
 import { escrowWorkflow } from '../../workflows/escrow';
 import { maintenanceWorkflow } from '../../workflows/maintenance';
 import { reconciliationWorkflow } from '../../workflows/reconciliation';
+import {
+  moneyOutUpdates,
+  type MoneyOutInput,
+  type MoneyOutProviderStatus,
+} from '../../workflows/money-out-shared';
 import {
   onboardingUpdates,
   onboardingWorkflow,
@@ -414,6 +420,77 @@ export const release = (handle: EscrowHandle, request: ReleaseRequest) =>
 export const refund = (handle: EscrowHandle, request: RefundRequest) =>
   handle.executeUpdate(escrowUpdates.refund, { args: [request] });
 
+// --- mobile-money cashout (the money-out saga) ---
+
+export const cashoutInput = (transactionId: string): MoneyOutInput => ({
+  kind: 'cashout',
+  transactionId,
+  applicationId: APP,
+  mode: 'test',
+  walletId: SENDER,
+  amount: '10000',
+  destination: { phone_number: '+23276123456' },
+});
+
+export const cashoutRefused = () =>
+  ApplicationFailure.nonRetryable('Provider refused the cashout', 'provider_refused');
+
+/**
+ * The saga's activities: the provider answers `sent` to the payout request (or refuses it) and
+ * `checked` when asked later; the pending TTL is 30 minutes.
+ */
+export function cashoutActivities(
+  options: {
+    sent?: MoneyOutProviderStatus | 'refused';
+    checked?: MoneyOutProviderStatus;
+    lateFailureMs?: number;
+  } = {},
+) {
+  const payout = (status: MoneyOutProviderStatus) => ({ id: 'po_fixture', status });
+  return {
+    reserveMoneyOut: (input: MoneyOutInput) =>
+      Promise.resolve({
+        transactionId: input.transactionId,
+        pendingTtlMs: THIRTY_MINUTES,
+        lateFailureMs: options.lateFailureMs ?? 0,
+      }),
+    sendMoneyOut: (_: { transactionId: string }) =>
+      options.sent === 'refused'
+        ? Promise.reject(cashoutRefused())
+        : Promise.resolve(payout(options.sent ?? 'pending')),
+    checkMoneyOut: (_: { transactionId: string }) =>
+      Promise.resolve(payout(options.checked ?? 'pending')),
+    settleMoneyOut: (_: { transactionId: string }) => Promise.resolve(),
+    giveBackMoneyOut: (_: { transactionId: string }) => Promise.resolve(),
+    reverseMoneyOut: (_: { transactionId: string }) => Promise.resolve(),
+  };
+}
+
+/** Starts a cashout with its `open` update, as the API does; answers what `open` answered. */
+export async function openCashout(
+  env: TestWorkflowEnvironment,
+  taskQueue: string,
+  input: MoneyOutInput,
+) {
+  const { answer, handle } = await startWithUpdate(
+    env,
+    moneyOutUpdates.open,
+    mobileMoneyCashoutWorkflow,
+    {
+      workflowId: workflowIds.cashout(input.transactionId),
+      taskQueue,
+      args: [input],
+      typedSearchAttributes: paymentAttributes('mobile_money_cashout', [input.walletId]),
+    },
+  );
+  return { opened: answer, handle };
+}
+
+export type CashoutHandle = Awaited<ReturnType<typeof openCashout>>['handle'];
+
+export const notifyCashout = (handle: CashoutHandle, status: MoneyOutProviderStatus) =>
+  handle.executeUpdate(moneyOutUpdates.notify, { args: [{ status }] });
+
 // --- payout onboarding ---
 
 export const onboardingInput = (walletId: string): OnboardingInput => ({
@@ -673,6 +750,46 @@ export const escrowExpired = scenario({
     ),
 });
 
+/** The provider accepts the payout, then its notification says paid: settled. */
+export const cashoutSettled = scenario({
+  name: 'cashout-settled',
+  input: () => cashoutInput(fixtureId(18)),
+  activities: () => cashoutActivities({ sent: 'pending' }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openCashout(env, taskQueue, input), (handle) =>
+      notifyCashout(handle, 'completed'),
+    ),
+});
+
+/** The provider refuses at once: everything given back, the request declined. */
+export const cashoutRefusedAtOnce = scenario({
+  name: 'cashout-refused',
+  input: () => cashoutInput(fixtureId(19)),
+  activities: () => cashoutActivities({ sent: 'refused' }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openCashout(env, taskQueue, input), () => Promise.resolve()),
+});
+
+/** The provider accepts, then its notification says failed: everything given back. */
+export const cashoutFailedLater = scenario({
+  name: 'cashout-failed-later',
+  input: () => cashoutInput(fixtureId(20)),
+  activities: () => cashoutActivities({ sent: 'pending' }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openCashout(env, taskQueue, input), (handle) =>
+      notifyCashout(handle, 'failed'),
+    ),
+});
+
+/** No notification: at the pending TTL the saga asks the provider, which says failed. */
+export const cashoutAskedAtTtl = scenario({
+  name: 'cashout-asked-at-ttl',
+  input: () => cashoutInput(fixtureId(21)),
+  activities: () => cashoutActivities({ sent: 'pending', checked: 'failed' }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openCashout(env, taskQueue, input), () => Promise.resolve()),
+});
+
 export const maintenance = scenario({
   name: 'maintenance',
   input: () => undefined,
@@ -795,6 +912,10 @@ export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
   escrowReleaseToAnotherWallet,
   escrowHoldDeclined,
   escrowExpired,
+  cashoutSettled,
+  cashoutRefusedAtOnce,
+  cashoutFailedLater,
+  cashoutAskedAtTtl,
   maintenance,
   onboardingVerified,
   onboardingDocument,

@@ -1,0 +1,344 @@
+import type { Config } from '../config';
+import { findApplication, type ApplicationRow } from '../db/applications';
+import { lockAccounts, systemAccountId, type SystemAccountKind } from '../db/ledger';
+import { recordMoneyStep } from '../db/money-steps';
+import {
+  findMoneyOut,
+  lockMoneyOut,
+  setMoneyOutProvider,
+  type MoneyOutMetadata,
+  type MoneyOutRecord,
+} from '../db/money-out';
+import type { DatabasePool } from '../db/pool';
+import type { TransactionRow } from '../db/transactions';
+import { walletStates } from '../db/wallets';
+import {
+  moneyOutGiveBackPostings,
+  moneyOutReservePostings,
+  moneyOutReversalPostings,
+  moneyOutSettlementPostings,
+} from '../domain/ledger';
+import type { Currency } from '../domain/money';
+import { minorToMajorNumber } from '../domain/money';
+import type { TransactionType } from '../domain/types';
+import type { Providers } from '../providers';
+import type { PayoutStatus } from '../providers/mobile-money';
+import { workflowIds } from '../workflows/ids';
+import type { MoneyOutInput, MoneyOutKind } from '../workflows/money-out-shared';
+import { decline } from './declines';
+import { callProvider } from './deposit';
+import { transactionEventData } from './events';
+import { checkWallet } from './wallet-checks';
+
+/** The provider's payout as the port reports it. */
+export type ProviderPayout = { id: string; status: PayoutStatus };
+
+/**
+ * The one provider port a kind of money out plugs into the saga. `send` carries the idempotency
+ * key (derived from the transaction id), so a retried call never pays out twice; a business
+ * refusal is a ProviderRefusedError.
+ */
+export type MoneyOutPort = {
+  send(request: {
+    idempotencyKey: string;
+    reference: string;
+    record: MoneyOutRecord;
+  }): Promise<ProviderPayout>;
+  check(payoutId: string): Promise<ProviderPayout>;
+};
+
+/** The figures of a money out, priced by its kind (meta fields without the provider). */
+export type MoneyOutPrice = Omit<MoneyOutMetadata, 'kind' | 'destination' | 'provider'> & {
+  currency: Currency;
+};
+
+/** What a kind of money out tells the saga: its record, its events, its fees, its provider. */
+export type MoneyOutSpec = {
+  type: Extract<TransactionType, 'mobile_money_cashout' | 'card_payout'>;
+  description: string;
+  events: { completed: string; failed: string };
+  /** The detail of a refusal at once (400). */
+  refusal: string;
+  /** The system account that stands for the provider (its clearing account). */
+  providerAccount: SystemAccountKind;
+  /**
+   * How long after the provider reported a payout paid it may still report it failed (a card
+   * payout can fail days later); the saga then reverses the settlement. 0: paid is final.
+   */
+  lateFailureWindowSeconds: number;
+  price(app: ApplicationRow, input: MoneyOutInput, config: Config): MoneyOutPrice;
+  port(providers: Providers, mode: 'test' | 'live'): MoneyOutPort;
+};
+
+/** A money-out event: the payment as the API shows it, and its fees. */
+export function moneyOutEventData(row: TransactionRow, meta: MoneyOutMetadata) {
+  return {
+    ...transactionEventData(row),
+    provider_reference: row.provider_reference,
+    provider_fee: minorToMajorNumber(BigInt(meta.provider_fee)),
+    application_fee: minorToMajorNumber(BigInt(meta.application_fee)),
+    total_amount: minorToMajorNumber(BigInt(meta.total)),
+  };
+}
+
+/**
+ * The money-out saga's steps, for every kind in `specs`. Each money step is one database
+ * transaction with one balanced ledger transaction; each checks the record's status first, so
+ * that a retried step (a worker that died after its commit) changes nothing the second time.
+ */
+export function createMoneyOutActivities(
+  deps: { pool: DatabasePool; providers: Providers; config: Config },
+  specs: Record<MoneyOutKind, MoneyOutSpec | undefined>,
+) {
+  const { pool, providers, config } = deps;
+  const specOf = (kind: MoneyOutKind): MoneyOutSpec => {
+    const spec = specs[kind];
+    if (!spec) throw new Error(`no money-out kind ${kind}`);
+    return spec;
+  };
+  const specOfRecord = (r: MoneyOutRecord) => specOf(r.meta.kind);
+
+  /**
+   * Step 1: the pending record and the reserve (amount and every fee, wallet to the payouts
+   * clearing account), in one database transaction. Insufficient funds or a disabled wallet is
+   * a decline and writes nothing. Running it again finds the record and changes nothing.
+   */
+  async function reserveMoneyOut(
+    input: MoneyOutInput,
+  ): Promise<{ transactionId: string; pendingTtlMs: number; lateFailureMs: number }> {
+    const done = {
+      transactionId: input.transactionId,
+      pendingTtlMs: config.moneyOut.pendingTtlSeconds * 1000,
+      lateFailureMs: specOf(input.kind).lateFailureWindowSeconds * 1000,
+    };
+    if (await findMoneyOut(pool, input.transactionId)) return done;
+    const spec = specOf(input.kind);
+    const app = await findApplication(pool, input.applicationId);
+    if (!app) throw new Error(`application ${input.applicationId} does not exist`);
+    const price = spec.price(app, input, config);
+    const { currency, ...figures } = price;
+    const meta: MoneyOutMetadata = {
+      kind: input.kind,
+      ...figures,
+      destination: input.destination,
+      provider: null,
+    };
+    return pool.transaction(async (trx) => {
+      const clearing = await systemAccountId(trx, app.id, input.mode, 'payouts', currency);
+      const locked = await lockAccounts(trx, [input.walletId, clearing]);
+      if (await findMoneyOut(trx, input.transactionId)) return done;
+      const wallet = (await walletStates(trx, [input.walletId])).get(input.walletId);
+      checkWallet(wallet, { application_id: input.applicationId, mode: input.mode });
+      if (wallet!.currency !== currency) {
+        throw decline('invalid_request', 'The wallet holds another currency');
+      }
+      const total = BigInt(meta.total);
+      if (locked.get(input.walletId)!.balance < total) throw decline('insufficient_funds');
+      await recordMoneyStep(trx, {
+        transaction: {
+          id: input.transactionId,
+          applicationId: input.applicationId,
+          mode: input.mode,
+          type: spec.type,
+          status: 'pending',
+          currency,
+          amount: BigInt(meta.amount),
+          walletId: input.walletId,
+          applicationFee: BigInt(meta.application_fee),
+          description: spec.description,
+          workflowId: workflowIds[input.kind](input.transactionId),
+          metadata: meta,
+        },
+        ledger: {
+          description: `${spec.description}: reserve`,
+          metadata: { step: 'reserve', total: meta.total },
+          postings: moneyOutReservePostings({
+            walletId: input.walletId,
+            clearingAccountId: clearing,
+            currency,
+            total,
+          }),
+        },
+      });
+      return done;
+    });
+  }
+
+  /**
+   * Step 2: asks the provider to pay, with the workflow id as its idempotency key (a retry after
+   * a timeout gets the same payout, never a second one), and records its answer. A refusal is a
+   * decline. Once the provider answered, running it again answers what it answered.
+   */
+  async function sendMoneyOut(input: { transactionId: string }): Promise<ProviderPayout> {
+    const record = await findMoneyOut(pool, input.transactionId);
+    if (!record) throw new Error(`payout ${input.transactionId} has no record`);
+    if (record.meta.provider) return record.meta.provider;
+    const spec = specOfRecord(record);
+    const { row } = record;
+    const payout = await callProvider(
+      () =>
+        spec.port(providers, row.mode).send({
+          idempotencyKey: workflowIds[record.meta.kind](row.id),
+          reference: row.id,
+          record,
+        }),
+      spec.refusal,
+    );
+    await setMoneyOutProvider(pool, row.id, { id: payout.id, status: payout.status });
+    return payout;
+  }
+
+  /** The provider's view of the payout now (recorded); a refusal is a decline. */
+  async function checkMoneyOut(input: { transactionId: string }): Promise<ProviderPayout> {
+    const record = await findMoneyOut(pool, input.transactionId);
+    if (!record?.meta.provider) throw decline('not_found', 'The provider has no payout yet');
+    const spec = specOfRecord(record);
+    const payout = await callProvider(
+      () => spec.port(providers, record.row.mode).check(record.meta.provider!.id),
+      spec.refusal,
+    );
+    await setMoneyOutProvider(pool, record.row.id, { id: payout.id, status: payout.status });
+    return payout;
+  }
+
+  /**
+   * Step 3a, the provider paid: the payouts clearing account gives what it reserved to the
+   * provider's account and the application's fee account; the record completes with its event.
+   */
+  /**
+   * The accounts and figures of a settlement (and of its reversal), the accounts locked with
+   * `first` (the wallet or the payouts clearing account) in the fixed order.
+   */
+  async function settlementLegs(
+    trx: Parameters<Parameters<DatabasePool['transaction']>[0]>[0],
+    { row, meta }: MoneyOutRecord,
+    first: string,
+  ) {
+    const spec = specOfRecord({ row, meta });
+    const { application_id: app, mode, currency } = row;
+    const fees = await systemAccountId(trx, app, mode, 'application_fees', currency);
+    const provider = await systemAccountId(
+      trx,
+      app,
+      mode,
+      spec.providerAccount,
+      meta.provider_currency,
+    );
+    const fx =
+      meta.provider_currency === currency
+        ? null
+        : {
+            fromAccountId: await systemAccountId(trx, app, mode, 'fx', currency),
+            toAccountId: await systemAccountId(trx, app, mode, 'fx', meta.provider_currency),
+            providerCurrency: meta.provider_currency,
+            providerAmount: BigInt(meta.provider_amount) + BigInt(meta.provider_fee_provider),
+          };
+    await lockAccounts(trx, [
+      first,
+      fees,
+      provider,
+      ...(fx ? [fx.fromAccountId, fx.toAccountId] : []),
+    ]);
+    return {
+      spec,
+      legs: {
+        feeAccountId: fees,
+        providerAccountId: provider,
+        currency,
+        providerShare: BigInt(meta.amount) + BigInt(meta.provider_fee),
+        applicationFee: BigInt(meta.application_fee),
+        fx,
+      },
+    };
+  }
+
+  async function settleMoneyOut(input: { transactionId: string }): Promise<void> {
+    await pool.transaction(async (trx) => {
+      const { row, meta } = await lockMoneyOut(trx, input.transactionId);
+      if (row.status !== 'pending') return;
+      const { application_id: app, mode, currency } = row;
+      const clearing = await systemAccountId(trx, app, mode, 'payouts', currency);
+      const { spec, legs } = await settlementLegs(trx, { row, meta }, clearing);
+      await recordMoneyStep(trx, {
+        transaction: { id: row.id, status: 'completed' },
+        ledger: {
+          description: `${spec.description}: settle`,
+          metadata: {
+            step: 'settle',
+            provider_reference: row.provider_reference,
+            fx_sle_per_usd: meta.fx_sle_per_usd,
+          },
+          postings: moneyOutSettlementPostings({ clearingAccountId: clearing, ...legs }),
+        },
+        event: { type: spec.events.completed, data: (done) => moneyOutEventData(done, meta) },
+      });
+    });
+  }
+
+  /**
+   * Step 3b, the provider refused or failed: everything reserved goes back from the payouts
+   * clearing account to the wallet; the record fails with its event.
+   */
+  async function giveBackMoneyOut(input: { transactionId: string }): Promise<void> {
+    await pool.transaction(async (trx) => {
+      const { row, meta } = await lockMoneyOut(trx, input.transactionId);
+      if (row.status !== 'pending') return;
+      const spec = specOfRecord({ row, meta });
+      const clearing = await systemAccountId(
+        trx,
+        row.application_id,
+        row.mode,
+        'payouts',
+        row.currency,
+      );
+      const walletId = row.wallet_id!;
+      await lockAccounts(trx, [walletId, clearing]);
+      await recordMoneyStep(trx, {
+        transaction: { id: row.id, status: 'failed' },
+        ledger: {
+          description: `${spec.description}: give back`,
+          metadata: { step: 'give_back', provider_reference: row.provider_reference },
+          postings: moneyOutGiveBackPostings({
+            clearingAccountId: clearing,
+            walletId,
+            currency: row.currency,
+            total: BigInt(meta.total),
+          }),
+        },
+        event: { type: spec.events.failed, data: (failed) => moneyOutEventData(failed, meta) },
+      });
+    });
+  }
+
+  /**
+   * After a settlement, the provider reported the payout failed: everything comes back to the
+   * wallet (domain/ledger.ts `moneyOutReversalPostings`); the record fails with its event.
+   * Runs once: a second run finds the record failed.
+   */
+  async function reverseMoneyOut(input: { transactionId: string }): Promise<void> {
+    await pool.transaction(async (trx) => {
+      const { row, meta } = await lockMoneyOut(trx, input.transactionId);
+      if (row.status !== 'completed') return;
+      const walletId = row.wallet_id!;
+      const { spec, legs } = await settlementLegs(trx, { row, meta }, walletId);
+      await recordMoneyStep(trx, {
+        transaction: { id: row.id, status: 'failed' },
+        ledger: {
+          description: `${spec.description}: reverse`,
+          metadata: { step: 'reverse', provider_reference: row.provider_reference },
+          postings: moneyOutReversalPostings({ walletId, ...legs }),
+        },
+        event: { type: spec.events.failed, data: (failed) => moneyOutEventData(failed, meta) },
+      });
+    });
+  }
+
+  return {
+    reserveMoneyOut,
+    sendMoneyOut,
+    checkMoneyOut,
+    settleMoneyOut,
+    giveBackMoneyOut,
+    reverseMoneyOut,
+  };
+}

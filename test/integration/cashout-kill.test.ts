@@ -1,0 +1,259 @@
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { randomUUID } from 'node:crypto';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { createActivities } from '../../activities';
+import { loadConfig } from '../../config';
+import { createApplication } from '../../db/applications';
+import { findMoneyOut } from '../../db/money-out';
+import type { DatabasePool } from '../../db/pool';
+import { insertUser } from '../../db/users';
+import { insertWallet } from '../../db/wallets';
+import type { Caller } from '../../domain/types';
+import { createProviders, type Providers } from '../../providers';
+import type { MobileMoneyProvider, PayoutRequest } from '../../providers/mobile-money';
+import type { Activities } from '../../workflows/activities-types';
+import { workflowIds } from '../../workflows/ids';
+import type { MoneyOutInput } from '../../workflows/money-out-shared';
+import {
+  assertLedgerInvariant,
+  balanceOf,
+  createTestDatabase,
+  eventsOf,
+  fundWallet,
+} from '../support/database';
+import { createTimeSkippingEnv, workflowBundle } from '../support/time-skipping';
+import { notifyCashout, openCashout } from '../workflow/scenarios';
+
+/**
+ * The cashout saga with its real activities, the real sandbox provider and Postgres: a worker
+ * is killed at a step, another takes over the task queue, and the saga finishes exactly once
+ * (one payout per idempotency key, each ledger step once, the invariant holds).
+ */
+
+let pool: DatabasePool;
+let caller: Caller;
+let env: TestWorkflowEnvironment;
+let base: Providers;
+const config = loadConfig({});
+
+beforeAll(async () => {
+  ({ pool } = await createTestDatabase());
+  const app = await createApplication(pool, { name: 'cashout kills', baseCurrency: 'SLE' });
+  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
+  base = createProviders({ config, pool });
+  env = await createTimeSkippingEnv();
+});
+afterAll(async () => {
+  await env?.teardown();
+  await pool?.end();
+});
+
+async function fundedWallet(): Promise<string> {
+  const user = await insertUser(pool, caller, {
+    app_user_id: randomUUID(),
+    name: 'K',
+    phone_number: '+23276000000',
+    email: null,
+    username: null,
+    is_active: true,
+  });
+  const walletId = await pool.transaction(
+    async (trx) => (await insertWallet(trx, caller, user.id, 'SLE', true)).id,
+  );
+  await fundWallet(pool, walletId, 50_000n);
+  return walletId;
+}
+
+const inputFor = (walletId: string): MoneyOutInput => ({
+  kind: 'cashout',
+  transactionId: randomUUID(),
+  applicationId: caller.applicationId,
+  mode: 'test',
+  walletId,
+  amount: '10000',
+  destination: { phone_number: '+23276123456' },
+});
+
+/** The sandbox, with every payout call counted by idempotency key. */
+function countingProviders() {
+  const sandbox = base.sandboxMobileMoney;
+  const createPayout = jest.fn((request: PayoutRequest) => sandbox.createPayout(request));
+  const mobileMoney: MobileMoneyProvider = {
+    name: sandbox.name,
+    createPaymentCode: (r) => sandbox.createPaymentCode(r),
+    getPaymentCode: (id) => sandbox.getPaymentCode(id),
+    parseNotification: (raw, headers) => sandbox.parseNotification(raw, headers),
+    createPayout,
+    getPayout: (id) => sandbox.getPayout(id),
+    parsePayoutNotification: (raw, headers) => sandbox.parsePayoutNotification(raw, headers),
+  };
+  return { providers: { ...base, mobileMoney: () => mobileMoney } as Providers, createPayout };
+}
+
+const ledgerSteps = (transactionId: string) =>
+  pool.anyFirst(sql.type(z.object({ step: z.string() }))`
+    SELECT metadata->>'step' AS step FROM ledger_transactions
+    WHERE transaction_id = ${transactionId} ORDER BY created_at`);
+
+const sandboxPayouts = (reference: string) =>
+  pool.any(sql.type(z.object({ idempotency_key: z.string(), calls: z.number() }))`
+    SELECT idempotency_key, calls FROM sandbox_mobile_money_payouts WHERE reference = ${reference}`);
+
+/**
+ * Runs the saga on a first worker whose `crash` step kills it (the worker shuts down and the
+ * step's attempt dies with it), then on a second worker with the real activities until `drive`
+ * is done. `drive` gets the started saga; it runs while the first worker still lives.
+ */
+async function killedAndRestarted(
+  input: MoneyOutInput,
+  crash: (real: Activities, kill: () => Error) => Partial<Activities>,
+  drive: (started: ReturnType<typeof openCashout>) => Promise<string>,
+) {
+  const { providers, createPayout } = countingProviders();
+  const real = createActivities({ pool, config, providers });
+  const taskQueue = `kill-${randomUUID()}`;
+  const bundle = await workflowBundle();
+  let killed!: () => void;
+  const dead = new Promise<void>((resolve) => (killed = resolve));
+  const worker1 = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: bundle,
+    maxCachedWorkflows: 0,
+    activities: {
+      ...real,
+      ...crash(real, () => {
+        killed();
+        return new Error('the worker was killed');
+      }),
+    },
+  });
+  const started = openCashout(env, taskQueue, input);
+  const driven = drive(started);
+  await worker1.runUntil(dead);
+  const worker2 = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: bundle,
+    activities: real,
+  });
+  const outcome = await worker2.runUntil(async () => {
+    await driven;
+    return (await started).handle.result();
+  });
+  return { outcome, createPayout };
+}
+
+/** Pays the cashout at the sandbox and tells the saga, as the simulate endpoint does. */
+async function paid(started: ReturnType<typeof openCashout>): Promise<string> {
+  const { opened, handle } = await started;
+  expect(opened).toMatchObject({ status: 'opened', outcome: 'pending' });
+  const record = await findMoneyOut(pool, opened.status === 'opened' ? opened.transactionId : '');
+  await base.sandboxMobileMoney.settlePayout(record!.row.provider_reference!, 'completed');
+  return notifyCashout(handle, 'completed');
+}
+
+async function expectFinishedOnce(input: MoneyOutInput, walletId: string) {
+  const key = workflowIds.cashout(input.transactionId);
+  expect(await sandboxPayouts(input.transactionId)).toEqual([{ idempotency_key: key, calls: 1 }]);
+  expect(await ledgerSteps(input.transactionId)).toEqual(['reserve', 'settle']);
+  expect((await eventsOf(pool, input.transactionId)).map((e) => e.type)).toEqual([
+    'cashout.completed',
+  ]);
+  // 100.00 out, 1.00 provider fee, no application fee.
+  expect(await balanceOf(pool, walletId)).toBe(50_000n - 10_100n);
+  expect((await findMoneyOut(pool, input.transactionId))!.row.status).toBe('completed');
+  await assertLedgerInvariant(pool);
+}
+
+describe('cashout saga: a killed worker, and the saga finishes exactly once after a restart', () => {
+  it('killed between the reserve and the provider call', async () => {
+    const walletId = await fundedWallet();
+    const input = inputFor(walletId);
+    const { outcome, createPayout } = await killedAndRestarted(
+      input,
+      (_real, kill) => ({ sendMoneyOut: () => Promise.reject(kill()) }),
+      paid,
+    );
+    expect(outcome).toBe('completed');
+    expect(createPayout).toHaveBeenCalledTimes(1);
+    await expectFinishedOnce(input, walletId);
+  });
+
+  it('killed after the provider answered, before the answer reached Temporal', async () => {
+    const walletId = await fundedWallet();
+    const input = inputFor(walletId);
+    const { outcome, createPayout } = await killedAndRestarted(
+      input,
+      (real, kill) => ({
+        sendMoneyOut: async (arg) => {
+          await real.sendMoneyOut(arg);
+          throw kill();
+        },
+      }),
+      paid,
+    );
+    expect(outcome).toBe('completed');
+    // The retry found the provider's answer recorded and did not ask again.
+    expect(createPayout).toHaveBeenCalledTimes(1);
+    await expectFinishedOnce(input, walletId);
+  });
+
+  it('killed between the provider’s answer (paid) and the settlement', async () => {
+    const walletId = await fundedWallet();
+    const input = inputFor(walletId);
+    const { outcome, createPayout } = await killedAndRestarted(
+      input,
+      (_real, kill) => ({ settleMoneyOut: () => Promise.reject(kill()) }),
+      paid,
+    );
+    expect(outcome).toBe('completed');
+    expect(createPayout).toHaveBeenCalledTimes(1);
+    await expectFinishedOnce(input, walletId);
+  });
+
+  it('killed just after the settlement committed: the retried step changes nothing', async () => {
+    const walletId = await fundedWallet();
+    const input = inputFor(walletId);
+    const { outcome } = await killedAndRestarted(
+      input,
+      (real, kill) => ({
+        settleMoneyOut: async (arg) => {
+          await real.settleMoneyOut(arg);
+          throw kill();
+        },
+      }),
+      paid,
+    );
+    expect(outcome).toBe('completed');
+    await expectFinishedOnce(input, walletId);
+  });
+});
+
+describe('money-out steps on the real ledger', () => {
+  it('reverses a settled cashout once: everything back to the wallet, the books balanced', async () => {
+    const walletId = await fundedWallet();
+    const input = inputFor(walletId);
+    const steps = createActivities({ pool, config, providers: base });
+    const id = { transactionId: input.transactionId };
+    await steps.reserveMoneyOut(input);
+    await steps.reserveMoneyOut(input);
+    await steps.sendMoneyOut(id);
+    await steps.settleMoneyOut(id);
+    await steps.settleMoneyOut(id);
+    expect(await balanceOf(pool, walletId)).toBe(50_000n - 10_100n);
+    await steps.reverseMoneyOut(id);
+    await steps.reverseMoneyOut(id);
+    await steps.giveBackMoneyOut(id);
+    expect(await balanceOf(pool, walletId)).toBe(50_000n);
+    expect(await ledgerSteps(input.transactionId)).toEqual(['reserve', 'settle', 'reverse']);
+    expect((await eventsOf(pool, input.transactionId)).map((e) => e.type)).toEqual([
+      'cashout.completed',
+      'cashout.failed',
+    ]);
+    expect((await findMoneyOut(pool, input.transactionId))!.row.status).toBe('failed');
+    await assertLedgerInvariant(pool);
+  });
+});

@@ -1,0 +1,226 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { createDatabasePool, type DatabasePool } from '../../db/pool';
+import { freePort } from '../../harness/ports';
+import { commandLine, isAlive, readPidFile, waitFor } from '../../harness/processes';
+import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
+import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import type { TestApp } from '../support/engine';
+
+/**
+ * Supervision (issue 12): `scripts/start.ts` as `npm start` runs it, on ports and a data folder
+ * of its own. The dev server and Postgres are killed (SIGKILL) under it and come back by
+ * themselves, the API and the worker with them; a start killed outright leaves Postgres
+ * behind, which the next start stops before starting its own; SIGTERM stops every child.
+ */
+jest.setTimeout(180_000);
+
+const root = path.resolve(__dirname, '..', '..');
+const TRANSFER = '/api/v1/transactions/wallet/transfer';
+
+type Start = { child: ChildProcess; output: () => string; url: string };
+
+let dir: string;
+let env: NodeJS.ProcessEnv;
+let pgPort: number;
+const started: ChildProcess[] = [];
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'wallet-start-'));
+  await chmod(dir, 0o755);
+  pgPort = await freePort();
+  const { DATABASE_URL: _db, TEMPORAL_ADDRESS: _temporal, ...inherited } = process.env;
+  env = {
+    ...inherited,
+    DATA_DIR: path.join(dir, 'data'),
+    PORT: String(await freePort()),
+    EMBEDDED_PG_PORT: String(pgPort),
+    TEMPORAL_PORT: String(await freePort()),
+    TEMPORAL_UI_PORT: String(await freePort()),
+    TEMPORAL_WORKFLOW_BUNDLE: process.env.TEST_WORKFLOW_BUNDLE,
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+  };
+});
+
+afterAll(async () => {
+  for (const child of started) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+  }
+  await waitFor(() => started.every((c) => c.exitCode !== null || c.signalCode !== null), 10_000);
+  // Left only by a failed test; a pid reused by another process is not this test's to kill.
+  for (const pid of [postmasterPid(), temporalPid()]) {
+    if (pid !== null && isAlive(pid) && commandLine(pid).includes(dir))
+      process.kill(pid, 'SIGKILL');
+  }
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+/**
+ * Starts `scripts/start.ts` and waits for its banner (the API's address). `ownGroup`: in a
+ * process group of its own, as a shell runs it, so that the group can be signalled.
+ */
+async function start(ownGroup = false): Promise<Start> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: ownGroup,
+  });
+  started.push(child);
+  let output = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  const banner = /API {10}(http:\/\/\S+)/;
+  const up = await waitFor(() => banner.test(output) || child.exitCode !== null, 120_000);
+  if (!up || child.exitCode !== null) throw new Error(`npm start did not come up:\n${output}`);
+  return { child, output: () => output, url: banner.exec(output)![1]! };
+}
+
+const databaseUrl = () => `postgres://postgres:postgres@127.0.0.1:${pgPort}/wallet`;
+const dataFile = (...parts: string[]) => path.join(env.DATA_DIR!, ...parts);
+const postmasterPid = () => (env ? readPidFile(dataFile('pg', 'postmaster.pid')) : null);
+const temporalPid = () => (env ? readPidFile(dataFile('temporal.pid')) : null);
+
+/** Waits until `read` names a live process other than `old`. */
+async function replaced(read: () => number | null, old: number): Promise<number> {
+  expect(await waitFor(() => read() !== old && isAlive(read() ?? 0), 60_000)).toBe(true);
+  return read()!;
+}
+
+/** `start` and `children` all gone within a few seconds, and `start` exited with status 0. */
+async function expectStopped(stopped: Start, children: number[]): Promise<void> {
+  const { child } = stopped;
+  const gone = await waitFor(() => child.exitCode !== null && !children.some(isAlive), 5_000);
+  expect({ gone, code: child.exitCode, alive: children.filter(isAlive) }).toEqual({
+    gone: true,
+    code: 0,
+    alive: [],
+  });
+}
+
+async function demoClient(url: string): Promise<ApiClient> {
+  const demo = JSON.parse(await readFile(dataFile('demo-credentials.json'), 'utf8')) as {
+    api_key: string;
+    secret_key: string;
+  };
+  const credentials = { apiKey: demo.api_key, secretKey: demo.secret_key };
+  return clientFor(url, { credentials: { test: credentials, live: credentials } } as TestApp);
+}
+
+/** A transfer retried with its key until it is definitive, as a client retries a 5xx. */
+async function transfer(api: ApiClient, body: object, key: string) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const reply = await api
+      .post(TRANSFER, body, { 'Idempotency-Key': key })
+      .catch(() => ({ status: 0, body: null }));
+    if ((reply.status > 0 && reply.status < 500) || Date.now() > deadline) return reply;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+describe('npm start supervises what it started', () => {
+  let first: Start;
+  let api: ApiClient;
+  let pool: DatabasePool;
+  let from: string;
+  let to: string;
+
+  beforeAll(async () => {
+    first = await start();
+    api = await demoClient(first.url);
+    pool = await createDatabasePool(databaseUrl(), { maximumPoolSize: 2 });
+    from = (await createUserWithWallet(api)).walletId;
+    to = (await createUserWithWallet(api)).walletId;
+    await fundWallet(pool, from, 10_000n);
+  });
+  afterAll(async () => pool?.end());
+
+  it('runs the dev server on a file in WAL mode (the CLI took the durable flags)', () => {
+    expect(existsSync(dataFile('temporal.sqlite'))).toBe(true);
+    expect(existsSync(dataFile('temporal.sqlite-wal'))).toBe(true);
+    expect(commandLine(temporalPid()!)).toContain(
+      'journal_mode=wal --sqlite-pragma synchronous=normal',
+    );
+  });
+
+  it('restarts a killed Temporal dev server; payments go through again', async () => {
+    const old = temporalPid()!;
+    process.kill(old, 'SIGKILL');
+    await replaced(temporalPid, old);
+    const reply = await transfer(api, { from_wallet_id: from, to_wallet_id: to, amount: 1 }, 't1');
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({ status: 'completed', amount: 1 });
+    expect(await balanceOf(pool, from)).toBe(9_900n);
+    expect(first.output()).toMatch(/Temporal dev server exited unexpectedly/);
+    expect(first.output()).toMatch(/Temporal dev server restarted/);
+  });
+
+  it('restarts a killed Postgres; the API and the worker reconnect', async () => {
+    const old = postmasterPid()!;
+    process.kill(old, 'SIGKILL');
+    await replaced(postmasterPid, old);
+    const reply = await transfer(api, { from_wallet_id: from, to_wallet_id: to, amount: 2 }, 't2');
+    expect(reply.status).toBe(200);
+    expect(await balanceOf(pool, from)).toBe(9_700n);
+    expect(await balanceOf(pool, to)).toBe(300n);
+    await assertLedgerInvariant(pool);
+    expect(first.output()).toMatch(/embedded Postgres restarted/);
+  });
+
+  it('stops the Postgres a killed start left behind, then SIGTERM stops every child', async () => {
+    await pool.end();
+    const leftover = postmasterPid()!;
+    const leftoverTemporal = temporalPid()!;
+    first.child.kill('SIGKILL');
+    await waitFor(() => first.child.signalCode !== null, 10_000);
+    expect(isAlive(leftover)).toBe(true);
+
+    const second = await start();
+    expect(second.output()).toMatch(
+      new RegExp(
+        `stopping the embedded Postgres left running by an earlier start \\(pid ${leftover}\\)`,
+      ),
+    );
+    expect(isAlive(leftover)).toBe(false);
+    expect(isAlive(leftoverTemporal)).toBe(false);
+    const children = [postmasterPid()!, temporalPid()!];
+    expect(children.every(isAlive)).toBe(true);
+    // The data is the same: the balance survived both kills and the new start.
+    const reply = await transfer(
+      await demoClient(second.url),
+      { from_wallet_id: from, to_wallet_id: to, amount: 3 },
+      't3',
+    );
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({ status: 'completed', amount: 3 });
+    const again = await createDatabasePool(databaseUrl(), { maximumPoolSize: 1 });
+    try {
+      expect(await balanceOf(again, from)).toBe(9_400n);
+      expect(await balanceOf(again, to)).toBe(600n);
+      await assertLedgerInvariant(again);
+    } finally {
+      await again.end();
+    }
+
+    second.child.kill('SIGTERM');
+    await expectStopped(second, children);
+  });
+
+  it('SIGINT to the process group (Ctrl-C) stops every child, none restarted', async () => {
+    const third = await start(true);
+    const children = [postmasterPid()!, temporalPid()!];
+    expect(children.every(isAlive)).toBe(true);
+    // The servers get the signal too, and stop by themselves: that is not a death to restart.
+    process.kill(-third.child.pid!, 'SIGINT');
+    await expectStopped(third, children);
+    expect(third.output()).not.toMatch(/restarting/);
+    expect([postmasterPid(), temporalPid()].filter((pid) => pid !== null && isAlive(pid))).toEqual(
+      [],
+    );
+  });
+});

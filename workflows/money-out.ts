@@ -1,0 +1,187 @@
+import {
+  allHandlersFinished,
+  condition,
+  proxyActivities,
+  setHandler,
+  sleep,
+} from '@temporalio/workflow';
+import type { Activities } from './activities-types';
+import { asDeclined, exhausted } from './declines';
+import {
+  moneyOutStateQuery,
+  moneyOutUpdates,
+  type MoneyOutInput,
+  type MoneyOutOpened,
+  type MoneyOutOutcome,
+  type MoneyOutProviderStatus,
+} from './money-out-shared';
+import { activityPresets } from './retry';
+import type { Declined } from './shared';
+import { setPaymentStatus } from './status';
+
+const ledger = proxyActivities<Activities>(activityPresets.ledger);
+const provider = proxyActivities<Activities>(activityPresets.provider);
+
+/**
+ * A provider that stayed unreachable through a whole bounded retry may still have paid: the
+ * payout is asked for again (same idempotency key) after this pause, never given back blind.
+ */
+const RESEND_PAUSE = '1 minute';
+
+const PROVIDER_STATUSES: readonly string[] = [
+  'pending',
+  'completed',
+  'failed',
+] satisfies MoneyOutProviderStatus[];
+
+/**
+ * The money-out saga, shared by every kind (mobile-money cashouts, card payouts): each kind's
+ * workflow is this function under its own name. Started with the `open` update.
+ *
+ * 1. Reserve: the amount and every fee leave the wallet for the payouts clearing account (one
+ *    ledger transaction). Insufficient funds or a disabled wallet: a decline, nothing written.
+ * 2. Ask the provider to pay, with an idempotency key derived from the transaction id. A refusal
+ *    gives everything back at once and is answered as a decline (400).
+ * 3. Settle (clearing to the provider and fee accounts) when the provider says paid, or give
+ *    everything back when it says failed: now, or later through a notification (`notify`), a
+ *    `sync`, or the provider's answer when the pending TTL passes (asked again each TTL while it
+ *    says pending). Each step is its own balanced ledger transaction and event, and runs once.
+ * 4. For a kind whose provider may report a paid payout failed later (card payouts), the saga
+ *    stays for that window after a settlement; such a report reverses the settlement, everything
+ *    back to the wallet. Mobile-money cashouts have no window: paid is final.
+ */
+export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcome> {
+  const id = { transactionId: input.transactionId };
+  let answer: MoneyOutOpened | Declined | undefined;
+  let outcome: MoneyOutOutcome = 'pending';
+  let accepted = false;
+  let settling = false;
+  /** After a settlement, while the kind's provider may still report the payout failed. */
+  let lateWindowOpen = false;
+  let lateFailure = false;
+
+  const opened = (): MoneyOutOpened => ({
+    status: 'opened',
+    transactionId: input.transactionId,
+    outcome,
+  });
+
+  /** The provider's view of the payout, or null when it cannot tell (a decline, a fault). */
+  async function askProvider(): Promise<MoneyOutProviderStatus | null> {
+    try {
+      return (await provider.checkMoneyOut(id)).status;
+    } catch (error) {
+      if (asDeclined(error) || exhausted(error)) return null;
+      throw error;
+    }
+  }
+
+  /** Settles once; a second caller (a duplicate notification, a racing sync) waits for it. */
+  async function settle(status: MoneyOutProviderStatus): Promise<MoneyOutOutcome> {
+    if (!accepted) return outcome;
+    if (outcome !== 'pending' || settling) {
+      await condition(() => outcome !== 'pending');
+      return outcome;
+    }
+    if (status === 'pending') return outcome;
+    settling = true;
+    if (status === 'completed') await ledger.settleMoneyOut(id);
+    else await ledger.giveBackMoneyOut(id);
+    outcome = status;
+    setPaymentStatus(status);
+    return outcome;
+  }
+
+  /** Ends a saga that never reached the provider's acceptance. */
+  async function end(declined: Declined): Promise<MoneyOutOutcome> {
+    answer ??= declined;
+    outcome = 'failed';
+    setPaymentStatus('failed');
+    await condition(allHandlersFinished);
+    return outcome;
+  }
+
+  const isOpen = () => accepted || answer !== undefined;
+  setHandler(moneyOutUpdates.open, async () => {
+    await condition(() => answer !== undefined);
+    return answer!;
+  });
+  setHandler(
+    moneyOutUpdates.notify,
+    async ({ status }) => {
+      await condition(isOpen);
+      if (status === 'failed' && outcome === 'completed' && lateWindowOpen) {
+        lateFailure = true;
+        await condition(() => outcome === 'failed');
+        return outcome;
+      }
+      return settle(status);
+    },
+    {
+      validator: ({ status }: { status: string }) => {
+        if (!PROVIDER_STATUSES.includes(status)) throw new Error(`unknown status ${status}`);
+      },
+    },
+  );
+  setHandler(moneyOutUpdates.sync, async () => {
+    await condition(isOpen);
+    if (!accepted || outcome !== 'pending') return outcome;
+    return settle((await askProvider()) ?? 'pending');
+  });
+  setHandler(moneyOutStateQuery, () => outcome);
+
+  let pendingTtlMs: number;
+  let lateFailureMs: number;
+  try {
+    const reserved = await ledger.reserveMoneyOut(input);
+    pendingTtlMs = reserved.pendingTtlMs;
+    // Histories recorded before late failures existed have no window: 0.
+    lateFailureMs = reserved.lateFailureMs ?? 0;
+  } catch (error) {
+    const declined = asDeclined(error);
+    if (!declined) throw error;
+    return end(declined);
+  }
+
+  let payout: { status: MoneyOutProviderStatus } | undefined;
+  while (payout === undefined) {
+    try {
+      payout = await provider.sendMoneyOut(id);
+    } catch (error) {
+      const refused = asDeclined(error);
+      if (refused) {
+        await ledger.giveBackMoneyOut(id);
+        return end(refused);
+      }
+      if (!exhausted(error)) throw error;
+      // Unreachable: the request is answered pending; the money stays reserved meanwhile.
+      answer ??= opened();
+      await sleep(RESEND_PAUSE);
+    }
+  }
+  accepted = true;
+  if (payout.status !== 'pending') await settle(payout.status);
+  answer ??= opened();
+
+  while (outcome === 'pending' && !settling) {
+    if (await condition(() => outcome !== 'pending' || settling, pendingTtlMs)) break;
+    const last = await askProvider();
+    if (last === 'completed' || last === 'failed') await settle(last);
+  }
+  await condition(() => outcome !== 'pending');
+  // Read through a function: the handlers change `outcome` while the saga awaits.
+  const settledAs = (): MoneyOutOutcome => outcome;
+  if (settledAs() === 'completed' && lateFailureMs > 0) {
+    // Paid, but this kind's provider may still report the payout failed: then reverse.
+    lateWindowOpen = true;
+    await condition(() => lateFailure, lateFailureMs);
+    lateWindowOpen = false;
+    if (lateFailure) {
+      await ledger.reverseMoneyOut(id);
+      outcome = 'failed';
+      setPaymentStatus('failed');
+    }
+  }
+  await condition(() => outcome !== 'pending' && allHandlersFinished());
+  return outcome;
+}
