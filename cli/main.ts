@@ -8,6 +8,11 @@ import {
   type ApplicationRow,
 } from '../db/applications';
 import { createCredential, listCredentials, revokeCredential } from '../db/credentials';
+import {
+  createDashboardAccount,
+  listDashboardAccounts,
+  revokeDashboardSessionsByEmail,
+} from '../db/dashboard-accounts';
 import { createDatabasePool, type DatabasePool } from '../db/pool';
 import { openLocalDatabase } from '../harness/postgres';
 import { minorToDecimalString, parseMajorDecimal } from '../domain/money';
@@ -25,7 +30,10 @@ const USAGE = `usage:
   cli apps update --app APP_ID [--currency USD|SLE] [--escrow-fee-bps N] [--escrow-fee-fixed AMOUNT] [--fee METHOD=BPS ...] [--rate-limit CATEGORY=PER_MINUTE ...]
   cli credentials create --app APP_ID --mode test|live [--expires-at ISO_TIME]
   cli credentials revoke --api-key API_KEY
-  cli credentials list --app APP_ID`;
+  cli credentials list --app APP_ID
+  cli dashboard-users create --app APP_ID --email EMAIL --password-stdin
+  cli dashboard-users list --app APP_ID
+  cli dashboard-users revoke-sessions --email EMAIL`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -105,6 +113,8 @@ export async function runCli(argv: string[], pool: DatabasePool): Promise<unknow
           mode: { type: 'string' },
           'expires-at': { type: 'string' },
           'api-key': { type: 'string' },
+          email: { type: 'string' },
+          'password-stdin': { type: 'boolean' },
         },
       });
     } catch (error) {
@@ -191,9 +201,47 @@ export async function runCli(argv: string[], pool: DatabasePool): Promise<unknow
       if (!(await findApplication(pool, id))) throw new UsageError(`no application ${id}`);
       return { credentials: await listCredentials(pool, id) };
     }
+    case 'dashboard-users create': {
+      const id = appId(values.app);
+      const email = values.email?.trim();
+      if (!email || !/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254) {
+        throw new UsageError('--email must be an email address');
+      }
+      if (!values['password-stdin']) {
+        throw new UsageError(
+          '--password-stdin is required: the password is read from standard input',
+        );
+      }
+      const password = (await readStdin()).replace(/\r?\n$/, '');
+      if (password.length < 12 || password.length > 1024) {
+        throw new UsageError('the password must be 12 to 1024 characters');
+      }
+      if (!(await findApplication(pool, id))) throw new UsageError(`no application ${id}`);
+      const account = await createDashboardAccount(pool, { applicationId: id, email, password });
+      if (!account) throw new UsageError(`a dashboard account with email ${email} already exists`);
+      return { dashboard_user: account };
+    }
+    case 'dashboard-users list': {
+      const id = appId(values.app);
+      if (!(await findApplication(pool, id))) throw new UsageError(`no application ${id}`);
+      return { dashboard_users: await listDashboardAccounts(pool, id) };
+    }
+    case 'dashboard-users revoke-sessions': {
+      if (!values.email) throw new UsageError('--email is required');
+      const revoked = await revokeDashboardSessionsByEmail(pool, values.email);
+      if (!revoked) throw new UsageError(`no dashboard account ${values.email}`);
+      return revoked;
+    }
     default:
       throw new UsageError(`unknown command: ${key.trim() || '(none)'}`);
   }
+}
+
+/** The password, from standard input (never an argument: arguments show in `ps`). */
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 async function main(): Promise<void> {
