@@ -7,6 +7,8 @@ import { jsonBody } from './middleware/body';
 import { errorsAndAccessLog } from './middleware/errors';
 import { concretePathsWin, mountRoutes } from './pipeline';
 import type { Route } from './route';
+import { adminRoutes } from './routes/admin';
+import { analyticsRoutes } from './routes/analytics';
 import { cardDepositRoutes } from './routes/card-deposits';
 import { feeRoutes } from './routes/fees';
 import { depositRoutes } from './routes/deposits';
@@ -40,6 +42,8 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...webhookSubscriptionRoutes(deps),
     ...eventRoutes(deps),
     ...onboardingRoutes(deps),
+    ...analyticsRoutes(deps),
+    ...adminRoutes(deps),
   );
   return routes;
 }
@@ -50,7 +54,7 @@ export function createApp(deps: ApiDeps): Koa {
   // with Allow (as PUT does), not the router's bare 501.
   const router = new Router({ methods: [...METHODS] });
   const routes = apiRoutes(deps);
-  mountRoutes(router, routes, deps.pool);
+  mountRoutes(router, routes, deps.pool, { trustProxy: deps.config.api.trustProxy });
   app.use(errorsAndAccessLog(deps.logger));
   app.use(jsonBody({ streamed: streamsOwnBody }));
   for (const middleware of dashboard(deps, routes)) app.use(middleware);

@@ -84,6 +84,13 @@ function edgeResponses(route: Route, readsBody: boolean): Record<number, string>
     edge[401] = 'Missing or invalid credentials';
     edge[429] = 'Rate limit exceeded; Retry-After gives the seconds to wait';
   }
+  if (route.auth !== null && !route.admin) {
+    edge[403] = 'Admin credentials (application credentials only)';
+  }
+  if (route.admin) {
+    edge[401] = 'Missing or invalid admin credentials (each failure counts towards the lockout)';
+    edge[403] = 'Application credentials (admin credentials only)';
+  }
   if (uuidParams(route).length) edge[404] = 'Not found (an id that is not a UUID names nothing)';
   // Path parameters that are not UUIDs reach the NUL check (a UUID one is a 404 before it).
   const freeText = pathParams(route).some((name) => !uuidParams(route).includes(name));
@@ -326,6 +333,7 @@ export function buildOpenApi(routes: readonly Route[], version: string): Json {
         ? { security: [{ ApiKey: [], SecretKey: [] }], 'x-rate-limit-category': route.auth }
         : { security: [] }),
       ...(route.testModeOnly ? { 'x-test-mode-only': true } : {}),
+      ...(route.admin ? { 'x-admin-only': true } : {}),
       parameters: parametersOf(route, requests.get(`${id}.query`), requests.get(`${id}.params`)),
       ...requestBodyOf(route, requests.get(`${id}.body`)),
       responses: responsesOf(route, BODY_METHODS.has(route.method), (status) =>

@@ -7,6 +7,7 @@ import {
   updateApplication,
   type ApplicationRow,
 } from '../db/applications';
+import { createAdmin, listAdmins, revokeAdmin } from '../db/admins';
 import { createCredential, listCredentials, revokeCredential } from '../db/credentials';
 import {
   createDashboardAccount,
@@ -19,7 +20,8 @@ import { minorToDecimalString, parseMajorDecimal } from '../domain/money';
 import { PAYMENT_METHODS, RATE_LIMIT_CATEGORIES } from '../domain/types';
 
 /**
- * The dashboard of the specification, on the command line: applications and credentials.
+ * The dashboard of the specification, on the command line: applications, credentials and the
+ * platform's admins.
  * Each command prints one JSON document on standard output; logs go to standard error; bad
  * arguments exit with status 2.
  */
@@ -33,7 +35,10 @@ const USAGE = `usage:
   cli credentials list --app APP_ID
   cli dashboard-users create --app APP_ID --email EMAIL --password-stdin
   cli dashboard-users list --app APP_ID
-  cli dashboard-users revoke-sessions --email EMAIL`;
+  cli dashboard-users revoke-sessions --email EMAIL
+  cli admins create --name NAME
+  cli admins list
+  cli admins revoke --admin ADMIN_ID | --api-key API_KEY`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -115,6 +120,7 @@ export async function runCli(argv: string[], pool: DatabasePool): Promise<unknow
           'api-key': { type: 'string' },
           email: { type: 'string' },
           'password-stdin': { type: 'boolean' },
+          admin: { type: 'string' },
         },
       });
     } catch (error) {
@@ -231,6 +237,25 @@ export async function runCli(argv: string[], pool: DatabasePool): Promise<unknow
       const revoked = await revokeDashboardSessionsByEmail(pool, values.email);
       if (!revoked) throw new UsageError(`no dashboard account ${values.email}`);
       return revoked;
+    }
+    case 'admins create': {
+      const name = values.name?.trim();
+      if (!name) throw new UsageError('--name is required');
+      if (name.length > 200) throw new UsageError('--name must be at most 200 characters');
+      return createAdmin(pool, name);
+    }
+    case 'admins list':
+      return { admins: await listAdmins(pool) };
+    case 'admins revoke': {
+      const id = values.admin;
+      const apiKey = values['api-key'];
+      if ((id === undefined) === (apiKey === undefined)) {
+        throw new UsageError('admins revoke takes --admin ADMIN_ID or --api-key API_KEY');
+      }
+      if (id !== undefined && !UUID.test(id)) throw new UsageError('--admin must be an admin id');
+      const revoked = await revokeAdmin(pool, id !== undefined ? { id } : { apiKey: apiKey! });
+      if (!revoked) throw new UsageError('no admin matches');
+      return { admin: revoked };
     }
     default:
       throw new UsageError(`unknown command: ${key.trim() || '(none)'}`);

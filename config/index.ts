@@ -80,13 +80,26 @@ const envSchema = z.object({
   NOTIFICATION_RETRY_HOURS: z.coerce.number().int().min(1).default(72),
   DASHBOARD_SECURE_COOKIE: z.enum(['true', 'false']).optional(),
   DASHBOARD_DIST_DIR: z.string().default(path.join(rootDir, 'dashboard', 'dist')),
+  TRUST_PROXY: z
+    .string()
+    .regex(/^(true|false|\d{1,2})$/, 'TRUST_PROXY must be true, false or a number of proxies')
+    .default('false'),
 });
 
 export type Config = {
   env: string;
   rootDir: string;
   dataDir: string;
-  api: { port: number; host: string; requestTimeoutMs: number };
+  api: {
+    port: number;
+    host: string;
+    requestTimeoutMs: number;
+    /**
+     * How many proxies in front of the API to believe in `X-Forwarded-For` (`TRUST_PROXY`:
+     * `false` 0, `true` 1, or a number): the client address of the admin lockout.
+     */
+    trustProxy: number;
+  };
   log: { level: z.infer<typeof envSchema>['LOG_LEVEL'] };
   database: { url: string | undefined; poolSize: number; embeddedPort: number };
   temporal: {
@@ -168,7 +181,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     env: e.NODE_ENV,
     rootDir,
     dataDir: path.resolve(e.DATA_DIR),
-    api: { port: e.PORT, host: e.HOST, requestTimeoutMs: e.API_REQUEST_TIMEOUT_MS },
+    api: {
+      port: e.PORT,
+      host: e.HOST,
+      requestTimeoutMs: e.API_REQUEST_TIMEOUT_MS,
+      trustProxy:
+        e.TRUST_PROXY === 'true' ? 1 : e.TRUST_PROXY === 'false' ? 0 : Number(e.TRUST_PROXY),
+    },
     log: { level: e.LOG_LEVEL },
     database: {
       url: e.DATABASE_URL,

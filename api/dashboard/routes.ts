@@ -47,7 +47,7 @@ function asDashboardRoute(route: Route): Route {
     handler: (input) =>
       route.handler({
         ...input,
-        caller: dashboardCaller(input.ctx, String(input.ctx.params.mode)),
+        caller: dashboardCaller(input.ctx, (input.ctx.params as { mode: string }).mode),
       }),
   };
 }
@@ -156,7 +156,10 @@ export function dashboard(deps: ApiDeps, publicRoutes: readonly Route[]): Koa.Mi
   ];
   mountRoutes(router, routes, deps.pool);
   const notFound: Koa.Middleware = async (ctx, next) => {
-    if (!ctx.path.startsWith('/dashboard/api/')) return next();
+    if (!ctx.path.startsWith('/dashboard/api/')) {
+      await next();
+      return;
+    }
     throw new AppError('not_found', 'No such dashboard endpoint');
   };
   return [

@@ -10,10 +10,9 @@ import {
   type DashboardSession,
 } from '../../db/dashboard-accounts';
 import type { DatabasePool } from '../../db/pool';
-import type { Mode } from '../../domain/types';
 import type { Caller } from '../../domain/types';
 import { AppError, errorResponse } from '../errors';
-import { RateLimitedError } from '../middleware/errors';
+import { clientAddress, LockedOutError } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { MessageBody } from '../schemas';
 import type { ApiDeps } from '../deps';
@@ -66,7 +65,7 @@ export function dashboardCaller(ctx: Koa.Context, mode: string): Caller {
   if (mode !== 'test' && mode !== 'live') throw new AppError('not_found', 'Not found');
   return {
     applicationId: session.application_id,
-    mode: mode as Mode,
+    mode,
     credentialId: `dashboard-session:${session.session_id}`,
   };
 }
@@ -80,7 +79,10 @@ const SIGN_IN_PATH = '/dashboard/api/session';
  */
 export function dashboardSession(pool: DatabasePool): Koa.Middleware {
   return async function readSession(ctx, next) {
-    if (!ctx.path.startsWith('/dashboard/api/')) return next();
+    if (!ctx.path.startsWith('/dashboard/api/')) {
+      await next();
+      return;
+    }
     const token = ctx.cookies.get(SESSION_COOKIE);
     const session = token ? await findDashboardSession(pool, token) : null;
     if (session && token) (ctx.state as DashboardState).dashboard = { session, token };
@@ -95,13 +97,8 @@ export function dashboardSession(pool: DatabasePool): Koa.Middleware {
         throw new AppError('forbidden', 'Missing or wrong X-CSRF-Token: reload the dashboard');
       }
     }
-    return next();
+    await next();
   };
-}
-
-/** The address a sign-in attempt came from, the key of the lockout. */
-function clientAddress(ctx: Koa.Context): string {
-  return ctx.req.socket.remoteAddress ?? 'unknown';
 }
 
 const SignIn = z.object({
@@ -144,15 +141,17 @@ export function sessionRoutes(deps: ApiDeps): Route[] {
         429: errorResponse('Too many failed sign-ins from this address'),
       },
       handler: async ({ ctx, body }) => {
-        const address = clientAddress(ctx);
+        // The address's lockout comes first: even the right password waits it out.
+        const address = clientAddress(ctx, config.api.trustProxy);
         const wait = await lockout.retryAfter(address);
-        if (wait !== null) throw new RateLimitedError(wait);
+        if (wait !== null) throw new LockedOutError(wait);
         const account = await checkDashboardPassword(pool, body.email, body.password);
         if (!account) {
           const locked = await lockout.fail(address);
-          if (locked !== null) throw new RateLimitedError(locked);
+          if (locked !== null) throw new LockedOutError(locked);
           throw new AppError('unauthenticated', 'Wrong email or password');
         }
+        await lockout.succeed(address);
         const { token } = await openDashboardSession(pool, account.id);
         const session = await findDashboardSession(pool, token);
         if (!session) throw new Error('a session just opened is not found');

@@ -38,8 +38,11 @@ async function fileAt(file: string): Promise<Buffer | null> {
 export function serveDashboard(distDir: string): Koa.Middleware {
   const root = path.resolve(distDir);
   return async function dashboardStatic(ctx, next) {
-    if (ctx.path !== '/dashboard' && !ctx.path.startsWith('/dashboard/')) return next();
-    if (ctx.path.startsWith('/dashboard/api/') || ctx.path === '/dashboard/api') return next();
+    const ours = ctx.path === '/dashboard' || ctx.path.startsWith('/dashboard/');
+    if (!ours || ctx.path === '/dashboard/api' || ctx.path.startsWith('/dashboard/api/')) {
+      await next();
+      return;
+    }
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
       ctx.set('Allow', 'GET, HEAD');
       throw new AppError('invalid_request', 'The dashboard pages answer GET and HEAD only');

@@ -22,9 +22,3 @@ CREATE TABLE dashboard_sessions (
 );
 CREATE INDEX dashboard_sessions_user_idx ON dashboard_sessions (dashboard_user_id);
 
--- Failed sign-ins per client address, counted here so that every API process shares the count.
-CREATE TABLE dashboard_sign_in_failures (
-  address text NOT NULL,
-  failed_at timestamptz NOT NULL DEFAULT now()
-);
-CREATE INDEX dashboard_sign_in_failures_idx ON dashboard_sign_in_failures (address, failed_at);
