@@ -28,6 +28,8 @@ let live: ApiClient;
 let browser: Browser;
 let deposit: string;
 let walletA: string;
+let walletB: string;
+let userA: string;
 
 /** The real command line, against the test database; the password on standard input. */
 function cli(
@@ -64,6 +66,8 @@ beforeAll(async () => {
   const a = await createUserWithWallet(api, { name: 'Aminata Kamara', email: 'aminata@x.test' });
   const b = await createUserWithWallet(api, { name: 'Ibrahim Sesay' });
   walletA = a.walletId;
+  walletB = b.walletId;
+  userA = a.userId;
   await fundWallet(engine.pool, a.walletId, 50_000n);
   await transfer(api, a.walletId, b.walletId, 12.5);
   const paid = await api.post(DEPOSIT, { wallet_id: a.walletId, amount: 10_000 });
@@ -128,6 +132,10 @@ async function shot(page: Page, name: string): Promise<void> {
   expect(png.subarray(1, 4).toString()).toBe('PNG');
   if (SHOTS) await page.screenshot({ path: path.join(ROOT, 'docs', name), fullPage: true });
 }
+
+/** A major-unit amount of the API as the dashboard writes it: `1,234.50 SLE`. */
+const amount = (n: number, currency: string) =>
+  `${n.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })} ${currency}`;
 
 const go = (page: Page, name: string) =>
   page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name }).click();
@@ -236,11 +244,9 @@ describe('the dashboard', () => {
     expect(figures.transaction_count).toBeGreaterThanOrEqual(2);
     await page.getByRole('heading', { name: 'Overview' }).waitFor();
     const shown = (label: string) => page.locator(`dd[data-figure="${label}"]`).innerText();
-    const amount = (n: number) =>
-      `${n.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })} ${figures.currency}`;
-    expect(await shown('Total volume')).toBe(amount(figures.total_volume));
+    expect(await shown('Total volume')).toBe(amount(figures.total_volume, figures.currency));
     expect(await shown('Transactions')).toBe(String(figures.transaction_count));
-    expect(await shown('Total balance')).toBe(amount(figures.total_balance));
+    expect(await shown('Total balance')).toBe(amount(figures.total_balance, figures.currency));
     await page.locator('.uplot canvas').first().waitFor({ state: 'visible' });
     expect(await page.locator('figure.chart table.sr-only tbody tr').count()).toBe(14);
     await shot(page, 'dashboard-overview.png');
@@ -284,7 +290,7 @@ describe('the dashboard', () => {
         headers: { 'Content-Type': 'application/json' },
         body: '{}',
       });
-      return { status: res.status, body: (await res.json()) as unknown };
+      return { status: res.status, body: await res.json() };
     });
     expect(forged).toEqual({
       status: 403,
@@ -327,8 +333,7 @@ describe('the dashboard', () => {
     });
 
     // A payment now: its event and the delivery's attempts (port 9 answers nothing).
-    const b = (await api.get('/api/v1/wallets/')).body.find((w: any) => w.id !== walletA).id;
-    await transfer(api, walletA, b, 1);
+    await transfer(api, walletA, walletB, 1);
     let attempts = 0;
     for (let i = 0; i < 60 && attempts === 0; i++) {
       const events = (await api.get('/api/v1/events?type=transfer.completed')).body.data;
@@ -394,14 +399,10 @@ describe('the dashboard', () => {
     await page.getByLabel('Search').fill('aminata');
     await page.getByRole('link', { name: 'Ibrahim Sesay' }).waitFor({ state: 'detached' });
     await page.getByRole('link', { name: 'Aminata Kamara' }).click();
-    const wallet = (
-      await api.get(
-        `/api/v1/wallets/${(await api.get('/api/v1/users/')).body.data.find((u: any) => u.name === 'Aminata Kamara').id}/`,
-      )
-    ).body;
+    const wallet = (await api.get(`/api/v1/wallets/${userA}/`)).body;
     await page.locator('dd[data-balance]').waitFor();
     expect(await page.locator('dd[data-balance]').innerText()).toBe(
-      `${wallet.balance.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })} ${wallet.currency}`,
+      amount(wallet.balance, wallet.currency),
     );
     expect(await page.locator('tr[data-transaction]').count()).toBe(3);
 
