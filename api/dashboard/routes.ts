@@ -8,7 +8,7 @@ import { AppError, errorResponse } from '../errors';
 import { mountRoutes } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { dashboardCaller, dashboardSession, sessionRoutes } from './session';
-import { serveDashboard } from './static';
+import { isDashboardApi, serveDashboard } from './static';
 
 /**
  * The dashboard's JSON endpoints, under /dashboard/api, authenticated by the session cookie.
@@ -156,7 +156,7 @@ export function dashboard(deps: ApiDeps, publicRoutes: readonly Route[]): Koa.Mi
   ];
   mountRoutes(router, routes, deps.pool);
   const notFound: Koa.Middleware = async (ctx, next) => {
-    if (!ctx.path.startsWith('/dashboard/api/')) {
+    if (!isDashboardApi(ctx)) {
       await next();
       return;
     }

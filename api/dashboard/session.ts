@@ -17,6 +17,7 @@ import { defineRoute, type Route } from '../route';
 import { MessageBody } from '../schemas';
 import type { ApiDeps } from '../deps';
 import { signInLockout } from './lockout';
+import { isDashboardApi } from './static';
 
 /**
  * Dashboard sign-in. The session token travels only in an HttpOnly, SameSite=Strict cookie
@@ -79,7 +80,7 @@ const SIGN_IN_PATH = '/dashboard/api/session';
  */
 export function dashboardSession(pool: DatabasePool): Koa.Middleware {
   return async function readSession(ctx, next) {
-    if (!ctx.path.startsWith('/dashboard/api/')) {
+    if (!isDashboardApi(ctx)) {
       await next();
       return;
     }

@@ -30,6 +30,16 @@ const SECURITY_HEADERS = {
   'X-Frame-Options': 'DENY',
 };
 
+/** The request's path; a request in authority form (`CONNECT host:port`) has none: ''. */
+export function requestPath(ctx: Koa.Context): string {
+  return typeof ctx.path === 'string' ? ctx.path : '';
+}
+
+/** Whether the request is one of the dashboard's JSON endpoints. */
+export function isDashboardApi(ctx: Koa.Context): boolean {
+  return requestPath(ctx).startsWith('/dashboard/api/');
+}
+
 async function fileAt(file: string): Promise<Buffer | null> {
   const info = await stat(file).catch(() => null);
   return info?.isFile() ? readFile(file) : null;
@@ -38,8 +48,9 @@ async function fileAt(file: string): Promise<Buffer | null> {
 export function serveDashboard(distDir: string): Koa.Middleware {
   const root = path.resolve(distDir);
   return async function dashboardStatic(ctx, next) {
-    const ours = ctx.path === '/dashboard' || ctx.path.startsWith('/dashboard/');
-    if (!ours || ctx.path === '/dashboard/api' || ctx.path.startsWith('/dashboard/api/')) {
+    const at = requestPath(ctx);
+    const ours = at === '/dashboard' || at.startsWith('/dashboard/');
+    if (!ours || at === '/dashboard/api' || isDashboardApi(ctx)) {
       await next();
       return;
     }
@@ -47,7 +58,7 @@ export function serveDashboard(distDir: string): Koa.Middleware {
       ctx.set('Allow', 'GET, HEAD');
       throw new AppError('invalid_request', 'The dashboard pages answer GET and HEAD only');
     }
-    const relative = ctx.path.slice('/dashboard'.length).replace(/^\/+/, '');
+    const relative = at.slice('/dashboard'.length).replace(/^\/+/, '');
     const wanted = path.resolve(root, relative);
     const inside = wanted.startsWith(`${root}${path.sep}`);
     let body = inside ? await fileAt(wanted) : null;
