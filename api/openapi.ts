@@ -353,7 +353,8 @@ export function buildOpenApi(routes: readonly Route[], version: string): Json {
         'an unknown path and 405 (with Allow) for a method a path does not support.',
         'Money-moving POSTs accept Idempotency-Key; a replay carries Idempotent-Replayed: true.',
         'Authenticate with the api-key and secret-key headers of a Test Mode or Live Mode',
-        'credential (both required).',
+        'credential (both required). Admin endpoints (x-admin-only) take a platform admin’s',
+        'credential (pk_admin_... and sk_admin_...) in the same headers, and only that.',
       ].join(' '),
     },
     servers: [{ url: '/' }],
@@ -364,14 +365,15 @@ export function buildOpenApi(routes: readonly Route[], version: string): Json {
           type: 'apiKey',
           in: 'header',
           name: 'api-key',
-          description: 'The public half of a credential (pk_test_... or pk_live_...); required',
+          description:
+            'The public half of a credential (pk_test_..., pk_live_... or an admin’s pk_admin_...); required',
         },
         SecretKey: {
           type: 'apiKey',
           in: 'header',
           name: 'secret-key',
           description:
-            'The secret half of the same credential (sk_test_... or sk_live_...); required',
+            'The secret half of the same credential (sk_test_..., sk_live_... or sk_admin_...); required',
         },
       },
       parameters: {
