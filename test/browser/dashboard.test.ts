@@ -1,8 +1,13 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
+import type { AddressInfo } from 'node:net';
 import { sql } from 'slonik';
 import { z } from 'zod';
+import { createApp } from '../../api/app';
+import { loadConfig } from '../../config';
+import { createLogger } from '../../observability/logger';
+import { createProviders } from '../../providers';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { fundWallet } from '../support/database';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
@@ -404,6 +409,8 @@ describe('the dashboard', () => {
     expect(await page.locator('dd[data-balance]').innerText()).toBe(
       amount(wallet.balance, wallet.currency),
     );
+    // The deposit and the two transfers of the user's wallet, once the wallet has loaded.
+    await page.locator('tr[data-transaction]').nth(2).waitFor();
     expect(await page.locator('tr[data-transaction]').count()).toBe(3);
 
     // Live Mode: the other half of the application's data, and back.
@@ -465,6 +472,48 @@ describe('the dashboard', () => {
       SELECT 1 FROM dashboard_sessions s JOIN dashboard_users u ON u.id = s.dashboard_user_id
       WHERE u.email = ${EMAIL} AND s.revoked_at IS NULL`);
     expect(open).toBe(0);
+  });
+
+  it('marks the session cookie Secure outside local development', async () => {
+    expect(loadConfig({ NODE_ENV: 'production' }).dashboard.secureCookie).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'development' }).dashboard.secureCookie).toBe(false);
+    expect(
+      loadConfig({ NODE_ENV: 'development', DASHBOARD_SECURE_COOKIE: 'true' }).dashboard
+        .secureCookie,
+    ).toBe(true);
+    // The same app as the engine's, with the production setting, on a port of its own.
+    const config = {
+      ...engine.config,
+      dashboard: { ...engine.config.dashboard, secureCookie: true },
+    };
+    const server = createApp({
+      config,
+      pool: engine.pool,
+      temporal: engine.temporal,
+      logger: createLogger('silent'),
+      providers: createProviders({ config, pool: engine.pool }),
+    }).listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const res = await fetch(`http://127.0.0.1:${port}/dashboard/api/session`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: EMAIL, password: PASSWORD }),
+      });
+      expect(res.status).toBe(200);
+      const cookie = res.headers.get('set-cookie') ?? '';
+      expect(cookie.split('; ').slice(1).sort()).toEqual([
+        'HttpOnly',
+        'Max-Age=43200',
+        'Path=/dashboard',
+        'SameSite=Strict',
+        'Secure',
+      ]);
+      expect(cookie).toMatch(/^dashboard_session=[A-Za-z0-9_-]{43};/);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   // Last: it locks this machine's address out of the dashboard for 15 minutes.
