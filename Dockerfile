@@ -10,6 +10,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund && npm cache clean --force
 
 COPY . .
+# The dashboard served at /dashboard: type-checked and built into dashboard/dist.
+RUN node_modules/.bin/tsc --noEmit -p dashboard/tsconfig.json && node_modules/.bin/vite build dashboard
 
 ENV NODE_ENV=production
 USER node

@@ -99,6 +99,7 @@ export default tseslint.config(
       '.data/**',
       '.tools/**',
       'coverage/**',
+      'dashboard/dist/**',
       'eslint.config.mjs',
       'jest.config.js',
     ],

@@ -1,6 +1,7 @@
 import { METHODS } from 'node:http';
 import Router from '@koa/router';
 import Koa from 'koa';
+import { dashboard } from './dashboard/routes';
 import type { ApiDeps } from './deps';
 import { jsonBody } from './middleware/body';
 import { errorsAndAccessLog } from './middleware/errors';
@@ -55,11 +56,13 @@ export function createApp(deps: ApiDeps): Koa {
   // Every method node parses counts as implemented, so that TRACE on a known path answers 405
   // with Allow (as PUT does), not the router's bare 501.
   const router = new Router({ methods: [...METHODS] });
-  mountRoutes(router, apiRoutes(deps), deps.pool, { trustProxy: deps.config.api.trustProxy });
+  const routes = apiRoutes(deps);
+  mountRoutes(router, routes, deps.pool, { trustProxy: deps.config.api.trustProxy });
   // Outside the error handler, so that it sees the status every request is finally answered.
   if (deps.config.metrics.enabled) app.use(httpMetrics());
   app.use(errorsAndAccessLog(deps.logger));
   app.use(jsonBody({ streamed: streamsOwnBody }));
+  for (const middleware of dashboard(deps, routes)) app.use(middleware);
   app.use(router.routes());
   app.use(concretePathsWin());
   app.use(router.allowedMethods());

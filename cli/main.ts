@@ -9,6 +9,11 @@ import {
 } from '../db/applications';
 import { createAdmin, listAdmins, revokeAdmin } from '../db/admins';
 import { createCredential, listCredentials, revokeCredential } from '../db/credentials';
+import {
+  createDashboardAccount,
+  listDashboardAccounts,
+  revokeDashboardSessionsByEmail,
+} from '../db/dashboard-accounts';
 import { createDatabasePool, type DatabasePool } from '../db/pool';
 import { openLocalDatabase } from '../harness/postgres';
 import { minorToDecimalString, parseMajorDecimal } from '../domain/money';
@@ -29,6 +34,9 @@ const USAGE = `usage:
   cli credentials create --app APP_ID --mode test|live [--expires-at ISO_TIME]
   cli credentials revoke --api-key API_KEY
   cli credentials list --app APP_ID
+  cli dashboard-users create --app APP_ID --email EMAIL --password-stdin
+  cli dashboard-users list --app APP_ID
+  cli dashboard-users revoke-sessions --email EMAIL
   cli admins create --name NAME
   cli admins list
   cli admins revoke --admin ADMIN_ID | --api-key API_KEY`;
@@ -111,6 +119,8 @@ export async function runCli(argv: string[], pool: DatabasePool): Promise<unknow
           mode: { type: 'string' },
           'expires-at': { type: 'string' },
           'api-key': { type: 'string' },
+          email: { type: 'string' },
+          'password-stdin': { type: 'boolean' },
           admin: { type: 'string' },
         },
       });
@@ -198,6 +208,37 @@ export async function runCli(argv: string[], pool: DatabasePool): Promise<unknow
       if (!(await findApplication(pool, id))) throw new UsageError(`no application ${id}`);
       return { credentials: await listCredentials(pool, id) };
     }
+    case 'dashboard-users create': {
+      const id = appId(values.app);
+      const email = values.email?.trim();
+      if (!email || !/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254) {
+        throw new UsageError('--email must be an email address');
+      }
+      if (!values['password-stdin']) {
+        throw new UsageError(
+          '--password-stdin is required: the password is read from standard input',
+        );
+      }
+      const password = (await readStdin()).replace(/\r?\n$/, '');
+      if (password.length < 12 || password.length > 1024) {
+        throw new UsageError('the password must be 12 to 1024 characters');
+      }
+      if (!(await findApplication(pool, id))) throw new UsageError(`no application ${id}`);
+      const account = await createDashboardAccount(pool, { applicationId: id, email, password });
+      if (!account) throw new UsageError(`a dashboard account with email ${email} already exists`);
+      return { dashboard_user: account };
+    }
+    case 'dashboard-users list': {
+      const id = appId(values.app);
+      if (!(await findApplication(pool, id))) throw new UsageError(`no application ${id}`);
+      return { dashboard_users: await listDashboardAccounts(pool, id) };
+    }
+    case 'dashboard-users revoke-sessions': {
+      if (!values.email) throw new UsageError('--email is required');
+      const revoked = await revokeDashboardSessionsByEmail(pool, values.email);
+      if (!revoked) throw new UsageError(`no dashboard account ${values.email}`);
+      return revoked;
+    }
     case 'admins create': {
       const name = values.name?.trim();
       if (!name) throw new UsageError('--name is required');
@@ -220,6 +261,13 @@ export async function runCli(argv: string[], pool: DatabasePool): Promise<unknow
     default:
       throw new UsageError(`unknown command: ${key.trim() || '(none)'}`);
   }
+}
+
+/** The password, from standard input (never an argument: arguments show in `ps`). */
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 async function main(): Promise<void> {

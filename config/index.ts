@@ -83,6 +83,8 @@ const envSchema = z.object({
     .default(5 * 60),
   RECONCILIATION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   NOTIFICATION_RETRY_HOURS: z.coerce.number().int().min(1).default(72),
+  DASHBOARD_SECURE_COOKIE: z.enum(['true', 'false']).optional(),
+  DASHBOARD_DIST_DIR: z.string().default(path.join(rootDir, 'dashboard', 'dist')),
   TRUST_PROXY: z
     .string()
     .regex(/^(true|false|\d{1,2})$/, 'TRUST_PROXY must be true, false or a number of proxies')
@@ -161,6 +163,13 @@ export type Config = {
     concurrency: number;
     /** An unmatched provider notification is retried for this long after it arrived. */
     notificationRetentionHours: number;
+  };
+  /** The web dashboard at /dashboard (api/dashboard/). */
+  dashboard: {
+    /** The session cookie carries `Secure`: always, except in local development and tests. */
+    secureCookie: boolean;
+    /** Where the build made at install time lives (dashboard/dist). */
+    distDir: string;
   };
 };
 
@@ -245,6 +254,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       graceSeconds: e.RECONCILIATION_GRACE_SECONDS,
       concurrency: e.RECONCILIATION_CONCURRENCY,
       notificationRetentionHours: e.NOTIFICATION_RETRY_HOURS,
+    },
+    dashboard: {
+      secureCookie: e.DASHBOARD_SECURE_COOKIE
+        ? e.DASHBOARD_SECURE_COOKIE === 'true'
+        : !['development', 'test'].includes(e.NODE_ENV),
+      distDir: path.resolve(e.DASHBOARD_DIST_DIR),
     },
   };
 }

