@@ -73,6 +73,7 @@ export const paymentSyncs: Partial<Record<TransactionType, PaymentSync>> = {
   mobile_money_deposit: { workflow: 'deposit', sync: depositUpdates.sync },
   card_deposit: { workflow: 'cardDeposit', sync: cardDepositUpdates.sync },
   mobile_money_cashout: { workflow: 'cashout', sync: moneyOutUpdates.sync },
+  card_payout: { workflow: 'payout', sync: moneyOutUpdates.sync },
 };
 
 /** The payment kinds the reconciliation looks at. */
@@ -198,6 +199,15 @@ export const notificationTargets = {
   cashout: {
     transactionType: 'mobile_money_cashout',
     workflow: 'cashout',
+    notify: (handle, status) =>
+      handle.executeUpdate(moneyOutUpdates.notify, {
+        args: [{ status: status as MoneyOutProviderStatus }],
+      }),
+  },
+  // A card payout's record is written before its provider is asked: no reopen.
+  payout: {
+    transactionType: 'card_payout',
+    workflow: 'payout',
     notify: (handle, status) =>
       handle.executeUpdate(moneyOutUpdates.notify, {
         args: [{ status: status as MoneyOutProviderStatus }],

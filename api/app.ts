@@ -7,6 +7,7 @@ import { errorsAndAccessLog } from './middleware/errors';
 import { concretePathsWin, mountRoutes } from './pipeline';
 import type { Route } from './route';
 import { cardDepositRoutes } from './routes/card-deposits';
+import { cardPayoutRoutes } from './routes/card-payouts';
 import { cashoutRoutes } from './routes/cashouts';
 import { feeRoutes } from './routes/fees';
 import { depositRoutes } from './routes/deposits';
@@ -33,6 +34,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...depositRoutes(deps),
     ...cardDepositRoutes(deps),
     ...cashoutRoutes(deps),
+    ...cardPayoutRoutes(deps),
     ...providerWebhookRoutes(deps),
     ...syncRoutes(deps),
     ...escrowRoutes(deps),
