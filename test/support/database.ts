@@ -74,10 +74,11 @@ export async function systemBalance(
   applicationId: string,
   kind: string,
   currency: 'SLE' | 'USD',
+  mode: 'test' | 'live' = 'test',
 ): Promise<bigint> {
   const value = await pool.maybeOneFirst(sql.type(z.object({ balance: z.bigint() }))`
     SELECT balance FROM ledger_accounts
-    WHERE application_id = ${applicationId} AND mode = 'test' AND kind = ${kind} AND currency = ${currency}`);
+    WHERE application_id = ${applicationId} AND mode = ${mode} AND kind = ${kind} AND currency = ${currency}`);
   return value ?? 0n;
 }
 
