@@ -11,6 +11,7 @@ import {
 } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { onboardForPayouts, VERIFIED_INDIVIDUAL } from '../support/payouts';
 
 let engine: TestEngine;
 let app: TestApp;
@@ -25,9 +26,6 @@ beforeAll(async () => {
 afterAll(async () => engine?.close());
 
 const PAYOUT = '/api/v1/transactions/wallet/card-payout';
-const COMPLETE = '/api/v1/transactions/wallet/complete-onboarding/';
-/** The end customer's address (TEST-NET-3, a documentation range: never contacted). */
-const CUSTOMER = { 'x-forwarded-for': '203.0.113.7' };
 const NOT_ENABLED = { detail: 'Payouts are not enabled for this wallet' };
 
 const balance = (kind: string, appId = app.id) => systemBalance(engine.pool, appId, kind, 'USD');
@@ -47,34 +45,10 @@ const sandboxPayouts = (reference: string) =>
   engine.pool.any(sql.type(z.object({ id: z.string(), status: z.string(), amount: z.bigint() }))`
     SELECT id, status, amount FROM sandbox_connect_payouts WHERE reference = ${reference}`);
 
-/** Onboards the wallet's owner: verified at once, with a debit card unless `card_token` says. */
-async function onboard(client: ApiClient, walletId: string, overrides = {}) {
-  const res = await client.post(
-    COMPLETE,
-    {
-      wallet_id: walletId,
-      individual: {
-        first_name: 'Aminata',
-        last_name: 'Kamara',
-        dob: { day: 14, month: 3, year: 1990 },
-        address: { line1: '12 Siaka Stevens Street', city: 'Freetown', country: 'SL' },
-        email: 'aminata@example.com',
-        phone: '+23276123456',
-        id_number: '000000000',
-      },
-      business_profile: { mcc: '5734', product_description: 'Handmade furniture, sold online' },
-      card_token: 'tok_visa_debit',
-      ...overrides,
-    },
-    CUSTOMER,
-  );
-  return res;
-}
-
 async function payableWallet(client: ApiClient, funds: bigint): Promise<string> {
   const { walletId } = await createUserWithWallet(client);
   await fundWallet(engine.pool, walletId, funds);
-  const onboarded = await onboard(client, walletId);
+  const onboarded = await onboardForPayouts(client, walletId);
   if (onboarded.status !== 200) throw new Error(`onboarding: ${onboarded.status}`);
   return walletId;
 }
@@ -169,19 +143,11 @@ describe('card payouts', () => {
     const { walletId: never } = await createUserWithWallet(api);
     const { walletId: pending } = await createUserWithWallet(api);
     const { walletId: cardless } = await createUserWithWallet(api);
-    const due = await onboard(api, pending, {
-      individual: {
-        first_name: 'Aminata',
-        last_name: 'Kamara',
-        dob: { day: 14, month: 3, year: 1990 },
-        address: { line1: '12 Siaka Stevens Street', city: 'Freetown', country: 'SL' },
-        email: 'aminata@example.com',
-        phone: '+23276123456',
-        id_number: '123456789',
-      },
+    const due = await onboardForPayouts(api, pending, {
+      individual: { ...VERIFIED_INDIVIDUAL, id_number: '123456789' },
     });
     expect(due.status).toBe(202);
-    const noCard = await onboard(api, cardless, { card_token: undefined });
+    const noCard = await onboardForPayouts(api, cardless, { card_token: undefined });
     expect(noCard.status).toBe(200);
     expect(noCard.body.external_account_added).toBe(false);
     for (const walletId of [never, pending, cardless]) {

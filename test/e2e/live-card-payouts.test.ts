@@ -12,6 +12,7 @@ import {
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { FakeStripeConnect } from '../support/fake-stripe-connect';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { onboardForPayouts } from '../support/payouts';
 
 /**
  * Live Mode card payouts end to end: the engine configured with STRIPE_* as in production, the
@@ -59,24 +60,7 @@ async function ledgerOf(transactionId: string) {
 async function payableWallet(funds: bigint): Promise<{ walletId: string; accountId: string }> {
   const { walletId } = await createUserWithWallet(live);
   await fundWallet(engine.pool, walletId, funds);
-  const onboarded = await live.post(
-    '/api/v1/transactions/wallet/complete-onboarding/',
-    {
-      wallet_id: walletId,
-      individual: {
-        first_name: 'Aminata',
-        last_name: 'Kamara',
-        dob: { day: 14, month: 3, year: 1990 },
-        address: { line1: '12 Siaka Stevens Street', city: 'Freetown', country: 'SL' },
-        email: 'aminata@example.com',
-        id_number: '000000000',
-      },
-      business_profile: { mcc: '5734', product_description: 'Handmade furniture' },
-      card_token: 'tok_visa_debit',
-    },
-    // The end customer's address (TEST-NET-3, a documentation range: never contacted).
-    { 'x-forwarded-for': '203.0.113.7' },
-  );
+  const onboarded = await onboardForPayouts(live, walletId);
   expect(onboarded.status).toBe(200);
   return { walletId, accountId: onboarded.body.account_id as string };
 }

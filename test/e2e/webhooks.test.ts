@@ -12,6 +12,7 @@ import { maintenanceWorkflow } from '../../workflows/maintenance';
 import { fundWallet } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { onboardForPayouts } from '../support/payouts';
 import { startReceiver, verify, type Receiver, type Received } from '../support/webhook-receiver';
 
 /**
@@ -157,24 +158,7 @@ async function cashout(outcome: 'successful' | 'failed'): Promise<string> {
  */
 async function cardPayout(amount: number): Promise<string> {
   const walletId = await funded();
-  const onboarded = await api.post(
-    '/api/v1/transactions/wallet/complete-onboarding/',
-    {
-      wallet_id: walletId,
-      individual: {
-        first_name: 'Aminata',
-        last_name: 'Kamara',
-        dob: { day: 14, month: 3, year: 1990 },
-        address: { line1: '12 Siaka Stevens Street', city: 'Freetown', country: 'SL' },
-        email: 'aminata@example.com',
-        id_number: '000000000',
-      },
-      business_profile: { mcc: '5734', product_description: 'Handmade furniture' },
-      card_token: 'tok_visa_debit',
-    },
-    // The end customer's address (TEST-NET-3, a documentation range: never contacted).
-    { 'x-forwarded-for': '203.0.113.7' },
-  );
+  const onboarded = await onboardForPayouts(api, walletId);
   expect(onboarded.status).toBe(200);
   const res = await api.post(PAYOUT, { wallet_id: walletId, amount });
   expect(res.status).toBe(200);

@@ -23,6 +23,7 @@ import {
   eventsOf,
   fundWallet,
 } from '../support/database';
+import { BUSINESS_PROFILE, VERIFIED_INDIVIDUAL } from '../support/payouts';
 import { createTimeSkippingEnv, workflowBundle } from '../support/time-skipping';
 import { openPayout } from '../workflow/scenarios';
 
@@ -50,15 +51,8 @@ beforeAll(async () => {
     idempotencyKey: randomUUID(),
     reference: randomUUID(),
     details: {
-      individual: {
-        first_name: 'Aminata',
-        last_name: 'Kamara',
-        dob: { day: 14, month: 3, year: 1990 },
-        address: { line1: '12 Siaka Stevens Street', city: 'Freetown', country: 'SL' },
-        email: 'aminata@example.com',
-        id_number: '000000000',
-      },
-      businessProfile: { mcc: '5734', product_description: 'Handmade furniture' },
+      individual: VERIFIED_INDIVIDUAL,
+      businessProfile: BUSINESS_PROFILE,
       tosAcceptance: { ip: '203.0.113.7', date: 1_790_000_000 },
     },
   });

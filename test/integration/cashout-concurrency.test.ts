@@ -3,6 +3,7 @@ import { assertLedgerInvariant, balanceOf, fundWallet, systemBalance } from '../
 import { createTestApp, startTestEngine, type TestEngine } from '../support/engine';
 import { workflowIds } from '../../workflows/ids';
 import { clientFor, createUserWithWallet, type Reply } from '../support/http';
+import { onboardForPayouts } from '../support/payouts';
 
 let engine: TestEngine;
 beforeAll(async () => {
@@ -16,6 +17,9 @@ type Op =
   | { kind: 'hold'; from: number; to: number; cents: number; end: 'release' | 'refund' }
   | { kind: 'payout'; from: number; cents: number };
 
+/** What each wallet starts with: some of the plan's requests find too little, most do not. */
+const FUNDS = 30_000n;
+
 /** The sandbox accepts a card payout of exactly 40.40 and then fails it. */
 const PAYOUT_FAILS_LATER = 4040;
 
@@ -26,42 +30,25 @@ describe('card payouts, cashouts, transfers and escrow under concurrency', () =>
     const wallets: string[] = [];
     for (let i = 0; i < 4; i += 1) {
       const { walletId } = await createUserWithWallet(api);
-      await fundWallet(engine.pool, walletId, 20_000n);
+      await fundWallet(engine.pool, walletId, FUNDS);
       // The owner is verified at once with a debit card: card payouts are enabled.
-      const onboarded = await api.post(
-        '/api/v1/transactions/wallet/complete-onboarding/',
-        {
-          wallet_id: walletId,
-          individual: {
-            first_name: 'Aminata',
-            last_name: 'Kamara',
-            dob: { day: 14, month: 3, year: 1990 },
-            address: { line1: '12 Siaka Stevens Street', city: 'Freetown', country: 'SL' },
-            email: 'aminata@example.com',
-            id_number: '000000000',
-          },
-          business_profile: { mcc: '5734', product_description: 'Handmade furniture' },
-          card_token: 'tok_visa_debit',
-        },
-        // The end customer's address (TEST-NET-3, a documentation range: never contacted).
-        { 'x-forwarded-for': '203.0.113.7' },
-      );
+      const onboarded = await onboardForPayouts(api, walletId);
       expect(onboarded.status).toBe(200);
       wallets.push(walletId);
     }
-    // A fixed pseudo-random plan, so that a failure can be replayed.
+    // A fixed pseudo-random plan, so that a failure can be replayed. Every draw takes the
+    // generator's high bits: its low bits repeat every few draws (the wallets would not vary).
     let seed = 7;
-    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    const draw = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) >>> 16) % n;
     const plan: Op[] = Array.from({ length: 120 }, (): Op => {
-      const from = next() % 4;
-      const to = (from + 1 + (next() % 3)) % 4;
-      const cents = 100 + (next() % 4_000);
-      // The high bits: the low bits of this generator repeat every few draws.
-      const pick = (next() >>> 16) % 4;
+      const from = draw(4);
+      const to = (from + 1 + draw(3)) % 4;
+      const cents = 100 + draw(4_000);
+      const pick = draw(4);
       if (pick === 0) return { kind: 'transfer', from, to, cents };
       if (pick === 3) {
         // One in four fails after the provider accepted it (40.40); the rest are paid at once.
-        const fails = (next() >>> 16) % 4 === 0;
+        const fails = draw(4) === 0;
         return {
           kind: 'payout',
           from,
@@ -75,10 +62,10 @@ describe('card payouts, cashouts, transfers and escrow under concurrency', () =>
           kind: 'cashout',
           from,
           cents: amount,
-          outcome: next() % 2 ? 'successful' : 'failed',
+          outcome: draw(2) ? 'successful' : 'failed',
         };
       }
-      return { kind: 'hold', from, to, cents, end: next() % 2 ? 'release' : 'refund' };
+      return { kind: 'hold', from, to, cents, end: draw(2) ? 'release' : 'refund' };
     });
 
     const first = (op: Op): Promise<Reply> => {
@@ -134,7 +121,7 @@ describe('card payouts, cashouts, transfers and escrow under concurrency', () =>
     for (const reply of second) if (reply) expect(reply.status).toBe(200);
 
     // The same on paper: the books must agree to the cent.
-    const expected = wallets.map(() => 20_000n);
+    const expected = wallets.map(() => FUNDS);
     plan.forEach((op, i) => {
       if (replies[i]!.status !== 200) return;
       const cents = BigInt(op.cents);
