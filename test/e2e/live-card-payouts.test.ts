@@ -2,6 +2,7 @@ import { sql } from 'slonik';
 import Stripe from 'stripe';
 import { z } from 'zod';
 import { workflowIds } from '../../workflows/ids';
+import { reconciliationWorkflow } from '../../workflows/reconciliation';
 import {
   assertLedgerInvariant,
   balanceOf,
@@ -153,6 +154,31 @@ describe('Live Mode card payouts through Stripe Connect', () => {
     expect(await balanceOf(engine.pool, walletId)).toBe(50_00n);
     expect(await ledgerOf(res.body.id)).toEqual(['reserve', 'give_back']);
     expect((await eventsOf(res.body.id)).map((e) => e.type)).toEqual(['payout.failed']);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('the reconciliation schedule’s workflow syncs a card payout pending past the grace period', async () => {
+    const { walletId } = await payableWallet(50_00n);
+    const res = await live.post(PAYOUT, { wallet_id: walletId, amount: 40.4 });
+    expect(res.body.status).toBe('pending');
+    const id = res.body.id as string;
+    await engine.pool.query(sql.unsafe`
+      UPDATE transactions SET created_at = now() - interval '1 day' WHERE id = ${id}`);
+    const run = await engine.temporal.workflow.execute(reconciliationWorkflow, {
+      workflowId: `reconciliation-test-${id}`,
+      taskQueue: engine.config.temporal.taskQueue,
+      args: [{}],
+    });
+    expect(run.errors).toEqual([]);
+    expect(run.changes).toContainEqual({
+      transaction_id: id,
+      transaction_type: 'card_payout',
+      from: 'pending',
+      to: 'failed',
+    });
+    expect(await balanceOf(engine.pool, walletId)).toBe(50_00n);
+    expect(await ledgerOf(id)).toEqual(['reserve', 'give_back']);
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual(['payout.failed']);
     await assertLedgerInvariant(engine.pool);
   });
 
