@@ -1,5 +1,4 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
@@ -24,7 +23,7 @@ import {
   fundWallet,
 } from '../support/database';
 import { BUSINESS_PROFILE, VERIFIED_INDIVIDUAL } from '../support/payouts';
-import { createTimeSkippingEnv, workflowBundle } from '../support/time-skipping';
+import { createTimeSkippingEnv, killedAndRestarted as restarted } from '../support/time-skipping';
 import { openPayout } from '../workflow/scenarios';
 
 /**
@@ -113,44 +112,18 @@ const sandboxPayouts = (reference: string) =>
   pool.any(sql.type(z.object({ idempotency_key: z.string(), status: z.string() }))`
     SELECT idempotency_key, status FROM sandbox_connect_payouts WHERE reference = ${reference}`);
 
-/**
- * Runs the saga on a first worker whose `crash` step kills it, then on a second worker with the
- * real activities until the saga ends.
- */
+/** The saga killed at `crash` and finished by a second worker with the real activities. */
 async function killedAndRestarted(
   input: MoneyOutInput,
   crash: (real: Activities, kill: () => Error) => Partial<Activities>,
 ) {
   const { providers, createPayout } = countingProviders();
   const real = createActivities({ pool, config, providers });
-  const taskQueue = `kill-${randomUUID()}`;
-  const bundle = await workflowBundle();
-  let killed!: () => void;
-  const dead = new Promise<void>((resolve) => (killed = resolve));
-  const worker1 = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: bundle,
-    maxCachedWorkflows: 0,
-    activities: {
-      ...real,
-      ...crash(real, () => {
-        killed();
-        return new Error('the worker was killed');
-      }),
-    },
+  const outcome = await restarted(env, {
+    real,
+    open: (taskQueue) => openPayout(env, taskQueue, input),
+    crash,
   });
-  const started = openPayout(env, taskQueue, input);
-  // Handled here: the first worker may die before the answer, the second gives it.
-  started.catch(() => undefined);
-  await worker1.runUntil(dead);
-  const worker2 = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: bundle,
-    activities: real,
-  });
-  const outcome = await worker2.runUntil(async () => (await started).handle.result());
   return { outcome, createPayout };
 }
 

@@ -1,5 +1,4 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
@@ -23,7 +22,7 @@ import {
   eventsOf,
   fundWallet,
 } from '../support/database';
-import { createTimeSkippingEnv, workflowBundle } from '../support/time-skipping';
+import { createTimeSkippingEnv, killedAndRestarted as restarted } from '../support/time-skipping';
 import { notifyCashout, openCashout } from '../workflow/scenarios';
 
 /**
@@ -101,11 +100,7 @@ const sandboxPayouts = (reference: string) =>
   pool.any(sql.type(z.object({ idempotency_key: z.string(), calls: z.number() }))`
     SELECT idempotency_key, calls FROM sandbox_mobile_money_payouts WHERE reference = ${reference}`);
 
-/**
- * Runs the saga on a first worker whose `crash` step kills it (the worker shuts down and the
- * step's attempt dies with it), then on a second worker with the real activities until `drive`
- * is done. `drive` gets the started saga; it runs while the first worker still lives.
- */
+/** The saga killed at `crash` and finished by a second worker with the real activities. */
 async function killedAndRestarted(
   input: MoneyOutInput,
   crash: (real: Activities, kill: () => Error) => Partial<Activities>,
@@ -113,35 +108,11 @@ async function killedAndRestarted(
 ) {
   const { providers, createPayout } = countingProviders();
   const real = createActivities({ pool, config, providers });
-  const taskQueue = `kill-${randomUUID()}`;
-  const bundle = await workflowBundle();
-  let killed!: () => void;
-  const dead = new Promise<void>((resolve) => (killed = resolve));
-  const worker1 = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: bundle,
-    maxCachedWorkflows: 0,
-    activities: {
-      ...real,
-      ...crash(real, () => {
-        killed();
-        return new Error('the worker was killed');
-      }),
-    },
-  });
-  const started = openCashout(env, taskQueue, input);
-  const driven = drive(started);
-  await worker1.runUntil(dead);
-  const worker2 = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: bundle,
-    activities: real,
-  });
-  const outcome = await worker2.runUntil(async () => {
-    await driven;
-    return (await started).handle.result();
+  const outcome = await restarted(env, {
+    real,
+    open: (taskQueue) => openCashout(env, taskQueue, input),
+    crash,
+    drive,
   });
   return { outcome, createPayout };
 }
