@@ -166,6 +166,22 @@ type NotificationTarget = {
   };
 };
 
+/**
+ * A money-out kind's notifications go to its saga's `notify` (workflows/money-out.ts). Its
+ * record is written before its provider is asked: no reopen.
+ */
+const moneyOutTarget = (
+  transactionType: TransactionType,
+  workflow: WorkflowKind,
+): NotificationTarget => ({
+  transactionType,
+  workflow,
+  notify: (handle, status) =>
+    handle.executeUpdate(moneyOutUpdates.notify, {
+      args: [{ status: status as MoneyOutProviderStatus }],
+    }),
+});
+
 export const notificationTargets = {
   deposit: {
     transactionType: 'mobile_money_deposit',
@@ -195,24 +211,8 @@ export const notificationTargets = {
         (answer as { payment?: { paymentId: string } }).payment?.paymentId ?? null,
     },
   },
-  // A cashout's record is written before its provider is asked: no reopen.
-  cashout: {
-    transactionType: 'mobile_money_cashout',
-    workflow: 'cashout',
-    notify: (handle, status) =>
-      handle.executeUpdate(moneyOutUpdates.notify, {
-        args: [{ status: status as MoneyOutProviderStatus }],
-      }),
-  },
-  // A card payout's record is written before its provider is asked: no reopen.
-  payout: {
-    transactionType: 'card_payout',
-    workflow: 'payout',
-    notify: (handle, status) =>
-      handle.executeUpdate(moneyOutUpdates.notify, {
-        args: [{ status: status as MoneyOutProviderStatus }],
-      }),
-  },
+  cashout: moneyOutTarget('mobile_money_cashout', 'cashout'),
+  payout: moneyOutTarget('card_payout', 'payout'),
 } as const satisfies Record<string, NotificationTarget>;
 
 export type NotificationKind = keyof typeof notificationTargets;
