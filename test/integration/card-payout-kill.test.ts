@@ -7,8 +7,6 @@ import { loadConfig } from '../../config';
 import { createApplication } from '../../db/applications';
 import { findMoneyOut } from '../../db/money-out';
 import type { DatabasePool } from '../../db/pool';
-import { insertUser } from '../../db/users';
-import { insertWallet } from '../../db/wallets';
 import type { Caller } from '../../domain/types';
 import { createProviders, type Providers } from '../../providers';
 import type { CardPayoutRequest, PayoutAccountProvider } from '../../providers/card';
@@ -20,7 +18,8 @@ import {
   balanceOf,
   createTestDatabase,
   eventsOf,
-  fundWallet,
+  insertFundedWallet,
+  ledgerSteps as ledgerStepsOf,
 } from '../support/database';
 import { BUSINESS_PROFILE, VERIFIED_INDIVIDUAL } from '../support/payouts';
 import { createTimeSkippingEnv, killedAndRestarted as restarted } from '../support/time-skipping';
@@ -68,21 +67,7 @@ afterAll(async () => {
   await pool?.end();
 });
 
-async function fundedWallet(): Promise<string> {
-  const user = await insertUser(pool, caller, {
-    app_user_id: randomUUID(),
-    name: 'K',
-    phone_number: '+23276000000',
-    email: null,
-    username: null,
-    is_active: true,
-  });
-  const walletId = await pool.transaction(
-    async (trx) => (await insertWallet(trx, caller, user.id, 'USD', true)).id,
-  );
-  await fundWallet(pool, walletId, 100_00n);
-  return walletId;
-}
+const fundedWallet = () => insertFundedWallet(pool, caller, 'USD', 100_00n);
 
 const inputFor = (walletId: string, amount = '2500'): MoneyOutInput => ({
   kind: 'payout',
@@ -103,10 +88,7 @@ function countingProviders() {
   return { providers: { ...base, connect: () => connect } as Providers, createPayout };
 }
 
-const ledgerSteps = (transactionId: string) =>
-  pool.anyFirst(sql.type(z.object({ step: z.string() }))`
-    SELECT metadata->>'step' AS step FROM ledger_transactions
-    WHERE transaction_id = ${transactionId} ORDER BY created_at`);
+const ledgerSteps = (transactionId: string) => ledgerStepsOf(pool, transactionId);
 
 const sandboxPayouts = (reference: string) =>
   pool.any(sql.type(z.object({ idempotency_key: z.string(), status: z.string() }))`

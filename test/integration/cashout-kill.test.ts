@@ -7,8 +7,6 @@ import { loadConfig } from '../../config';
 import { createApplication } from '../../db/applications';
 import { findMoneyOut } from '../../db/money-out';
 import type { DatabasePool } from '../../db/pool';
-import { insertUser } from '../../db/users';
-import { insertWallet } from '../../db/wallets';
 import type { Caller } from '../../domain/types';
 import { createProviders, type Providers } from '../../providers';
 import type { MobileMoneyProvider, PayoutRequest } from '../../providers/mobile-money';
@@ -20,7 +18,8 @@ import {
   balanceOf,
   createTestDatabase,
   eventsOf,
-  fundWallet,
+  insertFundedWallet,
+  ledgerSteps as ledgerStepsOf,
 } from '../support/database';
 import { createTimeSkippingEnv, killedAndRestarted as restarted } from '../support/time-skipping';
 import { notifyCashout, openCashout } from '../workflow/scenarios';
@@ -49,21 +48,7 @@ afterAll(async () => {
   await pool?.end();
 });
 
-async function fundedWallet(): Promise<string> {
-  const user = await insertUser(pool, caller, {
-    app_user_id: randomUUID(),
-    name: 'K',
-    phone_number: '+23276000000',
-    email: null,
-    username: null,
-    is_active: true,
-  });
-  const walletId = await pool.transaction(
-    async (trx) => (await insertWallet(trx, caller, user.id, 'SLE', true)).id,
-  );
-  await fundWallet(pool, walletId, 50_000n);
-  return walletId;
-}
+const fundedWallet = () => insertFundedWallet(pool, caller, 'SLE', 50_000n);
 
 const inputFor = (walletId: string): MoneyOutInput => ({
   kind: 'cashout',
@@ -91,10 +76,7 @@ function countingProviders() {
   return { providers: { ...base, mobileMoney: () => mobileMoney } as Providers, createPayout };
 }
 
-const ledgerSteps = (transactionId: string) =>
-  pool.anyFirst(sql.type(z.object({ step: z.string() }))`
-    SELECT metadata->>'step' AS step FROM ledger_transactions
-    WHERE transaction_id = ${transactionId} ORDER BY created_at`);
+const ledgerSteps = (transactionId: string) => ledgerStepsOf(pool, transactionId);
 
 const sandboxPayouts = (reference: string) =>
   pool.any(sql.type(z.object({ idempotency_key: z.string(), calls: z.number() }))`
