@@ -4,8 +4,11 @@ import Koa from 'koa';
 import type { ApiDeps } from './deps';
 import { jsonBody } from './middleware/body';
 import { errorsAndAccessLog } from './middleware/errors';
+import { httpMetrics } from '../observability/metrics';
 import { concretePathsWin, mountRoutes } from './pipeline';
 import type { Route } from './route';
+import { adminRoutes } from './routes/admin';
+import { analyticsRoutes } from './routes/analytics';
 import { cardDepositRoutes } from './routes/card-deposits';
 import { cardPayoutRoutes } from './routes/card-payouts';
 import { cashoutRoutes } from './routes/cashouts';
@@ -43,6 +46,8 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...webhookSubscriptionRoutes(deps),
     ...eventRoutes(deps),
     ...onboardingRoutes(deps),
+    ...analyticsRoutes(deps),
+    ...adminRoutes(deps),
   );
   return routes;
 }
@@ -52,7 +57,9 @@ export function createApp(deps: ApiDeps): Koa {
   // Every method node parses counts as implemented, so that TRACE on a known path answers 405
   // with Allow (as PUT does), not the router's bare 501.
   const router = new Router({ methods: [...METHODS] });
-  mountRoutes(router, apiRoutes(deps), deps.pool);
+  mountRoutes(router, apiRoutes(deps), deps.pool, { trustProxy: deps.config.api.trustProxy });
+  // Outside the error handler, so that it sees the status every request is finally answered.
+  if (deps.config.metrics.enabled) app.use(httpMetrics());
   app.use(errorsAndAccessLog(deps.logger));
   app.use(jsonBody({ streamed: streamsOwnBody }));
   app.use(router.routes());

@@ -86,6 +86,13 @@ function edgeResponses(route: Route, readsBody: boolean): Record<number, string>
     // Every authenticated request reads the database (its credentials) at least.
     edge[503] = 'Postgres or Temporal is not answering; retry after the seconds Retry-After gives';
   }
+  if (route.auth !== null && !route.admin) {
+    edge[403] = 'Admin credentials (application credentials only)';
+  }
+  if (route.admin) {
+    edge[401] = 'Missing or invalid admin credentials (each failure counts towards the lockout)';
+    edge[403] = 'Application credentials (admin credentials only)';
+  }
   if (uuidParams(route).length) edge[404] = 'Not found (an id that is not a UUID names nothing)';
   // Path parameters that are not UUIDs reach the NUL check (a UUID one is a 404 before it).
   const freeText = pathParams(route).some((name) => !uuidParams(route).includes(name));
@@ -334,6 +341,7 @@ export function buildOpenApi(routes: readonly Route[], version: string): Json {
         ? { security: [{ ApiKey: [], SecretKey: [] }], 'x-rate-limit-category': route.auth }
         : { security: [] }),
       ...(route.testModeOnly ? { 'x-test-mode-only': true } : {}),
+      ...(route.admin ? { 'x-admin-only': true } : {}),
       parameters: parametersOf(route, requests.get(`${id}.query`), requests.get(`${id}.params`)),
       ...requestBodyOf(route, requests.get(`${id}.body`)),
       responses: responsesOf(route, BODY_METHODS.has(route.method), (status) =>
@@ -353,7 +361,8 @@ export function buildOpenApi(routes: readonly Route[], version: string): Json {
         'an unknown path and 405 (with Allow) for a method a path does not support.',
         'Money-moving POSTs accept Idempotency-Key; a replay carries Idempotent-Replayed: true.',
         'Authenticate with the api-key and secret-key headers of a Test Mode or Live Mode',
-        'credential (both required).',
+        'credential (both required). Admin endpoints (x-admin-only) take a platform admin’s',
+        'credential (pk_admin_... and sk_admin_...) in the same headers, and only that.',
       ].join(' '),
     },
     servers: [{ url: '/' }],
@@ -364,14 +373,15 @@ export function buildOpenApi(routes: readonly Route[], version: string): Json {
           type: 'apiKey',
           in: 'header',
           name: 'api-key',
-          description: 'The public half of a credential (pk_test_... or pk_live_...); required',
+          description:
+            'The public half of a credential (pk_test_..., pk_live_... or an admin’s pk_admin_...); required',
         },
         SecretKey: {
           type: 'apiKey',
           in: 'header',
           name: 'secret-key',
           description:
-            'The secret half of the same credential (sk_test_... or sk_live_...); required',
+            'The secret half of the same credential (sk_test_..., sk_live_... or sk_admin_...); required',
         },
       },
       parameters: {

@@ -3,9 +3,12 @@ import type Router from '@koa/router';
 import type Koa from 'koa';
 import type { DatabasePool } from '../db/pool';
 import type { z } from 'zod';
+import { ADMIN_API_KEY_PREFIX, authenticateAdmin, hitAdminRateLimit } from '../db/admins';
+import { lockedUntil, recordFailure } from '../db/auth-lockout';
 import { authenticate } from '../db/credentials';
 import { claimIdempotencyKey, completeIdempotencyKey } from '../db/idempotency';
 import { hitRateLimit } from '../db/rate-limit';
+import { idempotentReplays, rateLimitedRequests } from '../observability/metrics';
 import { AppError } from './errors';
 import { RATE_LIMIT_CATEGORIES, type Caller } from '../domain/types';
 import { refuseUnstorableText } from './middleware/body';
@@ -30,7 +33,13 @@ async function authenticateRequest(
   const secretKey = ctx.get('secret-key');
   if (!apiKey || !secretKey) throw new AppError('unauthenticated', UNAUTHENTICATED.missing);
   const result = await authenticate(pool, apiKey, secretKey);
-  if (!result.ok) throw new AppError('unauthenticated', UNAUTHENTICATED[result.reason]);
+  if (!result.ok) {
+    if (apiKey.startsWith(ADMIN_API_KEY_PREFIX)) {
+      const admin = await authenticateAdmin(pool, apiKey, secretKey);
+      if (admin.ok) throw new AppError('forbidden', ADMIN_ON_APPLICATION_ENDPOINT);
+    }
+    throw new AppError('unauthenticated', UNAUTHENTICATED[result.reason]);
+  }
   const caller: Caller = {
     applicationId: result.applicationId,
     mode: result.mode,
@@ -39,8 +48,89 @@ async function authenticateRequest(
   (ctx.state as { caller?: Caller }).caller = caller;
   const limit = result.rateLimits[category] ?? RATE_LIMIT_CATEGORIES[category];
   const hit = await hitRateLimit(pool, result.credentialId, category);
-  if (hit.count > limit) throw new RateLimitedError(hit.retryAfterSeconds);
+  if (hit.count > limit) {
+    rateLimitedRequests.inc({ category });
+    throw new RateLimitedError(hit.retryAfterSeconds);
+  }
   return caller;
+}
+
+const ADMIN_ON_APPLICATION_ENDPOINT =
+  'Admin credentials cannot be used on application endpoints: use application credentials';
+
+const ADMIN_UNAUTHENTICATED: Record<'missing' | 'invalid' | 'revoked', string> = {
+  missing: 'Missing admin credentials: send the api-key and secret-key headers',
+  invalid: 'Invalid admin credentials',
+  revoked: 'Invalid admin credentials: this credential has been revoked',
+};
+
+/** The lockout scope of the admin endpoints (db/auth-lockout.ts). */
+export const ADMIN_LOCKOUT_SCOPE = 'admin_api';
+
+/** A 429 of the per-address lockout: `Retry-After` like every 429, its own detail. */
+export class LockedOutError extends RateLimitedError {
+  override readonly detail: string;
+  constructor(retryAfter: number) {
+    super(retryAfter);
+    this.detail = `Too many failed authentications from this address, retry in ${retryAfter} seconds`;
+    this.message = this.detail;
+  }
+}
+
+/**
+ * The client's address: the socket's peer, or, behind `trustProxy` proxies, the address the
+ * farthest trusted proxy saw (counted from the right of `X-Forwarded-For`; a header a client
+ * sent itself is never believed beyond that). IPv4-mapped IPv6 addresses are shown as IPv4.
+ */
+export function clientAddress(ctx: Koa.Context, trustProxy: number): string {
+  const peer = ctx.req.socket.remoteAddress ?? 'unknown';
+  let address = peer;
+  if (trustProxy > 0) {
+    const hops = ctx
+      .get('x-forwarded-for')
+      .split(',')
+      .map((hop) => hop.trim())
+      .filter(Boolean);
+    if (hops.length) address = hops[Math.max(0, hops.length - trustProxy)]!;
+  }
+  return address.replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1').slice(0, 100);
+}
+
+/**
+ * Admin endpoints: the address's lockout first (even valid credentials wait it out), then the
+ * admin's credential; each failed authentication counts towards the lockout, application
+ * credentials are refused with 403, then the admin's own rate limit.
+ */
+async function authenticateAdminRequest(
+  ctx: Koa.Context,
+  pool: DatabasePool,
+  category: keyof typeof RATE_LIMIT_CATEGORIES,
+  trustProxy: number,
+): Promise<void> {
+  const address = clientAddress(ctx, trustProxy);
+  const locked = await lockedUntil(pool, ADMIN_LOCKOUT_SCOPE, address);
+  if (locked !== null) throw new LockedOutError(locked);
+  const apiKey = ctx.get('api-key');
+  const secretKey = ctx.get('secret-key');
+  const fail = async (reason: keyof typeof ADMIN_UNAUTHENTICATED): Promise<never> => {
+    const lockout = await recordFailure(pool, ADMIN_LOCKOUT_SCOPE, address);
+    if (lockout !== null) throw new LockedOutError(lockout);
+    throw new AppError('unauthenticated', ADMIN_UNAUTHENTICATED[reason]);
+  };
+  if (!apiKey || !secretKey) return fail('missing');
+  const admin = await authenticateAdmin(pool, apiKey, secretKey);
+  if (!admin.ok) {
+    const application = await authenticate(pool, apiKey, secretKey);
+    if (application.ok) {
+      throw new AppError('forbidden', 'This endpoint needs admin credentials');
+    }
+    return fail(admin.reason);
+  }
+  (ctx.state as { admin?: { id: string } }).admin = { id: admin.adminId };
+  const hit = await hitAdminRateLimit(pool, admin.adminId, category);
+  if (hit.count > RATE_LIMIT_CATEGORIES[category]) {
+    throw new RateLimitedError(hit.retryAfterSeconds);
+  }
 }
 
 /** A field that is a plain number, given a literal that no double holds exactly. */
@@ -99,7 +189,12 @@ async function settle(run: () => Promise<HandlerResult>): Promise<HandlerResult>
 }
 
 /** Mounts routes on the router: authentication, rate limit, validation, idempotency, handler. */
-export function mountRoutes(router: Router, routes: readonly Route[], pool: DatabasePool): void {
+export function mountRoutes(
+  router: Router,
+  routes: readonly Route[],
+  pool: DatabasePool,
+  options: { trustProxy: number } = { trustProxy: 0 },
+): void {
   const concretePaths = new Set(routes.filter((r) => !r.path.includes(':')).map((r) => r.path));
   for (const route of routes) {
     const templated = route.path.includes(':');
@@ -110,7 +205,13 @@ export function mountRoutes(router: Router, routes: readonly Route[], pool: Data
         await next();
         return;
       }
-      const caller = route.auth === null ? null : await authenticateRequest(ctx, pool, route.auth);
+      if (route.admin && route.auth !== null) {
+        await authenticateAdminRequest(ctx, pool, route.auth, options.trustProxy);
+      }
+      const caller =
+        route.auth === null || route.admin
+          ? null
+          : await authenticateRequest(ctx, pool, route.auth);
       if (route.testModeOnly && caller?.mode !== 'test') {
         throw new AppError('wrong_mode', 'This endpoint is available in Test Mode only');
       }
@@ -158,6 +259,7 @@ export function mountRoutes(router: Router, routes: readonly Route[], pool: Data
           );
         }
         if (claim.kind === 'replay') {
+          idempotentReplays.inc({ route: route.path });
           result = { status: claim.status, body: claim.body };
         } else {
           const idempotency = { key, claimedAt: claim.claimedAt };

@@ -28,6 +28,11 @@ export type Route<B = unknown, Q = unknown, P = unknown> = {
   tag: string;
   /** A rate-limit category, for authenticated routes; `null` marks an unauthenticated route. */
   auth: RateLimitCategory | null;
+  /**
+   * An admin endpoint: admin credentials only (application credentials: 403), behind the
+   * per-address lockout; `auth` is then the admin's rate-limit category. `caller` is not set.
+   */
+  admin?: boolean;
   testModeOnly?: boolean;
   /** Accepts `Idempotency-Key` (every POST that moves money). */
   idempotent?: boolean;

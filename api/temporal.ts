@@ -16,6 +16,7 @@ import type { Caller, Mode, TransactionType } from '../domain/types';
 import { workflowIds } from '../workflows/ids';
 import { SearchAttributes, type DepositOutcome } from '../workflows/shared';
 import { AppError } from './errors';
+import { paymentsStarted } from '../observability/metrics';
 
 /**
  * Runs a payment workflow and waits for its result, at most `timeoutMs`. The workflow id is the
@@ -28,6 +29,7 @@ export async function runPaymentWorkflow<W extends Workflow>(
   options: WorkflowStartOptions<W> & { timeoutMs: number },
 ): Promise<Awaited<ReturnType<W>>> {
   const { timeoutMs, ...start } = options;
+  paymentsStarted.inc({ type: paymentType(start.typedSearchAttributes) });
   const run = async (): Promise<Awaited<ReturnType<W>>> => {
     try {
       const handle = await client.workflow.start(workflow, {
@@ -46,6 +48,13 @@ export async function runPaymentWorkflow<W extends Workflow>(
     }
   };
   return withDeadline(run(), timeoutMs);
+}
+
+/** The payment type among a workflow's start search attributes (paymentSearchAttributes). */
+function paymentType(attributes: WorkflowStartOptions['typedSearchAttributes']): string {
+  const pairs = Array.isArray(attributes) ? attributes : [];
+  const pair = pairs.find((p) => p.key.name === SearchAttributes.PaymentType.name);
+  return typeof pair?.value === 'string' ? pair.value : 'unknown';
 }
 
 /** The result of a workflow that has started: Temporal lost on the way is a 504, it goes on. */
@@ -186,6 +195,7 @@ export async function startPaymentWithUpdate<W extends Workflow, R>(
     typedSearchAttributes: paymentSearchAttributes(options.caller, options.type, options.walletIds),
     // The generic args type is a conditional tuple that TypeScript cannot match to Parameters<W>.
   } as unknown as ConstructorParameters<typeof WithStartWorkflowOperation<W>>[1]);
+  paymentsStarted.inc({ type: options.type });
   return withDeadline(
     deps.temporal.workflow.executeUpdateWithStart(options.update, {
       startWorkflowOperation: start,

@@ -7,12 +7,13 @@
  *   (3) transfers through the real API and worker, open-model load at a few arrival rates;
  *   (4) escrow hold-then-release through the API (n/a while POST /api/v1/escrow/hold is 404);
  *   (5) card deposits through the API, charged at once by the Test Mode card sandbox;
- *   (6) webhook deliveries to a loopback endpoint while transfers run (bench/webhooks.ts).
+ *   (6) webhook deliveries to a loopback endpoint while transfers run (bench/webhooks.ts);
+ *   (7) the dashboard's analytics with a million payments seeded in SQL (bench/analytics.ts).
  *
  * Options: --json (print the results as JSON instead of the table), --durable (Postgres with
  * fsync and synchronous commit on), --temporal-file (the dev server on a file in the durable
  * configuration `npm start` ships, instead of in memory), --tuning='{"maxConcurrentActivityTaskPolls":20}' (worker
- * options for both workers), --only=ledger,orchestration,api,escrow,card,webhooks, --profile (see profile.ts).
+ * options for both workers), --only=ledger,orchestration,api,escrow,card,webhooks,analytics, --profile (see profile.ts).
  * Progress goes to stderr; stdout holds only the result. The engine is started by engine.ts, the
  * load by load.ts, the trivial workflows live in workflows.ts, CPU accounting in cpu.ts.
  */
@@ -41,6 +42,7 @@ import {
   type Fixture,
   type HttpClient,
 } from './engine';
+import { ANALYTICS_PAYMENTS, dashboardQuery, dashboardSender, seedAnalytics } from './analytics';
 import { closedLoop, openLoop, type LoadResult, type Send } from './load';
 import { runProfile, type ProfileReport } from './profile';
 import { webhookDeliveries } from './webhooks';
@@ -53,7 +55,15 @@ const WARMUP_S = 1;
 const CLOSED_S = 5;
 const OPEN_S = 8;
 const RATE_FRACTIONS = [0.25, 0.5, 0.75, 1];
-const SECTIONS = ['ledger', 'orchestration', 'api', 'escrow', 'card', 'webhooks'] as const;
+const SECTIONS = [
+  'ledger',
+  'orchestration',
+  'api',
+  'escrow',
+  'card',
+  'webhooks',
+  'analytics',
+] as const;
 /** Row (6): transfers per second while webhooks are delivered. */
 const WEBHOOK_TRANSFER_RATE = 15;
 type Section = (typeof SECTIONS)[number];
@@ -385,6 +395,8 @@ function render(report: Report): string {
     'a fixed arrival rate, latency from the scheduled send time. vs (2): throughput / row 2.',
     '(6) events delivered per second to a loopback endpoint; latency from the event written with',
     'the money movement to its arrival at the endpoint.',
+    '(7) the dashboard analytics, 1 client in a loop, after a million payments (with their ledger',
+    'transactions) were seeded in SQL into the application over 90 days; 7a through HTTP, 7b the query.',
     'Cores: CPU cores busy on average, this Node process (API, worker, load generator),',
     'Postgres, the Temporal server, and every other process on the machine.',
     ...(others > 0.2
@@ -468,6 +480,24 @@ async function main(): Promise<void> {
                 durationS: OPEN_S,
                 signal: interrupted.signal,
               }),
+          ),
+        );
+      }
+      if (options.only.has('analytics')) {
+        await seedAnalytics(engine, fixture);
+        const payments = `${ANALYTICS_PAYMENTS / 1_000_000}M payments`;
+        rows.push(
+          await measure(
+            '7a',
+            `GET /api/v1/analytics/dashboard, ${payments}`,
+            'closed, 1 client',
+            () => closed(1, dashboardSender(engine.apiUrl, fixture.headers)),
+          ),
+          await measure(
+            '7b',
+            `dashboard query alone (db/analytics.ts), ${payments}`,
+            'closed, 1 client',
+            () => closed(1, dashboardQuery(engine, fixture)),
           ),
         );
       }

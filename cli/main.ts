@@ -7,6 +7,7 @@ import {
   updateApplication,
   type ApplicationRow,
 } from '../db/applications';
+import { createAdmin, listAdmins, revokeAdmin } from '../db/admins';
 import { createCredential, listCredentials, revokeCredential } from '../db/credentials';
 import { createDatabasePool, type DatabasePool } from '../db/pool';
 import { openLocalDatabase } from '../harness/postgres';
@@ -15,7 +16,8 @@ import { APPLICATION_FEE_METHODS } from '../domain/fees';
 import { RATE_LIMIT_CATEGORIES } from '../domain/types';
 
 /**
- * The dashboard of the specification, on the command line: applications and credentials.
+ * The dashboard of the specification, on the command line: applications, credentials and the
+ * platform's admins.
  * Each command prints one JSON document on standard output; logs go to standard error; bad
  * arguments exit with status 2.
  */
@@ -26,7 +28,10 @@ const USAGE = `usage:
   cli apps update --app APP_ID [--currency USD|SLE] [--escrow-fee-bps N] [--escrow-fee-fixed AMOUNT] [--fee METHOD=BPS ...] [--rate-limit CATEGORY=PER_MINUTE ...]
   cli credentials create --app APP_ID --mode test|live [--expires-at ISO_TIME]
   cli credentials revoke --api-key API_KEY
-  cli credentials list --app APP_ID`;
+  cli credentials list --app APP_ID
+  cli admins create --name NAME
+  cli admins list
+  cli admins revoke --admin ADMIN_ID | --api-key API_KEY`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -106,6 +111,7 @@ export async function runCli(argv: string[], pool: DatabasePool): Promise<unknow
           mode: { type: 'string' },
           'expires-at': { type: 'string' },
           'api-key': { type: 'string' },
+          admin: { type: 'string' },
         },
       });
     } catch (error) {
@@ -191,6 +197,25 @@ export async function runCli(argv: string[], pool: DatabasePool): Promise<unknow
       const id = appId(values.app);
       if (!(await findApplication(pool, id))) throw new UsageError(`no application ${id}`);
       return { credentials: await listCredentials(pool, id) };
+    }
+    case 'admins create': {
+      const name = values.name?.trim();
+      if (!name) throw new UsageError('--name is required');
+      if (name.length > 200) throw new UsageError('--name must be at most 200 characters');
+      return createAdmin(pool, name);
+    }
+    case 'admins list':
+      return { admins: await listAdmins(pool) };
+    case 'admins revoke': {
+      const id = values.admin;
+      const apiKey = values['api-key'];
+      if ((id === undefined) === (apiKey === undefined)) {
+        throw new UsageError('admins revoke takes --admin ADMIN_ID or --api-key API_KEY');
+      }
+      if (id !== undefined && !UUID.test(id)) throw new UsageError('--admin must be an admin id');
+      const revoked = await revokeAdmin(pool, id !== undefined ? { id } : { apiKey: apiKey! });
+      if (!revoked) throw new UsageError('no admin matches');
+      return { admin: revoked };
     }
     default:
       throw new UsageError(`unknown command: ${key.trim() || '(none)'}`);

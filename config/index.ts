@@ -83,14 +83,34 @@ const envSchema = z.object({
     .default(5 * 60),
   RECONCILIATION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   NOTIFICATION_RETRY_HOURS: z.coerce.number().int().min(1).default(72),
+  TRUST_PROXY: z
+    .string()
+    .regex(/^(true|false|\d{1,2})$/, 'TRUST_PROXY must be true, false or a number of proxies')
+    .default('false'),
+  METRICS_ENABLED: z.enum(['true', 'false', '1', '0']).default('true'),
+  WORKER_METRICS_PORT: port.optional(),
 });
 
 export type Config = {
   env: string;
   rootDir: string;
   dataDir: string;
-  api: { port: number; host: string; requestTimeoutMs: number };
+  api: {
+    port: number;
+    host: string;
+    requestTimeoutMs: number;
+    /**
+     * How many proxies in front of the API to believe in `X-Forwarded-For` (`TRUST_PROXY`:
+     * `false` 0, `true` 1, or a number): the client address of the admin lockout.
+     */
+    trustProxy: number;
+  };
   log: { level: z.infer<typeof envSchema>['LOG_LEVEL'] };
+  /**
+   * Prometheus metrics (observability/metrics.ts): the API's `GET /metrics` when `enabled`; the
+   * worker's own endpoint (with the Temporal SDK's metrics) on `workerPort`, off when unset.
+   */
+  metrics: { enabled: boolean; workerPort: number | undefined };
   database: { url: string | undefined; poolSize: number; embeddedPort: number };
   temporal: {
     address: string | undefined;
@@ -166,8 +186,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     env: e.NODE_ENV,
     rootDir,
     dataDir: path.resolve(e.DATA_DIR),
-    api: { port: e.PORT, host: e.HOST, requestTimeoutMs: e.API_REQUEST_TIMEOUT_MS },
+    api: {
+      port: e.PORT,
+      host: e.HOST,
+      requestTimeoutMs: e.API_REQUEST_TIMEOUT_MS,
+      trustProxy:
+        e.TRUST_PROXY === 'true' ? 1 : e.TRUST_PROXY === 'false' ? 0 : Number(e.TRUST_PROXY),
+    },
     log: { level: e.LOG_LEVEL },
+    metrics: {
+      enabled: e.METRICS_ENABLED === 'true' || e.METRICS_ENABLED === '1',
+      workerPort: e.WORKER_METRICS_PORT,
+    },
     database: {
       url: e.DATABASE_URL,
       poolSize: e.DATABASE_POOL_SIZE,

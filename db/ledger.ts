@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { assertBalanced, lockOrder, type Posting } from '../domain/ledger';
 import type { Currency } from '../domain/money';
 import type { Mode } from '../domain/types';
+import { ledgerTransactionDuration } from '../observability/metrics';
 
 export type SystemAccountKind =
   | 'escrow'
@@ -65,6 +66,7 @@ export async function postLedgerTransaction(
   assertBalanced(input.postings);
   const id = randomUUID();
   // One statement, one round trip: the transaction row, then its entries.
+  const started = process.hrtime.bigint();
   await trx.query(sql.unsafe`
     WITH ledger_transaction AS (
       INSERT INTO ledger_transactions (id, application_id, mode, transaction_id, kind, description, metadata)
@@ -78,6 +80,10 @@ export async function postLedgerTransaction(
       input.postings.map((p) => [p.accountId, p.currency, p.amount.toString()]),
       ['uuid', 'text', 'int8'],
     )} AS p(account_id, currency, amount)`);
+  ledgerTransactionDuration.observe(
+    { kind: input.kind },
+    Number(process.hrtime.bigint() - started) / 1e9,
+  );
   return id;
 }
 

@@ -1,5 +1,6 @@
 import type { Posting } from '../domain/ledger';
 import type { TransactionStatus } from '../domain/types';
+import { countPaymentEnded } from '../observability/metrics';
 import { postLedgerTransaction } from './ledger';
 import type { DatabaseTransactionConnection } from './pool';
 import {
@@ -54,5 +55,8 @@ export async function recordMoneyStep(
       data: step.event.data(row),
     });
   }
+  // Counted when written, in the worker: a step whose database transaction then fails (and
+  // is retried) can count twice, which a rollback makes rare (README "Metrics").
+  countPaymentEnded(row);
   return row;
 }

@@ -1,6 +1,8 @@
 import { Client } from '@temporalio/client';
 import { loadConfig, requireDatabaseUrl, temporalAddress } from '../config';
 import { createLogger, type Logger } from '../observability/logger';
+import { startMetricsServer } from '../observability/metrics';
+import { freePort } from '../harness/ports';
 import { createDatabasePool, whenDatabaseAnswers } from '../db/pool';
 import { openTemporalConnection } from '../api/temporal';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
@@ -15,12 +17,30 @@ import { ensureSchedules } from './schedules';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.log.level);
+  // The SDK's own metrics go to its Prometheus exporter on a loopback port of its own; the
+  // worker's metrics endpoint (WORKER_METRICS_PORT) serves them after the engine's.
+  const temporalMetricsPort =
+    config.metrics.workerPort === undefined ? undefined : await freePort();
   // Signals are handled below: the worker is stopped, then the pool closed.
   Runtime.install({
     logger: new DefaultLogger('WARN'),
-    telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) } },
+    telemetryOptions: {
+      logging: { filter: makeTelemetryFilterString({ core: 'WARN' }) },
+      ...(temporalMetricsPort === undefined
+        ? {}
+        : { metrics: { prometheus: { bindAddress: `127.0.0.1:${temporalMetricsPort}` } } }),
+    },
     shutdownSignals: [],
   });
+  const metrics =
+    config.metrics.workerPort === undefined
+      ? undefined
+      : await startMetricsServer({
+          port: config.metrics.workerPort,
+          host: config.api.host,
+          temporalMetricsUrl: `http://127.0.0.1:${temporalMetricsPort}/metrics`,
+        });
+  if (metrics) logger.info({ url: metrics.url }, 'worker metrics listening');
   const pool = await whenDatabaseAnswers(
     () =>
       createDatabasePool(requireDatabaseUrl(config), {
@@ -38,6 +58,7 @@ async function main(): Promise<void> {
     schedules.abort();
     void worker
       .stop()
+      .then(() => metrics?.close())
       .then(() => pool.end())
       .then(
         () => process.exit(0),

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 // ajv 8 validates real answers against the document's schemas (draft 2020-12).
 import Ajv2020 from 'ajv/dist/2020';
 import { apiRoutes } from '../../api/app';
+import { createAdmin } from '../../db/admins';
 import { createLogger } from '../../observability/logger';
 import { openApiPath, REQUEST_EXAMPLES } from '../../api/openapi';
 import { createProviders } from '../../providers';
@@ -274,6 +275,27 @@ describe('real answers against their documented schemas', () => {
       await api.post('/api/v1/fees/estimate/deposit', { amount: 12.5, payment_method: 'card' }),
     );
     conforms('get', '/healthz', await api.get('/healthz'));
+    conforms('get', '/api/v1/analytics/dashboard', await api.get('/api/v1/analytics/dashboard'));
+    const admin = await createAdmin(engine.pool, 'documented');
+    const asAdmin = { 'api-key': admin.api_key, 'secret-key': admin.secret_key };
+    const figures = await bare().get('/api/v1/transactions/admin/analytics', asAdmin);
+    expect(figures.status).toBe(200);
+    conforms('get', '/api/v1/transactions/admin/analytics', figures);
+    conforms(
+      'get',
+      '/api/v1/transactions/admin/analytics',
+      await bare().get('/api/v1/transactions/admin/analytics?mode=nope', asAdmin),
+    );
+    conforms(
+      'get',
+      '/api/v1/transactions/admin/analytics',
+      await api.get('/api/v1/transactions/admin/analytics'),
+    );
+    conforms(
+      'get',
+      '/api/v1/analytics/dashboard',
+      await bare().get('/api/v1/analytics/dashboard', asAdmin),
+    );
 
     // Errors, each under its documented status.
     conforms(

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { sql } from 'slonik';
 import { z } from 'zod';
+import { authenticateAdmin } from '../../db/admins';
 import { authenticate, createCredential } from '../../db/credentials';
 import type { DatabasePool } from '../../db/pool';
 import { createTestDatabase } from '../support/database';
@@ -333,5 +334,78 @@ describe('npm run --silent cli --', () => {
     expect(runs[4]!.stderr).toMatch(/--mode/);
     expect(runs[5]!.stderr).toMatch(/--fee/);
     expect(await snapshot()).toBe(before);
+  });
+});
+
+describe('npm run --silent cli -- admins', () => {
+  const adminRows = () =>
+    database.pool.oneFirst(sql.type(z.object({ rows: z.string() }))`
+      SELECT coalesce(json_agg(a ORDER BY a.id), '[]')::text AS rows FROM admins a`);
+  let first: { admin: { id: string; name: string }; api_key: string; secret_key: string };
+
+  it('admins create prints the admin and its credential, which authenticates, stored only hashed', async () => {
+    first = succeeded(await cli('admins', 'create', '--name', 'Platform Ops'));
+    expect(first).toEqual({
+      admin: { id: expect.any(String), name: 'Platform Ops' },
+      api_key: expect.stringMatching(/^pk_admin_/),
+      secret_key: expect.stringMatching(/^sk_admin_/),
+    });
+    expect(await authenticateAdmin(database.pool, first.api_key, first.secret_key)).toEqual({
+      ok: true,
+      adminId: first.admin.id,
+    });
+    // Not an application credential.
+    expect(await authenticate(database.pool, first.api_key, first.secret_key)).toEqual({
+      ok: false,
+      reason: 'invalid',
+    });
+    const stored = await adminRows();
+    expect(stored).toContain('Platform Ops');
+    expect(stored.includes(first.api_key) || stored.includes(first.secret_key)).toBe(false);
+  });
+
+  it('admins list shows each admin with its key hint and status, never a secret; revoke ends it', async () => {
+    const second = succeeded(await cli('admins', 'create', '--name', 'Night Shift'));
+    const revoked = succeeded(await cli('admins', 'revoke', '--admin', first.admin.id));
+    expect(revoked).toEqual({
+      admin: { id: first.admin.id, name: 'Platform Ops', status: 'revoked' },
+    });
+    expect(await authenticateAdmin(database.pool, first.api_key, first.secret_key)).toEqual({
+      ok: false,
+      reason: 'revoked',
+    });
+    const byKey = succeeded(await cli('admins', 'revoke', '--api-key', second.api_key));
+    expect(byKey.admin).toMatchObject({ id: second.admin.id, status: 'revoked' });
+
+    const out = succeeded(await cli('admins', 'list'));
+    expect(out.admins).toEqual([
+      expect.objectContaining({ id: first.admin.id, name: 'Platform Ops', status: 'revoked' }),
+      expect.objectContaining({ id: second.admin.id, name: 'Night Shift', status: 'revoked' }),
+    ]);
+    const listed = out.admins as { api_key: string }[];
+    expect(identifies(listed[0]!.api_key, first.api_key)).toBe(true);
+    const text = JSON.stringify(out);
+    for (const secret of [first.secret_key, second.secret_key, first.api_key, second.api_key]) {
+      expect(text.includes(secret)).toBe(false);
+    }
+  });
+
+  it('rejects bad admins arguments with exit status 2 and no change', async () => {
+    const before = await adminRows();
+    const cases: string[][] = [
+      ['admins', 'create'],
+      ['admins', 'create', '--name', ' '],
+      ['admins', 'revoke'],
+      ['admins', 'revoke', '--admin', 'not-a-uuid'],
+      ['admins', 'revoke', '--admin', '00000000-0000-4000-8000-000000000000'],
+      ['admins', 'revoke', '--api-key', 'pk_admin_no_such_key'],
+    ];
+    const runs = await Promise.all(cases.map((args) => cli(...args)));
+    expect(runs.map((run) => ({ code: run.code, stdout: run.stdout }))).toEqual(
+      cases.map(() => ({ code: 2, stdout: '' })),
+    );
+    expect(runs[0]!.stderr).toMatch(/--name/);
+    expect(runs[2]!.stderr).toMatch(/--admin ADMIN_ID or --api-key/);
+    expect(await adminRows()).toBe(before);
   });
 });

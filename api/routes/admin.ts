@@ -1,0 +1,115 @@
+import { z } from 'zod';
+import { adminAnalytics } from '../../db/analytics';
+import { CURRENCIES, divideRoundHalfEven, minorToMajorNumber } from '../../domain/money';
+import { TRANSACTION_TYPES } from '../../domain/types';
+import type { ApiDeps } from '../deps';
+import { errorResponse } from '../errors';
+import { defineRoute, type Route } from '../route';
+import { uuidPattern } from '../schemas';
+
+/** A real calendar day, `YYYY-MM-DD` (2026-02-30 is refused). */
+const Day = z
+  .string({ error: 'must be a date, YYYY-MM-DD' })
+  .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date, YYYY-MM-DD')
+  .refine((v) => {
+    const date = new Date(`${v}T00:00:00Z`);
+    return !Number.isNaN(date.getTime()) && date.toISOString().startsWith(v);
+  }, 'must be a real calendar date, YYYY-MM-DD');
+
+const AdminAnalyticsQuery = z
+  .object({
+    application_id: z
+      .string({ error: 'must be an application id' })
+      .regex(uuidPattern, 'must be an application id (a UUID)')
+      .transform((v) => v.toLowerCase())
+      .optional(),
+    mode: z.enum(['test', 'live'], { error: 'must be test or live' }).optional(),
+    from: Day.optional().meta({ description: 'First UTC day counted (inclusive), YYYY-MM-DD' }),
+    to: Day.optional().meta({ description: 'Last UTC day counted (inclusive), YYYY-MM-DD' }),
+  })
+  .refine((q) => !q.from || !q.to || q.from <= q.to, {
+    message: 'from must not be after to',
+    path: ['from'],
+  });
+
+const PerCurrency = z
+  .partialRecord(z.enum(CURRENCIES), z.number())
+  .meta({ description: 'Per currency, major units; a currency without payments is absent' });
+
+export const AdminAnalyticsBody = z
+  .object({
+    success_rate: z.number().meta({
+      description:
+        'Completed transactions over all transactions (any status), 0 to 1, 4 decimals; 0 when none',
+    }),
+    average_amount: PerCurrency.meta({
+      description: 'Average amount of a completed transaction, per currency, rounded half-even',
+    }),
+    total_count: z.int().meta({ description: 'Transactions of any status' }),
+    volume_by_type: z
+      .partialRecord(z.enum(TRANSACTION_TYPES), PerCurrency)
+      .meta({ description: 'Completed volume per transaction type, per currency' }),
+    volume_by_currency: PerCurrency.meta({ description: 'Completed volume per currency' }),
+  })
+  .meta({ id: 'AdminAnalytics' });
+
+/** The platform's figures across every application, for its admins. */
+export function adminRoutes({ pool }: ApiDeps): Route[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/transactions/admin/analytics',
+      summary:
+        'Platform admins: success rate, average amount, transaction count and completed volume ' +
+        'by type and by currency across every application, optionally of one application, one ' +
+        'mode and a range of UTC days (by creation). Admin credentials only; five failed ' +
+        'authentications from one address within 15 minutes lock it out for 15 minutes',
+      tag: 'Admin',
+      auth: 'admin',
+      admin: true,
+      query: AdminAnalyticsQuery,
+      responses: {
+        200: { description: 'The figures', schema: AdminAnalyticsBody },
+        403: errorResponse('Application credentials (admin credentials only)'),
+        429: errorResponse(
+          'The admin rate limit, or this address is locked out after 5 failed authentications ' +
+            'within 15 minutes (even with valid credentials); Retry-After gives the seconds',
+        ),
+      },
+      handler: async ({ query }) => {
+        const figures = await adminAnalytics(pool, {
+          applicationId: query.application_id,
+          mode: query.mode,
+          from: query.from,
+          to: query.to,
+        });
+        const completed = figures.byCurrency.reduce((n, c) => n + c.count, 0);
+        const total = figures.byCurrency.reduce((n, c) => n + c.total, 0);
+        const volumeByType: Record<string, Record<string, number>> = {};
+        for (const row of figures.byType) {
+          (volumeByType[row.transaction_type] ??= {})[row.currency] = minorToMajorNumber(
+            row.volume,
+          );
+        }
+        return {
+          body: {
+            success_rate: total === 0 ? 0 : Math.round((completed / total) * 10_000) / 10_000,
+            average_amount: Object.fromEntries(
+              figures.byCurrency
+                .filter((c) => c.count > 0)
+                .map((c) => [
+                  c.currency,
+                  minorToMajorNumber(divideRoundHalfEven(c.volume, BigInt(c.count))),
+                ]),
+            ),
+            total_count: total,
+            volume_by_type: volumeByType,
+            volume_by_currency: Object.fromEntries(
+              figures.byCurrency.map((c) => [c.currency, minorToMajorNumber(c.volume)]),
+            ),
+          },
+        };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,156 @@
+import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
+import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { increase, scrape, series, type Samples } from '../support/metrics';
+
+/**
+ * GET /metrics (issue 12): after real requests, the counters show them with the right labels and
+ * exact increments. The worker runs in this process (startTestEngine), so the payments it ends
+ * and the ledger writes it times are in the same registry as the API's counters.
+ */
+let engine: TestEngine;
+let app: TestApp;
+let api: ApiClient;
+
+beforeAll(async () => {
+  engine = await startTestEngine();
+  app = await createTestApp(engine.pool);
+  api = clientFor(engine.url, app);
+});
+afterAll(async () => engine?.close());
+
+const TRANSFER = '/api/v1/transactions/wallet/transfer';
+const HOLD = '/api/v1/escrow/hold';
+const metricsOf = () => scrape(`${engine.url}/metrics`);
+
+const requests = (method: string, route: string, status: number) =>
+  series('http_requests_total', { method, route, status });
+const latencies = (method: string, route: string, status: number) =>
+  series('http_request_duration_seconds_count', { method, route, status });
+
+describe('GET /metrics', () => {
+  it('needs no credentials and answers the Prometheus text format', async () => {
+    const response = await fetch(`${engine.url}/metrics`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await response.text();
+    for (const name of [
+      'http_requests_total',
+      'http_request_duration_seconds',
+      'payments_started_total',
+      'payments_ended_total',
+      'idempotent_replays_total',
+      'rate_limited_requests_total',
+      'ledger_transaction_duration_seconds',
+    ]) {
+      expect(text).toContain(`# TYPE ${name} `);
+    }
+  });
+
+  it('counts a transfer, its replay, a 422, a 429 and an escrow hold exactly, by route template', async () => {
+    const sender = await createUserWithWallet(api);
+    const recipient = await createUserWithWallet(api);
+    await fundWallet(engine.pool, sender.walletId, 10_000n);
+    const limited = clientFor(
+      engine.url,
+      await createTestApp(engine.pool, { rateLimits: { default: 1 } }),
+    );
+    const before: Samples = await metricsOf();
+
+    const body = {
+      from_wallet_id: sender.walletId,
+      to_wallet_id: recipient.walletId,
+      amount: 12.5,
+    };
+    const key = { 'Idempotency-Key': `metrics-${Date.now()}` };
+    const transfer = await api.post(TRANSFER, body, key);
+    expect(transfer.status).toBe(200);
+    expect(transfer.body).toMatchObject({ status: 'completed', transaction_type: 'transfer' });
+    const replay = await api.post(TRANSFER, body, key);
+    expect(replay.status).toBe(200);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.body).toEqual(transfer.body);
+
+    const invalid = await api.post(TRANSFER, { ...body, amount: 'twelve' });
+    expect(invalid.status).toBe(422);
+    expect(invalid.body.detail).toMatch(/amount/);
+
+    // One default-category request a minute: the next is refused (the loop goes on only if the
+    // window happened to turn between the two).
+    const statuses: number[] = [];
+    while (!statuses.includes(429) && statuses.length < 5) {
+      statuses.push((await limited.get('/api/v1/users/')).status);
+    }
+    expect(statuses.at(-1)).toBe(429);
+    const passed = statuses.length - 1;
+    expect(statuses.slice(0, passed).every((s) => s === 200)).toBe(true);
+
+    const hold = await api.post(HOLD, { wallet_id: sender.walletId, amount: 40 });
+    expect(hold.status).toBe(200);
+    expect(hold.body).toMatchObject({ status: 'held', transaction_type: 'escrow_hold' });
+    const shown = await api.get(`/api/v1/transactions/${transfer.body.id}`);
+    expect(shown.status).toBe(200);
+
+    // Side effects: the money moved once (not twice for the replay), the ledger balances.
+    expect(await balanceOf(engine.pool, sender.walletId)).toBe(10_000n - 1_250n - 4_000n);
+    expect(await balanceOf(engine.pool, recipient.walletId)).toBe(1_250n);
+    await assertLedgerInvariant(engine.pool);
+
+    const after = await metricsOf();
+    const grew = (key: string) => increase(before, after, key);
+    // HTTP: by method, route template and status; the histogram counts the same requests.
+    expect(grew(requests('POST', TRANSFER, 200))).toBe(2);
+    expect(grew(requests('POST', TRANSFER, 422))).toBe(1);
+    expect(grew(requests('GET', '/api/v1/users/', 200))).toBe(passed);
+    expect(grew(requests('GET', '/api/v1/users/', 429))).toBe(1);
+    expect(grew(requests('POST', HOLD, 200))).toBe(1);
+    expect(grew(requests('GET', '/api/v1/transactions/:transaction_id', 200))).toBe(1);
+    expect(grew(latencies('POST', TRANSFER, 200))).toBe(2);
+    expect(grew(latencies('POST', TRANSFER, 422))).toBe(1);
+    expect(grew(latencies('GET', '/api/v1/transactions/:transaction_id', 200))).toBe(1);
+    // Payments: the replay and the 422 start nothing.
+    expect(grew(series('payments_started_total', { type: 'transfer' }))).toBe(1);
+    expect(grew(series('payments_started_total', { type: 'escrow_hold' }))).toBe(1);
+    expect(grew(series('payments_ended_total', { type: 'transfer', outcome: 'completed' }))).toBe(
+      1,
+    );
+    expect(grew(series('payments_ended_total', { type: 'escrow_hold', outcome: 'held' }))).toBe(1);
+    expect(grew(series('idempotent_replays_total', { route: TRANSFER }))).toBe(1);
+    expect(grew(series('rate_limited_requests_total', { category: 'default' }))).toBe(1);
+    expect(grew(series('ledger_transaction_duration_seconds_count', { kind: 'transfer' }))).toBe(1);
+    expect(grew(series('ledger_transaction_duration_seconds_count', { kind: 'escrow_hold' }))).toBe(
+      1,
+    );
+
+    // Never a raw path: no series names an id.
+    const text = await (await fetch(`${engine.url}/metrics`)).text();
+    for (const id of [sender.walletId, recipient.walletId, transfer.body.id, hold.body.id]) {
+      expect(text).not.toContain(id);
+    }
+  });
+
+  it('labels a path no route matches as unmatched, never by the path itself', async () => {
+    const before = await metricsOf();
+    const missing = await api.get('/api/v1/no-such-thing/42');
+    expect(missing.status).toBe(404);
+    expect(missing.body).toEqual({ detail: 'Not found' });
+    const after = await metricsOf();
+    expect(increase(before, after, requests('GET', 'unmatched', 404))).toBe(1);
+    expect([...after.keys()].some((key) => key.includes('no-such-thing'))).toBe(false);
+  });
+});
+
+describe('METRICS_ENABLED=false', () => {
+  let off: TestEngine;
+  beforeAll(async () => {
+    off = await startTestEngine({ env: { METRICS_ENABLED: 'false' } });
+  });
+  afterAll(async () => off?.close());
+
+  it('answers 404 with a detail at /metrics; the rest of the API works', async () => {
+    const response = await fetch(`${off.url}/metrics`);
+    expect(response.status).toBe(404);
+    expect(await response.json()).toEqual({ detail: 'Not found' });
+    expect((await fetch(`${off.url}/healthz`)).status).toBe(200);
+  });
+});
