@@ -2,6 +2,7 @@ import type { Config } from '../config';
 import type { DatabasePool } from '../db/pool';
 import type { Providers } from '../providers';
 import { createCardDepositActivities } from './card-deposit';
+import { cardPayoutSpec } from './card-payout';
 import { cashoutSpec } from './cashout';
 import { declinePermanentDatabaseErrors } from './declines';
 import { createDepositActivities } from './deposit';
@@ -23,7 +24,7 @@ export function createActivities(deps: ActivityDeps) {
       ...createDepositActivities(deps),
       ...createCardDepositActivities(deps),
       ...createEscrowActivities(deps),
-      ...createMoneyOutActivities(deps, { cashout: cashoutSpec, payout: undefined }),
+      ...createMoneyOutActivities(deps, { cashout: cashoutSpec, payout: cardPayoutSpec }),
       ...createOnboardingActivities(deps),
     }),
     ...createMaintenanceActivities(deps),

@@ -20,7 +20,7 @@ import {
 } from '../domain/ledger';
 import type { Currency } from '../domain/money';
 import { minorToMajorNumber } from '../domain/money';
-import type { TransactionType } from '../domain/types';
+import type { Mode, TransactionType } from '../domain/types';
 import type { Providers } from '../providers';
 import type { PayoutStatus } from '../providers/mobile-money';
 import { workflowIds } from '../workflows/ids';
@@ -44,7 +44,8 @@ export type MoneyOutPort = {
     reference: string;
     record: MoneyOutRecord;
   }): Promise<ProviderPayout>;
-  check(payoutId: string): Promise<ProviderPayout>;
+  /** The payout as the provider reports it now (`record`: the payout's own, for its account). */
+  check(payoutId: string, record: MoneyOutRecord): Promise<ProviderPayout>;
 };
 
 /** The figures of a money out, priced by its kind (meta fields without the provider). */
@@ -64,8 +65,15 @@ export type MoneyOutSpec = {
   /**
    * How long after the provider reported a payout paid it may still report it failed (a card
    * payout can fail days later); the saga then reverses the settlement. 0: paid is final.
+   * A function when it depends on the mode's provider.
    */
-  lateFailureWindowSeconds: number;
+  lateFailureWindowSeconds: number | ((mode: Mode) => number);
+  /**
+   * How long a payout the provider accepted waits for its outcome before the saga asks the
+   * provider itself (and again each period while pending); `MONEY_OUT_PENDING_TTL_SECONDS`
+   * when absent.
+   */
+  pendingTtlSeconds?: (mode: Mode, config: Config) => number;
   price(app: ApplicationRow, input: MoneyOutInput, config: Config): MoneyOutPrice;
   port(providers: Providers, mode: 'test' | 'live'): MoneyOutPort;
 };
@@ -106,13 +114,15 @@ export function createMoneyOutActivities(
   async function reserveMoneyOut(
     input: MoneyOutInput,
   ): Promise<{ transactionId: string; pendingTtlMs: number; lateFailureMs: number }> {
+    const spec = specOf(input.kind);
+    const window = spec.lateFailureWindowSeconds;
     const done = {
       transactionId: input.transactionId,
-      pendingTtlMs: config.moneyOut.pendingTtlSeconds * 1000,
-      lateFailureMs: specOf(input.kind).lateFailureWindowSeconds * 1000,
+      pendingTtlMs:
+        (spec.pendingTtlSeconds?.(input.mode, config) ?? config.moneyOut.pendingTtlSeconds) * 1000,
+      lateFailureMs: (typeof window === 'number' ? window : window(input.mode)) * 1000,
     };
     if (await findMoneyOut(pool, input.transactionId)) return done;
-    const spec = specOf(input.kind);
     const app = await findApplication(pool, input.applicationId);
     if (!app) throw new Error(`application ${input.applicationId} does not exist`);
     const price = spec.price(app, input, config);
@@ -194,7 +204,7 @@ export function createMoneyOutActivities(
     if (!record?.meta.provider) throw decline('not_found', 'The provider has no payout yet');
     const spec = specOfRecord(record);
     const payout = await callProvider(
-      () => spec.port(providers, record.row.mode).check(record.meta.provider!.id),
+      () => spec.port(providers, record.row.mode).check(record.meta.provider!.id, record),
       spec.refusal,
     );
     await setMoneyOutProvider(pool, record.row.id, { id: payout.id, status: payout.status });

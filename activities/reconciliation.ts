@@ -73,6 +73,7 @@ export const paymentSyncs: Partial<Record<TransactionType, PaymentSync>> = {
   mobile_money_deposit: { workflow: 'deposit', sync: depositUpdates.sync },
   card_deposit: { workflow: 'cardDeposit', sync: cardDepositUpdates.sync },
   mobile_money_cashout: { workflow: 'cashout', sync: moneyOutUpdates.sync },
+  card_payout: { workflow: 'payout', sync: moneyOutUpdates.sync },
 };
 
 /** The payment kinds the reconciliation looks at. */
@@ -165,6 +166,22 @@ type NotificationTarget = {
   };
 };
 
+/**
+ * A money-out kind's notifications go to its saga's `notify` (workflows/money-out.ts). Its
+ * record is written before its provider is asked: no reopen.
+ */
+const moneyOutTarget = (
+  transactionType: TransactionType,
+  workflow: WorkflowKind,
+): NotificationTarget => ({
+  transactionType,
+  workflow,
+  notify: (handle, status) =>
+    handle.executeUpdate(moneyOutUpdates.notify, {
+      args: [{ status: status as MoneyOutProviderStatus }],
+    }),
+});
+
 export const notificationTargets = {
   deposit: {
     transactionType: 'mobile_money_deposit',
@@ -194,15 +211,8 @@ export const notificationTargets = {
         (answer as { payment?: { paymentId: string } }).payment?.paymentId ?? null,
     },
   },
-  // A cashout's record is written before its provider is asked: no reopen.
-  cashout: {
-    transactionType: 'mobile_money_cashout',
-    workflow: 'cashout',
-    notify: (handle, status) =>
-      handle.executeUpdate(moneyOutUpdates.notify, {
-        args: [{ status: status as MoneyOutProviderStatus }],
-      }),
-  },
+  cashout: moneyOutTarget('mobile_money_cashout', 'cashout'),
+  payout: moneyOutTarget('card_payout', 'payout'),
 } as const satisfies Record<string, NotificationTarget>;
 
 export type NotificationKind = keyof typeof notificationTargets;

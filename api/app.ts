@@ -11,6 +11,7 @@ import type { Route } from './route';
 import { adminRoutes } from './routes/admin';
 import { analyticsRoutes } from './routes/analytics';
 import { cardDepositRoutes } from './routes/card-deposits';
+import { cardPayoutRoutes } from './routes/card-payouts';
 import { cashoutRoutes } from './routes/cashouts';
 import { feeRoutes } from './routes/fees';
 import { depositRoutes } from './routes/deposits';
@@ -37,6 +38,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...depositRoutes(deps),
     ...cardDepositRoutes(deps),
     ...cashoutRoutes(deps),
+    ...cardPayoutRoutes(deps),
     ...providerWebhookRoutes(deps),
     ...syncRoutes(deps),
     ...escrowRoutes(deps),

@@ -177,7 +177,26 @@ export interface PayoutAccountProvider {
   /** Pays `amount` to the account's debit card (idempotent by `idempotencyKey`). */
   createPayout(request: CardPayoutRequest): Promise<CardPayout>;
   getPayout(accountId: string, payoutId: string): Promise<CardPayout>;
+  /**
+   * Verifies and reads the provider's signed event about a payout (paid, or failed: possibly
+   * days after it was reported paid); null when it is not one or the signature does not match.
+   * A provider that sends none (the sandbox) has no such method.
+   */
+  parsePayoutEvent?(
+    rawBody: string,
+    headers: Record<string, string | undefined>,
+  ): CardPayoutEvent | null;
 }
+
+/** A provider's signed event about a card payout, once its signature is verified. */
+export type CardPayoutEvent = {
+  /** The provider's event id. */
+  id: string;
+  payoutId: string;
+  status: Exclude<CardPayoutStatus, 'pending'>;
+  /** Our transaction id, from the metadata sent with the payout; null when absent. */
+  reference: string | null;
+};
 
 /** The card token does not exist at the provider: 400. */
 export class UnknownCardTokenError extends Error {

@@ -5,6 +5,7 @@ import {
   DebitCardRequiredError,
   UnknownCardTokenError,
   type CardPayout,
+  type CardPayoutEvent,
   type CardPayoutRequest,
   type CardPayoutStatus,
   type IdentityDocument,
@@ -12,7 +13,13 @@ import {
   type PayoutAccountDetails,
   type PayoutAccountProvider,
 } from './card';
-import { isMissing, refusalOrTransient, StripeResponseError } from './stripe-card';
+import { headerValue } from './monime';
+import {
+  isMissing,
+  refusalOrTransient,
+  STRIPE_SIGNATURE_HEADER,
+  StripeResponseError,
+} from './stripe-card';
 
 const PAYOUT_STATUS: Record<string, CardPayoutStatus> = {
   paid: 'paid',
@@ -22,8 +29,17 @@ const PAYOUT_STATUS: Record<string, CardPayoutStatus> = {
   canceled: 'failed',
 };
 
+/** The payout events `parsePayoutEvent` reads (on the Connect webhook endpoint). */
+const PAYOUT_EVENT_STATUS: Record<string, CardPayoutEvent['status']> = {
+  'payout.paid': 'paid',
+  'payout.failed': 'failed',
+  'payout.canceled': 'failed',
+};
+
 export type StripeConnectOptions = {
   secretKey: string;
+  /** Verifies `Stripe-Signature` of the payout events; without it none is read. */
+  webhookSecret?: string;
   api?: { host: string; port: number; protocol: 'http' | 'https' };
   timeoutMs?: number;
   client?: Stripe;
@@ -68,7 +84,10 @@ export class StripeConnectProvider implements PayoutAccountProvider {
   readonly name = 'stripe';
   readonly client: Stripe;
 
+  private readonly webhookSecret: string | null;
+
   constructor(options: StripeConnectOptions) {
+    this.webhookSecret = options.webhookSecret ?? null;
     this.client =
       options.client ??
       new Stripe(options.secretKey, {
@@ -196,6 +215,36 @@ export class StripeConnectProvider implements PayoutAccountProvider {
       await call(() => this.client.payouts.retrieve(payoutId, {}, { stripeAccount: accountId })),
     );
   }
+
+  /**
+   * A connected account's `payout.paid`, `payout.failed` or `payout.canceled` event, its
+   * `Stripe-Signature` verified; null for any other event or a signature that does not match.
+   */
+  parsePayoutEvent(
+    rawBody: string,
+    headers: Record<string, string | undefined>,
+  ): CardPayoutEvent | null {
+    const signature = headerValue(headers, STRIPE_SIGNATURE_HEADER);
+    if (!signature || !this.webhookSecret) return null;
+    let event: Stripe.Event;
+    try {
+      event = this.client.webhooks.constructEvent(rawBody, signature, this.webhookSecret);
+    } catch {
+      return null;
+    }
+    const status = Object.hasOwn(PAYOUT_EVENT_STATUS, event.type)
+      ? PAYOUT_EVENT_STATUS[event.type]
+      : undefined;
+    const payout = event.data.object as Partial<Stripe.Payout>;
+    if (!status || payout.object !== 'payout' || typeof payout.id !== 'string') return null;
+    const reference = payout.metadata?.reference;
+    return {
+      id: event.id,
+      payoutId: payout.id,
+      status,
+      reference: typeof reference === 'string' ? reference : null,
+    };
+  }
 }
 
 /** A Stripe call with its refusals (4xx) made ProviderRefusedErrors, never retried. */
@@ -241,5 +290,5 @@ function toPayout(payout: Stripe.Payout): CardPayout {
 export function stripeConnectFromConfig(config: Config): StripeConnectProvider | null {
   const { secretKey, webhookSecret, api, timeoutMs } = config.providers.stripe;
   if (!secretKey || !webhookSecret) return null;
-  return new StripeConnectProvider({ secretKey, api, timeoutMs });
+  return new StripeConnectProvider({ secretKey, webhookSecret, api, timeoutMs });
 }

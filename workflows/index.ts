@@ -4,6 +4,7 @@ export { cardDepositWorkflow } from './card-deposit';
 export { escrowWorkflow } from './escrow';
 export { maintenanceWorkflow } from './maintenance';
 export { mobileMoneyCashoutWorkflow } from './cashout';
+export { cardPayoutWorkflow } from './card-payout';
 export { webhookDeliveryWorkflow, webhookRelayWorkflow } from './webhook';
 export { onboardingWorkflow } from './onboarding';
 export { reconciliationWorkflow } from './reconciliation';

@@ -5,7 +5,7 @@ import {
   type ProviderMessage,
 } from '../../activities/reconciliation';
 import type { Mode } from '../../domain/types';
-import type { CardEvent } from '../../providers/card';
+import type { CardEvent, CardPayoutEvent } from '../../providers/card';
 import type { MobileMoneyNotification } from '../../providers/mobile-money';
 import { SANDBOX_SIGNATURE_HEADER } from '../../providers/sandbox-mobile-money';
 import type { DepositOutcome } from '../../workflows/shared';
@@ -91,6 +91,28 @@ export function deliverCardEvent(
   );
 }
 
+/** A card provider's event about a payout, to its card payout's saga (a paid one may fail later). */
+export function deliverCardPayoutEvent(
+  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,
+  provider: { name: string; mode: Mode },
+  event: CardPayoutEvent,
+  body: unknown,
+): Promise<Delivered> {
+  const { payoutId, reference, status } = event;
+  return deliver(
+    deps,
+    'payout',
+    {
+      provider: provider.name,
+      mode: provider.mode,
+      paymentReference: payoutId,
+      reference,
+      status: status === 'paid' ? 'completed' : 'failed',
+    },
+    body,
+  );
+}
+
 /** A provider that can verify its own signed messages. */
 type Verifier<M> = { name: string; verify: (raw: string, headers: Headers) => M | null };
 type Headers = Record<string, string | undefined>;
@@ -155,7 +177,7 @@ function webhookRoute<M>(spec: {
 
 export function providerWebhookRoutes(deps: ApiDeps): Route[] {
   const { providers } = deps;
-  const { sandboxMobileMoney, liveMobileMoney, sandboxCard, liveCard } = providers;
+  const { sandboxMobileMoney, liveMobileMoney, sandboxCard, liveCard, liveConnect } = providers;
   return [
     webhookRoute({
       path: '/api/v1/webhooks/providers/mobile-money',
@@ -184,10 +206,23 @@ export function providerWebhookRoutes(deps: ApiDeps): Route[] {
       path: '/api/v1/webhooks/providers/card',
       summary:
         'Inbound card provider event (signed: `Stripe-Signature` in Live Mode, ' +
-        '`sandbox-signature` from the Test Mode sandbox); 200 once recorded',
-      sandbox: { name: sandboxCard.name, verify: (r, h) => sandboxCard.parseEvent(r, h) },
-      live: liveCard && { name: liveCard.name, verify: (r, h) => liveCard.parseEvent(r, h) },
-      deliver: (provider, event, body) => deliverCardEvent(deps, provider, event, body),
+        '`sandbox-signature` from the Test Mode sandbox): a card deposit’s payment, or a card ' +
+        'payout paid or failed (a payout reported paid and later failed is reversed); 200 once ' +
+        'recorded',
+      sandbox: {
+        name: sandboxCard.name,
+        verify: (r, h): CardEvent | CardPayoutEvent | null => sandboxCard.parseEvent(r, h),
+      },
+      live: liveCard && {
+        name: liveCard.name,
+        verify: (r, h) =>
+          liveCard.parseEvent(r, h) ?? liveConnect?.parsePayoutEvent?.(r, h) ?? null,
+      },
+      // A payout's event (`payout.*`) goes to its card payout's saga.
+      deliver: (provider, event, body) =>
+        'payoutId' in event
+          ? deliverCardPayoutEvent(deps, provider, event, body)
+          : deliverCardEvent(deps, provider, event, body),
       refusal: 'Invalid event signature',
     }),
   ];

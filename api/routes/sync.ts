@@ -14,9 +14,9 @@ export function syncRoutes(deps: ApiDeps): Route[] {
       path: '/api/v1/transactions/sync/:reference_id',
       summary:
         'Ask the provider now and reconcile the transaction at once, by provider reference or ' +
-        'transaction id: any kind of transaction; a pending one a provider settles (a ' +
-        'mobile-money or card deposit) is synced as the scheduled reconciliation does, any ' +
-        'other is answered as it stands',
+        'transaction id: every kind of transaction; a pending one a provider settles (a ' +
+        'mobile-money or card deposit, a card payout, a mobile-money cashout) is synced as the ' +
+        'scheduled reconciliation does, any other is answered as it stands',
       tag: 'Transactions',
       auth: 'default',
       params: z.object({ reference_id: z.string().min(1).max(255) }),

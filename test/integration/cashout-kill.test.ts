@@ -1,5 +1,4 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
@@ -8,8 +7,6 @@ import { loadConfig } from '../../config';
 import { createApplication } from '../../db/applications';
 import { findMoneyOut } from '../../db/money-out';
 import type { DatabasePool } from '../../db/pool';
-import { insertUser } from '../../db/users';
-import { insertWallet } from '../../db/wallets';
 import type { Caller } from '../../domain/types';
 import { createProviders, type Providers } from '../../providers';
 import type { MobileMoneyProvider, PayoutRequest } from '../../providers/mobile-money';
@@ -21,9 +18,10 @@ import {
   balanceOf,
   createTestDatabase,
   eventsOf,
-  fundWallet,
+  insertFundedWallet,
+  ledgerSteps as ledgerStepsOf,
 } from '../support/database';
-import { createTimeSkippingEnv, workflowBundle } from '../support/time-skipping';
+import { createTimeSkippingEnv, killedAndRestarted as restarted } from '../support/time-skipping';
 import { notifyCashout, openCashout } from '../workflow/scenarios';
 
 /**
@@ -50,21 +48,7 @@ afterAll(async () => {
   await pool?.end();
 });
 
-async function fundedWallet(): Promise<string> {
-  const user = await insertUser(pool, caller, {
-    app_user_id: randomUUID(),
-    name: 'K',
-    phone_number: '+23276000000',
-    email: null,
-    username: null,
-    is_active: true,
-  });
-  const walletId = await pool.transaction(
-    async (trx) => (await insertWallet(trx, caller, user.id, 'SLE', true)).id,
-  );
-  await fundWallet(pool, walletId, 50_000n);
-  return walletId;
-}
+const fundedWallet = () => insertFundedWallet(pool, caller, 'SLE', 50_000n);
 
 const inputFor = (walletId: string): MoneyOutInput => ({
   kind: 'cashout',
@@ -92,20 +76,13 @@ function countingProviders() {
   return { providers: { ...base, mobileMoney: () => mobileMoney } as Providers, createPayout };
 }
 
-const ledgerSteps = (transactionId: string) =>
-  pool.anyFirst(sql.type(z.object({ step: z.string() }))`
-    SELECT metadata->>'step' AS step FROM ledger_transactions
-    WHERE transaction_id = ${transactionId} ORDER BY created_at`);
+const ledgerSteps = (transactionId: string) => ledgerStepsOf(pool, transactionId);
 
 const sandboxPayouts = (reference: string) =>
   pool.any(sql.type(z.object({ idempotency_key: z.string(), calls: z.number() }))`
     SELECT idempotency_key, calls FROM sandbox_mobile_money_payouts WHERE reference = ${reference}`);
 
-/**
- * Runs the saga on a first worker whose `crash` step kills it (the worker shuts down and the
- * step's attempt dies with it), then on a second worker with the real activities until `drive`
- * is done. `drive` gets the started saga; it runs while the first worker still lives.
- */
+/** The saga killed at `crash` and finished by a second worker with the real activities. */
 async function killedAndRestarted(
   input: MoneyOutInput,
   crash: (real: Activities, kill: () => Error) => Partial<Activities>,
@@ -113,35 +90,11 @@ async function killedAndRestarted(
 ) {
   const { providers, createPayout } = countingProviders();
   const real = createActivities({ pool, config, providers });
-  const taskQueue = `kill-${randomUUID()}`;
-  const bundle = await workflowBundle();
-  let killed!: () => void;
-  const dead = new Promise<void>((resolve) => (killed = resolve));
-  const worker1 = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: bundle,
-    maxCachedWorkflows: 0,
-    activities: {
-      ...real,
-      ...crash(real, () => {
-        killed();
-        return new Error('the worker was killed');
-      }),
-    },
-  });
-  const started = openCashout(env, taskQueue, input);
-  const driven = drive(started);
-  await worker1.runUntil(dead);
-  const worker2 = await Worker.create({
-    connection: env.nativeConnection,
-    taskQueue,
-    workflowBundle: bundle,
-    activities: real,
-  });
-  const outcome = await worker2.runUntil(async () => {
-    await driven;
-    return (await started).handle.result();
+  const outcome = await restarted(env, {
+    real,
+    open: (taskQueue) => openCashout(env, taskQueue, input),
+    crash,
+    drive,
   });
   return { outcome, createPayout };
 }

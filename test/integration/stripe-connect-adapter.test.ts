@@ -277,3 +277,47 @@ describe('StripeConnectProvider against a Stripe-format fake', () => {
     ).toBeInstanceOf(StripeConnectProvider);
   });
 });
+
+describe('StripeConnectProvider.parsePayoutEvent (the card webhook’s payout events)', () => {
+  const SECRET = 'whsec_connect_payout_events';
+  const reader = new StripeConnectProvider({ secretKey: 'sk_test_events', webhookSecret: SECRET });
+  const event = (type: string, object: Record<string, unknown>) =>
+    JSON.stringify({ id: `evt_${type}`, object: 'event', type, data: { object } });
+  const payout = (status: string) => ({
+    id: 'po_123',
+    object: 'payout',
+    status,
+    amount: 4040,
+    currency: 'usd',
+    metadata: { reference: 'c0ffee00-0000-4000-8000-000000000001' },
+  });
+  const signed = (body: string, secret = SECRET) => ({
+    'stripe-signature': reader.client.webhooks.generateTestHeaderString({ payload: body, secret }),
+  });
+
+  it('reads payout.paid, payout.failed and payout.canceled with our reference', () => {
+    for (const [type, status, expected] of [
+      ['payout.paid', 'paid', 'paid'],
+      ['payout.failed', 'failed', 'failed'],
+      ['payout.canceled', 'canceled', 'failed'],
+    ] as const) {
+      const body = event(type, payout(status));
+      expect(reader.parsePayoutEvent(body, signed(body))).toEqual({
+        id: `evt_${type}`,
+        payoutId: 'po_123',
+        status: expected,
+        reference: 'c0ffee00-0000-4000-8000-000000000001',
+      });
+    }
+  });
+
+  it('ignores other events, bad signatures, and everything without a webhook secret', () => {
+    const intent = event('payment_intent.succeeded', { id: 'pi_1', object: 'payment_intent' });
+    expect(reader.parsePayoutEvent(intent, signed(intent))).toBeNull();
+    const body = event('payout.failed', payout('failed'));
+    expect(reader.parsePayoutEvent(body, signed(body, 'whsec_someone_else'))).toBeNull();
+    expect(reader.parsePayoutEvent(body, {})).toBeNull();
+    const unkeyed = new StripeConnectProvider({ secretKey: 'sk_test_events' });
+    expect(unkeyed.parsePayoutEvent(body, signed(body))).toBeNull();
+  });
+});

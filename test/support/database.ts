@@ -5,6 +5,10 @@ import { z } from 'zod';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
 import { ledgerInvariantProblems } from '../../db/ledger-audit';
 import { fundWallet as fund } from '../../harness/fixtures';
+import { insertUser } from '../../db/users';
+import { insertWallet } from '../../db/wallets';
+import type { Currency } from '../../domain/money';
+import type { Caller } from '../../domain/types';
 
 function serverUrl(): string {
   const url = process.env.TEST_PG_SERVER_URL;
@@ -74,10 +78,11 @@ export async function systemBalance(
   applicationId: string,
   kind: string,
   currency: 'SLE' | 'USD',
+  mode: 'test' | 'live' = 'test',
 ): Promise<bigint> {
   const value = await pool.maybeOneFirst(sql.type(z.object({ balance: z.bigint() }))`
     SELECT balance FROM ledger_accounts
-    WHERE application_id = ${applicationId} AND mode = 'test' AND kind = ${kind} AND currency = ${currency}`);
+    WHERE application_id = ${applicationId} AND mode = ${mode} AND kind = ${kind} AND currency = ${currency}`);
   return value ?? 0n;
 }
 
@@ -86,3 +91,31 @@ export function eventsOf(pool: DatabasePool, transactionId: string) {
   return pool.any(sql.type(z.object({ type: z.string(), data: z.any() }))`
     SELECT type, data FROM events WHERE transaction_id = ${transactionId} ORDER BY created_at`);
 }
+
+/** A user with a wallet written straight to the database (no API), funded with `amount`. */
+export async function insertFundedWallet(
+  pool: DatabasePool,
+  caller: Caller,
+  currency: Currency,
+  amount: bigint,
+): Promise<string> {
+  const user = await insertUser(pool, caller, {
+    app_user_id: randomUUID(),
+    name: 'K',
+    phone_number: '+23276000000',
+    email: null,
+    username: null,
+    is_active: true,
+  });
+  const walletId = await pool.transaction(
+    async (trx) => (await insertWallet(trx, caller, user.id, currency, true)).id,
+  );
+  await fundWallet(pool, walletId, amount);
+  return walletId;
+}
+
+/** The steps of a payment's ledger transactions, oldest first. */
+export const ledgerSteps = (pool: DatabasePool, transactionId: string) =>
+  pool.anyFirst(sql.type(z.object({ step: z.string() }))`
+    SELECT metadata->>'step' AS step FROM ledger_transactions
+    WHERE transaction_id = ${transactionId} ORDER BY created_at`);

@@ -42,6 +42,7 @@ type FakePayout = {
   currency: string;
   status: string;
   failsLater: boolean;
+  metadata: Record<string, unknown>;
 };
 
 type Answer = { status: number; body: unknown };
@@ -118,6 +119,30 @@ export class FakeStripeConnect {
 
   requestsTo(method: string, pattern: RegExp): FakeStripeRequest[] {
     return this.requests.filter((r) => r.method === method && pattern.test(r.path));
+  }
+
+  /** The bank returns a payout (Stripe then reports it failed, even one reported paid). */
+  failPayout(payoutId: string): void {
+    const payout = this.payouts.get(payoutId);
+    if (!payout) throw new Error(`no payout ${payoutId}`);
+    payout.status = 'failed';
+  }
+
+  /**
+   * The body of the event Stripe sends a Connect endpoint about a payout as it stands now
+   * (`payout.paid` or `payout.failed`), with the connected account; to be signed by the test.
+   */
+  payoutEventBody(payoutId: string): string {
+    const payout = this.payouts.get(payoutId);
+    if (!payout) throw new Error(`no payout ${payoutId}`);
+    return JSON.stringify({
+      id: this.nextId('evt'),
+      object: 'event',
+      type: `payout.${payout.status === 'failed' ? 'failed' : 'paid'}`,
+      account: payout.account,
+      livemode: false,
+      data: { object: this.payoutObject(payout) },
+    });
   }
 
   close(): Promise<void> {
@@ -255,6 +280,7 @@ export class FakeStripeConnect {
         currency: String(form.currency),
         status: amount === 4040 ? 'in_transit' : 'paid',
         failsLater: amount === 4040,
+        metadata: (form.metadata as Record<string, unknown>) ?? {},
       };
       this.payouts.set(payout.id, payout);
       return { status: 200, body: this.payoutObject(payout) };
@@ -361,6 +387,7 @@ export class FakeStripeConnect {
       amount: payout.amount,
       currency: payout.currency,
       status: payout.status,
+      metadata: payout.metadata,
       failure_code: payout.status === 'failed' ? 'could_not_process' : null,
       failure_message:
         payout.status === 'failed' ? 'The bank could not process this payout.' : null,

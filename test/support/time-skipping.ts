@@ -68,3 +68,54 @@ export function mocked<T extends Record<string, AnyFunction>>(activities: T): Mo
     Object.entries(activities).map(([name, implementation]) => [name, jest.fn(implementation)]),
   ) as Mocked<T>;
 }
+
+/**
+ * A worker killed at a step, and another taking over: runs a workflow (`open` starts it on the
+ * task queue) on a first worker whose `crash` step kills it (the worker shuts down and the
+ * step's attempt dies with it), then on a second worker with the `real` activities until the
+ * workflow ends; answers its result. `drive` gets the started workflow and runs while the first
+ * worker still lives (a notification the test sends, say).
+ */
+export async function killedAndRestarted<S extends { handle: { result(): Promise<unknown> } }>(
+  env: TestWorkflowEnvironment,
+  options: {
+    real: Activities;
+    open: (taskQueue: string) => Promise<S>;
+    crash: (real: Activities, kill: () => Error) => Partial<Activities>;
+    drive?: (started: Promise<S>) => Promise<unknown>;
+  },
+): Promise<unknown> {
+  const { real } = options;
+  const taskQueue = `kill-${randomUUID()}`;
+  const bundle = await workflowBundle();
+  let killed!: () => void;
+  const dead = new Promise<void>((resolve) => (killed = resolve));
+  const worker1 = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: bundle,
+    maxCachedWorkflows: 0,
+    activities: {
+      ...real,
+      ...options.crash(real, () => {
+        killed();
+        return new Error('the worker was killed');
+      }),
+    },
+  });
+  const started = options.open(taskQueue);
+  // Awaited below; the first worker may die before the workflow answers.
+  started.catch(() => undefined);
+  const driven = options.drive?.(started);
+  await worker1.runUntil(dead);
+  const worker2 = await Worker.create({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: bundle,
+    activities: real,
+  });
+  return worker2.runUntil(async () => {
+    await driven;
+    return (await started).handle.result();
+  });
+}

@@ -24,6 +24,7 @@ import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Activities } from '../../workflows/activities-types';
 import { cardDepositWorkflow } from '../../workflows/card-deposit';
+import { cardPayoutWorkflow } from '../../workflows/card-payout';
 import { mobileMoneyCashoutWorkflow } from '../../workflows/cashout';
 import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
 import { escrowWorkflow } from '../../workflows/escrow';
@@ -444,6 +445,7 @@ export function cashoutActivities(
     sent?: MoneyOutProviderStatus | 'refused';
     checked?: MoneyOutProviderStatus;
     lateFailureMs?: number;
+    pendingTtlMs?: number;
   } = {},
 ) {
   const payout = (status: MoneyOutProviderStatus) => ({ id: 'po_fixture', status });
@@ -451,7 +453,7 @@ export function cashoutActivities(
     reserveMoneyOut: (input: MoneyOutInput) =>
       Promise.resolve({
         transactionId: input.transactionId,
-        pendingTtlMs: THIRTY_MINUTES,
+        pendingTtlMs: options.pendingTtlMs ?? THIRTY_MINUTES,
         lateFailureMs: options.lateFailureMs ?? 0,
       }),
     sendMoneyOut: (_: { transactionId: string }) =>
@@ -490,6 +492,55 @@ export type CashoutHandle = Awaited<ReturnType<typeof openCashout>>['handle'];
 
 export const notifyCashout = (handle: CashoutHandle, status: MoneyOutProviderStatus) =>
   handle.executeUpdate(moneyOutUpdates.notify, { args: [{ status }] });
+
+// --- card payout (the same saga, kind `payout`) ---
+
+/** A card payout of 25.00 USD to the owner's connected account. */
+export const payoutInput = (
+  transactionId: string,
+  mode: 'test' | 'live' = 'test',
+): MoneyOutInput => ({
+  kind: 'payout',
+  transactionId,
+  applicationId: APP,
+  mode,
+  walletId: SENDER,
+  amount: '2500',
+  destination: { account_id: 'acct_sandbox_fixture' },
+});
+
+/** Test Mode asks the sandbox again after 2 seconds (activities/card-payout.ts). */
+export const SANDBOX_PAYOUT_CHECK_MS = 2_000;
+/** Live Mode: the provider may report a paid payout failed for 14 days. */
+export const PAYOUT_LATE_FAILURE_MS = 14 * 24 * 60 * 60 * 1000;
+
+export const payoutRefused = () =>
+  ApplicationFailure.nonRetryable('Provider refused the payout', 'provider_refused');
+
+/** The saga's activities for a card payout (see `cashoutActivities`). */
+export function payoutActivities(options: Parameters<typeof cashoutActivities>[0] = {}) {
+  const activities = cashoutActivities({ pendingTtlMs: SANDBOX_PAYOUT_CHECK_MS, ...options });
+  return {
+    ...activities,
+    sendMoneyOut: (arg: { transactionId: string }) =>
+      options.sent === 'refused' ? Promise.reject(payoutRefused()) : activities.sendMoneyOut(arg),
+  };
+}
+
+/** Starts a card payout with its `open` update, as the API does. */
+export async function openPayout(
+  env: TestWorkflowEnvironment,
+  taskQueue: string,
+  input: MoneyOutInput,
+) {
+  const { answer, handle } = await startWithUpdate(env, moneyOutUpdates.open, cardPayoutWorkflow, {
+    workflowId: workflowIds.payout(input.transactionId),
+    taskQueue,
+    args: [input],
+    typedSearchAttributes: paymentAttributes('card_payout', [input.walletId]),
+  });
+  return { opened: answer, handle };
+}
 
 // --- payout onboarding ---
 
@@ -790,6 +841,42 @@ export const cashoutAskedAtTtl = scenario({
     thenToEnd(await openCashout(env, taskQueue, input), () => Promise.resolve()),
 });
 
+/** The sandbox pays at once: settled in the request, no late-failure window in Test Mode. */
+export const payoutPaidAtOnce = scenario({
+  name: 'payout-paid',
+  input: () => payoutInput(fixtureId(30)),
+  activities: () => payoutActivities({ sent: 'completed' }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openPayout(env, taskQueue, input), () => Promise.resolve()),
+});
+
+/** The provider refuses at once: everything given back, the request declined. */
+export const payoutRefusedAtOnce = scenario({
+  name: 'payout-refused',
+  input: () => payoutInput(fixtureId(31)),
+  activities: () => payoutActivities({ sent: 'refused' }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openPayout(env, taskQueue, input), () => Promise.resolve()),
+});
+
+/** 40.40 in the sandbox: accepted (pending), failed at the next look; everything given back. */
+export const payoutFailedLater = scenario({
+  name: 'payout-failed-later',
+  input: () => payoutInput(fixtureId(32)),
+  activities: () => payoutActivities({ sent: 'pending', checked: 'failed' }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openPayout(env, taskQueue, input), () => Promise.resolve()),
+});
+
+/** Live Mode: paid at once, then the provider reports the payout failed: reversed. */
+export const payoutReversed = scenario({
+  name: 'payout-reversed',
+  input: () => payoutInput(fixtureId(33), 'live'),
+  activities: () => payoutActivities({ sent: 'completed', lateFailureMs: PAYOUT_LATE_FAILURE_MS }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openPayout(env, taskQueue, input), (handle) => notifyCashout(handle, 'failed')),
+});
+
 export const maintenance = scenario({
   name: 'maintenance',
   input: () => undefined,
@@ -916,6 +1003,10 @@ export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
   cashoutRefusedAtOnce,
   cashoutFailedLater,
   cashoutAskedAtTtl,
+  payoutPaidAtOnce,
+  payoutRefusedAtOnce,
+  payoutFailedLater,
+  payoutReversed,
   maintenance,
   onboardingVerified,
   onboardingDocument,

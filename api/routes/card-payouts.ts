@@ -1,0 +1,92 @@
+import { z } from 'zod';
+import { findMoneyOut } from '../../db/money-out';
+import { canReceivePayouts, findPayoutAccount } from '../../db/payout-accounts';
+import { cardPayoutWorkflow } from '../../workflows/card-payout';
+import { workflowIds } from '../../workflows/ids';
+import { moneyOutUpdates } from '../../workflows/money-out-shared';
+import { activeWallet } from '../access';
+import type { ApiDeps } from '../deps';
+import { AppError, errorResponse, unlessDeclined } from '../errors';
+import { idFromKey } from '../pipeline';
+import { defineRoute, type Route } from '../route';
+import { PositiveAmount } from '../schemas';
+import { startPaymentWithUpdate } from '../temporal';
+import { MoneyOutBody, moneyOutBody } from './cashouts';
+
+const CardPayoutRequest = z.object({
+  wallet_id: z.string().min(1),
+  amount: PositiveAmount,
+});
+
+/** decisions.md, Money out: no verified payout account with a payout card. */
+export const PAYOUTS_NOT_ENABLED = 'Payouts are not enabled for this wallet';
+
+export function cardPayoutRoutes(deps: ApiDeps): Route[] {
+  const { pool, providers } = deps;
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/transactions/wallet/card-payout',
+      summary:
+        'Card payout (a money-out saga in Temporal): reserves the amount and fees from the ' +
+        'wallet, asks the card provider to pay the owner’s debit card, then settles or gives ' +
+        'everything back; needs the owner’s onboarding with payouts enabled and a payout card',
+      tag: 'Transactions',
+      auth: 'card_payouts',
+      idempotent: true,
+      body: CardPayoutRequest,
+      responses: {
+        200: {
+          description:
+            'The payout: `completed` when the provider paid at once, `pending` while it has ' +
+            'not told, `failed` (everything given back) when it failed after accepting it',
+          schema: MoneyOutBody,
+        },
+        400: errorResponse(
+          'Payouts are not enabled for this wallet, insufficient funds, or the provider refused',
+        ),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('The wallet is disabled or belongs to another application or mode'),
+        404: errorResponse('Wallet not found'),
+        422: errorResponse('Validation failure, or an Idempotency-Key reused with another request'),
+        429: errorResponse('Rate limit exceeded (`card_payouts`)'),
+        503: errorResponse('Live Mode provider credentials are not configured'),
+      },
+      handler: async ({ caller, body, idempotency }) => {
+        const wallet = await activeWallet(pool, caller, body.wallet_id);
+        if (caller.mode === 'live' && !providers.liveConnect) {
+          throw new AppError(
+            'provider_unavailable',
+            'Live card payouts are not available: the provider credentials are not configured',
+          );
+        }
+        const account = await findPayoutAccount(pool, caller, wallet.id);
+        if (!canReceivePayouts(account)) throw new AppError('invalid_request', PAYOUTS_NOT_ENABLED);
+        const transactionId = idFromKey(caller, idempotency, 'card_payout');
+        const opened = unlessDeclined(
+          await startPaymentWithUpdate(deps, cardPayoutWorkflow, {
+            workflowId: workflowIds.payout(transactionId),
+            args: [
+              {
+                kind: 'payout',
+                transactionId,
+                applicationId: caller.applicationId,
+                mode: caller.mode,
+                walletId: wallet.id,
+                amount: body.amount.toString(),
+                destination: { account_id: account.account_id },
+              },
+            ],
+            caller,
+            type: 'card_payout',
+            walletIds: [wallet.id],
+            update: moneyOutUpdates.open,
+          }),
+        );
+        const record = await findMoneyOut(pool, opened.transactionId);
+        if (!record) throw new Error(`payout ${opened.transactionId} answered without a record`);
+        return { body: moneyOutBody(record) };
+      },
+    }),
+  ];
+}

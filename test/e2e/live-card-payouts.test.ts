@@ -1,0 +1,199 @@
+import { sql } from 'slonik';
+import Stripe from 'stripe';
+import { z } from 'zod';
+import { workflowIds } from '../../workflows/ids';
+import { reconciliationWorkflow } from '../../workflows/reconciliation';
+import {
+  assertLedgerInvariant,
+  balanceOf,
+  eventsOf as eventsOfPayment,
+  fundWallet,
+  systemBalance,
+} from '../support/database';
+import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { FakeStripeConnect } from '../support/fake-stripe-connect';
+import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { onboardForPayouts } from '../support/payouts';
+
+/**
+ * Live Mode card payouts end to end: the engine configured with STRIPE_* as in production, the
+ * saga's provider step through the payout-account adapter (the official `stripe` package)
+ * against the local fake that speaks Stripe's wire format for Connect, and Stripe's signed
+ * payout events through POST /api/v1/webhooks/providers/card.
+ */
+
+const WEBHOOK_SECRET = 'whsec_live_card_payouts_test';
+const PAYOUT = '/api/v1/transactions/wallet/card-payout';
+const WEBHOOK = '/api/v1/webhooks/providers/card';
+
+let fake: FakeStripeConnect;
+let engine: TestEngine;
+let app: TestApp;
+let live: ApiClient;
+
+beforeAll(async () => {
+  fake = await FakeStripeConnect.start();
+  engine = await startTestEngine({
+    env: {
+      STRIPE_SECRET_KEY: fake.secretKey,
+      STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
+      STRIPE_API_BASE: `http://127.0.0.1:${fake.api.port}`,
+    },
+  });
+  app = await createTestApp(engine.pool, { currency: 'USD' });
+  live = clientFor(engine.url, app, 'live');
+});
+afterAll(async () => {
+  await engine?.close();
+  await fake?.close();
+});
+
+const balance = (kind: string) => systemBalance(engine.pool, app.id, kind, 'USD', 'live');
+const eventsOf = (transactionId: string) => eventsOfPayment(engine.pool, transactionId);
+
+async function ledgerOf(transactionId: string) {
+  return engine.pool.anyFirst(sql.type(z.object({ step: z.string().nullable() }))`
+    SELECT metadata->>'step' AS step FROM ledger_transactions
+    WHERE transaction_id = ${transactionId} ORDER BY created_at`);
+}
+
+/** A funded Live Mode wallet whose owner is verified at Stripe with a debit card. */
+async function payableWallet(funds: bigint): Promise<{ walletId: string; accountId: string }> {
+  const { walletId } = await createUserWithWallet(live);
+  await fundWallet(engine.pool, walletId, funds);
+  const onboarded = await onboardForPayouts(live, walletId);
+  expect(onboarded.status).toBe(200);
+  return { walletId, accountId: onboarded.body.account_id as string };
+}
+
+/** Stripe's signed event about a payout as it stands at the fake, posted to the card webhook. */
+async function sendPayoutEvent(payoutId: string, secret = WEBHOOK_SECRET) {
+  const body = fake.payoutEventBody(payoutId);
+  const signature = new Stripe(fake.secretKey).webhooks.generateTestHeaderString({
+    payload: body,
+    secret,
+  });
+  return clientFor(engine.url, null).request('POST', WEBHOOK, {
+    raw: body,
+    headers: { 'stripe-signature': signature },
+  });
+}
+
+describe('Live Mode card payouts through Stripe Connect', () => {
+  it('transfers to the connected account and pays its card, each once with our idempotency key', async () => {
+    const { walletId, accountId } = await payableWallet(50_00n);
+    const res = await live.post(PAYOUT, { wallet_id: walletId, amount: 12.5 });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      status: 'completed',
+      transaction_type: 'card_payout',
+      amount: 12.5,
+      total_amount: 12.5,
+      provider_reference: expect.stringMatching(/^po_fake/),
+    });
+    const id = res.body.id as string;
+    const [transfer] = fake.requestsTo('POST', /^\/v1\/transfers$/);
+    expect(transfer!.headers['idempotency-key']).toBe(`${workflowIds.payout(id)}-transfer`);
+    expect(transfer!.form).toMatchObject({
+      amount: '1250',
+      currency: 'usd',
+      destination: accountId,
+      metadata: { reference: id },
+    });
+    const payouts = fake.requestsTo('POST', /^\/v1\/payouts$/);
+    expect(payouts).toHaveLength(1);
+    expect(payouts[0]!.headers['idempotency-key']).toBe(`${workflowIds.payout(id)}-payout`);
+    expect(payouts[0]!.headers['stripe-account']).toBe(accountId);
+    expect(await balanceOf(engine.pool, walletId)).toBe(50_00n - 12_50n);
+    expect(await ledgerOf(id)).toEqual(['reserve', 'settle']);
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual(['payout.completed']);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('reverses a payout Stripe reported paid and later failed (payout.failed on the card webhook)', async () => {
+    const { walletId } = await payableWallet(50_00n);
+    const providerBefore = await balance('provider_clearing_card');
+    const res = await live.post(PAYOUT, { wallet_id: walletId, amount: 20 });
+    expect(res.body.status).toBe('completed');
+    const id = res.body.id as string;
+    expect((await balance('provider_clearing_card')) - providerBefore).toBe(20_00n);
+
+    // A bad signature is refused and changes nothing.
+    fake.failPayout(res.body.provider_reference);
+    const forged = await sendPayoutEvent(res.body.provider_reference, 'whsec_someone_else');
+    expect(forged.status).toBe(400);
+    expect(await balanceOf(engine.pool, walletId)).toBe(30_00n);
+
+    const hook = await sendPayoutEvent(res.body.provider_reference);
+    expect(hook.status).toBe(200);
+    expect(hook.body).toEqual({ received: true, transaction_id: id, status: 'failed' });
+    expect(await balanceOf(engine.pool, walletId)).toBe(50_00n);
+    expect(await balance('provider_clearing_card')).toBe(providerBefore);
+    expect(await ledgerOf(id)).toEqual(['reserve', 'settle', 'reverse']);
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual(['payout.completed', 'payout.failed']);
+    expect((await live.get(`/api/v1/transactions/${id}`)).body.status).toBe('failed');
+    expect(await engine.temporal.workflow.getHandle(workflowIds.payout(id)).result()).toBe(
+      'failed',
+    );
+    // Stripe's retry of the same event changes nothing.
+    const again = await sendPayoutEvent(res.body.provider_reference);
+    expect(again.body.status).toBe('failed');
+    expect(await balanceOf(engine.pool, walletId)).toBe(50_00n);
+    expect(await eventsOf(id)).toHaveLength(2);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('40.40: in transit, then failed at Stripe; POST /transactions/sync gives the money back', async () => {
+    const { walletId } = await payableWallet(50_00n);
+    const res = await live.post(PAYOUT, { wallet_id: walletId, amount: 40.4 });
+    expect(res.body.status).toBe('pending');
+    expect(await balanceOf(engine.pool, walletId)).toBe(50_00n - 40_40n);
+    const synced = await live.post(`/api/v1/transactions/sync/${res.body.id}`);
+    expect(synced.status).toBe(200);
+    expect(synced.body).toMatchObject({ transaction_id: res.body.id, status: 'failed' });
+    expect(await balanceOf(engine.pool, walletId)).toBe(50_00n);
+    expect(await ledgerOf(res.body.id)).toEqual(['reserve', 'give_back']);
+    expect((await eventsOf(res.body.id)).map((e) => e.type)).toEqual(['payout.failed']);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('the reconciliation schedule’s workflow syncs a card payout pending past the grace period', async () => {
+    const { walletId } = await payableWallet(50_00n);
+    const res = await live.post(PAYOUT, { wallet_id: walletId, amount: 40.4 });
+    expect(res.body.status).toBe('pending');
+    const id = res.body.id as string;
+    await engine.pool.query(sql.unsafe`
+      UPDATE transactions SET created_at = now() - interval '1 day' WHERE id = ${id}`);
+    const run = await engine.temporal.workflow.execute(reconciliationWorkflow, {
+      workflowId: `reconciliation-test-${id}`,
+      taskQueue: engine.config.temporal.taskQueue,
+      args: [{}],
+    });
+    expect(run.errors).toEqual([]);
+    expect(run.changes).toContainEqual({
+      transaction_id: id,
+      transaction_type: 'card_payout',
+      from: 'pending',
+      to: 'failed',
+    });
+    expect(await balanceOf(engine.pool, walletId)).toBe(50_00n);
+    expect(await ledgerOf(id)).toEqual(['reserve', 'give_back']);
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual(['payout.failed']);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('rides out Stripe being down: retried with the same keys, one transfer and one payout', async () => {
+    const { walletId } = await payableWallet(50_00n);
+    const transfersBefore = fake.transfers.length;
+    fake.failNext(2, 503);
+    const res = await live.post(PAYOUT, { wallet_id: walletId, amount: 3 });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('completed');
+    expect(fake.transfers.length - transfersBefore).toBe(1);
+    const id = res.body.id as string;
+    const forThis = [...fake.payouts.values()].filter((p) => p.metadata.reference === id);
+    expect(forThis).toHaveLength(1);
+    expect(await balanceOf(engine.pool, walletId)).toBe(47_00n);
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual(['payout.completed']);
+  });
+});
