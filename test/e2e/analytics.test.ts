@@ -9,6 +9,7 @@ import { createLogger } from '../../observability/logger';
 import { assertLedgerInvariant, fundWallet } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { awaitRoomInWindow } from '../support/rate-limit';
 
 /**
  * The analytics of decisions.md after real money movements through the API: the application's
@@ -332,6 +333,7 @@ describe('GET /api/v1/transactions/admin/analytics', () => {
     const admin = await newAdmin();
     const statuses: number[] = [];
     let last: Awaited<ReturnType<ApiClient['get']>> | undefined;
+    await awaitRoomInWindow(engine.pool);
     for (let i = 0; i < 6; i += 1) {
       last = await anonymous().get(ADMIN, adminHeaders(admin, '192.0.2.12'));
       statuses.push(last.status);

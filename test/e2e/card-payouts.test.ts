@@ -12,6 +12,7 @@ import {
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 import { onboardForPayouts, VERIFIED_INDIVIDUAL } from '../support/payouts';
+import { awaitRoomInWindow } from '../support/rate-limit';
 
 let engine: TestEngine;
 let app: TestApp;
@@ -230,6 +231,7 @@ describe('card payouts', () => {
     const client = clientFor(engine.url, limited);
     const walletId = await payableWallet(client, 10_00n);
     const body = { wallet_id: walletId, amount: 1 };
+    await awaitRoomInWindow(engine.pool);
     for (let i = 0; i < 5; i += 1) expect((await client.post(PAYOUT, body)).status).toBe(200);
     const sixth = await client.post(PAYOUT, body);
     expect(sixth.status).toBe(429);

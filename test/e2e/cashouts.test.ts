@@ -12,6 +12,7 @@ import {
 } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { awaitRoomInWindow } from '../support/rate-limit';
 
 let engine: TestEngine;
 let app: TestApp;
@@ -322,6 +323,7 @@ describe('mobile-money cashouts', () => {
     const client = clientFor(engine.url, limited);
     const walletId = await fundedWallet(client, 10_000n);
     const body = { wallet_id: walletId, amount: 100, phone_number: PHONE };
+    await awaitRoomInWindow(engine.pool);
     expect((await client.post(CASHOUT, body)).status).toBe(200);
     expect((await client.post(CASHOUT, body)).status).toBe(200);
     const third = await client.post(CASHOUT, body);

@@ -12,6 +12,7 @@ import { createCredential, revokeCredential } from '../../db/credentials';
 import { parseJsonKeepingLiterals } from '../../api/middleware/json-number';
 import { PositiveAmount, PositiveMinorUnits } from '../../api/schemas';
 import { balanceOf, fundWallet } from '../support/database';
+import { awaitRoomInWindow, secondsLeftInWindow } from '../support/rate-limit';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient, type Reply } from '../support/http';
 
@@ -69,21 +70,6 @@ function asTestApp(id: string, credential: { api_key: string; secret_key: string
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Seconds left in the current one-minute rate-limit window, by the database clock. */
-async function secondsLeftInWindow(): Promise<number> {
-  return engine.pool.oneFirst(sql.type(z.object({ left: z.number() }))`
-    SELECT extract(epoch FROM date_trunc('minute', now()) + interval '1 minute' - now())::float8 AS left`);
-}
-
-/**
- * Windows are fixed minutes: a burst that straddles a minute boundary would be counted in two
- * windows. Wait for the next minute when too little of this one is left for the burst.
- */
-async function awaitRoomInWindow(seconds = 20): Promise<void> {
-  const left = await secondsLeftInWindow();
-  if (left < seconds) await sleep(left * 1000 + 250);
-}
 
 function expectRateLimited(reply: Reply): number {
   const detail = expectError(reply, 429);
@@ -263,13 +249,13 @@ describe('rate limits', () => {
   it('answers the 11th default-category request of a minute with 429, Retry-After and a detail', async () => {
     const limited = remember(await createTestApp(engine.pool, { rateLimits: null }));
     const client = clientFor(engine.url, limited);
-    await awaitRoomInWindow();
+    await awaitRoomInWindow(engine.pool);
     for (let i = 0; i < 10; i += 1) {
       expect((await client.get(USERS)).status).toBe(200);
     }
     const reply = await client.get(USERS);
     const retryAfter = expectRateLimited(reply);
-    const left = await secondsLeftInWindow();
+    const left = await secondsLeftInWindow(engine.pool);
     // The window ends at the next full minute: Retry-After counts the seconds up to it.
     expect(retryAfter).toBeGreaterThanOrEqual(Math.floor(left));
     expect(retryAfter).toBeLessThanOrEqual(Math.ceil(left) + 1);
@@ -286,7 +272,7 @@ describe('rate limits', () => {
     });
     const other = remember(await createTestApp(engine.pool, { rateLimits: null }));
     const client = clientFor(engine.url, limited);
-    await awaitRoomInWindow();
+    await awaitRoomInWindow(engine.pool);
     const burst = await Promise.all(Array.from({ length: 10 }, () => client.get(USERS)));
     expect(burst.map((r) => r.status)).toEqual(Array(10).fill(200));
     expectRateLimited(await client.get(USERS));
@@ -302,7 +288,7 @@ describe('rate limits', () => {
   it('counts categories separately: users and wallets share default, transfers has its own', async () => {
     const limited = remember(await createTestApp(engine.pool, { rateLimits: null }));
     const client = clientFor(engine.url, limited);
-    await awaitRoomInWindow();
+    await awaitRoomInWindow(engine.pool);
     for (let i = 0; i < 5; i += 1) {
       expect((await client.get(USERS)).status).toBe(200);
       expect((await client.get(WALLETS)).status).toBe(200);
@@ -322,7 +308,7 @@ describe('rate limits', () => {
     const limited = remember(await createTestApp(engine.pool, { rateLimits: null }));
     await updateApplication(engine.pool, limited.id, { rateLimits: { default: 3 } });
     const client = clientFor(engine.url, limited);
-    await awaitRoomInWindow();
+    await awaitRoomInWindow(engine.pool);
     for (let i = 0; i < 3; i += 1) expect((await client.get(USERS)).status).toBe(200);
     expectRateLimited(await client.get(USERS));
     // Only the overridden category changes: transfers keeps its default of 10.
@@ -342,7 +328,7 @@ describe('rate limits', () => {
       const limited = remember(await createTestApp(engine.pool, { rateLimits: null }));
       const one = clientFor(engine.url, limited);
       const two = clientFor(second.url, limited);
-      await awaitRoomInWindow();
+      await awaitRoomInWindow(engine.pool);
       for (let i = 0; i < 5; i += 1) {
         expect((await one.get(USERS)).status).toBe(200);
         expect((await two.get(USERS)).status).toBe(200);
