@@ -27,6 +27,8 @@ export type FaultRecord = { kind: Fault; atMs: number; pid: number; recoveryMs: 
 
 export type ChaosReport = {
   seed: number;
+  /** The run's temporary folder (removed): every process it started named it. */
+  dir: string;
   history: History;
   faults: FaultRecord[];
   violations: string[];
@@ -248,6 +250,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   }
   return {
     seed: options.seed,
+    dir: engine.dir,
     history,
     faults,
     violations,

@@ -95,6 +95,11 @@ const minor = (major: unknown): bigint => {
 /** Minor units as the major-unit JSON number the API takes (two decimals at most). */
 const major = (minorUnits: number): number => Number((minorUnits / 100).toFixed(2));
 
+/** Now and then more than any wallet holds: the answer must be a 400 that moves nothing. */
+const TOO_MUCH = 20_000_000;
+const amount = (random: Random, min: number, max: number): number =>
+  random.next() < 0.05 ? TOO_MUCH : random.int(min, max);
+
 function count(history: History, op: Operation | 'simulate', outcome: Outcome): void {
   history.tally[op][outcome.kind === 'ok' ? 'ok' : outcome.kind] += 1;
   if (outcome.kind === 'refused') {
@@ -136,7 +141,7 @@ export async function runOperation(options: {
       const body = {
         from_wallet_id: wallet,
         to_wallet_id: other,
-        amount: major(random.int(1, 3_000)),
+        amount: major(amount(random, 1, 3_000)),
       };
       const outcome = await api.post(PATHS.transfer, body, key);
       count(history, op, outcome);
@@ -146,7 +151,7 @@ export async function runOperation(options: {
     case 'hold': {
       const body = {
         wallet_id: wallet,
-        amount: major(random.int(1, 3_000)),
+        amount: major(amount(random, 1, 3_000)),
         recipient_wallet_id: other,
       };
       const outcome = await api.post(PATHS.hold, body, key);
@@ -191,12 +196,16 @@ export async function runOperation(options: {
         op === 'cashout'
           ? await api.post(
               PATHS.cashout,
-              { wallet_id: from, amount: random.int(100, 20_000), phone_number: '+23276123456' },
+              {
+                wallet_id: from,
+                amount: amount(random, 100, 20_000),
+                phone_number: '+23276123456',
+              },
               key,
             )
           : await api.post(
               PATHS.payout,
-              { wallet_id: from, amount: major(random.int(1, 5_000)) },
+              { wallet_id: from, amount: major(amount(random, 1, 5_000)) },
               key,
             );
       count(history, op, outcome);
