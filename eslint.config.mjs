@@ -131,7 +131,7 @@ export default tseslint.config(
     rules: { [RULE]: restrict(boundary) },
   })),
   {
-    files: ['scripts/**/*.ts', 'cli/**/*.ts', 'bench/**/*.ts', 'chaos/**/*.ts', 'test/**/*.ts'],
+    files: ['scripts/**/*.ts', 'cli/**/*.ts', 'bench/**/*.ts', 'test/**/*.ts'],
     rules: { 'no-console': 'off' },
   },
   {
