@@ -1,0 +1,284 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { createDatabasePool } from '../db/pool';
+import { isAlive } from '../harness/processes';
+import { checkBank } from './checks';
+import { createChaosEngine, type ChaosEngine } from './engine';
+import { chaosClient, type ChaosClient } from './http';
+import { seeded } from './random';
+import { Wire } from './wire';
+import { newHistory, runOperation, setUpWallets, type History } from './workload';
+
+export const FAULTS = ['temporal', 'postgres', 'node'] as const;
+export type Fault = (typeof FAULTS)[number];
+
+export type ChaosOptions = {
+  durationMs: number;
+  clients: number;
+  seed: number;
+  faults: readonly Fault[];
+  /** Wallets (at least 2); the first quarter are onboarded for card payouts. */
+  wallets: number;
+  log: (line: string) => void;
+};
+
+export type FaultRecord = { kind: Fault; atMs: number; pid: number; recoveryMs: number | null };
+
+export type ChaosReport = {
+  seed: number;
+  /** The run's temporary folder (removed): every process it started named it. */
+  dir: string;
+  history: History;
+  faults: FaultRecord[];
+  violations: string[];
+  notes: string[];
+  requests: number;
+  retries: number;
+};
+
+/** How long a component may take to come back before the run counts it as not recovered. */
+const RECOVERY_LIMIT_MS = 120_000;
+/** The quiet time between two faults (drawn from this range, in ms). */
+const FAULT_GAP_MS = [8_000, 16_000] as const;
+
+const root = path.resolve(__dirname, '..');
+const run = promisify(execFile);
+
+/** `npm run cli` against the run's database; its JSON answer. */
+async function cli(databaseUrl: string, args: string[]): Promise<Record<string, unknown>> {
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' },
+    timeout: 60_000,
+  });
+  return JSON.parse(stdout) as Record<string, unknown>;
+}
+
+/** A Test Mode application made with the CLI: SLE, fees on, rate limits out of reach. */
+async function createApplication(engine: ChaosEngine, runId: string) {
+  const created = (await cli(engine.databaseUrl, [
+    'apps',
+    'create',
+    '--name',
+    `chaos ${runId}`,
+    '--currency',
+    'SLE',
+    '--escrow-fee-bps',
+    '100',
+  ])) as {
+    application: { id: string };
+    credentials: { test: { api_key: string; secret_key: string } };
+  };
+  const id = created.application.id;
+  const limits = [
+    'default',
+    'transfers',
+    'mobile_money_deposits',
+    'mobile_money_cashouts',
+    'card_payouts',
+  ];
+  await cli(engine.databaseUrl, [
+    'apps',
+    'update',
+    '--app',
+    id,
+    ...['mobile_money=150', 'mobile_money_cashout=200', 'card_payout=100'].flatMap((f) => [
+      '--fee',
+      f,
+    ]),
+    ...limits.flatMap((category) => ['--rate-limit', `${category}=1000000`]),
+  ]);
+  const { api_key: apiKey, secret_key: secretKey } = created.credentials.test;
+  return { id, credentials: { apiKey, secretKey } };
+}
+
+/** Whether the engine answers `/readyz` 200 (both its database and Temporal). */
+async function ready(url: string): Promise<boolean> {
+  try {
+    const response = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(3_000) });
+    await response.arrayBuffer();
+    return response.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls until the engine is ready again; the time it took, or null past the limit. */
+async function recovery(
+  engine: ChaosEngine,
+  since: number,
+  replaced: () => boolean,
+): Promise<number | null> {
+  const deadline = since + RECOVERY_LIMIT_MS;
+  while (Date.now() < deadline) {
+    if (replaced() && (await ready(engine.url))) return Date.now() - since;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return null;
+}
+
+/** Kills one component with SIGKILL and waits for the engine to be whole again. */
+async function inject(engine: ChaosEngine, kind: Fault, startedAt: number): Promise<FaultRecord> {
+  const pids = engine.pids();
+  const at = Date.now();
+  if (kind === 'node') {
+    const pid = pids.node ?? 0;
+    await engine.killNode();
+    // The operator's part: start it again (it stops what the killed one left running).
+    const restart = engine.start().then(
+      () => true,
+      () => false,
+    );
+    let restarted = false;
+    void restart.then((ok) => (restarted = ok));
+    const recoveryMs = await recovery(engine, at, () => restarted);
+    return { kind, atMs: at - startedAt, pid, recoveryMs };
+  }
+  const pid = (kind === 'postgres' ? pids.postgres : pids.temporal) ?? 0;
+  if (pid > 0 && isAlive(pid)) process.kill(pid, 'SIGKILL');
+  const current = () => engine.pids()[kind];
+  const recoveryMs = await recovery(engine, at, () => {
+    const now = current();
+    return now !== null && now !== pid && isAlive(now);
+  });
+  return { kind, atMs: at - startedAt, pid, recoveryMs };
+}
+
+/**
+ * The bank test: a real `npm start`, many clients moving money through every kind of payment,
+ * SIGKILLs of the dev server, Postgres and the start's node process at random times, then the
+ * checks (chaos/checks.ts). Everything it started is stopped before it returns.
+ */
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const { log } = options;
+  const runId = `chaos-${options.seed}-${Date.now().toString(36)}`;
+  const engine = await createChaosEngine(log);
+  const history = newHistory();
+  const faults: FaultRecord[] = [];
+  const notes: string[] = [];
+  let violations: string[] = [];
+  let api: ChaosClient | null = null;
+  // Stopped from the outside (Ctrl-C): nothing it started may be left running.
+  const onSignal = () => void engine.close().finally(() => process.exit(130));
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    log(`starting npm start in ${engine.dir}`);
+    await engine.start();
+    const app = await createApplication(engine, runId);
+    api = chaosClient(engine.url, app.credentials);
+    const wallets = await setUpWallets({
+      api,
+      history,
+      count: Math.max(2, options.wallets),
+      payable: Math.max(1, Math.floor(options.wallets / 4)),
+      runId,
+    });
+    log(
+      `application ${app.id}: ${wallets.all.length} wallets (${wallets.payable.length} onboarded for card payouts), each funded by a deposit`,
+    );
+
+    const startedAt = Date.now();
+    const endAt = startedAt + options.durationMs;
+    let operations = 0;
+    const client = async (index: number) => {
+      const random = seeded(options.seed * 1_000 + index);
+      for (let n = 0; Date.now() < endAt && n < 100_000; n++) {
+        await runOperation({ api: api!, random, wallets, history, key: `${runId}-c${index}-${n}` });
+        operations += 1;
+      }
+    };
+    const nemesis = async () => {
+      if (!options.faults.length) return;
+      const random = seeded(options.seed * 1_000 + 999);
+      // Every kind once in a shuffled order, then at random: a short run still kills each.
+      const plan = [...options.faults].sort(() => random.next() - 0.5);
+      for (let i = 0; i < 1_000; i++) {
+        await new Promise((resolve) => setTimeout(resolve, random.int(...FAULT_GAP_MS)));
+        if (Date.now() > endAt - 3_000 && i >= options.faults.length) return;
+        // Supervision gives up on a server that fails 6 times within 2 minutes (README): the
+        // test kills a server at most 4 times in that window, so that a give-up is a finding.
+        const recent = (k: Fault) =>
+          faults.filter((f) => f.kind === k && startedAt + f.atMs > Date.now() - 120_000).length;
+        const allowed = options.faults.filter((k) => k === 'node' || recent(k) < 4);
+        if (!plan[i] && !allowed.length) continue;
+        const kind = plan[i] ?? random.pick(allowed);
+        log(`fault: kill -9 ${kind}`);
+        const record = await inject(engine, kind, startedAt);
+        faults.push(record);
+        log(
+          `  ${kind} (pid ${record.pid}) ${record.recoveryMs === null ? 'did NOT recover' : `recovered in ${record.recoveryMs} ms`}`,
+        );
+        if (record.recoveryMs === null) return;
+      }
+    };
+    const progress = setInterval(
+      () => log(`  ${operations} operations, ${api!.stats.retries} retries`),
+      15_000,
+    );
+    try {
+      await Promise.all([
+        nemesis(),
+        ...Array.from({ length: options.clients }, (_, i) => client(i)),
+      ]);
+    } finally {
+      clearInterval(progress);
+    }
+    log(`load stopped after ${Date.now() - startedAt} ms: ${operations} operations`);
+
+    // Quiet: every component up, and pending money out given a moment to settle.
+    if ((await recovery(engine, Date.now(), () => true)) === null) {
+      violations.push('the engine was not ready after the load');
+    }
+    await settle(api, history);
+    const indefinite = Object.values(history.tally).reduce((sum, t) => sum + t.indefinite, 0);
+    const pool = await createDatabasePool(engine.databaseUrl, { maximumPoolSize: 2 });
+    try {
+      violations = [
+        ...violations,
+        ...(await checkBank({ pool, api, history, applicationId: app.id, indefinite, notes })),
+      ];
+    } finally {
+      await pool.end();
+    }
+    for (const fault of faults) {
+      if (fault.recoveryMs === null)
+        violations.push(`${fault.kind} killed at ${fault.atMs} ms did not recover`);
+    }
+  } catch (error) {
+    violations.push(`the run failed: ${error instanceof Error ? error.message : String(error)}`);
+    notes.push(engine.output().slice(-4_000));
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await engine.close();
+  }
+  return {
+    seed: options.seed,
+    dir: engine.dir,
+    history,
+    faults,
+    violations,
+    notes,
+    requests: api?.stats.requests ?? 0,
+    retries: api?.stats.retries ?? 0,
+  };
+}
+
+/** Waits (bounded) for the acknowledged money out still pending to end. */
+async function settle(api: ChaosClient, history: History): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  let pending = [...history.moneyOut.keys()];
+  while (pending.length && Date.now() < deadline) {
+    const still: string[] = [];
+    for (const id of pending) {
+      const outcome = await api.get(`/api/v1/transactions/${id}`);
+      if (outcome.kind === 'ok' && Wire.transaction.parse(outcome.body).status === 'pending') {
+        still.push(id);
+      }
+    }
+    pending = still;
+    if (pending.length) await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+}

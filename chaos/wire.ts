@@ -1,0 +1,28 @@
+import { z } from 'zod';
+
+/** The parts of the API's replies the bank test reads (a reply that differs throws). */
+export const Wire = {
+  id: z.object({ id: z.string() }),
+  refusal: z.object({ detail: z.unknown() }).partial(),
+  escrowStep: z.object({ id: z.string(), escrow_amount: z.number() }),
+  deposit: z.object({
+    transaction_id: z.string(),
+    transaction: z.object({ amount: z.number().int(), application_fee: z.number().int() }),
+  }),
+  moneyOut: z.object({
+    id: z.string(),
+    status: z.string(),
+    total_amount: z.number(),
+    application_fee: z.number().nullable(),
+  }),
+  transaction: z.object({
+    id: z.string(),
+    transaction_type: z.string(),
+    status: z.string(),
+    amount: z.number(),
+    escrow_amount: z.number(),
+    wallet_id: z.string().nullable(),
+    recipient_wallet_id: z.string().nullable(),
+  }),
+  wallets: z.array(z.object({ id: z.string(), balance: z.number() })),
+};

@@ -1,0 +1,82 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { commandLine } from '../../harness/processes';
+import { printReport } from '../../chaos/report';
+import { FAULTS, runChaos, type ChaosReport } from '../../chaos/run';
+import { OPERATIONS } from '../../chaos/workload';
+
+/**
+ * The bank test (issue 12), bounded: `npm run chaos` in the configuration that `npm test` can
+ * afford. A real `npm start` on ports and a data folder of its own; clients moving money by
+ * every kind of payment while the dev server, Postgres and the start's node process are each
+ * killed with SIGKILL at least once; then the checks of chaos/checks.ts. The long run is in
+ * the README ("Chaos test").
+ */
+jest.setTimeout(360_000);
+
+let report: ChaosReport;
+const lines: string[] = [];
+
+beforeAll(async () => {
+  report = await runChaos({
+    durationMs: 70_000,
+    clients: 6,
+    wallets: 8,
+    seed: 12,
+    faults: FAULTS,
+    log: (line) => lines.push(line),
+  });
+  printReport(report, (line) => lines.push(line));
+});
+
+/** The run's output, shown when an assertion fails. */
+const explain = () => `\n${lines.join('\n')}`;
+
+describe('the bank test under kill -9', () => {
+  it('finds no violation: books, exactly once, nothing moved for a 4xx, conservation, API = database', () => {
+    expect({
+      violations: report.violations,
+      log: report.violations.length ? explain() : '',
+    }).toEqual({
+      violations: [],
+      log: '',
+    });
+  });
+
+  it('killed each component at least once, and each came back', () => {
+    for (const kind of FAULTS) {
+      const kills = report.faults.filter((fault) => fault.kind === kind);
+      expect({ kind, killed: kills.length > 0 }).toEqual({ kind, killed: true });
+      for (const kill of kills) {
+        expect({ kind, recovered: kill.recoveryMs !== null && kill.recoveryMs > 0 }).toEqual({
+          kind,
+          recovered: true,
+        });
+      }
+    }
+  });
+
+  it('moved money by every kind of payment, every request to a definitive answer', () => {
+    for (const op of OPERATIONS) {
+      expect({ op, acknowledged: report.history.tally[op].ok > 0 }).toEqual({
+        op,
+        acknowledged: true,
+      });
+    }
+    const indefinite = Object.values(report.history.tally).reduce((n, t) => n + t.indefinite, 0);
+    expect(indefinite).toBe(0);
+    // The faults were felt: some requests failed and were retried with their key.
+    expect(report.retries).toBeGreaterThan(0);
+    // Refusals happened too (an amount beyond any balance), and moved nothing (checked above).
+    expect([...report.history.refusals.keys()].some((k) => k.startsWith('transfer 400'))).toBe(
+      true,
+    );
+  });
+
+  it('left no process running and removed its folder', () => {
+    const ours = readdirSync('/proc')
+      .filter((entry) => /^\d+$/.test(entry))
+      .filter((pid) => commandLine(Number(pid)).includes(report.dir));
+    expect(ours).toEqual([]);
+    expect(existsSync(report.dir)).toBe(false);
+  });
+});
