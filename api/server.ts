@@ -9,10 +9,14 @@ import { createProviders } from '../providers';
 import { createApp } from './app';
 import { openTemporalConnection } from './temporal';
 import type { Logger } from '../observability/logger';
+import { acquireTracing, clientTracingOptions } from '../observability/tracing';
 
 export type RunningApi = { url: string; server: Server; close: () => Promise<void> };
 
-/** Starts the API: its own pool and Temporal client, listening on the configured port. */
+/**
+ * Starts the API: its own pool and Temporal client, listening on the configured port. With
+ * tracing configured, the client's interceptor starts a payment's trace at its workflow start.
+ */
 export async function startApi(
   config: Config,
   logger: Logger,
@@ -20,7 +24,12 @@ export async function startApi(
 ): Promise<RunningApi> {
   const pool = await createDatabasePool(databaseUrl, { maximumPoolSize: config.database.poolSize });
   const connection = openTemporalConnection(temporalAddress(config));
-  const temporal = new Client({ connection, namespace: config.temporal.namespace });
+  const tracing = acquireTracing(config.tracing);
+  const temporal = new Client({
+    connection,
+    namespace: config.temporal.namespace,
+    ...clientTracingOptions(tracing),
+  });
   const providers = createProviders({ config, pool });
   const app = createApp({ config, pool, temporal, logger, providers });
   const server = app.listen(config.api.port, config.api.host);
@@ -45,6 +54,7 @@ export async function startApi(
       server.closeAllConnections();
       await connection.close();
       await pool.end();
+      await tracing?.release();
     },
   };
 }

@@ -8,6 +8,12 @@ const rootDir = path.resolve(__dirname, '..');
 
 const port = z.coerce.number().int().min(0).max(65535);
 
+/** An empty variable counts as unset. */
+const optionalUrl = z.preprocess(
+  (value) => (value === '' ? undefined : value),
+  z.string().url().optional(),
+);
+
 const envSchema = z.object({
   NODE_ENV: z.string().default('development'),
   PORT: port.default(3000),
@@ -91,6 +97,12 @@ const envSchema = z.object({
     .default('false'),
   METRICS_ENABLED: z.enum(['true', 'false', '1', '0']).default('true'),
   WORKER_METRICS_PORT: port.optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalUrl,
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
+  OTEL_SERVICE_NAME: z.preprocess(
+    (value) => (value === '' ? undefined : value),
+    z.string().default('wallet-payments-engine'),
+  ),
 });
 
 export type Config = {
@@ -113,6 +125,11 @@ export type Config = {
    * worker's own endpoint (with the Temporal SDK's metrics) on `workerPort`, off when unset.
    */
   metrics: { enabled: boolean; workerPort: number | undefined };
+  /**
+   * OpenTelemetry tracing through the Temporal SDK's interceptors (observability/tracing.ts):
+   * spans go by OTLP/HTTP to `endpoint`; off (no interceptor installed) when it is unset.
+   */
+  tracing: { endpoint: string | undefined; serviceName: string };
   database: { url: string | undefined; poolSize: number; embeddedPort: number };
   temporal: {
     address: string | undefined;
@@ -206,6 +223,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metrics: {
       enabled: e.METRICS_ENABLED === 'true' || e.METRICS_ENABLED === '1',
       workerPort: e.WORKER_METRICS_PORT,
+    },
+    tracing: {
+      endpoint:
+        e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+        (e.OTEL_EXPORTER_OTLP_ENDPOINT &&
+          `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`),
+      serviceName: e.OTEL_SERVICE_NAME,
     },
     database: {
       url: e.DATABASE_URL,

@@ -5,11 +5,18 @@ import { temporalAddress, type Config } from '../config';
 import { createActivities } from '../activities';
 import { ensureWebhookRelay } from '../activities/webhooks';
 import { createProviders, type Providers } from '../providers';
+import {
+  workerTracingOptions,
+  workflowInterceptorsModule,
+  type Tracing,
+} from '../observability/tracing';
 
 /**
  * The worker: one task queue for every payment workflow and activity. A prebuilt workflow
  * bundle (TEMPORAL_WORKFLOW_BUNDLE) skips bundling at start-up; otherwise it bundles
- * `workflows/` itself.
+ * `workflows/` itself. With `tracing`, the activity interceptors and the workflow span sink are
+ * installed, and a bundle made here carries the workflow interceptors (a prebuilt one must have
+ * been made with them: worker/resilient.ts does).
  */
 export async function createWorker(options: {
   config: Config;
@@ -18,6 +25,8 @@ export async function createWorker(options: {
   /** Defaults to the providers the configuration describes. */
   providers?: Providers;
   tuning?: Partial<WorkerOptions>;
+  /** OpenTelemetry tracing (observability/tracing.ts); off when undefined. */
+  tracing?: Tracing;
 }): Promise<{ worker: Worker; connection: NativeConnection; ownsConnection: boolean }> {
   const { config } = options;
   const connection =
@@ -25,6 +34,13 @@ export async function createWorker(options: {
   const workflowSource = config.temporal.workflowBundlePath
     ? { workflowBundle: { codePath: config.temporal.workflowBundlePath } }
     : { workflowsPath: require.resolve('../workflows') };
+  const tracing = workerTracingOptions(options.tracing);
+  if (options.tracing && 'workflowsPath' in workflowSource) {
+    tracing.interceptors = {
+      ...tracing.interceptors,
+      workflowModules: [workflowInterceptorsModule],
+    };
+  }
   const worker = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
@@ -35,6 +51,7 @@ export async function createWorker(options: {
       providers: options.providers ?? createProviders({ config, pool: options.pool }),
     }),
     ...workflowSource,
+    ...tracing,
     // Every activity holds at most one database connection: no more at once than the pool has,
     // so that none waits for a connection inside its start-to-close timeout.
     maxConcurrentActivityTaskExecutions: config.database.poolSize,

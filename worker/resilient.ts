@@ -5,6 +5,7 @@ import { bundleWorkflowCode, type Worker, type WorkerOptions } from '@temporalio
 import type { Config } from '../config';
 import type { DatabasePool } from '../db/pool';
 import type { Logger } from '../observability/logger';
+import { acquireTracing, workflowInterceptorsModule, type Tracing } from '../observability/tracing';
 import { createWorker } from './create-worker';
 
 export type ResilientWorker = {
@@ -23,12 +24,14 @@ const HEALTHY_RUN_MS = 60_000;
 
 /**
  * The workflows bundled once into a file (unless TEMPORAL_WORKFLOW_BUNDLE names one), so that a
- * rebuilt worker starts at once instead of bundling again.
+ * rebuilt worker starts at once instead of bundling again. With tracing, the bundle is always
+ * made here, with the workflow interceptors (a prebuilt bundle has none).
  */
-async function withWorkflowBundle(config: Config): Promise<Config> {
-  if (config.temporal.workflowBundlePath) return config;
+async function withWorkflowBundle(config: Config, tracing: Tracing | undefined): Promise<Config> {
+  if (config.temporal.workflowBundlePath && !tracing) return config;
   const { code } = await bundleWorkflowCode({
     workflowsPath: require.resolve('../workflows'),
+    ...(tracing ? { workflowInterceptorModules: [workflowInterceptorsModule] } : {}),
     logger: {
       log: () => undefined,
       trace: () => undefined,
@@ -47,7 +50,8 @@ async function withWorkflowBundle(config: Config): Promise<Config> {
  * The engine's worker, kept running through outages: when Temporal cannot be reached (at start
  * or later) or the worker fails, it is rebuilt on a new connection after a backoff that doubles
  * up to 15 s, instead of the process exiting. Postgres outages need nothing here: activities
- * fail and Temporal retries them.
+ * fail and Temporal retries them. Tracing (config.tracing) is acquired here and released by
+ * `stop`, which flushes the spans still buffered.
  */
 export function runResilientWorker(options: {
   config: Config;
@@ -76,8 +80,9 @@ export function runResilientWorker(options: {
       };
     });
 
+  const tracing = acquireTracing(options.config.tracing);
   const loop = (async () => {
-    const config = await withWorkflowBundle(options.config);
+    const config = await withWorkflowBundle(options.config, tracing);
     let backoff = INITIAL_BACKOFF_MS;
     while (!stopping) {
       const began = Date.now();
@@ -86,6 +91,7 @@ export function runResilientWorker(options: {
           config,
           pool: options.pool,
           tuning: options.tuning,
+          tracing,
         });
         try {
           if (stopping) break;
@@ -133,6 +139,7 @@ export function runResilientWorker(options: {
       });
       await Promise.race([loop.catch(() => undefined), late]);
       clearTimeout(timer);
+      await tracing?.release();
     },
   };
 }
