@@ -1,0 +1,311 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { startApi, type RunningApi } from '../../api/server';
+import { loadConfig } from '../../config';
+import { scratchConfig } from '../../harness/engine';
+import { freePort } from '../../harness/ports';
+import { startTemporalDevServer, type DevServer } from '../../harness/temporal';
+import { createLogger } from '../../observability/logger';
+import type { DatabasePool } from '../../db/pool';
+import {
+  assertLedgerInvariant,
+  balanceOf,
+  createTestDatabase,
+  fundWallet,
+} from '../support/database';
+import { createTestApp, quietTemporalRuntime } from '../support/engine';
+import { clientFor, createUserWithWallet } from '../support/http';
+
+/**
+ * Tracing (issue 12): OpenTelemetry through the Temporal SDK's interceptors, off unless
+ * configured. `npm run worker` as production runs it (its own Temporal dev server: the worker
+ * creates the engine's schedules) and the API in this process both export by OTLP/HTTP to a
+ * collector on loopback (this test's receiver); a transfer's trace starts at the API's workflow
+ * start and goes on in the worker's workflow run and activity. An API without the variables
+ * sends nothing.
+ */
+jest.setTimeout(120_000);
+
+const root = path.resolve(__dirname, '../..');
+const TRANSFER = '/api/v1/transactions/wallet/transfer';
+
+type ReceivedSpan = {
+  service: string;
+  name: string;
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+  attributes: Record<string, unknown>;
+};
+
+type OtlpValue = { stringValue?: string; intValue?: string | number; boolValue?: boolean };
+type OtlpAttribute = { key: string; value: OtlpValue };
+type OtlpExport = {
+  resourceSpans?: {
+    resource?: { attributes?: OtlpAttribute[] };
+    scopeSpans?: {
+      spans?: {
+        name: string;
+        traceId: string;
+        spanId: string;
+        parentSpanId?: string;
+        attributes?: OtlpAttribute[];
+      }[];
+    }[];
+  }[];
+};
+
+function attributesOf(list: OtlpAttribute[] | undefined): Record<string, unknown> {
+  return Object.fromEntries(
+    (list ?? []).map(({ key, value }) => [
+      key,
+      value.stringValue ?? value.intValue ?? value.boolValue,
+    ]),
+  );
+}
+
+/** A collector on loopback: what the OTLP/HTTP exporter posts (JSON) to /v1/traces. */
+function startReceiver(): Promise<{
+  server: Server;
+  url: string;
+  spans: ReceivedSpan[];
+  requests: { path: string; contentType: string }[];
+}> {
+  const spans: ReceivedSpan[] = [];
+  const requests: { path: string; contentType: string }[] = [];
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      requests.push({
+        path: request.url ?? '',
+        contentType: request.headers['content-type'] ?? '',
+      });
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as OtlpExport;
+      for (const resourceSpan of body.resourceSpans ?? []) {
+        const service = String(attributesOf(resourceSpan.resource?.attributes)['service.name']);
+        for (const scope of resourceSpan.scopeSpans ?? []) {
+          for (const span of scope.spans ?? []) {
+            spans.push({
+              service,
+              name: span.name,
+              traceId: span.traceId,
+              spanId: span.spanId,
+              parentSpanId: span.parentSpanId ?? '',
+              attributes: attributesOf(span.attributes),
+            });
+          }
+        }
+      }
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      resolve({ server, url: `http://127.0.0.1:${port}`, spans, requests });
+    });
+  });
+}
+
+let dir: string;
+let temporal: DevServer;
+let database: { url: string; pool: DatabasePool };
+let receiver: Awaited<ReturnType<typeof startReceiver>>;
+let worker: ChildProcess;
+let output = '';
+let api: RunningApi;
+let untracedApi: RunningApi;
+
+async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return check();
+}
+
+beforeAll(async () => {
+  quietTemporalRuntime();
+  dir = await mkdtemp(path.join(os.tmpdir(), 'wallet-tracing-'));
+  [temporal, database, receiver] = await Promise.all([
+    startTemporalDevServer({ port: await freePort() }),
+    createTestDatabase(),
+    startReceiver(),
+  ]);
+  const scratch = (env: Record<string, string>) =>
+    scratchConfig({
+      databaseUrl: database.url,
+      temporalAddress: temporal.address,
+      taskQueuePrefix: 'tracing',
+      workflowBundle: process.env.TEST_WORKFLOW_BUNDLE,
+      requestTimeoutMs: 30_000,
+      env,
+    });
+  const config = scratch({
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.url}/v1/traces`,
+    OTEL_SERVICE_NAME: 'tracing-test-api',
+  });
+  worker = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+    cwd: root,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      DATA_DIR: dir,
+      HOST: '127.0.0.1',
+      DATABASE_URL: database.url,
+      TEMPORAL_ADDRESS: temporal.address,
+      TEMPORAL_TASK_QUEUE: config.temporal.taskQueue,
+      // A prebuilt bundle has no workflow interceptors: with tracing, the worker bundles its own.
+      ...(process.env.TEST_WORKFLOW_BUNDLE
+        ? { TEMPORAL_WORKFLOW_BUNDLE: process.env.TEST_WORKFLOW_BUNDLE }
+        : {}),
+      OTEL_EXPORTER_OTLP_ENDPOINT: `${receiver.url}/`,
+      OTEL_SERVICE_NAME: 'tracing-test-worker',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  worker.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  worker.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  const up = await waitFor(
+    () => output.includes('worker running') || worker.exitCode !== null,
+    90_000,
+  );
+  if (!up || worker.exitCode !== null) throw new Error(`the worker did not come up:\n${output}`);
+  const logger = createLogger('info', new Writable({ write: (_c, _e, done) => done() }));
+  api = await startApi(config, logger, database.url);
+  // The same engine without the variables, on the worker's task queue.
+  untracedApi = await startApi({ ...scratch({}), temporal: config.temporal }, logger, database.url);
+});
+
+afterAll(async () => {
+  await api?.close();
+  await untracedApi?.close();
+  if (worker && worker.exitCode === null) {
+    const exited = new Promise((resolve) => worker.once('exit', resolve));
+    worker.kill('SIGTERM');
+    await exited;
+  }
+  await database?.pool.end();
+  await temporal?.stop();
+  await new Promise((resolve) => receiver?.server.close(resolve));
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+async function transfer(apiUrl: string, amount: number) {
+  const app = await createTestApp(database.pool);
+  const client = clientFor(apiUrl, app);
+  const from = await createUserWithWallet(client);
+  const to = await createUserWithWallet(client);
+  await fundWallet(database.pool, from.walletId, 5_000n);
+  const reply = await client.post(TRANSFER, {
+    from_wallet_id: from.walletId,
+    to_wallet_id: to.walletId,
+    amount,
+  });
+  expect(reply.status).toBe(200);
+  expect(reply.body).toMatchObject({ status: 'completed', transaction_type: 'transfer' });
+  expect(await balanceOf(database.pool, from.walletId)).toBe(5_000n - BigInt(amount) * 100n);
+  expect(await balanceOf(database.pool, to.walletId)).toBe(BigInt(amount) * 100n);
+  await assertLedgerInvariant(database.pool);
+  return reply.body as { id: string };
+}
+
+/** The span of the ledger step of transfer `transactionId` (it names its workflow). */
+function activityOf(transactionId: string): ReceivedSpan | undefined {
+  return receiver.spans.find(
+    (s) =>
+      s.name === 'RunActivity:transferFunds' &&
+      s.attributes.temporalWorkflowId === `transfer-${transactionId}`,
+  );
+}
+
+/** The workflow run span of transfer `transactionId`: the one in its ledger step's trace. */
+function runOf(transactionId: string): ReceivedSpan | undefined {
+  const activity = activityOf(transactionId);
+  return receiver.spans.find(
+    (s) => s.name === 'RunWorkflow:transferWorkflow' && s.traceId === activity?.traceId,
+  );
+}
+
+describe('tracing (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
+  it('traces a transfer from the API workflow start through the workflow run to its activity', async () => {
+    const { id } = await transfer(api.url, 7);
+
+    // The API's batch goes out within its 5 s schedule, the worker's within 100 ms.
+    const start = () =>
+      receiver.spans.find(
+        (s) =>
+          s.name === 'StartWorkflow:transferWorkflow' &&
+          s.attributes.temporalWorkflowId === `transfer-${id}`,
+      );
+    const arrived = await waitFor(() => start() !== undefined && runOf(id) !== undefined, 30_000);
+    expect(arrived).toBe(true);
+    expect(receiver.requests.every((r) => r.path === '/v1/traces')).toBe(true);
+    expect(receiver.requests.every((r) => r.contentType.startsWith('application/json'))).toBe(true);
+
+    // One trace: the API's start span is the workflow run's parent; the activity is in it.
+    const started = start()!;
+    const run = runOf(id)!;
+    expect(started.service).toBe('tracing-test-api');
+    expect(run.service).toBe('tracing-test-worker');
+    expect(run.traceId).toBe(started.traceId);
+    expect(run.parentSpanId).toBe(started.spanId);
+    const inTrace = receiver.spans.filter((s) => s.traceId === started.traceId);
+    const scheduled = inTrace.find((s) => s.name === 'StartActivity:transferFunds');
+    const executed = activityOf(id);
+    expect(scheduled).toMatchObject({ service: 'tracing-test-worker', parentSpanId: run.spanId });
+    expect(executed).toMatchObject({
+      service: 'tracing-test-worker',
+      parentSpanId: scheduled!.spanId,
+    });
+  });
+
+  it('sends nothing from an API without the variables: its payments start no trace', async () => {
+    const { id } = await transfer(untracedApi.url, 3);
+
+    // The (traced) worker runs the payment; the untraced API started it without a span.
+    expect(await waitFor(() => runOf(id) !== undefined, 30_000)).toBe(true);
+    const run = runOf(id)!;
+    expect(run.parentSpanId).toBe('');
+    expect(
+      receiver.spans.some(
+        (s) =>
+          s.service === 'tracing-test-api' && s.attributes.temporalWorkflowId === `transfer-${id}`,
+      ),
+    ).toBe(false);
+    expect(receiver.spans.filter((s) => s.traceId === run.traceId).map((s) => s.service)).toEqual(
+      expect.not.arrayContaining(['tracing-test-api']),
+    );
+  });
+});
+
+describe('the tracing configuration', () => {
+  it('is off unless an OTLP endpoint is set; the traces endpoint wins over the base one', () => {
+    expect(loadConfig({}).tracing).toEqual({
+      endpoint: undefined,
+      serviceName: 'wallet-payments-engine',
+    });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: '' }).tracing.endpoint).toBeUndefined();
+    expect(
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318/' }).tracing.endpoint,
+    ).toBe('http://127.0.0.1:4318/v1/traces');
+    expect(
+      loadConfig({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:4319/traces',
+        OTEL_SERVICE_NAME: 'payments',
+      }).tracing,
+    ).toEqual({ endpoint: 'http://127.0.0.1:4319/traces', serviceName: 'payments' });
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url' })).toThrow(
+      /OTEL_EXPORTER_OTLP_ENDPOINT/,
+    );
+  });
+});
