@@ -112,3 +112,21 @@ export function unlessDeclined<T extends { status: string }>(result: T | Decline
 
 /** An error response of a route's documentation: its description, with the `{"detail"}` body. */
 export const errorResponse = (description: string) => ({ description, schema: ErrorBody });
+
+/**
+ * Live Mode asked for a provider whose credentials the operator did not configure: 503 before
+ * anything starts. `what` names the operation in the plural ("card deposits").
+ */
+export function assertLiveProvider(
+  caller: { mode: 'test' | 'live' },
+  configured: unknown,
+  what: string,
+  credentials = 'the provider credentials',
+): void {
+  if (caller.mode === 'live' && !configured) {
+    throw new AppError(
+      'provider_unavailable',
+      `Live ${what} are not available: ${credentials} are not configured`,
+    );
+  }
+}

@@ -12,9 +12,8 @@ import {
 } from '@temporalio/client';
 import type { SearchAttributePair, UpdateDefinition, Workflow } from '@temporalio/common';
 import type { Config } from '../config';
-import type { Caller, Mode, TransactionType } from '../domain/types';
-import { workflowIds } from '../workflows/ids';
-import { SearchAttributes, type DepositOutcome } from '../workflows/shared';
+import type { Caller, TransactionType } from '../domain/types';
+import { SearchAttributes } from '../workflows/shared';
 import { AppError } from './errors';
 import { paymentsStarted } from '../observability/metrics';
 
@@ -167,9 +166,6 @@ export function paymentSearchAttributes(
   ];
 }
 
-/** The deposit workflows a provider's notification or a sync can reach. */
-export type DepositKind = 'deposit' | 'cardDeposit';
-
 /**
  * Starts a payment workflow and sends it its first update in one call (update-with-start,
  * `USE_EXISTING`: a retried request attaches to the running workflow), with the payment search
@@ -202,43 +198,6 @@ export async function startPaymentWithUpdate<W extends Workflow, R>(
     }),
     deps.config.api.requestTimeoutMs,
   );
-}
-
-/** The mode of a deposit known only to Temporal (its record was never written), or null. */
-export async function depositMode(
-  temporal: Client,
-  transactionId: string,
-  kind: DepositKind = 'deposit',
-): Promise<Mode | null> {
-  try {
-    const described = await temporal.workflow
-      .getHandle(workflowIds[kind](transactionId))
-      .describe();
-    const mode = described.typedSearchAttributes.get(SearchAttributes.PaymentMode);
-    return mode === 'test' || mode === 'live' ? mode : null;
-  } catch {
-    return null;
-  }
-}
-
-export type DepositHandle = ReturnType<Client['workflow']['getHandle']>;
-
-/** Runs an update on a deposit's workflow; null when that workflow is not running any more. */
-export async function updateDeposit(
-  temporal: Client,
-  transactionId: string,
-  timeoutMs: number,
-  run: (handle: DepositHandle) => Promise<DepositOutcome>,
-  kind: DepositKind = 'deposit',
-): Promise<DepositOutcome | null> {
-  const handle = temporal.workflow.getHandle(workflowIds[kind](transactionId));
-  try {
-    return await withDeadline(run(handle), timeoutMs);
-  } catch (error) {
-    // An update on a workflow that has completed is refused; the record tells its outcome.
-    if (isNotFound(error)) return null;
-    throw error;
-  }
 }
 
 /** gRPC NOT_FOUND: some calls (a history fetch, an update) are not wrapped by the SDK. */

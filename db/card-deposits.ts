@@ -1,6 +1,5 @@
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import type { Mode } from '../domain/types';
 import { transactionColumns, transactionRow, type TransactionRow } from './transactions';
 
 /** The provider's payment, as the card deposit last saw it. */
@@ -80,23 +79,6 @@ export async function setCardPayment(
     WHERE id = ${id} AND transaction_type = 'card_deposit'
     RETURNING ${transactionColumns}, metadata`);
   return record(row);
-}
-
-/**
- * The card deposit a provider's event speaks of: by the provider's payment id, else by our
- * transaction id (a UUID) carried in its metadata; the provider's id wins.
- */
-export async function findNotifiedCardDeposit(
-  db: CommonQueryMethods,
-  paymentId: string,
-  transactionId: string | null,
-): Promise<{ id: string; mode: Mode } | null> {
-  return db.maybeOne(sql.type(z.object({ id: z.string(), mode: z.enum(['test', 'live']) }))`
-    SELECT id, mode FROM transactions
-    WHERE transaction_type = 'card_deposit'
-      AND (provider_reference = ${paymentId} OR id::text = ${transactionId ?? ''})
-    ORDER BY (provider_reference = ${paymentId}) DESC NULLS LAST
-    LIMIT 1`);
 }
 
 /** The card deposit paid through this provider payment, or null (the authentication page). */

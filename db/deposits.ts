@@ -1,6 +1,5 @@
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import type { Mode } from '../domain/types';
 import { transactionColumns, transactionRow, type TransactionRow } from './transactions';
 
 /** What a deposit records of itself beyond the transaction row: the SLE side and the FX. */
@@ -50,21 +49,4 @@ export async function lockDeposit(
     WHERE id = ${id} AND transaction_type = 'mobile_money_deposit' FOR NO KEY UPDATE`);
   if (!row) throw new Error(`deposit ${id} has no record`);
   return record(row);
-}
-
-/**
- * The deposit a provider's notification speaks of: by the provider's payment code id, else by
- * our transaction id (a UUID) carried in its metadata; the provider's id wins.
- */
-export async function findNotifiedDeposit(
-  db: CommonQueryMethods,
-  paymentCodeId: string,
-  transactionId: string | null,
-): Promise<{ id: string; mode: Mode } | null> {
-  return db.maybeOne(sql.type(z.object({ id: z.string(), mode: z.enum(['test', 'live']) }))`
-    SELECT id, mode FROM transactions
-    WHERE transaction_type = 'mobile_money_deposit'
-      AND (provider_reference = ${paymentCodeId} OR id::text = ${transactionId ?? ''})
-    ORDER BY (provider_reference = ${paymentCodeId}) DESC
-    LIMIT 1`);
 }

@@ -181,14 +181,8 @@ export class StripeCardProvider implements CardProvider {
   }
 
   parseEvent(rawBody: string, headers: Record<string, string | undefined>): CardEvent | null {
-    const signature = headerValue(headers, STRIPE_SIGNATURE_HEADER);
-    if (!signature) return null;
-    let event: Stripe.Event;
-    try {
-      event = this.client.webhooks.constructEvent(rawBody, signature, this.webhookSecret);
-    } catch {
-      return null;
-    }
+    const event = verifiedStripeEvent(this.client, rawBody, headers, this.webhookSecret);
+    if (!event) return null;
     const status = Object.hasOwn(EVENT_STATUS, event.type)
       ? EVENT_STATUS[event.type as keyof typeof EVENT_STATUS]
       : undefined;
@@ -296,4 +290,24 @@ export function stripeCardFromConfig(config: Config): StripeCardProvider | null 
   const { secretKey, webhookSecret, api, timeoutMs } = config.providers.stripe;
   if (!secretKey || !webhookSecret) return null;
   return new StripeCardProvider({ secretKey, webhookSecret, api, timeoutMs });
+}
+
+/**
+ * The Stripe event of a notification, its `Stripe-Signature` verified with the endpoint's
+ * secret; null when the header is missing, no secret is configured or the signature does not
+ * match.
+ */
+export function verifiedStripeEvent(
+  client: Stripe,
+  rawBody: string,
+  headers: Record<string, string | undefined>,
+  webhookSecret: string | null,
+): Stripe.Event | null {
+  const signature = headerValue(headers, STRIPE_SIGNATURE_HEADER);
+  if (!signature || !webhookSecret) return null;
+  try {
+    return client.webhooks.constructEvent(rawBody, signature, webhookSecret);
+  } catch {
+    return null;
+  }
 }

@@ -13,12 +13,11 @@ import {
   type PayoutAccountDetails,
   type PayoutAccountProvider,
 } from './card';
-import { headerValue } from './monime';
 import {
   isMissing,
   refusalOrTransient,
-  STRIPE_SIGNATURE_HEADER,
   StripeResponseError,
+  verifiedStripeEvent,
 } from './stripe-card';
 
 const PAYOUT_STATUS: Record<string, CardPayoutStatus> = {
@@ -224,14 +223,8 @@ export class StripeConnectProvider implements PayoutAccountProvider {
     rawBody: string,
     headers: Record<string, string | undefined>,
   ): CardPayoutEvent | null {
-    const signature = headerValue(headers, STRIPE_SIGNATURE_HEADER);
-    if (!signature || !this.webhookSecret) return null;
-    let event: Stripe.Event;
-    try {
-      event = this.client.webhooks.constructEvent(rawBody, signature, this.webhookSecret);
-    } catch {
-      return null;
-    }
+    const event = verifiedStripeEvent(this.client, rawBody, headers, this.webhookSecret);
+    if (!event) return null;
     const status = Object.hasOwn(PAYOUT_EVENT_STATUS, event.type)
       ? PAYOUT_EVENT_STATUS[event.type]
       : undefined;

@@ -12,7 +12,7 @@ import { workflowIds } from '../../workflows/ids';
 import { cardDepositUpdates, type DepositOutcome } from '../../workflows/shared';
 import { activeWallet, assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
-import { AppError, errorResponse, notFound, unlessDeclined } from '../errors';
+import { AppError, assertLiveProvider, errorResponse, notFound, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { PositiveAmount, uuidPattern } from '../schemas';
@@ -224,12 +224,7 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
       },
       handler: async ({ ctx, caller, body, idempotency }) => {
         const wallet = await activeWallet(pool, caller, body.wallet_id);
-        if (caller.mode === 'live' && !providers.liveCard) {
-          throw new AppError(
-            'provider_unavailable',
-            'Live card deposits are not available: the Stripe keys are not configured',
-          );
-        }
+        assertLiveProvider(caller, providers.liveCard, 'card deposits', 'the Stripe keys');
         const transactionId = idFromKey(caller, idempotency, 'card_deposit');
         const opened = unlessDeclined(
           await startPaymentWithUpdate(deps, cardDepositWorkflow, {

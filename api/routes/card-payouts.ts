@@ -6,7 +6,7 @@ import { workflowIds } from '../../workflows/ids';
 import { moneyOutUpdates } from '../../workflows/money-out-shared';
 import { activeWallet } from '../access';
 import type { ApiDeps } from '../deps';
-import { AppError, errorResponse, unlessDeclined } from '../errors';
+import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { PositiveAmount } from '../schemas';
@@ -54,12 +54,7 @@ export function cardPayoutRoutes(deps: ApiDeps): Route[] {
       },
       handler: async ({ caller, body, idempotency }) => {
         const wallet = await activeWallet(pool, caller, body.wallet_id);
-        if (caller.mode === 'live' && !providers.liveConnect) {
-          throw new AppError(
-            'provider_unavailable',
-            'Live card payouts are not available: the provider credentials are not configured',
-          );
-        }
+        assertLiveProvider(caller, providers.liveConnect, 'card payouts');
         const account = await findPayoutAccount(pool, caller, wallet.id);
         if (!canReceivePayouts(account)) throw new AppError('invalid_request', PAYOUTS_NOT_ENABLED);
         const transactionId = idFromKey(caller, idempotency, 'card_payout');

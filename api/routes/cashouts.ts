@@ -10,7 +10,7 @@ import { workflowIds } from '../../workflows/ids';
 import { moneyOutUpdates, type MoneyOutOutcome } from '../../workflows/money-out-shared';
 import { activeWallet } from '../access';
 import type { ApiDeps } from '../deps';
-import { AppError, errorResponse, unlessDeclined } from '../errors';
+import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { PositiveMinorUnits } from '../schemas';
@@ -146,12 +146,7 @@ export function cashoutRoutes(deps: ApiDeps): Route[] {
       },
       handler: async ({ caller, body, idempotency }) => {
         const wallet = await activeWallet(pool, caller, body.wallet_id);
-        if (caller.mode === 'live' && !providers.liveMobileMoney) {
-          throw new AppError(
-            'provider_unavailable',
-            'Live mobile-money cashouts are not available: the provider credentials are not configured',
-          );
-        }
+        assertLiveProvider(caller, providers.liveMobileMoney, 'mobile-money cashouts');
         const transactionId = idFromKey(caller, idempotency, 'mobile_money_cashout');
         const opened = unlessDeclined(
           await startPaymentWithUpdate(deps, mobileMoneyCashoutWorkflow, {

@@ -6,7 +6,7 @@ import { workflowIds } from '../../workflows/ids';
 import { depositUpdates, type DepositOpened } from '../../workflows/shared';
 import { assertOwned, activeWallet } from '../access';
 import type { ApiDeps } from '../deps';
-import { AppError, unlessDeclined, errorResponse } from '../errors';
+import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { PositiveMinorUnits } from '../schemas';
@@ -106,12 +106,7 @@ export function depositRoutes(deps: ApiDeps): Route[] {
       },
       handler: async ({ caller, body, idempotency }) => {
         const wallet = await activeWallet(pool, caller, body.wallet_id);
-        if (caller.mode === 'live' && !providers.liveMobileMoney) {
-          throw new AppError(
-            'provider_unavailable',
-            'Live mobile-money deposits are not available: the provider credentials are not configured',
-          );
-        }
+        assertLiveProvider(caller, providers.liveMobileMoney, 'mobile-money deposits');
         const transactionId = idFromKey(caller, idempotency, 'mobile_money_deposit');
         const opened = unlessDeclined(
           await startPaymentWithUpdate(deps, mobileMoneyDepositWorkflow, {

@@ -24,7 +24,7 @@ import {
 import { SearchAttributes } from '../../workflows/shared';
 import { activeWallet, ownedWallet } from '../access';
 import type { ApiDeps } from '../deps';
-import { AppError, errorResponse, unlessDeclined } from '../errors';
+import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { defineRoute, type Route } from '../route';
 import { withDeadline } from '../temporal';
 
@@ -281,12 +281,7 @@ export function onboardingRoutes(deps: ApiDeps): Route[] {
 
   /** Live Mode without the Stripe keys: 503, before anything starts. */
   function assertProviderConfigured(caller: Caller): void {
-    if (caller.mode === 'live' && !providers.liveConnect) {
-      throw new AppError(
-        'provider_unavailable',
-        'Live payout accounts are not available: the Stripe keys are not configured',
-      );
-    }
+    assertLiveProvider(caller, providers.liveConnect, 'payout accounts', 'the Stripe keys');
   }
 
   /** The wallet's onboarding, after its first submission; 404 before. */
