@@ -3,7 +3,7 @@ import { lockHold, shrinkHold } from '../db/escrow';
 import { lockAccounts, systemAccountId } from '../db/ledger';
 import { recordMoneyStep } from '../db/money-steps';
 import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
-import { findTransaction, type TransactionRow } from '../db/transactions';
+import { findTransaction, transactionRecord, type TransactionRow } from '../db/transactions';
 import { walletStates } from '../db/wallets';
 import { computeEscrowFee } from '../domain/fees';
 import { holdPostings, refundPostings, releasePostings } from '../domain/ledger';
@@ -26,7 +26,17 @@ async function alreadyDone(
   remaining: bigint,
 ): Promise<EscrowStepResult | null> {
   const done = await findTransaction(trx, id);
-  return done ? { status: 'done', transactionId: done.id, remaining: remaining.toString() } : null;
+  return done ? stepDone(done, remaining) : null;
+}
+
+/** A step made: its payment row travels with the answer, so that the API need not read it. */
+function stepDone(row: TransactionRow, remaining: bigint): EscrowStepResult {
+  return {
+    status: 'done',
+    transactionId: row.id,
+    remaining: remaining.toString(),
+    transaction: transactionRecord(row),
+  };
 }
 
 /** The hold, locked, when it still holds something; a decline otherwise. */
@@ -47,12 +57,7 @@ export function createEscrowActivities(deps: { pool: DatabasePool }) {
     const amount = BigInt(input.amount);
     return pool.transaction(async (trx) => {
       const existing = await findTransaction(trx, input.holdId);
-      if (existing)
-        return {
-          status: 'done',
-          transactionId: existing.id,
-          remaining: existing.escrow_amount.toString(),
-        };
+      if (existing) return stepDone(existing, existing.escrow_amount);
       const wallet = (await walletStates(trx, [input.walletId])).get(input.walletId);
       checkWallet(wallet, { application_id: input.applicationId, mode: input.mode });
       const escrow = await systemAccountId(
@@ -92,7 +97,7 @@ export function createEscrowActivities(deps: { pool: DatabasePool }) {
         },
         event: { type: 'escrow.held', data: transactionEventData },
       });
-      return { status: 'done', transactionId: hold.id, remaining: amount.toString() };
+      return stepDone(hold, amount);
     });
   }
 
@@ -174,7 +179,7 @@ export function createEscrowActivities(deps: { pool: DatabasePool }) {
           }),
         },
       });
-      return { status: 'done', transactionId: release.id, remaining: remaining.toString() };
+      return stepDone(release, remaining);
     });
   }
 
@@ -220,7 +225,7 @@ export function createEscrowActivities(deps: { pool: DatabasePool }) {
           data: (row) => ({ ...transactionEventData(row), hold_id: hold.id, reason: input.reason }),
         },
       });
-      return { status: 'done', transactionId: refund.id, remaining: '0' };
+      return stepDone(refund, 0n);
     });
   }
 

@@ -1,9 +1,10 @@
 import { recordMoneyStep } from '../db/money-steps';
 import type { DatabasePool } from '../db/pool';
+import { transactionRecord } from '../db/transactions';
 import { lockTransferWallets } from '../db/transfers';
 import { transferPostings } from '../domain/ledger';
 import { workflowIds } from '../workflows/ids';
-import type { TransferInput } from '../workflows/shared';
+import type { TransactionRecord, TransferInput } from '../workflows/shared';
 import { decline } from './declines';
 import { transactionEventData } from './events';
 import { checkWallet } from './wallet-checks';
@@ -14,7 +15,9 @@ import { checkWallet } from './wallet-checks';
  * `transfer.completed` event. Running it again for the same transaction id changes nothing.
  */
 export function createTransferActivities(deps: { pool: DatabasePool }) {
-  async function transferFunds(input: TransferInput): Promise<{ transactionId: string }> {
+  async function transferFunds(
+    input: TransferInput,
+  ): Promise<{ transactionId: string; transaction?: TransactionRecord }> {
     const amount = BigInt(input.amount);
     return deps.pool.transaction(async (trx) => {
       const rows = await lockTransferWallets(trx, input.transactionId, [
@@ -33,7 +36,7 @@ export function createTransferActivities(deps: { pool: DatabasePool }) {
       }
       if (from.balance < amount) throw decline('insufficient_funds');
 
-      await recordMoneyStep(trx, {
+      const row = await recordMoneyStep(trx, {
         transaction: {
           id: input.transactionId,
           applicationId: input.applicationId,
@@ -50,7 +53,7 @@ export function createTransferActivities(deps: { pool: DatabasePool }) {
         ledger: { postings: transferPostings(from.id, to.id, from.currency, amount) },
         event: { type: 'transfer.completed', data: transactionEventData },
       });
-      return { transactionId: input.transactionId };
+      return { transactionId: input.transactionId, transaction: transactionRecord(row) };
     });
   }
   return { transferFunds };

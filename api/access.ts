@@ -56,3 +56,20 @@ export async function ownedWallets(
   const found = await findWallets(db, ids);
   return ids.map((id) => assertOwned(caller, found.get(id) ?? null, 'Wallet'));
 }
+
+/**
+ * Each of the wallets, in the order asked, found, owned and active, as `activeWallet` checks
+ * them one after the other (the first that fails answers), in one query.
+ */
+export async function activeWallets(
+  db: CommonQueryMethods,
+  caller: Caller,
+  ids: readonly string[],
+): Promise<WalletRow[]> {
+  const found = await findWallets(db, ids);
+  return ids.map((id) => {
+    const wallet = assertOwned(caller, found.get(id) ?? null, 'Wallet');
+    if (!wallet.is_active) throw new AppError('wallet_disabled');
+    return wallet;
+  });
+}

@@ -59,7 +59,10 @@ export function createApp(deps: ApiDeps): Koa {
   // with Allow (as PUT does), not the router's bare 501.
   const router = new Router({ methods: [...METHODS] });
   const routes = apiRoutes(deps);
-  mountRoutes(router, routes, deps.pool, { trustProxy: deps.config.api.trustProxy });
+  mountRoutes(router, routes, deps.pool, {
+    trustProxy: deps.config.api.trustProxy,
+    credentials: deps.credentials,
+  });
   // Outside the error handler, so that it sees the status every request is finally answered.
   if (deps.config.metrics.enabled) app.use(httpMetrics());
   app.use(errorsAndAccessLog(deps.logger));

@@ -1,4 +1,5 @@
 import type { Client } from '@temporalio/client';
+import type { CredentialCache } from '../db/credential-cache';
 import type { DatabasePool } from '../db/pool';
 import type { Config } from '../config';
 import type { Providers } from '../providers';
@@ -8,6 +9,14 @@ export type ApiDeps = {
   config: Config;
   pool: DatabasePool;
   temporal: Client;
+  /**
+   * A client on the connection of a worker running in this process (`npm start`), when it is
+   * running: a payment started through it is started eagerly, its first workflow task handed
+   * to that worker in the start call's answer instead of through the server's task queue.
+   */
+  eagerTemporal?: () => Client | null;
+  /** Credentials accepted before, kept in memory and confirmed by each request (db/credential-cache.ts). */
+  credentials?: CredentialCache;
   logger: Logger;
   providers: Providers;
 };

@@ -5,9 +5,9 @@ import type { DatabasePool } from '../db/pool';
 import type { z } from 'zod';
 import { ADMIN_API_KEY_PREFIX, authenticateAdmin, hitAdminRateLimit } from '../db/admins';
 import { lockedUntil, recordFailure } from '../db/auth-lockout';
-import { authenticate } from '../db/credentials';
+import type { CredentialCache } from '../db/credential-cache';
+import { authenticate, authenticateAndCount } from '../db/credentials';
 import { claimIdempotencyKey, completeIdempotencyKey } from '../db/idempotency';
-import { hitRateLimit } from '../db/rate-limit';
 import { idempotentReplays, rateLimitedRequests } from '../observability/metrics';
 import { AppError } from './errors';
 import { RATE_LIMIT_CATEGORIES, type Caller } from '../domain/types';
@@ -28,11 +28,12 @@ async function authenticateRequest(
   ctx: Koa.Context,
   pool: DatabasePool,
   category: keyof typeof RATE_LIMIT_CATEGORIES,
+  credentials: CredentialCache | undefined,
 ): Promise<Caller> {
   const apiKey = ctx.get('api-key');
   const secretKey = ctx.get('secret-key');
   if (!apiKey || !secretKey) throw new AppError('unauthenticated', UNAUTHENTICATED.missing);
-  const result = await authenticate(pool, apiKey, secretKey);
+  const result = await authenticateAndCount(pool, apiKey, secretKey, category, credentials);
   if (!result.ok) {
     if (apiKey.startsWith(ADMIN_API_KEY_PREFIX)) {
       const admin = await authenticateAdmin(pool, apiKey, secretKey);
@@ -47,10 +48,9 @@ async function authenticateRequest(
   };
   (ctx.state as { caller?: Caller }).caller = caller;
   const limit = result.rateLimits[category] ?? RATE_LIMIT_CATEGORIES[category];
-  const hit = await hitRateLimit(pool, result.credentialId, category);
-  if (hit.count > limit) {
+  if (result.hit.count > limit) {
     rateLimitedRequests.inc({ category });
-    throw new RateLimitedError(hit.retryAfterSeconds);
+    throw new RateLimitedError(result.hit.retryAfterSeconds);
   }
   return caller;
 }
@@ -193,7 +193,7 @@ export function mountRoutes(
   router: Router,
   routes: readonly Route[],
   pool: DatabasePool,
-  options: { trustProxy: number } = { trustProxy: 0 },
+  options: { trustProxy: number; credentials?: CredentialCache | undefined } = { trustProxy: 0 },
 ): void {
   const concretePaths = new Set(routes.filter((r) => !r.path.includes(':')).map((r) => r.path));
   for (const route of routes) {
@@ -211,7 +211,7 @@ export function mountRoutes(
       const caller =
         route.auth === null || route.admin
           ? null
-          : await authenticateRequest(ctx, pool, route.auth);
+          : await authenticateRequest(ctx, pool, route.auth, options.credentials);
       if (route.testModeOnly && caller?.mode !== 'test') {
         throw new AppError('wrong_mode', 'This endpoint is available in Test Mode only');
       }
@@ -262,7 +262,11 @@ export function mountRoutes(
           idempotentReplays.inc({ route: route.path });
           result = { status: claim.status, body: claim.body };
         } else {
-          const idempotency = { key, claimedAt: claim.claimedAt };
+          const idempotency = {
+            key,
+            claimedAt: claim.claimedAt,
+            fresh: claim.kind === 'claimed',
+          };
           // A 5xx leaves the claim open: a retry then re-attaches to the same workflow.
           result = await settle(() => route.handler({ ...input, idempotency }));
           await completeIdempotencyKey(pool, caller, key, result.status ?? 200, result.body);

@@ -13,7 +13,8 @@ export type RouteContext<B, Q, P> = {
   query: Q;
   params: P;
   /** Set on routes that accept an Idempotency-Key: the key and when this use of it began. */
-  idempotency: { key: string; claimedAt: string } | null;
+  /** `fresh`: this request claimed the key (false: an earlier attempt with it never finished). */
+  idempotency: { key: string; claimedAt: string; fresh: boolean } | null;
 };
 
 /**

@@ -3,7 +3,9 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import { Client } from '@temporalio/client';
+import type { NativeConnection } from '@temporalio/worker';
 import { temporalAddress, type Config } from '../config';
+import { createCredentialCache } from '../db/credential-cache';
 import { createDatabasePool } from '../db/pool';
 import { createProviders } from '../providers';
 import { createApp } from './app';
@@ -16,11 +18,14 @@ export type RunningApi = { url: string; server: Server; close: () => Promise<voi
 /**
  * Starts the API: its own pool and Temporal client, listening on the configured port. With
  * tracing configured, the client's interceptor starts a payment's trace at its workflow start.
+ * `workerConnection` is the connection of a worker running in this process, while it runs
+ * (`npm start`, the benchmark): payments started through it are started eagerly.
  */
 export async function startApi(
   config: Config,
   logger: Logger,
   databaseUrl: string,
+  options: { workerConnection?: () => NativeConnection | null } = {},
 ): Promise<RunningApi> {
   const pool = await createDatabasePool(databaseUrl, { maximumPoolSize: config.database.poolSize });
   const connection = openTemporalConnection(temporalAddress(config));
@@ -30,8 +35,26 @@ export async function startApi(
     namespace: config.temporal.namespace,
     ...clientTracingOptions(tracing),
   });
+  const eagerClients = new WeakMap<NativeConnection, Client>();
+  const eagerTemporal = options.workerConnection
+    ? (): Client | null => {
+        const native = options.workerConnection!();
+        if (!native) return null;
+        let client = eagerClients.get(native);
+        if (!client) {
+          client = new Client({
+            connection: native,
+            namespace: config.temporal.namespace,
+            ...clientTracingOptions(tracing),
+          });
+          eagerClients.set(native, client);
+        }
+        return client;
+      }
+    : undefined;
+  const credentials = createCredentialCache();
   const providers = createProviders({ config, pool });
-  const app = createApp({ config, pool, temporal, logger, providers });
+  const app = createApp({ config, pool, temporal, eagerTemporal, credentials, logger, providers });
   const server = app.listen(config.api.port, config.api.host);
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) =>
     answerClientError(error, socket, logger),

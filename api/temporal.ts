@@ -15,38 +15,73 @@ import type { Config } from '../config';
 import type { Caller, TransactionType } from '../domain/types';
 import { SearchAttributes } from '../workflows/shared';
 import { AppError } from './errors';
-import { paymentsStarted } from '../observability/metrics';
+import { eagerStarts, paymentsStarted } from '../observability/metrics';
 
 /**
  * Runs a payment workflow and waits for its result, at most `timeoutMs`. The workflow id is the
  * payment's identity: a second caller with the same id (a retried request) attaches to the
  * running workflow, or reads the result of the finished one, instead of starting another.
+ * With a worker in this process (`eagerTemporal`), the start is eager (see `eagerStart`).
  */
 export async function runPaymentWorkflow<W extends Workflow>(
-  client: Client,
+  deps: { temporal: Client; eagerTemporal?: () => Client | null },
   workflow: W,
   options: WorkflowStartOptions<W> & { timeoutMs: number },
 ): Promise<Awaited<ReturnType<W>>> {
   const { timeoutMs, ...start } = options;
-  paymentsStarted.inc({ type: paymentType(start.typedSearchAttributes) });
+  const client = deps.temporal;
+  const type = paymentType(start.typedSearchAttributes);
+  paymentsStarted.inc({ type });
   const run = async (): Promise<Awaited<ReturnType<W>>> => {
+    const startOptions = {
+      ...start,
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+    } as WorkflowStartOptions<W>;
+    // Without a run id (the payment finished already: its id is not reused), the latest run.
+    let runId: string | undefined;
     try {
-      const handle = await client.workflow.start(workflow, {
-        ...start,
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-      } as WorkflowStartOptions<W>);
-      return (await startedResult(handle.result())) as Awaited<ReturnType<W>>;
+      const eager = await eagerStart(deps.eagerTemporal?.() ?? null, workflow, startOptions);
+      if (eager?.eagerlyStarted) eagerStarts.inc({ type });
+      runId =
+        eager?.runId ?? (await client.workflow.start(workflow, startOptions)).firstExecutionRunId;
     } catch (error) {
-      if (error instanceof WorkflowExecutionAlreadyStartedError) {
-        return (await startedResult(
-          client.workflow.getHandle(start.workflowId).result(),
-        )) as Awaited<ReturnType<W>>;
-      }
-      throw error;
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
     }
+    return (await startedResult(
+      client.workflow.getHandle(start.workflowId, runId).result(),
+    )) as Awaited<ReturnType<W>>;
   };
   return withDeadline(run(), timeoutMs);
+}
+
+/** How long an eager start may take before the regular client tries (Temporal may be down). */
+const EAGER_START_DEADLINE_MS = 1_000;
+
+/**
+ * Starts a workflow through the in-process worker's connection with `requestEagerStart`: the
+ * server answers the start with the workflow's first task, which that worker runs at once,
+ * instead of putting it on the task queue for a poller (the matching service's work and a
+ * round trip saved; README "Benchmark"; the server may decline, and a workflow that already
+ * exists is attached to). Answers the run, or null when there is no such worker or the call
+ * failed or took too long: the caller then starts it with the regular client, and the workflow
+ * id makes that second start attach to a first one that got through.
+ */
+async function eagerStart<W extends Workflow>(
+  eager: Client | null,
+  workflow: W,
+  options: WorkflowStartOptions<W>,
+): Promise<{ runId: string; eagerlyStarted: boolean } | null> {
+  if (!eager) return null;
+  try {
+    const handle = await eager.connection.withDeadline(Date.now() + EAGER_START_DEADLINE_MS, () =>
+      eager.workflow.start(workflow, { ...options, requestEagerStart: true }),
+    );
+    return { runId: handle.firstExecutionRunId, eagerlyStarted: handle.eagerlyStarted };
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) throw error;
+    return null;
+  }
 }
 
 /** The payment type among a workflow's start search attributes (paymentSearchAttributes). */

@@ -2,7 +2,8 @@
  * Row (7): the dashboard's analytics with a million payments in the database. The payments
  * (each with its balanced ledger transaction) are seeded in Postgres by `generate_series` into
  * the benchmark's application over 90 days; then one client asks GET /api/v1/analytics/dashboard
- * through the real API again and again (row 7a), and the query alone straight on the pool (7b).
+ * through the real API again and again (row 7a, from the load generator's process: bench/senders.ts
+ * dashboardSender), and the query alone straight on the pool (7b, in the engine's process).
  */
 import { dashboardAnalytics } from '../db/analytics';
 import { seedPayments } from '../db/analytics-seed';
@@ -24,17 +25,6 @@ export async function seedAnalytics(engine: Engine, fixture: Fixture): Promise<v
     days: 90,
   });
   progress(`   seeded in ${((performance.now() - started) / 1000).toFixed(1)}s`);
-}
-
-export function dashboardSender(apiUrl: string, headers: Record<string, string>): Send {
-  return async () => {
-    const response = await fetch(`${apiUrl}/api/v1/analytics/dashboard`, { headers });
-    const body = (await response.json()) as { transaction_count?: number };
-    if (response.status !== 200) throw new Error(`dashboard: ${response.status}`);
-    if ((body.transaction_count ?? 0) < ANALYTICS_PAYMENTS * 0.9) {
-      throw new Error('dashboard: the seeded payments are not counted');
-    }
-  };
 }
 
 export function dashboardQuery(engine: Engine, fixture: Fixture): Send {

@@ -1,12 +1,26 @@
 import { readdirSync, readFileSync } from 'node:fs';
 
 /**
- * CPU time of this process and of its descendants, grouped: this Node process (API, worker,
- * load generator, all threads), Postgres (every backend) and the Temporal server; and `other`,
- * what the rest of the machine used meanwhile (a busy machine makes every figure lower). Read
- * from /proc; on a system without it every figure is 0.
+ * CPU time of this process and of its descendants, grouped: this Node process (the engine: API
+ * and worker, all threads), the load generator's process (countAsLoad), Postgres (every
+ * backend) and the Temporal server; and `other`, what the rest of the machine used meanwhile (a
+ * busy machine makes every figure lower). Read from /proc; on a system without it every figure
+ * is 0.
  */
-export type CpuGroups = { node: number; postgres: number; temporal: number; other: number };
+export type CpuGroups = {
+  node: number;
+  load: number;
+  postgres: number;
+  temporal: number;
+  other: number;
+};
+
+const loadPids = new Set<number>();
+
+/** Counts process `pid` (a child of this one) in the `load` group. */
+export function countAsLoad(pid: number): void {
+  loadPids.add(pid);
+}
 
 const TICKS_PER_SECOND = 100;
 
@@ -41,10 +55,11 @@ function readStats(): Stat[] {
   return stats;
 }
 
-type Group = 'node' | 'postgres' | 'temporal';
+type Group = 'node' | 'load' | 'postgres' | 'temporal';
 
 function groupOf(stat: Stat): Group | null {
   if (stat.pid === process.pid) return 'node';
+  if (loadPids.has(stat.pid)) return 'load';
   if (stat.comm === 'postgres') return 'postgres';
   if (stat.comm === 'temporal') return 'temporal';
   return null;
@@ -83,7 +98,7 @@ export function cpuSnapshot(): CpuGroups {
   const stats = readStats();
   const byPid = new Map(stats.map((s) => [s.pid, s]));
   const mine = family(stats);
-  const totals: Record<Group, number> = { node: 0, postgres: 0, temporal: 0 };
+  const totals: Record<Group, number> = { node: 0, load: 0, postgres: 0, temporal: 0 };
   for (const pid of mine) {
     const s = byPid.get(pid)!;
     const group = groupOf(s);
@@ -91,12 +106,22 @@ export function cpuSnapshot(): CpuGroups {
     totals[group] += s.own;
     // A group's root (the postmaster) has reaped its exited children (closed connections).
     const parent = byPid.get(s.ppid);
-    if (group !== 'node' && (!parent || groupOf(parent) !== group)) totals[group] += s.reaped;
+    const server = group === 'postgres' || group === 'temporal';
+    if (server && (!parent || groupOf(parent) !== group)) totals[group] += s.reaped;
   }
-  const node = totals.node / TICKS_PER_SECOND;
-  const postgres = totals.postgres / TICKS_PER_SECOND;
-  const temporal = totals.temporal / TICKS_PER_SECOND;
-  return { node, postgres, temporal, other: machineBusy() - node - postgres - temporal };
+  const [node, load, postgres, temporal] = [
+    totals.node,
+    totals.load,
+    totals.postgres,
+    totals.temporal,
+  ].map((ticks) => ticks / TICKS_PER_SECOND) as [number, number, number, number];
+  return {
+    node,
+    load,
+    postgres,
+    temporal,
+    other: machineBusy() - node - load - postgres - temporal,
+  };
 }
 
 /** Cores used by each group between two snapshots `seconds` apart. */
@@ -104,6 +129,7 @@ export function coresUsed(before: CpuGroups, after: CpuGroups, seconds: number):
   const f = (k: keyof CpuGroups) => (after[k] - before[k]) / seconds;
   return {
     node: f('node'),
+    load: f('load'),
     postgres: f('postgres'),
     temporal: f('temporal'),
     other: Math.max(0, f('other')),

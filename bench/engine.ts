@@ -1,11 +1,11 @@
 /**
  * The engine under test, started by the benchmark through the dev harness (harness/): Postgres
- * (embedded, in a temporary folder), the Temporal development server (in memory), the worker
- * and the API, in this process as the tests run them; and the fixture: an application, its
- * credential, funded wallets.
+ * (embedded, in a temporary folder; fsync on or off), the Temporal development server (in
+ * memory, or on a file in `npm start`'s durable configuration), the worker and the API, in this
+ * process as the tests run them; and the fixture: an application, its credential, funded
+ * wallets. The load comes from another process (bench/generator.ts).
  */
-import { randomBytes, randomUUID } from 'node:crypto';
-import http from 'node:http';
+import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
 import { NativeConnection, type WorkerOptions } from '@temporalio/worker';
@@ -15,9 +15,10 @@ import { runWorker, scratchConfig, startEngine as startInProcess } from '../harn
 import { createFixtureApplication, fundWallet } from '../harness/fixtures';
 import type { EmbeddedDatabase } from '../harness/postgres';
 import { startScratchServers } from '../harness/scratch';
-import { bundleWorkflows, writeWorkflowBundle, type DevServer } from '../harness/temporal';
+import { writeWorkflowBundle, type DevServer } from '../harness/temporal';
+import { bundleWorkflows } from '../worker/bundle';
 import { createLogger } from '../observability/logger';
-import type { Send } from './load';
+import { failure, httpClient, idOf } from './senders';
 
 export const WALLETS = 64;
 /** Every funded wallet gets this much (minor units); each benchmark movement moves 0.01. */
@@ -33,77 +34,6 @@ export function progress(message: string): void {
   const s = ((performance.now() - began) / 1000).toFixed(1).padStart(6);
   process.stderr.write(`[bench ${s}s] ${message}\n`);
 }
-
-// HTTP: a small keep-alive client (lighter than fetch: it shares the CPU with the server).
-
-export type Reply = { status: number; body: unknown };
-
-export type HttpClient = {
-  post: (path: string, body?: unknown, headers?: Record<string, string>) => Promise<Reply>;
-  close: () => void;
-};
-
-export function httpClient(baseUrl: string, headers: Record<string, string>): HttpClient {
-  const url = new URL(baseUrl);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 4096 });
-  return {
-    post: (route, body, extra = {}) => {
-      const payload = body === undefined ? '' : JSON.stringify(body);
-      return new Promise<Reply>((resolve, reject) => {
-        const request = http.request(
-          {
-            host: url.hostname,
-            port: url.port,
-            path: route,
-            method: 'POST',
-            agent,
-            headers: {
-              ...headers,
-              ...extra,
-              'content-type': 'application/json',
-              'content-length': Buffer.byteLength(payload),
-            },
-          },
-          (response) => {
-            const chunks: Buffer[] = [];
-            response.on('data', (chunk: Buffer) => chunks.push(chunk));
-            response.on('error', reject);
-            response.on('end', () => {
-              const text = Buffer.concat(chunks).toString('utf8');
-              let parsed: unknown = text;
-              try {
-                parsed = text ? JSON.parse(text) : undefined;
-              } catch {
-                // Not JSON: keep the text.
-              }
-              resolve({ status: response.statusCode ?? 0, body: parsed });
-            });
-          },
-        );
-        request.on('error', reject);
-        request.setTimeout(60_000, () => request.destroy(new Error('client timeout')));
-        request.end(payload);
-      });
-    },
-    close: () => agent.destroy(),
-  };
-}
-
-export function failure(what: string, reply: Reply): Error {
-  const detail =
-    reply.body && typeof reply.body === 'object' && 'detail' in reply.body
-      ? String(reply.body.detail)
-      : '';
-  // Ids in details would make every error its own kind.
-  const kind = detail.replace(/[0-9a-f]{8}-[0-9a-f-]{27}/gi, '<id>').slice(0, 80);
-  return new Error(`${what}: HTTP ${reply.status}${kind ? ` ${kind}` : ''}`);
-}
-
-export const idOf = (body: unknown, what: string): string => {
-  const id = (body as { id?: unknown } | undefined)?.id;
-  if (typeof id !== 'string') throw new Error(`${what}: no id in ${JSON.stringify(body)}`);
-  return id;
-};
 
 export type Engine = {
   dir: string;
@@ -250,24 +180,4 @@ export async function setUp(engine: Engine): Promise<Fixture> {
   } finally {
     api.close();
   }
-}
-
-export function pickPair(wallets: readonly string[]): [string, string] {
-  const i = Math.floor(Math.random() * wallets.length);
-  let j = Math.floor(Math.random() * (wallets.length - 1));
-  if (j >= i) j += 1;
-  return [wallets[i]!, wallets[j]!];
-}
-
-/** One transfer through the API, between two of `wallets` at random; throws unless 200. */
-export function transferSender(api: HttpClient, wallets: readonly string[]): Send {
-  return async () => {
-    const [from, to] = pickPair(wallets);
-    const reply = await api.post(
-      '/api/v1/transactions/wallet/transfer',
-      { from_wallet_id: from, to_wallet_id: to, amount: 0.01 },
-      { 'idempotency-key': randomUUID() },
-    );
-    if (reply.status !== 200) throw failure('transfer', reply);
-  };
 }

@@ -1,10 +1,11 @@
 /**
  * `npm run bench -- --profile`: where the time of one API transfer goes. Runs transfers at a
- * fixed rate through a second, instrumented copy of the API (the same app, pool and Temporal
- * client as api/server.ts builds, plus tracing) and an instrumented worker, and reports per
+ * fixed rate (sent by the load generator's process, bench/generator.ts) through a second,
+ * instrumented copy of the API (the same app, pool and Temporal client as api/server.ts builds,
+ * plus tracing) and an instrumented worker, both in the engine's process, and reports per
  * transfer: Postgres round trips and their time (API side and activity side, by statement),
  * the Temporal start and the wait for the result, the workflow's own timeline from its history,
- * and the CPU each process spent.
+ * and the CPU each process spent. The what-ifs run their load in the engine's process.
  *
  * Tracing: an AsyncLocalStorage context per HTTP request and per activity execution, and
  * pg.Client.prototype.query wrapped to record every statement sent in one of those contexts
@@ -22,20 +23,15 @@ import pg from 'pg';
 import { createTransferActivities } from '../activities/transfer';
 import { createApp } from '../api/app';
 import { createLogger } from '../observability/logger';
+import { createCredentialCache } from '../db/credential-cache';
 import { createDatabasePool } from '../db/pool';
 import { keepRunning } from '../harness/engine';
 import { createProviders } from '../providers';
 import { coresUsed, cpuSnapshot, type CpuGroups } from './cpu';
-import {
-  httpClient,
-  pickPair,
-  progress,
-  startWorker,
-  transferSender,
-  type Engine,
-  type Fixture,
-} from './engine';
-import { closedLoop, openLoop, percentile, type LoadResult, type Send } from './load';
+import { progress, startWorker, type Engine, type Fixture } from './engine';
+import type { LoadProcess } from './generator';
+import { closedLoop, percentile, type LoadResult, type Send } from './load';
+import { pickPair } from './senders';
 import { transferWithActivity, transferWithLocalActivity } from './workflows';
 
 type Trace = {
@@ -131,18 +127,30 @@ function traceTemporal(client: Client): void {
     if (!trace) return handle;
     trace.temporalStart += performance.now() - began;
     trace.workflowIds.push(handle.workflowId);
-    const result = handle.result.bind(handle);
-    return Object.assign(handle, {
-      result: async (): Promise<unknown> => {
-        const waiting = performance.now();
-        try {
-          return (await result()) as unknown;
-        } finally {
-          trace.temporalResult += performance.now() - waiting;
-        }
-      },
-    });
+    return timedResult(handle, trace);
   }) as typeof workflow.start;
+  // The API waits for a payment's result on a handle of its own (api/temporal.ts).
+  const getHandle = workflow.getHandle.bind(workflow);
+  workflow.getHandle = ((...args: Parameters<typeof getHandle>) => {
+    const trace = traces.getStore();
+    const handle = getHandle(...args);
+    return trace ? timedResult(handle, trace) : handle;
+  }) as typeof workflow.getHandle;
+}
+
+/** The handle, its `result()` wait added to the trace's time waiting for the result. */
+function timedResult<H extends { result: () => Promise<unknown> }>(handle: H, trace: Trace): H {
+  const result = handle.result.bind(handle);
+  return Object.assign(handle, {
+    result: async (): Promise<unknown> => {
+      const waiting = performance.now();
+      try {
+        return await result();
+      } finally {
+        trace.temporalResult += performance.now() - waiting;
+      }
+    },
+  });
 }
 
 const activityTracing =
@@ -175,12 +183,22 @@ async function startTracedApi(
   const connection = await Connection.connect({ address: engine.temporal.address });
   const temporal = new Client({ connection, namespace: config.temporal.namespace });
   traceTemporal(temporal);
+  // As the engine's API runs: payments started eagerly on the in-process worker's connection,
+  // credentials kept in memory (api/server.ts).
+  const eager = new Client({
+    connection: engine.nativeConnection,
+    namespace: config.temporal.namespace,
+  });
+  traceTemporal(eager);
+  const credentials = createCredentialCache();
   const sink = new Writable({ write: (_chunk, _encoding, callback) => callback() });
   const logger = createLogger('info', sink);
   const app = createApp({
     config,
     pool,
     temporal,
+    eagerTemporal: () => eager,
+    credentials,
     logger,
     providers: createProviders({ config, pool }),
   });
@@ -401,7 +419,13 @@ export type ProfileReport = {
 export async function runProfile(
   engine: Engine,
   fixture: Fixture,
-  options: { rate: number; durationS: number; tuning: Partial<WorkerOptions> },
+  options: {
+    rate: number;
+    durationS: number;
+    tuning: Partial<WorkerOptions>;
+    load: LoadProcess;
+    signal?: AbortSignal;
+  },
 ): Promise<ProfileReport> {
   tracePostgres();
   const requests: Trace[] = [];
@@ -413,7 +437,6 @@ export async function runProfile(
     interceptors: { activity: [activityTracing(activities)] },
   });
   const api = await startTracedApi(engine, requests);
-  const client = httpClient(api.url, fixture.headers);
   let load: LoadResult;
   let cpu: CpuGroups;
   let idle: CpuGroups;
@@ -425,14 +448,20 @@ export async function runProfile(
     progress(`profile: ${options.rate} transfers/s for ${options.durationS}s, traced`);
     const before = cpuSnapshot();
     const began = performance.now();
-    load = await openLoop({
-      rate: options.rate,
-      durationS: options.durationS,
-      send: transferSender(client, fixture.wallets),
-    });
+    load = await options.load.run(
+      {
+        sender: {
+          kind: 'transfer',
+          apiUrl: api.url,
+          headers: fixture.headers,
+          wallets: fixture.wallets,
+        },
+        shape: { kind: 'open', rate: options.rate, durationS: options.durationS },
+      },
+      options.signal,
+    );
     cpu = coresUsed(before, cpuSnapshot(), (performance.now() - began) / 1000);
   } finally {
-    client.close();
     await api.close();
   }
   const seconds = Math.max(load.elapsed, options.durationS);
@@ -441,6 +470,7 @@ export async function runProfile(
     (Math.max(0, cpu[k] - idle[k]) * seconds * 1000) / Math.max(1, load.ok);
   const cpuMsPerTransfer: CpuGroups = {
     node: perTransfer('node'),
+    load: perTransfer('load'),
     postgres: perTransfer('postgres'),
     temporal: perTransfer('temporal'),
     other: perTransfer('other'),
@@ -519,18 +549,18 @@ function render(r: Omit<ProfileReport, 'text'>): string {
   for (const step of r.workflowTimeline) row(`    ${step.step}`, `${f1(step.meanMs)} ms`);
   const c = r.cpuMsPerTransfer;
   const cores = (g: CpuGroups) =>
-    `node ${g.node.toFixed(2)}, Postgres ${g.postgres.toFixed(2)}, ` +
+    `node ${g.node.toFixed(2)}, load generator ${g.load.toFixed(2)}, Postgres ${g.postgres.toFixed(2)}, ` +
     `Temporal ${g.temporal.toFixed(2)}, other processes ${g.other.toFixed(2)}`;
   lines.push(
     '',
-    `  CPU per transfer, net of idle: node ${f1(c.node)} ms (API + worker + load generator), ` +
-      `Postgres ${f1(c.postgres)} ms, Temporal server ${f1(c.temporal)} ms`,
+    `  CPU per transfer, net of idle: node ${f1(c.node)} ms (API + worker), ` +
+      `load generator ${f1(c.load)} ms, Postgres ${f1(c.postgres)} ms, Temporal server ${f1(c.temporal)} ms`,
     `  cores busy idle: ${cores(r.idleCores)}`,
     `  cores busy under this load: ${cores(r.loadCores)}`,
     `  Postgres round trips per transfer: ${(r.api.roundTrips + r.activity.roundTrips).toFixed(1)} ` +
       `(API ${r.api.roundTrips.toFixed(1)}, activity ${r.activity.roundTrips.toFixed(1)})`,
     '',
-    '  What-ifs (closed loop, 5s each)',
+    "  What-ifs (closed loop, 5s each, load in the engine's process)",
   );
   for (const w of r.whatIfs) {
     const g = w.cores;

@@ -1,7 +1,8 @@
 /**
  * Row (6): webhook deliveries while transfers run. A merchant endpoint on loopback (answering
- * 204 at once) subscribes to `transfer.completed`; transfers go through the API at a fixed
- * arrival rate; every event must reach the endpoint. Throughput: distinct events delivered per
+ * 204 at once, in the benchmark's process) subscribes to `transfer.completed`; transfers go
+ * through the API at a fixed arrival rate (`transfers`: the load generator's process runs them);
+ * every event must reach the endpoint. Throughput: distinct events delivered per
  * second, from the first transfer sent to the last delivery. Latency: from the money movement
  * (the event's `created_at`, written in the transfer's own database transaction) to the
  * delivery's arrival at the endpoint.
@@ -9,17 +10,18 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { failure, progress, transferSender, type HttpClient } from './engine';
-import { openLoop, percentile, type LoadResult } from './load';
+import { progress } from './engine';
+import { percentile, type LoadResult } from './load';
+import { failure, type HttpClient } from './senders';
 
 /** How long deliveries may trail the last transfer before the missing ones count as errors. */
 const DRAIN_MS = 30_000;
 
 export async function webhookDeliveries(options: {
+  /** Subscribes the endpoint. */
   api: HttpClient;
-  wallets: readonly string[];
-  rate: number;
-  durationS: number;
+  /** Runs the transfers, open model, and answers their result. */
+  transfers: () => Promise<LoadResult>;
   signal: AbortSignal;
 }): Promise<LoadResult> {
   const arrivals = new Map<string, number>();
@@ -52,12 +54,7 @@ export async function webhookDeliveries(options: {
     });
     if (subscription.status !== 201) throw failure('subscribe', subscription);
     const started = performance.now();
-    const transfers = await openLoop({
-      rate: options.rate,
-      durationS: options.durationS,
-      send: transferSender(options.api, options.wallets),
-      signal: options.signal,
-    });
+    const transfers = await options.transfers();
     progress(
       `   transfers meanwhile: ${transfers.throughput.toFixed(1)}/s, p50 ${transfers.p50.toFixed(1)} ms, errors ${transfers.errors}`,
     );

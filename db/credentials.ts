@@ -2,6 +2,8 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { Mode } from '../domain/types';
+import type { CredentialCache } from './credential-cache';
+import { hitRateLimit, type RateLimitHit } from './rate-limit';
 
 /**
  * Credentials are random (192 bits for the key, 256 for the secret), so a single SHA-256 is
@@ -77,13 +79,19 @@ const listedCredential = z.object({
   created_at: z.string(),
 });
 
+/** A credential as lists show it: its hint, never the key, and its status now. */
+export const listedCredentialColumns = sql.fragment`api_key_hint AS api_key, mode,
+  CASE WHEN revoked_at IS NOT NULL THEN 'revoked'
+       WHEN expires_at IS NOT NULL AND expires_at <= now() THEN 'expired'
+       ELSE 'active' END AS status,
+  last_used, expires_at, created_at`;
+
+/** The row schema of `listedCredentialColumns`, plus the credential's id. */
+export const listedCredentialWithId = z.object({ id: z.string(), ...listedCredential.shape });
+
 export async function listCredentials(db: CommonQueryMethods, applicationId: string) {
   return db.any(sql.type(listedCredential)`
-    SELECT api_key_hint AS api_key, mode,
-      CASE WHEN revoked_at IS NOT NULL THEN 'revoked'
-           WHEN expires_at IS NOT NULL AND expires_at <= now() THEN 'expired'
-           ELSE 'active' END AS status,
-      last_used, expires_at, created_at
+    SELECT ${listedCredentialColumns}
     FROM credentials WHERE application_id = ${applicationId}
     ORDER BY created_at, id`);
 }
@@ -94,11 +102,16 @@ const authRow = z.object({
   mode: z.enum(['test', 'live']),
   secret_hash: z.instanceof(Buffer),
   revoked: z.boolean(),
-  expired: z.boolean(),
-  stale_last_used: z.boolean(),
+  expires_at: z.string().nullable(),
+  last_used: z.string().nullable(),
   rate_limits: z.record(z.string(), z.number()),
+  /** The row versions (`xmin`) of the credential and its application this was read from. */
+  versions: z.object({ credential: z.string(), application: z.string() }),
 });
+/** A credential as authentication needs it; what db/credential-cache.ts keeps. */
+export type CredentialRecord = z.infer<typeof authRow>;
 
+export type AuthRefusal = { ok: false; reason: 'invalid' | 'revoked' | 'expired' };
 export type AuthResult =
   | {
       ok: true;
@@ -106,32 +119,73 @@ export type AuthResult =
       applicationId: string;
       mode: Mode;
       rateLimits: Record<string, number>;
+      /** Set when answered from memory: what the request's rate-limit count must confirm. */
+      unconfirmed?: CredentialRecord['versions'];
     }
-  | { ok: false; reason: 'invalid' | 'revoked' | 'expired' };
+  | AuthRefusal;
 
 // A stand-in compared against when the key is unknown, so that both paths cost the same.
 const DUMMY_HASH = sha256('no such credential');
 
-/** Authenticates an API key and secret; records `last_used` at most once a minute per credential. */
+/** How often `last_used` is written per credential, at most. */
+const LAST_USED_EVERY_MS = 60_000;
+
+function readCredential(db: CommonQueryMethods, keyHash: Buffer) {
+  return db.maybeOne(sql.type(authRow)`
+    SELECT c.id, c.application_id, c.mode, c.secret_hash, c.revoked_at IS NOT NULL AS revoked,
+      c.expires_at, c.last_used, a.rate_limits,
+      json_build_object('credential', c.xmin::text, 'application', a.xmin::text) AS versions
+    FROM credentials c JOIN applications a ON a.id = c.application_id
+    WHERE c.api_key_hash = ${sql.binary(keyHash)}`);
+}
+
+/** Why a record refuses this secret now, if it does (the secret compared in constant time). */
+function refusal(row: CredentialRecord | null, secretKey: string, now: number) {
+  const matches = timingSafeEqual(row?.secret_hash ?? DUMMY_HASH, sha256(secretKey));
+  if (!row || !matches) return 'invalid';
+  if (row.revoked) return 'revoked';
+  if (row.expires_at !== null && Date.parse(row.expires_at) <= now) return 'expired';
+  return null;
+}
+
+/**
+ * Authenticates an API key and secret; records `last_used` at most once a minute per credential.
+ * With `cache` (db/credential-cache.ts), a credential accepted before is not read again, and the
+ * result says which row versions the caller must confirm (`authenticateAndCount` does); a
+ * refusal is always read from the database. `fromDatabase` skips the cache.
+ */
 export async function authenticate(
   db: CommonQueryMethods,
   apiKey: string,
   secretKey: string,
+  cache?: CredentialCache,
+  { fromDatabase = false }: { fromDatabase?: boolean } = {},
 ): Promise<AuthResult> {
-  const row = await db.maybeOne(sql.type(authRow)`
-    SELECT c.id, c.application_id, c.mode, c.secret_hash,
-      c.revoked_at IS NOT NULL AS revoked,
-      (c.expires_at IS NOT NULL AND c.expires_at <= now()) AS expired,
-      (c.last_used IS NULL OR c.last_used < now() - interval '1 minute') AS stale_last_used,
-      a.rate_limits
-    FROM credentials c JOIN applications a ON a.id = c.application_id
-    WHERE c.api_key_hash = ${sql.binary(sha256(apiKey))}`);
-  const matches = timingSafeEqual(row?.secret_hash ?? DUMMY_HASH, sha256(secretKey));
-  if (!row || !matches) return { ok: false, reason: 'invalid' };
-  if (row.revoked) return { ok: false, reason: 'revoked' };
-  if (row.expired) return { ok: false, reason: 'expired' };
-  if (row.stale_last_used) {
-    await db.query(sql.unsafe`UPDATE credentials SET last_used = now() WHERE id = ${row.id}`);
+  const keyHash = sha256(apiKey);
+  const cacheKey = keyHash.toString('hex');
+  const now = Date.now();
+  let row = fromDatabase ? undefined : cache?.get(cacheKey);
+  // Memory may be older than a change that would now accept the credential: read it again.
+  if (row && refusal(row, secretKey, now)) row = undefined;
+  const cached = row !== undefined;
+  row ??= (await readCredential(db, keyHash)) ?? undefined;
+  const refused = refusal(row ?? null, secretKey, now);
+  if (!row || refused) return { ok: false, reason: refused ?? 'invalid' };
+  if (!cached) cache?.set(cacheKey, row);
+  if (row.last_used === null || now - Date.parse(row.last_used) > LAST_USED_EVERY_MS) {
+    // Written only over the version this record was read from, whose new version it then knows;
+    // if the row changed meanwhile, the record is out of date and forgotten.
+    row.last_used = new Date(now).toISOString();
+    const written = await db.maybeOneFirst(sql.type(z.object({ xmin: z.string() }))`
+      UPDATE credentials SET last_used = now()
+      WHERE id = ${row.id} AND xmin = ${row.versions.credential}::xid
+      RETURNING xmin::text`);
+    if (written === null) {
+      cache?.forget(cacheKey);
+      if (cached) return authenticate(db, apiKey, secretKey, cache, { fromDatabase: true });
+    } else {
+      row.versions = { ...row.versions, credential: written };
+    }
   }
   return {
     ok: true,
@@ -139,5 +193,28 @@ export async function authenticate(
     applicationId: row.application_id,
     mode: row.mode,
     rateLimits: row.rate_limits,
+    ...(cached ? { unconfirmed: row.versions } : {}),
   };
+}
+
+/**
+ * Authenticates a request and counts it against its credential's rate limit for `category`.
+ * An answer from memory is confirmed by the count itself: if the credential or its application
+ * changed since it was read, nothing is counted, and the credential is read again.
+ */
+export async function authenticateAndCount(
+  db: CommonQueryMethods,
+  apiKey: string,
+  secretKey: string,
+  category: string,
+  cache?: CredentialCache,
+): Promise<(Extract<AuthResult, { ok: true }> & { hit: RateLimitHit }) | AuthRefusal> {
+  const result = await authenticate(db, apiKey, secretKey, cache);
+  if (!result.ok) return result;
+  const hit = await hitRateLimit(db, result.credentialId, category, result.unconfirmed);
+  if (hit) return { ...result, hit };
+  cache?.forget(sha256(apiKey).toString('hex'));
+  const fresh = await authenticate(db, apiKey, secretKey, cache, { fromDatabase: true });
+  if (!fresh.ok) return fresh;
+  return { ...fresh, hit: await hitRateLimit(db, fresh.credentialId, category) };
 }

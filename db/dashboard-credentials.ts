@@ -1,28 +1,17 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { Mode } from '../domain/types';
+import { listedCredentialColumns, listedCredentialWithId } from './credentials';
 
 /**
  * What the dashboard's Credentials page needs beyond db/credentials.ts (which the CLI uses):
  * each credential with its id, so that the page can revoke one without knowing its API key,
  * scoped to the signed-in application and the mode shown.
  */
-const dashboardCredential = z.object({
-  id: z.string(),
-  api_key: z.string(),
-  mode: z.enum(['test', 'live']),
-  status: z.enum(['active', 'revoked', 'expired']),
-  last_used: z.string().nullable(),
-  expires_at: z.string().nullable(),
-  created_at: z.string(),
-});
+const dashboardCredential = listedCredentialWithId;
 export type DashboardCredential = z.infer<typeof dashboardCredential>;
 
-const columns = sql.fragment`id, api_key_hint AS api_key, mode,
-  CASE WHEN revoked_at IS NOT NULL THEN 'revoked'
-       WHEN expires_at IS NOT NULL AND expires_at <= now() THEN 'expired'
-       ELSE 'active' END AS status,
-  last_used, expires_at, created_at`;
+const columns = sql.fragment`id, ${listedCredentialColumns}`;
 
 export async function listModeCredentials(
   db: CommonQueryMethods,

@@ -1,5 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
+import {
+  sql,
+  type CommonQueryMethods,
+  type DatabaseTransactionConnection,
+  type FragmentSqlToken,
+} from 'slonik';
 import { z } from 'zod';
 import { assertBalanced, lockOrder, type Posting } from '../domain/ledger';
 import type { Currency } from '../domain/money';
@@ -50,6 +55,8 @@ export async function lockAccounts(
  * Writes one balanced ledger transaction. The entries' trigger moves each stored balance in the
  * same statement; a deferred trigger checks the balance per currency at commit; the wallet
  * check constraint refuses a negative user balance. The accounts must be locked already.
+ * `alongside` are more writes for the same statement, as `name AS (INSERT ...)` parts of its
+ * WITH (the money step's event, db/money-steps.ts): one round trip for all of them.
  */
 export async function postLedgerTransaction(
   trx: DatabaseTransactionConnection,
@@ -62,10 +69,10 @@ export async function postLedgerTransaction(
     metadata?: Record<string, string | number | boolean | null>;
     postings: readonly Posting[];
   },
+  alongside: readonly FragmentSqlToken[] = [],
 ): Promise<string> {
   assertBalanced(input.postings);
   const id = randomUUID();
-  // One statement, one round trip: the transaction row, then its entries.
   const started = process.hrtime.bigint();
   await trx.query(sql.unsafe`
     WITH ledger_transaction AS (
@@ -73,13 +80,15 @@ export async function postLedgerTransaction(
       VALUES (${id}, ${input.applicationId}, ${input.mode}, ${input.transactionId}, ${input.kind},
               ${input.description ?? ''}, ${sql.jsonb(input.metadata ?? {})})
       RETURNING id
-    )
-    INSERT INTO ledger_entries (ledger_transaction_id, account_id, currency, amount)
-    SELECT (SELECT id FROM ledger_transaction), account_id, currency, amount
-    FROM ${sql.unnest(
-      input.postings.map((p) => [p.accountId, p.currency, p.amount.toString()]),
-      ['uuid', 'text', 'int8'],
-    )} AS p(account_id, currency, amount)`);
+    ), ledger_entries_written AS (
+      INSERT INTO ledger_entries (ledger_transaction_id, account_id, currency, amount)
+      SELECT (SELECT id FROM ledger_transaction), account_id, currency, amount
+      FROM ${sql.unnest(
+        input.postings.map((p) => [p.accountId, p.currency, p.amount.toString()]),
+        ['uuid', 'text', 'int8'],
+      )} AS p(account_id, currency, amount)
+    )${alongside.length ? sql.fragment`, ${sql.join(alongside, sql.fragment`, `)}` : sql.fragment``}
+    SELECT 1`);
   ledgerTransactionDuration.observe(
     { kind: input.kind },
     Number(process.hrtime.bigint() - started) / 1e9,
@@ -87,7 +96,10 @@ export async function postLedgerTransaction(
   return id;
 }
 
-/** The system account of an application, mode, kind and currency, opened on first use. */
+/**
+ * The system account of an application, mode, kind and currency, opened on first use: one
+ * read once it exists (every time but the first), an insert and a read the first time.
+ */
 export async function systemAccountId(
   db: CommonQueryMethods,
   applicationId: string,
@@ -95,13 +107,19 @@ export async function systemAccountId(
   kind: SystemAccountKind,
   currency: Currency,
 ): Promise<string> {
+  const find = () =>
+    db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
+      SELECT id FROM ledger_accounts
+      WHERE application_id = ${applicationId} AND mode = ${mode} AND kind = ${kind} AND currency = ${currency}`);
+  const existing = await find();
+  if (existing !== null) return existing;
   await db.query(sql.unsafe`
     INSERT INTO ledger_accounts (id, application_id, mode, kind, currency)
     VALUES (${randomUUID()}, ${applicationId}, ${mode}, ${kind}, ${currency})
     ON CONFLICT (application_id, mode, kind, currency) WHERE kind <> 'user_wallet' DO NOTHING`);
-  return db.oneFirst(sql.type(z.object({ id: z.string() }))`
-    SELECT id FROM ledger_accounts
-    WHERE application_id = ${applicationId} AND mode = ${mode} AND kind = ${kind} AND currency = ${currency}`);
+  const id = await find();
+  if (id === null) throw new Error(`system account ${kind} ${currency} could not be opened`);
+  return id;
 }
 
 /** The application and mode of a ledger account (a wallet or a system account), or null. */

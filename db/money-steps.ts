@@ -2,8 +2,9 @@ import type { Posting } from '../domain/ledger';
 import type { TransactionStatus } from '../domain/types';
 import { countPaymentEnded } from '../observability/metrics';
 import { postLedgerTransaction } from './ledger';
-import type { DatabaseTransactionConnection } from './pool';
+import { afterCommit, type DatabaseTransactionConnection } from './pool';
 import {
+  eventInsertPart,
   insertEvent,
   insertTransaction,
   setTransactionStatus,
@@ -35,28 +36,32 @@ export async function recordMoneyStep(
     'type' in step.transaction
       ? await insertTransaction(trx, step.transaction)
       : await setTransactionStatus(trx, step.transaction.id, step.transaction.status);
+  const event = step.event && {
+    applicationId: row.application_id,
+    mode: row.mode,
+    type: step.event.type,
+    transactionId: row.id,
+    data: step.event.data(row),
+  };
   if (step.ledger) {
-    await postLedgerTransaction(trx, {
-      applicationId: row.application_id,
-      mode: row.mode,
-      transactionId: row.id,
-      kind: row.transaction_type,
-      description: step.ledger.description ?? row.description,
-      ...(step.ledger.metadata ? { metadata: step.ledger.metadata } : {}),
-      postings: step.ledger.postings,
-    });
+    // The event is written by the ledger's statement: one round trip for both.
+    await postLedgerTransaction(
+      trx,
+      {
+        applicationId: row.application_id,
+        mode: row.mode,
+        transactionId: row.id,
+        kind: row.transaction_type,
+        description: step.ledger.description ?? row.description,
+        ...(step.ledger.metadata ? { metadata: step.ledger.metadata } : {}),
+        postings: step.ledger.postings,
+      },
+      event ? [eventInsertPart(event)] : [],
+    );
+  } else if (event) {
+    await insertEvent(trx, event);
   }
-  if (step.event) {
-    await insertEvent(trx, {
-      applicationId: row.application_id,
-      mode: row.mode,
-      type: step.event.type,
-      transactionId: row.id,
-      data: step.event.data(row),
-    });
-  }
-  // Counted when written, in the worker: a step whose database transaction then fails (and
-  // is retried) can count twice, which a rollback makes rare (README "Metrics").
-  countPaymentEnded(row);
+  // Counted once committed: a step whose transaction rolls back (and is retried) counts once.
+  afterCommit(trx, () => countPaymentEnded(row));
   return row;
 }

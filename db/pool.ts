@@ -59,7 +59,37 @@ export async function createDatabasePool(
   // handles it. Without a listener that emit throws instead, and where realms differ (under
   // Jest) it throws a wrapper, so `instanceof UniqueIntegrityConstraintViolationError` fails.
   pool.on('error', () => undefined);
+  const open = pool.transaction.bind(pool);
+  (pool as { transaction: DatabasePool['transaction'] }).transaction = async (
+    handler,
+    retryLimit,
+  ) => {
+    const hooks: (() => void)[] = [];
+    const result = await open((trx) => {
+      // A retried attempt (slonik retries a transaction that hit a serialization failure)
+      // starts over: what a rolled-back attempt asked for is dropped.
+      hooks.length = 0;
+      afterCommitHooks.set(trx, hooks);
+      return handler(trx);
+    }, retryLimit);
+    for (const hook of hooks) hook();
+    return result;
+  };
   return pool;
+}
+
+const afterCommitHooks = new WeakMap<object, (() => void)[]>();
+
+/**
+ * Runs `fn` once the database transaction `trx` (opened by a pool's `transaction`) has
+ * committed, never if it rolls back; at once on any other connection. For what must count
+ * only what was written: a metric counted before the commit would count again when a failed
+ * commit is retried.
+ */
+export function afterCommit(trx: CommonQueryMethods, fn: () => void): void {
+  const hooks = afterCommitHooks.get(trx);
+  if (hooks) hooks.push(fn);
+  else fn();
 }
 
 /** Whether the database answers a trivial query (readiness). */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type CommonQueryMethods } from 'slonik';
+import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 import type { Currency } from '../domain/money';
 import {
@@ -10,6 +10,7 @@ import {
   type TransactionStatus,
   type TransactionType,
 } from '../domain/types';
+import type { TransactionRecord } from '../workflows/shared';
 
 export const transactionRow = z.object({
   id: z.string(),
@@ -32,6 +33,26 @@ export const transactionRow = z.object({
   updated_at: z.string(),
 });
 export type TransactionRow = z.infer<typeof transactionRow>;
+
+/** A payment row as JSON, for a workflow result (workflows/shared.ts `TransactionRecord`). */
+export function transactionRecord(row: TransactionRow): TransactionRecord {
+  return {
+    ...row,
+    amount: row.amount.toString(),
+    escrow_amount: row.escrow_amount.toString(),
+    application_fee: row.application_fee?.toString() ?? null,
+  };
+}
+
+/** The row back from its JSON form. */
+export function transactionFromRecord(record: TransactionRecord): TransactionRow {
+  return {
+    ...record,
+    amount: BigInt(record.amount),
+    escrow_amount: BigInt(record.escrow_amount),
+    application_fee: record.application_fee === null ? null : BigInt(record.application_fee),
+  };
+}
 
 /** The columns of `transactionRow`, for queries elsewhere that read or return a payment row. */
 export const transactionColumns = sql.fragment`id, application_id, mode, transaction_type, status, wallet_id,
@@ -111,22 +132,29 @@ export async function listTransactions(
 }
 
 /** Writes an event to the outbox; call it in the transaction of the movement it describes. */
-export async function insertEvent(
-  db: CommonQueryMethods,
-  e: {
-    applicationId: string;
-    mode: Mode;
-    type: string;
-    transactionId: string | null;
-    data: unknown;
-  },
-): Promise<string> {
+export type NewEvent = {
+  applicationId: string;
+  mode: Mode;
+  type: string;
+  transactionId: string | null;
+  data: unknown;
+};
+
+export async function insertEvent(db: CommonQueryMethods, e: NewEvent): Promise<string> {
   const id = randomUUID();
-  await db.query(sql.unsafe`
-    INSERT INTO events (id, application_id, mode, type, transaction_id, data)
-    VALUES (${id}, ${e.applicationId}, ${e.mode}, ${e.type}, ${e.transactionId},
-            ${sql.jsonb(JSON.parse(JSON.stringify(e.data)) as never)})`);
+  await db.query(sql.unsafe`INSERT INTO events ${eventValues(id, e)}`);
   return id;
+}
+
+/** An event's insert as a part of another statement's WITH (db/ledger.ts `alongside`). */
+export function eventInsertPart(e: NewEvent): FragmentSqlToken {
+  return sql.fragment`event_written AS (INSERT INTO events ${eventValues(randomUUID(), e)})`;
+}
+
+function eventValues(id: string, e: NewEvent): FragmentSqlToken {
+  return sql.fragment`(id, application_id, mode, type, transaction_id, data)
+    VALUES (${id}, ${e.applicationId}, ${e.mode}, ${e.type}, ${e.transactionId},
+            ${sql.jsonb(JSON.parse(JSON.stringify(e.data)) as never)})`;
 }
 
 /** Moves a payment to a new status; returns the row as it now is. */

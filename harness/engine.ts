@@ -5,7 +5,7 @@ import { startApi, type RunningApi } from '../api/server';
 import { loadConfig, temporalAddress, type Config } from '../config';
 import type { DatabasePool } from '../db/pool';
 import type { Logger } from '../observability/logger';
-import { createWorker } from '../worker/create-worker';
+import { createWorker, runningConnection } from '../worker/create-worker';
 
 /**
  * The configuration of an engine run in-process against throwaway servers (tests, benchmark):
@@ -117,7 +117,9 @@ export async function startEngine(options: {
     const connection = await Connection.connect({ address: temporalAddress(config) });
     stops.push(() => connection.close());
     const client = new Client({ connection, namespace: config.temporal.namespace });
-    const api = await startApi(config, options.logger, databaseUrl);
+    const api = await startApi(config, options.logger, databaseUrl, {
+      workerConnection: () => runningConnection(worker.worker),
+    });
     stops.push(api.close);
     return { api, worker, client, close };
   } catch (error) {

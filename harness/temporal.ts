@@ -4,12 +4,8 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import {
-  bundleWorkflowCode,
-  DefaultLogger,
-  makeTelemetryFilterString,
-  Runtime,
-} from '@temporalio/worker';
+import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
+import { bundleWorkflows } from '../worker/bundle';
 import { SEARCH_ATTRIBUTE_DEFINITIONS } from '../workflows/shared';
 import { literally, removePidFile, stopLeftover, writePidFile } from './processes';
 
@@ -62,6 +58,19 @@ export const DURABLE_DEV_SERVER_FLAGS = [
 ] as const;
 
 /**
+ * Every dev server, in memory or on a file: eager workflow start (the API in the worker's
+ * process hands a payment's first workflow task straight to that worker, api/temporal.ts) and
+ * eager activity execution (an activity the workflow schedules comes back to the worker with
+ * the workflow task's completion); both skip a trip through the server's task queues.
+ */
+export const DEV_SERVER_FLAGS = [
+  '--dynamic-config-value',
+  'system.enableEagerWorkflowStart=true',
+  '--dynamic-config-value',
+  'system.enableActivityEagerExecution=true',
+] as const;
+
+/**
  * Starts `temporal server start-dev` with the payment search attributes registered. `dbFile`
  * keeps the state across restarts (npm start), in the durable configuration above; without it
  * the server is in memory (tests).
@@ -81,6 +90,7 @@ export async function startTemporalDevServer(options: {
     String(options.port),
     '--log-level',
     'warn',
+    ...DEV_SERVER_FLAGS,
   ];
   if (options.uiPort) args.push('--ui-port', String(options.uiPort));
   else args.push('--headless');
@@ -192,21 +202,6 @@ export function installTemporalRuntime(
     telemetryOptions: { logging: { filter: makeTelemetryFilterString({ core: level }) } },
     ...(options.shutdownSignals ? { shutdownSignals: options.shutdownSignals } : {}),
   });
-}
-
-const silent = {
-  log: () => undefined,
-  trace: () => undefined,
-  debug: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-};
-
-/** The webpack bundle of the workflows at `workflowsPath`, without the bundler's chatter. */
-export async function bundleWorkflows(workflowsPath: string): Promise<string> {
-  const { code } = await bundleWorkflowCode({ workflowsPath, logger: silent });
-  return code;
 }
 
 /**

@@ -37,6 +37,13 @@ export const paymentsStarted = new Counter({
   registers: [registry],
 });
 
+export const eagerStarts = new Counter({
+  name: 'payments_started_eagerly_total',
+  help: "Payment workflows whose first workflow task the server handed to this process's worker in the start call (eager start), by payment type",
+  labelNames: ['type'] as const,
+  registers: [registry],
+});
+
 export const paymentsEnded = new Counter({
   name: 'payments_ended_total',
   help: 'Payment records written with a settled status (held, completed, failed, expired, reversed), by type and outcome',

@@ -149,7 +149,9 @@ async function main(): Promise<void> {
       config.temporal.taskQueue,
       config.reconciliation,
     );
-    const api = await startApi(running, logger, databaseUrl);
+    const api = await startApi(running, logger, databaseUrl, {
+      workerConnection: worker.connection,
+    });
     stops.push(api.close);
 
     const demo = await demoCredentials(running, databaseUrl, logger);

@@ -64,3 +64,11 @@ export async function createWorker(options: {
   );
   return { worker, connection, ownsConnection: !options.connection };
 }
+
+/**
+ * The connection of a worker while it runs: a client on it can start workflows eagerly on this
+ * worker (api/temporal.ts `eagerStart`); null once it stops, so that starts go the usual way.
+ */
+export function runningConnection(worker: Worker | undefined): NativeConnection | null {
+  return worker?.getState() === 'RUNNING' ? (worker.connection ?? null) : null;
+}

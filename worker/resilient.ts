@@ -1,18 +1,21 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { bundleWorkflowCode, type Worker, type WorkerOptions } from '@temporalio/worker';
+import type { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import type { Config } from '../config';
 import type { DatabasePool } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import { acquireTracing, workflowInterceptorsModule, type Tracing } from '../observability/tracing';
-import { createWorker } from './create-worker';
+import { bundleWorkflows } from './bundle';
+import { createWorker, runningConnection } from './create-worker';
 
 export type ResilientWorker = {
   /** Settles when the first worker polls (rejects only if `stop` came first). */
   ready: Promise<void>;
   /** How many times the worker was rebuilt after a failure. */
   rebuilds: () => number;
+  /** The current worker's connection while it runs (eager starts from the API in-process). */
+  connection: () => NativeConnection | null;
   /** Shuts the worker down and waits for it, at most `graceMs`. */
   stop: (graceMs?: number) => Promise<void>;
 };
@@ -29,18 +32,10 @@ const HEALTHY_RUN_MS = 60_000;
  */
 async function withWorkflowBundle(config: Config, tracing: Tracing | undefined): Promise<Config> {
   if (config.temporal.workflowBundlePath && !tracing) return config;
-  const { code } = await bundleWorkflowCode({
-    workflowsPath: require.resolve('../workflows'),
-    ...(tracing ? { workflowInterceptorModules: [workflowInterceptorsModule] } : {}),
-    logger: {
-      log: () => undefined,
-      trace: () => undefined,
-      debug: () => undefined,
-      info: () => undefined,
-      warn: () => undefined,
-      error: () => undefined,
-    },
-  });
+  const code = await bundleWorkflows(
+    require.resolve('../workflows'),
+    tracing ? [workflowInterceptorsModule] : [],
+  );
   const file = path.join(await mkdtemp(path.join(os.tmpdir(), 'wallet-worker-')), 'workflows.js');
   await writeFile(file, code);
   return { ...config, temporal: { ...config.temporal, workflowBundlePath: file } };
@@ -125,6 +120,7 @@ export function runResilientWorker(options: {
   return {
     ready,
     rebuilds: () => rebuilds,
+    connection: () => runningConnection(current),
     stop: async (graceMs = 5_000) => {
       stopping = true;
       wake?.();

@@ -1,7 +1,9 @@
 import {
   allHandlersFinished,
   condition,
+  patched,
   proxyActivities,
+  proxyLocalActivities,
   setHandler,
   uuid4,
 } from '@temporalio/workflow';
@@ -18,13 +20,19 @@ import { asDeclined } from './declines';
 import { activityPresets } from './retry';
 
 /**
- * The money steps stay remote activities. As local activities they were faster, but several
- * updates racing on one hold left the workflow waiting after its last step on Temporal's
- * time-skipping test server, a risk not worth taking on holds that live for days.
+ * The money steps are local activities (one marker each in the history, no activity task
+ * through the server), as in the transfer workflow. Holds started before that change replay
+ * their recorded remote activities: `patched` is asked once, at the start.
+ *
+ * A local activity's marker is written with the workflow task that ran it, so a step runs again
+ * when that task fails: a worker lost mid-task, or the task that would end the workflow while
+ * an update it has not seen waits (the time-skipping test server fails that task; the dev
+ * server ends the workflow and aborts the update, which the API answers as not held). The steps
+ * are idempotent by their ids, and one made already answers with what is held now, so `held`
+ * stays the ledger's (test/workflow/local-step-race.test.ts shows both servers).
  */
-const { holdFunds, releaseFunds, refundFunds } = proxyActivities<Activities>(
-  activityPresets.ledger,
-);
+const local = proxyLocalActivities<Activities>(activityPresets.ledger);
+const remote = proxyActivities<Activities>(activityPresets.ledger);
 
 /**
  * One escrow hold: lives while anything is held. Started with the `hold` update, which answers
@@ -33,6 +41,9 @@ const { holdFunds, releaseFunds, refundFunds } = proxyActivities<Activities>(
  * on the hold never pay out more than was held; `expires_at` refunds what is left.
  */
 export async function escrowWorkflow(input: HoldInput): Promise<{ held: string }> {
+  const { holdFunds, releaseFunds, refundFunds } = patched('escrow-local-ledger-steps')
+    ? local
+    : remote;
   let opened: EscrowStepResult | undefined;
   let held = 0n;
   // A ticket per money step, served in order. A `busy` flag is not enough: `condition` unblocks

@@ -5,6 +5,7 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { ErrorCode } from '../domain/errors';
+import type { TransactionStatus, TransactionType } from '../domain/types';
 
 export { workflowIds } from './ids';
 
@@ -42,7 +43,39 @@ export type TransferInput = {
   description: string;
 };
 
-export type TransferResult = { status: 'completed'; transactionId: string } | Declined;
+/**
+ * A payment row as JSON (db/transactions.ts `transactionRecord`): amounts in minor units as
+ * decimal strings. A workflow result that carries it spares the API a read of the row.
+ */
+export type TransactionRecord = {
+  id: string;
+  application_id: string;
+  mode: 'test' | 'live';
+  transaction_type: TransactionType;
+  status: TransactionStatus;
+  wallet_id: string | null;
+  recipient_wallet_id: string | null;
+  escrow_wallet_id: string | null;
+  application_wallet_id: string | null;
+  currency: 'USD' | 'SLE';
+  amount: string;
+  escrow_amount: string;
+  application_fee: string | null;
+  description: string;
+  provider_reference: string | null;
+  workflow_id: string | null;
+  created_at: string;
+  updated_at: string;
+};
+
+export type TransferResult =
+  | {
+      status: 'completed';
+      transactionId: string;
+      /** The payment row as written; absent when a retried step found it already written. */
+      transaction?: TransactionRecord;
+    }
+  | Declined;
 
 export type DepositInput = {
   transactionId: string;
@@ -156,7 +189,14 @@ export type RefundRequest = { refundId: string; reason: 'requested' | 'expired' 
 
 /** An escrow step's answer: the transaction it wrote, or a decline. */
 export type EscrowStepResult =
-  { status: 'done'; transactionId: string; remaining: string } | Declined;
+  | {
+      status: 'done';
+      transactionId: string;
+      remaining: string;
+      /** The step's payment row (absent in results recorded before it was carried). */
+      transaction?: TransactionRecord;
+    }
+  | Declined;
 
 export const escrowUpdates = {
   hold: defineUpdate<EscrowStepResult>('hold'),

@@ -25,8 +25,9 @@ export async function transferWorkflow(input: TransferInput): Promise<TransferRe
   const transferFunds = patched('transfer-local-ledger-step')
     ? local.transferFunds
     : remote.transferFunds;
+  let written: Awaited<ReturnType<typeof transferFunds>>;
   try {
-    await transferFunds(input);
+    written = await transferFunds(input);
   } catch (error) {
     const declined = asDeclined(error);
     if (!declined) throw error;
@@ -34,5 +35,9 @@ export async function transferWorkflow(input: TransferInput): Promise<TransferRe
     return declined;
   }
   setPaymentStatus('completed');
-  return { status: 'completed', transactionId: input.transactionId };
+  return {
+    status: 'completed',
+    transactionId: input.transactionId,
+    ...(written.transaction ? { transaction: written.transaction } : {}),
+  };
 }

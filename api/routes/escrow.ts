@@ -1,10 +1,14 @@
 import { z } from 'zod';
-import { findTransaction, type TransactionRow } from '../../db/transactions';
+import { findTransaction, transactionFromRecord, type TransactionRow } from '../../db/transactions';
 import type { Caller } from '../../domain/types';
 import { escrowWorkflow } from '../../workflows/escrow';
 import { workflowIds } from '../../workflows/ids';
-import { escrowUpdates, type EscrowStepResult } from '../../workflows/shared';
-import { activeWallet, assertOwned } from '../access';
+import {
+  escrowUpdates,
+  type EscrowStepResult,
+  type TransactionRecord,
+} from '../../workflows/shared';
+import { activeWallet, activeWallets, assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
@@ -32,6 +36,9 @@ const ReleaseRequest = z
   .optional()
   .transform((v) => v ?? {});
 
+/** A step made, as the workflow answered it (or as found already made: its id alone). */
+type StepDone = { transactionId: string; transaction?: TransactionRecord };
+
 export function escrowRoutes(deps: ApiDeps): Route[] {
   const { pool, temporal, config } = deps;
 
@@ -41,9 +48,12 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
     return assertOwned(caller, row, 'Escrow transaction');
   }
 
-  async function recorded(id: string) {
-    const row = await findTransaction(pool, id);
-    if (!row) throw new Error(`escrow step ${id} finished without a record`);
+  /** The step's row: carried by the workflow's answer, read only when an older one lacks it. */
+  async function recorded(done: StepDone) {
+    const row = done.transaction
+      ? transactionFromRecord(done.transaction)
+      : await findTransaction(pool, done.transactionId);
+    if (!row) throw new Error(`escrow step ${done.transactionId} finished without a record`);
     return { body: transactionBody(row) };
   }
 
@@ -54,8 +64,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
   ) {
     const handle = temporal.workflow.getHandle(workflowIds.escrow(hold.id));
     try {
-      return unlessDeclined(await withDeadline(run(handle), config.api.requestTimeoutMs))
-        .transactionId;
+      return unlessDeclined(await withDeadline(run(handle), config.api.requestTimeoutMs));
     } catch (error) {
       if (error instanceof AppError) throw error;
       // The hold's workflow ended between our read and the update: nothing is held any more.
@@ -70,14 +79,20 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
   /**
    * A retry of a release or refund (same Idempotency-Key, so the same step id) that arrives
    * after the first has moved the money answers with that step, not with the 400 that the
-   * hold's new state would give a fresh request.
+   * hold's new state would give a fresh request. A key claimed fresh by this request (or no
+   * key: a random id) names a step that cannot exist yet: no read first.
    */
-  async function unlessDone(stepId: string, run: () => Promise<string>): Promise<string> {
-    if (await findTransaction(pool, stepId)) return stepId;
+  async function unlessDone(
+    stepId: string,
+    idempotency: { fresh: boolean } | null,
+    run: () => Promise<StepDone>,
+  ): Promise<StepDone> {
+    const done = { transactionId: stepId };
+    if (idempotency && !idempotency.fresh && (await findTransaction(pool, stepId))) return done;
     try {
       return await run();
     } catch (error) {
-      if (error instanceof AppError && (await findTransaction(pool, stepId))) return stepId;
+      if (error instanceof AppError && (await findTransaction(pool, stepId))) return done;
       throw error;
     }
   }
@@ -106,11 +121,11 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
         422: errorResponse('Validation failure'),
       },
       handler: async ({ caller, body, idempotency }) => {
-        const sender = await activeWallet(pool, caller, body.wallet_id);
-        const recipient = body.recipient_wallet_id
-          ? await activeWallet(pool, caller, body.recipient_wallet_id)
-          : null;
-        if (recipient?.id === sender.id)
+        const [sender, recipient = null] = await activeWallets(pool, caller, [
+          body.wallet_id,
+          ...(body.recipient_wallet_id ? [body.recipient_wallet_id] : []),
+        ]);
+        if (recipient?.id === sender!.id)
           throw new AppError('same_wallet', 'The recipient cannot be the sender');
         const holdId = idFromKey(caller, idempotency, 'escrow_hold');
         const result = await startPaymentWithUpdate(deps, escrowWorkflow, {
@@ -120,7 +135,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
               holdId,
               applicationId: caller.applicationId,
               mode: caller.mode,
-              walletId: sender.id,
+              walletId: sender!.id,
               amount: body.amount.toString(),
               description: body.description,
               recipientWalletId: recipient?.id ?? null,
@@ -129,10 +144,10 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           ],
           caller,
           type: 'escrow_hold',
-          walletIds: recipient ? [sender.id, recipient.id] : [sender.id],
+          walletIds: recipient ? [sender!.id, recipient.id] : [sender!.id],
           update: escrowUpdates.hold,
         });
-        return recorded(unlessDeclined(result).transactionId);
+        return recorded(unlessDeclined(result));
       },
     }),
     defineRoute({
@@ -175,7 +190,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
       handler: async ({ caller, params, body, idempotency }) => {
         const hold = await ownedHold(caller, params.transaction_id);
         const releaseId = idFromKey(caller, idempotency, `escrow_release:${hold.id}`);
-        const id = await unlessDone(releaseId, async () => {
+        const done = await unlessDone(releaseId, idempotency, async () => {
           if (hold.status !== 'held') throw new AppError('escrow_not_held');
           const recipientId = body.recipient_wallet_id ?? hold.recipient_wallet_id;
           if (!recipientId) {
@@ -201,7 +216,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
             }),
           );
         });
-        return recorded(id);
+        return recorded(done);
       },
     }),
     defineRoute({
@@ -225,7 +240,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
       handler: async ({ caller, params, idempotency }) => {
         const hold = await ownedHold(caller, params.transaction_id);
         const refundId = idFromKey(caller, idempotency, `escrow_refund:${hold.id}`);
-        const id = await unlessDone(refundId, async () => {
+        const done = await unlessDone(refundId, idempotency, async () => {
           if (hold.status !== 'held') throw new AppError('escrow_not_held');
           return step(hold, (handle) =>
             handle.executeUpdate(escrowUpdates.refund, {
@@ -234,7 +249,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
             }),
           );
         });
-        return recorded(id);
+        return recorded(done);
       },
     }),
   ];

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { findTransaction } from '../../db/transactions';
+import { findTransaction, transactionFromRecord } from '../../db/transactions';
 import { workflowIds } from '../../workflows/ids';
 import { transferWorkflow } from '../../workflows/transfer';
 import { ownedWallets } from '../access';
@@ -19,7 +19,7 @@ const TransferRequest = z.object({
 });
 
 export function transferRoutes(deps: ApiDeps): Route[] {
-  const { pool, temporal, config } = deps;
+  const { pool, config } = deps;
   return [
     defineRoute({
       method: 'post',
@@ -48,8 +48,8 @@ export function transferRoutes(deps: ApiDeps): Route[] {
           if (!wallet.is_active) throw new AppError('wallet_disabled');
         }
         const transactionId = idFromKey(caller, idempotency, 'transfer');
-        const { transactionId: completed } = unlessDeclined(
-          await runPaymentWorkflow(temporal, transferWorkflow, {
+        const completed = unlessDeclined(
+          await runPaymentWorkflow(deps, transferWorkflow, {
             workflowId: workflowIds.transfer(transactionId),
             taskQueue: config.temporal.taskQueue,
             timeoutMs: config.api.requestTimeoutMs,
@@ -70,8 +70,13 @@ export function transferRoutes(deps: ApiDeps): Route[] {
             ]),
           }),
         );
-        const transaction = await findTransaction(pool, completed);
-        if (!transaction) throw new Error(`transfer ${completed} completed without a record`);
+        // The workflow's result carries the row it wrote; a retried step's does not.
+        const transaction = completed.transaction
+          ? transactionFromRecord(completed.transaction)
+          : await findTransaction(pool, completed.transactionId);
+        if (!transaction) {
+          throw new Error(`transfer ${completed.transactionId} completed without a record`);
+        }
         return { body: transactionBody(transaction) };
       },
     }),

@@ -38,6 +38,7 @@ describe('GET /metrics', () => {
       'http_requests_total',
       'http_request_duration_seconds',
       'payments_started_total',
+      'payments_started_eagerly_total',
       'payments_ended_total',
       'idempotent_replays_total',
       'rate_limited_requests_total',
@@ -111,6 +112,9 @@ describe('GET /metrics', () => {
     // Payments: the replay and the 422 start nothing.
     expect(grew(series('payments_started_total', { type: 'transfer' }))).toBe(1);
     expect(grew(series('payments_started_total', { type: 'escrow_hold' }))).toBe(1);
+    // The worker runs in the API's process: the transfer's first workflow task came with the
+    // start call's answer (eager start).
+    expect(grew(series('payments_started_eagerly_total', { type: 'transfer' }))).toBe(1);
     expect(grew(series('payments_ended_total', { type: 'transfer', outcome: 'completed' }))).toBe(
       1,
     );

@@ -1,6 +1,8 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { temporal } from '@temporalio/proto';
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { escrowStateQuery, SearchAttributes, type HoldInput } from '../../workflows/shared';
 import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
 import {
@@ -240,7 +242,51 @@ describe('escrowWorkflow', () => {
     expect(done.length).toBeGreaterThanOrEqual(1);
     expect(done.length + declined.length).toBe(results.length);
     for (const d of declined) expect(d).toMatchObject({ code: 'invalid_request' });
-    // Exactly one step emptied the hold; every step after it was declined, none paid out twice.
-    expect(done.filter((r) => r.status === 'done' && r.remaining === '0')).toHaveLength(1);
+    // Every step the ledger made is answered `done`, and made once: a step run again (a local
+    // activity of a failed workflow task) answers as the step already made.
+    const made = [
+      ...ledger.released.map((r) => r.releaseId),
+      ...ledger.refunded.map((r) => r.refundId),
+    ];
+    expect(new Set(made).size).toBe(made.length);
+    const answered = done.flatMap((r) => (r.status === 'done' ? [r.transactionId] : []));
+    expect(answered.sort()).toEqual(made.sort());
+  });
+
+  it('answers a step run again when the server refuses the workflow task that would end the hold', async () => {
+    // The release empties the hold while a refund reaches the server. The time-skipping server
+    // fails the workflow task that ran the release (a local activity) and would end the workflow,
+    // so that the workflow sees the refund: the next task runs the release again.
+    const { ledger, activities } = mockedEscrow();
+    const apply = activities.releaseFunds.getMockImplementation()!;
+    let releasing!: () => void;
+    const started = new Promise<void>((resolve) => (releasing = resolve));
+    let refundSent!: () => void;
+    const sent = new Promise<void>((resolve) => (refundSent = resolve));
+    activities.releaseFunds.mockImplementation(async (input) => {
+      releasing();
+      await sent;
+      return apply(input);
+    });
+    await run(activities, async (taskQueue) => {
+      const { handle } = await hold(taskQueue, inputFor('1000'));
+      const released = release(handle, null);
+      await started;
+      const refunded = refund(handle);
+      // Long enough for the refund to reach the server while the release's task is open.
+      await delay(300);
+      refundSent();
+      expect(await released).toMatchObject({ status: 'done', remaining: '0' });
+      expect(await refunded).toMatchObject({ status: 'declined', code: 'invalid_request' });
+      expect(await handle.result()).toEqual({ held: '0' });
+      const { events } = await handle.fetchHistory();
+      expect(events?.map((e) => e.workflowTaskFailedEventAttributes?.cause)).toContain(
+        temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND,
+      );
+    });
+    expect(activities.releaseFunds).toHaveBeenCalledTimes(2);
+    expect(activities.refundFunds).toHaveBeenCalledTimes(1);
+    expect(ledger.released.map((r) => r.amount)).toEqual([1000n]);
+    expect(ledger.refunded).toEqual([]);
   });
 });

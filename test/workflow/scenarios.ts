@@ -346,6 +346,12 @@ const notHeld = () =>
  * (released or refunded), and whether two money steps ever ran at the same time. Each step
  * takes a few real milliseconds (`stepMs`), so that racing updates would overlap if the
  * workflow let them.
+ *
+ * Like the real activities (activities/escrow.ts), each step is idempotent by its own id: a step
+ * already made answers `done` again, with what is held now. The workflow runs them as local
+ * activities, which run again when a workflow task that ran them fails (the time-skipping
+ * server fails the task that would end the workflow while an update waits): a fake that
+ * declined the second run would leave the workflow holding what the ledger no longer holds.
  */
 export function fakeEscrow(options: { stepMs?: number } = {}) {
   const stepMs = options.stepMs ?? 5;
@@ -360,6 +366,10 @@ export function fakeEscrow(options: { stepMs?: number } = {}) {
       [...ledger.released, ...ledger.refunded].reduce((sum, { amount }) => sum + amount, 0n),
   };
   let running: string | null = null;
+  /** The ids of the steps made: the hold's, each release's and each refund's. */
+  const made = new Set<string>();
+  const again = (id: string): EscrowStepResult | null =>
+    made.has(id) ? { status: 'done', transactionId: id, remaining: `${ledger.held}` } : null;
 
   /** One money step: records an overlap, waits a little, then applies `apply` atomically. */
   async function step(name: string, apply: () => EscrowStepResult): Promise<EscrowStepResult> {
@@ -376,23 +386,32 @@ export function fakeEscrow(options: { stepMs?: number } = {}) {
   const activities = {
     holdFunds: (input: HoldInput): Promise<EscrowStepResult> =>
       step(`hold ${input.holdId}`, () => {
+        const done = again(input.holdId);
+        if (done) return done;
+        made.add(input.holdId);
         ledger.held = BigInt(input.amount);
         ledger.heldAtStart = ledger.held;
         return { status: 'done', transactionId: input.holdId, remaining: input.amount };
       }),
     releaseFunds: (input: ReleaseRequest & { holdId: string }): Promise<EscrowStepResult> =>
       step(`release ${input.releaseId}`, () => {
+        const done = again(input.releaseId);
+        if (done) return done;
         if (ledger.held === 0n) throw notHeld();
         const amount = input.amount === null ? ledger.held : BigInt(input.amount);
         if (amount > ledger.held) throw exceedsHeld();
+        made.add(input.releaseId);
         ledger.held -= amount;
         ledger.released.push({ releaseId: input.releaseId, amount });
         return { status: 'done', transactionId: input.releaseId, remaining: `${ledger.held}` };
       }),
     refundFunds: (input: RefundRequest & { holdId: string }): Promise<EscrowStepResult> =>
       step(`refund ${input.refundId}`, () => {
+        const done = again(input.refundId);
+        if (done) return done;
         if (ledger.held === 0n) throw notHeld();
         const { refundId, reason } = input;
+        made.add(refundId);
         ledger.refunded.push({ refundId, reason, amount: ledger.held });
         ledger.held = 0n;
         return { status: 'done', transactionId: input.refundId, remaining: '0' };

@@ -1,0 +1,133 @@
+/**
+ * The benchmark's report and its text: one table, a section a dev server configuration, then the
+ * legend and the ledger invariant of each configuration's database.
+ */
+import type { WorkerOptions } from '@temporalio/worker';
+import type { ProfileReport } from './profile';
+import type { Row } from './scenarios';
+
+export type ConfigurationReport = {
+  /** `file`: what `npm start` ships; `memory`: the in-memory dev server. */
+  name: 'file' | 'memory';
+  postgres: string;
+  temporal: string;
+  rows: Row[];
+  /** The ledger invariant's problems in this configuration's database (none: OK). */
+  invariant: string[];
+};
+
+export type Report = {
+  environment: {
+    cpus: number;
+    cpuModel: string;
+    node: string;
+    tuning: Partial<WorkerOptions>;
+  };
+  configurations: ConfigurationReport[];
+  profile?: ProfileReport;
+  seconds: number;
+};
+
+export const fmtRate = (n: number) => `${n >= 100 ? Math.round(n) : n.toFixed(1)}/s`;
+export const fmtMs = (n: number) =>
+  Number.isNaN(n) ? '-' : n >= 100 ? n.toFixed(0) : n.toFixed(1);
+const percent = (ratio: number | undefined) =>
+  ratio === undefined ? '' : `${(ratio * 100).toFixed(0)}%`;
+
+/** Aligned columns; a shorter row's last cell (a note) runs on without widening its column. */
+function table(header: string[], rows: string[][], rightAligned: Set<number>): string {
+  const sized = (r: string[], i: number) => r.length === header.length || i < r.length - 1;
+  const widths = header.map((_, i) =>
+    Math.max(...[header, ...rows].map((r) => (sized(r, i) ? r[i]!.length : 0))),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => {
+        if (i === cells.length - 1 && cells.length < header.length) return c;
+        return rightAligned.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!);
+      })
+      .join('  ')
+      .trimEnd();
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
+
+function cells(r: Row): string[] {
+  if (!r.result) return [r.id, r.scenario, r.note ?? ''];
+  const c = r.cpu;
+  return [
+    r.id,
+    r.scenario,
+    r.load,
+    fmtRate(r.result.throughput),
+    fmtMs(r.result.p50),
+    fmtMs(r.result.p99),
+    `${r.result.errors}/${r.result.sent}`,
+    percent(r.ofEmptyWorkflow),
+    percent(r.ofSpreadOut),
+    c ? [c.node, c.load, c.postgres, c.temporal, c.other].map((n) => n.toFixed(2)).join('/') : '',
+  ];
+}
+
+export const sectionTitle = (c: ConfigurationReport) =>
+  `${c.name === 'file' ? '[file] ' : '[memory] '}Temporal dev server ${c.temporal}; Postgres ${c.postgres}`;
+
+const LEGEND = [
+  'Each [section] is one engine started afresh, measured in the same run: [file] is the',
+  'configuration `npm start` ships (Postgres with fsync on, the dev server on a file, WAL);',
+  '[memory] the in-memory dev server with Postgres fsync off. vs (2b): throughput / row 2b of',
+  'the same section (the empty-workflow rate). vs (3): the hot wallet 3h / row 3 of its section.',
+  '(1) one DB transaction per transfer, no Temporal, no HTTP. (2) client.workflow.execute per',
+  "workflow, no DB; 2d the same with requestEagerStart (its client shares the worker's",
+  'connection). (3)/(4)/(5) real HTTP through the API and the worker; open rows fire at a fixed',
+  'arrival rate, latency from the scheduled send time. (3h) 32 clients, every transfer out of',
+  'one wallet to one of the 63 others at random; 3hc at half its closed-loop rate.',
+  '(6) events delivered per second to a loopback endpoint (in the engine process); latency from',
+  'the event written with the money movement to its arrival at the endpoint.',
+  '(7) the dashboard analytics, 1 client in a loop, after a million payments (with their ledger',
+  'transactions) were seeded in SQL into the application over 90 days; 7a through HTTP, 7b the query.',
+  'The load comes from a process of its own (the load generator), but for rows 1, 2d and 7b:',
+  "they run in the engine's process (2d's client must share the worker's connection).",
+  "Cores: CPU cores busy on average: node, the engine's process (API and worker; and the load",
+  "of 1, 2d, 7b); load, the load generator's process; Postgres; the Temporal server; other,",
+  'every other process on the machine.',
+];
+
+export function render(report: Report): string {
+  const header = [
+    '#',
+    'Scenario',
+    'Load',
+    'Throughput',
+    'p50 ms',
+    'p99 ms',
+    'Errors',
+    'vs (2b)',
+    'vs (3)',
+    'Cores node/load/pg/tmprl/other',
+  ];
+  const rows = report.configurations.flatMap((c) => [[sectionTitle(c)], ...c.rows.map(cells)]);
+  const e = report.environment;
+  const measured = report.configurations.flatMap((c) => c.rows).filter((r) => r.cpu);
+  const others = measured.reduce((a, r) => a + r.cpu!.other, 0) / Math.max(1, measured.length);
+  return [
+    `Wallet engine benchmark: ${e.cpus} CPUs (${e.cpuModel}), Node ${e.node}`,
+    `Worker tuning: ${JSON.stringify(e.tuning)}`,
+    '',
+    table(header, rows, new Set([3, 4, 5, 6, 7, 8, 9])),
+    '',
+    ...LEGEND,
+    ...(others > 0.2
+      ? [
+          `WARNING: other processes kept ${others.toFixed(2)} cores busy on average: ` +
+            'the machine was not idle, figures are low.',
+        ]
+      : []),
+    '',
+    ...report.configurations.map(
+      (c) =>
+        `Ledger invariant [${c.name}], after rows 1 to 6: ` +
+        (c.invariant.length === 0 ? 'OK' : `FAIL (${c.invariant.join('; ')})`),
+    ),
+    `Total time: ${report.seconds.toFixed(0)}s`,
+  ].join('\n');
+}
