@@ -15,7 +15,8 @@ import type { Config } from '../config';
 import type { Caller, TransactionType } from '../domain/types';
 import { SearchAttributes } from '../workflows/shared';
 import { AppError } from './errors';
-import { eagerStarts, paymentsStarted } from '../observability/metrics';
+import { eagerStarts, paymentsStarted, settledLocally } from '../observability/metrics';
+import { listenForSettlement } from '../worker/settlements';
 
 /**
  * Runs a payment workflow and waits for its result, at most `timeoutMs`. The workflow id is the
@@ -26,9 +27,16 @@ import { eagerStarts, paymentsStarted } from '../observability/metrics';
 export async function runPaymentWorkflow<W extends Workflow>(
   deps: { temporal: Client; eagerTemporal?: () => Client | null },
   workflow: W,
-  options: WorkflowStartOptions<W> & { timeoutMs: number },
+  options: WorkflowStartOptions<W> & {
+    timeoutMs: number;
+    /**
+     * Which results this process's worker may report at once (worker/settlements.ts): only
+     * those that a rerun of the workflow's task would give again (a committed, idempotent step).
+     */
+    answerLocally?: (result: Awaited<ReturnType<W>>) => boolean;
+  },
 ): Promise<Awaited<ReturnType<W>>> {
-  const { timeoutMs, ...start } = options;
+  const { timeoutMs, answerLocally, ...start } = options;
   const client = deps.temporal;
   const type = paymentType(start.typedSearchAttributes);
   paymentsStarted.inc({ type });
@@ -38,15 +46,28 @@ export async function runPaymentWorkflow<W extends Workflow>(
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
     } as WorkflowStartOptions<W>;
+    const eagerClient = deps.eagerTemporal?.() ?? null;
+    const settlement = eagerClient && answerLocally ? listenForSettlement(start.workflowId) : null;
     // Without a run id (the payment finished already: its id is not reused), the latest run.
     let runId: string | undefined;
     try {
-      const eager = await eagerStart(deps.eagerTemporal?.() ?? null, workflow, startOptions);
-      if (eager?.eagerlyStarted) eagerStarts.inc({ type });
+      const eager = await eagerStart(eagerClient, workflow, startOptions);
+      if (eager?.eagerlyStarted) {
+        eagerStarts.inc({ type });
+        // This process's worker runs the workflow's first task: it says how the payment settled.
+        const local = (await settlement?.within(LOCAL_SETTLEMENT_MS)) as
+          Awaited<ReturnType<W>> | undefined;
+        if (local !== undefined && answerLocally?.(local)) {
+          settledLocally.inc({ type });
+          return local;
+        }
+      }
       runId =
         eager?.runId ?? (await client.workflow.start(workflow, startOptions)).firstExecutionRunId;
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    } finally {
+      settlement?.stop();
     }
     return (await startedResult(
       client.workflow.getHandle(start.workflowId, runId).result(),
@@ -54,6 +75,12 @@ export async function runPaymentWorkflow<W extends Workflow>(
   };
   return withDeadline(run(), timeoutMs);
 }
+
+/**
+ * How long a payment started eagerly waits for this process's worker to report how it settled,
+ * before it asks the server for the workflow's result (a step still retrying, a worker stopped).
+ */
+const LOCAL_SETTLEMENT_MS = 3_000;
 
 /** How long an eager start may take before the regular client tries (Temporal may be down). */
 const EAGER_START_DEADLINE_MS = 1_000;

@@ -44,6 +44,13 @@ export const eagerStarts = new Counter({
   registers: [registry],
 });
 
+export const settledLocally = new Counter({
+  name: 'payments_answered_locally_total',
+  help: "Payments started eagerly whose answer came from this process's worker as the workflow settled, without waiting on the server for the result, by payment type",
+  labelNames: ['type'] as const,
+  registers: [registry],
+});
+
 export const paymentsEnded = new Counter({
   name: 'payments_ended_total',
   help: 'Payment records written with a settled status (held, completed, failed, expired, reversed), by type and outcome',

@@ -24,6 +24,7 @@ import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/
 import { format, resolveConfig } from 'prettier';
 import { RECORDED_SCENARIOS, registerSearchAttributes } from '../test/workflow/scenarios';
 import { findBinary } from '../harness/temporal';
+import { paymentSinks } from '../worker/settlements';
 
 const rootDir = path.resolve(__dirname, '..');
 const HISTORIES_DIR = path.join(rootDir, 'test', 'fixtures', 'histories');
@@ -78,6 +79,7 @@ async function main(): Promise<void> {
         taskQueue,
         workflowBundle: { code },
         activities: scenario.activities(env),
+        sinks: paymentSinks,
       });
       const { handle } = await worker.runUntil(scenario.play(env, taskQueue));
       const history = await handle.fetchHistory();

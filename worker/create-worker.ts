@@ -5,6 +5,7 @@ import { temporalAddress, type Config } from '../config';
 import { createActivities } from '../activities';
 import { ensureWebhookRelay } from '../activities/webhooks';
 import { createProviders, type Providers } from '../providers';
+import { paymentSinks } from './settlements';
 import {
   workerTracingOptions,
   workflowInterceptorsModule,
@@ -52,6 +53,7 @@ export async function createWorker(options: {
     }),
     ...workflowSource,
     ...tracing,
+    sinks: { ...tracing.sinks, ...paymentSinks },
     // Every activity holds at most one database connection: no more at once than the pool has,
     // so that none waits for a connection inside its start-to-close timeout.
     maxConcurrentActivityTaskExecutions: config.database.poolSize,

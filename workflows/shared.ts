@@ -3,7 +3,7 @@
  * result types, and (from ./ids.ts) the workflow ids. No I/O here: workflow code imports it.
  */
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import { defineQuery, defineUpdate, type Sinks } from '@temporalio/workflow';
 import type { ErrorCode } from '../domain/errors';
 import type { TransactionStatus, TransactionType } from '../domain/types';
 
@@ -76,6 +76,14 @@ export type TransferResult =
       transaction?: TransactionRecord;
     }
   | Declined;
+
+/**
+ * Sinks of the payment workflows (worker/settlements.ts): `settled` tells this process's API the
+ * result a payment settled with, so that a request that started it need not wait on the server.
+ */
+export interface PaymentSinks extends Sinks {
+  payments: { settled(result: TransferResult): void };
+}
 
 export type DepositInput = {
   transactionId: string;

@@ -1,8 +1,8 @@
-import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { patched, proxyActivities, proxyLocalActivities, proxySinks } from '@temporalio/workflow';
 import type { Activities } from './activities-types';
 import { asDeclined } from './declines';
 import { activityPresets } from './retry';
-import type { TransferInput, TransferResult } from './shared';
+import type { PaymentSinks, TransferInput, TransferResult } from './shared';
 import { setPaymentStatus } from './status';
 
 /**
@@ -15,6 +15,9 @@ import { setPaymentStatus } from './status';
 const local = proxyLocalActivities<Activities>(activityPresets.transfer);
 
 const remote = proxyActivities<Activities>(activityPresets.transfer);
+
+/** Tells the API of this worker's process how the transfer settled (worker/settlements.ts). */
+const { payments } = proxySinks<PaymentSinks>();
 
 /**
  * A wallet-to-wallet transfer: one atomic ledger step. A business decline (insufficient funds,
@@ -32,12 +35,15 @@ export async function transferWorkflow(input: TransferInput): Promise<TransferRe
     const declined = asDeclined(error);
     if (!declined) throw error;
     setPaymentStatus('failed');
+    payments.settled(declined);
     return declined;
   }
   setPaymentStatus('completed');
-  return {
+  const completed: TransferResult = {
     status: 'completed',
     transactionId: input.transactionId,
     ...(written.transaction ? { transaction: written.transaction } : {}),
   };
+  payments.settled(completed);
+  return completed;
 }

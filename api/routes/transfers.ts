@@ -68,6 +68,10 @@ export function transferRoutes(deps: ApiDeps): Route[] {
               body.from_wallet_id,
               body.to_wallet_id,
             ]),
+            // Committed money is committed: a rerun of the task finds the step made and
+            // completes the same. A decline wrote nothing and a rerun might not decline: the
+            // server's recorded result answers it.
+            answerLocally: (result) => result.status === 'completed',
           }),
         );
         // The workflow's result carries the row it wrote; a retried step's does not.

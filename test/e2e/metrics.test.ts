@@ -2,6 +2,7 @@ import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/databas
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 import { increase, scrape, series, type Samples } from '../support/metrics';
+import { workflowIds } from '../../workflows/ids';
 
 /**
  * GET /metrics (issue 12): after real requests, the counters show them with the right labels and
@@ -39,6 +40,7 @@ describe('GET /metrics', () => {
       'http_request_duration_seconds',
       'payments_started_total',
       'payments_started_eagerly_total',
+      'payments_answered_locally_total',
       'payments_ended_total',
       'idempotent_replays_total',
       'rate_limited_requests_total',
@@ -115,6 +117,8 @@ describe('GET /metrics', () => {
     // The worker runs in the API's process: the transfer's first workflow task came with the
     // start call's answer (eager start).
     expect(grew(series('payments_started_eagerly_total', { type: 'transfer' }))).toBe(1);
+    // ... and that worker said how it settled: no wait on the server for the result.
+    expect(grew(series('payments_answered_locally_total', { type: 'transfer' }))).toBe(1);
     expect(grew(series('payments_ended_total', { type: 'transfer', outcome: 'completed' }))).toBe(
       1,
     );
@@ -131,6 +135,34 @@ describe('GET /metrics', () => {
     for (const id of [sender.walletId, recipient.walletId, transfer.body.id, hold.body.id]) {
       expect(text).not.toContain(id);
     }
+  });
+
+  it('answers a completed transfer from the worker of its own process, as the workflow records it; a decline from the server', async () => {
+    const sender = await createUserWithWallet(api);
+    const recipient = await createUserWithWallet(api);
+    await fundWallet(engine.pool, sender.walletId, 1_000n);
+    const before: Samples = await metricsOf();
+    const body = { from_wallet_id: sender.walletId, to_wallet_id: recipient.walletId };
+
+    const done = await api.post(TRANSFER, { ...body, amount: 4 });
+    expect(done.status).toBe(200);
+    expect(done.body).toMatchObject({ status: 'completed', amount: 4 });
+    const declined = await api.post(TRANSFER, { ...body, amount: 100 });
+    expect(declined.status).toBe(400);
+    expect(declined.body).toEqual({ detail: 'Insufficient funds' });
+
+    const after = await metricsOf();
+    const grew = (key: string) => increase(before, after, key);
+    expect(grew(series('payments_started_eagerly_total', { type: 'transfer' }))).toBe(2);
+    expect(grew(series('payments_answered_locally_total', { type: 'transfer' }))).toBe(1);
+    // What the API answered at once is what the workflow went on to record.
+    const recorded = await engine.temporal.workflow
+      .getHandle(workflowIds.transfer(done.body.id as string))
+      .result();
+    expect(recorded).toMatchObject({ status: 'completed', transactionId: done.body.id });
+    expect(await balanceOf(engine.pool, sender.walletId)).toBe(600n);
+    expect(await balanceOf(engine.pool, recipient.walletId)).toBe(400n);
+    await assertLedgerInvariant(engine.pool);
   });
 
   it('labels a path no route matches as unmatched, never by the path itself', async () => {

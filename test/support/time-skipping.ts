@@ -8,6 +8,7 @@ import {
 import { randomUUID } from 'node:crypto';
 import { findBinary } from '../../harness/temporal';
 import type { Activities } from '../../workflows/activities-types';
+import { paymentSinks } from '../../worker/settlements';
 import { registerSearchAttributes } from '../workflow/scenarios';
 import { quietTemporalRuntime } from './engine';
 
@@ -53,6 +54,7 @@ export async function withWorker<R>(
     taskQueue,
     workflowBundle: await workflowBundle(),
     activities,
+    sinks: paymentSinks,
   });
   return worker.runUntil(fn(taskQueue));
 }

@@ -1,0 +1,60 @@
+import type { InjectedSinks } from '@temporalio/worker';
+import type { PaymentSinks } from '../workflows/shared';
+
+/** Requests of this process waiting for a payment's settlement, by workflow id. */
+const waiting = new Map<string, Set<(result: unknown) => void>>();
+
+/**
+ * The `payments` sink (workflows/shared.ts `PaymentSinks`): a payment workflow run by this
+ * process's worker tells it how it settled, in the activation that settles it, before the
+ * workflow task's completion is sent (the SDK calls sinks after the activation). Never during
+ * replay. A request of this process that started the payment eagerly (api/temporal.ts) hears
+ * it at once, without waiting on the server for the workflow's result.
+ */
+export const paymentSinks: InjectedSinks<PaymentSinks> = {
+  payments: {
+    settled: {
+      fn: (info, result) => {
+        for (const resolve of waiting.get(info.workflowId) ?? []) resolve(result);
+      },
+      callDuringReplay: false,
+    },
+  },
+};
+
+/**
+ * Listens for the settlement of the payment `workflowId` by this process's worker, from now
+ * on (before the start, so that none is missed): `within(ms)` answers it, or undefined when it
+ * did not come in time; `stop()` forgets the listener (always call it).
+ */
+export function listenForSettlement(workflowId: string): {
+  within: (ms: number) => Promise<unknown>;
+  stop: () => void;
+} {
+  let heard: { result: unknown } | undefined;
+  let wake: (() => void) | undefined;
+  const listener = (result: unknown) => {
+    heard ??= { result };
+    wake?.();
+  };
+  const listeners = waiting.get(workflowId) ?? new Set();
+  listeners.add(listener);
+  waiting.set(workflowId, listeners);
+  return {
+    within: async (ms) => {
+      if (!heard) {
+        let timer: NodeJS.Timeout | undefined;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          timer = setTimeout(resolve, ms);
+        });
+        clearTimeout(timer);
+      }
+      return heard?.result;
+    },
+    stop: () => {
+      listeners.delete(listener);
+      if (listeners.size === 0 && waiting.get(workflowId) === listeners) waiting.delete(workflowId);
+    },
+  };
+}
