@@ -46,28 +46,15 @@ export async function runPaymentWorkflow<W extends Workflow>(
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
     } as WorkflowStartOptions<W>;
-    const eagerClient = deps.eagerTemporal?.() ?? null;
-    const settlement = eagerClient && answerLocally ? listenForSettlement(start.workflowId) : null;
     // Without a run id (the payment finished already: its id is not reused), the latest run.
     let runId: string | undefined;
     try {
-      const eager = await eagerStart(eagerClient, workflow, startOptions);
-      if (eager?.eagerlyStarted) {
-        eagerStarts.inc({ type });
-        // This process's worker runs the workflow's first task: it says how the payment settled.
-        const local = (await settlement?.within(LOCAL_SETTLEMENT_MS)) as
-          Awaited<ReturnType<W>> | undefined;
-        if (local !== undefined && answerLocally?.(local)) {
-          settledLocally.inc({ type });
-          return local;
-        }
-      }
+      const eager = await startAndListen(deps, workflow, startOptions, type, answerLocally);
+      if (eager?.answered) return eager.answered.result;
       runId =
         eager?.runId ?? (await client.workflow.start(workflow, startOptions)).firstExecutionRunId;
     } catch (error) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-    } finally {
-      settlement?.stop();
     }
     return (await startedResult(
       client.workflow.getHandle(start.workflowId, runId).result(),
@@ -81,6 +68,36 @@ export async function runPaymentWorkflow<W extends Workflow>(
  * before it asks the server for the workflow's result (a step still retrying, a worker stopped).
  */
 const LOCAL_SETTLEMENT_MS = 3_000;
+
+/**
+ * Starts the payment eagerly on this process's worker (`eagerStart`), and when `answerLocally`
+ * says so, answers with the settlement that worker reports (worker/settlements.ts) instead of
+ * asking the server: `answered` is then set. Null when there is no such worker or the start
+ * failed; else the run, for the caller to wait on the server as usual.
+ */
+async function startAndListen<W extends Workflow, R>(
+  deps: { eagerTemporal?: () => Client | null },
+  workflow: W,
+  options: WorkflowStartOptions<W>,
+  type: string,
+  answerLocally: ((result: R) => boolean) | undefined,
+): Promise<{ runId: string; answered?: { result: R } } | null> {
+  const eagerClient = deps.eagerTemporal?.() ?? null;
+  // Listening before the start, so that a settlement that comes first is not missed.
+  const settlement = eagerClient && answerLocally ? listenForSettlement(options.workflowId) : null;
+  try {
+    const eager = await eagerStart(eagerClient, workflow, options);
+    if (!eager?.eagerlyStarted) return eager;
+    eagerStarts.inc({ type });
+    // This process's worker runs the workflow's first task: it says how the payment settled.
+    const local = (await settlement?.within(LOCAL_SETTLEMENT_MS)) as R | undefined;
+    if (local === undefined || !answerLocally?.(local)) return eager;
+    settledLocally.inc({ type });
+    return { ...eager, answered: { result: local } };
+  } finally {
+    settlement?.stop();
+  }
+}
 
 /** How long an eager start may take before the regular client tries (Temporal may be down). */
 const EAGER_START_DEADLINE_MS = 1_000;
@@ -234,7 +251,7 @@ export function paymentSearchAttributes(
  * attributes; answers what the update answered, waiting at most the request deadline.
  */
 export async function startPaymentWithUpdate<W extends Workflow, R>(
-  deps: { temporal: Client; config: Config },
+  deps: { temporal: Client; config: Config; eagerTemporal?: () => Client | null },
   workflow: W,
   options: {
     workflowId: string;
@@ -243,23 +260,48 @@ export async function startPaymentWithUpdate<W extends Workflow, R>(
     type: TransactionType;
     walletIds: string[];
     update: UpdateDefinition<R, [], string>;
+    /**
+     * Which answers of the update this process's worker may report at once, the workflow
+     * started eagerly on it without the update (see `runPaymentWorkflow`): only those that a
+     * rerun of the workflow's task would give again. Any other goes the update's way.
+     */
+    answerLocally?: (result: R) => boolean;
   },
 ): Promise<R> {
-  const start = new WithStartWorkflowOperation(workflow, {
+  const startOptions = {
     workflowId: options.workflowId,
     taskQueue: deps.config.temporal.taskQueue,
     workflowIdConflictPolicy: 'USE_EXISTING',
     args: options.args,
     typedSearchAttributes: paymentSearchAttributes(options.caller, options.type, options.walletIds),
     // The generic args type is a conditional tuple that TypeScript cannot match to Parameters<W>.
-  } as unknown as ConstructorParameters<typeof WithStartWorkflowOperation<W>>[1]);
+  } as unknown as WorkflowStartOptions<W>;
   paymentsStarted.inc({ type: options.type });
-  return withDeadline(
-    deps.temporal.workflow.executeUpdateWithStart(options.update, {
+  const run = async (): Promise<R> => {
+    if (options.answerLocally) {
+      const eager = await startAndListen(
+        deps,
+        workflow,
+        startOptions,
+        options.type,
+        options.answerLocally,
+      ).catch((error: unknown) => {
+        // Attached to a workflow that exists: the update below reaches it.
+        if (error instanceof WorkflowExecutionAlreadyStartedError) return null;
+        throw error;
+      });
+      if (eager?.answered) return eager.answered.result;
+    }
+    // Update-with-start attaches to the workflow started above, if it was.
+    const start = new WithStartWorkflowOperation(
+      workflow,
+      startOptions as ConstructorParameters<typeof WithStartWorkflowOperation<W>>[1],
+    );
+    return deps.temporal.workflow.executeUpdateWithStart(options.update, {
       startWorkflowOperation: start,
-    }),
-    deps.config.api.requestTimeoutMs,
-  );
+    });
+  };
+  return withDeadline(run(), deps.config.api.requestTimeoutMs);
 }
 
 /** gRPC NOT_FOUND: some calls (a history fetch, an update) are not wrapped by the SDK. */

@@ -4,6 +4,7 @@ import {
   patched,
   proxyActivities,
   proxyLocalActivities,
+  proxySinks,
   setHandler,
   uuid4,
 } from '@temporalio/workflow';
@@ -13,6 +14,7 @@ import {
   escrowUpdates,
   type EscrowStepResult,
   type HoldInput,
+  type PaymentSinks,
   type RefundRequest,
 } from './shared';
 import { addPaymentWallet, setPaymentStatus } from './status';
@@ -33,6 +35,9 @@ import { activityPresets } from './retry';
  */
 const local = proxyLocalActivities<Activities>(activityPresets.ledger);
 const remote = proxyActivities<Activities>(activityPresets.ledger);
+
+/** Tells the API of this worker's process how the hold went (worker/settlements.ts). */
+const { payments } = proxySinks<PaymentSinks>();
 
 /**
  * One escrow hold: lives while anything is held. Started with the `hold` update, which answers
@@ -100,10 +105,12 @@ export async function escrowWorkflow(input: HoldInput): Promise<{ held: string }
     opened = asDeclined(error) ?? undefined;
     if (!opened) throw error;
     setPaymentStatus('failed');
+    payments.settled(opened);
     await condition(allHandlersFinished);
     return { held: '0' };
   }
   setPaymentStatus('held');
+  payments.settled(opened);
 
   if (input.expiresAt === null) {
     await condition(() => held === 0n);

@@ -79,10 +79,11 @@ export type TransferResult =
 
 /**
  * Sinks of the payment workflows (worker/settlements.ts): `settled` tells this process's API the
- * result a payment settled with, so that a request that started it need not wait on the server.
+ * result a payment settled with (a transfer's result, an escrow hold's first step), so that a
+ * request that started it need not wait on the server.
  */
 export interface PaymentSinks extends Sinks {
-  payments: { settled(result: TransferResult): void };
+  payments: { settled(result: TransferResult | EscrowStepResult): void };
 }
 
 export type DepositInput = {

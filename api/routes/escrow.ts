@@ -146,6 +146,9 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           type: 'escrow_hold',
           walletIds: recipient ? [sender!.id, recipient.id] : [sender!.id],
           update: escrowUpdates.hold,
+          // Money held is held: a rerun of the task finds the step made. A decline wrote
+          // nothing and a rerun might hold: the `hold` update answers it, as the workflow records.
+          answerLocally: (result) => result.status === 'done',
         });
         return recorded(unlessDeclined(result));
       },

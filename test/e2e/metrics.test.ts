@@ -117,8 +117,11 @@ describe('GET /metrics', () => {
     // The worker runs in the API's process: the transfer's first workflow task came with the
     // start call's answer (eager start).
     expect(grew(series('payments_started_eagerly_total', { type: 'transfer' }))).toBe(1);
-    // ... and that worker said how it settled: no wait on the server for the result.
+    // ... and that worker said how it settled: no wait on the server for the result. The
+    // escrow hold too: started eagerly, its first step answered by the same worker.
     expect(grew(series('payments_answered_locally_total', { type: 'transfer' }))).toBe(1);
+    expect(grew(series('payments_started_eagerly_total', { type: 'escrow_hold' }))).toBe(1);
+    expect(grew(series('payments_answered_locally_total', { type: 'escrow_hold' }))).toBe(1);
     expect(grew(series('payments_ended_total', { type: 'transfer', outcome: 'completed' }))).toBe(
       1,
     );
@@ -137,7 +140,7 @@ describe('GET /metrics', () => {
     }
   });
 
-  it('answers a completed transfer from the worker of its own process, as the workflow records it; a decline from the server', async () => {
+  it('answers a completed transfer from the worker of its own process, as the workflow records it; a declined transfer or hold from the server', async () => {
     const sender = await createUserWithWallet(api);
     const recipient = await createUserWithWallet(api);
     await fundWallet(engine.pool, sender.walletId, 1_000n);
@@ -150,11 +153,17 @@ describe('GET /metrics', () => {
     const declined = await api.post(TRANSFER, { ...body, amount: 100 });
     expect(declined.status).toBe(400);
     expect(declined.body).toEqual({ detail: 'Insufficient funds' });
+    // A declined hold is answered by its `hold` update, as the workflow records it.
+    const refused = await api.post(HOLD, { wallet_id: sender.walletId, amount: 100 });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toEqual({ detail: 'Insufficient funds' });
 
     const after = await metricsOf();
     const grew = (key: string) => increase(before, after, key);
     expect(grew(series('payments_started_eagerly_total', { type: 'transfer' }))).toBe(2);
     expect(grew(series('payments_answered_locally_total', { type: 'transfer' }))).toBe(1);
+    expect(grew(series('payments_started_eagerly_total', { type: 'escrow_hold' }))).toBe(1);
+    expect(grew(series('payments_answered_locally_total', { type: 'escrow_hold' }))).toBe(0);
     // What the API answered at once is what the workflow went on to record.
     const recorded = await engine.temporal.workflow
       .getHandle(workflowIds.transfer(done.body.id as string))
