@@ -101,6 +101,16 @@ export async function escrowWorkflow(input: HoldInput): Promise<{ held: string }
   try {
     opened = await holdFunds(input);
     held = BigInt(input.amount);
+    // A new run of a hold made before (a request retried after its first run ended: released,
+    // refunded) is answered what is held now, perhaps nothing, and holds that, not the amount.
+    // `patched` is asked only then, so that every other hold replays and runs as before.
+    if (
+      opened.status === 'done' &&
+      BigInt(opened.remaining) !== held &&
+      patched('escrow-hold-made-before-holds-what-is-left')
+    ) {
+      held = BigInt(opened.remaining);
+    }
   } catch (error) {
     opened = asDeclined(error) ?? undefined;
     if (!opened) throw error;

@@ -74,6 +74,29 @@ describe('escrowWorkflow', () => {
     expect(ledger.held).toBe(0n);
   });
 
+  it('ends at once a new run of a hold released before (a retried request), holding nothing', async () => {
+    const { ledger, activities } = mockedEscrow();
+    const input = inputFor('1000');
+    await run(activities, async (taskQueue) => {
+      const first = await hold(taskQueue, input);
+      expect(await release(first.handle, null)).toMatchObject({ status: 'done', remaining: '0' });
+      expect(await first.handle.result()).toEqual({ held: '0' });
+      // The same hold id again: its workflow has ended, so update-with-start runs it anew.
+      const again = await hold(taskQueue, input);
+      expect(again.held).toEqual({ status: 'done', transactionId: input.holdId, remaining: '0' });
+      const ended = await Promise.race([
+        again.handle.result(),
+        delay(10_000).then(() => 'still running'),
+      ]);
+      expect(ended).toEqual({ held: '0' });
+      expect(again.handle.workflowId).toBe(first.handle.workflowId);
+    });
+    expect(activities.holdFunds).toHaveBeenCalledTimes(2);
+    expect(ledger.released.map((r) => r.amount)).toEqual([1000n]);
+    expect(ledger.held).toBe(0n);
+    expect(activities.refundFunds).not.toHaveBeenCalled();
+  });
+
   it('releases partially until nothing is held, and ends with the last release', async () => {
     const { ledger, activities } = mockedEscrow();
     await run(activities, async (taskQueue) => {

@@ -808,6 +808,22 @@ export const escrowHoldDeclined = scenario({
     thenToEnd(await openHold(env, taskQueue, input), () => Promise.resolve()),
 });
 
+/**
+ * A new run of a hold made before (a request retried after the hold's first run ended):
+ * `holdFunds` answers it made, with nothing left held, and the workflow ends at once.
+ */
+export const escrowHoldMadeBefore = scenario({
+  name: 'escrow-hold-made-before',
+  input: () => holdInput(fixtureId(74)),
+  activities: () => ({
+    ...fakeEscrow().activities,
+    holdFunds: (input: HoldInput): Promise<EscrowStepResult> =>
+      Promise.resolve({ status: 'done', transactionId: input.holdId, remaining: '0' }),
+  }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openHold(env, taskQueue, input), () => Promise.resolve()),
+});
+
 /** A partial release, then the hold expires after 7 days and refunds the rest by itself. */
 export const escrowExpired = scenario({
   name: 'escrow-expired',
@@ -1017,6 +1033,7 @@ export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
   escrowPartialReleaseRefund,
   escrowReleaseToAnotherWallet,
   escrowHoldDeclined,
+  escrowHoldMadeBefore,
   escrowExpired,
   cashoutSettled,
   cashoutRefusedAtOnce,
