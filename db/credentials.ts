@@ -152,7 +152,7 @@ function refusal(row: CredentialRecord | null, secretKey: string, now: number) {
  * Authenticates an API key and secret; records `last_used` at most once a minute per credential.
  * With `cache` (db/credential-cache.ts), a credential accepted before is not read again, and the
  * result says which row versions the caller must confirm (`authenticateAndCount` does); a
- * refusal is always read from the database. `fromDatabase` skips the cache.
+ * refusal is always read from the database. `fromDatabase` forgets what the cache holds first.
  */
 export async function authenticate(
   db: CommonQueryMethods,
@@ -164,7 +164,8 @@ export async function authenticate(
   const keyHash = sha256(apiKey);
   const cacheKey = keyHash.toString('hex');
   const now = Date.now();
-  let row = fromDatabase ? undefined : cache?.get(cacheKey);
+  if (fromDatabase) cache?.forget(cacheKey);
+  let row = cache?.get(cacheKey);
   // Memory may be older than a change that would now accept the credential: read it again.
   if (row && refusal(row, secretKey, now)) row = undefined;
   const cached = row !== undefined;
@@ -181,8 +182,8 @@ export async function authenticate(
       WHERE id = ${row.id} AND xmin = ${row.versions.credential}::xid
       RETURNING xmin::text`);
     if (written === null) {
-      cache?.forget(cacheKey);
       if (cached) return authenticate(db, apiKey, secretKey, cache, { fromDatabase: true });
+      cache?.forget(cacheKey);
     } else {
       row.versions = { ...row.versions, credential: written };
     }
@@ -213,7 +214,6 @@ export async function authenticateAndCount(
   if (!result.ok) return result;
   const hit = await hitRateLimit(db, result.credentialId, category, result.unconfirmed);
   if (hit) return { ...result, hit };
-  cache?.forget(sha256(apiKey).toString('hex'));
   const fresh = await authenticate(db, apiKey, secretKey, cache, { fromDatabase: true });
   if (!fresh.ok) return fresh;
   return { ...fresh, hit: await hitRateLimit(db, fresh.credentialId, category) };

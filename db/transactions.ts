@@ -105,6 +105,22 @@ export async function findTransaction(
   );
 }
 
+/**
+ * The row of a payment step a workflow answered as made: carried by the answer, read only when
+ * the answer lacks it (a step found already made on a retry, or an answer recorded before rows
+ * travelled with it).
+ */
+export async function madeStepRow(
+  db: CommonQueryMethods,
+  made: { transactionId: string; transaction?: TransactionRecord },
+): Promise<TransactionRow> {
+  const row = made.transaction
+    ? transactionFromRecord(made.transaction)
+    : await findTransaction(db, made.transactionId);
+  if (!row) throw new Error(`payment step ${made.transactionId} answered without a record`);
+  return row;
+}
+
 export async function listTransactions(
   db: CommonQueryMethods,
   caller: Caller,

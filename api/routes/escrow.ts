@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { findTransaction, transactionFromRecord, type TransactionRow } from '../../db/transactions';
+import { findTransaction, madeStepRow, type TransactionRow } from '../../db/transactions';
 import type { Caller } from '../../domain/types';
 import { escrowWorkflow } from '../../workflows/escrow';
 import { workflowIds } from '../../workflows/ids';
@@ -48,13 +48,8 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
     return assertOwned(caller, row, 'Escrow transaction');
   }
 
-  /** The step's row: carried by the workflow's answer, read only when an older one lacks it. */
   async function recorded(done: StepDone) {
-    const row = done.transaction
-      ? transactionFromRecord(done.transaction)
-      : await findTransaction(pool, done.transactionId);
-    if (!row) throw new Error(`escrow step ${done.transactionId} finished without a record`);
-    return { body: transactionBody(row) };
+    return { body: transactionBody(await madeStepRow(pool, done)) };
   }
 
   /** Runs a release or refund update; the update id (from the Idempotency-Key) dedupes retries. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { findTransaction, transactionFromRecord } from '../../db/transactions';
+import { madeStepRow } from '../../db/transactions';
 import { workflowIds } from '../../workflows/ids';
 import { transferWorkflow } from '../../workflows/transfer';
 import { ownedWallets } from '../access';
@@ -74,14 +74,7 @@ export function transferRoutes(deps: ApiDeps): Route[] {
             answerLocally: (result) => result.status === 'completed',
           }),
         );
-        // The workflow's result carries the row it wrote; a retried step's does not.
-        const transaction = completed.transaction
-          ? transactionFromRecord(completed.transaction)
-          : await findTransaction(pool, completed.transactionId);
-        if (!transaction) {
-          throw new Error(`transfer ${completed.transactionId} completed without a record`);
-        }
-        return { body: transactionBody(transaction) };
+        return { body: transactionBody(await madeStepRow(pool, completed)) };
       },
     }),
   ];
