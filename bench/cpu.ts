@@ -135,3 +135,59 @@ export function coresUsed(before: CpuGroups, after: CpuGroups, seconds: number):
     other: Math.max(0, f('other')),
   };
 }
+
+/**
+ * What each kind of thread of this process has used so far, in CPU seconds: the main thread
+ * (the API, the activities, the SDK's side of the worker), the workflow thread (the SDK's
+ * `WorkerThread`, where workflow code runs), the Temporal core's Rust runtime (`tokio-*`), V8's
+ * helper threads (`V8Worker`: garbage collection, compilation), and the rest. `exited` is what
+ * threads that are gone used (the process total minus the live threads; Node's `vm` watchdog
+ * starts a thread for every call into the workflow sandbox).
+ */
+export function threadSnapshot(): Map<string, number> {
+  const seconds = new Map<string, number>();
+  let live = 0;
+  try {
+    for (const task of readdirSync(`/proc/${process.pid}/task`)) {
+      try {
+        const text = readFileSync(`/proc/${process.pid}/task/${task}/stat`, 'utf8');
+        const close = text.lastIndexOf(')');
+        const comm = text.slice(text.indexOf('(') + 1, close);
+        const fields = text.slice(close + 2).split(' ');
+        const ticks = Number(fields[11]) + Number(fields[12]);
+        const kind = threadKind(Number(task), comm);
+        seconds.set(kind, (seconds.get(kind) ?? 0) + ticks / TICKS_PER_SECOND);
+        live += ticks / TICKS_PER_SECOND;
+      } catch {
+        // The thread ended while we looked: its time shows under `exited`.
+      }
+    }
+    const own = readStats().find((s) => s.pid === process.pid)?.own ?? 0;
+    seconds.set('exited', own / TICKS_PER_SECOND - live);
+  } catch {
+    // No /proc: nothing to split.
+  }
+  return seconds;
+}
+
+function threadKind(tid: number, comm: string): string {
+  if (tid === process.pid) return 'main';
+  if (comm === 'WorkerThread') return 'workflow';
+  if (comm.startsWith('tokio') || comm.startsWith('workflow-proces')) return 'temporal core';
+  if (comm === 'V8Worker') return 'V8 helpers';
+  return 'other';
+}
+
+/** CPU milliseconds per operation by thread kind between two `threadSnapshot`s. */
+export function threadMsPer(
+  before: Map<string, number>,
+  after: Map<string, number>,
+  operations: number,
+): { kind: string; ms: number }[] {
+  return [...after]
+    .map(([kind, s]) => ({
+      kind,
+      ms: ((s - (before.get(kind) ?? 0)) * 1000) / Math.max(1, operations),
+    }))
+    .sort((a, b) => b.ms - a.ms);
+}

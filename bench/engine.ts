@@ -5,13 +5,18 @@
  * process as the tests run them; and the fixture: an application, its credential, funded
  * wallets. The load comes from another process (bench/generator.ts).
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
-import { NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Config } from '../config';
 import { createDatabasePool, type DatabasePool } from '../db/pool';
-import { runWorker, scratchConfig, startEngine as startInProcess } from '../harness/engine';
+import {
+  keepRunning,
+  runWorker,
+  scratchConfig,
+  startEngine as startInProcess,
+} from '../harness/engine';
 import { createFixtureApplication, fundWallet } from '../harness/fixtures';
 import type { EmbeddedDatabase } from '../harness/postgres';
 import { startScratchServers } from '../harness/scratch';
@@ -52,6 +57,28 @@ export type Engine = {
   stopWorker: () => Promise<void>;
   close: () => Promise<void>;
 };
+
+/**
+ * A worker for the benchmark's trivial workflows (bench/workflows.ts) with the no-op activity,
+ * on a task queue of its own; stop it with `worker.stop()`.
+ */
+export async function startBenchWorker(
+  engine: Engine,
+  tuning: Partial<WorkerOptions>,
+  name: string,
+) {
+  const taskQueue = `bench-${name}-${randomUUID()}`;
+  const worker = keepRunning(
+    await Worker.create({
+      connection: engine.nativeConnection,
+      taskQueue,
+      workflowBundle: { code: engine.benchBundle },
+      activities: { noop: () => Promise.resolve() },
+      ...tuning,
+    }),
+  );
+  return { taskQueue, worker };
+}
 
 export async function startWorker(
   engine: Pick<Engine, 'config' | 'workerPool' | 'nativeConnection'>,

@@ -5,11 +5,13 @@
  * plus tracing) and an instrumented worker, both in the engine's process, and reports per
  * transfer: Postgres round trips and their time (API side and activity side, by statement),
  * the Temporal start and the wait for the result, the workflow's own timeline from its history,
- * and the CPU each process spent. The what-ifs run their load in the engine's process.
+ * the CPU each process spent (and the engine's by thread), and Postgres' own counters. Then the
+ * Temporal server's CPU per workflow by the workflow's shape, and the what-ifs, which run their
+ * load in the engine's process.
  *
  * Tracing: an AsyncLocalStorage context per HTTP request and per activity execution, and
  * pg.Client.prototype.query wrapped to record every statement sent in one of those contexts
- * (slonik's BEGIN, COMMIT and DISCARD ALL included, which slonik interceptors do not see).
+ * (slonik's BEGIN and COMMIT included, which slonik interceptors do not see).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
@@ -22,15 +24,16 @@ import { Worker, type ActivityInterceptorsFactory, type WorkerOptions } from '@t
 import pg from 'pg';
 import { createTransferActivities } from '../activities/transfer';
 import { createApp } from '../api/app';
+import { paymentSearchAttributes } from '../api/temporal';
 import { createLogger } from '../observability/logger';
 import { createCredentialCache } from '../db/credential-cache';
 import { createDatabasePool } from '../db/pool';
 import { keepRunning } from '../harness/engine';
 import { createProviders } from '../providers';
-import { coresUsed, cpuSnapshot, type CpuGroups } from './cpu';
-import { progress, startWorker, type Engine, type Fixture } from './engine';
+import { coresUsed, cpuSnapshot, threadMsPer, threadSnapshot, type CpuGroups } from './cpu';
+import { progress, startBenchWorker, startWorker, type Engine, type Fixture } from './engine';
 import type { LoadProcess } from './generator';
-import { closedLoop, percentile, type LoadResult, type Send } from './load';
+import { closedLoop, openLoop, percentile, type LoadResult, type Send } from './load';
 import { pickPair } from './senders';
 import { transferWithActivity, transferWithLocalActivity } from './workflows';
 
@@ -81,8 +84,6 @@ function labelOf(text: string): string {
 }
 
 let postgresTraced = false;
-/** What-if: answer slonik's DISCARD ALL without sending it (as `resetConnection` off would). */
-let skipDiscard = false;
 
 /** Records every statement sent by node-postgres inside a trace context. */
 function tracePostgres(): void {
@@ -91,9 +92,6 @@ function tracePostgres(): void {
   const prototype = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
   const original = prototype.query;
   prototype.query = function tracedQuery(this: unknown, ...args: unknown[]): unknown {
-    if (skipDiscard && args[0] === 'DISCARD ALL') {
-      return Promise.resolve({ command: 'DISCARD', fields: [], rows: [], rowCount: null });
-    }
     const trace = traces.getStore();
     const began = performance.now();
     const result = original.apply(this, args);
@@ -356,8 +354,8 @@ async function whatIfs(
   );
   try {
     for (const [name, workflow] of [
-      ['transfer workflow, regular activity (as today, no search attrs)', transferWithActivity],
-      ['transfer workflow, local activity (no search attrs)', transferWithLocalActivity],
+      ['transfer workflow, regular activity (before issue 2), no SAs', transferWithActivity],
+      ['transfer workflow, local activity (as today), no SAs', transferWithLocalActivity],
     ] as const) {
       results.push(
         await measured(name, 'closed, 32 in flight, client only', () =>
@@ -375,28 +373,16 @@ async function whatIfs(
     await worker.stop();
   }
 
-  // The activity's database work alone, with and without slonik's DISCARD ALL, twice each.
+  // The activity's database work alone, twice: the difference is the run's own variation.
   const transferFunds = createTransferActivities({ pool: engine.pool }).transferFunds;
-  const ledger = () =>
-    closed(16, async () => {
-      await transferFunds(input());
-    });
   for (let round = 0; round < 2; round += 1) {
     results.push(
-      await measured(
-        'transfer activity DB work, DISCARD ALL on release (as today)',
-        'closed, 16 clients',
-        ledger,
+      await measured('transfer activity DB work alone', 'closed, 16 clients', () =>
+        closed(16, async () => {
+          await transferFunds(input());
+        }),
       ),
     );
-    skipDiscard = true;
-    try {
-      results.push(
-        await measured('transfer activity DB work, no DISCARD ALL', 'closed, 16 clients', ledger),
-      );
-    } finally {
-      skipDiscard = false;
-    }
   }
   return results;
 }
@@ -406,6 +392,10 @@ export type ProfileReport = {
   load: LoadResult;
   /** CPU milliseconds per successful transfer, by process, net of the idle baseline. */
   cpuMsPerTransfer: CpuGroups;
+  /** CPU milliseconds per transfer in the engine's process, by thread (cpu.ts threadSnapshot). */
+  threadMsPerTransfer: { kind: string; ms: number }[];
+  /** Postgres' own counters per transfer, every connection (the outbox relay's included). */
+  postgresPerTransfer: PostgresCounters;
   /** Cores busy while idle, and while under the profile's load. */
   idleCores: CpuGroups;
   loadCores: CpuGroups;
@@ -413,6 +403,7 @@ export type ProfileReport = {
   activity: Side;
   workflowTimeline: { step: string; meanMs: number }[];
   whatIfs: WhatIf[];
+  serverByShape: ServerCost[];
   text: string;
 };
 
@@ -440,12 +431,18 @@ export async function runProfile(
   let load: LoadResult;
   let cpu: CpuGroups;
   let idle: CpuGroups;
+  let threadsBefore: Map<string, number>;
+  let threadsAfter: Map<string, number>;
+  let countersBefore: PostgresCounters;
+  let countersAfter: PostgresCounters;
   try {
     progress('profile: 3s idle, for the CPU baseline');
     const quiet = cpuSnapshot();
     await new Promise((resolve) => setTimeout(resolve, 3000));
     idle = coresUsed(quiet, cpuSnapshot(), 3);
     progress(`profile: ${options.rate} transfers/s for ${options.durationS}s, traced`);
+    countersBefore = await postgresCounters(engine);
+    threadsBefore = threadSnapshot();
     const before = cpuSnapshot();
     const began = performance.now();
     load = await options.load.run(
@@ -461,6 +458,8 @@ export async function runProfile(
       options.signal,
     );
     cpu = coresUsed(before, cpuSnapshot(), (performance.now() - began) / 1000);
+    threadsAfter = threadSnapshot();
+    countersAfter = await postgresCounters(engine);
   } finally {
     await api.close();
   }
@@ -487,6 +486,8 @@ export async function runProfile(
     rate: options.rate,
     load,
     cpuMsPerTransfer,
+    threadMsPerTransfer: threadMsPer(threadsBefore, threadsAfter, load.ok),
+    postgresPerTransfer: countersPer(countersBefore, countersAfter, load.ok),
     idleCores: idle,
     loadCores: cpu,
     api: {
@@ -504,6 +505,7 @@ export async function runProfile(
         .slice(0, 40),
     ),
     whatIfs: await whatIfs(engine, fixture, options.tuning),
+    serverByShape: await serverByShape(engine, options.tuning),
   };
   return { ...report, text: render(report) };
 }
@@ -531,7 +533,7 @@ function render(r: Omit<ProfileReport, 'text'>): string {
   row(
     'Postgres, awaited (auth, rate limit, idem., ...)',
     `${f1(r.api.dbMs)} ms`,
-    `${r.api.roundTrips.toFixed(1)} round trips incl. DISCARD ALL (not awaited)`,
+    `${r.api.roundTrips.toFixed(1)} round trips`,
   );
   statementRows(r.api);
   row('Temporal start (StartWorkflowExecution)', `${f1(r.api.temporalStartMs)} ms`);
@@ -539,11 +541,7 @@ function render(r: Omit<ProfileReport, 'text'>): string {
   row('rest (Koa, zod, JSON, pino, pool waits)', `${f1(r.api.otherMs)} ms`);
   lines.push('', '  transferFunds activity (worker side)');
   row('total, activity execution', `${f1(r.activity.meanMs)} ms`, `p50 ${f1(r.activity.p50Ms)} ms`);
-  row(
-    'Postgres',
-    `${f1(r.activity.dbMs)} ms`,
-    `${r.activity.roundTrips.toFixed(1)} round trips incl. DISCARD ALL`,
-  );
+  row('Postgres', `${f1(r.activity.dbMs)} ms`, `${r.activity.roundTrips.toFixed(1)} round trips`);
   statementRows(r.activity);
   lines.push('', '  workflow history, mean gap between events (server clock)');
   for (const step of r.workflowTimeline) row(`    ${step.step}`, `${f1(step.meanMs)} ms`);
@@ -559,9 +557,23 @@ function render(r: Omit<ProfileReport, 'text'>): string {
     `  cores busy under this load: ${cores(r.loadCores)}`,
     `  Postgres round trips per transfer: ${(r.api.roundTrips + r.activity.roundTrips).toFixed(1)} ` +
       `(API ${r.api.roundTrips.toFixed(1)}, activity ${r.activity.roundTrips.toFixed(1)})`,
+    `  node's CPU per transfer by thread: ` +
+      r.threadMsPerTransfer.map((t) => `${t.kind} ${t.ms.toFixed(2)} ms`).join(', '),
+    `  Postgres' counters per transfer (every connection, the outbox relay's too): ` +
+      `${r.postgresPerTransfer.commits.toFixed(2)} commits, ` +
+      `${r.postgresPerTransfer.inserted.toFixed(2)} rows inserted, ` +
+      `${r.postgresPerTransfer.updated.toFixed(2)} updated`,
     '',
-    "  What-ifs (closed loop, 5s each, load in the engine's process)",
+    `  Temporal server CPU per workflow by the workflow's shape (eager start in the engine's ` +
+      `process, open model at ${SHAPE_RATE}/s, ${SHAPE_S}s each, twice in turn)`,
   );
+  for (const shape of r.serverByShape) {
+    lines.push(
+      `    ${shape.name.padEnd(62)} Temporal ${shape.temporalMs.map(f1).join(' / ').padStart(11)} ms` +
+        `  node ${shape.nodeMs.map(f1).join(' / ')} ms`,
+    );
+  }
+  lines.push('', "  What-ifs (closed loop, 5s each, load in the engine's process)");
   for (const w of r.whatIfs) {
     const g = w.cores;
     lines.push(
@@ -572,4 +584,105 @@ function render(r: Omit<ProfileReport, 'text'>): string {
     );
   }
   return lines.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Postgres' own counters, and what the Temporal server spends on a workflow by its shape.
+
+type PostgresCounters = { commits: number; inserted: number; updated: number };
+
+const NO_COUNTERS: PostgresCounters = { commits: 0, inserted: 0, updated: 0 };
+
+/**
+ * The database's transaction and row counters (pg_stat_database). A backend reports them when it
+ * goes idle, at most once a second: the reads wait that long first.
+ */
+async function postgresCounters(engine: Engine): Promise<PostgresCounters> {
+  await new Promise((resolve) => setTimeout(resolve, 1_100));
+  const client = new pg.Client({ connectionString: engine.databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ c: string; i: string; u: string }>(
+      `SELECT xact_commit AS c, tup_inserted AS i, tup_updated AS u
+       FROM pg_stat_database WHERE datname = current_database()`,
+    );
+    const row = rows[0];
+    return row ? { commits: +row.c, inserted: +row.i, updated: +row.u } : NO_COUNTERS;
+  } finally {
+    await client.end();
+  }
+}
+
+const countersPer = (
+  before: PostgresCounters,
+  after: PostgresCounters,
+  operations: number,
+): PostgresCounters => {
+  const per = (k: keyof PostgresCounters) => (after[k] - before[k]) / Math.max(1, operations);
+  return { commits: per('commits'), inserted: per('inserted'), updated: per('updated') };
+};
+
+type ServerCost = { name: string; temporalMs: number[]; nodeMs: number[] };
+
+const SHAPE_RATE = 40;
+const SHAPE_S = 6;
+
+/**
+ * The Temporal server's CPU per workflow, for workflows that differ only in what the transfer
+ * workflow adds to an empty one: the payment search attributes at the start, the `PaymentStatus`
+ * upsert, a `patched` marker, a local activity. Started eagerly from the engine's process at a
+ * fixed rate (nothing waits on the server for a result, as for the API's transfers), each shape
+ * in turn, twice: the differences show against the run's own variation.
+ */
+async function serverByShape(
+  engine: Engine,
+  tuning: Partial<WorkerOptions>,
+): Promise<ServerCost[]> {
+  const { taskQueue, worker } = await startBenchWorker(engine, tuning, 'shapes');
+  const eager = new Client({
+    connection: engine.nativeConnection,
+    namespace: engine.config.temporal.namespace,
+  });
+  const attributes = paymentSearchAttributes(
+    { applicationId: randomUUID(), mode: 'test', credentialId: randomUUID() },
+    'transfer',
+    [randomUUID(), randomUUID()],
+  );
+  const shapes = [
+    ['empty', 'emptyWorkflow', false],
+    ['empty, with the payment search attributes', 'emptyWorkflow', true],
+    ['+ the PaymentStatus upsert', 'statusWorkflow', true],
+    ['+ a patched marker', 'patchedStatusWorkflow', true],
+    ['+ a local activity (the shape of the transfer workflow)', 'transferShapedWorkflow', true],
+  ] as const;
+  const costs = shapes.map(([name]): ServerCost => ({ name, temporalMs: [], nodeMs: [] }));
+  try {
+    for (let round = 0; round < 2; round += 1) {
+      for (const [i, [name, workflowType, withAttributes]] of shapes.entries()) {
+        progress(`profile: server CPU by shape, ${name}`);
+        const send = async () => {
+          await eager.workflow.start(workflowType, {
+            taskQueue,
+            workflowId: `bench-shape-${randomUUID()}`,
+            requestEagerStart: true,
+            ...(withAttributes ? { typedSearchAttributes: attributes } : {}),
+          });
+        };
+        await openLoop({ rate: SHAPE_RATE, durationS: 1, send });
+        const before = cpuSnapshot();
+        const began = performance.now();
+        const result = await openLoop({ rate: SHAPE_RATE, durationS: SHAPE_S, send });
+        // The last workflows complete after their start answered.
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        const seconds = (performance.now() - began) / 1000;
+        const cores = coresUsed(before, cpuSnapshot(), seconds);
+        const per = (c: number) => (c * seconds * 1000) / Math.max(1, result.ok);
+        costs[i]!.temporalMs.push(per(cores.temporal));
+        costs[i]!.nodeMs.push(per(cores.node));
+      }
+    }
+  } finally {
+    await worker.stop();
+  }
+  return costs;
 }

@@ -7,15 +7,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
-import { Worker, type WorkerOptions } from '@temporalio/worker';
+import type { WorkerOptions } from '@temporalio/worker';
 import { createTransferActivities } from '../activities/transfer';
 import type { DatabasePool } from '../db/pool';
 import { lockAccounts, postLedgerTransaction } from '../db/ledger';
 import { transferPostings } from '../domain/ledger';
-import { keepRunning } from '../harness/engine';
 import { ANALYTICS_PAYMENTS, dashboardQuery, seedAnalytics } from './analytics';
 import { coresUsed, cpuSnapshot, type CpuGroups } from './cpu';
-import { progress, WALLETS, type Engine, type Fixture } from './engine';
+import { progress, startBenchWorker, WALLETS, type Engine, type Fixture } from './engine';
 import type { LoadJob, LoadProcess, LoadShape } from './generator';
 import { closedLoop, type LoadResult, type Send } from './load';
 import { fmtMs, fmtRate } from './render';
@@ -183,16 +182,7 @@ export async function ledgerScenarios(bench: Bench): Promise<Row[]> {
 
 export async function orchestrationScenarios(bench: Bench): Promise<Row[]> {
   const { engine } = bench;
-  const taskQueue = `bench-orchestration-${randomUUID()}`;
-  const worker = keepRunning(
-    await Worker.create({
-      connection: engine.nativeConnection,
-      taskQueue,
-      workflowBundle: { code: engine.benchBundle },
-      activities: { noop: () => Promise.resolve() },
-      ...bench.tuning,
-    }),
-  );
+  const { taskQueue, worker } = await startBenchWorker(engine, bench.tuning, 'orchestration');
   const load = `closed, ${WORKFLOW_CONCURRENCY} in flight`;
   const namespace = engine.config.temporal.namespace;
   const run = (workflowType: string) =>

@@ -4,9 +4,10 @@
  * run as a regular or as a local activity. Bundled on their own (bench/engine.ts), run on their
  * own task queue.
  */
-import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from '../workflows/activities-types';
 import type { TransferInput } from '../workflows/shared';
+import { setPaymentStatus } from '../workflows/status';
 
 export type BenchActivities = { noop: () => Promise<void> };
 
@@ -31,6 +32,30 @@ export async function activityWorkflow(): Promise<string> {
 /** One local activity: runs inside the workflow task, no activity task on the server. */
 export async function localActivityWorkflow(): Promise<string> {
   await local.noop();
+  return 'done';
+}
+
+// For the profile's server cost by shape: what the transfer workflow adds to an empty one, step
+// by step (started with the payment search attributes, setPaymentStatus upserts).
+
+/** An empty workflow that moves `PaymentStatus`. */
+export function statusWorkflow(): Promise<string> {
+  setPaymentStatus('completed');
+  return Promise.resolve('done');
+}
+
+/** The same with a `patched` marker (which upserts `TemporalChangeVersion` too). */
+export function patchedStatusWorkflow(): Promise<string> {
+  patched('bench-shape');
+  setPaymentStatus('completed');
+  return Promise.resolve('done');
+}
+
+/** The transfer workflow's shape: a patch, a local activity, the status upsert. */
+export async function transferShapedWorkflow(): Promise<string> {
+  patched('bench-shape');
+  await local.noop();
+  setPaymentStatus('completed');
   return 'done';
 }
 
