@@ -26,6 +26,22 @@ const TICKS_PER_SECOND = 100;
 
 type Stat = { pid: number; ppid: number; comm: string; own: number; reaped: number };
 
+/** One `/proc/.../stat` file (a process's or a thread's); throws when it is gone. */
+function readStat(file: string, pid: number): Stat {
+  const text = readFileSync(file, 'utf8');
+  const close = text.lastIndexOf(')');
+  const comm = text.slice(text.indexOf('(') + 1, close);
+  const fields = text.slice(close + 2).split(' ');
+  // fields[0] is the state (field 3 of stat(5)); utime is field 14, so fields[11].
+  return {
+    pid,
+    ppid: Number(fields[1]),
+    comm,
+    own: Number(fields[11]) + Number(fields[12]),
+    reaped: Number(fields[13]) + Number(fields[14]),
+  };
+}
+
 function readStats(): Stat[] {
   let entries: string[];
   try {
@@ -36,18 +52,7 @@ function readStats(): Stat[] {
   const stats: Stat[] = [];
   for (const entry of entries) {
     try {
-      const text = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const close = text.lastIndexOf(')');
-      const comm = text.slice(text.indexOf('(') + 1, close);
-      const fields = text.slice(close + 2).split(' ');
-      // fields[0] is the state (field 3 of stat(5)); utime is field 14, so fields[11].
-      stats.push({
-        pid: Number(entry),
-        ppid: Number(fields[1]),
-        comm,
-        own: Number(fields[11]) + Number(fields[12]),
-        reaped: Number(fields[13]) + Number(fields[14]),
-      });
+      stats.push(readStat(`/proc/${entry}/stat`, Number(entry)));
     } catch {
       // The process exited while we looked.
     }
@@ -150,19 +155,15 @@ export function threadSnapshot(): Map<string, number> {
   try {
     for (const task of readdirSync(`/proc/${process.pid}/task`)) {
       try {
-        const text = readFileSync(`/proc/${process.pid}/task/${task}/stat`, 'utf8');
-        const close = text.lastIndexOf(')');
-        const comm = text.slice(text.indexOf('(') + 1, close);
-        const fields = text.slice(close + 2).split(' ');
-        const ticks = Number(fields[11]) + Number(fields[12]);
-        const kind = threadKind(Number(task), comm);
-        seconds.set(kind, (seconds.get(kind) ?? 0) + ticks / TICKS_PER_SECOND);
-        live += ticks / TICKS_PER_SECOND;
+        const thread = readStat(`/proc/${process.pid}/task/${task}/stat`, Number(task));
+        const kind = threadKind(thread.pid, thread.comm);
+        seconds.set(kind, (seconds.get(kind) ?? 0) + thread.own / TICKS_PER_SECOND);
+        live += thread.own / TICKS_PER_SECOND;
       } catch {
         // The thread ended while we looked: its time shows under `exited`.
       }
     }
-    const own = readStats().find((s) => s.pid === process.pid)?.own ?? 0;
+    const own = readStat(`/proc/${process.pid}/stat`, process.pid).own;
     seconds.set('exited', own / TICKS_PER_SECOND - live);
   } catch {
     // No /proc: nothing to split.

@@ -147,7 +147,7 @@ export async function listTransactions(
   return { rows, total };
 }
 
-/** Writes an event to the outbox; call it in the transaction of the movement it describes. */
+/** An event for the outbox (insertEvent, eventInsertPart). */
 export type NewEvent = {
   applicationId: string;
   mode: Mode;
@@ -156,6 +156,7 @@ export type NewEvent = {
   data: unknown;
 };
 
+/** Writes an event to the outbox; call it in the transaction of the movement it describes. */
 export async function insertEvent(db: CommonQueryMethods, e: NewEvent): Promise<string> {
   const id = randomUUID();
   await db.query(sql.unsafe`INSERT INTO events ${eventValues(id, e)}`);
