@@ -58,8 +58,14 @@ export function createEscrowActivities(deps: { pool: DatabasePool }) {
     return pool.transaction(async (trx) => {
       const existing = await findTransaction(trx, input.holdId);
       if (existing) return stepDone(existing, existing.escrow_amount);
-      const wallet = (await walletStates(trx, [input.walletId])).get(input.walletId);
-      checkWallet(wallet, { application_id: input.applicationId, mode: input.mode });
+      const recipient = input.recipientWalletId;
+      const states = await walletStates(trx, [input.walletId, ...(recipient ? [recipient] : [])]);
+      const wallet = states.get(input.walletId);
+      const scope = { application_id: input.applicationId, mode: input.mode };
+      checkWallet(wallet, scope);
+      // The recipient named now must be able to receive now, as the API checked it (or, from
+      // memory, may not have: api/access.ts `checkPaymentWallets`).
+      if (recipient) checkWallet(states.get(recipient), scope);
       const escrow = await systemAccountId(
         trx,
         input.applicationId,

@@ -1,5 +1,6 @@
 import type { CommonQueryMethods } from '../db/pool';
 import { findUser, type UserRow } from '../db/users';
+import type { WalletMemory } from '../db/wallet-memory';
 import { findWallet, findWallets, type WalletRow } from '../db/wallets';
 import type { Caller } from '../domain/types';
 import { AppError, notFound } from './errors';
@@ -72,4 +73,28 @@ export async function activeWallets(
     if (!wallet.is_active) throw new AppError('wallet_disabled');
     return wallet;
   });
+}
+
+/**
+ * The wallets of a payment whose workflow checks them again under its lock: with `memory`
+ * (db/wallet-memory.ts), nothing is read when every one of them was found the caller's and
+ * active before; else they are read and checked as `activeWallets` checks them, or, with
+ * `ownershipFirst`, all found and owned before any is refused as disabled.
+ */
+export async function checkPaymentWallets(
+  db: CommonQueryMethods,
+  caller: Caller,
+  ids: readonly string[],
+  memory: WalletMemory | undefined,
+  { ownershipFirst = false }: { ownershipFirst?: boolean } = {},
+): Promise<void> {
+  if (memory?.allActive(caller, ids)) return;
+  const found = await findWallets(db, ids);
+  memory?.remember([...found.values()]);
+  const check = (wallet: WalletRow) => {
+    if (!wallet.is_active) throw new AppError('wallet_disabled');
+  };
+  const owned = (id: string) => assertOwned(caller, found.get(id) ?? null, 'Wallet');
+  if (ownershipFirst) ids.map(owned).forEach(check);
+  else for (const id of ids) check(owned(id));
 }

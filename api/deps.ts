@@ -1,6 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { CredentialCache } from '../db/credential-cache';
 import type { DatabasePool } from '../db/pool';
+import type { WalletMemory } from '../db/wallet-memory';
 import type { Config } from '../config';
 import type { Providers } from '../providers';
 import type { Logger } from '../observability/logger';
@@ -17,6 +18,8 @@ export type ApiDeps = {
   eagerTemporal?: () => Client | null;
   /** Credentials accepted before, kept in memory and confirmed by each request (db/credential-cache.ts). */
   credentials?: CredentialCache;
+  /** Wallets this process found active, for payments' checks (db/wallet-memory.ts). */
+  wallets?: WalletMemory;
   logger: Logger;
   providers: Providers;
 };

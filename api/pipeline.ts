@@ -6,8 +6,13 @@ import type { z } from 'zod';
 import { ADMIN_API_KEY_PREFIX, authenticateAdmin, hitAdminRateLimit } from '../db/admins';
 import { lockedUntil, recordFailure } from '../db/auth-lockout';
 import type { CredentialCache } from '../db/credential-cache';
-import { authenticate, authenticateAndCount } from '../db/credentials';
-import { claimIdempotencyKey, completeIdempotencyKey } from '../db/idempotency';
+import {
+  authenticate,
+  authenticateAndCount,
+  type Admission,
+  type Authenticated,
+} from '../db/credentials';
+import { claimIdempotencyKey, completeIdempotencyKey, type ClaimResult } from '../db/idempotency';
 import { idempotentReplays, rateLimitedRequests } from '../observability/metrics';
 import { AppError } from './errors';
 import { RATE_LIMIT_CATEGORIES, type Caller } from '../domain/types';
@@ -24,16 +29,30 @@ const UNAUTHENTICATED: Record<'missing' | 'invalid' | 'revoked' | 'expired', str
   expired: 'Invalid application credentials: this credential has expired',
 };
 
+/**
+ * Authenticates and counts an application's request (401, 429). `admit`, given the caller and
+ * its limit, may name the idempotency key to claim in the statement that counts the request.
+ */
 async function authenticateRequest(
   ctx: Koa.Context,
   pool: DatabasePool,
   category: keyof typeof RATE_LIMIT_CATEGORIES,
   credentials: CredentialCache | undefined,
-): Promise<Caller> {
+  admit: (caller: Caller, limit: number) => Admission | null,
+): Promise<{ caller: Caller; claim?: ClaimResult | null }> {
   const apiKey = ctx.get('api-key');
   const secretKey = ctx.get('secret-key');
   if (!apiKey || !secretKey) throw new AppError('unauthenticated', UNAUTHENTICATED.missing);
-  const result = await authenticateAndCount(pool, apiKey, secretKey, category, credentials);
+  const limitOf = (rateLimits: Record<string, number>) =>
+    rateLimits[category] ?? RATE_LIMIT_CATEGORIES[category];
+  const result = await authenticateAndCount(
+    pool,
+    apiKey,
+    secretKey,
+    category,
+    credentials,
+    (credential) => admit(callerOf(credential), limitOf(credential.rateLimits)),
+  );
   if (!result.ok) {
     if (apiKey.startsWith(ADMIN_API_KEY_PREFIX)) {
       const admin = await authenticateAdmin(pool, apiKey, secretKey);
@@ -41,18 +60,18 @@ async function authenticateRequest(
     }
     throw new AppError('unauthenticated', UNAUTHENTICATED[result.reason]);
   }
-  const caller: Caller = {
-    applicationId: result.applicationId,
-    mode: result.mode,
-    credentialId: result.credentialId,
-  };
+  const caller = callerOf(result);
   (ctx.state as { caller?: Caller }).caller = caller;
-  const limit = result.rateLimits[category] ?? RATE_LIMIT_CATEGORIES[category];
-  if (result.hit.count > limit) {
+  if (result.hit.count > limitOf(result.rateLimits)) {
     rateLimitedRequests.inc({ category });
     throw new RateLimitedError(result.hit.retryAfterSeconds);
   }
-  return caller;
+  return { caller, ...(result.claim !== undefined ? { claim: result.claim } : {}) };
+}
+
+function callerOf(credential: Authenticated): Caller {
+  const { applicationId, mode, credentialId } = credential;
+  return { applicationId, mode, credentialId };
 }
 
 const ADMIN_ON_APPLICATION_ENDPOINT =
@@ -188,6 +207,44 @@ async function settle(run: () => Promise<HandlerResult>): Promise<HandlerResult>
   }
 }
 
+type RequestRead = { params: unknown; query: unknown; body: unknown; key: string };
+
+/**
+ * A request's mode, path ids, path, query, Idempotency-Key and body, checked and parsed as its
+ * route wants them (the key is '' when none was sent).
+ */
+function readRequest(ctx: Koa.Context, route: Route, caller: Caller | null): RequestRead {
+  if (route.testModeOnly && caller?.mode !== 'test') {
+    throw new AppError('wrong_mode', 'This endpoint is available in Test Mode only');
+  }
+  for (const [name, value] of Object.entries(ctx.params as Record<string, string>)) {
+    if (name.endsWith('id') && !route.opaqueParams?.includes(name) && !uuidPattern.test(value)) {
+      const what = name.replace(/_?id$/, '').replace(/_/g, ' ') || 'resource';
+      throw new AppError('not_found', `${what.charAt(0).toUpperCase()}${what.slice(1)} not found`);
+    }
+  }
+  refuseUnstorableText(ctx.params, [], 'path');
+  const params = parse(route.params, ctx.params, 'path');
+  // A route without query parameters ignores them: only one that reads them checks them.
+  if (route.query) refuseUnstorableText(ctx.query, [], 'query');
+  const query = parse(route.query, ctx.query, 'query');
+  // Present but empty (or only whitespace, which the HTTP parser trims away) is no key at
+  // all: refused, not treated as absent, so that a retry can never move money twice.
+  const sentKey = route.idempotent ? ctx.headers['idempotency-key'] : undefined;
+  const key = sentKey === undefined ? '' : ctx.get('idempotency-key');
+  if (sentKey !== undefined && !IDEMPOTENCY_KEY.test(key)) {
+    throw new AppError(
+      'validation_failed',
+      'Idempotency-Key must be 1 to 255 printable characters',
+    );
+  }
+  const body = parse(route.body, ctx.state.body, 'body');
+  // What the handler gets must be storable; a property the schema drops never reaches the
+  // database, so only a route without a body schema (it reads the raw body) checks it all.
+  refuseUnstorableText(route.body ? body : ctx.state.body, [], 'body');
+  return { params, query, body, key };
+}
+
 /** Mounts routes on the router: authentication, rate limit, validation, idempotency, handler. */
 export function mountRoutes(
   router: Router,
@@ -208,50 +265,43 @@ export function mountRoutes(
       if (route.admin && route.auth !== null) {
         await authenticateAdminRequest(ctx, pool, route.auth, options.trustProxy);
       }
-      const caller =
-        route.auth === null || route.admin
-          ? null
-          : await authenticateRequest(ctx, pool, route.auth, options.credentials);
-      if (route.testModeOnly && caller?.mode !== 'test') {
-        throw new AppError('wrong_mode', 'This endpoint is available in Test Mode only');
-      }
-      for (const [name, value] of Object.entries(ctx.params as Record<string, string>)) {
-        if (
-          name.endsWith('id') &&
-          !route.opaqueParams?.includes(name) &&
-          !uuidPattern.test(value)
-        ) {
-          const what = name.replace(/_?id$/, '').replace(/_/g, ' ') || 'resource';
-          throw new AppError(
-            'not_found',
-            `${what.charAt(0).toUpperCase()}${what.slice(1)} not found`,
-          );
+      // The request is read before it is counted, so that the statement that counts it can
+      // also claim its key; what reading refused answers after the 401 and the 429 it had to.
+      const reading: { read?: RequestRead; refused?: AppError } = {};
+      const readAs = (who: Caller | null) => {
+        try {
+          reading.read = readRequest(ctx, route, who);
+          delete reading.refused;
+        } catch (error) {
+          if (!(error instanceof AppError)) throw error;
+          reading.refused = error;
         }
+      };
+      let caller: Caller | null = null;
+      let counted: ClaimResult | null | undefined;
+      if (route.auth === null || route.admin) readAs(null);
+      else {
+        ({ caller, claim: counted } = await authenticateRequest(
+          ctx,
+          pool,
+          route.auth,
+          options.credentials,
+          (who, limit) => {
+            readAs(who);
+            const key = reading.refused ? '' : (reading.read?.key ?? '');
+            return key ? { key, requestHash: requestHash(ctx), limit } : null;
+          },
+        ));
       }
-      refuseUnstorableText(ctx.params, [], 'path');
-      const params = parse(route.params, ctx.params, 'path');
-      // A route without query parameters ignores them: only one that reads them checks them.
-      if (route.query) refuseUnstorableText(ctx.query, [], 'query');
-      const query = parse(route.query, ctx.query, 'query');
-      // Present but empty (or only whitespace, which the HTTP parser trims away) is no key at
-      // all: refused, not treated as absent, so that a retry can never move money twice.
-      const sentKey = route.idempotent ? ctx.headers['idempotency-key'] : undefined;
-      const key = sentKey === undefined ? '' : ctx.get('idempotency-key');
-      if (sentKey !== undefined && !IDEMPOTENCY_KEY.test(key)) {
-        throw new AppError(
-          'validation_failed',
-          'Idempotency-Key must be 1 to 255 printable characters',
-        );
+      if (reading.refused || !reading.read) {
+        throw reading.refused ?? new Error('the request was never read');
       }
-      const body = parse(route.body, ctx.state.body, 'body');
-      // What the handler gets must be storable; a property the schema drops never reaches the
-      // database, so only a route without a body schema (it reads the raw body) checks it all.
-      refuseUnstorableText(route.body ? body : ctx.state.body, [], 'body');
+      const { params, query, body, key } = reading.read;
       const input = { ctx, caller: caller as Caller, body, query, params, idempotency: null };
 
       let result: HandlerResult;
       if (key && caller) {
-        const claim = await claimIdempotencyKey(pool, caller, key, requestHash(ctx));
+        const claim = counted ?? (await claimIdempotencyKey(pool, caller, key, requestHash(ctx)));
         if (claim.kind === 'mismatch') {
           throw new AppError(
             'idempotency_mismatch',

@@ -5,6 +5,7 @@ import type Koa from 'koa';
 import { Client } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import { temporalAddress, type Config } from '../config';
+import { createWalletMemory } from '../db/wallet-memory';
 import { createCredentialCache } from '../db/credential-cache';
 import { createDatabasePool } from '../db/pool';
 import { createProviders } from '../providers';
@@ -53,8 +54,18 @@ export async function startApi(
       }
     : undefined;
   const credentials = createCredentialCache();
+  const wallets = createWalletMemory();
   const providers = createProviders({ config, pool });
-  const app = createApp({ config, pool, temporal, eagerTemporal, credentials, logger, providers });
+  const app = createApp({
+    config,
+    pool,
+    temporal,
+    eagerTemporal,
+    credentials,
+    wallets,
+    logger,
+    providers,
+  });
   const server = app.listen(config.api.port, config.api.host);
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) =>
     answerClientError(error, socket, logger),

@@ -26,6 +26,7 @@ import { createTransferActivities } from '../activities/transfer';
 import { createApp } from '../api/app';
 import { paymentSearchAttributes } from '../api/temporal';
 import { createLogger } from '../observability/logger';
+import { createWalletMemory } from '../db/wallet-memory';
 import { createCredentialCache } from '../db/credential-cache';
 import { createDatabasePool } from '../db/pool';
 import { keepRunning } from '../harness/engine';
@@ -182,7 +183,7 @@ async function startTracedApi(
   const temporal = new Client({ connection, namespace: config.temporal.namespace });
   traceTemporal(temporal);
   // As the engine's API runs: payments started eagerly on the in-process worker's connection,
-  // credentials kept in memory (api/server.ts).
+  // credentials and active wallets kept in memory (api/server.ts).
   const eager = new Client({
     connection: engine.nativeConnection,
     namespace: config.temporal.namespace,
@@ -197,6 +198,7 @@ async function startTracedApi(
     temporal,
     eagerTemporal: () => eager,
     credentials,
+    wallets: createWalletMemory(),
     logger,
     providers: createProviders({ config, pool }),
   });

@@ -3,7 +3,8 @@ import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { Mode } from '../domain/types';
 import type { CredentialCache } from './credential-cache';
-import { hitRateLimit, type RateLimitHit } from './rate-limit';
+import { countAndClaim, type ClaimResult } from './idempotency';
+import { hitRateLimit, type RateLimitHit, type RowVersions } from './rate-limit';
 
 /**
  * Credentials are random (192 bits for the key, 256 for the secret), so a single SHA-256 is
@@ -198,10 +199,21 @@ export async function authenticate(
   };
 }
 
+/** An accepted credential, as `authenticate` answers it. */
+export type Authenticated = Extract<AuthResult, { ok: true }>;
+
+/**
+ * An idempotency key to claim in the statement that counts its request (db/idempotency.ts
+ * `countAndClaim`), if the count is within `limit`.
+ */
+export type Admission = { key: string; requestHash: Buffer; limit: number };
+
 /**
  * Authenticates a request and counts it against its credential's rate limit for `category`.
  * An answer from memory is confirmed by the count itself: if the credential or its application
- * changed since it was read, nothing is counted, and the credential is read again.
+ * changed since it was read, nothing is counted, and the credential is read again. `admit`, given
+ * the credential, may name an idempotency key: it is claimed in the same statement as the count
+ * (`claim`; null over the limit, or when a racing claim leaves it to `claimIdempotencyKey`).
  */
 export async function authenticateAndCount(
   db: CommonQueryMethods,
@@ -209,12 +221,39 @@ export async function authenticateAndCount(
   secretKey: string,
   category: string,
   cache?: CredentialCache,
-): Promise<(Extract<AuthResult, { ok: true }> & { hit: RateLimitHit }) | AuthRefusal> {
+  admit?: (credential: Authenticated) => Admission | null,
+): Promise<(Authenticated & { hit: RateLimitHit; claim?: ClaimResult | null }) | AuthRefusal> {
   const result = await authenticate(db, apiKey, secretKey, cache);
   if (!result.ok) return result;
-  const hit = await hitRateLimit(db, result.credentialId, category, result.unconfirmed);
-  if (hit) return { ...result, hit };
+  const counted = await count(db, result, category, result.unconfirmed, admit);
+  if (counted) return { ...result, ...counted };
   const fresh = await authenticate(db, apiKey, secretKey, cache, { fromDatabase: true });
   if (!fresh.ok) return fresh;
-  return { ...fresh, hit: await hitRateLimit(db, fresh.credentialId, category) };
+  const recounted = await count(db, fresh, category, undefined, admit);
+  if (!recounted) throw new Error('a request counted without row versions found no counter');
+  return { ...fresh, ...recounted };
+}
+
+/** The count of `authenticateAndCount`, with its claim when `admit` names a key. */
+async function count(
+  db: CommonQueryMethods,
+  credential: Authenticated,
+  category: string,
+  versions: RowVersions | undefined,
+  admit: ((credential: Authenticated) => Admission | null) | undefined,
+): Promise<{ hit: RateLimitHit; claim?: ClaimResult | null } | null> {
+  const admission = admit?.(credential) ?? null;
+  if (!admission) {
+    const hit = await hitRateLimit(db, credential.credentialId, category, versions);
+    return hit && { hit };
+  }
+  const { credentialId, applicationId, mode } = credential;
+  return countAndClaim(
+    db,
+    { credentialId, category, versions },
+    admission.limit,
+    { applicationId, mode, credentialId },
+    admission.key,
+    admission.requestHash,
+  );
 }

@@ -1,6 +1,7 @@
-import { sql, type CommonQueryMethods } from 'slonik';
+import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 import type { Caller } from '../domain/types';
+import { countStatement, type RateLimitHit, type RowVersions } from './rate-limit';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;
 
@@ -41,6 +42,41 @@ export async function claimIdempotencyKey(
   throw new Error('idempotency key could not be claimed or read');
 }
 
+/**
+ * The CTEs `claimed` (this request's claim, if it takes the key) and `found` (that claim, or
+ * else the key's existing row), made only where `admitted` holds.
+ */
+function claimCtes(caller: Caller, key: string, requestHash: Buffer, admitted: FragmentSqlToken) {
+  return sql.fragment`
+    claimed AS (
+      INSERT INTO idempotency_keys (application_id, mode, key, request_hash)
+      SELECT ${caller.applicationId}::uuid, ${caller.mode}::text, ${key}::text,
+        ${sql.binary(requestHash)}::bytea
+      WHERE ${admitted}
+      ON CONFLICT (application_id, mode, key) DO UPDATE
+        SET request_hash = EXCLUDED.request_hash, response_status = NULL, response_body = NULL,
+            created_at = now(), completed_at = NULL
+        WHERE idempotency_keys.created_at < now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})
+      RETURNING request_hash, response_status, response_body, true AS fresh, created_at
+    ),
+    found AS (
+      SELECT * FROM claimed
+      UNION ALL
+      SELECT request_hash, response_status, response_body, false AS fresh, created_at
+      FROM idempotency_keys
+      WHERE application_id = ${caller.applicationId} AND mode = ${caller.mode} AND key = ${key}
+        AND NOT EXISTS (SELECT 1 FROM claimed) AND ${admitted}
+      LIMIT 1
+    )`;
+}
+
+function claimResult(row: z.infer<typeof keyRow>, requestHash: Buffer): ClaimResult {
+  if (row.fresh) return { kind: 'claimed', claimedAt: row.created_at };
+  if (!row.request_hash.equals(requestHash)) return { kind: 'mismatch' };
+  if (row.response_status === null) return { kind: 'in_progress', claimedAt: row.created_at };
+  return { kind: 'replay', status: row.response_status, body: row.response_body };
+}
+
 async function tryClaim(
   db: CommonQueryMethods,
   caller: Caller,
@@ -48,26 +84,46 @@ async function tryClaim(
   requestHash: Buffer,
 ): Promise<ClaimResult | null> {
   const row = await db.maybeOne(sql.type(keyRow)`
-    WITH claimed AS (
-      INSERT INTO idempotency_keys (application_id, mode, key, request_hash)
-      VALUES (${caller.applicationId}, ${caller.mode}, ${key}, ${sql.binary(requestHash)})
-      ON CONFLICT (application_id, mode, key) DO UPDATE
-        SET request_hash = EXCLUDED.request_hash, response_status = NULL, response_body = NULL,
-            created_at = now(), completed_at = NULL
-        WHERE idempotency_keys.created_at < now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})
-      RETURNING request_hash, response_status, response_body, true AS fresh, created_at
-    )
-    SELECT * FROM claimed
-    UNION ALL
-    SELECT request_hash, response_status, response_body, false AS fresh, created_at FROM idempotency_keys
-      WHERE application_id = ${caller.applicationId} AND mode = ${caller.mode} AND key = ${key}
-        AND NOT EXISTS (SELECT 1 FROM claimed)
-    LIMIT 1`);
+    WITH ${claimCtes(caller, key, requestHash, sql.fragment`true`)}
+    SELECT * FROM found`);
+  return row && claimResult(row, requestHash);
+}
+
+const countedKeyRow = z.object({
+  count: z.number(),
+  retryAfterSeconds: z.number(),
+  request_hash: z.instanceof(Buffer).nullable(),
+  response_status: z.number().nullable(),
+  response_body: z.unknown(),
+  fresh: z.boolean().nullable(),
+  created_at: z.string().nullable(),
+});
+
+/**
+ * Counts a request against its rate limit (db/rate-limit.ts `countStatement`, `versions` as
+ * there) and, if the count is within `limit`, claims its key as `claimIdempotencyKey` does: one
+ * statement, one round trip, where the two took two. Over the limit nothing is claimed. Null
+ * when `versions` changed (nothing counted, nothing claimed); `claim` is null over the limit, and
+ * also within it when the claim raced another's insert (`claimIdempotencyKey` then settles it).
+ */
+export async function countAndClaim(
+  db: CommonQueryMethods,
+  counting: { credentialId: string; category: string; versions: RowVersions | undefined },
+  limit: number,
+  caller: Caller,
+  key: string,
+  requestHash: Buffer,
+): Promise<{ hit: RateLimitHit; claim: ClaimResult | null } | null> {
+  const admitted = sql.fragment`(SELECT count FROM hit) <= ${limit}`;
+  const row = await db.maybeOne(sql.type(countedKeyRow)`
+    WITH hit AS (${countStatement(counting.credentialId, counting.category, counting.versions)}),
+    ${claimCtes(caller, key, requestHash, admitted)}
+    SELECT hit.count, hit."retryAfterSeconds", found.* FROM hit LEFT JOIN found ON true`);
   if (!row) return null;
-  if (row.fresh) return { kind: 'claimed', claimedAt: row.created_at };
-  if (!row.request_hash.equals(requestHash)) return { kind: 'mismatch' };
-  if (row.response_status === null) return { kind: 'in_progress', claimedAt: row.created_at };
-  return { kind: 'replay', status: row.response_status, body: row.response_body };
+  const { count, retryAfterSeconds, request_hash, fresh, created_at } = row;
+  const hit = { count, retryAfterSeconds };
+  if (request_hash === null || fresh === null || created_at === null) return { hit, claim: null };
+  return { hit, claim: claimResult({ ...row, request_hash, fresh, created_at }, requestHash) };
 }
 
 /** Stores the first response; later writers of the same result change nothing. */

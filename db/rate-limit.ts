@@ -2,6 +2,8 @@ import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 
 export type RateLimitHit = { count: number; retryAfterSeconds: number };
+/** The row versions (`xmin`) of a credential and its application (db/credential-cache.ts). */
+export type RowVersions = { credential: string; application: string };
 
 const hitRow = z.object({ count: z.number(), retryAfterSeconds: z.number() });
 const window = sql.fragment`date_trunc('minute', now())`;
@@ -25,25 +27,39 @@ export async function hitRateLimit(
   db: CommonQueryMethods,
   credentialId: string,
   category: string,
-  versions: { credential: string; application: string } | undefined,
+  versions: RowVersions | undefined,
 ): Promise<RateLimitHit | null>;
 export async function hitRateLimit(
   db: CommonQueryMethods,
   credentialId: string,
   category: string,
-  versions?: { credential: string; application: string },
+  versions?: RowVersions,
 ): Promise<RateLimitHit | null> {
+  const statement = sql.type(hitRow)`${countStatement(credentialId, category, versions)}`;
+  return versions ? db.maybeOne(statement) : db.one(statement);
+}
+
+/**
+ * The statement that counts a request (`hitRateLimit`), for a statement of its own or a CTE of
+ * a larger one (db/idempotency.ts `countAndClaim`): it returns the count and the seconds left,
+ * or no row when `versions` are no longer the rows' versions.
+ */
+export function countStatement(
+  credentialId: string,
+  category: string,
+  versions: RowVersions | undefined,
+) {
   if (!versions) {
-    return db.one(sql.type(hitRow)`
+    return sql.fragment`
       INSERT INTO rate_limit_counters AS c (credential_id, category, window_start, count)
       VALUES (${credentialId}, ${category}, ${window}, 1)
-      ${counted}`);
+      ${counted}`;
   }
-  return db.maybeOne(sql.type(hitRow)`
+  return sql.fragment`
     INSERT INTO rate_limit_counters AS c (credential_id, category, window_start, count)
     SELECT cr.id, ${category}, ${window}, 1
     FROM credentials cr JOIN applications a ON a.id = cr.application_id
     WHERE cr.id = ${credentialId}
       AND cr.xmin = ${versions.credential}::xid AND a.xmin = ${versions.application}::xid
-    ${counted}`);
+    ${counted}`;
 }

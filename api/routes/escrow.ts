@@ -8,7 +8,7 @@ import {
   type EscrowStepResult,
   type TransactionRecord,
 } from '../../workflows/shared';
-import { activeWallet, activeWallets, assertOwned } from '../access';
+import { assertOwned, checkPaymentWallets } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
@@ -116,11 +116,15 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
         422: errorResponse('Validation failure'),
       },
       handler: async ({ caller, body, idempotency }) => {
-        const [sender, recipient = null] = await activeWallets(pool, caller, [
-          body.wallet_id,
-          ...(body.recipient_wallet_id ? [body.recipient_wallet_id] : []),
-        ]);
-        if (recipient?.id === sender!.id)
+        const senderId = body.wallet_id;
+        const recipientId = body.recipient_wallet_id ?? null;
+        await checkPaymentWallets(
+          pool,
+          caller,
+          [senderId, ...(recipientId ? [recipientId] : [])],
+          deps.wallets,
+        );
+        if (recipientId === senderId)
           throw new AppError('same_wallet', 'The recipient cannot be the sender');
         const holdId = idFromKey(caller, idempotency, 'escrow_hold');
         const result = await startPaymentWithUpdate(deps, escrowWorkflow, {
@@ -130,16 +134,16 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
               holdId,
               applicationId: caller.applicationId,
               mode: caller.mode,
-              walletId: sender!.id,
+              walletId: senderId,
               amount: body.amount.toString(),
               description: body.description,
-              recipientWalletId: recipient?.id ?? null,
+              recipientWalletId: recipientId,
               expiresAt: body.expires_at ? new Date(body.expires_at).toISOString() : null,
             },
           ],
           caller,
           type: 'escrow_hold',
-          walletIds: recipient ? [sender!.id, recipient.id] : [sender!.id],
+          walletIds: recipientId ? [senderId, recipientId] : [senderId],
           update: escrowUpdates.hold,
           // Money held is held: a rerun of the task finds the step made. A decline wrote
           // nothing and a rerun might hold: the `hold` update answers it, as the workflow records.
@@ -197,7 +201,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
               'recipient_wallet_id: required (the hold names no recipient)',
             );
           }
-          await activeWallet(pool, caller, recipientId);
+          await checkPaymentWallets(pool, caller, [recipientId], deps.wallets);
           if (body.amount !== undefined && body.amount > hold.escrow_amount) {
             throw new AppError('release_exceeds_hold');
           }

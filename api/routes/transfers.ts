@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { madeStepRow } from '../../db/transactions';
 import { workflowIds } from '../../workflows/ids';
 import { transferWorkflow } from '../../workflows/transfer';
-import { ownedWallets } from '../access';
+import { checkPaymentWallets } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, unlessDeclined, errorResponse } from '../errors';
 import { idFromKey } from '../pipeline';
@@ -41,12 +41,13 @@ export function transferRoutes(deps: ApiDeps): Route[] {
         if (body.from_wallet_id === body.to_wallet_id) {
           throw new AppError('same_wallet');
         }
-        for (const wallet of await ownedWallets(pool, caller, [
-          body.from_wallet_id,
-          body.to_wallet_id,
-        ])) {
-          if (!wallet.is_active) throw new AppError('wallet_disabled');
-        }
+        await checkPaymentWallets(
+          pool,
+          caller,
+          [body.from_wallet_id, body.to_wallet_id],
+          deps.wallets,
+          { ownershipFirst: true },
+        );
         const transactionId = idFromKey(caller, idempotency, 'transfer');
         const completed = unlessDeclined(
           await runPaymentWorkflow(deps, transferWorkflow, {

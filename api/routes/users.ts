@@ -154,6 +154,7 @@ export function userRoutes(deps: ApiDeps): Route[] {
             assertOwned(caller, await lockUser(trx, params.user_id), 'User');
             await setUserActive(trx, params.user_id, action === 'enable');
           });
+          if (action === 'disable') deps.wallets?.forgetAll();
           return { body: { message: `User ${action}d successfully` } };
         },
       }),

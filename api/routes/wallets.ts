@@ -109,7 +109,11 @@ export function walletRoutes(deps: ApiDeps): Route[] {
           if (action === 'enable' && !wallet.user_is_active) {
             throw new AppError('user_disabled');
           }
-          return { body: walletBody(await setWalletActive(pool, wallet.id, action === 'enable')) };
+          const changed = await setWalletActive(pool, wallet.id, action === 'enable');
+          // This process's payments read it again (db/wallet-memory.ts); others' ledger steps
+          // refuse it under their lock.
+          if (action === 'disable') deps.wallets?.forgetAll();
+          return { body: walletBody(changed) };
         },
       }),
     ),

@@ -215,6 +215,24 @@ describe('escrow', () => {
     await assertLedgerInvariant(engine.pool);
   });
 
+  it('refuses a hold naming a recipient disabled behind the API’s back after it saw it active', async () => {
+    const { sender, recipient } = await parties();
+    const hold = { wallet_id: sender, recipient_wallet_id: recipient, amount: 10 };
+    // Both wallets seen active: the API's memory of them now spares the lookup.
+    expect((await api.post('/api/v1/escrow/hold', hold)).status).toBe(200);
+    await engine.pool.query(
+      sql.unsafe`UPDATE wallets SET is_active = false WHERE id = ${recipient}`,
+    );
+    const refused = await api.post('/api/v1/escrow/hold', hold);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toEqual({ detail: 'Wallet is disabled' });
+    expect(await balanceOf(engine.pool, sender)).toBe(9_000n);
+    const holds = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM transactions WHERE wallet_id = ${sender}`);
+    expect(holds).toBe(1);
+    await assertLedgerInvariant(engine.pool);
+  });
+
   it('releases once for 50 concurrent identical releases with one Idempotency-Key', async () => {
     const { sender, recipient } = await parties();
     const hold = await api.post('/api/v1/escrow/hold', { wallet_id: sender, amount: 30 });

@@ -317,6 +317,40 @@ describe('rate limits', () => {
     expectRateLimited(await client.post(TRANSFER, invalidTransfer));
   });
 
+  it('claims the Idempotency-Key of a request within the limit, in the count, and none past it', async () => {
+    const limited = remember(await createTestApp(engine.pool, { rateLimits: null }));
+    await updateApplication(engine.pool, limited.id, { rateLimits: { transfers: 2 } });
+    const client = clientFor(engine.url, limited);
+    const keys = [randomUUID(), randomUUID(), randomUUID()];
+    // Wallets that do not exist: the handler answers 404, which the key keeps.
+    const transfer = { from_wallet_id: randomUUID(), to_wallet_id: randomUUID(), amount: 5 };
+    const send = (key: string) => client.post(TRANSFER, transfer, { 'Idempotency-Key': key });
+    const stored = () =>
+      engine.pool.any(sql.type(z.object({ key: z.string(), response_status: z.number() }))`
+        SELECT key, response_status FROM idempotency_keys
+        WHERE application_id = ${limited.id} ORDER BY created_at, key`);
+    await awaitRoomInWindow(engine.pool);
+    expectError(await send(keys[0]!), 404);
+    const replay = await send(keys[0]!);
+    expectError(replay, 404);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expectRateLimited(await send(keys[1]!));
+    expectRateLimited(await send(keys[0]!));
+    expect(await stored()).toEqual([{ key: keys[0], response_status: 404 }]);
+    // A request the route refuses before its handler (422) counts and claims nothing.
+    const other = remember(await createTestApp(engine.pool, { rateLimits: null }));
+    const fresh = clientFor(engine.url, other);
+    expectError(
+      await fresh.post(TRANSFER, { ...transfer, amount: 0 }, { 'Idempotency-Key': keys[2]! }),
+      422,
+    );
+    const rows = await engine.pool.oneFirst(
+      sql.type(z.object({ n: z.number() }))`
+        SELECT count(*)::int AS n FROM idempotency_keys WHERE application_id = ${other.id}`,
+    );
+    expect(rows).toBe(0);
+  });
+
   it('shares one limit between API processes on the same database', async () => {
     const second = await startApi(
       engine.config,

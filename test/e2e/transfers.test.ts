@@ -118,6 +118,28 @@ describe('POST /api/v1/transactions/wallet/transfer', () => {
     await assertLedgerInvariant(engine.pool);
   });
 
+  it('refuses a wallet disabled behind the API’s back after it saw it active: 403 from the ledger step, nothing moved', async () => {
+    const { from, to } = await twoWallets();
+    const transfer = { from_wallet_id: from, to_wallet_id: to, amount: 1 };
+    // Both wallets seen active: the API's memory of them now spares the lookup.
+    expect((await api.post(TRANSFER, transfer)).status).toBe(200);
+    await engine.pool.query(sql.unsafe`UPDATE wallets SET is_active = false WHERE id = ${to}`);
+    const refused = await api.post(TRANSFER, transfer);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toEqual({ detail: 'Wallet is disabled' });
+    // Another mode's caller is refused at once, memory or not.
+    await engine.pool.query(sql.unsafe`UPDATE wallets SET is_active = true WHERE id = ${to}`);
+    const liveApi = clientFor(engine.url, app, 'live');
+    expect((await liveApi.post(TRANSFER, transfer)).status).toBe(403);
+    expect((await api.post(TRANSFER, transfer)).status).toBe(200);
+    expect(await balanceOf(engine.pool, from)).toBe(9_800n);
+    expect(await balanceOf(engine.pool, to)).toBe(200n);
+    const transfers = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM transactions WHERE wallet_id = ${from}`);
+    expect(transfers).toBe(2);
+    await assertLedgerInvariant(engine.pool);
+  });
+
   it.each([[0], [-1], [1.001], ['5'], [null]])('answers 422 for amount %p', async (amount) => {
     const { from, to } = await twoWallets(0n);
     const res = await api.post(TRANSFER, { from_wallet_id: from, to_wallet_id: to, amount });

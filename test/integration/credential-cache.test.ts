@@ -12,10 +12,13 @@ let applicationId: string;
 let credentials: Credentials;
 /** Credential reads that reached the database. */
 let reads = 0;
+/** Statements sent, of every kind. */
+let statements = 0;
 const counting = new Proxy({} as CommonQueryMethods, {
   get: (_, name: keyof CommonQueryMethods) => {
     const method = pool[name] as (...args: unknown[]) => unknown;
     return (...args: unknown[]) => {
+      statements += 1;
       if (name === 'maybeOne' && /FROM credentials c JOIN/.test((args[0] as { sql: string }).sql))
         reads += 1;
       return method.apply(pool, args);
@@ -25,6 +28,21 @@ const counting = new Proxy({} as CommonQueryMethods, {
 
 const auth = (secretKey = credentials.secretKey) =>
   authenticateAndCount(counting, credentials.apiKey, secretKey, 'transfers', cache);
+
+/** `auth` that claims `key` within `limit` in the statement that counts the request. */
+const authAndClaim = (key: string, limit = 10) =>
+  authenticateAndCount(
+    counting,
+    credentials.apiKey,
+    credentials.secretKey,
+    'transfers',
+    cache,
+    () => ({
+      key,
+      requestHash: Buffer.from(key),
+      limit,
+    }),
+  );
 
 /** This minute's count of the fixture credential's transfers. */
 const counted = () =>
@@ -118,5 +136,39 @@ describe('the credential cache', () => {
     expect((await auth()).ok).toBe(true);
     await pool.query(sql.unsafe`DELETE FROM applications WHERE id = ${applicationId}`);
     expect(await auth()).toEqual({ ok: false, reason: 'invalid' });
+  });
+
+  it('claims an idempotency key in the statement that counts the request, within the limit only', async () => {
+    expect((await auth()).ok).toBe(true);
+    const before = statements;
+    const claimed = await authAndClaim('key-1', 3);
+    expect(claimed).toMatchObject({ ok: true, hit: { count: 2 }, claim: { kind: 'claimed' } });
+    expect(statements - before).toBe(1);
+    expect(await authAndClaim('key-1', 3)).toMatchObject({
+      hit: { count: 3 },
+      claim: { kind: 'in_progress' },
+    });
+    // Past the limit: counted, and the key is not claimed.
+    expect(await authAndClaim('key-2', 3)).toMatchObject({ hit: { count: 4 }, claim: null });
+    const keys = await pool.anyFirst(sql.type(z.object({ key: z.string() }))`
+      SELECT key FROM idempotency_keys WHERE application_id = ${applicationId}`);
+    expect(keys).toEqual(['key-1']);
+    expect(await counted()).toBe(4);
+  });
+
+  it('claims nothing when the credential changed since memory read it, then counts and claims it fresh', async () => {
+    expect((await auth()).ok).toBe(true);
+    await pool.query(
+      sql.unsafe`UPDATE applications SET rate_limits = '{"transfers": 7}' WHERE id = ${applicationId}`,
+    );
+    const before = reads;
+    expect(await authAndClaim('key-3')).toMatchObject({
+      ok: true,
+      rateLimits: { transfers: 7 },
+      hit: { count: 2 },
+      claim: { kind: 'claimed' },
+    });
+    expect(reads - before).toBe(1);
+    expect(await counted()).toBe(2);
   });
 });
