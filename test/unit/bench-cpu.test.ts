@@ -13,13 +13,23 @@ const spin = (ms: number): void => {
 
 describe("the benchmark's CPU split by thread (bench/cpu.ts)", () => {
   it('charges the main thread for work done in it, per operation', () => {
+    const own = process.threadCpuUsage();
     const before = threadSnapshot();
     spin(300);
-    const split = threadMsPer(before, threadSnapshot(), 3);
+    const after = threadSnapshot();
+    const usage = process.threadCpuUsage(own);
+    // What the kernel says this thread used over the same window: the spin, and whatever the
+    // thread did besides (on a loaded machine, V8 may run garbage collection in it).
+    const used = (usage.user + usage.system) / 1000;
+    const split = threadMsPer(before, after, 3);
     const main = split.find((t) => t.kind === 'main');
-    // 300 ms of CPU over 3 operations: about 100 ms each (the kernel counts in 10 ms ticks).
-    expect(main?.ms).toBeGreaterThanOrEqual(90);
-    expect(main?.ms).toBeLessThanOrEqual(120);
+    // Per operation, at least a third of it, less the kernel's 10 ms ticks and a tenth. Once,
+    // in a full `npm test` on a loaded machine, /proc charged the main thread 480 ms for the
+    // 300 ms spin (not reproduced since, not even with every core busy): the upper bound only
+    // rules out the split charging the main thread with other threads' time wholesale.
+    expect(used).toBeGreaterThanOrEqual(300);
+    expect(main?.ms).toBeGreaterThanOrEqual((used * 0.9 - 30) / 3);
+    expect(main?.ms).toBeLessThanOrEqual((used * 2 + 30) / 3);
     expect(split[0]?.kind).toBe('main');
   });
 
