@@ -8,6 +8,7 @@ const shared = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2023' } }] },
+  setupFilesAfterEnv: ['<rootDir>/test/support/roarr-teardown.ts'],
 };
 
 /** Tests that need neither Postgres nor Temporal, outside test/unit. */
