@@ -1,6 +1,6 @@
 import { findApplication } from '../db/applications';
 import { lockHold, shrinkHold } from '../db/escrow';
-import { lockAccounts, systemAccountId } from '../db/ledger';
+import { lockAccounts, systemAccountId, type SystemAccountMemory } from '../db/ledger';
 import { recordMoneyStep } from '../db/money-steps';
 import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import { findTransaction, transactionRecord, type TransactionRow } from '../db/transactions';
@@ -52,6 +52,8 @@ async function heldHold(trx: DatabaseTransactionConnection, holdId: string) {
  */
 export function createEscrowActivities(deps: { pool: DatabasePool }) {
   const { pool } = deps;
+  // The escrow and fee accounts of each application, read once per worker process.
+  const systemAccounts: SystemAccountMemory = new Map();
 
   async function holdFunds(input: HoldInput): Promise<EscrowStepResult> {
     const amount = BigInt(input.amount);
@@ -72,6 +74,7 @@ export function createEscrowActivities(deps: { pool: DatabasePool }) {
         input.mode,
         'escrow',
         wallet!.currency,
+        systemAccounts,
       );
       // One lock, in the fixed order: the sender's wallet, then the escrow account.
       const sender = (await lockAccounts(trx, [input.walletId, escrow])).get(input.walletId)!;
@@ -137,6 +140,7 @@ export function createEscrowActivities(deps: { pool: DatabasePool }) {
               hold.mode,
               'application_fees',
               hold.currency,
+              systemAccounts,
             )
           : null;
       await lockAccounts(trx, [

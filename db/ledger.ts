@@ -10,6 +10,7 @@ import { assertBalanced, lockOrder, type Posting } from '../domain/ledger';
 import type { Currency } from '../domain/money';
 import type { Mode } from '../domain/types';
 import { ledgerTransactionDuration } from '../observability/metrics';
+import { afterCommit } from './pool';
 
 export type SystemAccountKind =
   | 'escrow'
@@ -97,8 +98,20 @@ export async function postLedgerTransaction(
 }
 
 /**
+ * System account ids as a process has seen them committed, by application, mode, kind and
+ * currency. A system account, once committed, never changes its id and never goes (an
+ * application that has accounts cannot be deleted), so memory needs no confirmation.
+ */
+export type SystemAccountMemory = Map<string, string>;
+
+/** Past this many system accounts the memory starts over (it never grows without bound). */
+const MAX_REMEMBERED_SYSTEM_ACCOUNTS = 10_000;
+
+/**
  * The system account of an application, mode, kind and currency, opened on first use: one
- * read once it exists (every time but the first), an insert and a read the first time.
+ * read once it exists (every time but the first), an insert and a read the first time; none
+ * when `memory` has it. An id is remembered only once the transaction that read it commits (a
+ * first use rolled back takes its account with it).
  */
 export async function systemAccountId(
   db: CommonQueryMethods,
@@ -106,19 +119,31 @@ export async function systemAccountId(
   mode: Mode,
   kind: SystemAccountKind,
   currency: Currency,
+  memory?: SystemAccountMemory,
 ): Promise<string> {
+  const key = `${applicationId}/${mode}/${kind}/${currency}`;
+  const remembered = memory?.get(key);
+  if (remembered !== undefined) return remembered;
   const find = () =>
     db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
       SELECT id FROM ledger_accounts
       WHERE application_id = ${applicationId} AND mode = ${mode} AND kind = ${kind} AND currency = ${currency}`);
-  const existing = await find();
-  if (existing !== null) return existing;
-  await db.query(sql.unsafe`
-    INSERT INTO ledger_accounts (id, application_id, mode, kind, currency)
-    VALUES (${randomUUID()}, ${applicationId}, ${mode}, ${kind}, ${currency})
-    ON CONFLICT (application_id, mode, kind, currency) WHERE kind <> 'user_wallet' DO NOTHING`);
-  const id = await find();
-  if (id === null) throw new Error(`system account ${kind} ${currency} could not be opened`);
+  let id = await find();
+  if (id === null) {
+    await db.query(sql.unsafe`
+      INSERT INTO ledger_accounts (id, application_id, mode, kind, currency)
+      VALUES (${randomUUID()}, ${applicationId}, ${mode}, ${kind}, ${currency})
+      ON CONFLICT (application_id, mode, kind, currency) WHERE kind <> 'user_wallet' DO NOTHING`);
+    id = await find();
+    if (id === null) throw new Error(`system account ${kind} ${currency} could not be opened`);
+  }
+  if (memory) {
+    const found = id;
+    afterCommit(db, () => {
+      if (memory.size >= MAX_REMEMBERED_SYSTEM_ACCOUNTS) memory.clear();
+      memory.set(key, found);
+    });
+  }
   return id;
 }
 

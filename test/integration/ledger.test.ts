@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createApplication } from '../../db/applications';
-import { lockAccounts, postLedgerTransaction, systemAccountId } from '../../db/ledger';
+import {
+  lockAccounts,
+  postLedgerTransaction,
+  systemAccountId,
+  type SystemAccountMemory,
+} from '../../db/ledger';
 import type { DatabasePool } from '../../db/pool';
 import { insertUser } from '../../db/users';
 import { insertWallet } from '../../db/wallets';
@@ -215,5 +220,31 @@ describe('the database enforces the ledger rules', () => {
     const count = await pool.oneFirst(sql.type(z.object({ n: z.number() }))`
       SELECT count(*)::int AS n FROM ledger_accounts WHERE application_id = ${caller.applicationId} AND kind = 'escrow'`);
     expect(count).toBe(2);
+  });
+
+  it('remembers a system account once the transaction that opened it commits, not before', async () => {
+    const memory: SystemAccountMemory = new Map();
+    const app = caller.applicationId;
+    const fees = () => systemAccountId(pool, app, 'test', 'application_fees', 'SLE', memory);
+    // Opened in a transaction that rolls back: the account goes, and memory never had it.
+    let opened = '';
+    await expect(
+      pool.transaction(async (trx) => {
+        opened = await systemAccountId(trx, app, 'test', 'application_fees', 'SLE', memory);
+        throw new Error('rolled back');
+      }),
+    ).rejects.toThrow('rolled back');
+    expect(memory.size).toBe(0);
+    const committed = await pool.transaction((trx) =>
+      systemAccountId(trx, app, 'test', 'application_fees', 'SLE', memory),
+    );
+    expect(committed).not.toBe(opened);
+    expect([...memory.values()]).toEqual([committed]);
+    // Answered from memory: the row is not read again, even where it would no longer match.
+    await pool.query(sql.unsafe`
+      UPDATE ledger_accounts SET currency = 'USD' WHERE id = ${committed}`);
+    expect(await fees()).toBe(committed);
+    await pool.query(sql.unsafe`
+      UPDATE ledger_accounts SET currency = 'SLE' WHERE id = ${committed}`);
   });
 });
