@@ -8,7 +8,7 @@ import {
   type CardDepositRecord,
   type CardPaymentMetadata,
 } from '../db/card-deposits';
-import { lockAccounts, systemAccountId } from '../db/ledger';
+import { lockAccounts, systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
 import { recordMoneyStep } from '../db/money-steps';
 import type { DatabasePool } from '../db/pool';
 import { insertTransaction, type TransactionRow } from '../db/transactions';
@@ -66,8 +66,11 @@ export function createCardDepositActivities(deps: {
   pool: DatabasePool;
   providers: Providers;
   config: Config;
+  /** System account ids seen committed (db/ledger.ts); none to start with when absent. */
+  systemAccounts?: SystemAccountMemory;
 }) {
   const { pool, providers, config } = deps;
+  const systemAccount = systemAccountsIn(deps.systemAccounts);
 
   /** The pending deposit with its fees, written once; a retry finds it. */
   async function recordPending(input: CardDepositInput): Promise<CardDepositRecord> {
@@ -201,8 +204,8 @@ export function createCardDepositActivities(deps: {
       if (row.status !== 'pending') return;
       const { application_id: app, mode, currency } = row;
       const walletId = row.wallet_id!;
-      const clearing = await systemAccountId(trx, app, mode, 'provider_clearing_card', currency);
-      const fees = await systemAccountId(trx, app, mode, 'application_fees', currency);
+      const clearing = await systemAccount(trx, app, mode, 'provider_clearing_card', currency);
+      const fees = await systemAccount(trx, app, mode, 'application_fees', currency);
       await lockAccounts(trx, [walletId, clearing, fees]);
       await recordMoneyStep(trx, {
         transaction: { id: row.id, status: 'completed' },

@@ -1,7 +1,7 @@
 import type { Config } from '../config';
 import { findApplication } from '../db/applications';
 import { findDeposit, lockDeposit, type DepositMetadata, type DepositRecord } from '../db/deposits';
-import { lockAccounts, systemAccountId } from '../db/ledger';
+import { lockAccounts, systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
 import { recordMoneyStep } from '../db/money-steps';
 import type { DatabasePool } from '../db/pool';
 import { insertTransaction, type TransactionRow } from '../db/transactions';
@@ -63,8 +63,11 @@ export function createDepositActivities(deps: {
   pool: DatabasePool;
   providers: Providers;
   config: Config;
+  /** System account ids seen committed (db/ledger.ts); none to start with when absent. */
+  systemAccounts?: SystemAccountMemory;
 }) {
   const { pool, providers, config } = deps;
+  const systemAccount = systemAccountsIn(deps.systemAccounts);
 
   /**
    * Asks the provider for a payment code (idempotency key per deposit, so a retry gets the same
@@ -154,20 +157,14 @@ export function createDepositActivities(deps: {
       if (row.status !== 'pending') return;
       const { application_id: app, mode } = row;
       const walletId = row.wallet_id!;
-      const clearing = await systemAccountId(
-        trx,
-        app,
-        mode,
-        'provider_clearing_mobile_money',
-        'SLE',
-      );
-      const fees = await systemAccountId(trx, app, mode, 'application_fees', 'SLE');
+      const clearing = await systemAccount(trx, app, mode, 'provider_clearing_mobile_money', 'SLE');
+      const fees = await systemAccount(trx, app, mode, 'application_fees', 'SLE');
       const fx =
         row.currency === 'SLE'
           ? null
           : {
-              sleAccountId: await systemAccountId(trx, app, mode, 'fx', 'SLE'),
-              usdAccountId: await systemAccountId(trx, app, mode, 'fx', 'USD'),
+              sleAccountId: await systemAccount(trx, app, mode, 'fx', 'SLE'),
+              usdAccountId: await systemAccount(trx, app, mode, 'fx', 'USD'),
               creditedUsd: row.amount,
             };
       await lockAccounts(trx, [

@@ -1,6 +1,6 @@
 import { findApplication } from '../db/applications';
 import { lockHold, shrinkHold } from '../db/escrow';
-import { lockAccounts, systemAccountId, type SystemAccountMemory } from '../db/ledger';
+import { lockAccounts, systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
 import { recordMoneyStep } from '../db/money-steps';
 import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import { findTransaction, transactionRecord, type TransactionRow } from '../db/transactions';
@@ -50,10 +50,13 @@ async function heldHold(trx: DatabaseTransactionConnection, holdId: string) {
  * Escrow money steps, each one database transaction: the payment record, one balanced ledger
  * transaction and its event. Each is idempotent by its own transaction id.
  */
-export function createEscrowActivities(deps: { pool: DatabasePool }) {
+export function createEscrowActivities(deps: {
+  pool: DatabasePool;
+  /** System account ids seen committed (db/ledger.ts); none to start with when absent. */
+  systemAccounts?: SystemAccountMemory;
+}) {
   const { pool } = deps;
-  // The escrow and fee accounts of each application, read once per worker process.
-  const systemAccounts: SystemAccountMemory = new Map();
+  const systemAccount = systemAccountsIn(deps.systemAccounts);
 
   async function holdFunds(input: HoldInput): Promise<EscrowStepResult> {
     const amount = BigInt(input.amount);
@@ -68,13 +71,12 @@ export function createEscrowActivities(deps: { pool: DatabasePool }) {
       // The recipient named now must be able to receive now, as the API checked it (or, from
       // memory, may not have: api/access.ts `checkPaymentWallets`).
       if (recipient) checkWallet(states.get(recipient), scope);
-      const escrow = await systemAccountId(
+      const escrow = await systemAccount(
         trx,
         input.applicationId,
         input.mode,
         'escrow',
         wallet!.currency,
-        systemAccounts,
       );
       // One lock, in the fixed order: the sender's wallet, then the escrow account.
       const sender = (await lockAccounts(trx, [input.walletId, escrow])).get(input.walletId)!;
@@ -134,13 +136,12 @@ export function createEscrowActivities(deps: { pool: DatabasePool }) {
       const escrow = hold.escrow_wallet_id!;
       const feeAccount =
         fee > 0n
-          ? await systemAccountId(
+          ? await systemAccount(
               trx,
               hold.application_id,
               hold.mode,
               'application_fees',
               hold.currency,
-              systemAccounts,
             )
           : null;
       await lockAccounts(trx, [

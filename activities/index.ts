@@ -1,4 +1,5 @@
 import type { Config } from '../config';
+import type { SystemAccountMemory } from '../db/ledger';
 import type { DatabasePool } from '../db/pool';
 import type { Providers } from '../providers';
 import { createCardDepositActivities } from './card-deposit';
@@ -14,10 +15,20 @@ import { createReconciliationActivities } from './reconciliation';
 import { createTransferActivities } from './transfer';
 import { createWebhookActivities } from './webhooks';
 
-export type ActivityDeps = { pool: DatabasePool; providers: Providers; config: Config };
+export type ActivityDeps = {
+  pool: DatabasePool;
+  providers: Providers;
+  config: Config;
+  /** System account ids seen committed (db/ledger.ts); a new memory when absent. */
+  systemAccounts?: SystemAccountMemory;
+};
 
-/** Every activity, built from its dependencies (no module-level state). */
-export function createActivities(deps: ActivityDeps) {
+/**
+ * Every activity, built from its dependencies (no module-level state): the money steps share
+ * one memory of the system accounts (escrow, fees, clearing, fx) they have seen committed.
+ */
+export function createActivities(dependencies: ActivityDeps) {
+  const deps = { ...dependencies, systemAccounts: dependencies.systemAccounts ?? new Map() };
   return {
     ...declinePermanentDatabaseErrors({
       ...createTransferActivities(deps),

@@ -1,6 +1,11 @@
 import type { Config } from '../config';
 import { findApplication, type ApplicationRow } from '../db/applications';
-import { lockAccounts, systemAccountId, type SystemAccountKind } from '../db/ledger';
+import {
+  lockAccounts,
+  systemAccountsIn,
+  type SystemAccountKind,
+  type SystemAccountMemory,
+} from '../db/ledger';
 import { recordMoneyStep } from '../db/money-steps';
 import {
   findMoneyOut,
@@ -95,10 +100,17 @@ export function moneyOutEventData(row: TransactionRow, meta: MoneyOutMetadata) {
  * that a retried step (a worker that died after its commit) changes nothing the second time.
  */
 export function createMoneyOutActivities(
-  deps: { pool: DatabasePool; providers: Providers; config: Config },
+  deps: {
+    pool: DatabasePool;
+    providers: Providers;
+    config: Config;
+    /** System account ids seen committed (db/ledger.ts); none to start with when absent. */
+    systemAccounts?: SystemAccountMemory;
+  },
   specs: Record<MoneyOutKind, MoneyOutSpec | undefined>,
 ) {
   const { pool, providers, config } = deps;
+  const systemAccount = systemAccountsIn(deps.systemAccounts);
   const specOf = (kind: MoneyOutKind): MoneyOutSpec => {
     const spec = specs[kind];
     if (!spec) throw new Error(`no money-out kind ${kind}`);
@@ -134,7 +146,7 @@ export function createMoneyOutActivities(
       provider: null,
     };
     return pool.transaction(async (trx) => {
-      const clearing = await systemAccountId(trx, app.id, input.mode, 'payouts', currency);
+      const clearing = await systemAccount(trx, app.id, input.mode, 'payouts', currency);
       const locked = await lockAccounts(trx, [input.walletId, clearing]);
       if (await findMoneyOut(trx, input.transactionId)) return done;
       const wallet = (await walletStates(trx, [input.walletId])).get(input.walletId);
@@ -226,8 +238,8 @@ export function createMoneyOutActivities(
   ) {
     const spec = specOfRecord({ row, meta });
     const { application_id: app, mode, currency } = row;
-    const fees = await systemAccountId(trx, app, mode, 'application_fees', currency);
-    const provider = await systemAccountId(
+    const fees = await systemAccount(trx, app, mode, 'application_fees', currency);
+    const provider = await systemAccount(
       trx,
       app,
       mode,
@@ -238,8 +250,8 @@ export function createMoneyOutActivities(
       meta.provider_currency === currency
         ? null
         : {
-            fromAccountId: await systemAccountId(trx, app, mode, 'fx', currency),
-            toAccountId: await systemAccountId(trx, app, mode, 'fx', meta.provider_currency),
+            fromAccountId: await systemAccount(trx, app, mode, 'fx', currency),
+            toAccountId: await systemAccount(trx, app, mode, 'fx', meta.provider_currency),
             providerCurrency: meta.provider_currency,
             providerAmount: BigInt(meta.provider_amount) + BigInt(meta.provider_fee_provider),
           };
@@ -267,7 +279,7 @@ export function createMoneyOutActivities(
       const { row, meta } = await lockMoneyOut(trx, input.transactionId);
       if (row.status !== 'pending') return;
       const { application_id: app, mode, currency } = row;
-      const clearing = await systemAccountId(trx, app, mode, 'payouts', currency);
+      const clearing = await systemAccount(trx, app, mode, 'payouts', currency);
       const { spec, legs } = await settlementLegs(trx, { row, meta }, clearing);
       await recordMoneyStep(trx, {
         transaction: { id: row.id, status: 'completed' },
@@ -294,7 +306,7 @@ export function createMoneyOutActivities(
       const { row, meta } = await lockMoneyOut(trx, input.transactionId);
       if (row.status !== 'pending') return;
       const spec = specOfRecord({ row, meta });
-      const clearing = await systemAccountId(
+      const clearing = await systemAccount(
         trx,
         row.application_id,
         row.mode,

@@ -147,6 +147,17 @@ export async function systemAccountId(
   return id;
 }
 
+/** `systemAccountId` bound to one memory (a new one when none is given): what money steps call. */
+export function systemAccountsIn(memory: SystemAccountMemory = new Map()) {
+  return (
+    db: CommonQueryMethods,
+    applicationId: string,
+    mode: Mode,
+    kind: SystemAccountKind,
+    currency: Currency,
+  ): Promise<string> => systemAccountId(db, applicationId, mode, kind, currency, memory);
+}
+
 /** The application and mode of a ledger account (a wallet or a system account), or null. */
 export async function findAccountOwner(
   db: CommonQueryMethods,
