@@ -15,20 +15,15 @@ import { createReconciliationActivities } from './reconciliation';
 import { createTransferActivities } from './transfer';
 import { createWebhookActivities } from './webhooks';
 
-export type ActivityDeps = {
-  pool: DatabasePool;
-  providers: Providers;
-  config: Config;
-  /** System account ids seen committed (db/ledger.ts); a new memory when absent. */
-  systemAccounts?: SystemAccountMemory;
-};
+export type ActivityDeps = { pool: DatabasePool; providers: Providers; config: Config };
 
 /**
  * Every activity, built from its dependencies (no module-level state): the money steps share
  * one memory of the system accounts (escrow, fees, clearing, fx) they have seen committed.
  */
 export function createActivities(dependencies: ActivityDeps) {
-  const deps = { ...dependencies, systemAccounts: dependencies.systemAccounts ?? new Map() };
+  const systemAccounts: SystemAccountMemory = new Map();
+  const deps = { ...dependencies, systemAccounts };
   return {
     ...declinePermanentDatabaseErrors({
       ...createTransferActivities(deps),

@@ -43,43 +43,20 @@ export async function activeWallet(
   caller: Caller,
   id: string,
 ): Promise<WalletRow> {
-  const wallet = await ownedWallet(db, caller, id);
+  return assertActive(await ownedWallet(db, caller, id));
+}
+
+function assertActive(wallet: WalletRow): WalletRow {
   if (!wallet.is_active) throw new AppError('wallet_disabled');
   return wallet;
-}
-
-/** Each of the wallets, in the order asked, with the same 404 and 403 rules; one query. */
-export async function ownedWallets(
-  db: CommonQueryMethods,
-  caller: Caller,
-  ids: readonly string[],
-): Promise<WalletRow[]> {
-  const found = await findWallets(db, ids);
-  return ids.map((id) => assertOwned(caller, found.get(id) ?? null, 'Wallet'));
-}
-
-/**
- * Each of the wallets, in the order asked, found, owned and active, as `activeWallet` checks
- * them one after the other (the first that fails answers), in one query.
- */
-export async function activeWallets(
-  db: CommonQueryMethods,
-  caller: Caller,
-  ids: readonly string[],
-): Promise<WalletRow[]> {
-  const found = await findWallets(db, ids);
-  return ids.map((id) => {
-    const wallet = assertOwned(caller, found.get(id) ?? null, 'Wallet');
-    if (!wallet.is_active) throw new AppError('wallet_disabled');
-    return wallet;
-  });
 }
 
 /**
  * The wallets of a payment whose workflow checks them again under its lock: with `memory`
  * (db/wallet-memory.ts), nothing is read when every one of them was found the caller's and
- * active before; else they are read and checked as `activeWallets` checks them, or, with
- * `ownershipFirst`, all found and owned before any is refused as disabled.
+ * active before; else they are read, in one query, and checked in the order asked as
+ * `activeWallet` checks one (the first that fails answers), or, with `ownershipFirst`, all found
+ * and owned before any is refused as disabled.
  */
 export async function checkPaymentWallets(
   db: CommonQueryMethods,
@@ -91,10 +68,7 @@ export async function checkPaymentWallets(
   if (memory?.allActive(caller, ids)) return;
   const found = await findWallets(db, ids);
   memory?.remember([...found.values()]);
-  const check = (wallet: WalletRow) => {
-    if (!wallet.is_active) throw new AppError('wallet_disabled');
-  };
   const owned = (id: string) => assertOwned(caller, found.get(id) ?? null, 'Wallet');
-  if (ownershipFirst) ids.map(owned).forEach(check);
-  else for (const id of ids) check(owned(id));
+  if (ownershipFirst) ids.map(owned).forEach(assertActive);
+  else for (const id of ids) assertActive(owned(id));
 }
