@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
@@ -71,11 +72,101 @@ export const DEV_SERVER_FLAGS = [
 ] as const;
 
 /**
+ * Indexes of the dev server's SQLite visibility table (`executions_visibility`) that nothing of
+ * the engine's queries, dropped from the file `npm start` runs on. The CLI's schema keeps about
+ * sixty indexes on that table, one for every column a List Filter could order or filter by, and
+ * every workflow inserts its row at start and replaces it at close: maintaining them was about 40 %
+ * of the server's CPU (README, "Benchmark"). Kept: the default order, the workflow id, type,
+ * status and task queue, the ten `Keyword` slots (the payment search attributes are Keywords and
+ * the CLI assigns them slots at random) and those the schedules and batch jobs filter by. A query
+ * on a dropped column still answers, correctly, by scanning the namespace's rows. The names are
+ * those of the pinned CLI's schema (scripts/ensure-deps.sh); one the file lacks is skipped, and an
+ * index this list does not name is never touched. The CLI lays out its schema only when it creates
+ * the file, so an existing file is never migrated again and cannot miss one of these.
+ */
+export const UNUSED_VISIBILITY_INDEXES = [
+  'by_execution_time',
+  'by_history_length',
+  'by_history_size_bytes',
+  'by_execution_duration',
+  'by_state_transition_count',
+  'by_parent_workflow_id',
+  'by_parent_run_id',
+  'by_root_workflow_id',
+  'by_root_run_id',
+  'by_temporal_pause_info',
+  'by_temporal_worker_deployment_version',
+  'by_temporal_workflow_versioning_behavior',
+  'by_temporal_worker_deployment',
+  ...['bool', 'datetime', 'double', 'int'].flatMap((t) => [1, 2, 3].map((n) => `by_${t}_0${n}`)),
+  ...['bool', 'datetime', 'double', 'int'].flatMap((t) =>
+    [1, 2].map((n) => `by_temporal_${t}_0${n}`),
+  ),
+  ...[1, 2, 3, 4].map((n) => `by_temporal_keyword_0${n}`),
+  'by_temporal_low_cardinality_keyword_01',
+] as const;
+
+/**
+ * Drops the indexes of `UNUSED_VISIBILITY_INDEXES` that `dbFile` still has, in one transaction;
+ * returns how many. Only while no dev server has the file open.
+ */
+export function dropUnusedVisibilityIndexes(dbFile: string): number {
+  const db = new DatabaseSync(dbFile);
+  try {
+    db.exec('PRAGMA busy_timeout = 5000');
+    const rows = db
+      .prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'executions_visibility'",
+      )
+      .all() as { name: string }[];
+    const present = new Set(rows.map((r) => r.name));
+    const names = UNUSED_VISIBILITY_INDEXES.filter((name) => present.has(name));
+    if (!names.length) return 0;
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      for (const name of names) db.exec(`DROP INDEX "${name}"`);
+      db.exec('COMMIT');
+    } catch (error) {
+      db.exec('ROLLBACK');
+      throw error;
+    }
+    return names.length;
+  } finally {
+    db.close();
+  }
+}
+
+/**
  * Starts `temporal server start-dev` with the payment search attributes registered. `dbFile`
- * keeps the state across restarts (npm start), in the durable configuration above; without it
- * the server is in memory (tests).
+ * keeps the state across restarts (npm start), in the durable configuration above and without
+ * the visibility indexes nothing queries: a file the CLI has yet to create is laid out by a first
+ * run of the server, stopped once it answers, and the indexes are dropped before the server that
+ * stays starts (the file is never changed under a running server); without `dbFile` the server
+ * is in memory (tests).
  */
 export async function startTemporalDevServer(options: {
+  port: number;
+  uiPort?: number;
+  dbFile?: string;
+  log?: (line: string) => void;
+}): Promise<DevServer> {
+  if (options.dbFile) {
+    if (!existsSync(options.dbFile)) {
+      const layOut = await spawnDevServer({
+        port: options.port,
+        dbFile: options.dbFile,
+        log: options.log,
+      });
+      await layOut.stop();
+    }
+    const dropped = dropUnusedVisibilityIndexes(options.dbFile);
+    if (dropped)
+      options.log?.(`dropped ${dropped} unused visibility indexes from ${options.dbFile}`);
+  }
+  return spawnDevServer(options);
+}
+
+async function spawnDevServer(options: {
   port: number;
   uiPort?: number;
   dbFile?: string;
