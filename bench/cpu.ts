@@ -42,6 +42,11 @@ function readStat(file: string, pid: number): Stat {
   };
 }
 
+/** A process's CPU time so far, user and system, in milliseconds (its exited children apart). */
+export function processCpuMs(pid: number): number {
+  return (readStat(`/proc/${pid}/stat`, pid).own * 1000) / TICKS_PER_SECOND;
+}
+
 function readStats(): Stat[] {
   let entries: string[];
   try {

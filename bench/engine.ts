@@ -9,6 +9,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { paymentSearchAttributes } from '../api/temporal';
 import type { Config } from '../config';
 import { createDatabasePool, type DatabasePool } from '../db/pool';
 import {
@@ -207,4 +208,13 @@ export async function setUp(engine: Engine): Promise<Fixture> {
   } finally {
     api.close();
   }
+}
+
+/** The payment search attributes of a made-up transfer, for workflows of the transfer's shape. */
+export function transferAttributes() {
+  return paymentSearchAttributes(
+    { applicationId: randomUUID(), mode: 'test', credentialId: randomUUID() },
+    'transfer',
+    [randomUUID(), randomUUID()],
+  );
 }

@@ -24,7 +24,6 @@ import { Worker, type ActivityInterceptorsFactory, type WorkerOptions } from '@t
 import pg from 'pg';
 import { createTransferActivities } from '../activities/transfer';
 import { createApp } from '../api/app';
-import { paymentSearchAttributes } from '../api/temporal';
 import { createLogger } from '../observability/logger';
 import { createWalletMemory } from '../db/wallet-memory';
 import { createCredentialCache } from '../db/credential-cache';
@@ -32,10 +31,18 @@ import { createDatabasePool } from '../db/pool';
 import { keepRunning } from '../harness/engine';
 import { createProviders } from '../providers';
 import { coresUsed, cpuSnapshot, threadMsPer, threadSnapshot, type CpuGroups } from './cpu';
-import { progress, startBenchWorker, startWorker, type Engine, type Fixture } from './engine';
+import {
+  progress,
+  startBenchWorker,
+  startWorker,
+  transferAttributes,
+  type Engine,
+  type Fixture,
+} from './engine';
 import type { LoadProcess } from './generator';
 import { closedLoop, openLoop, percentile, type LoadResult, type Send } from './load';
 import { pickPair } from './senders';
+import { renderVisibilityCost, visibilitySchemaCost, type VisibilityCost } from './visibility';
 import { transferWithActivity, transferWithLocalActivity } from './workflows';
 
 type Trace = {
@@ -406,6 +413,7 @@ export type ProfileReport = {
   workflowTimeline: { step: string; meanMs: number }[];
   whatIfs: WhatIf[];
   serverByShape: ServerCost[];
+  visibility: VisibilityCost[];
   text: string;
 };
 
@@ -508,6 +516,7 @@ export async function runProfile(
     ),
     whatIfs: await whatIfs(engine, fixture, options.tuning),
     serverByShape: await serverByShape(engine, options.tuning),
+    visibility: await visibilitySchemaCost(engine, options.signal),
   };
   return { ...report, text: render(report) };
 }
@@ -575,6 +584,7 @@ function render(r: Omit<ProfileReport, 'text'>): string {
         `  node ${shape.nodeMs.map(f1).join(' / ')} ms`,
     );
   }
+  lines.push('', ...renderVisibilityCost(r.visibility));
   lines.push('', "  What-ifs (closed loop, 5s each, load in the engine's process)");
   for (const w of r.whatIfs) {
     const g = w.cores;
@@ -645,11 +655,7 @@ async function serverByShape(
     connection: engine.nativeConnection,
     namespace: engine.config.temporal.namespace,
   });
-  const attributes = paymentSearchAttributes(
-    { applicationId: randomUUID(), mode: 'test', credentialId: randomUUID() },
-    'transfer',
-    [randomUUID(), randomUUID()],
-  );
+  const attributes = transferAttributes();
   const shapes = [
     ['empty', 'emptyWorkflow', false],
     ['empty, with the payment search attributes', 'emptyWorkflow', true],

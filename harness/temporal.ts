@@ -148,9 +148,11 @@ export async function startTemporalDevServer(options: {
   port: number;
   uiPort?: number;
   dbFile?: string;
+  /** `all` keeps the CLI's whole visibility schema on the file (the benchmark's comparison). */
+  visibilityIndexes?: 'all';
   log?: (line: string) => void;
 }): Promise<DevServer> {
-  if (options.dbFile) {
+  if (options.dbFile && options.visibilityIndexes !== 'all') {
     if (!existsSync(options.dbFile)) {
       const layOut = await spawnDevServer({
         port: options.port,

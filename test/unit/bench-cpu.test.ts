@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { threadMsPer, threadSnapshot } from '../../bench/cpu';
+import { processCpuMs, threadMsPer, threadSnapshot } from '../../bench/cpu';
 
 /** Keeps the calling thread busy until it has used `ms` of CPU (however busy the machine is). */
 const spin = (ms: number): void => {
@@ -45,5 +45,17 @@ describe("the benchmark's CPU split by thread (bench/cpu.ts)", () => {
     const split = new Map(threadMsPer(before, threadSnapshot(), 1).map((t) => [t.kind, t.ms]));
     expect(split.get('exited')).toBeGreaterThanOrEqual(280);
     expect(split.get('main') ?? 0).toBeLessThan(200);
+  });
+
+  it("reads a process's own CPU time (a dev server's, in the visibility comparison)", () => {
+    const before = processCpuMs(process.pid);
+    const own = process.cpuUsage();
+    spin(200);
+    const usage = process.cpuUsage(own);
+    const after = processCpuMs(process.pid);
+    // The kernel's 10 ms ticks, and whatever else the process's threads did in the window.
+    expect(after - before).toBeGreaterThanOrEqual(200 - 20);
+    expect(after - before).toBeLessThanOrEqual((usage.user + usage.system) / 1000 + 20);
+    expect(() => processCpuMs(2 ** 22 + 1)).toThrow();
   });
 });
