@@ -155,6 +155,11 @@ async function main(): Promise<void> {
     stops.push(api.close);
 
     const demo = await demoCredentials(running, databaseUrl, logger);
+    // DATA_DIR as the user would type it: relative to here when it is below, else absolute.
+    const below = path.relative(process.cwd(), config.dataDir);
+    const dataDir =
+      below && !below.startsWith('..') && !path.isAbsolute(below) ? below : config.dataDir;
+    const demoFile = path.join(dataDir, 'demo-credentials.json');
     const lines = [
       '',
       `  API          ${api.url}   (docs: ${api.url}/docs)`,
@@ -164,14 +169,14 @@ async function main(): Promise<void> {
     if (demo.created) {
       lines.push(
         '',
-        '  Demo application (Test Mode), saved to .data/demo-credentials.json:',
+        `  Demo application (Test Mode), saved to ${demoFile}:`,
         `    api-key:    ${demo.credentials.api_key}`,
         `    secret-key: ${demo.credentials.secret_key}`,
       );
     } else {
-      lines.push('', '  Demo credentials: .data/demo-credentials.json');
+      lines.push('', `  Demo credentials: ${demoFile}`);
     }
-    lines.push('', '  Ctrl-C stops everything; the data stays under .data/.', '');
+    lines.push('', `  Ctrl-C stops everything; the data stays under ${dataDir}/.`, '');
     process.stdout.write(`${lines.join('\n')}\n`);
   } catch (error) {
     logger.error({ err: error }, 'start failed');
