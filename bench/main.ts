@@ -25,7 +25,9 @@
  * --only=ledger,orchestration,api,hotwallet,escrow,card,webhooks,analytics, --profile (see
  * profile.ts; in the first configuration). Progress goes to stderr; stdout holds only the
  * result. The engine is started by engine.ts, the rows are scenarios.ts, the table render.ts,
- * the load loops load.ts, the trivial workflows workflows.ts, CPU accounting cpu.ts.
+ * the load loops load.ts, the trivial workflows workflows.ts, CPU accounting cpu.ts, the
+ * profile's comparison of the dev server's visibility schema visibility.ts. go-perf.ts, run on its
+ * own, names the samples of a `perf record` of the dev server (README, "Benchmark").
  */
 import os from 'node:os';
 import type { WorkerOptions } from '@temporalio/worker';
