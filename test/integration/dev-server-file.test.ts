@@ -31,8 +31,8 @@ afterAll(async () => {
 });
 
 /** The names of the visibility table's indexes in the file (read while no server writes it). */
-function visibilityIndexes(): Set<string> {
-  const db = new DatabaseSync(dbFile, { readOnly: true });
+function visibilityIndexes(file = dbFile): Set<string> {
+  const db = new DatabaseSync(file, { readOnly: true });
   try {
     const rows = db
       .prepare(
@@ -98,6 +98,17 @@ describe('the dev server on a file', () => {
     for (let n = 1; n <= 10; n += 1) {
       expect(indexes.has(`by_keyword_${String(n).padStart(2, '0')}`)).toBe(true);
     }
+  });
+
+  it("names indexes the pinned CLI's schema has: a file left whole keeps every one of them", async () => {
+    const whole = path.join(dir, 'whole.sqlite');
+    server = await startTemporalDevServer({ port, dbFile: whole, visibilityIndexes: 'all' });
+    await server.stop();
+    server = undefined;
+    const indexes = visibilityIndexes(whole);
+    expect(UNUSED_VISIBILITY_INDEXES.filter((name) => !indexes.has(name))).toEqual([]);
+    // And the engine's file differs from it by exactly those.
+    expect(indexes.size - UNUSED_VISIBILITY_INDEXES.length).toBe(visibilityIndexes().size);
   });
 
   it('starts again on the same file with its workflows, and drops nothing more', async () => {
