@@ -36,12 +36,8 @@ export type VisibilityCost = {
   variants: { name: string; rate: number; serverMs: number }[];
 };
 
-async function startVariant(
-  engine: Engine,
-  dir: string,
-  name: string,
-  all: boolean,
-): Promise<Variant> {
+/** `all`: the CLI's whole schema; otherwise the file as `npm start` runs it. */
+async function startVariant(engine: Engine, dir: string, all: boolean): Promise<Variant> {
   const server = await startTemporalDevServer({
     port: await freePort(),
     dbFile: path.join(dir, `${all ? 'all' : 'dropped'}.sqlite`),
@@ -58,7 +54,7 @@ async function startVariant(
   const running = worker.run();
   const client = new Client({ connection });
   return {
-    name,
+    name: all ? "the CLI's whole schema" : 'as npm start runs it',
     server,
     client,
     taskQueue,
@@ -83,8 +79,8 @@ export async function visibilitySchemaCost(
   const variants: Variant[] = [];
   try {
     progress('profile: two dev servers on files, with and without the unused visibility indexes');
-    variants.push(await startVariant(engine, dir, 'as npm start runs it', false));
-    variants.push(await startVariant(engine, dir, "the CLI's whole schema", true));
+    variants.push(await startVariant(engine, dir, false));
+    variants.push(await startVariant(engine, dir, true));
     const attributes = transferAttributes();
     const shapes = [
       ['empty workflow', 'emptyWorkflow', false],

@@ -106,6 +106,16 @@ export const UNUSED_VISIBILITY_INDEXES = [
   'by_temporal_low_cardinality_keyword_01',
 ] as const;
 
+/** The names of the indexes on the visibility table of an open dev server file. */
+export function visibilityIndexesOf(db: DatabaseSync): Set<string> {
+  const rows = db
+    .prepare(
+      "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'executions_visibility'",
+    )
+    .all() as { name: string }[];
+  return new Set(rows.map((r) => r.name));
+}
+
 /**
  * Drops the indexes of `UNUSED_VISIBILITY_INDEXES` that `dbFile` still has, in one transaction;
  * returns how many. Only while no dev server has the file open.
@@ -114,12 +124,7 @@ export function dropUnusedVisibilityIndexes(dbFile: string): number {
   const db = new DatabaseSync(dbFile);
   try {
     db.exec('PRAGMA busy_timeout = 5000');
-    const rows = db
-      .prepare(
-        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'executions_visibility'",
-      )
-      .all() as { name: string }[];
-    const present = new Set(rows.map((r) => r.name));
+    const present = visibilityIndexesOf(db);
     const names = UNUSED_VISIBILITY_INDEXES.filter((name) => present.has(name));
     if (!names.length) return 0;
     db.exec('BEGIN IMMEDIATE');

@@ -9,6 +9,7 @@ import { freePort } from '../../harness/ports';
 import {
   startTemporalDevServer,
   UNUSED_VISIBILITY_INDEXES,
+  visibilityIndexesOf,
   type DevServer,
 } from '../../harness/temporal';
 import { SearchAttributes } from '../../workflows/shared';
@@ -34,12 +35,7 @@ afterAll(async () => {
 function visibilityIndexes(file = dbFile): Set<string> {
   const db = new DatabaseSync(file, { readOnly: true });
   try {
-    const rows = db
-      .prepare(
-        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'executions_visibility'",
-      )
-      .all() as { name: string }[];
-    return new Set(rows.map((r) => r.name));
+    return visibilityIndexesOf(db);
   } finally {
     db.close();
   }
