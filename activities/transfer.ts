@@ -1,6 +1,6 @@
 import { recordMoneyStep } from '../db/money-steps';
 import type { DatabasePool } from '../db/pool';
-import { transactionRecord } from '../db/transactions';
+import { transactionAnswer, transactionRecord } from '../db/transactions';
 import { lockTransferWallets } from '../db/transfers';
 import { transferPostings } from '../domain/ledger';
 import { workflowIds } from '../workflows/ids';
@@ -17,7 +17,7 @@ import { checkWallet } from './wallet-checks';
 export function createTransferActivities(deps: { pool: DatabasePool }) {
   async function transferFunds(
     input: TransferInput,
-  ): Promise<{ transactionId: string; transaction?: TransactionRecord }> {
+  ): Promise<{ transactionId: string; transaction?: TransactionRecord; answered?: true }> {
     const amount = BigInt(input.amount);
     return deps.pool.transaction(async (trx) => {
       const rows = await lockTransferWallets(trx, input.transactionId, [
@@ -52,8 +52,19 @@ export function createTransferActivities(deps: { pool: DatabasePool }) {
         },
         ledger: { postings: transferPostings(from.id, to.id, from.currency, amount) },
         event: { type: 'transfer.completed', data: transactionEventData },
+        ...(input.answer && {
+          answer: {
+            use: { applicationId: input.applicationId, mode: input.mode, ...input.answer },
+            status: 200,
+            body: transactionAnswer,
+          },
+        }),
       });
-      return { transactionId: input.transactionId, transaction: transactionRecord(row) };
+      return {
+        transactionId: input.transactionId,
+        transaction: transactionRecord(row),
+        ...(input.answer && { answered: true as const }),
+      };
     });
   }
   return { transferFunds };

@@ -319,7 +319,9 @@ export function mountRoutes(
           };
           // A 5xx leaves the claim open: a retry then re-attaches to the same workflow.
           result = await settle(() => route.handler({ ...input, idempotency }));
-          await completeIdempotencyKey(pool, caller, key, result.status ?? 200, result.body);
+          if (!result.answered) {
+            await completeIdempotencyKey(pool, caller, key, result.status ?? 200, result.body);
+          }
         }
         if (claim.kind !== 'claimed') ctx.set('Idempotent-Replayed', 'true');
       } else {

@@ -4,7 +4,13 @@ import type { Caller, RateLimitCategory } from '../domain/types';
 
 export type ResponseSpec = { description: string; schema?: z.ZodType };
 
-export type HandlerResult = { status?: number; body: unknown; headers?: Record<string, string> };
+export type HandlerResult = {
+  status?: number;
+  body: unknown;
+  headers?: Record<string, string>;
+  /** The payment's step stored this answer under the request's Idempotency-Key already. */
+  answered?: boolean;
+};
 
 export type RouteContext<B, Q, P> = {
   ctx: Koa.Context;

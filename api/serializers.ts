@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { TransactionRow } from '../db/transactions';
+import { transactionAnswer, type TransactionRow } from '../db/transactions';
 import type { UserRow } from '../db/users';
 import type { WalletRow } from '../db/wallets';
 import type { WebhookSubscriptionRow } from '../db/webhook-subscriptions';
@@ -89,22 +89,9 @@ export function walletBody(w: WalletRow): z.infer<typeof WalletBody> {
   };
 }
 
+/** The record as the API shows it; a money step stores it as its request's answer. */
 export function transactionBody(t: TransactionRow): z.infer<typeof TransactionBody> {
-  return {
-    id: t.id,
-    wallet_id: t.wallet_id,
-    escrow_wallet_id: t.escrow_wallet_id,
-    recipient_wallet_id: t.recipient_wallet_id,
-    application_wallet_id: t.application_wallet_id,
-    amount: minorToMajorNumber(t.amount),
-    escrow_amount: minorToMajorNumber(t.escrow_amount),
-    application_fee: t.application_fee === null ? null : minorToMajorNumber(t.application_fee),
-    transaction_type: t.transaction_type,
-    status: t.status,
-    description: t.description,
-    created_at: t.created_at,
-    updated_at: t.updated_at,
-  };
+  return transactionAnswer(t);
 }
 
 /** A payment's status after the engine asked or told its workflow (sync, simulated webhook). */

@@ -126,6 +126,9 @@ export async function countAndClaim(
   return { hit, claim: claimResult({ ...row, request_hash, fresh, created_at }, requestHash) };
 }
 
+/** One use of an Idempotency-Key: whose key it is, and when this use of it was claimed. */
+export type KeyUse = { applicationId: string; mode: string; key: string; claimedAt?: string };
+
 /** Stores the first response; later writers of the same result change nothing. */
 export async function completeIdempotencyKey(
   db: CommonQueryMethods,
@@ -134,9 +137,32 @@ export async function completeIdempotencyKey(
   status: number,
   body: unknown,
 ): Promise<void> {
-  await db.query(sql.unsafe`
-    UPDATE idempotency_keys
-    SET response_status = ${status}, response_body = ${sql.jsonb(body as never)}, completed_at = now()
-    WHERE application_id = ${caller.applicationId} AND mode = ${caller.mode} AND key = ${key}
-      AND response_status IS NULL`);
+  await db.query(sql.unsafe`UPDATE idempotency_keys SET ${answerOf(status, body)}
+    WHERE ${unanswered({ applicationId: caller.applicationId, mode: caller.mode, key })}`);
+}
+
+/**
+ * `completeIdempotencyKey` as a part of another statement's WITH (db/ledger.ts `alongside`): a
+ * money step stores the request's answer in the transaction that writes the payment, so that
+ * the API need not store it in a round trip and a commit of their own. Only the use claimed at
+ * `claimedAt` is answered: a key taken over after 24 hours belongs to another request.
+ */
+export function answerKeyPart(use: KeyUse, status: number, body: unknown): FragmentSqlToken {
+  return sql.fragment`key_answered AS (
+    UPDATE idempotency_keys SET ${answerOf(status, body)} WHERE ${unanswered(use)})`;
+}
+
+function answerOf(status: number, body: unknown): FragmentSqlToken {
+  return sql.fragment`response_status = ${status},
+    response_body = ${sql.jsonb(body as never)}, completed_at = now()`;
+}
+
+/** The key's row while it has no answer; `claimedAt` is the claim's time to the millisecond. */
+function unanswered(use: KeyUse): FragmentSqlToken {
+  return sql.fragment`application_id = ${use.applicationId} AND mode = ${use.mode}
+    AND key = ${use.key} AND response_status IS NULL${
+      use.claimedAt === undefined
+        ? sql.fragment``
+        : sql.fragment` AND date_trunc('milliseconds', created_at) = ${use.claimedAt}::timestamptz`
+    }`;
 }

@@ -1,6 +1,7 @@
 import type { Posting } from '../domain/ledger';
 import type { TransactionStatus } from '../domain/types';
 import { countPaymentEnded } from '../observability/metrics';
+import { answerKeyPart, type KeyUse } from './idempotency';
 import { postLedgerTransaction } from './ledger';
 import { afterCommit, type DatabaseTransactionConnection } from './pool';
 import {
@@ -15,7 +16,8 @@ import {
 /**
  * One money step, the same way every time, in the caller's database transaction (its accounts
  * already locked): the payment row (written, or moved to its new status), the balanced ledger
- * transaction when money moves, and the event that tells of it, all committed together.
+ * transaction when money moves, the event that tells of it and the answer of the request that
+ * asked for it, all committed together.
  */
 export async function recordMoneyStep(
   trx: DatabaseTransactionConnection,
@@ -30,6 +32,11 @@ export async function recordMoneyStep(
     };
     /** Absent when nothing is announced (a deposit opened). */
     event?: { type: string; data: (row: TransactionRow) => unknown };
+    /**
+     * The answer of the API request that asked for this step, stored under its Idempotency-Key
+     * with the step (db/idempotency.ts `answerKeyPart`): the API then stores nothing itself.
+     */
+    answer?: { use: KeyUse; status: number; body: (row: TransactionRow) => unknown };
   },
 ): Promise<TransactionRow> {
   const row =
@@ -43,8 +50,13 @@ export async function recordMoneyStep(
     transactionId: row.id,
     data: step.event.data(row),
   };
+  const answer = step.answer && {
+    use: step.answer.use,
+    status: step.answer.status,
+    body: step.answer.body(row),
+  };
   if (step.ledger) {
-    // The event is written by the ledger's statement: one round trip for both.
+    // The event and the answer are written by the ledger's statement: one round trip for all.
     await postLedgerTransaction(
       trx,
       {
@@ -56,10 +68,15 @@ export async function recordMoneyStep(
         ...(step.ledger.metadata ? { metadata: step.ledger.metadata } : {}),
         postings: step.ledger.postings,
       },
-      event ? [eventInsertPart(event)] : [],
+      [
+        ...(event ? [eventInsertPart(event)] : []),
+        ...(answer ? [answerKeyPart(answer.use, answer.status, answer.body)] : []),
+      ],
     );
-  } else if (event) {
-    await insertEvent(trx, event);
+  } else {
+    // Only a step that moves money answers a request (a transfer); no other asks for it.
+    if (answer) throw new Error('a money step without a ledger transaction stores no answer');
+    if (event) await insertEvent(trx, event);
   }
   // Counted once committed: a step whose transaction rolls back (and is retried) counts once.
   afterCommit(trx, () => countPaymentEnded(row));

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
-import type { Currency } from '../domain/money';
+import { minorToMajorNumber, type Currency } from '../domain/money';
 import {
   TRANSACTION_STATUSES,
   TRANSACTION_TYPES,
@@ -145,6 +145,29 @@ export async function listTransactions(
     SELECT ${transactionColumns} FROM transactions WHERE ${where}
     ORDER BY created_at DESC, id LIMIT ${page.limit} OFFSET ${page.offset}`);
   return { rows, total };
+}
+
+/**
+ * A payment as the API answers it (api/serializers.ts `TransactionBody`): amounts as major-unit
+ * numbers (decisions.md, Money on the wire). Here, so that a money step can store it as the
+ * answer of the request that asked for it (db/money-steps.ts `answer`).
+ */
+export function transactionAnswer(t: TransactionRow) {
+  return {
+    id: t.id,
+    wallet_id: t.wallet_id,
+    escrow_wallet_id: t.escrow_wallet_id,
+    recipient_wallet_id: t.recipient_wallet_id,
+    application_wallet_id: t.application_wallet_id,
+    amount: minorToMajorNumber(t.amount),
+    escrow_amount: minorToMajorNumber(t.escrow_amount),
+    application_fee: t.application_fee === null ? null : minorToMajorNumber(t.application_fee),
+    transaction_type: t.transaction_type,
+    status: t.status,
+    description: t.description,
+    created_at: t.created_at,
+    updated_at: t.updated_at,
+  };
 }
 
 /** An event for the outbox (insertEvent, eventInsertPart). */

@@ -41,7 +41,12 @@ export type TransferInput = {
   /** Minor units as a decimal string: Temporal payloads are JSON, and JSON has no bigint. */
   amount: string;
   description: string;
+  /** The request's Idempotency-Key use, if it has one: the ledger step stores its answer. */
+  answer?: PaymentAnswer;
 };
+
+/** The use of an Idempotency-Key under which a money step stores the answer to its request. */
+export type PaymentAnswer = { key: string; claimedAt: string };
 
 /**
  * A payment row as JSON (db/transactions.ts `transactionRecord`): amounts in minor units as
@@ -74,6 +79,8 @@ export type TransferResult =
       transactionId: string;
       /** The payment row as written; absent when a retried step found it already written. */
       transaction?: TransactionRecord;
+      /** The step stored the request's answer under its key (TransferInput `answer`). */
+      answered?: true;
     }
   | Declined;
 

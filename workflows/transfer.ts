@@ -43,6 +43,7 @@ export async function transferWorkflow(input: TransferInput): Promise<TransferRe
     status: 'completed',
     transactionId: input.transactionId,
     ...(written.transaction ? { transaction: written.transaction } : {}),
+    ...(written.answered ? { answered: true as const } : {}),
   };
   payments.settled(completed);
   return completed;

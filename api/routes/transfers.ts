@@ -63,6 +63,9 @@ export function transferRoutes(deps: ApiDeps): Route[] {
                 toWalletId: body.to_wallet_id,
                 amount: body.amount.toString(),
                 description: body.description,
+                ...(idempotency && {
+                  answer: { key: idempotency.key, claimedAt: idempotency.claimedAt },
+                }),
               },
             ],
             typedSearchAttributes: paymentSearchAttributes(caller, 'transfer', [
@@ -75,7 +78,12 @@ export function transferRoutes(deps: ApiDeps): Route[] {
             answerLocally: (result) => result.status === 'completed',
           }),
         );
-        return { body: transactionBody(await madeStepRow(pool, completed)) };
+        return {
+          body: transactionBody(await madeStepRow(pool, completed)),
+          // The ledger step stored this answer under the key, in the transaction that moved
+          // the money: the pipeline need not store it again.
+          ...(completed.answered && { answered: true }),
+        };
       },
     }),
   ];

@@ -239,8 +239,18 @@ describe('a transfer that outlives the request deadline', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(await balanceOf(slow.pool, b.walletId)).toBe(200n);
+    // The ledger step stored the request's answer under its key, with the money, while no
+    // request waited: the retry is a replay of it.
+    const stored = await slow.pool.one(
+      sql.type(
+        z.object({ response_status: z.number().nullable(), response_body: z.unknown() }),
+      )`SELECT response_status, response_body FROM idempotency_keys WHERE key = 'slow-1'`,
+    );
+    expect(stored.response_status).toBe(200);
     const replay = await slowApi.post(TRANSFER, body, { 'Idempotency-Key': 'slow-1' });
     expect(replay.status).toBe(200);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.body).toEqual(stored.response_body);
     expect(await balanceOf(slow.pool, b.walletId)).toBe(200n);
     await assertLedgerInvariant(slow.pool);
   });
