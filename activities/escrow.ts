@@ -1,7 +1,7 @@
 import { findApplication } from '../db/applications';
 import { lockHold, shrinkHold } from '../db/escrow';
 import { lockAccounts, systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
-import { recordMoneyStep } from '../db/money-steps';
+import { recordAnswer, recordMoneyStep } from '../db/money-steps';
 import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import { findTransaction, transactionRecord, type TransactionRow } from '../db/transactions';
 import { walletStates } from '../db/wallets';
@@ -30,12 +30,17 @@ async function alreadyDone(
 }
 
 /** A step made: its payment row travels with the answer, so that the API need not read it. */
-function stepDone(row: TransactionRow, remaining: bigint): EscrowStepResult {
+function stepDone(
+  row: TransactionRow,
+  remaining: bigint,
+  answered?: { answer: unknown },
+): EscrowStepResult {
   return {
     status: 'done',
     transactionId: row.id,
     remaining: remaining.toString(),
     transaction: transactionRecord(row),
+    ...(answered && { answered: true }),
   };
 }
 
@@ -60,6 +65,7 @@ export function createEscrowActivities(deps: {
 
   async function holdFunds(input: HoldInput): Promise<EscrowStepResult> {
     const amount = BigInt(input.amount);
+    const answer = recordAnswer(input, input.answer);
     return pool.transaction(async (trx) => {
       const existing = await findTransaction(trx, input.holdId);
       if (existing) return stepDone(existing, existing.escrow_amount);
@@ -107,8 +113,9 @@ export function createEscrowActivities(deps: {
           }),
         },
         event: { type: 'escrow.held', data: transactionEventData },
+        ...answer,
       });
-      return stepDone(hold, amount);
+      return stepDone(hold, amount, answer);
     });
   }
 
@@ -151,6 +158,10 @@ export function createEscrowActivities(deps: {
       ]);
       const remaining = hold.escrow_amount - amount;
       await shrinkHold(trx, hold.id, remaining, 'completed');
+      const answer = recordAnswer(
+        { applicationId: hold.application_id, mode: hold.mode },
+        input.answer,
+      );
       const release = await recordMoneyStep(trx, {
         transaction: {
           id: input.releaseId,
@@ -189,8 +200,9 @@ export function createEscrowActivities(deps: {
             application_fee: minorToMajorNumber(fee),
           }),
         },
+        ...answer,
       });
-      return stepDone(release, remaining);
+      return stepDone(release, remaining, answer);
     });
   }
 
@@ -205,6 +217,10 @@ export function createEscrowActivities(deps: {
       const escrow = hold.escrow_wallet_id!;
       await lockAccounts(trx, [sender, escrow]);
       await shrinkHold(trx, hold.id, 0n, 'reversed');
+      const answer = recordAnswer(
+        { applicationId: hold.application_id, mode: hold.mode },
+        input.answer,
+      );
       const refund = await recordMoneyStep(trx, {
         transaction: {
           id: input.refundId,
@@ -235,8 +251,9 @@ export function createEscrowActivities(deps: {
           type: 'escrow.refunded',
           data: (row) => ({ ...transactionEventData(row), hold_id: hold.id, reason: input.reason }),
         },
+        ...answer,
       });
-      return stepDone(refund, 0n);
+      return stepDone(refund, 0n, answer);
     });
   }
 

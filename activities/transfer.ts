@@ -1,6 +1,6 @@
-import { recordMoneyStep } from '../db/money-steps';
+import { recordAnswer, recordMoneyStep } from '../db/money-steps';
 import type { DatabasePool } from '../db/pool';
-import { transactionAnswer, transactionRecord } from '../db/transactions';
+import { transactionRecord } from '../db/transactions';
 import { lockTransferWallets } from '../db/transfers';
 import { transferPostings } from '../domain/ledger';
 import { workflowIds } from '../workflows/ids';
@@ -52,13 +52,7 @@ export function createTransferActivities(deps: { pool: DatabasePool }) {
         },
         ledger: { postings: transferPostings(from.id, to.id, from.currency, amount) },
         event: { type: 'transfer.completed', data: transactionEventData },
-        ...(input.answer && {
-          answer: {
-            use: { applicationId: input.applicationId, mode: input.mode, ...input.answer },
-            status: 200,
-            body: transactionAnswer,
-          },
-        }),
+        ...recordAnswer(input, input.answer),
       });
       return {
         transactionId: input.transactionId,

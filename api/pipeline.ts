@@ -21,6 +21,7 @@ import { RateLimitedError } from './middleware/errors';
 import { InexactNumber } from './middleware/json-number';
 import type { HandlerResult, Route } from './route';
 import { uuidPattern } from './schemas';
+import type { PaymentAnswer } from '../workflows/shared';
 
 const UNAUTHENTICATED: Record<'missing' | 'invalid' | 'revoked' | 'expired', string> = {
   missing: 'Missing application credentials: send the api-key and secret-key headers',
@@ -359,6 +360,19 @@ export function idFromKey(
   digest[8] = (digest[8]! & 0x3f) | 0x80; // RFC 4122 variant
   const h = digest.subarray(0, 16).toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/**
+ * The use of the request's Idempotency-Key under which the payment's money step stores the
+ * request's answer (TransferInput `answer`), as a part of the step's input; none without a key.
+ * A handler whose step says it did (`answered` in its result) returns `answered: true`.
+ */
+export function answerUnderKey(
+  idempotency: { key: string; claimedAt: string } | null,
+): { answer: PaymentAnswer } | undefined {
+  return idempotency
+    ? { answer: { key: idempotency.key, claimedAt: idempotency.claimedAt } }
+    : undefined;
 }
 
 type MatchedLayer = { paramNames: readonly unknown[] };

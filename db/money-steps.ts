@@ -9,9 +9,23 @@ import {
   insertEvent,
   insertTransaction,
   setTransactionStatus,
+  transactionAnswer,
   type NewTransaction,
   type TransactionRow,
 } from './transactions';
+
+/**
+ * The `answer` of a step whose request is answered with the payment row as written (a transfer,
+ * an escrow hold, release or refund): none when the request came without an Idempotency-Key.
+ */
+export function recordAnswer(
+  owner: { applicationId: string; mode: string },
+  use: { key: string; claimedAt: string } | undefined,
+): { answer: StepAnswer } | undefined {
+  return use && { answer: { use: { ...owner, ...use }, status: 200, body: transactionAnswer } };
+}
+
+type StepAnswer = { use: KeyUse; status: number; body: (row: TransactionRow) => unknown };
 
 /**
  * One money step, the same way every time, in the caller's database transaction (its accounts
@@ -36,7 +50,7 @@ export async function recordMoneyStep(
      * The answer of the API request that asked for this step, stored under its Idempotency-Key
      * with the step (db/idempotency.ts `answerKeyPart`): the API then stores nothing itself.
      */
-    answer?: { use: KeyUse; status: number; body: (row: TransactionRow) => unknown };
+    answer?: StepAnswer;
   },
 ): Promise<TransactionRow> {
   const row =

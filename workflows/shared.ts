@@ -191,6 +191,8 @@ export type HoldInput = {
   recipientWalletId: string | null;
   /** ISO time; the hold is refunded automatically when it passes. */
   expiresAt: string | null;
+  /** The request's Idempotency-Key use, if it has one: the hold's step stores its answer. */
+  answer?: PaymentAnswer;
 };
 
 export type ReleaseRequest = {
@@ -199,9 +201,16 @@ export type ReleaseRequest = {
   recipientWalletId: string;
   /** Minor units; null releases all that is still held. */
   amount: string | null;
+  /** The request's Idempotency-Key use, if it has one: the release's step stores its answer. */
+  answer?: PaymentAnswer;
 };
 
-export type RefundRequest = { refundId: string; reason: 'requested' | 'expired' };
+export type RefundRequest = {
+  refundId: string;
+  reason: 'requested' | 'expired';
+  /** The request's Idempotency-Key use (a refund the API asked for): its step stores its answer. */
+  answer?: PaymentAnswer;
+};
 
 /** An escrow step's answer: the transaction it wrote, or a decline. */
 export type EscrowStepResult =
@@ -211,6 +220,8 @@ export type EscrowStepResult =
       remaining: string;
       /** The step's payment row (absent in results recorded before it was carried). */
       transaction?: TransactionRecord;
+      /** The step stored the request's answer under its key (HoldInput `answer`). */
+      answered?: true;
     }
   | Declined;
 

@@ -11,7 +11,7 @@ import {
 import { assertOwned, checkPaymentWallets } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound, unlessDeclined } from '../errors';
-import { idFromKey } from '../pipeline';
+import { answerUnderKey, idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { PositiveAmount } from '../schemas';
 import { TransactionBody, transactionBody } from '../serializers';
@@ -37,7 +37,7 @@ const ReleaseRequest = z
   .transform((v) => v ?? {});
 
 /** A step made, as the workflow answered it (or as found already made: its id alone). */
-type StepDone = { transactionId: string; transaction?: TransactionRecord };
+type StepDone = { transactionId: string; transaction?: TransactionRecord; answered?: true };
 
 export function escrowRoutes(deps: ApiDeps): Route[] {
   const { pool, temporal, config } = deps;
@@ -48,8 +48,12 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
     return assertOwned(caller, row, 'Escrow transaction');
   }
 
+  /** The step's record; `answered` when the step stored it under the request's key. */
   async function recorded(done: StepDone) {
-    return { body: transactionBody(await madeStepRow(pool, done)) };
+    return {
+      body: transactionBody(await madeStepRow(pool, done)),
+      ...(done.answered && { answered: true }),
+    };
   }
 
   /** Runs a release or refund update; the update id (from the Idempotency-Key) dedupes retries. */
@@ -139,6 +143,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
               description: body.description,
               recipientWalletId: recipientId,
               expiresAt: body.expires_at ? new Date(body.expires_at).toISOString() : null,
+              ...answerUnderKey(idempotency),
             },
           ],
           caller,
@@ -213,6 +218,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
                   releaseId,
                   recipientWalletId: recipientId,
                   amount: body.amount?.toString() ?? null,
+                  ...answerUnderKey(idempotency),
                 },
               ],
             }),
@@ -247,7 +253,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           return step(hold, (handle) =>
             handle.executeUpdate(escrowUpdates.refund, {
               updateId: refundId,
-              args: [{ refundId, reason: 'requested' }],
+              args: [{ refundId, reason: 'requested', ...answerUnderKey(idempotency) }],
             }),
           );
         });

@@ -5,7 +5,7 @@ import { transferWorkflow } from '../../workflows/transfer';
 import { checkPaymentWallets } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, unlessDeclined, errorResponse } from '../errors';
-import { idFromKey } from '../pipeline';
+import { answerUnderKey, idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { PositiveAmount } from '../schemas';
 import { TransactionBody, transactionBody } from '../serializers';
@@ -63,9 +63,7 @@ export function transferRoutes(deps: ApiDeps): Route[] {
                 toWalletId: body.to_wallet_id,
                 amount: body.amount.toString(),
                 description: body.description,
-                ...(idempotency && {
-                  answer: { key: idempotency.key, claimedAt: idempotency.claimedAt },
-                }),
+                ...answerUnderKey(idempotency),
               },
             ],
             typedSearchAttributes: paymentSearchAttributes(caller, 'transfer', [

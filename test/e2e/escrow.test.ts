@@ -325,4 +325,43 @@ describe('escrow retries', () => {
       SELECT count(*)::int AS n FROM transactions WHERE parent_id = ${hold.body.id}`);
     expect(releases).toBe(1);
   });
+
+  it('stores the answer of a hold, a release and a refund under their keys, with the money', async () => {
+    const { sender, recipient } = await parties();
+    const keyed = async (key: string, path: string, body?: unknown) => {
+      const res = await api.post(path, body, { 'Idempotency-Key': key });
+      expect(res.status).toBe(200);
+      const stored = await engine.pool.one(sql.type(
+        z.object({
+          response_status: z.number(),
+          response_body: z.unknown(),
+          completed_at: z.string(),
+          ledger_at: z.string(),
+        }),
+      )`
+        SELECT k.response_status, k.response_body, k.completed_at, l.created_at AS ledger_at
+        FROM idempotency_keys k JOIN ledger_transactions l ON l.transaction_id = ${res.body.id}
+        WHERE k.application_id = ${app.id} AND k.key = ${key}`);
+      // Stored by the money step's own statement: its transaction's now(), the ledger's.
+      expect(stored).toMatchObject({ response_status: 200, response_body: res.body });
+      expect(stored.completed_at).toBe(stored.ledger_at);
+      const replay = await api.post(path, body, { 'Idempotency-Key': key });
+      expect(replay.headers.get('idempotent-replayed')).toBe('true');
+      expect(replay.body).toEqual(res.body);
+      return res.body as { id: string };
+    };
+    const hold = await keyed('answer-hold', '/api/v1/escrow/hold', {
+      wallet_id: sender,
+      amount: 40,
+    });
+    await keyed('answer-release', `/api/v1/escrow/${hold.id}/release`, {
+      recipient_wallet_id: recipient,
+      amount: 10,
+    });
+    await keyed('answer-refund', `/api/v1/escrow/${hold.id}/refund`);
+    // 10 released minus 2.5% + 0.10; the 30 left refunded.
+    expect(await balanceOf(engine.pool, recipient)).toBe(1_000n - 35n);
+    expect(await balanceOf(engine.pool, sender)).toBe(9_000n);
+    await assertLedgerInvariant(engine.pool);
+  });
 });
