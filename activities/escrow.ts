@@ -1,10 +1,9 @@
-import { findApplication } from '../db/applications';
-import { lockHold, shrinkHold } from '../db/escrow';
+import { lockHold, shrinkHoldPart } from '../db/escrow';
 import { lockAccounts, systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
 import { recordAnswer, recordMoneyStep } from '../db/money-steps';
 import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import { findTransaction, transactionRecord, type TransactionRow } from '../db/transactions';
-import { walletStates } from '../db/wallets';
+import { walletStatesUnlessMade } from '../db/wallets';
 import { computeEscrowFee } from '../domain/fees';
 import { holdPostings, refundPostings, releasePostings } from '../domain/ledger';
 import { minorToMajorNumber } from '../domain/money';
@@ -24,9 +23,10 @@ async function alreadyDone(
   trx: DatabaseTransactionConnection,
   id: string,
   remaining: bigint,
-): Promise<EscrowStepResult | null> {
+): Promise<EscrowStepResult> {
   const done = await findTransaction(trx, id);
-  return done ? stepDone(done, remaining) : null;
+  if (!done) throw new Error(`payment step ${id} was seen written and is gone`);
+  return stepDone(done, remaining);
 }
 
 /** A step made: its payment row travels with the answer, so that the API need not read it. */
@@ -44,11 +44,16 @@ function stepDone(
   };
 }
 
-/** The hold, locked, when it still holds something; a decline otherwise. */
-async function heldHold(trx: DatabaseTransactionConnection, holdId: string) {
-  const hold = await lockHold(trx, holdId);
-  const stillHeld = hold.status === 'held' && hold.escrow_amount > 0n;
-  return { hold, stillHeld };
+/** The hold, locked (db/escrow.ts `lockHold`), and whether it still holds something. */
+async function heldHold(
+  trx: DatabaseTransactionConnection,
+  holdId: string,
+  stepId: string,
+  recipientId: string | null = null,
+) {
+  const locked = await lockHold(trx, holdId, stepId, recipientId);
+  const stillHeld = locked.hold.status === 'held' && locked.hold.escrow_amount > 0n;
+  return { ...locked, stillHeld };
 }
 
 /**
@@ -67,10 +72,16 @@ export function createEscrowActivities(deps: {
     const amount = BigInt(input.amount);
     const answer = recordAnswer(input, input.answer);
     return pool.transaction(async (trx) => {
-      const existing = await findTransaction(trx, input.holdId);
-      if (existing) return stepDone(existing, existing.escrow_amount);
       const recipient = input.recipientWalletId;
-      const states = await walletStates(trx, [input.walletId, ...(recipient ? [recipient] : [])]);
+      const { made, states } = await walletStatesUnlessMade(
+        trx,
+        [input.walletId, ...(recipient ? [recipient] : [])],
+        input.holdId,
+      );
+      if (made) {
+        const existing = await findTransaction(trx, input.holdId);
+        if (existing) return stepDone(existing, existing.escrow_amount);
+      }
       const wallet = states.get(input.walletId);
       const scope = { application_id: input.applicationId, mode: input.mode };
       checkWallet(wallet, scope);
@@ -123,23 +134,15 @@ export function createEscrowActivities(deps: {
     input: ReleaseRequest & { holdId: string },
   ): Promise<EscrowStepResult> {
     return pool.transaction(async (trx) => {
-      const { hold, stillHeld } = await heldHold(trx, input.holdId);
-      const replay = await alreadyDone(trx, input.releaseId, hold.escrow_amount);
-      if (replay) return replay;
-      if (!stillHeld) throw decline('escrow_not_held');
+      const locked = await heldHold(trx, input.holdId, input.releaseId, input.recipientWalletId);
+      const { hold } = locked;
+      if (locked.stepMade) return alreadyDone(trx, input.releaseId, hold.escrow_amount);
+      if (!locked.stillHeld) throw decline('escrow_not_held');
       const amount = input.amount === null ? hold.escrow_amount : BigInt(input.amount);
       if (amount <= 0n) throw decline('validation_failed', 'amount must be greater than 0');
       if (amount > hold.escrow_amount) throw decline('release_exceeds_hold');
-      checkWallet(
-        (await walletStates(trx, [input.recipientWalletId])).get(input.recipientWalletId),
-        hold,
-      );
-      const app = await findApplication(trx, hold.application_id);
-      if (!app) throw new Error(`application ${hold.application_id} does not exist`);
-      const { fee, net } = computeEscrowFee(amount, {
-        bps: app.escrow_fee_bps,
-        fixed: app.escrow_fee_fixed,
-      });
+      checkWallet(locked.recipient, hold);
+      const { fee, net } = computeEscrowFee(amount, locked.fee);
       const escrow = hold.escrow_wallet_id!;
       const feeAccount =
         fee > 0n
@@ -157,7 +160,6 @@ export function createEscrowActivities(deps: {
         ...(feeAccount ? [feeAccount] : []),
       ]);
       const remaining = hold.escrow_amount - amount;
-      await shrinkHold(trx, hold.id, remaining, 'completed');
       const answer = recordAnswer(
         { applicationId: hold.application_id, mode: hold.mode },
         input.answer,
@@ -191,6 +193,7 @@ export function createEscrowActivities(deps: {
             net,
             fee,
           }),
+          alongside: [shrinkHoldPart(hold.id, remaining, 'completed')],
         },
         event: {
           type: 'escrow.released',
@@ -208,15 +211,13 @@ export function createEscrowActivities(deps: {
 
   async function refundFunds(input: RefundRequest & { holdId: string }): Promise<EscrowStepResult> {
     return pool.transaction(async (trx) => {
-      const { hold, stillHeld } = await heldHold(trx, input.holdId);
-      const replay = await alreadyDone(trx, input.refundId, hold.escrow_amount);
-      if (replay) return replay;
+      const { hold, stepMade, stillHeld } = await heldHold(trx, input.holdId, input.refundId);
+      if (stepMade) return alreadyDone(trx, input.refundId, hold.escrow_amount);
       if (!stillHeld) throw decline('escrow_not_held');
       const amount = hold.escrow_amount;
       const sender = hold.wallet_id!;
       const escrow = hold.escrow_wallet_id!;
       await lockAccounts(trx, [sender, escrow]);
-      await shrinkHold(trx, hold.id, 0n, 'reversed');
       const answer = recordAnswer(
         { applicationId: hold.application_id, mode: hold.mode },
         input.answer,
@@ -246,6 +247,7 @@ export function createEscrowActivities(deps: {
             currency: hold.currency,
             amount,
           }),
+          alongside: [shrinkHoldPart(hold.id, 0n, 'reversed')],
         },
         event: {
           type: 'escrow.refunded',

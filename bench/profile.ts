@@ -73,6 +73,8 @@ const LABELS: [RegExp, string][] = [
   [/FROM credentials c JOIN applications/, 'auth: credential + rate limits'],
   [/UPDATE credentials SET last_used/, 'auth: last_used update'],
   [/INSERT INTO rate_limit_counters/, 'rate-limit counter upsert'],
+  // The ledger's statement also writes the event and the request's answer (db/money-steps.ts).
+  [/INSERT INTO ledger_transactions/, 'insert ledger transaction'],
   [/INSERT INTO idempotency_keys/, 'idempotency claim'],
   [/UPDATE idempotency_keys/, 'idempotency complete'],
   [/FROM wallets w\b/, 'wallet lookup (ownedWallet)'],
@@ -80,7 +82,6 @@ const LABELS: [RegExp, string][] = [
   [/FROM transactions WHERE id =/, 'find payment record'],
   [/FROM ledger_accounts[\s\S]*FOR (NO KEY )?UPDATE/, 'lock accounts (FOR NO KEY UPDATE)'],
   [/INSERT INTO transactions/, 'insert payment record'],
-  [/INSERT INTO ledger_transactions/, 'insert ledger transaction'],
   [/INSERT INTO ledger_entries/, 'insert ledger entries'],
   [/INSERT INTO events/, 'insert event (outbox)'],
 ];

@@ -1,3 +1,4 @@
+import type { FragmentSqlToken } from 'slonik';
 import type { Posting } from '../domain/ledger';
 import type { TransactionStatus } from '../domain/types';
 import { countPaymentEnded } from '../observability/metrics';
@@ -43,6 +44,8 @@ export async function recordMoneyStep(
       /** Defaults to the payment's description. */
       description?: string;
       metadata?: Record<string, string | number | boolean | null>;
+      /** More writes of the step for the ledger's statement (an escrow hold's new amount). */
+      alongside?: readonly FragmentSqlToken[];
     };
     /** Absent when nothing is announced (a deposit opened). */
     event?: { type: string; data: (row: TransactionRow) => unknown };
@@ -83,6 +86,7 @@ export async function recordMoneyStep(
         postings: step.ledger.postings,
       },
       [
+        ...(step.ledger.alongside ?? []),
         ...(event ? [eventInsertPart(event)] : []),
         ...(answer ? [answerKeyPart(answer.use, answer.status, answer.body)] : []),
       ],

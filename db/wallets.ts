@@ -109,6 +109,38 @@ export const walletState = z.object({
 });
 export type WalletState = z.infer<typeof walletState>;
 
+const walletStateOrNone = z.object({
+  made: z.boolean(),
+  id: z.string().nullable(),
+  application_id: z.string().nullable(),
+  mode: z.enum(['test', 'live']).nullable(),
+  is_active: z.boolean().nullable(),
+  currency: z.enum(['USD', 'SLE']).nullable(),
+});
+
+/**
+ * `walletStates`, and in the same round trip whether the payment `paymentId` is written
+ * already (a retried step, which answers with it and checks nothing).
+ */
+export async function walletStatesUnlessMade(
+  db: CommonQueryMethods,
+  ids: readonly string[],
+  paymentId: string,
+): Promise<{ made: boolean; states: Map<string, WalletState> }> {
+  const rows = await db.any(sql.type(walletStateOrNone)`
+    SELECT m.made, w.id, w.application_id, w.mode, w.is_active, a.currency
+    FROM (SELECT EXISTS (SELECT 1 FROM transactions WHERE id = ${paymentId}) AS made) m
+    LEFT JOIN (wallets w JOIN ledger_accounts a ON a.id = w.id)
+      ON w.id = ANY(${sql.array([...ids], 'uuid')})`);
+  const states = new Map<string, WalletState>();
+  for (const { id, application_id, mode, is_active, currency } of rows) {
+    if (id !== null && application_id !== null && mode !== null && is_active !== null && currency) {
+      states.set(id, { id, application_id, mode, is_active, currency });
+    }
+  }
+  return { made: rows[0]?.made ?? false, states };
+}
+
 /** What a money step checks of wallets (scope, active, currency), by id, without locking. */
 export async function walletStates(
   db: CommonQueryMethods,

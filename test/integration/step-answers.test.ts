@@ -9,7 +9,12 @@ import type { DatabasePool } from '../../db/pool';
 import { transactionAnswer, transactionFromRecord } from '../../db/transactions';
 import type { Caller } from '../../domain/types';
 import type { TransferInput } from '../../workflows/shared';
-import { balanceOf, createTestDatabase, insertFundedWallet } from '../support/database';
+import {
+  balanceOf,
+  createTestDatabase,
+  insertFundedWallet,
+  roundTripsOf,
+} from '../support/database';
 
 let pool: DatabasePool;
 let caller: Caller;
@@ -61,7 +66,10 @@ const ledgerWrittenAt = (transactionId: string) =>
 describe('a transfer step that stores its request answer', () => {
   it('stores the answer in the transaction that moves the money; a replay finds it', async () => {
     const { key, input } = await claimedTransfer('250');
-    const made = await transferFunds(input);
+    let made: Awaited<ReturnType<typeof transferFunds>> | undefined;
+    // BEGIN, the lock, the payment row, the ledger statement (entries, event, answer), COMMIT.
+    expect(await roundTripsOf(async () => (made = await transferFunds(input)))).toBe(5);
+    if (!made) throw new Error('the step answered nothing');
     expect(made.answered).toBe(true);
     expect(made.transaction).toBeDefined();
     const answer = transactionAnswer(transactionFromRecord(made.transaction!));

@@ -114,6 +114,26 @@ export async function insertFundedWallet(
   return walletId;
 }
 
+/**
+ * The statements `run` sends to Postgres, each a round trip (BEGIN and COMMIT too): every
+ * `pg` client's, so `run` must be the only user of the database meanwhile.
+ */
+export async function roundTripsOf(run: () => Promise<unknown>): Promise<number> {
+  const prototype = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const original = prototype.query;
+  let sent = 0;
+  prototype.query = function countedQuery(this: unknown, ...args: unknown[]): unknown {
+    sent += 1;
+    return original.apply(this, args);
+  };
+  try {
+    await run();
+  } finally {
+    prototype.query = original;
+  }
+  return sent;
+}
+
 /** The steps of a payment's ledger transactions, oldest first. */
 export const ledgerSteps = (pool: DatabasePool, transactionId: string) =>
   pool.anyFirst(sql.type(z.object({ step: z.string() }))`

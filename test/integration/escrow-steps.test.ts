@@ -1,0 +1,171 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { randomUUID } from 'node:crypto';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { createEscrowActivities } from '../../activities/escrow';
+import { createApplication, updateApplication } from '../../db/applications';
+import type { DatabasePool } from '../../db/pool';
+import { setWalletActive } from '../../db/wallets';
+import type { Caller } from '../../domain/types';
+import type { HoldInput } from '../../workflows/shared';
+import {
+  assertLedgerInvariant,
+  balanceOf,
+  createTestDatabase,
+  insertFundedWallet,
+  roundTripsOf,
+  systemBalance,
+} from '../support/database';
+
+let pool: DatabasePool;
+let caller: Caller;
+let other: Caller;
+let steps: ReturnType<typeof createEscrowActivities>;
+
+beforeAll(async () => {
+  ({ pool } = await createTestDatabase());
+  const app = await createApplication(pool, { name: 'escrow steps', baseCurrency: 'SLE' });
+  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
+  const second = await createApplication(pool, { name: 'another', baseCurrency: 'SLE' });
+  other = { applicationId: second.id, mode: 'test', credentialId: randomUUID() };
+  steps = createEscrowActivities({ pool });
+});
+afterAll(async () => pool?.end());
+
+/** A hold of `amount` minor units from a new wallet funded with 10 000, and a recipient. */
+async function held(amount: bigint) {
+  const input: HoldInput = {
+    holdId: randomUUID(),
+    applicationId: caller.applicationId,
+    mode: caller.mode,
+    walletId: await insertFundedWallet(pool, caller, 'SLE', 10_000n),
+    amount: amount.toString(),
+    description: 'escrow steps',
+    recipientWalletId: null,
+    expiresAt: null,
+  };
+  const made = await steps.holdFunds(input);
+  expect(made).toMatchObject({ status: 'done', transactionId: input.holdId });
+  // The helper funds every wallet it makes: the recipient starts at 1.
+  const recipient = await insertFundedWallet(pool, caller, 'SLE', 1n);
+  return { input, recipient };
+}
+
+const holdState = (id: string) =>
+  pool.one(sql.type(z.object({ status: z.string(), escrow_amount: z.bigint() }))`
+    SELECT status, escrow_amount FROM transactions WHERE id = ${id}`);
+
+const declineOf = (step: Promise<unknown>) =>
+  step.then(
+    () => null,
+    (error: unknown) => {
+      expect(error).toBeInstanceOf(ApplicationFailure);
+      return (error as ApplicationFailure).type;
+    },
+  );
+
+describe('escrow steps, each one database transaction', () => {
+  it('releases part with the fee the application has now, then refunds the rest', async () => {
+    await updateApplication(pool, caller.applicationId, { escrowFeeBps: 0, escrowFeeFixed: 0n });
+    const { input, recipient } = await held(3_000n);
+    // Changed after the hold: the release takes the fee as it is at the release.
+    await updateApplication(pool, caller.applicationId, { escrowFeeBps: 250, escrowFeeFixed: 10n });
+    const fees = await systemBalance(pool, caller.applicationId, 'application_fees', 'SLE');
+
+    const releaseId = randomUUID();
+    const release = await steps.releaseFunds({
+      holdId: input.holdId,
+      releaseId,
+      recipientWalletId: recipient,
+      amount: '1000',
+    });
+    expect(release).toMatchObject({ status: 'done', transactionId: releaseId, remaining: '2000' });
+    expect(await holdState(input.holdId)).toEqual({ status: 'held', escrow_amount: 2_000n });
+    expect(await balanceOf(pool, recipient)).toBe(1n + 1_000n - 35n);
+    expect(await systemBalance(pool, caller.applicationId, 'application_fees', 'SLE')).toBe(
+      fees + 35n,
+    );
+
+    const refundId = randomUUID();
+    const refund = await steps.refundFunds({
+      holdId: input.holdId,
+      refundId,
+      reason: 'requested',
+    });
+    expect(refund).toMatchObject({ status: 'done', transactionId: refundId, remaining: '0' });
+    expect(await holdState(input.holdId)).toEqual({ status: 'reversed', escrow_amount: 0n });
+    expect(await balanceOf(pool, input.walletId)).toBe(10_000n - 1_000n);
+    await assertLedgerInvariant(pool);
+  });
+
+  it('a retried step answers with the step made and moves nothing more', async () => {
+    const { input, recipient } = await held(500n);
+    const again = await steps.holdFunds(input);
+    expect(again).toMatchObject({ status: 'done', transactionId: input.holdId, remaining: '500' });
+    const release = {
+      holdId: input.holdId,
+      releaseId: randomUUID(),
+      recipientWalletId: recipient,
+      amount: null,
+    };
+    const first = await steps.releaseFunds(release);
+    const second = await steps.releaseFunds(release);
+    expect(second).toMatchObject({ status: 'done', transactionId: release.releaseId });
+    expect(second).toEqual(first);
+    expect(await holdState(input.holdId)).toEqual({ status: 'completed', escrow_amount: 0n });
+    expect(await balanceOf(pool, input.walletId)).toBe(9_500n);
+    const written = await pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM transactions WHERE parent_id = ${input.holdId}`);
+    expect(written).toBe(1);
+    await assertLedgerInvariant(pool);
+  });
+
+  it('declines a release to a wallet that is missing, another application’s or disabled', async () => {
+    const { input, recipient } = await held(700n);
+    const foreign = await insertFundedWallet(pool, other, 'SLE', 1n);
+    await setWalletActive(pool, recipient, false);
+    const releaseTo = (recipientWalletId: string) =>
+      declineOf(
+        steps.releaseFunds({
+          holdId: input.holdId,
+          releaseId: randomUUID(),
+          recipientWalletId,
+          amount: null,
+        }),
+      );
+    expect(await releaseTo(randomUUID())).toBe('wallet_not_found');
+    expect(await releaseTo(foreign)).toBe('wallet_forbidden');
+    expect(await releaseTo(recipient)).toBe('wallet_disabled');
+    expect(await holdState(input.holdId)).toEqual({ status: 'held', escrow_amount: 700n });
+    expect(await balanceOf(pool, recipient)).toBe(1n);
+  });
+
+  it('takes six round trips a step once the system accounts are known', async () => {
+    await updateApplication(pool, caller.applicationId, { escrowFeeBps: 100, escrowFeeFixed: 0n });
+    const first = await held(1_000n);
+    await steps.releaseFunds({
+      holdId: first.input.holdId,
+      releaseId: randomUUID(),
+      recipientWalletId: first.recipient,
+      amount: '100',
+    });
+    const { input, recipient } = await held(1_000n);
+    const again = { ...input, holdId: randomUUID() };
+    // BEGIN, the wallets' states with whether the step is made, the lock, the payment row, the
+    // ledger statement (entries, event, the hold's new amount), COMMIT.
+    expect(await roundTripsOf(() => steps.holdFunds(again))).toBe(6);
+    const release = {
+      holdId: input.holdId,
+      releaseId: randomUUID(),
+      recipientWalletId: recipient,
+      amount: '100',
+    };
+    expect(await roundTripsOf(() => steps.releaseFunds(release))).toBe(6);
+    const refund = { holdId: input.holdId, refundId: randomUUID(), reason: 'requested' as const };
+    expect(await roundTripsOf(() => steps.refundFunds(refund))).toBe(6);
+    // A retried step: BEGIN, the lock that says it is made, the step's row, COMMIT.
+    expect(await roundTripsOf(() => steps.releaseFunds(release))).toBe(4);
+    expect(await holdState(input.holdId)).toEqual({ status: 'reversed', escrow_amount: 0n });
+    await assertLedgerInvariant(pool);
+  });
+});
