@@ -5,7 +5,8 @@
  * plus tracing) and an instrumented worker, both in the engine's process, and reports per
  * transfer: Postgres round trips and their time (API side and activity side, by statement),
  * the Temporal start and the wait for the result, the workflow's own timeline from its history,
- * the CPU each process spent (and the engine's by thread), and Postgres' own counters. Then the
+ * the CPU each process spent (and the engine's by thread), and Postgres' own counters; then
+ * escrow flows through the same API and worker (round trips, counters and CPU per flow). Then the
  * Temporal server's CPU per workflow by the workflow's shape, and the what-ifs, which run their
  * load in the engine's process.
  *
@@ -415,7 +416,19 @@ export type ProfileReport = {
   whatIfs: WhatIf[];
   serverByShape: ServerCost[];
   visibility: VisibilityCost[];
+  escrow: EscrowProfile;
   text: string;
+};
+
+/** Escrow hold-then-release flows through the same instrumented API and worker. */
+type EscrowProfile = {
+  rate: number;
+  load: LoadResult;
+  /** Per flow (two API requests, two ledger steps), API side and activity side. */
+  apiRoundTrips: number;
+  stepRoundTrips: number;
+  postgres: PostgresCounters;
+  cpuMs: CpuGroups;
 };
 
 export async function runProfile(
@@ -446,6 +459,9 @@ export async function runProfile(
   let threadsAfter: Map<string, number>;
   let countersBefore: PostgresCounters;
   let countersAfter: PostgresCounters;
+  let transferRequests: Trace[];
+  let transferSteps: Trace[];
+  let escrow: EscrowProfile;
   try {
     progress('profile: 3s idle, for the CPU baseline');
     const quiet = cpuSnapshot();
@@ -471,25 +487,22 @@ export async function runProfile(
     cpu = coresUsed(before, cpuSnapshot(), (performance.now() - began) / 1000);
     threadsAfter = threadSnapshot();
     countersAfter = await postgresCounters(engine);
+    transferRequests = requests.splice(0);
+    transferSteps = activities.splice(0);
+    escrow = await escrowFlows(engine, fixture, api.url, idle, options, () => ({
+      requests: requests.splice(0),
+      steps: activities.splice(0),
+    }));
   } finally {
     await api.close();
   }
   const seconds = Math.max(load.elapsed, options.durationS);
-  // Net of what each process burns idle (pollers, timers, background work).
-  const perTransfer = (k: keyof CpuGroups) =>
-    (Math.max(0, cpu[k] - idle[k]) * seconds * 1000) / Math.max(1, load.ok);
-  const cpuMsPerTransfer: CpuGroups = {
-    node: perTransfer('node'),
-    load: perTransfer('load'),
-    postgres: perTransfer('postgres'),
-    temporal: perTransfer('temporal'),
-    other: perTransfer('other'),
-  };
-  const apiSide = side(requests);
-  const temporalStartMs = mean(requests.map((t) => t.temporalStart));
-  const temporalResultMs = mean(requests.map((t) => t.temporalResult));
+  const cpuMsPerTransfer = cpuMsPer(cpu, idle, seconds, load.ok);
+  const apiSide = side(transferRequests);
+  const temporalStartMs = mean(transferRequests.map((t) => t.temporalStart));
+  const temporalResultMs = mean(transferRequests.map((t) => t.temporalResult));
   const apiDbAwaited = mean(
-    requests.map((t) =>
+    transferRequests.map((t) =>
       t.queries.filter((q) => !q.label.startsWith('DISCARD')).reduce((a, q) => a + q.ms, 0),
     ),
   );
@@ -507,10 +520,10 @@ export async function runProfile(
       temporalResultMs,
       otherMs: apiSide.meanMs - apiDbAwaited - temporalStartMs - temporalResultMs,
     },
-    activity: side(activities),
+    activity: side(transferSteps),
     workflowTimeline: await timeline(
       engine,
-      requests
+      transferRequests
         .flatMap((t) => t.workflowIds)
         .filter((_, i) => i % 5 === 0)
         .slice(0, 40),
@@ -518,8 +531,67 @@ export async function runProfile(
     whatIfs: await whatIfs(engine, fixture, options.tuning),
     serverByShape: await serverByShape(engine, options.tuning),
     visibility: await visibilitySchemaCost(engine, options.signal),
+    escrow,
   };
   return { ...report, text: render(report) };
+}
+
+/**
+ * Escrow flows (a hold, then its release: bench/senders.ts) at half the transfers' rate through
+ * the instrumented API: round trips per flow on each side, Postgres' counters and the CPU per
+ * flow. `taken` hands over (and clears) the traces recorded since the last call.
+ */
+async function escrowFlows(
+  engine: Engine,
+  fixture: Fixture,
+  apiUrl: string,
+  idle: CpuGroups,
+  options: { rate: number; durationS: number; load: LoadProcess; signal?: AbortSignal },
+  taken: () => { requests: Trace[]; steps: Trace[] },
+): Promise<EscrowProfile> {
+  const rate = Math.max(1, Math.round(options.rate / 2));
+  progress(`profile: ${rate} escrow flows/s for ${options.durationS}s, traced`);
+  const countersBefore = await postgresCounters(engine);
+  taken();
+  const before = cpuSnapshot();
+  const began = performance.now();
+  const load = await options.load.run(
+    {
+      sender: { kind: 'escrow', apiUrl, headers: fixture.headers, wallets: fixture.wallets },
+      shape: { kind: 'open', rate, durationS: options.durationS },
+    },
+    options.signal,
+  );
+  const cpu = coresUsed(before, cpuSnapshot(), (performance.now() - began) / 1000);
+  const { requests, steps } = taken();
+  const countersAfter = await postgresCounters(engine);
+  const flows = Math.max(1, load.ok);
+  const trips = (traces_: readonly Trace[]) =>
+    traces_.reduce((a, t) => a + t.queries.length, 0) / flows;
+  return {
+    rate,
+    load,
+    apiRoundTrips: trips(requests),
+    stepRoundTrips: trips(steps),
+    postgres: countersPer(countersBefore, countersAfter, flows),
+    cpuMs: cpuMsPer(cpu, idle, Math.max(load.elapsed, options.durationS), flows),
+  };
+}
+
+/**
+ * CPU milliseconds per operation by process, from the cores busy over `seconds`, net of what
+ * each process burns idle (pollers, timers, background work).
+ */
+function cpuMsPer(cpu: CpuGroups, idle: CpuGroups, seconds: number, operations: number) {
+  const per = (k: keyof CpuGroups) =>
+    (Math.max(0, cpu[k] - idle[k]) * seconds * 1000) / Math.max(1, operations);
+  return {
+    node: per('node'),
+    load: per('load'),
+    postgres: per('postgres'),
+    temporal: per('temporal'),
+    other: per('other'),
+  } satisfies CpuGroups;
 }
 
 const f1 = (n: number) => (Number.isNaN(n) ? '-' : n.toFixed(1));
@@ -585,6 +657,17 @@ function render(r: Omit<ProfileReport, 'text'>): string {
         `  node ${shape.nodeMs.map(f1).join(' / ')} ms`,
     );
   }
+  const e = r.escrow;
+  lines.push(
+    '',
+    `  Escrow hold + release: ${e.load.ok} flows at ${e.rate}/s (open model), the same API and worker`,
+    `    Postgres round trips per flow: ${(e.apiRoundTrips + e.stepRoundTrips).toFixed(1)} ` +
+      `(API ${e.apiRoundTrips.toFixed(1)} in 2 requests, ledger steps ${e.stepRoundTrips.toFixed(1)} in 2)`,
+    `    Postgres' counters per flow: ${e.postgres.commits.toFixed(2)} commits, ` +
+      `${e.postgres.inserted.toFixed(2)} rows inserted, ${e.postgres.updated.toFixed(2)} updated`,
+    `    CPU per flow, net of idle: node ${f1(e.cpuMs.node)} ms, load generator ${f1(e.cpuMs.load)} ms, ` +
+      `Postgres ${f1(e.cpuMs.postgres)} ms, Temporal server ${f1(e.cpuMs.temporal)} ms`,
+  );
   lines.push('', ...renderVisibilityCost(r.visibility));
   lines.push('', "  What-ifs (closed loop, 5s each, load in the engine's process)");
   for (const w of r.whatIfs) {
