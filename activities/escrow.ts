@@ -73,7 +73,7 @@ export function createEscrowActivities(deps: {
     const answer = recordAnswer(input, input.answer);
     return pool.transaction(async (trx) => {
       const recipient = input.recipientWalletId;
-      const { made, states } = await walletStatesUnlessMade(
+      const { made, at, states } = await walletStatesUnlessMade(
         trx,
         [input.walletId, ...(recipient ? [recipient] : [])],
         input.holdId,
@@ -125,6 +125,7 @@ export function createEscrowActivities(deps: {
         },
         event: { type: 'escrow.held', data: transactionEventData },
         ...answer,
+        at,
       });
       return stepDone(hold, amount, answer);
     });
@@ -204,6 +205,7 @@ export function createEscrowActivities(deps: {
           }),
         },
         ...answer,
+        at: locked.at,
       });
       return stepDone(release, remaining, answer);
     });
@@ -211,7 +213,7 @@ export function createEscrowActivities(deps: {
 
   async function refundFunds(input: RefundRequest & { holdId: string }): Promise<EscrowStepResult> {
     return pool.transaction(async (trx) => {
-      const { hold, stepMade, stillHeld } = await heldHold(trx, input.holdId, input.refundId);
+      const { hold, stepMade, stillHeld, at } = await heldHold(trx, input.holdId, input.refundId);
       if (stepMade) return alreadyDone(trx, input.refundId, hold.escrow_amount);
       if (!stillHeld) throw decline('escrow_not_held');
       const amount = hold.escrow_amount;
@@ -254,6 +256,7 @@ export function createEscrowActivities(deps: {
           data: (row) => ({ ...transactionEventData(row), hold_id: hold.id, reason: input.reason }),
         },
         ...answer,
+        at,
       });
       return stepDone(refund, 0n, answer);
     });

@@ -53,6 +53,7 @@ export function createTransferActivities(deps: { pool: DatabasePool }) {
         ledger: { postings: transferPostings(from.id, to.id, from.currency, amount) },
         event: { type: 'transfer.completed', data: transactionEventData },
         ...recordAnswer(input, input.answer),
+        at: from.at,
       });
       return {
         transactionId: input.transactionId,

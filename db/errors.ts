@@ -1,3 +1,5 @@
+import { InvalidInputError } from 'slonik';
+
 /**
  * Reading the database's errors by their SQLSTATE and constraint name, never by message text
  * (messages change with the server's version and locale). Slonik wraps the driver's error, so
@@ -36,12 +38,16 @@ export function uniqueViolation(error: unknown): string | null {
 
 /**
  * An error that no retry can cure: the statement's data is refused (class 22, for example a NUL
- * character in text or an unsupported Unicode escape in JSON) or breaks an integrity rule
- * (class 23, for example a check constraint). A unique violation is left out: in an idempotent
+ * character in text or an unsupported Unicode escape in JSON; or slonik's own InvalidInputError)
+ * or breaks an integrity rule (class 23, for example a check constraint). A unique violation is left out: in an idempotent
  * step it means a concurrent attempt wrote the row first, and the retry finds it. Connection
  * errors, serialization failures (40001), deadlocks (40P01) and timeouts stay retryable.
  */
 export function isPermanentDatabaseError(error: unknown): boolean {
+  // Slonik refuses some values itself, before the statement is sent (a NUL character in a JSON
+  // value), and reports 22P02 (invalid_text_representation) without its code: both as its
+  // InvalidInputError, whose other uses (an empty or multi-statement query) no retry cures either.
+  for (const e of chain(error)) if (e instanceof InvalidInputError) return true;
   const state = sqlState(error);
   if (state === null || state === UNIQUE_VIOLATION) return false;
   return state.startsWith('22') || state.startsWith('23');

@@ -5,6 +5,7 @@ import type { WalletState } from './wallets';
 
 const lockedHold = transactionRow.extend({
   step_made: z.boolean(),
+  at: z.string(),
   escrow_fee_bps: z.number().int(),
   escrow_fee_fixed: z.bigint(),
   recipient_application_id: z.string().nullable(),
@@ -18,6 +19,8 @@ export type LockedHold = {
   hold: TransactionRow;
   /** The step's own payment row is written already: a retry, answered with that step. */
   stepMade: boolean;
+  /** The database transaction's `now()` (for db/money-steps.ts). */
+  at: string;
   /** The application's escrow fee, as it is now. */
   fee: { bps: number; fixed: bigint };
   /** The state of the wallet a release pays (undefined: no such wallet, or none asked). */
@@ -26,8 +29,8 @@ export type LockedHold = {
 
 /**
  * The hold, locked for one money step (it must exist), and in the same round trip what the step
- * reads next: whether the step `stepId` is written already, the application's escrow fee and
- * the recipient wallet's state (a release). Every step of a hold locks it first, so the lock
+ * reads next: whether the step `stepId` is written already, the application's escrow fee, the
+ * recipient wallet's state (a release) and the database transaction's `now()`. Every step of a hold locks it first, so the lock
  * orders the steps; a step written by an attempt that committed while this one waited for the
  * lock is not seen by this statement's snapshot, and the step's insert then meets its primary
  * key: a retryable error (db/errors.ts), and the retry answers with that step.
@@ -39,7 +42,7 @@ export async function lockHold(
   recipientId: string | null = null,
 ): Promise<LockedHold> {
   const row = await trx.maybeOne(sql.type(lockedHold)`
-    SELECT t.*, EXISTS (SELECT 1 FROM transactions s WHERE s.id = ${stepId}) AS step_made,
+    SELECT t.*, EXISTS (SELECT 1 FROM transactions s WHERE s.id = ${stepId}) AS step_made, now() AS at,
       app.escrow_fee_bps, app.escrow_fee_fixed,
       rw.application_id AS recipient_application_id, rw.mode AS recipient_mode,
       rw.is_active AS recipient_is_active, ra.currency AS recipient_currency
@@ -52,7 +55,7 @@ export async function lockHold(
     LEFT JOIN wallets rw ON rw.id = ${recipientId}::uuid
     LEFT JOIN ledger_accounts ra ON ra.id = rw.id`);
   if (!row) throw new Error(`escrow hold ${holdId} has no record`);
-  const { step_made, escrow_fee_bps, escrow_fee_fixed, ...rest } = row;
+  const { step_made, at, escrow_fee_bps, escrow_fee_fixed, ...rest } = row;
   const {
     recipient_application_id: application_id,
     recipient_mode: mode,
@@ -63,6 +66,7 @@ export async function lockHold(
   return {
     hold,
     stepMade: step_made,
+    at,
     fee: { bps: escrow_fee_bps, fixed: escrow_fee_fixed },
     recipient:
       recipientId && application_id !== null && mode !== null && is_active !== null && currency

@@ -11,6 +11,8 @@ import {
   insertTransaction,
   setTransactionStatus,
   transactionAnswer,
+  transactionInsertPart,
+  writtenTransaction,
   type NewTransaction,
   type TransactionRow,
 } from './transactions';
@@ -54,12 +56,24 @@ export async function recordMoneyStep(
      * with the step (db/idempotency.ts `answerKeyPart`): the API then stores nothing itself.
      */
     answer?: StepAnswer;
+    /**
+     * The database transaction's `now()`, read by one of its earlier statements (the step's
+     * lock): a new payment row that moves money is then written by the ledger's statement, one
+     * round trip for all, as it will read back (db/transactions.ts `writtenTransaction`).
+     */
+    at?: string;
   },
 ): Promise<TransactionRow> {
+  const fresh = 'type' in step.transaction ? step.transaction : null;
+  // A new row of a step that moves money, its transaction's now() known: the ledger's statement
+  // writes it, and this is the row as it will read back.
+  const inLedger =
+    fresh && step.ledger && step.at !== undefined ? writtenTransaction(fresh, step.at) : null;
   const row =
-    'type' in step.transaction
-      ? await insertTransaction(trx, step.transaction)
-      : await setTransactionStatus(trx, step.transaction.id, step.transaction.status);
+    inLedger ??
+    (fresh
+      ? await insertTransaction(trx, fresh)
+      : await setTransactionStatus(trx, step.transaction.id, step.transaction.status));
   const event = step.event && {
     applicationId: row.application_id,
     mode: row.mode,
@@ -73,7 +87,8 @@ export async function recordMoneyStep(
     body: step.answer.body(row),
   };
   if (step.ledger) {
-    // The event and the answer are written by the ledger's statement: one round trip for all.
+    // The new row, the event and the answer are written by the ledger's statement: one round
+    // trip for all.
     await postLedgerTransaction(
       trx,
       {
@@ -86,6 +101,7 @@ export async function recordMoneyStep(
         postings: step.ledger.postings,
       },
       [
+        ...(inLedger && fresh ? [transactionInsertPart(fresh)] : []),
         ...(step.ledger.alongside ?? []),
         ...(event ? [eventInsertPart(event)] : []),
         ...(answer ? [answerKeyPart(answer.use, answer.status, answer.body)] : []),

@@ -85,15 +85,54 @@ export async function insertTransaction(
   t: NewTransaction,
 ): Promise<TransactionRow> {
   return db.one(sql.type(transactionRow)`
-    INSERT INTO transactions (id, application_id, mode, transaction_type, status, currency, amount,
+    INSERT INTO transactions ${transactionValues(t)} RETURNING ${transactionColumns}`);
+}
+
+/**
+ * `insertTransaction` as a part of another statement's WITH (db/ledger.ts `alongside`); the row
+ * it writes is `writtenTransaction(t, at)`.
+ */
+export function transactionInsertPart(t: NewTransaction): FragmentSqlToken {
+  return sql.fragment`payment_written AS (INSERT INTO transactions ${transactionValues(t)})`;
+}
+
+/**
+ * The row `insertTransaction` writes, as it reads back, in a database transaction whose `now()`
+ * is `at` (every timestamp default is `now()`, the transaction's start, the same for each of
+ * its statements; no trigger changes the row).
+ */
+export function writtenTransaction(t: NewTransaction, at: string): TransactionRow {
+  return {
+    id: t.id,
+    application_id: t.applicationId,
+    mode: t.mode,
+    transaction_type: t.type,
+    status: t.status,
+    wallet_id: t.walletId ?? null,
+    recipient_wallet_id: t.recipientWalletId ?? null,
+    escrow_wallet_id: t.escrowWalletId ?? null,
+    application_wallet_id: t.applicationWalletId ?? null,
+    currency: t.currency,
+    amount: t.amount,
+    escrow_amount: t.escrowAmount ?? 0n,
+    application_fee: t.applicationFee ?? null,
+    description: t.description ?? '',
+    provider_reference: t.providerReference ?? null,
+    workflow_id: t.workflowId ?? null,
+    created_at: at,
+    updated_at: at,
+  };
+}
+
+function transactionValues(t: NewTransaction): FragmentSqlToken {
+  return sql.fragment`(id, application_id, mode, transaction_type, status, currency, amount,
       wallet_id, recipient_wallet_id, escrow_wallet_id, application_wallet_id, escrow_amount,
       application_fee, description, provider_reference, workflow_id, parent_id, metadata)
     VALUES (${t.id}, ${t.applicationId}, ${t.mode}, ${t.type}, ${t.status}, ${t.currency},
       ${t.amount.toString()}, ${t.walletId ?? null}, ${t.recipientWalletId ?? null},
       ${t.escrowWalletId ?? null}, ${t.applicationWalletId ?? null}, ${(t.escrowAmount ?? 0n).toString()},
       ${t.applicationFee?.toString() ?? null}, ${t.description ?? ''}, ${t.providerReference ?? null},
-      ${t.workflowId ?? null}, ${t.parentId ?? null}, ${sql.jsonb(JSON.parse(JSON.stringify(t.metadata ?? {})) as never)})
-    RETURNING ${transactionColumns}`);
+      ${t.workflowId ?? null}, ${t.parentId ?? null}, ${sql.jsonb(JSON.parse(JSON.stringify(t.metadata ?? {})) as never)})`;
 }
 
 export async function findTransaction(

@@ -111,6 +111,7 @@ export type WalletState = z.infer<typeof walletState>;
 
 const walletStateOrNone = z.object({
   made: z.boolean(),
+  at: z.string(),
   id: z.string().nullable(),
   application_id: z.string().nullable(),
   mode: z.enum(['test', 'live']).nullable(),
@@ -120,16 +121,17 @@ const walletStateOrNone = z.object({
 
 /**
  * `walletStates`, and in the same round trip whether the payment `paymentId` is written
- * already (a retried step, which answers with it and checks nothing).
+ * already (a retried step, which answers with it and checks nothing) and the database
+ * transaction's `now()` (`at`, for db/money-steps.ts).
  */
 export async function walletStatesUnlessMade(
   db: CommonQueryMethods,
   ids: readonly string[],
   paymentId: string,
-): Promise<{ made: boolean; states: Map<string, WalletState> }> {
+): Promise<{ made: boolean; at: string; states: Map<string, WalletState> }> {
   const rows = await db.any(sql.type(walletStateOrNone)`
-    SELECT m.made, w.id, w.application_id, w.mode, w.is_active, a.currency
-    FROM (SELECT EXISTS (SELECT 1 FROM transactions WHERE id = ${paymentId}) AS made) m
+    SELECT m.made, m.at, w.id, w.application_id, w.mode, w.is_active, a.currency
+    FROM (SELECT EXISTS (SELECT 1 FROM transactions WHERE id = ${paymentId}) AS made, now() AS at) m
     LEFT JOIN (wallets w JOIN ledger_accounts a ON a.id = w.id)
       ON w.id = ANY(${sql.array([...ids], 'uuid')})`);
   const states = new Map<string, WalletState>();
@@ -138,7 +140,9 @@ export async function walletStatesUnlessMade(
       states.set(id, { id, application_id, mode, is_active, currency });
     }
   }
-  return { made: rows[0]?.made ?? false, states };
+  const [first] = rows;
+  if (!first) throw new Error('the wallets query answered no row');
+  return { made: first.made, at: first.at, states };
 }
 
 /** What a money step checks of wallets (scope, active, currency), by id, without locking. */

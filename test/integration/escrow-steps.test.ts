@@ -7,7 +7,8 @@ import { createApplication, updateApplication } from '../../db/applications';
 import type { DatabasePool } from '../../db/pool';
 import { setWalletActive } from '../../db/wallets';
 import type { Caller } from '../../domain/types';
-import type { HoldInput } from '../../workflows/shared';
+import type { EscrowStepResult, HoldInput } from '../../workflows/shared';
+import { findTransaction, transactionRecord } from '../../db/transactions';
 import {
   assertLedgerInvariant,
   balanceOf,
@@ -140,7 +141,7 @@ describe('escrow steps, each one database transaction', () => {
     expect(await balanceOf(pool, recipient)).toBe(1n);
   });
 
-  it('takes six round trips a step once the system accounts are known', async () => {
+  it('takes five round trips a step once the system accounts are known', async () => {
     await updateApplication(pool, caller.applicationId, { escrowFeeBps: 100, escrowFeeFixed: 0n });
     const first = await held(1_000n);
     await steps.releaseFunds({
@@ -151,21 +152,26 @@ describe('escrow steps, each one database transaction', () => {
     });
     const { input, recipient } = await held(1_000n);
     const again = { ...input, holdId: randomUUID() };
-    // BEGIN, the wallets' states with whether the step is made, the lock, the payment row, the
-    // ledger statement (entries, event, the hold's new amount), COMMIT.
-    expect(await roundTripsOf(() => steps.holdFunds(again))).toBe(6);
+    // BEGIN, the wallets' states (with whether the step is made and the transaction's now()),
+    // the accounts' lock, the ledger statement (the payment row, the entries, the event, the
+    // hold's new amount), COMMIT.
+    expect(await roundTripsOf(() => steps.holdFunds(again))).toBe(5);
     const release = {
       holdId: input.holdId,
       releaseId: randomUUID(),
       recipientWalletId: recipient,
       amount: '100',
     };
-    expect(await roundTripsOf(() => steps.releaseFunds(release))).toBe(6);
+    let released: EscrowStepResult | undefined;
+    expect(await roundTripsOf(async () => (released = await steps.releaseFunds(release)))).toBe(5);
     const refund = { holdId: input.holdId, refundId: randomUUID(), reason: 'requested' as const };
-    expect(await roundTripsOf(() => steps.refundFunds(refund))).toBe(6);
+    expect(await roundTripsOf(() => steps.refundFunds(refund))).toBe(5);
     // A retried step: BEGIN, the lock that says it is made, the step's row, COMMIT.
     expect(await roundTripsOf(() => steps.releaseFunds(release))).toBe(4);
     expect(await holdState(input.holdId)).toEqual({ status: 'reversed', escrow_amount: 0n });
+    // The row a step answers with, written by the ledger's statement, is the row as it reads back.
+    const stored = await findTransaction(pool, release.releaseId);
+    expect(released).toMatchObject({ transaction: stored && transactionRecord(stored) });
     await assertLedgerInvariant(pool);
   });
 });

@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
-import { sql } from 'slonik';
+import { InvalidInputError, sql } from 'slonik';
 import { z } from 'zod';
 import { createActivities } from '../../activities';
 import { loadConfig } from '../../config';
@@ -110,6 +110,14 @@ describe('a database error that no retry can cure', () => {
     );
     expect(sqlState(refused)).toBe('22021');
     expect(isPermanentDatabaseError(refused)).toBe(true);
+    // A NUL in a JSON value, refused by slonik before it is sent, as its InvalidInputError.
+    const badJson = await (async () =>
+      pool.query(sql.unsafe`SELECT ${sql.jsonb({ note: 'a\u0000b' })}`))().then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(badJson).toBeInstanceOf(InvalidInputError);
+    expect(isPermanentDatabaseError(badJson)).toBe(true);
     const cancelled = await pool
       .transaction(async (trx) => {
         await trx.query(sql.unsafe`SET LOCAL statement_timeout = 1`);

@@ -6,7 +6,12 @@ import { createTransferActivities } from '../../activities/transfer';
 import { createApplication } from '../../db/applications';
 import { claimIdempotencyKey, completeIdempotencyKey } from '../../db/idempotency';
 import type { DatabasePool } from '../../db/pool';
-import { transactionAnswer, transactionFromRecord } from '../../db/transactions';
+import {
+  findTransaction,
+  transactionAnswer,
+  transactionFromRecord,
+  transactionRecord,
+} from '../../db/transactions';
 import type { Caller } from '../../domain/types';
 import type { TransferInput } from '../../workflows/shared';
 import {
@@ -67,9 +72,13 @@ describe('a transfer step that stores its request answer', () => {
   it('stores the answer in the transaction that moves the money; a replay finds it', async () => {
     const { key, input } = await claimedTransfer('250');
     let made: Awaited<ReturnType<typeof transferFunds>> | undefined;
-    // BEGIN, the lock, the payment row, the ledger statement (entries, event, answer), COMMIT.
-    expect(await roundTripsOf(async () => (made = await transferFunds(input)))).toBe(5);
+    // BEGIN, the lock (with the transaction's now()), the ledger statement (the payment row,
+    // the entries, the event, the answer), COMMIT.
+    expect(await roundTripsOf(async () => (made = await transferFunds(input)))).toBe(4);
     if (!made) throw new Error('the step answered nothing');
+    // The row the step answers with is the row as it reads back, to the millisecond.
+    const stored = await findTransaction(pool, input.transactionId);
+    expect(stored && transactionRecord(stored)).toEqual(made.transaction);
     expect(made.answered).toBe(true);
     expect(made.transaction).toBeDefined();
     const answer = transactionAnswer(transactionFromRecord(made.transaction!));
