@@ -1,10 +1,12 @@
 import { z } from 'zod';
-import { transactionAnswer, type TransactionRow } from '../db/transactions';
+import type { CommonQueryMethods } from '../db/pool';
+import { madeStepRow, transactionAnswer, type TransactionRow } from '../db/transactions';
 import type { UserRow } from '../db/users';
 import type { WalletRow } from '../db/wallets';
 import type { WebhookSubscriptionRow } from '../db/webhook-subscriptions';
 import { minorToMajorNumber } from '../domain/money';
 import { TRANSACTION_STATUSES, TRANSACTION_TYPES } from '../domain/types';
+import type { TransactionRecord } from '../workflows/shared';
 
 export const UserBody = z
   .object({
@@ -92,6 +94,21 @@ export function walletBody(w: WalletRow): z.infer<typeof WalletBody> {
 /** The record as the API shows it; a money step stores it as its request's answer. */
 export function transactionBody(t: TransactionRow): z.infer<typeof TransactionBody> {
   return transactionAnswer(t);
+}
+
+/**
+ * The answer to a request whose money step is made (db/transactions.ts `madeStepRow`), with
+ * `answered` when the step stored it under the request's Idempotency-Key already, in the
+ * transaction that moved the money: the pipeline then stores nothing itself.
+ */
+export async function madeStepAnswer(
+  db: CommonQueryMethods,
+  done: { transactionId: string; transaction?: TransactionRecord; answered?: true },
+) {
+  return {
+    body: transactionBody(await madeStepRow(db, done)),
+    ...(done.answered && { answered: true }),
+  };
 }
 
 /** A payment's status after the engine asked or told its workflow (sync, simulated webhook). */

@@ -1,13 +1,14 @@
 import { sql, type DatabaseTransactionConnection, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 import { transactionColumns, transactionRow, type TransactionRow } from './transactions';
-import type { WalletState } from './wallets';
+import { joinedWalletState, type WalletState } from './wallets';
 
 const lockedHold = transactionRow.extend({
   step_made: z.boolean(),
   at: z.string(),
   escrow_fee_bps: z.number().int(),
   escrow_fee_fixed: z.bigint(),
+  recipient_id: z.string().nullable(),
   recipient_application_id: z.string().nullable(),
   recipient_mode: z.enum(['test', 'live']).nullable(),
   recipient_is_active: z.boolean().nullable(),
@@ -30,10 +31,11 @@ export type LockedHold = {
 /**
  * The hold, locked for one money step (it must exist), and in the same round trip what the step
  * reads next: whether the step `stepId` is written already, the application's escrow fee, the
- * recipient wallet's state (a release) and the database transaction's `now()`. Every step of a hold locks it first, so the lock
- * orders the steps; a step written by an attempt that committed while this one waited for the
- * lock is not seen by this statement's snapshot, and the step's insert then meets its primary
- * key: a retryable error (db/errors.ts), and the retry answers with that step.
+ * recipient wallet's state (a release) and the database transaction's `now()`. Every step of a
+ * hold locks it first, so the lock orders the steps; a step written by an attempt that
+ * committed while this one waited for the lock is not seen by this statement's snapshot, and
+ * the step's insert then meets its primary key: a retryable error (db/errors.ts), and the
+ * retry answers with that step.
  */
 export async function lockHold(
   trx: DatabaseTransactionConnection,
@@ -44,7 +46,7 @@ export async function lockHold(
   const row = await trx.maybeOne(sql.type(lockedHold)`
     SELECT t.*, EXISTS (SELECT 1 FROM transactions s WHERE s.id = ${stepId}) AS step_made, now() AS at,
       app.escrow_fee_bps, app.escrow_fee_fixed,
-      rw.application_id AS recipient_application_id, rw.mode AS recipient_mode,
+      rw.id AS recipient_id, rw.application_id AS recipient_application_id, rw.mode AS recipient_mode,
       rw.is_active AS recipient_is_active, ra.currency AS recipient_currency
     FROM (
       SELECT ${transactionColumns} FROM transactions
@@ -57,6 +59,7 @@ export async function lockHold(
   if (!row) throw new Error(`escrow hold ${holdId} has no record`);
   const { step_made, at, escrow_fee_bps, escrow_fee_fixed, ...rest } = row;
   const {
+    recipient_id: id,
     recipient_application_id: application_id,
     recipient_mode: mode,
     recipient_is_active: is_active,
@@ -68,10 +71,7 @@ export async function lockHold(
     stepMade: step_made,
     at,
     fee: { bps: escrow_fee_bps, fixed: escrow_fee_fixed },
-    recipient:
-      recipientId && application_id !== null && mode !== null && is_active !== null && currency
-        ? { id: recipientId, application_id, mode, is_active, currency }
-        : undefined,
+    recipient: joinedWalletState({ id, application_id, mode, is_active, currency }),
   };
 }
 

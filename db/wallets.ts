@@ -109,6 +109,17 @@ export const walletState = z.object({
 });
 export type WalletState = z.infer<typeof walletState>;
 
+/** A wallet's state as an outer join reads it: every column null when there is no wallet. */
+type JoinedWalletState = { [K in keyof WalletState]: WalletState[K] | null };
+
+/** The state an outer join read (`JoinedWalletState`), or undefined when it found no wallet. */
+export function joinedWalletState(s: JoinedWalletState): WalletState | undefined {
+  const { id, application_id, mode, is_active, currency } = s;
+  return id !== null && application_id !== null && mode !== null && is_active !== null && currency
+    ? { id, application_id, mode, is_active, currency }
+    : undefined;
+}
+
 const walletStateOrNone = z.object({
   made: z.boolean(),
   at: z.string(),
@@ -135,10 +146,9 @@ export async function walletStatesUnlessMade(
     LEFT JOIN (wallets w JOIN ledger_accounts a ON a.id = w.id)
       ON w.id = ANY(${sql.array([...ids], 'uuid')})`);
   const states = new Map<string, WalletState>();
-  for (const { id, application_id, mode, is_active, currency } of rows) {
-    if (id !== null && application_id !== null && mode !== null && is_active !== null && currency) {
-      states.set(id, { id, application_id, mode, is_active, currency });
-    }
+  for (const row of rows) {
+    const state = joinedWalletState(row);
+    if (state) states.set(state.id, state);
   }
   const [first] = rows;
   if (!first) throw new Error('the wallets query answered no row');

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { findTransaction, madeStepRow, type TransactionRow } from '../../db/transactions';
+import { findTransaction, type TransactionRow } from '../../db/transactions';
 import type { Caller } from '../../domain/types';
 import { escrowWorkflow } from '../../workflows/escrow';
 import { workflowIds } from '../../workflows/ids';
@@ -14,7 +14,7 @@ import { AppError, errorResponse, notFound, unlessDeclined } from '../errors';
 import { answerUnderKey, idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { PositiveAmount } from '../schemas';
-import { TransactionBody, transactionBody } from '../serializers';
+import { TransactionBody, madeStepAnswer, transactionBody } from '../serializers';
 import { startPaymentWithUpdate, withDeadline } from '../temporal';
 
 const HoldRequest = z.object({
@@ -46,14 +46,6 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
     const row = await findTransaction(pool, id);
     if (row && row.transaction_type !== 'escrow_hold') throw notFound('Escrow transaction');
     return assertOwned(caller, row, 'Escrow transaction');
-  }
-
-  /** The step's record; `answered` when the step stored it under the request's key. */
-  async function recorded(done: StepDone) {
-    return {
-      body: transactionBody(await madeStepRow(pool, done)),
-      ...(done.answered && { answered: true }),
-    };
   }
 
   /** Runs a release or refund update; the update id (from the Idempotency-Key) dedupes retries. */
@@ -154,7 +146,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           // nothing and a rerun might hold: the `hold` update answers it, as the workflow records.
           answerLocally: (result) => result.status === 'done',
         });
-        return recorded(unlessDeclined(result));
+        return madeStepAnswer(pool, unlessDeclined(result));
       },
     }),
     defineRoute({
@@ -224,7 +216,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
             }),
           );
         });
-        return recorded(done);
+        return madeStepAnswer(pool, done);
       },
     }),
     defineRoute({
@@ -257,7 +249,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
             }),
           );
         });
-        return recorded(done);
+        return madeStepAnswer(pool, done);
       },
     }),
   ];

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { madeStepRow } from '../../db/transactions';
 import { workflowIds } from '../../workflows/ids';
 import { transferWorkflow } from '../../workflows/transfer';
 import { checkPaymentWallets } from '../access';
@@ -8,7 +7,7 @@ import { AppError, unlessDeclined, errorResponse } from '../errors';
 import { answerUnderKey, idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { PositiveAmount } from '../schemas';
-import { TransactionBody, transactionBody } from '../serializers';
+import { TransactionBody, madeStepAnswer } from '../serializers';
 import { paymentSearchAttributes, runPaymentWorkflow } from '../temporal';
 
 const TransferRequest = z.object({
@@ -76,12 +75,7 @@ export function transferRoutes(deps: ApiDeps): Route[] {
             answerLocally: (result) => result.status === 'completed',
           }),
         );
-        return {
-          body: transactionBody(await madeStepRow(pool, completed)),
-          // The ledger step stored this answer under the key, in the transaction that moved
-          // the money: the pipeline need not store it again.
-          ...(completed.answered && { answered: true }),
-        };
+        return madeStepAnswer(pool, completed);
       },
     }),
   ];
