@@ -134,6 +134,22 @@ export function cpuSnapshot(): CpuGroups {
   };
 }
 
+/**
+ * Cores busy on average over several windows (the interleaved rows' bursts of one kind), from
+ * each window's CPU seconds by group (`coresUsed` over 1 s) and its length in seconds.
+ */
+export function coresOver(windows: readonly { cpu: CpuGroups; seconds: number }[]): CpuGroups {
+  const seconds = windows.reduce((a, w) => a + w.seconds, 0);
+  const busy = (k: keyof CpuGroups) => windows.reduce((a, w) => a + w.cpu[k], 0) / seconds;
+  return {
+    node: busy('node'),
+    load: busy('load'),
+    postgres: busy('postgres'),
+    temporal: busy('temporal'),
+    other: busy('other'),
+  };
+}
+
 /** Cores used by each group between two snapshots `seconds` apart. */
 export function coresUsed(before: CpuGroups, after: CpuGroups, seconds: number): CpuGroups {
   const f = (k: keyof CpuGroups) => (after[k] - before[k]) / seconds;

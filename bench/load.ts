@@ -153,3 +153,31 @@ export async function closedLoop(options: {
   // Requests still running at the end are counted in `sent` and their time in `elapsed`.
   return summarize(latencies, errorKinds, sent, now() - measureFrom, options.durationS * 1000);
 }
+
+/**
+ * Runs of the same load as one result (the interleaved rows' bursts): the completions over the
+ * sum of their measured windows (a run that completed nothing counts its elapsed time). Latency
+ * percentiles cannot be combined without the latencies: NaN.
+ */
+export function combineResults(results: readonly LoadResult[]): LoadResult {
+  const sum = (f: (r: LoadResult) => number) => results.reduce((a, r) => a + f(r), 0);
+  const errorKinds: Record<string, number> = {};
+  for (const r of results) {
+    for (const [kind, n] of Object.entries(r.errorKinds)) {
+      errorKinds[kind] = (errorKinds[kind] ?? 0) + n;
+    }
+  }
+  const windows = sum((r) => (r.throughput > 0 ? r.ok / r.throughput : r.elapsed));
+  const ok = sum((r) => r.ok);
+  return {
+    sent: sum((r) => r.sent),
+    ok,
+    errors: sum((r) => r.errors),
+    errorKinds,
+    throughput: windows > 0 ? ok / windows : 0,
+    p50: Number.NaN,
+    p99: Number.NaN,
+    max: Number.NaN,
+    elapsed: sum((r) => r.elapsed),
+  };
+}

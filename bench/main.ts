@@ -22,7 +22,7 @@
  * first runs every row), --temporal-file (the same as --temporal=file), --durable (Postgres with
  * fsync on in the memory configuration too; `file` always has it),
  * --tuning='{"maxConcurrentActivityTaskPolls":20}' (worker options for both workers),
- * --only=ledger,orchestration,api,hotwallet,escrow,card,webhooks,analytics, --profile (see
+ * --only=ledger,orchestration,api,hotwallet,escrow,card,webhooks,analytics,interleaved, --profile (see
  * profile.ts; in the first configuration). Progress goes to stderr; stdout holds only the
  * result. The engine is started by engine.ts, the rows are scenarios.ts, the table render.ts,
  * the load loops load.ts, the trivial workflows workflows.ts, CPU accounting cpu.ts, the
@@ -43,6 +43,7 @@ import {
   cardScenarios,
   escrowScenarios,
   hotWalletScenarios,
+  interleavedScenarios,
   LEDGER_CLIENTS,
   ledgerScenarios,
   OPEN_S,
@@ -63,6 +64,7 @@ const SECTIONS = [
   'card',
   'webhooks',
   'analytics',
+  'interleaved',
 ] as const;
 type Section = (typeof SECTIONS)[number];
 /** What a configuration after the first measures, and the open rows it keeps. */
@@ -137,6 +139,7 @@ async function measureRows(
   if (wanted('escrow')) rows.push(...(await escrowScenarios(bench, fractions)));
   if (wanted('card')) rows.push(...(await cardScenarios(bench, fractions)));
   if (wanted('webhooks')) rows.push(await webhookScenario(bench));
+  if (wanted('interleaved')) rows.push(...(await interleavedScenarios(bench)));
   progress('checking the ledger invariant');
   const invariant = await ledgerInvariantProblems(bench.engine.pool);
   if (wanted('analytics')) rows.push(...(await analyticsScenarios(bench)));

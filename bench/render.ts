@@ -62,7 +62,9 @@ function cells(r: Row): string[] {
     fmtMs(r.result.p50),
     fmtMs(r.result.p99),
     `${r.result.errors}/${r.result.sent}`,
-    percent(r.ofEmptyWorkflow),
+    r.ofEmptyWorkflowRange
+      ? `${percent(r.ofEmptyWorkflow)} (${r.ofEmptyWorkflowRange.map((x) => (x * 100).toFixed(0)).join('-')})`
+      : percent(r.ofEmptyWorkflow),
     percent(r.ofSpreadOut),
     c ? [c.node, c.load, c.postgres, c.temporal, c.other].map((n) => n.toFixed(2)).join('/') : '',
   ];
@@ -81,6 +83,8 @@ const LEGEND = [
   'connection). (3)/(4)/(5) real HTTP through the API and the worker; open rows fire at a fixed',
   'arrival rate, latency from the scheduled send time. (3h) 32 clients, every transfer out of',
   'one wallet to one of the 63 others at random; 3hc at half its closed-loop rate.',
+  '(2i)/(3i)/(4i) the rows 2b, 3 and 4 at saturation again, in bursts taking turns (drift falls',
+  "on all three alike); 3i and 4i are shown against 2i, in brackets the range of the rounds' ratios.",
   '(6) events delivered per second to a loopback endpoint (in the engine process); latency from',
   'the event written with the money movement to its arrival at the endpoint.',
   '(7) the dashboard analytics, 1 client in a loop, after a million payments (with their ledger',

@@ -13,10 +13,10 @@ import type { DatabasePool } from '../db/pool';
 import { lockAccounts, postLedgerTransaction } from '../db/ledger';
 import { transferPostings } from '../domain/ledger';
 import { ANALYTICS_PAYMENTS, dashboardQuery, seedAnalytics } from './analytics';
-import { coresUsed, cpuSnapshot, type CpuGroups } from './cpu';
+import { coresOver, coresUsed, cpuSnapshot, type CpuGroups } from './cpu';
 import { progress, startBenchWorker, WALLETS, type Engine, type Fixture } from './engine';
 import type { LoadJob, LoadProcess, LoadShape } from './generator';
-import { closedLoop, type LoadResult, type Send } from './load';
+import { closedLoop, combineResults, type LoadResult, type Send } from './load';
 import { fmtMs, fmtRate } from './render';
 import { failure, httpClient, idOf, pickPair, type ApiTarget, type SenderSpec } from './senders';
 import { webhookDeliveries } from './webhooks';
@@ -50,6 +50,8 @@ export type Row = {
   cpu?: CpuGroups;
   /** Throughput as a fraction of the empty-workflow rate (2b) of the same configuration. */
   ofEmptyWorkflow?: number;
+  /** (3i), (4i): the lowest and highest of the rounds' own ratios to (2i). */
+  ofEmptyWorkflowRange?: [number, number];
   /** The hot-wallet row (3h): throughput as a fraction of the spread-out transfers' (3). */
   ofSpreadOut?: number;
 };
@@ -321,6 +323,88 @@ export async function escrowScenarios(bench: Bench, fractions: readonly number[]
 }
 
 // ---------------------------------------------------------------------------------------------
+// (2i), (3i), (4i): the ratios, interleaved.
+
+/** Rounds of the interleaved rows, and each burst's measured window and warm-up. */
+const INTERLEAVED_ROUNDS = 4;
+const INTERLEAVED_S = 6;
+const INTERLEAVED_WARMUP_S = 2;
+
+/**
+ * The empty workflow (2b's), API transfers (3's) and escrow flows (4's) at saturation, in bursts
+ * that take turns, the order rotating from round to round, so that the machine's drift (a
+ * virtual machine's speed moves by a third within an hour) falls on all three alike. (3i) and
+ * (4i) are shown against (2i), the same rounds' empty-workflow rate, with the range of the
+ * rounds' own ratios. Each row's rate is its bursts' completions over their measured windows;
+ * latency is not shown (bursts at saturation).
+ */
+export async function interleavedScenarios(bench: Bench): Promise<Row[]> {
+  const { engine } = bench;
+  const { taskQueue, worker } = await startBenchWorker(engine, bench.tuning, 'interleaved');
+  const shape = closedShape(WORKFLOW_CONCURRENCY, INTERLEAVED_S, INTERLEAVED_WARMUP_S);
+  const kinds = [
+    {
+      id: '2i',
+      scenario: 'workflow, returns at once (as 2b), interleaved',
+      sender: {
+        kind: 'workflow',
+        address: engine.temporal.address,
+        namespace: engine.config.temporal.namespace,
+        taskQueue,
+        workflowType: 'emptyWorkflow',
+      },
+    },
+    {
+      id: '3i',
+      scenario: 'API transfer (as 3), interleaved with 2i',
+      sender: { kind: 'transfer', ...apiTarget(bench), wallets: bench.fixture.wallets },
+    },
+    {
+      id: '4i',
+      scenario: 'escrow hold + release (as 4), interleaved with 2i',
+      sender: { kind: 'escrow', ...apiTarget(bench), wallets: bench.fixture.wallets },
+    },
+  ] satisfies { id: string; scenario: string; sender: SenderSpec }[];
+  const bursts = kinds.map(() => [] as { result: LoadResult; cpu: CpuGroups; seconds: number }[]);
+  try {
+    for (let round = 0; round < INTERLEAVED_ROUNDS; round++) {
+      for (let turn = 0; turn < kinds.length; turn++) {
+        const k = (round + turn) % kinds.length;
+        progress(`${kinds[k]!.id} round ${round + 1} of ${INTERLEAVED_ROUNDS}`);
+        const before = cpuSnapshot();
+        const started = performance.now();
+        const result = await remote(bench, kinds[k]!.sender, shape)();
+        const after = cpuSnapshot();
+        const seconds = (performance.now() - started) / 1000;
+        progress(`   ${fmtRate(result.throughput)}, errors ${result.errors}`);
+        bursts[k]!.push({ result, cpu: coresUsed(before, after, 1), seconds });
+      }
+    }
+  } finally {
+    await worker.stop();
+  }
+  const load = `closed, ${WORKFLOW_CONCURRENCY}, ${INTERLEAVED_ROUNDS} x ${INTERLEAVED_S} s, taking turns`;
+  const rows = kinds.map(({ id, scenario }, k): Row => {
+    const own = bursts[k]!;
+    return {
+      id,
+      scenario,
+      load,
+      result: combineResults(own.map((b) => b.result)),
+      cpu: coresOver(own),
+    };
+  });
+  const empty = bursts[0]!.map((b) => b.result.throughput);
+  for (const [k, row] of rows.entries()) {
+    if (k === 0 || !row.result || !rows[0]!.result?.throughput) continue;
+    row.ofEmptyWorkflow = row.result.throughput / rows[0]!.result.throughput;
+    const perRound = bursts[k]!.map((b, round) => b.result.throughput / empty[round]!);
+    row.ofEmptyWorkflowRange = [Math.min(...perRound), Math.max(...perRound)];
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------------------------------------
 // (6) webhooks, (7) analytics.
 
 export async function webhookScenario(bench: Bench): Promise<Row> {
@@ -376,7 +460,7 @@ export function addRatios(rows: Row[]): void {
   const spreadOut = rate('3');
   for (const row of rows) {
     if (!row.result) continue;
-    if (emptyWorkflow && /^[345]/.test(row.id)) {
+    if (emptyWorkflow && /^[345]/.test(row.id) && !row.id.endsWith('i')) {
       row.ofEmptyWorkflow = row.result.throughput / emptyWorkflow;
     }
     if (spreadOut && row.id === '3h') row.ofSpreadOut = row.result.throughput / spreadOut;

@@ -1,0 +1,61 @@
+import { coresOver } from '../../bench/cpu';
+import { combineResults, type LoadResult } from '../../bench/load';
+
+const burst = (ok: number, throughput: number, extra: Partial<LoadResult> = {}): LoadResult => ({
+  sent: ok,
+  ok,
+  errors: 0,
+  errorKinds: {},
+  throughput,
+  p50: 10,
+  p99: 20,
+  max: 30,
+  elapsed: throughput > 0 ? ok / throughput : 6,
+  ...extra,
+});
+
+describe("the interleaved rows' bursts as one row (bench/load.ts, bench/cpu.ts)", () => {
+  it('rates the completions over the sum of the measured windows, not the mean of the rates', () => {
+    // 60 in a 6 s window, 30 in a 10 s window: 90 in 16 s (the mean of the rates would be 6.5).
+    const row = combineResults([burst(60, 10), burst(30, 3)]);
+    expect(row.ok).toBe(90);
+    expect(row.sent).toBe(90);
+    expect(row.throughput).toBeCloseTo(90 / 16, 10);
+    expect(row.elapsed).toBeCloseTo(16, 10);
+    // Percentiles of separate runs do not combine.
+    expect(Number.isNaN(row.p50)).toBe(true);
+    expect(Number.isNaN(row.p99)).toBe(true);
+  });
+
+  it('counts the window of a burst that completed nothing, and adds up the errors by kind', () => {
+    const row = combineResults([
+      burst(48, 8, { sent: 50, errors: 2, errorKinds: { 'HTTP 503': 2 } }),
+      burst(0, 0, { sent: 3, errors: 3, errorKinds: { 'HTTP 503': 1, timeout: 2 }, elapsed: 6 }),
+    ]);
+    expect(row.throughput).toBeCloseTo(48 / 12, 10);
+    expect(row.sent).toBe(53);
+    expect(row.errors).toBe(5);
+    expect(row.errorKinds).toEqual({ 'HTTP 503': 3, timeout: 2 });
+    expect(combineResults([]).throughput).toBe(0);
+  });
+
+  it("averages each group's cores over the windows' total length", () => {
+    const cpu = (node: number, temporal: number) => ({
+      node,
+      load: 0.1,
+      postgres: 0.5,
+      temporal,
+      other: 0,
+    });
+    // 6 s with 4.8 CPU s in node, then 2 s with 0.4: 5.2 CPU s in 8 s.
+    const cores = coresOver([
+      { cpu: cpu(4.8, 6), seconds: 6 },
+      { cpu: cpu(0.4, 2), seconds: 2 },
+    ]);
+    expect(cores.node).toBeCloseTo(5.2 / 8, 10);
+    expect(cores.temporal).toBeCloseTo(1, 10);
+    expect(cores.load).toBeCloseTo(0.2 / 8, 10);
+    expect(cores.postgres).toBeCloseTo(1 / 8, 10);
+    expect(cores.other).toBe(0);
+  });
+});
