@@ -24,7 +24,8 @@ import { activityPresets } from './retry';
 /**
  * The money steps are local activities (one marker each in the history, no activity task
  * through the server), as in the transfer workflow. Holds started before that change replay
- * their recorded remote activities: `patched` is asked once, at the start.
+ * their recorded remote activities: `patched` is asked once, at the start, of a hold whose input
+ * does not say `localSteps` (every start says it since; see HoldInput).
  *
  * A local activity's marker is written with the workflow task that ran it, so a step runs again
  * when that task fails: a worker lost mid-task, or the task that would end the workflow while
@@ -46,9 +47,9 @@ const { payments } = proxySinks<PaymentSinks>();
  * on the hold never pay out more than was held; `expires_at` refunds what is left.
  */
 export async function escrowWorkflow(input: HoldInput): Promise<{ held: string }> {
-  const { holdFunds, releaseFunds, refundFunds } = patched('escrow-local-ledger-steps')
-    ? local
-    : remote;
+  // A start that says so (HoldInput `localSteps`) asks no `patched`: no marker, no upsert.
+  const { holdFunds, releaseFunds, refundFunds } =
+    input.localSteps || patched('escrow-local-ledger-steps') ? local : remote;
   let opened: EscrowStepResult | undefined;
   let held = 0n;
   // A ticket per money step, served in order. A `busy` flag is not enough: `condition` unblocks

@@ -43,6 +43,13 @@ export type TransferInput = {
   description: string;
   /** The request's Idempotency-Key use, if it has one: the ledger step stores its answer. */
   answer?: PaymentAnswer;
+  /**
+   * Set by every start since the money steps became local activities (the API's; absent in
+   * histories recorded before): the workflow then runs them so without asking `patched`, whose
+   * marker and `TemporalChangeVersion` upsert cost every payment two more history events and a
+   * visibility write on the server. A history without it asks `patched`, as it did.
+   */
+  localSteps?: true;
 };
 
 /** The use of an Idempotency-Key under which a money step stores the answer to its request. */
@@ -193,6 +200,13 @@ export type HoldInput = {
   expiresAt: string | null;
   /** The request's Idempotency-Key use, if it has one: the hold's step stores its answer. */
   answer?: PaymentAnswer;
+  /**
+   * Set by every start since the money steps became local activities (the API's; absent in
+   * histories recorded before): the workflow then runs them so without asking `patched`, whose
+   * marker and `TemporalChangeVersion` upsert cost every payment two more history events and a
+   * visibility write on the server. A history without it asks `patched`, as it did.
+   */
+  localSteps?: true;
 };
 
 export type ReleaseRequest = {

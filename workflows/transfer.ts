@@ -10,7 +10,8 @@ import { setPaymentStatus } from './status';
  * as one marker. That saves the activity task's round trips through the server (the engine's
  * bottleneck, see the README's benchmark section) and the history still shows the step, its
  * attempts and its result. Workflows started before the change replay their recorded (remote)
- * activity: `patched` keeps both paths deterministic.
+ * activity: `patched` keeps both paths deterministic, asked only of a workflow whose input does not
+ * say `localSteps` (every start says it since; see TransferInput).
  */
 const local = proxyLocalActivities<Activities>(activityPresets.transfer);
 
@@ -25,9 +26,11 @@ const { payments } = proxySinks<PaymentSinks>();
  * transient faults are retried by Temporal, and the activity is idempotent by transaction id.
  */
 export async function transferWorkflow(input: TransferInput): Promise<TransferResult> {
-  const transferFunds = patched('transfer-local-ledger-step')
-    ? local.transferFunds
-    : remote.transferFunds;
+  // A start that says so (TransferInput `localSteps`) asks no `patched`: no marker, no upsert.
+  const transferFunds =
+    input.localSteps || patched('transfer-local-ledger-step')
+      ? local.transferFunds
+      : remote.transferFunds;
   let written: Awaited<ReturnType<typeof transferFunds>>;
   try {
     written = await transferFunds(input);

@@ -136,6 +136,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
               recipientWalletId: recipientId,
               expiresAt: body.expires_at ? new Date(body.expires_at).toISOString() : null,
               ...answerUnderKey(idempotency),
+              localSteps: true,
             },
           ],
           caller,

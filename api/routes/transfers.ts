@@ -63,6 +63,7 @@ export function transferRoutes(deps: ApiDeps): Route[] {
                 amount: body.amount.toString(),
                 description: body.description,
                 ...answerUnderKey(idempotency),
+                localSteps: true,
               },
             ],
             typedSearchAttributes: paymentSearchAttributes(caller, 'transfer', [

@@ -140,6 +140,7 @@ export const transferInput = (transactionId: string): TransferInput => ({
   toWalletId: RECIPIENT,
   amount: '1250',
   description: 'rent',
+  localSteps: true,
 });
 
 export const transferSucceeds = (input: TransferInput) =>
@@ -330,6 +331,7 @@ export function holdInput(
     description: 'order 42',
     recipientWalletId: RECIPIENT,
     expiresAt: options.expiresAt ?? null,
+    localSteps: true,
   };
 }
 

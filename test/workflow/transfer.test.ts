@@ -54,4 +54,36 @@ describe('transferWorkflow', () => {
     expect(result).toEqual({ status: 'completed', transactionId: input.transactionId });
     expect(transferFunds).toHaveBeenCalledTimes(3);
   });
+
+  it('runs the step as a local activity without a patch marker when the start says so', async () => {
+    // Started as the API starts it since (`localSteps`): no `patched` marker and no
+    // TemporalChangeVersion upsert, two events (and a visibility write) fewer a transfer. Started
+    // without it (a start from before), the workflow asks `patched`, as it did.
+    const eventsOf = async (input: TransferInput) => {
+      const transferFunds = jest.fn(transferSucceeds);
+      const { handle } = await withWorker(env, { transferFunds }, (taskQueue) =>
+        runTransfer(env, taskQueue, input),
+      );
+      expect(transferFunds).toHaveBeenCalledTimes(1);
+      const { events } = await handle.fetchHistory();
+      return (events ?? []).map((e) => ({
+        type: e.eventType,
+        marker: e.markerRecordedEventAttributes?.markerName ?? undefined,
+        attributes: Object.keys(
+          e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {},
+        ),
+      }));
+    };
+    const withFlag = await eventsOf(transferInput(randomUUID()));
+    const { localSteps: _, ...before } = transferInput(randomUUID());
+    const withoutFlag = await eventsOf(before);
+
+    const markers = (events: typeof withFlag) => events.flatMap((e) => e.marker ?? []);
+    const upserted = (events: typeof withFlag) => events.flatMap((e) => e.attributes);
+    expect(markers(withFlag)).toEqual(['core_local_activity']);
+    expect(upserted(withFlag)).toEqual(['PaymentStatus']);
+    expect(markers(withoutFlag)).toEqual(['core_patch', 'core_local_activity']);
+    expect(upserted(withoutFlag)).toEqual(['TemporalChangeVersion', 'PaymentStatus']);
+    expect(withoutFlag.length - withFlag.length).toBe(2);
+  });
 });
