@@ -17,6 +17,9 @@ const MONEY_OUT_STEPS: Record<string, string[][]> = {
   ],
 };
 
+/** The payment types of the money-out saga. */
+const MONEY_OUT_TYPES = new Set(['mobile_money_cashout', 'card_payout']);
+
 /** Ledger transactions a payment must have, by its type and status (not money out). */
 function expectedLedgerRows(type: string, status: string): number {
   switch (type) {
@@ -133,8 +136,32 @@ export async function checkBank(options: {
       fail(`${row.transaction_type} ${id} (${row.status}): ${written.length} ledger transactions`);
     }
   }
-  // Nothing moved without an acknowledgment: a 4xx wrote no ledger transaction.
-  const unacknowledged = [...steps.keys()].filter((id) => !history.acknowledged.has(id));
+  // Nothing moved without an acknowledgment: a 4xx wrote no ledger transaction. But for one:
+  // a payout the provider refused at once is answered 400 after the saga reserved the money and
+  // gave all of it back (README, "The money-out path"): a `failed` row whose two ledger
+  // transactions cancel out, no more of them than the clients were told "Provider refused".
+  const refusedMoneyOut = [...steps.keys()].filter((id) => {
+    const row = stored.get(id);
+    return (
+      !history.acknowledged.has(id) &&
+      row !== undefined &&
+      MONEY_OUT_TYPES.has(row.transaction_type) &&
+      row.status === 'failed' &&
+      JSON.stringify([...steps.get(id)!].sort()) === JSON.stringify(['give_back', 'reserve'])
+    );
+  });
+  const providerRefused = [...history.refusals]
+    .filter(([key]) => /^(cashout|card_payout) 400 "Provider refused/.test(key))
+    .reduce((sum, [, n]) => sum + n, 0);
+  const givenBack = new Set(refusedMoneyOut.length <= providerRefused ? refusedMoneyOut : []);
+  if (givenBack.size) {
+    notes.push(
+      `${givenBack.size} money out refused by the provider (400): reserved and given back in full`,
+    );
+  }
+  const unacknowledged = [...steps.keys()].filter(
+    (id) => !history.acknowledged.has(id) && !givenBack.has(id),
+  );
   if (unacknowledged.length) {
     const message = `${unacknowledged.length} payments moved money without a 2xx answer: ${unacknowledged.slice(0, 5).join(', ')}`;
     if (options.indefinite === 0) fail(message);

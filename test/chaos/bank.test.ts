@@ -70,6 +70,16 @@ describe('the bank test under kill -9', () => {
     expect([...report.history.refusals.keys()].some((k) => k.startsWith('transfer 400'))).toBe(
       true,
     );
+    // And the provider refused cashouts (the sandbox's 4040): reserved, then given back in full,
+    // the only 400 whose payment has ledger transactions (two that cancel out).
+    expect(
+      [...report.history.refusals.keys()].some((k) =>
+        k.startsWith('cashout 400 "Provider refused the cashout"'),
+      ),
+    ).toBe(true);
+    expect(report.notes.some((n) => /refused by the provider .*given back in full/.test(n))).toBe(
+      true,
+    );
   });
 
   it('left no process running and removed its folder', () => {
