@@ -1,24 +1,22 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { ledgerInvariantProblems } from '../db/ledger-audit';
+import { MONEY_OUT_TYPES } from '../db/money-out';
 import type { DatabasePool } from '../db/pool';
 import { majorNumberToMinor } from '../domain/money';
 import type { ChaosClient } from './http';
 import type { History } from './workload';
 import { Wire } from './wire';
 
+/** A money out given back in full: reserved, then all of it back to the wallet. */
+const GIVEN_BACK = ['give_back', 'reserve'];
+
 /** The money-out steps a saga may have written, by the status it ended in. */
 const MONEY_OUT_STEPS: Record<string, string[][]> = {
   pending: [['reserve']],
   completed: [['reserve', 'settle']],
-  failed: [
-    ['give_back', 'reserve'],
-    ['reserve', 'reverse', 'settle'],
-  ],
+  failed: [GIVEN_BACK, ['reserve', 'reverse', 'settle']],
 };
-
-/** The payment types of the money-out saga. */
-const MONEY_OUT_TYPES = new Set(['mobile_money_cashout', 'card_payout']);
 
 /** Ledger transactions a payment must have, by its type and status (not money out). */
 function expectedLedgerRows(type: string, status: string): number {
@@ -145,9 +143,9 @@ export async function checkBank(options: {
     return (
       !history.acknowledged.has(id) &&
       row !== undefined &&
-      MONEY_OUT_TYPES.has(row.transaction_type) &&
+      (MONEY_OUT_TYPES as readonly string[]).includes(row.transaction_type) &&
       row.status === 'failed' &&
-      JSON.stringify([...steps.get(id)!].sort()) === JSON.stringify(['give_back', 'reserve'])
+      JSON.stringify([...steps.get(id)!].sort()) === JSON.stringify(GIVEN_BACK)
     );
   });
   const providerRefused = [...history.refusals]

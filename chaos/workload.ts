@@ -1,4 +1,5 @@
 import { majorNumberToMinor } from '../domain/money';
+import { SANDBOX_REFUSED_CASHOUT_AMOUNT } from '../providers/sandbox-mobile-money';
 import type { ChaosClient, Json, Outcome } from './http';
 import { Wire } from './wire';
 import type { Random } from './random';
@@ -94,9 +95,6 @@ const minor = (major: unknown): bigint => {
 };
 /** Minor units as the major-unit JSON number the API takes (two decimals at most). */
 const major = (minorUnits: number): number => Number((minorUnits / 100).toFixed(2));
-
-/** A cashout of exactly this many SLE cents the Test Mode sandbox refuses at once. */
-const PROVIDER_REFUSES_SLE_CENTS = 4040;
 
 /** Now and then more than any wallet holds: the answer must be a 400 that moves nothing. */
 const TOO_MUCH = 20_000_000;
@@ -203,7 +201,9 @@ export async function runOperation(options: {
                 wallet_id: from,
                 // One in ten the sandbox provider refuses (400): reserved, then given back.
                 amount:
-                  random.next() < 0.1 ? PROVIDER_REFUSES_SLE_CENTS : amount(random, 100, 20_000),
+                  random.next() < 0.1
+                    ? Number(SANDBOX_REFUSED_CASHOUT_AMOUNT)
+                    : amount(random, 100, 20_000),
                 phone_number: '+23276123456',
               },
               key,

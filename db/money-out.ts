@@ -33,7 +33,8 @@ export type MoneyOutMetadata = z.infer<typeof moneyOutMetadata>;
 
 export type MoneyOutRecord = { row: TransactionRow; meta: MoneyOutMetadata };
 
-const MONEY_OUT_TYPES = ['mobile_money_cashout', 'card_payout'] as const;
+/** The payment types of the money-out saga. */
+export const MONEY_OUT_TYPES = ['mobile_money_cashout', 'card_payout'] as const;
 
 const moneyOutRow = transactionRow.extend({ metadata: z.unknown() });
 

@@ -32,7 +32,15 @@ export const SEARCH_ATTRIBUTE_DEFINITIONS: Record<keyof typeof SearchAttributes,
  */
 export type Declined = { status: 'declined'; code: ErrorCode; detail: string | null };
 
-export type TransferInput = {
+/**
+ * Set by every start since the money steps became local activities (the API's; absent in
+ * histories recorded before): the workflow then runs them so without asking `patched`, whose
+ * marker and `TemporalChangeVersion` upsert cost every payment two more history events and a
+ * visibility write on the server. A history without it asks `patched`, as it did.
+ */
+type LocalSteps = { localSteps?: true };
+
+export type TransferInput = LocalSteps & {
   transactionId: string;
   applicationId: string;
   mode: 'test' | 'live';
@@ -43,13 +51,6 @@ export type TransferInput = {
   description: string;
   /** The request's Idempotency-Key use, if it has one: the ledger step stores its answer. */
   answer?: PaymentAnswer;
-  /**
-   * Set by every start since the money steps became local activities (the API's; absent in
-   * histories recorded before): the workflow then runs them so without asking `patched`, whose
-   * marker and `TemporalChangeVersion` upsert cost every payment two more history events and a
-   * visibility write on the server. A history without it asks `patched`, as it did.
-   */
-  localSteps?: true;
 };
 
 /** The use of an Idempotency-Key under which a money step stores the answer to its request. */
@@ -187,7 +188,7 @@ export const cardDepositUpdates = {
   sync: defineUpdate<DepositOutcome>('sync'),
 };
 
-export type HoldInput = {
+export type HoldInput = LocalSteps & {
   holdId: string;
   applicationId: string;
   mode: 'test' | 'live';
@@ -200,13 +201,6 @@ export type HoldInput = {
   expiresAt: string | null;
   /** The request's Idempotency-Key use, if it has one: the hold's step stores its answer. */
   answer?: PaymentAnswer;
-  /**
-   * Set by every start since the money steps became local activities (the API's; absent in
-   * histories recorded before): the workflow then runs them so without asking `patched`, whose
-   * marker and `TemporalChangeVersion` upsert cost every payment two more history events and a
-   * visibility write on the server. A history without it asks `patched`, as it did.
-   */
-  localSteps?: true;
 };
 
 export type ReleaseRequest = {
