@@ -5,6 +5,7 @@ import { WebhookVerificationError } from 'standardwebhooks';
 import { z } from 'zod';
 import { updateApplication } from '../../db/applications';
 import { insertEvent } from '../../db/transactions';
+import { listenForEvents } from '../../db/webhook-listener';
 import { EVENT_TYPES, type EventType } from '../../domain/events';
 import { REFUSED_ADDRESS_ERROR } from '../../outbound/webhook-post';
 import { webhookDeliveryId, webhookRelayId } from '../../workflows/ids';
@@ -463,6 +464,45 @@ describe('the outbox relay', () => {
     const id = await transfer();
     const request = await receiver.waitFor(forPayment('/after-restart', 'transfer.completed', id));
     expect(verify(sub.secret, request)).toEqual(request.payload);
+  });
+
+  it('an event no subscription selects is written relayed, without waking the relay; a selected one is left to it', async () => {
+    const relayedOf = (eventId: string) =>
+      engine.pool.one(sql.type(z.object({ relayed: z.boolean(), at_write: z.boolean() }))`
+        SELECT relayed_at IS NOT NULL AS relayed, relayed_at = created_at AS at_write
+        FROM events WHERE id = ${eventId}`);
+    const databaseUrl = engine.config.database.url;
+    if (!databaseUrl) throw new Error('the test engine has no database URL');
+    const listener = await listenForEvents(databaseUrl);
+    try {
+      // Only a subscription of another kind, and an inactive one: nothing selects the event.
+      const other = await subscribe('/unselected-other', ['escrow.held']);
+      const inactive = await subscribe('/unselected-off', ['transfer.completed'], {
+        is_active: false,
+      });
+      await listener.wait(0); // forget what came before
+      const unselected = await eventIdOf(await transfer(), 'transfer.completed');
+      expect(await relayedOf(unselected)).toEqual({ relayed: true, at_write: true });
+      expect(await deliveriesOf(unselected)).toEqual([]);
+      const woken = await Promise.race([
+        listener.wait(1_000).then(() => 'notified'),
+        new Promise((resolve) => setTimeout(() => resolve('silent'), 900)),
+      ]);
+      expect(woken).toBe('silent');
+
+      const sub = await subscribe('/selected', ['transfer.completed']);
+      const id = await transfer();
+      const selected = await eventIdOf(id, 'transfer.completed');
+      await receiver.waitFor(forPayment('/selected', 'transfer.completed', id));
+      // Relayed by the relay, after the write: it started the delivery.
+      expect(await relayedOf(selected)).toEqual({ relayed: true, at_write: false });
+      expect((await deliveriesOf(selected)).map((d) => d.subscription_id)).toEqual([sub.id]);
+      expect(receiver.received.filter((r) => r.path.startsWith('/unselected'))).toEqual([]);
+      for (const s of [other, inactive, sub])
+        await api.request('DELETE', `${SUBSCRIPTIONS}/${s.id}`);
+    } finally {
+      await listener.close();
+    }
   });
 });
 
