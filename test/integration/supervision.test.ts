@@ -3,6 +3,8 @@ import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { sql } from 'slonik';
+import { z } from 'zod';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
 import { freePort } from '../../harness/ports';
 import { commandLine, isAlive, readPidFile, waitFor } from '../../harness/processes';
@@ -146,6 +148,17 @@ describe('npm start supervises what it started', () => {
     expect(commandLine(temporalPid()!)).toContain(
       'journal_mode=wal --sqlite-pragma synchronous=normal',
     );
+  });
+
+  it('the engine reaches its embedded Postgres through the Unix socket in the data folder', async () => {
+    expect(existsSync(dataFile('pg', `.s.PGSQL.${pgPort}`))).toBe(true);
+    // This test's own pool comes over TCP (127.0.0.1 stays open); the engine's sessions do not.
+    const sessions = await pool.one(sql.type(z.object({ socket: z.number(), tcp: z.number() }))`
+      SELECT count(*) FILTER (WHERE client_addr IS NULL)::int AS socket,
+             count(*) FILTER (WHERE client_addr IS NOT NULL AND pid <> pg_backend_pid())::int AS tcp
+      FROM pg_stat_activity WHERE datname = 'wallet' AND backend_type = 'client backend'`);
+    expect(sessions.socket).toBeGreaterThan(0);
+    expect(sessions.tcp).toBeLessThanOrEqual(1); // the pool's other connection, if it opened one
   });
 
   it('restarts a killed Temporal dev server; payments go through again', async () => {
