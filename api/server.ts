@@ -28,7 +28,10 @@ export async function startApi(
   databaseUrl: string,
   options: { workerConnection?: () => NativeConnection | null } = {},
 ): Promise<RunningApi> {
-  const pool = await createDatabasePool(databaseUrl, { maximumPoolSize: config.database.poolSize });
+  const pool = await createDatabasePool(databaseUrl, {
+    maximumPoolSize: config.database.poolSize,
+    preparedStatements: config.database.preparedStatements,
+  });
   const connection = openTemporalConnection(temporalAddress(config));
   const tracing = acquireTracing(config.tracing);
   const temporal = new Client({

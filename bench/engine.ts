@@ -133,10 +133,14 @@ export async function startEngine(options: {
         WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
       },
     });
-    const pool = await createDatabasePool(databaseUrl, { maximumPoolSize: options.ledgerClients });
+    const pool = await createDatabasePool(databaseUrl, {
+      maximumPoolSize: options.ledgerClients,
+      preparedStatements: config.database.preparedStatements,
+    });
     cleanups.push(() => pool.end());
     const workerPool = await createDatabasePool(databaseUrl, {
       maximumPoolSize: config.database.poolSize,
+      preparedStatements: config.database.preparedStatements,
     });
     cleanups.push(() => workerPool.end());
     const nativeConnection = await NativeConnection.connect({ address: temporal.address });

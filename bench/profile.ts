@@ -187,6 +187,7 @@ async function startTracedApi(
   const { config } = engine;
   const pool = await createDatabasePool(engine.databaseUrl, {
     maximumPoolSize: config.database.poolSize,
+    preparedStatements: config.database.preparedStatements,
   });
   const connection = await Connection.connect({ address: engine.temporal.address });
   const temporal = new Client({ connection, namespace: config.temporal.namespace });

@@ -22,6 +22,7 @@ const envSchema = z.object({
   DATA_DIR: z.string().default(path.join(rootDir, '.data')),
   DATABASE_URL: z.string().url().optional(),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
+  DATABASE_PREPARED_STATEMENTS: z.enum(['true', 'false', '1', '0']).default('true'),
   EMBEDDED_PG_PORT: port.default(54329),
   TEMPORAL_ADDRESS: z.string().optional(),
   TEMPORAL_NAMESPACE: z.string().default('default'),
@@ -130,7 +131,12 @@ export type Config = {
    * spans go by OTLP/HTTP to `endpoint`; off (no interceptor installed) when it is unset.
    */
   tracing: { endpoint: string | undefined; serviceName: string };
-  database: { url: string | undefined; poolSize: number; embeddedPort: number };
+  database: {
+    url: string | undefined;
+    poolSize: number;
+    preparedStatements: boolean;
+    embeddedPort: number;
+  };
   temporal: {
     address: string | undefined;
     namespace: string;
@@ -234,6 +240,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     database: {
       url: e.DATABASE_URL,
       poolSize: e.DATABASE_POOL_SIZE,
+      preparedStatements:
+        e.DATABASE_PREPARED_STATEMENTS === 'true' || e.DATABASE_PREPARED_STATEMENTS === '1',
       embeddedPort: e.EMBEDDED_PG_PORT,
     },
     temporal: {

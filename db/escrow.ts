@@ -2,6 +2,7 @@ import { sql, type DatabaseTransactionConnection, type FragmentSqlToken } from '
 import { z } from 'zod';
 import { transactionColumns, transactionRow, type TransactionRow } from './transactions';
 import { joinedWalletState, type WalletState } from './wallets';
+import { prepare } from './pool';
 
 const lockedHold = transactionRow.extend({
   step_made: z.boolean(),
@@ -43,7 +44,8 @@ export async function lockHold(
   stepId: string,
   recipientId: string | null = null,
 ): Promise<LockedHold> {
-  const row = await trx.maybeOne(sql.type(lockedHold)`
+  const row = await trx.maybeOne(
+    prepare(sql.type(lockedHold)`
     SELECT t.*, EXISTS (SELECT 1 FROM transactions s WHERE s.id = ${stepId}) AS step_made, now() AS at,
       app.escrow_fee_bps, app.escrow_fee_fixed,
       rw.id AS recipient_id, rw.application_id AS recipient_application_id, rw.mode AS recipient_mode,
@@ -55,7 +57,8 @@ export async function lockHold(
     ) t
     JOIN applications app ON app.id = t.application_id
     LEFT JOIN wallets rw ON rw.id = ${recipientId}::uuid
-    LEFT JOIN ledger_accounts ra ON ra.id = rw.id`);
+    LEFT JOIN ledger_accounts ra ON ra.id = rw.id`),
+  );
   if (!row) throw new Error(`escrow hold ${holdId} has no record`);
   const { step_made, at, escrow_fee_bps, escrow_fee_fixed, ...rest } = row;
   const {

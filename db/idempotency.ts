@@ -2,6 +2,7 @@ import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 import type { Caller } from '../domain/types';
 import { countStatement, type RateLimitHit, type RowVersions } from './rate-limit';
+import { prepare } from './pool';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;
 
@@ -83,9 +84,11 @@ async function tryClaim(
   key: string,
   requestHash: Buffer,
 ): Promise<ClaimResult | null> {
-  const row = await db.maybeOne(sql.type(keyRow)`
-    WITH ${claimCtes(caller, key, requestHash, sql.fragment`true`)}
-    SELECT * FROM found`);
+  const row = await db.maybeOne(
+    prepare(sql.type(keyRow)`
+      WITH ${claimCtes(caller, key, requestHash, sql.fragment`true`)}
+      SELECT * FROM found`),
+  );
   return row && claimResult(row, requestHash);
 }
 
@@ -115,10 +118,12 @@ export async function countAndClaim(
   requestHash: Buffer,
 ): Promise<{ hit: RateLimitHit; claim: ClaimResult | null } | null> {
   const admitted = sql.fragment`(SELECT count FROM hit) <= ${limit}`;
-  const row = await db.maybeOne(sql.type(countedKeyRow)`
-    WITH hit AS (${countStatement(counting.credentialId, counting.category, counting.versions)}),
-    ${claimCtes(caller, key, requestHash, admitted)}
-    SELECT hit.count, hit."retryAfterSeconds", found.* FROM hit LEFT JOIN found ON true`);
+  const row = await db.maybeOne(
+    prepare(sql.type(countedKeyRow)`
+      WITH hit AS (${countStatement(counting.credentialId, counting.category, counting.versions)}),
+      ${claimCtes(caller, key, requestHash, admitted)}
+      SELECT hit.count, hit."retryAfterSeconds", found.* FROM hit LEFT JOIN found ON true`),
+  );
   if (!row) return null;
   const { count, retryAfterSeconds, request_hash, fresh, created_at } = row;
   const hit = { count, retryAfterSeconds };

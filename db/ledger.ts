@@ -10,7 +10,7 @@ import { assertBalanced, lockOrder, type Posting } from '../domain/ledger';
 import type { Currency } from '../domain/money';
 import type { Mode } from '../domain/types';
 import { ledgerTransactionDuration } from '../observability/metrics';
-import { afterCommit } from './pool';
+import { afterCommit, prepare } from './pool';
 
 export type SystemAccountKind =
   | 'escrow'
@@ -42,12 +42,14 @@ export async function lockAccounts(
   ids: readonly string[],
 ): Promise<Map<string, LockedAccount>> {
   const unique = [...new Set(ids)];
-  const rows = await trx.any(sql.type(lockedAccount)`
-    SELECT id, application_id, mode, kind, currency, balance
-    FROM ledger_accounts
-    WHERE id = ANY(${sql.array(unique, 'uuid')})
-    ORDER BY (kind <> 'user_wallet'), id
-    FOR NO KEY UPDATE`);
+  const rows = await trx.any(
+    prepare(sql.type(lockedAccount)`
+      SELECT id, application_id, mode, kind, currency, balance
+      FROM ledger_accounts
+      WHERE id = ANY(${sql.array(unique, 'uuid')})
+      ORDER BY (kind <> 'user_wallet'), id
+      FOR NO KEY UPDATE`),
+  );
   const ordered = lockOrder(rows);
   return new Map(ordered.map((r) => [r.id, r]));
 }
@@ -75,7 +77,8 @@ export async function postLedgerTransaction(
   assertBalanced(input.postings);
   const id = randomUUID();
   const started = process.hrtime.bigint();
-  await trx.query(sql.unsafe`
+  await trx.query(
+    prepare(sql.unsafe`
     WITH ledger_transaction AS (
       INSERT INTO ledger_transactions (id, application_id, mode, transaction_id, kind, description, metadata)
       VALUES (${id}, ${input.applicationId}, ${input.mode}, ${input.transactionId}, ${input.kind},
@@ -89,7 +92,8 @@ export async function postLedgerTransaction(
         ['uuid', 'text', 'int8'],
       )} AS p(account_id, currency, amount)
     )${alongside.length ? sql.fragment`, ${sql.join(alongside, sql.fragment`, `)}` : sql.fragment``}
-    SELECT 1`);
+    SELECT 1`),
+  );
   ledgerTransactionDuration.observe(
     { kind: input.kind },
     Number(process.hrtime.bigint() - started) / 1e9,
@@ -125,9 +129,11 @@ export async function systemAccountId(
   const remembered = memory?.get(key);
   if (remembered !== undefined) return remembered;
   const find = () =>
-    db.maybeOneFirst(sql.type(z.object({ id: z.string() }))`
-      SELECT id FROM ledger_accounts
-      WHERE application_id = ${applicationId} AND mode = ${mode} AND kind = ${kind} AND currency = ${currency}`);
+    db.maybeOneFirst(
+      prepare(sql.type(z.object({ id: z.string() }))`
+        SELECT id FROM ledger_accounts
+        WHERE application_id = ${applicationId} AND mode = ${mode} AND kind = ${kind} AND currency = ${currency}`),
+    );
   let id = await find();
   if (id === null) {
     await db.query(sql.unsafe`

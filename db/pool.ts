@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   createBigintTypeParser,
   createPool,
@@ -7,6 +8,7 @@ import {
   type DatabasePool,
   type Interceptor,
   type QueryResultRow,
+  type QuerySqlToken,
 } from 'slonik';
 
 export type { DatabasePool, DatabaseTransactionConnection, CommonQueryMethods } from 'slonik';
@@ -34,17 +36,57 @@ const resultParserInterceptor: Interceptor = {
   },
 };
 
+/** Statement names by SQL text, for `prepare`. */
+const statementNames = new Map<string, string>();
+/** Past this many texts a statement runs unnamed: what each connection prepares stays bounded. */
+const MAX_PREPARED_STATEMENTS = 100;
+
+/**
+ * `query` as a named prepared statement: the first time a pooled connection runs it, Postgres
+ * parses and keeps it; every later run on that connection only binds and executes it, and after
+ * five runs Postgres may keep its plan as well. For the statements every payment runs (the
+ * request's count and key claim, the money step's locks and ledger statement), whose parse and
+ * plan are much of what Postgres spends on a payment (the README's benchmark). The name is a
+ * hash of the text, so a text that varies (a statement built of optional parts) is one prepared
+ * statement per variant, each checked by Postgres as any other. Only statements whose result
+ * columns are spelled out (no `*` over a table): a prepared `SELECT *` fails once a migration
+ * adds a column. A pool opened with `preparedStatements: false` runs them unnamed.
+ */
+export function prepare<T extends QuerySqlToken>(query: T): T {
+  let name = statementNames.get(query.sql);
+  if (name === undefined) {
+    if (statementNames.size >= MAX_PREPARED_STATEMENTS) return query;
+    name = `wallet_${createHash('sha256').update(query.sql).digest('hex').slice(0, 32)}`;
+    statementNames.set(query.sql, name);
+  }
+  return { ...query, name };
+}
+
+/** Runs every statement unnamed (`prepare` ignored), for a pool that may not keep them. */
+const unnamedStatementsInterceptor: Interceptor = {
+  name: 'unnamed-statements',
+  transformQuery: (_context, query) =>
+    query.name === undefined ? query : { sql: query.sql, values: query.values },
+};
+
 /** How long opening a connection may take before the query fails (an unreachable database). */
 export const CONNECTION_TIMEOUT_MS = 1_500;
 
 export async function createDatabasePool(
   url: string,
-  options: { maximumPoolSize?: number } = {},
+  options: {
+    maximumPoolSize?: number;
+    /** Whether `prepare`d statements are kept by the server (default true; see `prepare`). */
+    preparedStatements?: boolean;
+  } = {},
 ): Promise<DatabasePool> {
   const pool = await createPool(url, {
     maximumPoolSize: options.maximumPoolSize ?? 20,
     typeParsers: [createBigintTypeParser(), timestamptzParser],
-    interceptors: [resultParserInterceptor],
+    interceptors: [
+      ...(options.preparedStatements === false ? [unnamedStatementsInterceptor] : []),
+      resultParserInterceptor,
+    ],
     statementTimeout: 30_000,
     idleInTransactionSessionTimeout: 60_000,
     // A database that does not answer fails a request within this bound (503 at the API) instead

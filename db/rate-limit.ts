@@ -1,5 +1,6 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
+import { prepare } from './pool';
 
 export type RateLimitHit = { count: number; retryAfterSeconds: number };
 /** The row versions (`xmin`) of a credential and its application (db/credential-cache.ts). */
@@ -35,7 +36,7 @@ export async function hitRateLimit(
   category: string,
   versions?: RowVersions,
 ): Promise<RateLimitHit | null> {
-  const statement = sql.type(hitRow)`${countStatement(credentialId, category, versions)}`;
+  const statement = prepare(sql.type(hitRow)`${countStatement(credentialId, category, versions)}`);
   return versions ? db.maybeOne(statement) : db.one(statement);
 }
 

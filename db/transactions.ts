@@ -11,6 +11,7 @@ import {
   type TransactionType,
 } from '../domain/types';
 import type { TransactionRecord } from '../workflows/shared';
+import { prepare } from './pool';
 
 export const transactionRow = z.object({
   id: z.string(),
@@ -84,8 +85,10 @@ export async function insertTransaction(
   db: CommonQueryMethods,
   t: NewTransaction,
 ): Promise<TransactionRow> {
-  return db.one(sql.type(transactionRow)`
-    INSERT INTO transactions ${transactionValues(t)} RETURNING ${transactionColumns}`);
+  return db.one(
+    prepare(sql.type(transactionRow)`
+      INSERT INTO transactions ${transactionValues(t)} RETURNING ${transactionColumns}`),
+  );
 }
 
 /**
@@ -221,7 +224,7 @@ export type NewEvent = {
 /** Writes an event to the outbox; call it in the transaction of the movement it describes. */
 export async function insertEvent(db: CommonQueryMethods, e: NewEvent): Promise<string> {
   const id = randomUUID();
-  await db.query(sql.unsafe`INSERT INTO events ${eventValues(id, e)}`);
+  await db.query(prepare(sql.unsafe`INSERT INTO events ${eventValues(id, e)}`));
   return id;
 }
 
@@ -242,9 +245,11 @@ export async function setTransactionStatus(
   id: string,
   status: TransactionStatus,
 ): Promise<TransactionRow> {
-  return db.one(sql.type(transactionRow)`
-    UPDATE transactions SET status = ${status}, updated_at = now() WHERE id = ${id}
-    RETURNING ${transactionColumns}`);
+  return db.one(
+    prepare(sql.type(transactionRow)`
+      UPDATE transactions SET status = ${status}, updated_at = now() WHERE id = ${id}
+      RETURNING ${transactionColumns}`),
+  );
 }
 
 /** A transaction of the caller's by our id or by the provider's reference, or null. */

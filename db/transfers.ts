@@ -1,6 +1,7 @@
 import { sql, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import { walletState } from './wallets';
+import { prepare } from './pool';
 
 const transferWallet = walletState.extend({
   balance: z.bigint(),
@@ -20,11 +21,13 @@ export async function lockTransferWallets(
   transactionId: string,
   walletIds: readonly [string, string],
 ): Promise<readonly TransferWallet[]> {
-  return trx.any(sql.type(transferWallet)`
-    SELECT a.id, w.application_id, w.mode, w.is_active, a.currency, a.balance,
-      EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${transactionId}) AS done, now() AS at
-    FROM ledger_accounts a JOIN wallets w ON w.id = a.id
-    WHERE a.id = ANY(${sql.array([...walletIds], 'uuid')})
-    ORDER BY a.id
-    FOR NO KEY UPDATE OF a`);
+  return trx.any(
+    prepare(sql.type(transferWallet)`
+      SELECT a.id, w.application_id, w.mode, w.is_active, a.currency, a.balance,
+        EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${transactionId}) AS done, now() AS at
+      FROM ledger_accounts a JOIN wallets w ON w.id = a.id
+      WHERE a.id = ANY(${sql.array([...walletIds], 'uuid')})
+      ORDER BY a.id
+      FOR NO KEY UPDATE OF a`),
+  );
 }

@@ -3,6 +3,7 @@ import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from
 import { z } from 'zod';
 import type { Currency } from '../domain/money';
 import type { Caller } from '../domain/types';
+import { prepare } from './pool';
 
 export const walletRow = z.object({
   id: z.string(),
@@ -140,11 +141,13 @@ export async function walletStatesUnlessMade(
   ids: readonly string[],
   paymentId: string,
 ): Promise<{ made: boolean; at: string; states: Map<string, WalletState> }> {
-  const rows = await db.any(sql.type(walletStateOrNone)`
-    SELECT m.made, m.at, w.id, w.application_id, w.mode, w.is_active, a.currency
-    FROM (SELECT EXISTS (SELECT 1 FROM transactions WHERE id = ${paymentId}) AS made, now() AS at) m
-    LEFT JOIN (wallets w JOIN ledger_accounts a ON a.id = w.id)
-      ON w.id = ANY(${sql.array([...ids], 'uuid')})`);
+  const rows = await db.any(
+    prepare(sql.type(walletStateOrNone)`
+      SELECT m.made, m.at, w.id, w.application_id, w.mode, w.is_active, a.currency
+      FROM (SELECT EXISTS (SELECT 1 FROM transactions WHERE id = ${paymentId}) AS made, now() AS at) m
+      LEFT JOIN (wallets w JOIN ledger_accounts a ON a.id = w.id)
+        ON w.id = ANY(${sql.array([...ids], 'uuid')})`),
+  );
   const states = new Map<string, WalletState>();
   for (const row of rows) {
     const state = joinedWalletState(row);
@@ -160,9 +163,11 @@ export async function walletStates(
   db: CommonQueryMethods,
   ids: readonly string[],
 ): Promise<Map<string, WalletState>> {
-  const rows = await db.any(sql.type(walletState)`
-    SELECT w.id, w.application_id, w.mode, w.is_active, a.currency
-    FROM wallets w JOIN ledger_accounts a ON a.id = w.id
-    WHERE w.id = ANY(${sql.array([...ids], 'uuid')})`);
+  const rows = await db.any(
+    prepare(sql.type(walletState)`
+      SELECT w.id, w.application_id, w.mode, w.is_active, a.currency
+      FROM wallets w JOIN ledger_accounts a ON a.id = w.id
+      WHERE w.id = ANY(${sql.array([...ids], 'uuid')})`),
+  );
   return new Map(rows.map((r) => [r.id, r]));
 }

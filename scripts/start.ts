@@ -137,6 +137,7 @@ async function main(): Promise<void> {
 
     const pool = await createDatabasePool(databaseUrl, {
       maximumPoolSize: config.database.poolSize,
+      preparedStatements: config.database.preparedStatements,
     });
     stops.push(() => pool.end());
     const worker = runResilientWorker({ config: running, pool, logger });

@@ -45,6 +45,7 @@ async function main(): Promise<void> {
     () =>
       createDatabasePool(requireDatabaseUrl(config), {
         maximumPoolSize: config.database.poolSize,
+        preparedStatements: config.database.preparedStatements,
       }),
     (error, retryInMs) => logger.warn({ err: error, retryInMs }, 'waiting for Postgres'),
   );

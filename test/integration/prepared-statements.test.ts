@@ -1,0 +1,97 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { createTransferActivities } from '../../activities/transfer';
+import { createApplication } from '../../db/applications';
+import { createDatabasePool, prepare, type DatabasePool } from '../../db/pool';
+import type { Caller } from '../../domain/types';
+import {
+  assertLedgerInvariant,
+  balanceOf,
+  createTestDatabase,
+  insertFundedWallet,
+} from '../support/database';
+
+let pool: DatabasePool;
+let url: string;
+let caller: Caller;
+
+beforeAll(async () => {
+  ({ pool, url } = await createTestDatabase());
+  const app = await createApplication(pool, { name: 'prepared statements', baseCurrency: 'SLE' });
+  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
+});
+afterAll(async () => pool?.end());
+
+const preparedRow = z.object({ name: z.string(), statement: z.string(), runs: z.number() });
+
+/** The statements the pool's one connection has prepared, with how often each ran. */
+const preparedOn = (one: DatabasePool) =>
+  one.any(sql.type(preparedRow)`
+    SELECT name, statement, (generic_plans + custom_plans)::int AS runs
+    FROM pg_prepared_statements ORDER BY name`);
+
+/** Three transfers of 1 from a wallet of 10 to another, through a pool of one connection. */
+async function threeTransfers(one: DatabasePool) {
+  const from = await insertFundedWallet(pool, caller, 'SLE', 10n);
+  const to = await insertFundedWallet(pool, caller, 'SLE', 1n);
+  const { transferFunds } = createTransferActivities({ pool: one });
+  for (let i = 0; i < 3; i += 1) {
+    await transferFunds({
+      transactionId: randomUUID(),
+      applicationId: caller.applicationId,
+      mode: caller.mode,
+      fromWalletId: from,
+      toWalletId: to,
+      amount: '1',
+      description: 'prepared',
+    });
+  }
+  expect(await balanceOf(pool, from)).toBe(7n);
+  expect(await balanceOf(pool, to)).toBe(4n);
+}
+
+describe('prepared statements', () => {
+  it("prepares a money step's statements once per connection and runs them again by name", async () => {
+    const one = await createDatabasePool(url, { maximumPoolSize: 1 });
+    try {
+      await threeTransfers(one);
+      const prepared = await preparedOn(one);
+      const lock = prepared.find((p) => p.statement.includes('FOR NO KEY UPDATE OF a'));
+      const ledger = prepared.find((p) => p.statement.includes('INSERT INTO ledger_entries'));
+      // Parsed once on this connection, run three times: the lock and the ledger statement.
+      expect(lock).toMatchObject({ name: expect.stringMatching(/^wallet_[0-9a-f]{32}$/), runs: 3 });
+      expect(ledger).toMatchObject({ runs: 3 });
+      expect(ledger?.name).not.toBe(lock?.name);
+      await assertLedgerInvariant(pool);
+    } finally {
+      await one.end();
+    }
+  });
+
+  it('runs them unnamed on a pool opened without prepared statements (a pooler that cannot keep them)', async () => {
+    const one = await createDatabasePool(url, { maximumPoolSize: 1, preparedStatements: false });
+    try {
+      await threeTransfers(one);
+      expect(await preparedOn(one)).toEqual([]);
+    } finally {
+      await one.end();
+    }
+  });
+
+  it('names a statement by its text, and stops naming new texts past its bound', () => {
+    const text = (i: number) => sql.unsafe`SELECT ${i}::int AS n, ${`t${i}`}::text AS t`;
+    expect(prepare(text(1)).name).toBe(prepare(text(2)).name); // the values differ, not the text
+    // An identifier is part of the text: each of these is a text of its own.
+    const varied = (i: number) => prepare(sql.unsafe`SELECT 1 AS ${sql.identifier([`c${i}`])}`);
+    const first = varied(0).name;
+    expect(first).toMatch(/^wallet_/);
+    expect(varied(1).name).not.toBe(first);
+    let named = 2;
+    while (varied(named).name !== undefined) named += 1;
+    // Every text this file prepared counts, the transfers' too: at most 100 in all.
+    expect(named).toBeLessThanOrEqual(100);
+    expect(named).toBeGreaterThan(90);
+    expect(varied(0).name).toBe(first); // a text named before keeps its name
+  });
+});
