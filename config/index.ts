@@ -7,6 +7,8 @@ import { z } from 'zod';
 const rootDir = path.resolve(__dirname, '..');
 
 const port = z.coerce.number().int().min(0).max(65535);
+/** A switch: `true` or `1` turns it on, `false` or `0` off. */
+const onOff = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 /** An empty variable counts as unset. */
 const optionalUrl = z.preprocess(
@@ -22,7 +24,7 @@ const envSchema = z.object({
   DATA_DIR: z.string().default(path.join(rootDir, '.data')),
   DATABASE_URL: z.string().url().optional(),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
-  DATABASE_PREPARED_STATEMENTS: z.enum(['true', 'false', '1', '0']).default('true'),
+  DATABASE_PREPARED_STATEMENTS: onOff.default(true),
   EMBEDDED_PG_PORT: port.default(54329),
   TEMPORAL_ADDRESS: z.string().optional(),
   TEMPORAL_NAMESPACE: z.string().default('default'),
@@ -96,7 +98,7 @@ const envSchema = z.object({
     .string()
     .regex(/^(true|false|\d{1,2})$/, 'TRUST_PROXY must be true, false or a number of proxies')
     .default('false'),
-  METRICS_ENABLED: z.enum(['true', 'false', '1', '0']).default('true'),
+  METRICS_ENABLED: onOff.default(true),
   WORKER_METRICS_PORT: port.optional(),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalUrl,
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
@@ -227,7 +229,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     log: { level: e.LOG_LEVEL },
     metrics: {
-      enabled: e.METRICS_ENABLED === 'true' || e.METRICS_ENABLED === '1',
+      enabled: e.METRICS_ENABLED,
       workerPort: e.WORKER_METRICS_PORT,
     },
     tracing: {
@@ -240,8 +242,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     database: {
       url: e.DATABASE_URL,
       poolSize: e.DATABASE_POOL_SIZE,
-      preparedStatements:
-        e.DATABASE_PREPARED_STATEMENTS === 'true' || e.DATABASE_PREPARED_STATEMENTS === '1',
+      preparedStatements: e.DATABASE_PREPARED_STATEMENTS,
       embeddedPort: e.EMBEDDED_PG_PORT,
     },
     temporal: {
