@@ -122,6 +122,21 @@ export default tseslint.config(
     },
   },
   {
+    // The one CommonJS file (worker/workflow-thread.cjs, a thread script Node loads as it is):
+    // the plain JavaScript rules, without type information.
+    files: ['**/*.cjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      sourceType: 'commonjs',
+      globals: { require: 'readonly' },
+    },
+    rules: {
+      ...tseslint.configs.disableTypeChecked.rules,
+      '@typescript-eslint/no-require-imports': 'off',
+    },
+  },
+  {
     files: ['**/*.ts'],
     ignores: [...notTheHouse, ...Object.keys(boundaries).map((folder) => `${folder}/**`)],
     rules: { [RULE]: restrict({ paths: sqlOutsideDb, patterns: [] }) },

@@ -8,7 +8,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import { createEngineWorker } from '../worker/engine-worker';
 import { paymentSearchAttributes } from '../api/temporal';
 import type { Config } from '../config';
 import { createDatabasePool, type DatabasePool } from '../db/pool';
@@ -70,7 +71,7 @@ export async function startBenchWorker(
 ) {
   const taskQueue = `bench-${name}-${randomUUID()}`;
   const worker = keepRunning(
-    await Worker.create({
+    await createEngineWorker({
       connection: engine.nativeConnection,
       taskQueue,
       workflowBundle: { code: engine.benchBundle },

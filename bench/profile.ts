@@ -21,7 +21,8 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { Client, Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
-import { Worker, type ActivityInterceptorsFactory, type WorkerOptions } from '@temporalio/worker';
+import { type ActivityInterceptorsFactory, type WorkerOptions } from '@temporalio/worker';
+import { createEngineWorker } from '../worker/engine-worker';
 import pg from 'pg';
 import { createTransferActivities } from '../activities/transfer';
 import { createApp } from '../api/app';
@@ -352,7 +353,7 @@ async function whatIfs(
 
   const taskQueue = `bench-what-if-${randomUUID()}`;
   const worker = keepRunning(
-    await Worker.create({
+    await createEngineWorker({
       connection: engine.nativeConnection,
       taskQueue,
       workflowBundle: { code: engine.benchBundle },

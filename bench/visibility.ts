@@ -11,7 +11,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
+import { createEngineWorker } from '../worker/engine-worker';
 import { freePort } from '../harness/ports';
 import { startTemporalDevServer, type DevServer } from '../harness/temporal';
 import { processCpuMs } from './cpu';
@@ -45,7 +46,7 @@ async function startVariant(engine: Engine, dir: string, all: boolean): Promise<
   });
   const connection = await NativeConnection.connect({ address: server.address });
   const taskQueue = `bench-visibility-${randomUUID()}`;
-  const worker = await Worker.create({
+  const worker = await createEngineWorker({
     connection,
     taskQueue,
     workflowBundle: { code: engine.benchBundle },

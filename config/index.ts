@@ -32,6 +32,7 @@ const envSchema = z.object({
   TEMPORAL_PORT: port.default(7233),
   TEMPORAL_UI_PORT: port.default(8233),
   TEMPORAL_WORKFLOW_BUNDLE: z.string().optional(),
+  TEMPORAL_WORKFLOW_STACK_TRACES: onOff.default(false),
   FX_SLE_PER_USD: z
     .string()
     .regex(/^\d+(\.\d{1,2})?$/, 'FX_SLE_PER_USD must be a decimal with at most 2 decimals')
@@ -146,6 +147,8 @@ export type Config = {
     port: number;
     uiPort: number;
     workflowBundlePath: string | undefined;
+    /** The SDK's promise hook for the UI's "Stack Trace" query (worker/engine-worker.ts). */
+    workflowStackTraces: boolean;
   };
   fx: { slePerUsd: string };
   providers: {
@@ -252,6 +255,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       port: e.TEMPORAL_PORT,
       uiPort: e.TEMPORAL_UI_PORT,
       workflowBundlePath: e.TEMPORAL_WORKFLOW_BUNDLE,
+      workflowStackTraces: e.TEMPORAL_WORKFLOW_STACK_TRACES,
     },
     fx: { slePerUsd: e.FX_SLE_PER_USD },
     providers: {

@@ -20,7 +20,9 @@ import path from 'node:path';
 import type { History } from '@temporalio/common/lib/proto-utils';
 import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { bundleWorkflows } from '../worker/bundle';
+import { createEngineWorker } from '../worker/engine-worker';
 import { format, resolveConfig } from 'prettier';
 import { RECORDED_SCENARIOS, registerSearchAttributes } from '../test/workflow/scenarios';
 import { findBinary } from '../harness/temporal';
@@ -57,10 +59,7 @@ function parseArgs(args: string[]): { out: string; only: string[] } {
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const { code } = await bundleWorkflowCode({
-    workflowsPath: require.resolve('../workflows'),
-    logger: new DefaultLogger('ERROR'),
-  });
+  const code = await bundleWorkflows(require.resolve('../workflows'));
   const env = await TestWorkflowEnvironment.createTimeSkipping({
     server: { executable: { type: 'existing-path', path: findBinary('temporal-test-server') } },
   });
@@ -74,7 +73,7 @@ async function main(): Promise<void> {
     for (const scenario of RECORDED_SCENARIOS) {
       if (only.length && !only.includes(scenario.name)) continue;
       const taskQueue = `record-${scenario.name}`;
-      const worker = await Worker.create({
+      const worker = await createEngineWorker({
         connection: env.nativeConnection,
         taskQueue,
         workflowBundle: { code },

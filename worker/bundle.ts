@@ -10,6 +10,16 @@ const silent = {
 };
 
 /**
+ * The modules evaluated once in the workflow thread's context and shared by every workflow it
+ * runs, instead of once a workflow: the SDK's workflow API and the workflows themselves, whose
+ * modules keep no state of their own (only constants, proxies and definitions).
+ */
+export const preloadedModules = (workflowsPath: string): string[] => [
+  '@temporalio/workflow',
+  workflowsPath,
+];
+
+/**
  * The webpack bundle of the workflows at `workflowsPath` (with `interceptorModules`, for
  * tracing), without the bundler's chatter.
  */
@@ -19,6 +29,7 @@ export async function bundleWorkflows(
 ): Promise<string> {
   const { code } = await bundleWorkflowCode({
     workflowsPath,
+    preloadModules: preloadedModules(workflowsPath),
     ...(interceptorModules.length ? { workflowInterceptorModules: [...interceptorModules] } : {}),
     logger: silent,
   });

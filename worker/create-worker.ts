@@ -1,11 +1,13 @@
 import { Client } from '@temporalio/client';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, type Worker, type WorkerOptions } from '@temporalio/worker';
 import type { DatabasePool } from '../db/pool';
 import { temporalAddress, type Config } from '../config';
 import { createActivities } from '../activities';
 import { ensureWebhookRelay } from '../activities/webhooks';
 import { createProviders, type Providers } from '../providers';
 import { paymentSinks } from './settlements';
+import { createEngineWorker } from './engine-worker';
+import { preloadedModules } from './bundle';
 import {
   workerTracingOptions,
   workflowInterceptorsModule,
@@ -34,7 +36,10 @@ export async function createWorker(options: {
     options.connection ?? (await NativeConnection.connect({ address: temporalAddress(config) }));
   const workflowSource = config.temporal.workflowBundlePath
     ? { workflowBundle: { codePath: config.temporal.workflowBundlePath } }
-    : { workflowsPath: require.resolve('../workflows') };
+    : {
+        workflowsPath: require.resolve('../workflows'),
+        bundlerOptions: { preloadModules: preloadedModules(require.resolve('../workflows')) },
+      };
   const tracing = workerTracingOptions(options.tracing);
   if (options.tracing && 'workflowsPath' in workflowSource) {
     tracing.interceptors = {
@@ -42,23 +47,26 @@ export async function createWorker(options: {
       workflowModules: [workflowInterceptorsModule],
     };
   }
-  const worker = await Worker.create({
-    connection,
-    namespace: config.temporal.namespace,
-    taskQueue: config.temporal.taskQueue,
-    activities: createActivities({
-      pool: options.pool,
-      config,
-      providers: options.providers ?? createProviders({ config, pool: options.pool }),
-    }),
-    ...workflowSource,
-    ...tracing,
-    sinks: { ...tracing.sinks, ...paymentSinks },
-    // Every activity holds at most one database connection: no more at once than the pool has,
-    // so that none waits for a connection inside its start-to-close timeout.
-    maxConcurrentActivityTaskExecutions: config.database.poolSize,
-    ...options.tuning,
-  });
+  const worker = await createEngineWorker(
+    {
+      connection,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.taskQueue,
+      activities: createActivities({
+        pool: options.pool,
+        config,
+        providers: options.providers ?? createProviders({ config, pool: options.pool }),
+      }),
+      ...workflowSource,
+      ...tracing,
+      sinks: { ...tracing.sinks, ...paymentSinks },
+      // Every activity holds at most one database connection: no more at once than the pool has,
+      // so that none waits for a connection inside its start-to-close timeout.
+      maxConcurrentActivityTaskExecutions: config.database.poolSize,
+      ...options.tuning,
+    },
+    { stackTraces: config.temporal.workflowStackTraces },
+  );
   // The webhook outbox relay runs whenever a worker does (the maintenance schedule checks too).
   await ensureWebhookRelay(
     new Client({ connection, namespace: config.temporal.namespace }),

@@ -1,13 +1,10 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import {
-  bundleWorkflowCode,
-  DefaultLogger,
-  Worker,
-  type WorkflowBundleOption,
-} from '@temporalio/worker';
+import type { WorkflowBundleOption } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { findBinary } from '../../harness/temporal';
 import type { Activities } from '../../workflows/activities-types';
+import { bundleWorkflows } from '../../worker/bundle';
+import { createEngineWorker } from '../../worker/engine-worker';
 import { paymentSinks } from '../../worker/settlements';
 import { registerSearchAttributes } from '../workflow/scenarios';
 import { quietTemporalRuntime } from './engine';
@@ -35,10 +32,7 @@ let bundled: Promise<string> | undefined;
 export async function workflowBundle(): Promise<WorkflowBundleOption> {
   const path = process.env.TEST_WORKFLOW_BUNDLE;
   if (path) return { codePath: path };
-  bundled ??= bundleWorkflowCode({
-    workflowsPath: require.resolve('../../workflows'),
-    logger: new DefaultLogger('ERROR'),
-  }).then((bundle) => bundle.code);
+  bundled ??= bundleWorkflows(require.resolve('../../workflows'));
   return { code: await bundled };
 }
 
@@ -49,7 +43,7 @@ export async function withWorker<R>(
   fn: (taskQueue: string) => Promise<R>,
 ): Promise<R> {
   const taskQueue = `wf-test-${randomUUID()}`;
-  const worker = await Worker.create({
+  const worker = await createEngineWorker({
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle: await workflowBundle(),
@@ -92,7 +86,7 @@ export async function killedAndRestarted<S extends { handle: { result(): Promise
   const bundle = await workflowBundle();
   let killed!: () => void;
   const dead = new Promise<void>((resolve) => (killed = resolve));
-  const worker1 = await Worker.create({
+  const worker1 = await createEngineWorker({
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle: bundle,
@@ -110,7 +104,7 @@ export async function killedAndRestarted<S extends { handle: { result(): Promise
   started.catch(() => undefined);
   const driven = options.drive?.(started);
   await worker1.runUntil(dead);
-  const worker2 = await Worker.create({
+  const worker2 = await createEngineWorker({
     connection: env.nativeConnection,
     taskQueue,
     workflowBundle: bundle,

@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Worker } from '@temporalio/worker';
+import { createEngineWorker } from '../../worker/engine-worker';
 import { randomUUID } from 'node:crypto';
 import type { Activities } from '../../workflows/activities-types';
 import { moneyOutUpdates } from '../../workflows/money-out-shared';
@@ -236,7 +236,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
     // The first worker dies before it reaches the provider: its attempt, if any, fails.
     first.sendMoneyOut.mockImplementation(() => Promise.reject(new Error('worker died')));
     const bundle = await workflowBundle();
-    const worker1 = await Worker.create({
+    const worker1 = await createEngineWorker({
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: bundle,
@@ -249,7 +249,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
     await worker1.runUntil(reserveDone);
     // The first worker is gone; another takes over the same task queue.
     const second = mocks();
-    const worker2 = await Worker.create({
+    const worker2 = await createEngineWorker({
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: bundle,
