@@ -34,12 +34,10 @@ export async function createWorker(options: {
   const { config } = options;
   const connection =
     options.connection ?? (await NativeConnection.connect({ address: temporalAddress(config) }));
+  const workflowsPath = require.resolve('../workflows');
   const workflowSource = config.temporal.workflowBundlePath
     ? { workflowBundle: { codePath: config.temporal.workflowBundlePath } }
-    : {
-        workflowsPath: require.resolve('../workflows'),
-        bundlerOptions: { preloadModules: preloadedModules(require.resolve('../workflows')) },
-      };
+    : { workflowsPath, bundlerOptions: { preloadModules: preloadedModules(workflowsPath) } };
   const tracing = workerTracingOptions(options.tracing);
   if (options.tracing && 'workflowsPath' in workflowSource) {
     tracing.interceptors = {
