@@ -1,5 +1,7 @@
 import { Worker as NodeWorker } from 'node:worker_threads';
 import {
+  DefaultLogger,
+  Runtime,
   Worker,
   type CompiledWorkerOptions,
   type Logger,
@@ -115,6 +117,42 @@ async function watchedWorkflowCreator(
 }
 
 /**
+ * The worker's logger, with what the runtime's logger drops dropped before it is built. The
+ * SDK's worker logs every workflow activation and every activity at TRACE (the activation
+ * itself as the entry's metadata), and its logger copies and walks that metadata for every call
+ * before the runtime's logger (DefaultLogger at WARN in worker/main.ts) throws the entry away.
+ * Only a DefaultLogger says its level; any other logger gets every call, as before.
+ */
+export function withoutDroppedLevels(logger: Logger, runtimeLogger: Logger): Logger {
+  if (!(runtimeLogger instanceof DefaultLogger)) return logger;
+  const traced = runtimeLogger.level === 'TRACE';
+  const debugged = traced || runtimeLogger.level === 'DEBUG';
+  if (traced) return logger;
+  const dropped = () => undefined;
+  return {
+    log: (level, message, meta) => {
+      if (level === 'TRACE' || (level === 'DEBUG' && !debugged)) return;
+      logger.log(level, message, meta);
+    },
+    trace: dropped,
+    debug: debugged
+      ? (message, meta) => {
+          logger.debug(message, meta);
+        }
+      : dropped,
+    info: (message, meta) => {
+      logger.info(message, meta);
+    },
+    warn: (message, meta) => {
+      logger.warn(message, meta);
+    },
+    error: (message, meta) => {
+      logger.error(message, meta);
+    },
+  };
+}
+
+/**
  * `Worker.create` with the engine's workflow threads (WatchedWorkflowThread above; the thread
  * script worker/workflow-thread.cjs). The SDK's own threads serve `debugMode` (workflows in the
  * main thread) and a `patchActivationCallback`, neither of which the engine uses.
@@ -135,5 +173,9 @@ export async function createEngineWorker(
       return watchedWorkflowCreator(bundle, compiled, logger, threads);
     }
   }
-  return EngineWorker.create(options);
+  const worker = await EngineWorker.create(options);
+  // Read on every call (`this.logger`), so that replacing it here reaches the activation path.
+  const logged = worker as unknown as { logger: Logger };
+  logged.logger = withoutDroppedLevels(logged.logger, Runtime.instance().logger);
+  return worker;
 }

@@ -230,6 +230,19 @@ describe('GET /api/v1/analytics/dashboard', () => {
     expect(kept).toHaveLength(7);
     await engine.pool.query(sql.unsafe`SELECT analytics_daily_rebuild()`);
     expect(await rollup()).toEqual(kept);
+
+    // A record moved to another day (an update that changes its rollup row, not only its
+    // status) leaves one day's row and joins the other's, and back.
+    const moveHold = (shift: string) =>
+      engine.pool.query(sql.unsafe`
+        UPDATE transactions SET created_at = created_at + ${shift}::interval WHERE id = ${hold.id}`);
+    await moveHold('-3 days');
+    const moved = await rollup();
+    expect(moved).not.toEqual(kept);
+    await engine.pool.query(sql.unsafe`SELECT analytics_daily_rebuild()`);
+    expect(await rollup()).toEqual(moved);
+    await moveHold('3 days');
+    expect(await rollup()).toEqual(kept);
   });
 
   it('the chart walks with the date: tomorrow, today’s payments are the day before last', async () => {
