@@ -129,7 +129,7 @@ export default tseslint.config(
     languageOptions: {
       ...tseslint.configs.disableTypeChecked.languageOptions,
       sourceType: 'commonjs',
-      globals: { require: 'readonly' },
+      globals: { require: 'readonly', structuredClone: 'readonly' },
     },
     rules: {
       ...tseslint.configs.disableTypeChecked.rules,

@@ -17,6 +17,7 @@ import type {
   WorkflowBundleWithSourceMapAndFilename,
 } from '@temporalio/worker/lib/workflow/workflow-worker-thread/input';
 import type { WorkerThreadOutput } from '@temporalio/worker/lib/workflow/workflow-worker-thread/output';
+import type { SinkCall } from '@temporalio/workflow/lib/sinks';
 
 const THREAD_SCRIPT = require.resolve('./workflow-thread.cjs');
 
@@ -55,15 +56,54 @@ class WatchedWorkflowThread extends WorkerThreadClient {
     );
   }
 
+  /** The sink calls that came with a run's activations (workflow-thread.cjs), not yet asked for. */
+  private readonly sinkCalls = new Map<string, SinkCall[]>();
+  /** Runs whose last activation failed: what it called is still in the workflow, asked of it. */
+  private readonly callsInWorkflow = new Set<string>();
+
   override async send(input: WorkerThreadInput): Promise<WorkerThreadOutput> {
     // Loading the bundle and shutting down are the SDK's own, not workflow code.
     if (input.type === 'init' || input.type === 'destroy') return super.send(input);
+    // The SDK's worker asks after every activation: answered with what came with the completion.
+    if (input.type === 'extract-sink-calls' && !this.callsInWorkflow.has(input.runId)) {
+      return { type: 'sink-calls', calls: this.takeSinkCalls(input.runId) };
+    }
     const timer = setTimeout(() => this.stuck(input), this.limitMs);
     try {
-      return await super.send(input);
+      const output = await super.send(input);
+      if (output?.type === 'activation-completion' && 'sinkCalls' in output) {
+        const { sinkCalls, ...completion } = output as typeof output & { sinkCalls: SinkCall[] };
+        if (input.type === 'activate-workflow') this.keepSinkCalls(input.runId, sinkCalls);
+        return completion;
+      }
+      if (output?.type === 'sink-calls' && input.type === 'extract-sink-calls') {
+        this.callsInWorkflow.delete(input.runId);
+        return { type: 'sink-calls', calls: [...this.takeSinkCalls(input.runId), ...output.calls] };
+      }
+      return output;
+    } catch (error) {
+      if (input.type === 'activate-workflow') this.callsInWorkflow.add(input.runId);
+      throw error;
     } finally {
       clearTimeout(timer);
+      if (input.type === 'dispose-workflow') {
+        this.sinkCalls.delete(input.runId);
+        this.callsInWorkflow.delete(input.runId);
+      }
     }
+  }
+
+  private keepSinkCalls(runId: string, calls: SinkCall[]): void {
+    if (calls.length === 0) return;
+    const kept = this.sinkCalls.get(runId);
+    if (kept) kept.push(...calls);
+    else this.sinkCalls.set(runId, calls);
+  }
+
+  private takeSinkCalls(runId: string): SinkCall[] {
+    const calls = this.sinkCalls.get(runId) ?? [];
+    this.sinkCalls.delete(runId);
+    return calls;
   }
 
   private stuck(input: WorkerThreadInput): void {

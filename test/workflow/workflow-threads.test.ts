@@ -1,14 +1,23 @@
 /**
  * The engine's workflow threads (worker/engine-worker.ts): calls into the sandbox run without
  * Node's vm timeout, so a workflow stuck in a loop is caught from the main thread instead, and
- * the SDK's promise hook (the "Stack Trace" query) is there only when configured.
+ * the SDK's promise hook (the "Stack Trace" query) is there only when configured, and the sink
+ * calls of an activation come back with its completion.
  */
 import { randomUUID } from 'node:crypto';
+import { Worker as NodeWorker } from 'node:worker_threads';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflows } from '../../worker/bundle';
 import { createEngineWorker } from '../../worker/engine-worker';
 import { createTimeSkippingEnv } from '../support/time-skipping';
-import { spinForever, waitForever } from './workflow-threads.workflow';
+import type { InjectedSinks } from '@temporalio/worker';
+import {
+  go,
+  saysThrice,
+  spinForever,
+  waitForever,
+  type SaidSinks,
+} from './workflow-threads.workflow';
 
 let env: TestWorkflowEnvironment;
 let code: string;
@@ -70,4 +79,45 @@ test('with stack traces on, the "Stack Trace" query shows where the workflow wai
   expect(await stackTraceOf(true)).toMatch(
     /^\s+at waitForever \(.*workflow-threads\.workflow\.ts:\d+:\d+\)/,
   );
+});
+
+test('sink calls come back with the activation that made them: each once, in order, no request of their own', async () => {
+  const taskQueue = `threads-${randomUUID()}`;
+  const heard: { n: number; workflowId: string; now: unknown }[] = [];
+  const sinks: InjectedSinks<SaidSinks> = {
+    said: {
+      it: {
+        fn: (info, n) => {
+          heard.push({ n, workflowId: info.workflowId, now: typeof info.unsafe.now });
+        },
+      },
+    },
+  };
+  const requests: string[] = [];
+  // What the worker asks of its workflow thread.
+  const original = NodeWorker.prototype.postMessage;
+  NodeWorker.prototype.postMessage = function (this: NodeWorker, message: unknown, transfer) {
+    const type = (message as { input?: { type?: string } } | null)?.input?.type;
+    if (type) requests.push(type);
+    return original.call(this, message, transfer);
+  };
+  try {
+    const w = await createEngineWorker(
+      { connection: env.nativeConnection, taskQueue, workflowBundle: { code }, sinks },
+      { stackTraces: false },
+    );
+    const workflowId = randomUUID();
+    await w.runUntil(async () => {
+      const handle = await env.client.workflow.start(saysThrice, { taskQueue, workflowId });
+      await handle.signal(go);
+      await handle.result();
+    });
+    expect(heard).toEqual([1, 2, 3].map((n) => ({ n, workflowId, now: 'function' })));
+    expect(requests.filter((type) => type === 'activate-workflow').length).toBeGreaterThanOrEqual(
+      2,
+    );
+    expect(requests).not.toContain('extract-sink-calls');
+  } finally {
+    NodeWorker.prototype.postMessage = original;
+  }
 });

@@ -1,4 +1,4 @@
-import { condition } from '@temporalio/workflow';
+import { condition, defineSignal, proxySinks, setHandler, type Sinks } from '@temporalio/workflow';
 
 /** Never returns: the workflow thread is stuck in it. */
 export async function spinForever(): Promise<void> {
@@ -11,4 +11,22 @@ export async function spinForever(): Promise<void> {
 /** Waits for ever, parked in `condition`: what the "Stack Trace" query shows. */
 export async function waitForever(): Promise<void> {
   await condition(() => false);
+}
+
+export interface SaidSinks extends Sinks {
+  said: { it(n: number): void };
+}
+const { said } = proxySinks<SaidSinks>();
+export const go = defineSignal('go');
+
+/** Says 1 in its first activation, then 2 and 3 in the one that the signal `go` wakes. */
+export async function saysThrice(): Promise<void> {
+  said.it(1);
+  let going = false;
+  setHandler(go, () => {
+    going = true;
+  });
+  await condition(() => going);
+  said.it(2);
+  said.it(3);
 }
