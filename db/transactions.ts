@@ -142,8 +142,11 @@ export async function findTransaction(
   db: CommonQueryMethods,
   id: string,
 ): Promise<TransactionRow | null> {
+  // Prepared: an escrow release or refund reads its hold with it before its update.
   return db.maybeOne(
-    sql.type(transactionRow)`SELECT ${transactionColumns} FROM transactions WHERE id = ${id}`,
+    prepare(
+      sql.type(transactionRow)`SELECT ${transactionColumns} FROM transactions WHERE id = ${id}`,
+    ),
   );
 }
 

@@ -3,6 +3,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { createTransferActivities } from '../../activities/transfer';
 import { createApplication } from '../../db/applications';
+import { findTransaction } from '../../db/transactions';
 import { createDatabasePool, prepare, type DatabasePool } from '../../db/pool';
 import type { Caller } from '../../domain/types';
 import {
@@ -63,6 +64,15 @@ describe('prepared statements', () => {
       expect(lock).toMatchObject({ name: expect.stringMatching(/^wallet_[0-9a-f]{32}$/), runs: 3 });
       expect(ledger).toMatchObject({ runs: 3 });
       expect(ledger?.name).not.toBe(lock?.name);
+      // A payment read by its id (an escrow release or refund reads its hold so): prepared too.
+      const id = await pool.oneFirst(
+        sql.type(z.object({ id: z.string() }))`SELECT id FROM transactions LIMIT 1`,
+      );
+      for (let i = 0; i < 2; i += 1) expect((await findTransaction(one, id))?.id).toBe(id);
+      const byId = (await preparedOn(one)).find((p) =>
+        /^SELECT id, .* FROM transactions WHERE id = \$1$/s.test(p.statement),
+      );
+      expect(byId).toMatchObject({ runs: 2 });
       await assertLedgerInvariant(pool);
     } finally {
       await one.end();
