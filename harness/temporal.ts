@@ -173,7 +173,36 @@ export async function startTemporalDevServer(options: {
   return spawnDevServer(options);
 }
 
+/** How often a dev server that exits during start-up is started again. */
+const START_ATTEMPTS = 3;
+
+/**
+ * A dev server that exited before it answered, with the last lines it printed (a port it
+ * could not bind, one of its own that another process took between its choice and its bind).
+ */
+class DevServerExitedError extends Error {}
+
+/**
+ * Starts the dev server, again (on the same ports: the ones it picks for itself are picked
+ * anew) when it exits during start-up, at most START_ATTEMPTS times in all.
+ */
 async function spawnDevServer(options: {
+  port: number;
+  uiPort?: number;
+  dbFile?: string;
+  log?: (line: string) => void;
+}): Promise<DevServer> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await spawnDevServerOnce(options);
+    } catch (error) {
+      if (!(error instanceof DevServerExitedError) || attempt >= START_ATTEMPTS) throw error;
+      options.log?.(`${error.message}; starting it again (attempt ${attempt + 1})`);
+    }
+  }
+}
+
+async function spawnDevServerOnce(options: {
   port: number;
   uiPort?: number;
   dbFile?: string;
@@ -201,8 +230,16 @@ async function spawnDevServer(options: {
     detached: false,
   });
   const log = options.log ?? (() => undefined);
-  child.stdout?.on('data', (d: Buffer) => log(d.toString().trimEnd()));
-  child.stderr?.on('data', (d: Buffer) => log(d.toString().trimEnd()));
+  // The last lines it printed, for the error when it exits during start-up.
+  const said: string[] = [];
+  const heard = (d: Buffer) => {
+    const text = d.toString().trimEnd();
+    said.push(...text.split('\n').slice(-5));
+    said.splice(0, Math.max(0, said.length - 5));
+    log(text);
+  };
+  child.stdout?.on('data', heard);
+  child.stderr?.on('data', heard);
   const exited = new Promise<number | null>((resolve) => {
     child.once('exit', resolve);
     // A binary that cannot be spawned never exits: its error settles the wait instead.
@@ -222,7 +259,7 @@ async function spawnDevServer(options: {
   };
   const address = `127.0.0.1:${options.port}`;
   try {
-    await waitForTemporal(address, 60_000, exited);
+    await waitForTemporal(address, 60_000, exited, () => said.join(' | '));
   } catch (error) {
     await stop();
     throw error;
@@ -240,12 +277,23 @@ async function waitForTemporal(
   address: string,
   timeoutMs: number,
   exited: Promise<number | null>,
+  said: () => string,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let dead = false;
-  void exited.then(() => (dead = true));
+  let exitCode: number | null = null;
+  void exited.then((code) => {
+    dead = true;
+    exitCode = code;
+  });
   for (;;) {
-    if (dead) throw new Error('the Temporal development server exited during start-up');
+    if (dead) {
+      // Its output arrives in the same turn as its exit, or just before.
+      await new Promise((resolve) => setImmediate(resolve));
+      throw new DevServerExitedError(
+        `the Temporal development server exited during start-up (exit code ${String(exitCode)}): ${said() || 'it said nothing'}`,
+      );
+    }
     try {
       const connection = await Connection.connect({ address, connectTimeout: 1000 });
       try {
