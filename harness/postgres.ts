@@ -8,7 +8,7 @@ import pg from 'pg';
 import type { Config } from '../config';
 import { migrate } from '../db/migrate';
 import type { Logger } from '../observability/logger';
-import { literally, stopLeftover } from './processes';
+import { lastLines, literally, stopLeftover } from './processes';
 
 export type EmbeddedDatabase = {
   url: (database: string) => string;
@@ -96,10 +96,9 @@ export async function startEmbeddedPostgres(options: {
     flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
   }
   // The package rejects with nothing when the server exits during start-up: say what it said.
-  const said: string[] = [];
+  const output = lastLines();
   const remember = (line: string) => {
-    said.push(line);
-    if (said.length > 5) said.shift();
+    output.hear(line);
     log(line);
   };
   const pg = new EmbeddedPostgres({
@@ -120,7 +119,7 @@ export async function startEmbeddedPostgres(options: {
   }
   await pg.start().catch((error: unknown) => {
     throw new Error(
-      `Postgres did not start on port ${options.port} (${options.dir}): ${said.join(' ') || String(error)}`,
+      `Postgres did not start on port ${options.port} (${options.dir}): ${output.said().join(' ') || String(error)}`,
     );
   });
   // The package keeps the postmaster's child process to itself; a supervisor needs its exit.

@@ -122,3 +122,18 @@ export async function stopLeftover(options: {
     );
   }
 }
+
+/**
+ * The last `count` lines a child process printed, for the error that says why it did not start
+ * (embedded Postgres, the Temporal dev server).
+ */
+export function lastLines(count = 5): { hear: (text: string) => void; said: () => string[] } {
+  const lines: string[] = [];
+  return {
+    hear: (text) => {
+      lines.push(...text.trimEnd().split('\n'));
+      lines.splice(0, Math.max(0, lines.length - count));
+    },
+    said: () => [...lines],
+  };
+}

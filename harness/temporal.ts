@@ -8,7 +8,7 @@ import { temporal } from '@temporalio/proto';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
 import { bundleWorkflows } from '../worker/bundle';
 import { SEARCH_ATTRIBUTE_DEFINITIONS } from '../workflows/shared';
-import { literally, removePidFile, stopLeftover, writePidFile } from './processes';
+import { lastLines, literally, removePidFile, stopLeftover, writePidFile } from './processes';
 
 const rootDir = path.resolve(__dirname, '..');
 const WHEELS = {
@@ -186,12 +186,14 @@ class DevServerExitedError extends Error {}
  * Starts the dev server, again (on the same ports: the ones it picks for itself are picked
  * anew) when it exits during start-up, at most START_ATTEMPTS times in all.
  */
-async function spawnDevServer(options: {
+type SpawnOptions = {
   port: number;
   uiPort?: number;
   dbFile?: string;
   log?: (line: string) => void;
-}): Promise<DevServer> {
+};
+
+async function spawnDevServer(options: SpawnOptions): Promise<DevServer> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await spawnDevServerOnce(options);
@@ -202,12 +204,7 @@ async function spawnDevServer(options: {
   }
 }
 
-async function spawnDevServerOnce(options: {
-  port: number;
-  uiPort?: number;
-  dbFile?: string;
-  log?: (line: string) => void;
-}): Promise<DevServer> {
+async function spawnDevServerOnce(options: SpawnOptions): Promise<DevServer> {
   const args = [
     'server',
     'start-dev',
@@ -231,11 +228,10 @@ async function spawnDevServerOnce(options: {
   });
   const log = options.log ?? (() => undefined);
   // The last lines it printed, for the error when it exits during start-up.
-  const said: string[] = [];
+  const output = lastLines();
   const heard = (d: Buffer) => {
     const text = d.toString().trimEnd();
-    said.push(...text.split('\n').slice(-5));
-    said.splice(0, Math.max(0, said.length - 5));
+    output.hear(text);
     log(text);
   };
   child.stdout?.on('data', heard);
@@ -259,7 +255,7 @@ async function spawnDevServerOnce(options: {
   };
   const address = `127.0.0.1:${options.port}`;
   try {
-    await waitForTemporal(address, 60_000, exited, () => said.join(' | '));
+    await waitForTemporal(address, 60_000, exited, () => output.said().join(' | '));
   } catch (error) {
     await stop();
     throw error;

@@ -164,10 +164,8 @@ async function watchedWorkflowCreator(
  * Only a DefaultLogger says its level; any other logger gets every call, as before.
  */
 export function withoutDroppedLevels(logger: Logger, runtimeLogger: Logger): Logger {
-  if (!(runtimeLogger instanceof DefaultLogger)) return logger;
-  const traced = runtimeLogger.level === 'TRACE';
-  const debugged = traced || runtimeLogger.level === 'DEBUG';
-  if (traced) return logger;
+  if (!(runtimeLogger instanceof DefaultLogger) || runtimeLogger.level === 'TRACE') return logger;
+  const debugged = runtimeLogger.level === 'DEBUG';
   const dropped = () => undefined;
   return {
     log: (level, message, meta) => {
@@ -175,20 +173,10 @@ export function withoutDroppedLevels(logger: Logger, runtimeLogger: Logger): Log
       logger.log(level, message, meta);
     },
     trace: dropped,
-    debug: debugged
-      ? (message, meta) => {
-          logger.debug(message, meta);
-        }
-      : dropped,
-    info: (message, meta) => {
-      logger.info(message, meta);
-    },
-    warn: (message, meta) => {
-      logger.warn(message, meta);
-    },
-    error: (message, meta) => {
-      logger.error(message, meta);
-    },
+    debug: debugged ? logger.debug.bind(logger) : dropped,
+    info: logger.info.bind(logger),
+    warn: logger.warn.bind(logger),
+    error: logger.error.bind(logger),
   };
 }
 
