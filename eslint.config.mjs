@@ -122,14 +122,20 @@ export default tseslint.config(
     },
   },
   {
-    // The one CommonJS file (worker/workflow-thread.cjs, a thread script Node loads as it is):
+    // The one CommonJS file (worker/stuck-watch.cjs, a thread script Node loads as it is):
     // the plain JavaScript rules, without type information.
     files: ['**/*.cjs'],
     ...tseslint.configs.disableTypeChecked,
     languageOptions: {
       ...tseslint.configs.disableTypeChecked.languageOptions,
       sourceType: 'commonjs',
-      globals: { require: 'readonly', structuredClone: 'readonly' },
+      globals: {
+        require: 'readonly',
+        TextDecoder: 'readonly',
+        Atomics: 'readonly',
+        process: 'readonly',
+        setInterval: 'readonly',
+      },
     },
     rules: {
       ...tseslint.configs.disableTypeChecked.rules,

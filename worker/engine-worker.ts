@@ -1,4 +1,3 @@
-import { Worker as NodeWorker } from 'node:worker_threads';
 import {
   DefaultLogger,
   Runtime,
@@ -8,153 +7,25 @@ import {
   type WorkerOptions,
 } from '@temporalio/worker';
 import type { WorkflowCreator } from '@temporalio/worker/lib/workflow/interface';
-import {
-  ThreadedVMWorkflowCreator,
-  WorkerThreadClient,
-} from '@temporalio/worker/lib/workflow/threaded-vm';
-import type {
-  WorkerThreadInput,
-  WorkflowBundleWithSourceMapAndFilename,
-} from '@temporalio/worker/lib/workflow/workflow-worker-thread/input';
-import type { WorkerThreadOutput } from '@temporalio/worker/lib/workflow/workflow-worker-thread/output';
-import type { SinkCall } from '@temporalio/workflow/lib/sinks';
+import type { WorkflowBundleWithSourceMapAndFilename } from '@temporalio/worker/lib/workflow/workflow-worker-thread/input';
+import { inlineWorkflowCreator } from './inline-workflows';
 
-const THREAD_SCRIPT = require.resolve('./workflow-thread.cjs');
-
-export type WorkflowThreadOptions = {
+export type EngineWorkflowOptions = {
   /**
    * The SDK's promise hook, which captures a stack trace at every promise a workflow creates,
-   * for the Temporal UI's "Stack Trace" query (TEMPORAL_WORKFLOW_STACK_TRACES). Off, the query
-   * answers that stack traces are not enabled on this worker.
+   * for the Temporal UI's "Stack Trace" query (TEMPORAL_WORKFLOW_STACK_TRACES). On, workflows
+   * run in the SDK's own workflow threads, with its hook and its deadlock detector; off (the
+   * default), in the main thread (worker/inline-workflows.ts), and the query answers that stack
+   * traces are not enabled on this worker.
    */
   stackTraces: boolean;
   /**
-   * How long a request to the workflow thread may take before the thread is deemed stuck;
-   * defaults to the SDK's deadlock limit (`isolateExecutionTimeout`, 5 s).
+   * How long one call into a workflow may hold the main thread before the workflow is deemed
+   * stuck and the process is killed; defaults to the SDK's deadlock limit
+   * (`isolateExecutionTimeout`, 5 s).
    */
   stuckAfterMs?: number;
 };
-
-/**
- * A workflow thread whose calls into the sandbox run without Node's `vm` timeout, watched from
- * here instead. The SDK runs each call with `isolateExecutionTimeout` (its deadlock detector),
- * and Node starts and joins a watchdog thread for every such call, several a workflow task.
- * Here one timer a request to the thread does the watching: a request that has not come back
- * within the limit (a workflow stuck in a loop) gets the thread terminated, which fails the
- * worker (the SDK shuts a worker down when its workflow thread exits) so that it is rebuilt
- * (worker/resilient.ts), and is logged with the workflow's run.
- */
-class WatchedWorkflowThread extends WorkerThreadClient {
-  constructor(
-    logger: Logger,
-    options: WorkflowThreadOptions,
-    private readonly limitMs: number,
-  ) {
-    super(
-      new NodeWorker(THREAD_SCRIPT, { workerData: { stackTraces: options.stackTraces } }),
-      logger,
-    );
-  }
-
-  /** The sink calls that came with a run's activations (workflow-thread.cjs), not yet asked for. */
-  private readonly sinkCalls = new Map<string, SinkCall[]>();
-  /** Runs whose last activation failed: what it called is still in the workflow, asked of it. */
-  private readonly callsInWorkflow = new Set<string>();
-
-  override async send(input: WorkerThreadInput): Promise<WorkerThreadOutput> {
-    // Loading the bundle and shutting down are the SDK's own, not workflow code.
-    if (input.type === 'init' || input.type === 'destroy') return super.send(input);
-    // The SDK's worker asks after every activation: answered with what came with the completion.
-    if (input.type === 'extract-sink-calls' && !this.callsInWorkflow.has(input.runId)) {
-      return { type: 'sink-calls', calls: this.takeSinkCalls(input.runId) };
-    }
-    const timer = setTimeout(() => this.stuck(input), this.limitMs);
-    try {
-      const output = await super.send(input);
-      if (output?.type === 'activation-completion' && 'sinkCalls' in output) {
-        const { sinkCalls, ...completion } = output as typeof output & { sinkCalls: SinkCall[] };
-        if (input.type === 'activate-workflow') this.keepSinkCalls(input.runId, sinkCalls);
-        return completion;
-      }
-      if (output?.type === 'sink-calls' && input.type === 'extract-sink-calls') {
-        this.callsInWorkflow.delete(input.runId);
-        return { type: 'sink-calls', calls: [...this.takeSinkCalls(input.runId), ...output.calls] };
-      }
-      return output;
-    } catch (error) {
-      if (input.type === 'activate-workflow') this.callsInWorkflow.add(input.runId);
-      throw error;
-    } finally {
-      clearTimeout(timer);
-      if (input.type === 'dispose-workflow') {
-        this.sinkCalls.delete(input.runId);
-        this.callsInWorkflow.delete(input.runId);
-      }
-    }
-  }
-
-  private keepSinkCalls(runId: string, calls: SinkCall[]): void {
-    if (calls.length === 0) return;
-    const kept = this.sinkCalls.get(runId);
-    if (kept) kept.push(...calls);
-    else this.sinkCalls.set(runId, calls);
-  }
-
-  private takeSinkCalls(runId: string): SinkCall[] {
-    const calls = this.sinkCalls.get(runId) ?? [];
-    this.sinkCalls.delete(runId);
-    return calls;
-  }
-
-  private stuck(input: WorkerThreadInput): void {
-    this.logger.error(
-      `A workflow thread did not answer within ${this.limitMs} ms (a workflow stuck in a loop?): terminating it; the worker fails and is rebuilt`,
-      {
-        request: input.type,
-        ...('runId' in input ? { runId: input.runId } : {}),
-        ...(input.type === 'create-workflow'
-          ? {
-              workflowId: input.options.info.workflowId,
-              workflowType: input.options.info.workflowType,
-            }
-          : {}),
-      },
-    );
-    void this.workerThread.terminate();
-  }
-}
-
-async function watchedWorkflowCreator(
-  bundle: WorkflowBundleWithSourceMapAndFilename,
-  compiled: CompiledWorkerOptions,
-  logger: Logger,
-  options: WorkflowThreadOptions,
-): Promise<WorkflowCreator> {
-  const threads = Array.from(
-    { length: compiled.workflowThreadPoolSize },
-    () =>
-      new WatchedWorkflowThread(
-        logger,
-        options,
-        options.stuckAfterMs ?? compiled.isolateExecutionTimeoutMs,
-      ),
-  );
-  await Promise.all(
-    threads.map((thread) =>
-      thread.send({
-        type: 'init',
-        workflowBundle: bundle,
-        // No timeout: Node's vm then starts no watchdog thread a call (the thread is watched
-        // from this side instead, above).
-        isolateExecutionTimeoutMs: undefined as unknown as number,
-        reuseV8Context: compiled.reuseV8Context ?? true,
-        registeredActivityNames: new Set(compiled.activities.keys()),
-        hasPatchActivationCallback: false,
-      }),
-    ),
-  );
-  return new ThreadedVMWorkflowCreator(threads);
-}
 
 /**
  * The worker's logger, with what the runtime's logger drops dropped before it is built. The
@@ -181,13 +52,13 @@ export function withoutDroppedLevels(logger: Logger, runtimeLogger: Logger): Log
 }
 
 /**
- * `Worker.create` with the engine's workflow threads (WatchedWorkflowThread above; the thread
- * script worker/workflow-thread.cjs). The SDK's own threads serve `debugMode` (workflows in the
- * main thread) and a `patchActivationCallback`, neither of which the engine uses.
+ * `Worker.create` with the engine's workflows in the main thread (worker/inline-workflows.ts).
+ * The SDK's own creators serve stack traces (its workflow threads), `debugMode` and a
+ * `patchActivationCallback`, which the engine does not use.
  */
 export async function createEngineWorker(
   options: WorkerOptions,
-  threads: WorkflowThreadOptions = { stackTraces: false },
+  workflows: EngineWorkflowOptions = { stackTraces: false },
 ): Promise<Worker> {
   class EngineWorker extends Worker {
     protected static override async createWorkflowCreator(
@@ -195,10 +66,14 @@ export async function createEngineWorker(
       compiled: CompiledWorkerOptions,
       logger: Logger,
     ): Promise<WorkflowCreator> {
-      if (compiled.debugMode || compiled.patchActivationCallback) {
+      if (compiled.debugMode || compiled.patchActivationCallback || workflows.stackTraces) {
         return super.createWorkflowCreator(bundle, compiled, logger);
       }
-      return watchedWorkflowCreator(bundle, compiled, logger, threads);
+      return inlineWorkflowCreator(
+        bundle,
+        compiled,
+        workflows.stuckAfterMs ?? compiled.isolateExecutionTimeoutMs,
+      );
     }
   }
   const worker = await EngineWorker.create(options);

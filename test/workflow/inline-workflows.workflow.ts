@@ -1,10 +1,10 @@
 import { condition, defineSignal, proxySinks, setHandler, type Sinks } from '@temporalio/workflow';
 
-/** Never returns: the workflow thread is stuck in it. */
+/** Never returns: the thread that runs it is stuck in it. */
 export async function spinForever(): Promise<void> {
   await Promise.resolve();
   for (;;) {
-    // A loop with no await: only terminating the thread ends it.
+    // A loop with no await: only ending the thread (or the process) that runs it ends it.
   }
 }
 
