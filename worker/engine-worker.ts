@@ -25,6 +25,12 @@ export type EngineWorkflowOptions = {
    * (`isolateExecutionTimeout`, 5 s).
    */
   stuckAfterMs?: number;
+  /**
+   * Check after every call into a workflow that it left no global of its own in the sandbox
+   * the workflows share (worker/inline-workflows.ts), failing the activation if it did; for
+   * the tests, which run every workflow with it.
+   */
+  checkGlobals?: boolean;
 };
 
 /**
@@ -73,6 +79,7 @@ export async function createEngineWorker(
         bundle,
         compiled,
         workflows.stuckAfterMs ?? compiled.isolateExecutionTimeoutMs,
+        workflows.checkGlobals,
       );
     }
   }

@@ -16,6 +16,7 @@ import { createTimeSkippingEnv } from '../support/time-skipping';
 import type { InjectedSinks } from '@temporalio/worker';
 import {
   go,
+  leavesAGlobal,
   saysThrice,
   spinForever,
   waitForever,
@@ -159,4 +160,60 @@ test('sink calls reach the sinks once each, in order, with the workflow info and
     await handle.result();
   });
   expect(heard).toEqual([1, 2, 3].map((n) => ({ n, workflowId, now: 'function' })));
+});
+
+test('workflows that take turns in the shared sandbox each see their own state (info, sinks, conditions)', async () => {
+  const taskQueue = `inline-${randomUUID()}`;
+  const heard: { n: number; workflowId: string }[] = [];
+  const sinks: InjectedSinks<SaidSinks> = {
+    said: {
+      it: {
+        fn: (info, n) => {
+          heard.push({ n, workflowId: info.workflowId });
+        },
+      },
+    },
+  };
+  const w = await createEngineWorker(
+    { connection: env.nativeConnection, taskQueue, workflowBundle: { code }, sinks },
+    { stackTraces: false, checkGlobals: true },
+  );
+  const ids = Array.from({ length: 6 }, () => randomUUID());
+  await w.runUntil(async () => {
+    const handles = await Promise.all(
+      ids.map((workflowId) => env.client.workflow.start(saysThrice, { taskQueue, workflowId })),
+    );
+    // Every one has said 1 and waits for its signal; the others wake in the reverse order.
+    while (heard.length < ids.length) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (const handle of [...handles].reverse()) await handle.signal(go);
+    await Promise.all(handles.map((handle) => handle.result()));
+  });
+  for (const workflowId of ids) {
+    expect(heard.filter((h) => h.workflowId === workflowId).map((h) => h.n)).toEqual([1, 2, 3]);
+  }
+  expect(heard).toHaveLength(3 * ids.length);
+});
+
+test('checkGlobals: a workflow that leaves a global in the shared sandbox fails its task, naming it', async () => {
+  const taskQueue = `inline-${randomUUID()}`;
+  const w = await createEngineWorker(
+    { connection: env.nativeConnection, taskQueue, workflowBundle: { code } },
+    { stackTraces: false, checkGlobals: true },
+  );
+  const failure = await w.runUntil(async () => {
+    const handle = await env.client.workflow.start(leavesAGlobal, {
+      taskQueue,
+      workflowId: randomUUID(),
+    });
+    for (;;) {
+      const { events } = await handle.fetchHistory();
+      const failed = events?.find((e) => e.workflowTaskFailedEventAttributes);
+      if (failed) {
+        await handle.terminate();
+        return failed.workflowTaskFailedEventAttributes?.failure?.message;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  });
+  expect(failure).toMatch(/left globals of its own in the shared sandbox: leftBehind/);
 });

@@ -30,3 +30,9 @@ export async function saysThrice(): Promise<void> {
   said.it(2);
   said.it(3);
 }
+
+/** Keeps state in a global of the sandbox the workflows share (which the engine forbids). */
+export async function leavesAGlobal(): Promise<void> {
+  (globalThis as Record<string, unknown>).leftBehind = 'by a workflow';
+  await Promise.resolve();
+}
