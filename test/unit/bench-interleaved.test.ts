@@ -1,5 +1,6 @@
 import { coresOver } from '../../bench/cpu';
 import { combineResults, type LoadResult } from '../../bench/load';
+import { interleavedSchedule } from '../../bench/scenarios';
 
 const burst = (ok: number, throughput: number, extra: Partial<LoadResult> = {}): LoadResult => ({
   sent: ok,
@@ -57,5 +58,38 @@ describe("the interleaved rows' bursts as one row (bench/load.ts, bench/cpu.ts)"
     expect(cores.load).toBeCloseTo(0.2 / 8, 10);
     expect(cores.postgres).toBeCloseTo(1 / 8, 10);
     expect(cores.other).toBe(0);
+  });
+});
+
+describe('the order of the interleaved bursts (bench/scenarios.ts interleavedSchedule)', () => {
+  const schedule = interleavedSchedule(3, 6);
+  const measured = schedule.filter((burst) => burst.round !== null);
+
+  it('starts with one burst not measured, of the kind that ends the last round', () => {
+    expect(schedule[0]).toEqual({ kind: measured[measured.length - 1]!.kind, round: null });
+    expect(schedule.filter((burst) => burst.round === null)).toHaveLength(1);
+    expect(measured).toHaveLength(18);
+  });
+
+  it('puts each kind in each place of a round twice, and after the others alike', () => {
+    for (let place = 0; place < 3; place++) {
+      const kinds = measured.filter((_, i) => i % 3 === place).map((burst) => burst.kind);
+      expect([...kinds].sort()).toEqual([0, 0, 1, 1, 2, 2]);
+    }
+    const after = new Map<string, number>();
+    for (let i = 1; i < schedule.length; i++) {
+      const pair = `${schedule[i - 1]!.kind}>${schedule[i]!.kind}`;
+      after.set(pair, (after.get(pair) ?? 0) + 1);
+    }
+    // Within a round 0>1, 1>2 or 2>0; from one round to the next (and from the lead-in), the
+    // other way: every kind follows one of the others four times and the other twice.
+    expect(Object.fromEntries(after)).toEqual({
+      '0>1': 4,
+      '1>2': 4,
+      '2>0': 4,
+      '1>0': 2,
+      '2>1': 2,
+      '0>2': 2,
+    });
   });
 });
