@@ -30,10 +30,13 @@ describe("the benchmark's CPU split by thread (bench/cpu.ts)", () => {
     expect(used).toBeGreaterThanOrEqual(300);
     expect(main?.ms).toBeGreaterThanOrEqual((used * 0.9 - 30) / 3);
     expect(main?.ms).toBeLessThanOrEqual((used * 2 + 30) / 3);
-    expect(split[0]?.kind).toBe('main');
+    // Not compared with the other threads: a jest worker that ran engine tests before may
+    // collect their garbage on V8's helper threads meanwhile (once, in a full `npm test`, more
+    // than the spin).
   });
 
   it("counts a thread that ended between the snapshots as `exited`, not as the main thread's", async () => {
+    const own = process.threadCpuUsage();
     const before = threadSnapshot();
     const worker = new Worker(
       `const start = process.threadCpuUsage();
@@ -43,8 +46,13 @@ describe("the benchmark's CPU split by thread (bench/cpu.ts)", () => {
     );
     await new Promise((resolve) => worker.once('exit', resolve));
     const split = new Map(threadMsPer(before, threadSnapshot(), 1).map((t) => [t.kind, t.ms]));
+    const usage = process.threadCpuUsage(own);
+    // What this thread did meanwhile (in a jest worker that ran engine tests before, perhaps
+    // their leftovers, once 530 ms), as the kernel counts it: the split charges the main thread
+    // that and no more, not the 300 ms of the thread that ended.
+    const mainUsed = (usage.user + usage.system) / 1000;
     expect(split.get('exited')).toBeGreaterThanOrEqual(280);
-    expect(split.get('main') ?? 0).toBeLessThan(200);
+    expect(split.get('main') ?? 0).toBeLessThan(mainUsed + 150);
   });
 
   it("reads a process's own CPU time (a dev server's, in the visibility comparison)", () => {
