@@ -346,13 +346,11 @@ export function interleavedSchedule(
   kinds: number,
   rounds: number,
 ): { kind: number; round: number | null }[] {
-  const schedule: { kind: number; round: number | null }[] = [
-    { kind: (rounds - 1 + kinds - 1) % kinds, round: null },
-  ];
+  const measured: { kind: number; round: number | null }[] = [];
   for (let round = 0; round < rounds; round++) {
-    for (let turn = 0; turn < kinds; turn++) schedule.push({ kind: (round + turn) % kinds, round });
+    for (let turn = 0; turn < kinds; turn++) measured.push({ kind: (round + turn) % kinds, round });
   }
-  return schedule;
+  return [{ kind: measured[measured.length - 1]!.kind, round: null }, ...measured];
 }
 
 /**
