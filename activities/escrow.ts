@@ -1,12 +1,21 @@
-import { lockHold, shrinkHoldPart } from '../db/escrow';
-import { lockAccounts, systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
-import { recordAnswer, recordMoneyStep } from '../db/money-steps';
+import { holdGuard, lockHold, shrinkHoldPart } from '../db/escrow';
+import {
+  lockAccounts,
+  rememberedSystemAccount,
+  systemAccountsIn,
+  type SystemAccountMemory,
+} from '../db/ledger';
+import { recordAnswer, recordMoneyStep, recordMoneyStepAtOnce } from '../db/money-steps';
 import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import { findTransaction, transactionRecord, type TransactionRow } from '../db/transactions';
-import { walletStatesUnlessMade } from '../db/wallets';
+import {
+  rememberWalletCurrencies,
+  walletStatesUnlessMade,
+  type WalletCurrencyMemory,
+} from '../db/wallets';
 import { computeEscrowFee } from '../domain/fees';
 import { holdPostings, refundPostings, releasePostings } from '../domain/ledger';
-import { minorToMajorNumber } from '../domain/money';
+import { minorToMajorNumber, type Currency } from '../domain/money';
 import { workflowIds } from '../workflows/ids';
 import type {
   EscrowStepResult,
@@ -30,17 +39,13 @@ async function alreadyDone(
 }
 
 /** A step made: its payment row travels with the answer, so that the API need not read it. */
-function stepDone(
-  row: TransactionRow,
-  remaining: bigint,
-  answered?: { answer: unknown },
-): EscrowStepResult {
+function stepDone(row: TransactionRow, remaining: bigint, answered?: unknown): EscrowStepResult {
   return {
     status: 'done',
     transactionId: row.id,
     remaining: remaining.toString(),
     transaction: transactionRecord(row),
-    ...(answered && { answered: true }),
+    ...(answered ? { answered: true } : {}),
   };
 }
 
@@ -64,13 +69,76 @@ export function createEscrowActivities(deps: {
   pool: DatabasePool;
   /** System account ids seen committed (db/ledger.ts); none to start with when absent. */
   systemAccounts?: SystemAccountMemory;
+  /** Wallet currencies seen (db/wallets.ts); none to start with when absent. */
+  walletCurrencies?: WalletCurrencyMemory;
 }) {
   const { pool } = deps;
-  const systemAccount = systemAccountsIn(deps.systemAccounts);
+  const systemAccounts = deps.systemAccounts ?? new Map<string, string>();
+  const systemAccount = systemAccountsIn(systemAccounts);
+  const currencies = deps.walletCurrencies ?? new Map<string, Currency>();
+
+  /** The hold's step, as written by either way (`holdFunds`). */
+  function newHold(input: HoldInput, escrow: string, currency: Currency, at: string) {
+    const amount = BigInt(input.amount);
+    return {
+      transaction: {
+        id: input.holdId,
+        applicationId: input.applicationId,
+        mode: input.mode,
+        type: 'escrow_hold' as const,
+        status: 'held' as const,
+        currency,
+        amount,
+        escrowAmount: amount,
+        walletId: input.walletId,
+        escrowWalletId: escrow,
+        recipientWalletId: input.recipientWalletId,
+        description: input.description,
+        workflowId: workflowIds.escrow(input.holdId),
+        metadata: { expires_at: input.expiresAt },
+      },
+      ledger: {
+        postings: holdPostings({
+          walletId: input.walletId,
+          escrowAccountId: escrow,
+          currency,
+          amount,
+        }),
+      },
+      event: { type: 'escrow.held', data: transactionEventData },
+      ...recordAnswer(input, input.answer),
+      at,
+    };
+  }
+
+  /**
+   * The hold in one statement (db/escrow.ts `holdGuard`), when the sender's wallet and its escrow
+   * account have been seen before; null when it must run the usual way (which says why).
+   */
+  async function holdAtOnce(input: HoldInput): Promise<EscrowStepResult | null> {
+    const currency = currencies.get(input.walletId);
+    if (currency === undefined) return null;
+    const escrow = rememberedSystemAccount(
+      systemAccounts,
+      input.applicationId,
+      input.mode,
+      'escrow',
+      currency,
+    );
+    if (escrow === undefined) return null;
+    const step = newHold(input, escrow, currency, new Date().toISOString());
+    const row = await recordMoneyStepAtOnce(
+      pool,
+      { ...step, transaction: { ...step.transaction, createdAt: step.at } },
+      holdGuard({ ...input, escrowAccountId: escrow, currency, amount: step.transaction.amount }),
+    );
+    return row && stepDone(row, step.transaction.amount, step.answer);
+  }
 
   async function holdFunds(input: HoldInput): Promise<EscrowStepResult> {
     const amount = BigInt(input.amount);
-    const answer = recordAnswer(input, input.answer);
+    const fast = await holdAtOnce(input);
+    if (fast) return fast;
     return pool.transaction(async (trx) => {
       const recipient = input.recipientWalletId;
       const { made, at, states } = await walletStatesUnlessMade(
@@ -78,6 +146,7 @@ export function createEscrowActivities(deps: {
         [input.walletId, ...(recipient ? [recipient] : [])],
         input.holdId,
       );
+      rememberWalletCurrencies(currencies, states.values());
       if (made) {
         const existing = await findTransaction(trx, input.holdId);
         if (existing) return stepDone(existing, existing.escrow_amount);
@@ -98,36 +167,9 @@ export function createEscrowActivities(deps: {
       // One lock, in the fixed order: the sender's wallet, then the escrow account.
       const sender = (await lockAccounts(trx, [input.walletId, escrow])).get(input.walletId)!;
       if (sender.balance < amount) throw decline('insufficient_funds');
-      const hold = await recordMoneyStep(trx, {
-        transaction: {
-          id: input.holdId,
-          applicationId: input.applicationId,
-          mode: input.mode,
-          type: 'escrow_hold',
-          status: 'held',
-          currency: sender.currency,
-          amount,
-          escrowAmount: amount,
-          walletId: input.walletId,
-          escrowWalletId: escrow,
-          recipientWalletId: input.recipientWalletId,
-          description: input.description,
-          workflowId: workflowIds.escrow(input.holdId),
-          metadata: { expires_at: input.expiresAt },
-        },
-        ledger: {
-          postings: holdPostings({
-            walletId: input.walletId,
-            escrowAccountId: escrow,
-            currency: sender.currency,
-            amount,
-          }),
-        },
-        event: { type: 'escrow.held', data: transactionEventData },
-        ...answer,
-        at,
-      });
-      return stepDone(hold, amount, answer);
+      const step = newHold(input, escrow, sender.currency, at);
+      const hold = await recordMoneyStep(trx, step);
+      return stepDone(hold, amount, step.answer);
     });
   }
 

@@ -1,6 +1,7 @@
 import type { Config } from '../config';
 import type { SystemAccountMemory } from '../db/ledger';
 import type { DatabasePool } from '../db/pool';
+import type { WalletCurrencyMemory } from '../db/wallets';
 import type { Providers } from '../providers';
 import { createCardDepositActivities } from './card-deposit';
 import { cardPayoutSpec } from './card-payout';
@@ -19,11 +20,13 @@ export type ActivityDeps = { pool: DatabasePool; providers: Providers; config: C
 
 /**
  * Every activity, built from its dependencies (no module-level state): the money steps share
- * one memory of the system accounts (escrow, fees, clearing, fx) they have seen committed.
+ * one memory of the system accounts (escrow, fees, clearing, fx) they have seen committed, and one
+ * of the wallets' currencies.
  */
 export function createActivities(dependencies: ActivityDeps) {
   const systemAccounts: SystemAccountMemory = new Map();
-  const deps = { ...dependencies, systemAccounts };
+  const walletCurrencies: WalletCurrencyMemory = new Map();
+  const deps = { ...dependencies, systemAccounts, walletCurrencies };
   return {
     ...declinePermanentDatabaseErrors({
       ...createTransferActivities(deps),

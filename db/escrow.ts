@@ -93,3 +93,45 @@ export function shrinkHoldPart(
       updated_at = now()
     WHERE id = ${holdId})`;
 }
+
+/**
+ * What a hold written in one statement checks (db/money-steps.ts `recordMoneyStepAtOnce`): the
+ * WITH parts that lock the sender's wallet and the escrow account, in the order of
+ * `lockAccounts`, and the guard that holds only when the hold activity's checks would all pass
+ * (the sender's wallet the application's and mode's, active, of the currency and with the
+ * amount; the escrow account the application's for that currency; a named recipient's wallet
+ * the application's and mode's and active) and the hold is not written yet.
+ */
+export function holdGuard(step: {
+  holdId: string;
+  applicationId: string;
+  mode: string;
+  walletId: string;
+  escrowAccountId: string;
+  recipientWalletId: string | null;
+  currency: string;
+  amount: bigint;
+}): { prelude: FragmentSqlToken; guard: FragmentSqlToken } {
+  return {
+    prelude: sql.fragment`hold_accounts AS (
+      SELECT a.id, a.kind, a.application_id, a.mode, a.currency, a.balance, w.is_active
+      FROM ledger_accounts a LEFT JOIN wallets w ON w.id = a.id
+      WHERE a.id = ANY(${sql.array([step.walletId, step.escrowAccountId], 'uuid')})
+      ORDER BY (a.kind <> 'user_wallet'), a.id
+      FOR NO KEY UPDATE OF a
+    ), hold_checked AS (
+      SELECT count(*) = 2
+        AND bool_and(application_id = ${step.applicationId} AND mode = ${step.mode}
+          AND currency = ${step.currency})
+        AND bool_and(CASE WHEN id = ${step.walletId}
+          THEN kind = 'user_wallet' AND is_active AND balance >= ${step.amount.toString()}::int8
+          ELSE kind = 'escrow' END)
+        AND (${step.recipientWalletId}::uuid IS NULL OR EXISTS (
+          SELECT 1 FROM wallets r WHERE r.id = ${step.recipientWalletId}::uuid
+            AND r.application_id = ${step.applicationId} AND r.mode = ${step.mode} AND r.is_active))
+        AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${step.holdId}) AS ok
+      FROM hold_accounts
+    )`,
+    guard: sql.fragment`coalesce((SELECT ok FROM hold_checked), false)`,
+  };
+}

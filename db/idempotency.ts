@@ -150,11 +150,19 @@ export async function completeIdempotencyKey(
  * `completeIdempotencyKey` as a part of another statement's WITH (db/ledger.ts `alongside`): a
  * money step stores the request's answer in the transaction that writes the payment, so that
  * the API need not store it in a round trip and a commit of their own. Only the use claimed at
- * `claimedAt` is answered: a key taken over after 24 hours belongs to another request.
+ * `claimedAt` is answered: a key taken over after 24 hours belongs to another request. Given a
+ * `guard`, only where it holds (db/money-steps.ts `recordMoneyStepAtOnce`).
  */
-export function answerKeyPart(use: KeyUse, status: number, body: unknown): FragmentSqlToken {
+export function answerKeyPart(
+  use: KeyUse,
+  status: number,
+  body: unknown,
+  guard?: FragmentSqlToken,
+): FragmentSqlToken {
   return sql.fragment`key_answered AS (
-    UPDATE idempotency_keys SET ${answerOf(status, body)} WHERE ${unanswered(use)})`;
+    UPDATE idempotency_keys SET ${answerOf(status, body)} WHERE ${unanswered(use)}${
+      guard ? sql.fragment` AND ${guard}` : sql.fragment``
+    })`;
 }
 
 function answerOf(status: number, body: unknown): FragmentSqlToken {

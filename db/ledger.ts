@@ -11,6 +11,7 @@ import type { Currency } from '../domain/money';
 import type { Mode } from '../domain/types';
 import { ledgerTransactionDuration } from '../observability/metrics';
 import { afterCommit, prepare } from './pool';
+import { insertedValues } from './transactions';
 
 export type SystemAccountKind =
   | 'escrow'
@@ -63,42 +64,80 @@ export async function lockAccounts(
  */
 export async function postLedgerTransaction(
   trx: DatabaseTransactionConnection,
-  input: {
-    applicationId: string;
-    mode: Mode;
-    transactionId: string | null;
-    kind: string;
-    description?: string;
-    metadata?: Record<string, string | number | boolean | null>;
-    postings: readonly Posting[];
-  },
+  input: LedgerTransactionInput,
   alongside: readonly FragmentSqlToken[] = [],
 ): Promise<string> {
-  assertBalanced(input.postings);
   const id = randomUUID();
+  await timed(input.kind, () => trx.query(prepare(ledgerStatement(id, input, alongside))));
+  return id;
+}
+
+/**
+ * `postLedgerTransaction` in a statement of its own (no database transaction around it) that
+ * first runs `prelude`, parts of its WITH that lock the accounts and read what `guard` (a
+ * boolean SQL expression over them) needs: the ledger transaction, its entries and every part of
+ * `alongside` (built with the same guard) are written only where the guard holds. Answers
+ * whether it held: if not, nothing was written, and the locks were let go with the statement.
+ */
+export async function postGuardedLedgerTransaction(
+  db: CommonQueryMethods,
+  input: LedgerTransactionInput,
+  guarded: { prelude: FragmentSqlToken; guard: FragmentSqlToken },
+  alongside: readonly FragmentSqlToken[] = [],
+): Promise<boolean> {
+  const statement = ledgerStatement(randomUUID(), input, alongside, guarded);
+  return timed(input.kind, () => db.oneFirst(prepare(statement)));
+}
+
+type LedgerTransactionInput = {
+  applicationId: string;
+  mode: Mode;
+  transactionId: string | null;
+  kind: string;
+  description?: string;
+  metadata?: Record<string, string | number | boolean | null>;
+  postings: readonly Posting[];
+};
+
+async function timed<T>(kind: string, run: () => Promise<T>): Promise<T> {
   const started = process.hrtime.bigint();
-  await trx.query(
-    prepare(sql.unsafe`
-    WITH ledger_transaction AS (
+  const result = await run();
+  ledgerTransactionDuration.observe({ kind }, Number(process.hrtime.bigint() - started) / 1e9);
+  return result;
+}
+
+function ledgerStatement(
+  id: string,
+  input: LedgerTransactionInput,
+  alongside: readonly FragmentSqlToken[],
+  guarded?: { prelude: FragmentSqlToken; guard: FragmentSqlToken },
+) {
+  assertBalanced(input.postings);
+  const guard = guarded?.guard;
+  const parts = [
+    ...(guarded ? [guarded.prelude] : []),
+    sql.fragment`ledger_transaction AS (
       INSERT INTO ledger_transactions (id, application_id, mode, transaction_id, kind, description, metadata)
-      VALUES (${id}, ${input.applicationId}, ${input.mode}, ${input.transactionId}, ${input.kind},
-              ${input.description ?? ''}, ${sql.jsonb(input.metadata ?? {})})
+      ${insertedValues(
+        sql.fragment`${id}, ${input.applicationId}, ${input.mode}, ${input.transactionId}, ${input.kind},
+              ${input.description ?? ''}, ${sql.jsonb(input.metadata ?? {})}`,
+        guard,
+      )}
       RETURNING id
-    ), ledger_entries_written AS (
+    )`,
+    sql.fragment`ledger_entries_written AS (
       INSERT INTO ledger_entries (ledger_transaction_id, account_id, currency, amount)
       SELECT (SELECT id FROM ledger_transaction), account_id, currency, amount
       FROM ${sql.unnest(
         input.postings.map((p) => [p.accountId, p.currency, p.amount.toString()]),
         ['uuid', 'text', 'int8'],
-      )} AS p(account_id, currency, amount)
-    )${alongside.length ? sql.fragment`, ${sql.join(alongside, sql.fragment`, `)}` : sql.fragment``}
-    SELECT 1`),
-  );
-  ledgerTransactionDuration.observe(
-    { kind: input.kind },
-    Number(process.hrtime.bigint() - started) / 1e9,
-  );
-  return id;
+      )} AS p(account_id, currency, amount)${guard ? sql.fragment` WHERE ${guard}` : sql.fragment``}
+    )`,
+    ...alongside,
+  ];
+  return sql.type(z.object({ written: z.boolean() }))`
+    WITH ${sql.join(parts, sql.fragment`, `)}
+    SELECT ${guard ?? sql.fragment`true`} AS written`;
 }
 
 /**
@@ -125,7 +164,7 @@ export async function systemAccountId(
   currency: Currency,
   memory?: SystemAccountMemory,
 ): Promise<string> {
-  const key = `${applicationId}/${mode}/${kind}/${currency}`;
+  const key = systemAccountKey(applicationId, mode, kind, currency);
   const remembered = memory?.get(key);
   if (remembered !== undefined) return remembered;
   const find = () =>
@@ -151,6 +190,24 @@ export async function systemAccountId(
     });
   }
   return id;
+}
+
+const systemAccountKey = (
+  applicationId: string,
+  mode: Mode,
+  kind: SystemAccountKind,
+  currency: Currency,
+) => `${applicationId}/${mode}/${kind}/${currency}`;
+
+/** The id of a system account `memory` has seen committed, without asking the database. */
+export function rememberedSystemAccount(
+  memory: SystemAccountMemory,
+  applicationId: string,
+  mode: Mode,
+  kind: SystemAccountKind,
+  currency: Currency,
+): string | undefined {
+  return memory.get(systemAccountKey(applicationId, mode, kind, currency));
 }
 
 /** `systemAccountId` bound to one memory (a new one when none is given): what money steps call. */

@@ -1,10 +1,10 @@
-import type { FragmentSqlToken } from 'slonik';
+import { UniqueIntegrityConstraintViolationError, type FragmentSqlToken } from 'slonik';
 import type { Posting } from '../domain/ledger';
 import type { TransactionStatus } from '../domain/types';
 import { countPaymentEnded } from '../observability/metrics';
 import { answerKeyPart, type KeyUse } from './idempotency';
-import { postLedgerTransaction } from './ledger';
-import { afterCommit, type DatabaseTransactionConnection } from './pool';
+import { postGuardedLedgerTransaction, postLedgerTransaction } from './ledger';
+import { afterCommit, type CommonQueryMethods, type DatabaseTransactionConnection } from './pool';
 import {
   eventInsertPart,
   insertEvent,
@@ -114,5 +114,67 @@ export async function recordMoneyStep(
   }
   // Counted once committed: a step whose transaction rolls back (and is retried) counts once.
   afterCommit(trx, () => countPaymentEnded(row));
+  return row;
+}
+
+/**
+ * A new payment's money step in one statement of its own, outside any database transaction:
+ * `guard.prelude` (parts of its WITH) locks the accounts and reads them, and the payment row,
+ * the ledger transaction, the event and the answer are written only where `guard.guard` holds
+ * (every check of the step, rewritten in SQL over what the prelude read). One round trip and
+ * one commit where `recordMoneyStep` in a database transaction takes four (BEGIN, the lock, the
+ * ledger's statement, COMMIT). The row's time is the caller's (`transaction.createdAt`, as its
+ * answer and event show it). Answers the row as written, or null when nothing was written (the
+ * guard did not hold, or another attempt of the step wrote it meanwhile): the caller then runs
+ * the step the usual way, which says why.
+ */
+export async function recordMoneyStepAtOnce(
+  db: CommonQueryMethods,
+  step: {
+    transaction: NewTransaction & { createdAt: string };
+    ledger: { postings: readonly Posting[] };
+    event: { type: string; data: (row: TransactionRow) => unknown };
+    answer?: StepAnswer;
+  },
+  guard: { prelude: FragmentSqlToken; guard: FragmentSqlToken },
+): Promise<TransactionRow | null> {
+  const fresh = step.transaction;
+  const row = writtenTransaction(fresh, fresh.createdAt);
+  const holds = guard.guard;
+  const answer = step.answer;
+  const writing = postGuardedLedgerTransaction(
+    db,
+    {
+      applicationId: row.application_id,
+      mode: row.mode,
+      transactionId: row.id,
+      kind: row.transaction_type,
+      description: row.description,
+      postings: step.ledger.postings,
+    },
+    { prelude: guard.prelude, guard: holds },
+    [
+      transactionInsertPart(fresh, holds),
+      eventInsertPart(
+        {
+          applicationId: row.application_id,
+          mode: row.mode,
+          type: step.event.type,
+          transactionId: row.id,
+          data: step.event.data(row),
+        },
+        holds,
+      ),
+      ...(answer ? [answerKeyPart(answer.use, answer.status, answer.body(row), holds)] : []),
+    ],
+  );
+  // A unique key taken meanwhile: another attempt of the same step wrote it (the usual way
+  // finds it made).
+  const written = await writing.catch((error: unknown) => {
+    if (error instanceof UniqueIntegrityConstraintViolationError) return false;
+    throw error;
+  });
+  if (!written) return null;
+  countPaymentEnded(row);
   return row;
 }

@@ -79,6 +79,11 @@ export type NewTransaction = {
   workflowId?: string | null;
   parentId?: string | null;
   metadata?: Record<string, unknown>;
+  /**
+   * The row's `created_at` and `updated_at`, when the caller sets them (a step written in one
+   * statement, db/money-steps.ts `recordMoneyStepAtOnce`); else the transaction's `now()`.
+   */
+  createdAt?: string;
 };
 
 export async function insertTransaction(
@@ -95,8 +100,23 @@ export async function insertTransaction(
  * `insertTransaction` as a part of another statement's WITH (db/ledger.ts `alongside`); the row
  * it writes is `writtenTransaction(t, at)`.
  */
-export function transactionInsertPart(t: NewTransaction): FragmentSqlToken {
-  return sql.fragment`payment_written AS (INSERT INTO transactions ${transactionValues(t)})`;
+export function transactionInsertPart(
+  t: NewTransaction,
+  guard?: FragmentSqlToken,
+): FragmentSqlToken {
+  return sql.fragment`payment_written AS (INSERT INTO transactions ${transactionValues(t, guard)})`;
+}
+
+/**
+ * The values of an insert: `VALUES (...)`, or, given a `guard` (a boolean SQL expression), the
+ * same values selected only where the guard holds, so that a statement whose guard fails inserts
+ * nothing (db/money-steps.ts `recordMoneyStepAtOnce`).
+ */
+export function insertedValues(
+  values: FragmentSqlToken,
+  guard: FragmentSqlToken | undefined,
+): FragmentSqlToken {
+  return guard ? sql.fragment`SELECT ${values} WHERE ${guard}` : sql.fragment`VALUES (${values})`;
 }
 
 /**
@@ -127,15 +147,23 @@ export function writtenTransaction(t: NewTransaction, at: string): TransactionRo
   };
 }
 
-function transactionValues(t: NewTransaction): FragmentSqlToken {
+function transactionValues(t: NewTransaction, guard?: FragmentSqlToken): FragmentSqlToken {
+  const at = t.createdAt;
   return sql.fragment`(id, application_id, mode, transaction_type, status, currency, amount,
       wallet_id, recipient_wallet_id, escrow_wallet_id, application_wallet_id, escrow_amount,
-      application_fee, description, provider_reference, workflow_id, parent_id, metadata)
-    VALUES (${t.id}, ${t.applicationId}, ${t.mode}, ${t.type}, ${t.status}, ${t.currency},
+      application_fee, description, provider_reference, workflow_id, parent_id, metadata${
+        at === undefined ? sql.fragment`` : sql.fragment`, created_at, updated_at`
+      })
+    ${insertedValues(
+      sql.fragment`${t.id}, ${t.applicationId}, ${t.mode}, ${t.type}, ${t.status}, ${t.currency},
       ${t.amount.toString()}, ${t.walletId ?? null}, ${t.recipientWalletId ?? null},
       ${t.escrowWalletId ?? null}, ${t.applicationWalletId ?? null}, ${(t.escrowAmount ?? 0n).toString()},
       ${t.applicationFee?.toString() ?? null}, ${t.description ?? ''}, ${t.providerReference ?? null},
-      ${t.workflowId ?? null}, ${t.parentId ?? null}, ${sql.jsonb(JSON.parse(JSON.stringify(t.metadata ?? {})) as never)})`;
+      ${t.workflowId ?? null}, ${t.parentId ?? null}, ${sql.jsonb(JSON.parse(JSON.stringify(t.metadata ?? {})) as never)}${
+        at === undefined ? sql.fragment`` : sql.fragment`, ${at}, ${at}`
+      }`,
+      guard,
+    )}`;
 }
 
 export async function findTransaction(
@@ -232,14 +260,17 @@ export async function insertEvent(db: CommonQueryMethods, e: NewEvent): Promise<
 }
 
 /** An event's insert as a part of another statement's WITH (db/ledger.ts `alongside`). */
-export function eventInsertPart(e: NewEvent): FragmentSqlToken {
-  return sql.fragment`event_written AS (INSERT INTO events ${eventValues(randomUUID(), e)})`;
+export function eventInsertPart(e: NewEvent, guard?: FragmentSqlToken): FragmentSqlToken {
+  return sql.fragment`event_written AS (INSERT INTO events ${eventValues(randomUUID(), e, guard)})`;
 }
 
-function eventValues(id: string, e: NewEvent): FragmentSqlToken {
+function eventValues(id: string, e: NewEvent, guard?: FragmentSqlToken): FragmentSqlToken {
   return sql.fragment`(id, application_id, mode, type, transaction_id, data)
-    VALUES (${id}, ${e.applicationId}, ${e.mode}, ${e.type}, ${e.transactionId},
-            ${sql.jsonb(JSON.parse(JSON.stringify(e.data)) as never)})`;
+    ${insertedValues(
+      sql.fragment`${id}, ${e.applicationId}, ${e.mode}, ${e.type}, ${e.transactionId},
+            ${sql.jsonb(JSON.parse(JSON.stringify(e.data)) as never)}`,
+      guard,
+    )}`;
 }
 
 /** Moves a payment to a new status; returns the row as it now is. */

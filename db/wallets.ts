@@ -110,6 +110,26 @@ export const walletState = z.object({
 });
 export type WalletState = z.infer<typeof walletState>;
 
+/**
+ * Wallet currencies as a worker process has seen them (a wallet's currency never changes, and
+ * a wallet is never deleted): what lets a money step be tried in one statement
+ * (db/money-steps.ts `recordMoneyStepAtOnce`), whose guard checks the currency again.
+ */
+export type WalletCurrencyMemory = Map<string, Currency>;
+
+/** Past this many wallets the memory starts over (it never grows without bound). */
+const MAX_REMEMBERED_WALLETS = 100_000;
+
+export function rememberWalletCurrencies(
+  memory: WalletCurrencyMemory,
+  wallets: Iterable<{ id: string; currency: Currency }>,
+): void {
+  for (const w of wallets) {
+    if (memory.size >= MAX_REMEMBERED_WALLETS) memory.clear();
+    memory.set(w.id, w.currency);
+  }
+}
+
 /** A wallet's state as an outer join reads it: every column null when there is no wallet. */
 type JoinedWalletState = { [K in keyof WalletState]: WalletState[K] | null };
 

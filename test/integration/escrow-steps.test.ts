@@ -141,6 +141,49 @@ describe('escrow steps, each one database transaction', () => {
     expect(await balanceOf(pool, recipient)).toBe(1n);
   });
 
+  it('holds from a wallet seen before in one statement, which writes nothing for a decline', async () => {
+    const { input, recipient } = await held(1_000n);
+    const hold = (change: Partial<HoldInput>) => ({ ...input, holdId: randomUUID(), ...change });
+    const writtenFor = (id: string) =>
+      pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+        SELECT (SELECT count(*) FROM transactions WHERE id = ${id})::int
+          + (SELECT count(*) FROM ledger_transactions WHERE transaction_id = ${id})::int
+          + (SELECT count(*) FROM events WHERE transaction_id = ${id})::int AS n`);
+
+    const named = hold({ recipientWalletId: recipient, amount: '2000' });
+    let made: EscrowStepResult | undefined;
+    expect(await roundTripsOf(async () => (made = await steps.holdFunds(named)))).toBe(1);
+    const stored = await findTransaction(pool, named.holdId);
+    expect(made).toEqual({
+      status: 'done',
+      transactionId: named.holdId,
+      remaining: '2000',
+      transaction: stored && transactionRecord(stored),
+    });
+    expect(stored).toMatchObject({
+      status: 'held',
+      escrow_amount: 2_000n,
+      recipient_wallet_id: recipient,
+    });
+    expect(await balanceOf(pool, input.walletId)).toBe(7_000n);
+    // Its retry is found made (the usual way) and moves nothing more.
+    expect(await steps.holdFunds(named)).toMatchObject({ status: 'done', remaining: '2000' });
+
+    const tooMuch = hold({ amount: '7001' });
+    expect(await declineOf(steps.holdFunds(tooMuch))).toBe('insufficient_funds');
+    await setWalletActive(pool, recipient, false);
+    const toDisabled = hold({ recipientWalletId: recipient });
+    expect(await declineOf(steps.holdFunds(toDisabled))).toBe('wallet_disabled');
+    await setWalletActive(pool, recipient, true);
+    const foreign = hold({ applicationId: other.applicationId });
+    expect(await declineOf(steps.holdFunds(foreign))).toBe('wallet_forbidden');
+    for (const declined of [tooMuch, toDisabled, foreign]) {
+      expect(await writtenFor(declined.holdId)).toBe(0);
+    }
+    expect(await balanceOf(pool, input.walletId)).toBe(7_000n);
+    await assertLedgerInvariant(pool);
+  });
+
   it('takes five round trips a step once the system accounts are known', async () => {
     await updateApplication(pool, caller.applicationId, { escrowFeeBps: 100, escrowFeeFixed: 0n });
     const first = await held(1_000n);
@@ -151,11 +194,18 @@ describe('escrow steps, each one database transaction', () => {
       amount: '100',
     });
     const { input, recipient } = await held(1_000n);
+    // A hold from a wallet no step has seen: BEGIN, the wallets' states (with whether the step
+    // is made and the transaction's now()), the accounts' lock, the ledger statement (the
+    // payment row, the entries, the event), COMMIT.
+    const unseen = {
+      ...input,
+      holdId: randomUUID(),
+      walletId: await insertFundedWallet(pool, caller, 'SLE', 10_000n),
+    };
+    expect(await roundTripsOf(() => steps.holdFunds(unseen))).toBe(5);
+    // From a wallet seen since, its escrow account known: one statement locks, checks, writes.
     const again = { ...input, holdId: randomUUID() };
-    // BEGIN, the wallets' states (with whether the step is made and the transaction's now()),
-    // the accounts' lock, the ledger statement (the payment row, the entries, the event, the
-    // hold's new amount), COMMIT.
-    expect(await roundTripsOf(() => steps.holdFunds(again))).toBe(5);
+    expect(await roundTripsOf(() => steps.holdFunds(again))).toBe(1);
     const release = {
       holdId: input.holdId,
       releaseId: randomUUID(),

@@ -32,12 +32,18 @@ const preparedOn = (one: DatabasePool) =>
     SELECT name, statement, (generic_plans + custom_plans)::int AS runs
     FROM pg_prepared_statements ORDER BY name`);
 
-/** Three transfers of 1 from a wallet of 10 to another, through a pool of one connection. */
-async function threeTransfers(one: DatabasePool) {
+/**
+ * Three transfers of 1 from a wallet of 10 to another, through a pool of one connection, each
+ * by activities of their own (which remember no wallet: every transfer runs the usual way, in a
+ * database transaction), or, `remembering`, by the same activities (the first the usual way, the
+ * next two in one statement each: activities/transfer.ts).
+ */
+async function threeTransfers(one: DatabasePool, remembering = false) {
   const from = await insertFundedWallet(pool, caller, 'SLE', 10n);
   const to = await insertFundedWallet(pool, caller, 'SLE', 1n);
-  const { transferFunds } = createTransferActivities({ pool: one });
+  const shared = createTransferActivities({ pool: one });
   for (let i = 0; i < 3; i += 1) {
+    const { transferFunds } = remembering ? shared : createTransferActivities({ pool: one });
     await transferFunds({
       transactionId: randomUUID(),
       applicationId: caller.applicationId,
@@ -57,13 +63,31 @@ describe('prepared statements', () => {
     const one = await createDatabasePool(url, { maximumPoolSize: 1 });
     try {
       await threeTransfers(one);
-      const prepared = await preparedOn(one);
-      const lock = prepared.find((p) => p.statement.includes('FOR NO KEY UPDATE OF a'));
-      const ledger = prepared.find((p) => p.statement.includes('INSERT INTO ledger_entries'));
+      let prepared = await preparedOn(one);
+      const usual = (text: string) =>
+        prepared.find(
+          (p) => p.statement.includes(text) && !p.statement.includes('transfer_checked'),
+        );
+      let lock = usual('FOR NO KEY UPDATE OF a');
+      let ledger = usual('INSERT INTO ledger_entries');
       // Parsed once on this connection, run three times: the lock and the ledger statement.
       expect(lock).toMatchObject({ name: expect.stringMatching(/^wallet_[0-9a-f]{32}$/), runs: 3 });
       expect(ledger).toMatchObject({ runs: 3 });
       expect(ledger?.name).not.toBe(lock?.name);
+      expect(prepared.some((p) => p.statement.includes('transfer_checked'))).toBe(false);
+      // Wallets remembered: the two transfers after the first are one statement each, which
+      // locks, checks and writes, parsed once and run again by name.
+      await threeTransfers(one, true);
+      prepared = await preparedOn(one);
+      lock = usual('FOR NO KEY UPDATE OF a');
+      ledger = usual('INSERT INTO ledger_entries');
+      const atOnce = prepared.find((p) => p.statement.includes('transfer_checked'));
+      expect(lock).toMatchObject({ runs: 4 });
+      expect(ledger).toMatchObject({ runs: 4 });
+      expect(atOnce).toMatchObject({
+        name: expect.stringMatching(/^wallet_[0-9a-f]{32}$/),
+        runs: 2,
+      });
       // A payment read by its id (an escrow release or refund reads its hold so): prepared too.
       const id = await pool.oneFirst(
         sql.type(z.object({ id: z.string() }))`SELECT id FROM transactions LIMIT 1`,

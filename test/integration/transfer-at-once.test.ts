@@ -1,0 +1,169 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { createHash, randomUUID } from 'node:crypto';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { transactionEventData } from '../../activities/events';
+import { createTransferActivities } from '../../activities/transfer';
+import { createApplication } from '../../db/applications';
+import { claimIdempotencyKey } from '../../db/idempotency';
+import type { DatabasePool } from '../../db/pool';
+import {
+  findTransaction,
+  transactionAnswer,
+  transactionFromRecord,
+  transactionRecord,
+} from '../../db/transactions';
+import { setWalletActive } from '../../db/wallets';
+import type { Caller } from '../../domain/types';
+import type { TransferInput } from '../../workflows/shared';
+import {
+  assertLedgerInvariant,
+  balanceOf,
+  createTestDatabase,
+  eventsOf,
+  insertFundedWallet,
+  roundTripsOf,
+} from '../support/database';
+
+let pool: DatabasePool;
+let caller: Caller;
+let other: Caller;
+
+beforeAll(async () => {
+  ({ pool } = await createTestDatabase());
+  const app = await createApplication(pool, { name: 'transfer at once', baseCurrency: 'SLE' });
+  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
+  const second = await createApplication(pool, { name: 'another', baseCurrency: 'SLE' });
+  other = { applicationId: second.id, mode: 'test', credentialId: randomUUID() };
+});
+afterAll(async () => pool?.end());
+
+const hashOf = (text: string) => createHash('sha256').update(text).digest();
+
+const transfer = (from: string, to: string, amount: string, who = caller): TransferInput => ({
+  transactionId: randomUUID(),
+  applicationId: who.applicationId,
+  mode: who.mode,
+  fromWalletId: from,
+  toWalletId: to,
+  amount,
+  description: 'at once',
+});
+
+/** Activities that have seen `from` and `to` (one transfer of 1 between them, the usual way). */
+async function remembering(from: string, to: string) {
+  const { transferFunds } = createTransferActivities({ pool });
+  expect(await roundTripsOf(() => transferFunds(transfer(from, to, '1')))).toBe(4);
+  return transferFunds;
+}
+
+const writtenFor = (transactionId: string) =>
+  pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT (SELECT count(*) FROM transactions WHERE id = ${transactionId})::int
+      + (SELECT count(*) FROM ledger_transactions WHERE transaction_id = ${transactionId})::int
+      + (SELECT count(*) FROM events WHERE transaction_id = ${transactionId})::int AS n`);
+
+async function declined(run: Promise<unknown>): Promise<string> {
+  const error = await run.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ApplicationFailure);
+  return (error as ApplicationFailure).type ?? '';
+}
+
+describe('a transfer between wallets seen before, in one statement', () => {
+  it('locks, checks and writes the row, the ledger, the event and the answer in one round trip', async () => {
+    const from = await insertFundedWallet(pool, caller, 'SLE', 1_000n);
+    const to = await insertFundedWallet(pool, caller, 'SLE', 1n);
+    const transferFunds = await remembering(from, to);
+    const key = `key-${randomUUID()}`;
+    const claim = await claimIdempotencyKey(pool, caller, key, hashOf(key));
+    if (claim.kind !== 'claimed') throw new Error(`expected a fresh claim, got ${claim.kind}`);
+    const input = { ...transfer(from, to, '250'), answer: { key, claimedAt: claim.claimedAt } };
+    let made: Awaited<ReturnType<typeof transferFunds>> | undefined;
+    expect(await roundTripsOf(async () => (made = await transferFunds(input)))).toBe(1);
+    expect(made?.answered).toBe(true);
+    // The row it answers with is the row as it reads back, its time included.
+    const stored = await findTransaction(pool, input.transactionId);
+    expect(stored && transactionRecord(stored)).toEqual(made?.transaction);
+    expect(stored).toMatchObject({ status: 'completed', amount: 250n, currency: 'SLE' });
+    expect(await balanceOf(pool, from)).toBe(749n);
+    // The helper funds every wallet it makes: the recipient started at 1.
+    expect(await balanceOf(pool, to)).toBe(252n);
+    expect(await eventsOf(pool, input.transactionId)).toEqual([
+      { type: 'transfer.completed', data: transactionEventData(stored!) },
+    ]);
+    const answer = transactionAnswer(transactionFromRecord(made!.transaction!));
+    expect(await claimIdempotencyKey(pool, caller, key, hashOf(key))).toEqual({
+      kind: 'replay',
+      status: 200,
+      body: answer,
+    });
+    await assertLedgerInvariant(pool);
+  });
+
+  it('writes nothing for a decline and declines the usual way: funds, a disabled wallet, another application', async () => {
+    const from = await insertFundedWallet(pool, caller, 'SLE', 10n);
+    const to = await insertFundedWallet(pool, caller, 'SLE', 1n);
+    const transferFunds = await remembering(from, to);
+
+    const tooMuch = transfer(from, to, '10');
+    expect(await declined(transferFunds(tooMuch))).toBe('insufficient_funds');
+    expect(await writtenFor(tooMuch.transactionId)).toBe(0);
+
+    await setWalletActive(pool, to, false);
+    const toDisabled = transfer(from, to, '1');
+    expect(await declined(transferFunds(toDisabled))).toBe('wallet_disabled');
+    expect(await writtenFor(toDisabled.transactionId)).toBe(0);
+    await setWalletActive(pool, to, true);
+
+    const foreign = transfer(from, to, '1', other);
+    expect(await declined(transferFunds(foreign))).toBe('wallet_forbidden');
+    expect(await writtenFor(foreign.transactionId)).toBe(0);
+
+    expect(await balanceOf(pool, from)).toBe(9n);
+    expect(await balanceOf(pool, to)).toBe(2n);
+    // Still one statement once the checks pass again.
+    const fine = transfer(from, to, '9');
+    expect(await roundTripsOf(() => transferFunds(fine))).toBe(1);
+    expect(await balanceOf(pool, from)).toBe(0n);
+    await assertLedgerInvariant(pool);
+  });
+
+  it('moves the money once for a retried or racing step of the same transfer', async () => {
+    const from = await insertFundedWallet(pool, caller, 'SLE', 100n);
+    const to = await insertFundedWallet(pool, caller, 'SLE', 1n);
+    const transferFunds = await remembering(from, to);
+    const input = transfer(from, to, '7');
+    const answers = await Promise.all(Array.from({ length: 8 }, () => transferFunds(input)));
+    // One wrote it; the others found it made (the usual way: a retried step's answer).
+    expect(answers.filter((a) => a.transaction !== undefined)).toHaveLength(1);
+    expect(answers.filter((a) => a.transaction === undefined)).toEqual(
+      Array.from({ length: 7 }, () => ({ transactionId: input.transactionId })),
+    );
+    expect(await transferFunds(input)).toEqual({ transactionId: input.transactionId });
+    expect(await writtenFor(input.transactionId)).toBe(3);
+    expect(await balanceOf(pool, from)).toBe(92n);
+    expect(await balanceOf(pool, to)).toBe(9n);
+    await assertLedgerInvariant(pool);
+  });
+
+  it('keeps a wallet from going negative when transfers out of it race', async () => {
+    const from = await insertFundedWallet(pool, caller, 'SLE', 50n);
+    const to = await insertFundedWallet(pool, caller, 'SLE', 1n);
+    const transferFunds = await remembering(from, to);
+    const results = await Promise.allSettled(
+      Array.from({ length: 20 }, () => transferFunds(transfer(from, to, '5'))),
+    );
+    // 49 left after the first transfer of 1: nine of 5 fit, the others are declined.
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(9);
+    const reasons = results.flatMap((r) =>
+      r.status === 'rejected' ? [(r.reason as ApplicationFailure).type] : [],
+    );
+    expect(reasons).toEqual(Array.from({ length: 11 }, () => 'insufficient_funds'));
+    expect(await balanceOf(pool, from)).toBe(4n);
+    expect(await balanceOf(pool, to)).toBe(47n);
+    await assertLedgerInvariant(pool);
+  });
+});
