@@ -129,7 +129,7 @@ export function createEscrowActivities(deps: {
     const step = newHold(input, escrow, currency, new Date().toISOString());
     const row = await recordMoneyStepAtOnce(
       pool,
-      { ...step, transaction: { ...step.transaction, createdAt: step.at } },
+      step,
       holdGuard({ ...input, escrowAccountId: escrow, currency, amount: step.transaction.amount }),
     );
     return row && stepDone(row, step.transaction.amount, step.answer);

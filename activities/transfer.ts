@@ -67,7 +67,7 @@ export function createTransferActivities(deps: {
     const step = newTransfer(input, currency, new Date().toISOString());
     return recordMoneyStepAtOnce(
       deps.pool,
-      { ...step, transaction: { ...step.transaction, createdAt: step.at } },
+      step,
       transferGuard({ ...input, currency, amount: step.transaction.amount }),
     );
   }

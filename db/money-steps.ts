@@ -29,6 +29,42 @@ export function recordAnswer(
 }
 
 type StepAnswer = { use: KeyUse; status: number; body: (row: TransactionRow) => unknown };
+type StepEvent = { type: string; data: (row: TransactionRow) => unknown };
+type StepLedger = {
+  postings: readonly Posting[];
+  /** Defaults to the payment's description. */
+  description?: string;
+  metadata?: Record<string, string | number | boolean | null>;
+  /** More writes of the step for the ledger's statement (an escrow hold's new amount). */
+  alongside?: readonly FragmentSqlToken[];
+};
+
+/** A step's ledger transaction, for the row it writes. */
+const ledgerOf = (row: TransactionRow, ledger: StepLedger) => ({
+  applicationId: row.application_id,
+  mode: row.mode,
+  transactionId: row.id,
+  kind: row.transaction_type,
+  description: ledger.description ?? row.description,
+  ...(ledger.metadata ? { metadata: ledger.metadata } : {}),
+  postings: ledger.postings,
+});
+
+/** A step's event, about the row it writes. */
+const eventOf = (row: TransactionRow, event: StepEvent) => ({
+  applicationId: row.application_id,
+  mode: row.mode,
+  type: event.type,
+  transactionId: row.id,
+  data: event.data(row),
+});
+
+/** A step's request's answer, with the row it writes. */
+const answerOf = (row: TransactionRow, answer: StepAnswer) => ({
+  use: answer.use,
+  status: answer.status,
+  body: answer.body(row),
+});
 
 /**
  * One money step, the same way every time, in the caller's database transaction (its accounts
@@ -41,16 +77,9 @@ export async function recordMoneyStep(
   step: {
     transaction: NewTransaction | { id: string; status: TransactionStatus };
     /** Absent when no money moves (a deposit opened, failed or expired). */
-    ledger?: {
-      postings: readonly Posting[];
-      /** Defaults to the payment's description. */
-      description?: string;
-      metadata?: Record<string, string | number | boolean | null>;
-      /** More writes of the step for the ledger's statement (an escrow hold's new amount). */
-      alongside?: readonly FragmentSqlToken[];
-    };
+    ledger?: StepLedger;
     /** Absent when nothing is announced (a deposit opened). */
-    event?: { type: string; data: (row: TransactionRow) => unknown };
+    event?: StepEvent;
     /**
      * The answer of the API request that asked for this step, stored under its Idempotency-Key
      * with the step (db/idempotency.ts `answerKeyPart`): the API then stores nothing itself.
@@ -74,39 +103,17 @@ export async function recordMoneyStep(
     (fresh
       ? await insertTransaction(trx, fresh)
       : await setTransactionStatus(trx, step.transaction.id, step.transaction.status));
-  const event = step.event && {
-    applicationId: row.application_id,
-    mode: row.mode,
-    type: step.event.type,
-    transactionId: row.id,
-    data: step.event.data(row),
-  };
-  const answer = step.answer && {
-    use: step.answer.use,
-    status: step.answer.status,
-    body: step.answer.body(row),
-  };
+  const event = step.event && eventOf(row, step.event);
+  const answer = step.answer && answerOf(row, step.answer);
   if (step.ledger) {
     // The new row, the event and the answer are written by the ledger's statement: one round
     // trip for all.
-    await postLedgerTransaction(
-      trx,
-      {
-        applicationId: row.application_id,
-        mode: row.mode,
-        transactionId: row.id,
-        kind: row.transaction_type,
-        description: step.ledger.description ?? row.description,
-        ...(step.ledger.metadata ? { metadata: step.ledger.metadata } : {}),
-        postings: step.ledger.postings,
-      },
-      [
-        ...(inLedger && fresh ? [transactionInsertPart(fresh)] : []),
-        ...(step.ledger.alongside ?? []),
-        ...(event ? [eventInsertPart(event)] : []),
-        ...(answer ? [answerKeyPart(answer.use, answer.status, answer.body)] : []),
-      ],
-    );
+    await postLedgerTransaction(trx, ledgerOf(row, step.ledger), [
+      ...(inLedger && fresh ? [transactionInsertPart(fresh)] : []),
+      ...(step.ledger.alongside ?? []),
+      ...(event ? [eventInsertPart(event)] : []),
+      ...(answer ? [answerKeyPart(answer.use, answer.status, answer.body)] : []),
+    ]);
   } else {
     // Only a step that moves money answers a request (a transfer); no other asks for it.
     if (answer) throw new Error('a money step without a ledger transaction stores no answer');
@@ -123,54 +130,32 @@ export async function recordMoneyStep(
  * the ledger transaction, the event and the answer are written only where `guard.guard` holds
  * (every check of the step, rewritten in SQL over what the prelude read). One round trip and
  * one commit where `recordMoneyStep` in a database transaction takes four (BEGIN, the lock, the
- * ledger's statement, COMMIT). The row's time is the caller's (`transaction.createdAt`, as its
- * answer and event show it). Answers the row as written, or null when nothing was written (the
- * guard did not hold, or another attempt of the step wrote it meanwhile): the caller then runs
- * the step the usual way, which says why.
+ * ledger's statement, COMMIT). The row's time is the caller's `at` (as its answer and event
+ * show it), not the database's. Answers the row as written, or null when nothing was written
+ * (the guard did not hold, or another attempt of the step wrote it meanwhile): the caller then
+ * runs the step the usual way, which says why.
  */
 export async function recordMoneyStepAtOnce(
   db: CommonQueryMethods,
   step: {
-    transaction: NewTransaction & { createdAt: string };
-    ledger: { postings: readonly Posting[] };
-    event: { type: string; data: (row: TransactionRow) => unknown };
+    transaction: NewTransaction;
+    ledger: Pick<StepLedger, 'postings'>;
+    event: StepEvent;
     answer?: StepAnswer;
+    at: string;
   },
   guard: { prelude: FragmentSqlToken; guard: FragmentSqlToken },
 ): Promise<TransactionRow | null> {
-  const fresh = step.transaction;
-  const row = writtenTransaction(fresh, fresh.createdAt);
-  const holds = guard.guard;
-  const answer = step.answer;
-  const writing = postGuardedLedgerTransaction(
-    db,
-    {
-      applicationId: row.application_id,
-      mode: row.mode,
-      transactionId: row.id,
-      kind: row.transaction_type,
-      description: row.description,
-      postings: step.ledger.postings,
-    },
-    { prelude: guard.prelude, guard: holds },
-    [
-      transactionInsertPart(fresh, holds),
-      eventInsertPart(
-        {
-          applicationId: row.application_id,
-          mode: row.mode,
-          type: step.event.type,
-          transactionId: row.id,
-          data: step.event.data(row),
-        },
-        holds,
-      ),
-      ...(answer ? [answerKeyPart(answer.use, answer.status, answer.body(row), holds)] : []),
-    ],
-  );
-  // A unique key taken meanwhile: another attempt of the same step wrote it (the usual way
-  // finds it made).
-  const written = await writing.catch((error: unknown) => {
+  const fresh = { ...step.transaction, createdAt: step.at };
+  const row = writtenTransaction(fresh, step.at);
+  const answer = step.answer && answerOf(row, step.answer);
+  const written = await postGuardedLedgerTransaction(db, ledgerOf(row, step.ledger), guard, [
+    transactionInsertPart(fresh, guard.guard),
+    eventInsertPart(eventOf(row, step.event), guard.guard),
+    ...(answer ? [answerKeyPart(answer.use, answer.status, answer.body, guard.guard)] : []),
+  ]).catch((error: unknown) => {
+    // A unique key taken meanwhile: another attempt of the same step wrote it (the usual way
+    // finds it made).
     if (error instanceof UniqueIntegrityConstraintViolationError) return false;
     throw error;
   });
