@@ -1,4 +1,12 @@
-import { holdGuard, lockHold, shrinkHoldPart } from '../db/escrow';
+import {
+  holdGuard,
+  lockHold,
+  releaseGuard,
+  remember,
+  shrinkHoldPart,
+  type EscrowFeeMemory,
+  type HoldMemory,
+} from '../db/escrow';
 import {
   lockAccounts,
   rememberedSystemAccount,
@@ -6,7 +14,7 @@ import {
   type SystemAccountMemory,
 } from '../db/ledger';
 import { recordAnswer, recordMoneyStep, recordMoneyStepAtOnce } from '../db/money-steps';
-import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
+import { afterCommit, type DatabasePool, type DatabaseTransactionConnection } from '../db/pool';
 import { findTransaction, transactionRecord, type TransactionRow } from '../db/transactions';
 import {
   rememberWalletCurrencies,
@@ -76,6 +84,16 @@ export function createEscrowActivities(deps: {
   const systemAccounts = deps.systemAccounts ?? new Map<string, string>();
   const systemAccount = systemAccountsIn(systemAccounts);
   const currencies = deps.walletCurrencies ?? new Map<string, Currency>();
+  // What a release needs to be written in one statement (`releaseAtOnce`): the holds this
+  // process's steps have written or read, and the applications' escrow fees as last read.
+  const holds: HoldMemory = new Map();
+  const fees: EscrowFeeMemory = new Map();
+
+  /** The hold as a step of this process leaves it, once committed: forgotten when emptied. */
+  function rememberHold(hold: TransactionRow, remaining: bigint): void {
+    if (remaining > 0n) remember(holds, hold.id, { ...hold, escrow_amount: remaining });
+    else holds.delete(hold.id);
+  }
 
   /** The hold's step, as written by either way (`holdFunds`). */
   function newHold(input: HoldInput, escrow: string, currency: Currency, at: string) {
@@ -132,7 +150,9 @@ export function createEscrowActivities(deps: {
       step,
       holdGuard({ ...input, escrowAccountId: escrow, currency, amount: step.transaction.amount }),
     );
-    return row && stepDone(row, step.transaction.amount, step.answer);
+    if (!row) return null;
+    rememberHold(row, row.escrow_amount);
+    return stepDone(row, step.transaction.amount, step.answer);
   }
 
   async function holdFunds(input: HoldInput): Promise<EscrowStepResult> {
@@ -149,7 +169,10 @@ export function createEscrowActivities(deps: {
       rememberWalletCurrencies(currencies, states.values());
       if (made) {
         const existing = await findTransaction(trx, input.holdId);
-        if (existing) return stepDone(existing, existing.escrow_amount);
+        if (existing) {
+          rememberHold(existing, existing.status === 'held' ? existing.escrow_amount : 0n);
+          return stepDone(existing, existing.escrow_amount);
+        }
       }
       const wallet = states.get(input.walletId);
       const scope = { application_id: input.applicationId, mode: input.mode };
@@ -169,24 +192,124 @@ export function createEscrowActivities(deps: {
       if (sender.balance < amount) throw decline('insufficient_funds');
       const step = newHold(input, escrow, sender.currency, at);
       const hold = await recordMoneyStep(trx, step);
+      afterCommit(trx, () => rememberHold(hold, amount));
       return stepDone(hold, amount, step.answer);
     });
+  }
+
+  /** The release's step, as written by either way (`releaseFunds`). */
+  function newRelease(
+    input: ReleaseRequest & { holdId: string },
+    hold: TransactionRow,
+    moved: { amount: bigint; fee: bigint; net: bigint; feeAccount: string | null },
+    at: string,
+    guard?: ReturnType<typeof releaseGuard>['guard'],
+  ) {
+    const { fee, net, feeAccount } = moved;
+    const escrow = hold.escrow_wallet_id!;
+    const remaining = hold.escrow_amount - moved.amount;
+    return {
+      transaction: {
+        id: input.releaseId,
+        applicationId: hold.application_id,
+        mode: hold.mode,
+        type: 'escrow_release' as const,
+        status: 'completed' as const,
+        currency: hold.currency,
+        amount: net,
+        escrowAmount: remaining,
+        applicationFee: feeAccount ? fee : null,
+        walletId: hold.wallet_id,
+        escrowWalletId: escrow,
+        recipientWalletId: input.recipientWalletId,
+        applicationWalletId: feeAccount,
+        description: hold.description,
+        workflowId: hold.workflow_id,
+        parentId: hold.id,
+        metadata: { released: moved.amount.toString() },
+      },
+      ledger: {
+        postings: releasePostings({
+          escrowAccountId: escrow,
+          recipientWalletId: input.recipientWalletId,
+          feeAccountId: feeAccount,
+          currency: hold.currency,
+          net,
+          fee,
+        }),
+        alongside: [shrinkHoldPart(hold.id, remaining, 'completed', guard)],
+      },
+      event: {
+        type: 'escrow.released',
+        data: (row: TransactionRow) => ({
+          ...transactionEventData(row),
+          hold_id: hold.id,
+          application_fee: minorToMajorNumber(fee),
+        }),
+      },
+      ...recordAnswer({ applicationId: hold.application_id, mode: hold.mode }, input.answer),
+      at,
+    };
+  }
+
+  /**
+   * The release in one statement (db/escrow.ts `releaseGuard`), when this process remembers the
+   * hold, the application's escrow fee and, for a fee, its fee account; null when it must run
+   * the usual way (which says why, and remembers them again).
+   */
+  async function releaseAtOnce(
+    input: ReleaseRequest & { holdId: string },
+  ): Promise<EscrowStepResult | null> {
+    const hold = holds.get(input.holdId);
+    const rule = hold && fees.get(hold.application_id);
+    if (!hold || !rule) return null;
+    const amount = input.amount === null ? hold.escrow_amount : BigInt(input.amount);
+    if (amount <= 0n || amount > hold.escrow_amount) return null;
+    const { fee, net } = computeEscrowFee(amount, rule);
+    const feeAccount =
+      fee > 0n
+        ? rememberedSystemAccount(
+            systemAccounts,
+            hold.application_id,
+            hold.mode,
+            'application_fees',
+            hold.currency,
+          )
+        : null;
+    if (feeAccount === undefined) return null;
+    const guard = releaseGuard({ ...input, hold, feeAccountId: feeAccount, fee: rule });
+    const moved = { amount, fee, net, feeAccount };
+    const step = newRelease(input, hold, moved, new Date().toISOString(), guard.guard);
+    const row = await recordMoneyStepAtOnce(pool, step, guard);
+    if (!row) {
+      // Not as remembered (or a decline): the usual way reads it afresh.
+      holds.delete(hold.id);
+      return null;
+    }
+    const remaining = hold.escrow_amount - amount;
+    rememberHold(hold, remaining);
+    return stepDone(row, remaining, step.answer);
   }
 
   async function releaseFunds(
     input: ReleaseRequest & { holdId: string },
   ): Promise<EscrowStepResult> {
+    const fast = await releaseAtOnce(input);
+    if (fast) return fast;
     return pool.transaction(async (trx) => {
       const locked = await heldHold(trx, input.holdId, input.releaseId, input.recipientWalletId);
       const { hold } = locked;
-      if (locked.stepMade) return alreadyDone(trx, input.releaseId, hold.escrow_amount);
+      remember(fees, hold.application_id, locked.fee);
+      if (locked.stepMade) {
+        rememberHold(hold, hold.escrow_amount);
+        return alreadyDone(trx, input.releaseId, hold.escrow_amount);
+      }
       if (!locked.stillHeld) throw decline('escrow_not_held');
       const amount = input.amount === null ? hold.escrow_amount : BigInt(input.amount);
       if (amount <= 0n) throw decline('validation_failed', 'amount must be greater than 0');
       if (amount > hold.escrow_amount) throw decline('release_exceeds_hold');
       checkWallet(locked.recipient, hold);
       const { fee, net } = computeEscrowFee(amount, locked.fee);
-      const escrow = hold.escrow_wallet_id!;
       const feeAccount =
         fee > 0n
           ? await systemAccount(
@@ -199,63 +322,21 @@ export function createEscrowActivities(deps: {
           : null;
       await lockAccounts(trx, [
         input.recipientWalletId,
-        escrow,
+        hold.escrow_wallet_id!,
         ...(feeAccount ? [feeAccount] : []),
       ]);
+      const step = newRelease(input, hold, { amount, fee, net, feeAccount }, locked.at);
+      const release = await recordMoneyStep(trx, step);
       const remaining = hold.escrow_amount - amount;
-      const answer = recordAnswer(
-        { applicationId: hold.application_id, mode: hold.mode },
-        input.answer,
-      );
-      const release = await recordMoneyStep(trx, {
-        transaction: {
-          id: input.releaseId,
-          applicationId: hold.application_id,
-          mode: hold.mode,
-          type: 'escrow_release',
-          status: 'completed',
-          currency: hold.currency,
-          amount: net,
-          escrowAmount: remaining,
-          applicationFee: feeAccount ? fee : null,
-          walletId: hold.wallet_id,
-          escrowWalletId: escrow,
-          recipientWalletId: input.recipientWalletId,
-          applicationWalletId: feeAccount,
-          description: hold.description,
-          workflowId: hold.workflow_id,
-          parentId: hold.id,
-          metadata: { released: amount.toString() },
-        },
-        ledger: {
-          postings: releasePostings({
-            escrowAccountId: escrow,
-            recipientWalletId: input.recipientWalletId,
-            feeAccountId: feeAccount,
-            currency: hold.currency,
-            net,
-            fee,
-          }),
-          alongside: [shrinkHoldPart(hold.id, remaining, 'completed')],
-        },
-        event: {
-          type: 'escrow.released',
-          data: (row) => ({
-            ...transactionEventData(row),
-            hold_id: hold.id,
-            application_fee: minorToMajorNumber(fee),
-          }),
-        },
-        ...answer,
-        at: locked.at,
-      });
-      return stepDone(release, remaining, answer);
+      afterCommit(trx, () => rememberHold(hold, remaining));
+      return stepDone(release, remaining, step.answer);
     });
   }
 
   async function refundFunds(input: RefundRequest & { holdId: string }): Promise<EscrowStepResult> {
     return pool.transaction(async (trx) => {
       const { hold, stepMade, stillHeld, at } = await heldHold(trx, input.holdId, input.refundId);
+      afterCommit(trx, () => holds.delete(hold.id));
       if (stepMade) return alreadyDone(trx, input.refundId, hold.escrow_amount);
       if (!stillHeld) throw decline('escrow_not_held');
       const amount = hold.escrow_amount;

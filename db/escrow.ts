@@ -86,12 +86,85 @@ export function shrinkHoldPart(
   holdId: string,
   remaining: bigint,
   endStatus: 'completed' | 'reversed',
+  guard?: FragmentSqlToken,
 ): FragmentSqlToken {
   return sql.fragment`hold_shrunk AS (
     UPDATE transactions SET escrow_amount = ${remaining.toString()},
       status = CASE WHEN ${remaining.toString()}::bigint = 0 THEN ${endStatus} ELSE status END,
       updated_at = now()
-    WHERE id = ${holdId})`;
+    WHERE id = ${holdId}${guard ? sql.fragment` AND ${guard}` : sql.fragment``})`;
+}
+
+/**
+ * A hold as this process last saw it committed (a hold, release or refund step of its own):
+ * its row, `escrow_amount` what it held then. All but the amount and the status never change.
+ */
+export type HoldMemory = Map<string, TransactionRow>;
+
+/** An application's escrow fee as this process last read it (by application id). */
+export type EscrowFeeMemory = Map<string, { bps: number; fixed: bigint }>;
+
+/** Past this many holds or applications a memory starts over (it never grows without bound). */
+const MAX_REMEMBERED = 100_000;
+
+/** Remembers a value seen committed; a memory that has grown too large starts over. */
+export function remember<V>(memory: Map<string, V>, key: string, value: V): void {
+  if (memory.size >= MAX_REMEMBERED && !memory.has(key)) memory.clear();
+  memory.set(key, value);
+}
+
+/**
+ * What a release written in one statement checks (db/money-steps.ts `recordMoneyStepAtOnce`),
+ * given the hold and the fee as this process remembers them: the WITH parts that lock the hold
+ * (only if it still is `held` with the amount remembered), then, in the order of
+ * `lockAccounts`, the recipient's wallet, the escrow account and the fee account; and the guard
+ * that holds only when the release activity's checks would all pass with those figures (the
+ * recipient's wallet the hold's application's and mode's, active and of its currency; the
+ * escrow and fee accounts the application's; the application's escrow fee the one remembered)
+ * and the release is not written yet. Locking the hold first, as `lockHold` does, keeps the
+ * usual order: the accounts' lock reads the hold's lock as an init plan, run before any row of
+ * theirs is locked.
+ */
+export function releaseGuard(step: {
+  releaseId: string;
+  hold: TransactionRow;
+  recipientWalletId: string;
+  feeAccountId: string | null;
+  fee: { bps: number; fixed: bigint };
+}): { prelude: FragmentSqlToken; guard: FragmentSqlToken } {
+  const { hold } = step;
+  const accounts = [
+    step.recipientWalletId,
+    hold.escrow_wallet_id!,
+    ...(step.feeAccountId ? [step.feeAccountId] : []),
+  ];
+  return {
+    prelude: sql.fragment`release_hold AS (
+      SELECT id FROM transactions
+      WHERE id = ${hold.id} AND transaction_type = 'escrow_hold' AND status = 'held'
+        AND escrow_amount = ${hold.escrow_amount.toString()}::int8
+      FOR NO KEY UPDATE
+    ), release_accounts AS (
+      SELECT a.id, a.kind, a.application_id, a.mode, a.currency, w.is_active
+      FROM ledger_accounts a LEFT JOIN wallets w ON w.id = a.id
+      WHERE a.id = ANY(${sql.array(accounts, 'uuid')}) AND EXISTS (SELECT 1 FROM release_hold)
+      ORDER BY (a.kind <> 'user_wallet'), a.id
+      FOR NO KEY UPDATE OF a
+    ), release_checked AS (
+      SELECT count(*) = ${accounts.length}
+        AND bool_and(application_id = ${hold.application_id} AND mode = ${hold.mode}
+          AND currency = ${hold.currency})
+        AND bool_and(CASE WHEN id = ${step.recipientWalletId}::uuid
+          THEN kind = 'user_wallet' AND is_active
+          WHEN id = ${hold.escrow_wallet_id}::uuid THEN kind = 'escrow'
+          ELSE kind = 'application_fees' END)
+        AND EXISTS (SELECT 1 FROM applications app WHERE app.id = ${hold.application_id}
+          AND app.escrow_fee_bps = ${step.fee.bps} AND app.escrow_fee_fixed = ${step.fee.fixed.toString()}::int8)
+        AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${step.releaseId}) AS ok
+      FROM release_accounts
+    )`,
+    guard: sql.fragment`coalesce((SELECT ok FROM release_checked), false)`,
+  };
 }
 
 /**

@@ -139,7 +139,8 @@ export async function recordMoneyStepAtOnce(
   db: CommonQueryMethods,
   step: {
     transaction: NewTransaction;
-    ledger: Pick<StepLedger, 'postings'>;
+    /** Its `alongside` parts must be written only where the guard holds (built with it). */
+    ledger: Pick<StepLedger, 'postings' | 'alongside'>;
     event: StepEvent;
     answer?: StepAnswer;
     at: string;
@@ -151,6 +152,7 @@ export async function recordMoneyStepAtOnce(
   const answer = step.answer && answerOf(row, step.answer);
   const written = await postGuardedLedgerTransaction(db, ledgerOf(row, step.ledger), guard, [
     transactionInsertPart(fresh, guard.guard),
+    ...(step.ledger.alongside ?? []),
     eventInsertPart(eventOf(row, step.event), guard.guard),
     ...(answer ? [answerKeyPart(answer.use, answer.status, answer.body, guard.guard)] : []),
   ]).catch((error: unknown) => {

@@ -22,6 +22,8 @@ let pool: DatabasePool;
 let caller: Caller;
 let other: Caller;
 let steps: ReturnType<typeof createEscrowActivities>;
+/** The system accounts `steps` has seen, shared with the other processes' steps of a test. */
+const systemAccounts = new Map<string, string>();
 
 beforeAll(async () => {
   ({ pool } = await createTestDatabase());
@@ -29,7 +31,7 @@ beforeAll(async () => {
   caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
   const second = await createApplication(pool, { name: 'another', baseCurrency: 'SLE' });
   other = { applicationId: second.id, mode: 'test', credentialId: randomUUID() };
-  steps = createEscrowActivities({ pool });
+  steps = createEscrowActivities({ pool, systemAccounts });
 });
 afterAll(async () => pool?.end());
 
@@ -64,6 +66,30 @@ const declineOf = (step: Promise<unknown>) =>
       return (error as ApplicationFailure).type;
     },
   );
+
+/** What a step wrote under its id: its payment row, ledger transaction and event. */
+const writtenFor = (id: string) =>
+  pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT (SELECT count(*) FROM transactions WHERE id = ${id})::int
+      + (SELECT count(*) FROM ledger_transactions WHERE transaction_id = ${id})::int
+      + (SELECT count(*) FROM events WHERE transaction_id = ${id})::int AS n`);
+
+/**
+ * Runs a step that must take one round trip (one statement), checks that it answers with the
+ * row it wrote as that row reads back, and answers that row.
+ */
+async function madeAtOnce(run: () => Promise<EscrowStepResult>, id: string, remaining: string) {
+  let made: EscrowStepResult | undefined;
+  expect(await roundTripsOf(async () => (made = await run()))).toBe(1);
+  const stored = await findTransaction(pool, id);
+  expect(made).toEqual({
+    status: 'done',
+    transactionId: id,
+    remaining,
+    transaction: stored && transactionRecord(stored),
+  });
+  return stored;
+}
 
 describe('escrow steps, each one database transaction', () => {
   it('releases part with the fee the application has now, then refunds the rest', async () => {
@@ -144,22 +170,9 @@ describe('escrow steps, each one database transaction', () => {
   it('holds from a wallet seen before in one statement, which writes nothing for a decline', async () => {
     const { input, recipient } = await held(1_000n);
     const hold = (change: Partial<HoldInput>) => ({ ...input, holdId: randomUUID(), ...change });
-    const writtenFor = (id: string) =>
-      pool.oneFirst(sql.type(z.object({ n: z.number() }))`
-        SELECT (SELECT count(*) FROM transactions WHERE id = ${id})::int
-          + (SELECT count(*) FROM ledger_transactions WHERE transaction_id = ${id})::int
-          + (SELECT count(*) FROM events WHERE transaction_id = ${id})::int AS n`);
 
     const named = hold({ recipientWalletId: recipient, amount: '2000' });
-    let made: EscrowStepResult | undefined;
-    expect(await roundTripsOf(async () => (made = await steps.holdFunds(named)))).toBe(1);
-    const stored = await findTransaction(pool, named.holdId);
-    expect(made).toEqual({
-      status: 'done',
-      transactionId: named.holdId,
-      remaining: '2000',
-      transaction: stored && transactionRecord(stored),
-    });
+    const stored = await madeAtOnce(() => steps.holdFunds(named), named.holdId, '2000');
     expect(stored).toMatchObject({
       status: 'held',
       escrow_amount: 2_000n,
@@ -184,7 +197,7 @@ describe('escrow steps, each one database transaction', () => {
     await assertLedgerInvariant(pool);
   });
 
-  it('takes five round trips a step once the system accounts are known', async () => {
+  it('takes five round trips a step the usual way once the system accounts are known', async () => {
     await updateApplication(pool, caller.applicationId, { escrowFeeBps: 100, escrowFeeFixed: 0n });
     const first = await held(1_000n);
     await steps.releaseFunds({
@@ -212,16 +225,119 @@ describe('escrow steps, each one database transaction', () => {
       recipientWalletId: recipient,
       amount: '100',
     };
+    // Steps of a process that has not seen this hold nor read the application's fee (the usual
+    // way): BEGIN, the hold's lock (with the fee, the recipient and the transaction's now()),
+    // the accounts' lock, the ledger statement, COMMIT.
+    const elsewhere = createEscrowActivities({ pool, systemAccounts });
     let released: EscrowStepResult | undefined;
-    expect(await roundTripsOf(async () => (released = await steps.releaseFunds(release)))).toBe(5);
+    expect(await roundTripsOf(async () => (released = await elsewhere.releaseFunds(release)))).toBe(
+      5,
+    );
     const refund = { holdId: input.holdId, refundId: randomUUID(), reason: 'requested' as const };
-    expect(await roundTripsOf(() => steps.refundFunds(refund))).toBe(5);
+    expect(await roundTripsOf(() => elsewhere.refundFunds(refund))).toBe(5);
     // A retried step: BEGIN, the lock that says it is made, the step's row, COMMIT.
-    expect(await roundTripsOf(() => steps.releaseFunds(release))).toBe(4);
+    expect(await roundTripsOf(() => elsewhere.releaseFunds(release))).toBe(4);
     expect(await holdState(input.holdId)).toEqual({ status: 'reversed', escrow_amount: 0n });
     // The row a step answers with, written by the ledger's statement, is the row as it reads back.
     const stored = await findTransaction(pool, release.releaseId);
     expect(released).toMatchObject({ transaction: stored && transactionRecord(stored) });
+    await assertLedgerInvariant(pool);
+  });
+  it('releases a hold it remembers in one statement, which writes nothing where it is not as remembered', async () => {
+    await updateApplication(pool, caller.applicationId, { escrowFeeBps: 100, escrowFeeFixed: 0n });
+    // A process of its own: it remembers what its own steps wrote and read.
+    const own = createEscrowActivities({ pool, systemAccounts });
+    const { input, recipient } = await held(2_000n);
+    const hold = await own.holdFunds(input);
+    expect(hold).toMatchObject({ status: 'done', remaining: '2000' });
+    const release = (amount: string | null, change: { recipientWalletId?: string } = {}) => ({
+      holdId: input.holdId,
+      releaseId: randomUUID(),
+      recipientWalletId: recipient,
+      amount,
+      ...change,
+    });
+    const fees = () => systemBalance(pool, caller.applicationId, 'application_fees', 'SLE');
+
+    // The first release reads the application's fee the usual way; the next is one statement.
+    await own.releaseFunds(release('100'));
+    const feesBefore = await fees();
+    const second = release('100');
+    const stored = await madeAtOnce(() => own.releaseFunds(second), second.releaseId, '1800');
+    expect(stored).toMatchObject({
+      transaction_type: 'escrow_release',
+      amount: 99n,
+      application_fee: 1n,
+      escrow_amount: 1_800n,
+      recipient_wallet_id: recipient,
+    });
+    expect(await holdState(input.holdId)).toEqual({ status: 'held', escrow_amount: 1_800n });
+    expect(await balanceOf(pool, recipient)).toBe(1n + 99n + 99n);
+    expect(await fees()).toBe(feesBefore + 1n);
+    // Its retry is found made (the usual way) and moves nothing more.
+    expect(await own.releaseFunds(second)).toMatchObject({ remaining: '1800' });
+
+    // The fee changed since it was read: the statement writes nothing, the usual way charges
+    // the fee as it is now.
+    await updateApplication(pool, caller.applicationId, { escrowFeeBps: 200, escrowFeeFixed: 0n });
+    const newFee = release('100');
+    expect(await roundTripsOf(() => own.releaseFunds(newFee))).toBe(6);
+    expect(await findTransaction(pool, newFee.releaseId)).toMatchObject({
+      amount: 98n,
+      application_fee: 2n,
+    });
+    // Another process released meanwhile: the hold holds less than remembered.
+    await steps.releaseFunds(release('100'));
+    expect(await own.releaseFunds(release('100'))).toMatchObject({ remaining: '1500' });
+    // A recipient disabled since: declined the usual way, nothing written.
+    await setWalletActive(pool, recipient, false);
+    const toDisabled = release('100');
+    expect(await declineOf(own.releaseFunds(toDisabled))).toBe('wallet_disabled');
+    await setWalletActive(pool, recipient, true);
+    // More than is held: declined the usual way.
+    const tooMuch = release('1501');
+    expect(await declineOf(own.releaseFunds(tooMuch))).toBe('release_exceeds_hold');
+    for (const declined of [toDisabled, tooMuch]) {
+      expect(await writtenFor(declined.releaseId)).toBe(0);
+    }
+    expect(await holdState(input.holdId)).toEqual({ status: 'held', escrow_amount: 1_500n });
+    await assertLedgerInvariant(pool);
+  });
+
+  it('racing releases of a remembered hold never release more than it holds', async () => {
+    await updateApplication(pool, caller.applicationId, { escrowFeeBps: 0, escrowFeeFixed: 0n });
+    const own = createEscrowActivities({ pool, systemAccounts });
+    const { input, recipient } = await held(500n);
+    await own.holdFunds(input);
+    await own.releaseFunds({
+      holdId: input.holdId,
+      releaseId: randomUUID(),
+      recipientWalletId: recipient,
+      amount: '100',
+    });
+    // Eight releases of 100 at once, each from the same memory (400 held): four are made.
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        own
+          .releaseFunds({
+            holdId: input.holdId,
+            releaseId: randomUUID(),
+            recipientWalletId: recipient,
+            amount: '100',
+          })
+          .then(
+            (result) => result.status,
+            (error: unknown) => (error as ApplicationFailure).type,
+          ),
+      ),
+    );
+    expect(results.filter((r) => r === 'done')).toHaveLength(4);
+    for (const r of results.filter((r) => r !== 'done')) {
+      expect(['release_exceeds_hold', 'escrow_not_held']).toContain(r);
+    }
+    expect(await holdState(input.holdId)).toEqual({ status: 'completed', escrow_amount: 0n });
+    expect(await balanceOf(pool, recipient)).toBe(1n + 500n);
+    expect(await balanceOf(pool, input.walletId)).toBe(9_500n);
     await assertLedgerInvariant(pool);
   });
 });
