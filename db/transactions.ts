@@ -170,7 +170,7 @@ export async function findTransaction(
   db: CommonQueryMethods,
   id: string,
 ): Promise<TransactionRow | null> {
-  // Prepared: an escrow release or refund reads its hold with it before its update.
+  // Prepared: an escrow release or refund reads its hold with it when the API has not seen it.
   return db.maybeOne(
     prepare(
       sql.type(transactionRow)`SELECT ${transactionColumns} FROM transactions WHERE id = ${id}`,

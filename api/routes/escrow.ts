@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { remember } from '../../db/escrow';
 import { findTransaction, type TransactionRow } from '../../db/transactions';
 import type { Caller } from '../../domain/types';
 import { escrowWorkflow } from '../../workflows/escrow';
@@ -36,21 +37,70 @@ const ReleaseRequest = z
   .optional()
   .transform((v) => v ?? {});
 
+/**
+ * What never changes of a hold: whose it is and whom it names. A hold remembered so (`status`
+ * and `escrow_amount` absent) is not read before a release or refund: what it still holds is
+ * for the workflow's step to check, which declines as the API would have.
+ */
+type HoldFacts = Pick<TransactionRow, 'id' | 'application_id' | 'mode' | 'recipient_wallet_id'> &
+  Partial<Pick<TransactionRow, 'status' | 'escrow_amount'>>;
+
 /** A step made, as the workflow answered it (or as found already made: its id alone). */
 type StepDone = { transactionId: string; transaction?: TransactionRecord; answered?: true };
 
 export function escrowRoutes(deps: ApiDeps): Route[] {
   const { pool, temporal, config } = deps;
 
+  /** The holds this process has made or read (`HoldFacts`), by id. */
+  const seen = new Map<string, HoldFacts>();
+  const rememberHold = (
+    row: Pick<HoldFacts, 'id' | 'application_id' | 'mode' | 'recipient_wallet_id'>,
+  ) => {
+    const { id, application_id, mode, recipient_wallet_id } = row;
+    remember(seen, id, { id, application_id, mode, recipient_wallet_id });
+  };
+
   async function ownedHold(caller: Caller, id: string): Promise<TransactionRow> {
     const row = await findTransaction(pool, id);
     if (row && row.transaction_type !== 'escrow_hold') throw notFound('Escrow transaction');
-    return assertOwned(caller, row, 'Escrow transaction');
+    const owned = assertOwned(caller, row, 'Escrow transaction');
+    rememberHold(owned);
+    return owned;
+  }
+
+  /**
+   * The hold a release or refund is for: as remembered when this process has seen it (one
+   * round trip less), else read; either way the caller's, or 404 or 403 at once.
+   */
+  async function heldFacts(caller: Caller, id: string): Promise<HoldFacts> {
+    const known = seen.get(id);
+    return known ? assertOwned(caller, known, 'Escrow transaction') : ownedHold(caller, id);
+  }
+
+  /**
+   * Runs the checks of a request before its step; a hold known only by its facts that a check
+   * refuses is read, so that a hold that no longer holds anything answers that first, as a
+   * read hold does.
+   */
+  async function checkedFirst<T>(
+    caller: Caller,
+    hold: HoldFacts,
+    checks: () => Promise<T>,
+  ): Promise<T> {
+    try {
+      return await checks();
+    } catch (error) {
+      if (hold.status === undefined && error instanceof AppError) {
+        const read = await ownedHold(caller, hold.id);
+        if (read.status !== 'held') throw new AppError('escrow_not_held');
+      }
+      throw error;
+    }
   }
 
   /** Runs a release or refund update; the update id (from the Idempotency-Key) dedupes retries. */
   async function step(
-    hold: TransactionRow,
+    hold: HoldFacts,
     run: (handle: ReturnType<typeof temporal.workflow.getHandle>) => Promise<EscrowStepResult>,
   ) {
     const handle = temporal.workflow.getHandle(workflowIds.escrow(hold.id));
@@ -147,7 +197,9 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           // nothing and a rerun might hold: the `hold` update answers it, as the workflow records.
           answerLocally: (result) => result.status === 'done',
         });
-        return madeStepAnswer(pool, unlessDeclined(result));
+        const made = unlessDeclined(result);
+        if (made.transaction) rememberHold(made.transaction);
+        return madeStepAnswer(pool, made);
       },
     }),
     defineRoute({
@@ -188,21 +240,27 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
         422: errorResponse('Validation failure, for example an amount not greater than 0'),
       },
       handler: async ({ caller, params, body, idempotency }) => {
-        const hold = await ownedHold(caller, params.transaction_id);
+        const hold = await heldFacts(caller, params.transaction_id);
         const releaseId = idFromKey(caller, idempotency, `escrow_release:${hold.id}`);
         const done = await unlessDone(releaseId, idempotency, async () => {
-          if (hold.status !== 'held') throw new AppError('escrow_not_held');
-          const recipientId = body.recipient_wallet_id ?? hold.recipient_wallet_id;
-          if (!recipientId) {
-            throw new AppError(
-              'validation_failed',
-              'recipient_wallet_id: required (the hold names no recipient)',
-            );
-          }
-          await checkPaymentWallets(pool, caller, [recipientId], deps.wallets);
-          if (body.amount !== undefined && body.amount > hold.escrow_amount) {
-            throw new AppError('release_exceeds_hold');
-          }
+          const recipientId = await checkedFirst(caller, hold, async () => {
+            if (hold.status !== undefined && hold.status !== 'held') {
+              throw new AppError('escrow_not_held');
+            }
+            const recipient = body.recipient_wallet_id ?? hold.recipient_wallet_id;
+            if (!recipient) {
+              throw new AppError(
+                'validation_failed',
+                'recipient_wallet_id: required (the hold names no recipient)',
+              );
+            }
+            await checkPaymentWallets(pool, caller, [recipient], deps.wallets);
+            const held = hold.escrow_amount;
+            if (body.amount !== undefined && held !== undefined && body.amount > held) {
+              throw new AppError('release_exceeds_hold');
+            }
+            return recipient;
+          });
           return step(hold, (handle) =>
             handle.executeUpdate(escrowUpdates.release, {
               updateId: releaseId,
@@ -239,10 +297,12 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
         404: errorResponse('Escrow transaction not found'),
       },
       handler: async ({ caller, params, idempotency }) => {
-        const hold = await ownedHold(caller, params.transaction_id);
+        const hold = await heldFacts(caller, params.transaction_id);
         const refundId = idFromKey(caller, idempotency, `escrow_refund:${hold.id}`);
         const done = await unlessDone(refundId, idempotency, async () => {
-          if (hold.status !== 'held') throw new AppError('escrow_not_held');
+          if (hold.status !== undefined && hold.status !== 'held') {
+            throw new AppError('escrow_not_held');
+          }
           return step(hold, (handle) =>
             handle.executeUpdate(escrowUpdates.refund, {
               updateId: refundId,

@@ -1,7 +1,7 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { updateApplication } from '../../db/applications';
-import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
+import { assertLedgerInvariant, balanceOf, fundWallet, statementsOf } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 
@@ -212,6 +212,57 @@ describe('escrow', () => {
       status: 'held',
       escrow_amount: 5,
     });
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('releases a hold the API made without reading it first, and answers as a read hold would', async () => {
+    const { sender, recipient } = await parties();
+    const hold = await api.post('/api/v1/escrow/hold', {
+      wallet_id: sender,
+      amount: 30,
+      recipient_wallet_id: recipient,
+    });
+    expect(hold.status).toBe(200);
+    const holdReads = (sent: { text: string; values: unknown[] }[]) =>
+      sent.filter(
+        (s) => /FROM transactions WHERE id = \$1$/.test(s.text) && s.values[0] === hold.body.id,
+      );
+    let part: Awaited<ReturnType<ApiClient['post']>> | undefined;
+    const sent = await statementsOf(
+      async () => (part = await api.post(`/api/v1/escrow/${hold.body.id}/release`, { amount: 10 })),
+    );
+    expect(part?.status).toBe(200);
+    expect(part?.body).toMatchObject({
+      amount: 9.65,
+      escrow_amount: 20,
+      recipient_wallet_id: recipient,
+    });
+    expect(holdReads(sent)).toEqual([]);
+    // More than it holds: the workflow's step declines, nothing is written.
+    const tooMuch = await api.post(`/api/v1/escrow/${hold.body.id}/release`, { amount: 20.01 });
+    expect(tooMuch.status).toBe(400);
+    expect(tooMuch.body).toEqual({ detail: 'Release amount exceeds the held amount' });
+    expect((await api.post(`/api/v1/escrow/${hold.body.id}/release`, {})).status).toBe(200);
+
+    // Nothing is held any more: that is the answer, before what is wrong with the recipient.
+    const notHeld = { detail: 'The escrow transaction is not in held status' };
+    const again = await api.post(`/api/v1/escrow/${hold.body.id}/release`, {});
+    expect(again.status).toBe(400);
+    expect(again.body).toEqual(notHeld);
+    const other = await createUserWithWallet(api);
+    await api.post(`/api/v1/wallets/${other.walletId}/disable`);
+    const toDisabled = await api.post(`/api/v1/escrow/${hold.body.id}/release`, {
+      recipient_wallet_id: other.walletId,
+    });
+    expect(toDisabled.status).toBe(400);
+    expect(toDisabled.body).toEqual(notHeld);
+    const refund = await api.post(`/api/v1/escrow/${hold.body.id}/refund`);
+    expect(refund.status).toBe(400);
+    expect(refund.body).toEqual(notHeld);
+    const steps = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM transactions WHERE parent_id = ${hold.body.id}`);
+    expect(steps).toBe(2);
+    expect(await balanceOf(engine.pool, sender)).toBe(7_000n);
     await assertLedgerInvariant(engine.pool);
   });
 

@@ -115,15 +115,24 @@ export async function insertFundedWallet(
 }
 
 /**
- * The statements `run` sends to Postgres, each a round trip (BEGIN and COMMIT too): every
- * `pg` client's, so `run` must be the only user of the database meanwhile.
+ * The statements `run` sends to Postgres (their text and values), each a round trip (BEGIN and
+ * COMMIT too): every `pg` client's, so only `run` may use the database meanwhile, or the caller
+ * picks out the statements it looks for.
  */
-export async function roundTripsOf(run: () => Promise<unknown>): Promise<number> {
+export async function statementsOf(
+  run: () => Promise<unknown>,
+): Promise<{ text: string; values: unknown[] }[]> {
   const prototype = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
   const original = prototype.query;
-  let sent = 0;
-  prototype.query = function countedQuery(this: unknown, ...args: unknown[]): unknown {
-    sent += 1;
+  const sent: { text: string; values: unknown[] }[] = [];
+  prototype.query = function recordedQuery(this: unknown, ...args: unknown[]): unknown {
+    const [first, second] = args as [unknown, unknown];
+    const config = (typeof first === 'string' ? { text: first } : first) as {
+      text?: string;
+      values?: unknown[];
+    };
+    const values = Array.isArray(second) ? (second as unknown[]) : (config.values ?? []);
+    sent.push({ text: config.text ?? '', values });
     return original.apply(this, args);
   };
   try {
@@ -132,6 +141,11 @@ export async function roundTripsOf(run: () => Promise<unknown>): Promise<number>
     prototype.query = original;
   }
   return sent;
+}
+
+/** How many statements `run` sends to Postgres (`statementsOf`). */
+export async function roundTripsOf(run: () => Promise<unknown>): Promise<number> {
+  return (await statementsOf(run)).length;
 }
 
 /** The steps of a payment's ledger transactions, oldest first. */
