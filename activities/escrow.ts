@@ -2,7 +2,6 @@ import {
   holdGuard,
   lockHold,
   releaseGuard,
-  remember,
   shrinkHoldPart,
   type EscrowFeeMemory,
   type HoldMemory,
@@ -13,6 +12,7 @@ import {
   systemAccountsIn,
   type SystemAccountMemory,
 } from '../db/ledger';
+import { remember } from '../db/memory';
 import { recordAnswer, recordMoneyStep, recordMoneyStepAtOnce } from '../db/money-steps';
 import { afterCommit, type DatabasePool, type DatabaseTransactionConnection } from '../db/pool';
 import { findTransaction, transactionRecord, type TransactionRow } from '../db/transactions';

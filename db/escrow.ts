@@ -104,15 +104,6 @@ export type HoldMemory = Map<string, TransactionRow>;
 /** An application's escrow fee as this process last read it (by application id). */
 export type EscrowFeeMemory = Map<string, { bps: number; fixed: bigint }>;
 
-/** Past this many holds or applications a memory starts over (it never grows without bound). */
-const MAX_REMEMBERED = 100_000;
-
-/** Remembers a value seen committed; a memory that has grown too large starts over. */
-export function remember<V>(memory: Map<string, V>, key: string, value: V): void {
-  if (memory.size >= MAX_REMEMBERED && !memory.has(key)) memory.clear();
-  memory.set(key, value);
-}
-
 /**
  * What a release written in one statement checks (db/money-steps.ts `recordMoneyStepAtOnce`),
  * given the hold and the fee as this process remembers them: the WITH parts that lock the hold

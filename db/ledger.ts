@@ -10,6 +10,7 @@ import { assertBalanced, lockOrder, type Posting } from '../domain/ledger';
 import type { Currency } from '../domain/money';
 import type { Mode } from '../domain/types';
 import { ledgerTransactionDuration } from '../observability/metrics';
+import { remember } from './memory';
 import { afterCommit, prepare } from './pool';
 import { insertedValues } from './transactions';
 
@@ -184,10 +185,7 @@ export async function systemAccountId(
   }
   if (memory) {
     const found = id;
-    afterCommit(db, () => {
-      if (memory.size >= MAX_REMEMBERED_SYSTEM_ACCOUNTS) memory.clear();
-      memory.set(key, found);
-    });
+    afterCommit(db, () => remember(memory, key, found, MAX_REMEMBERED_SYSTEM_ACCOUNTS));
   }
   return id;
 }

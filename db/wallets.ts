@@ -3,6 +3,7 @@ import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from
 import { z } from 'zod';
 import type { Currency } from '../domain/money';
 import type { Caller } from '../domain/types';
+import { remember } from './memory';
 import { prepare } from './pool';
 
 export const walletRow = z.object({
@@ -117,17 +118,11 @@ export type WalletState = z.infer<typeof walletState>;
  */
 export type WalletCurrencyMemory = Map<string, Currency>;
 
-/** Past this many wallets the memory starts over (it never grows without bound). */
-const MAX_REMEMBERED_WALLETS = 100_000;
-
 export function rememberWalletCurrencies(
   memory: WalletCurrencyMemory,
   wallets: Iterable<{ id: string; currency: Currency }>,
 ): void {
-  for (const w of wallets) {
-    if (memory.size >= MAX_REMEMBERED_WALLETS) memory.clear();
-    memory.set(w.id, w.currency);
-  }
+  for (const w of wallets) remember(memory, w.id, w.currency);
 }
 
 /** A wallet's state as an outer join reads it: every column null when there is no wallet. */

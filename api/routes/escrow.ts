@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { remember } from '../../db/escrow';
+import { remember } from '../../db/memory';
 import { findTransaction, type TransactionRow } from '../../db/transactions';
 import type { Caller } from '../../domain/types';
 import { escrowWorkflow } from '../../workflows/escrow';
@@ -42,8 +42,8 @@ const ReleaseRequest = z
  * and `escrow_amount` absent) is not read before a release or refund: what it still holds is
  * for the workflow's step to check, which declines as the API would have.
  */
-type HoldFacts = Pick<TransactionRow, 'id' | 'application_id' | 'mode' | 'recipient_wallet_id'> &
-  Partial<Pick<TransactionRow, 'status' | 'escrow_amount'>>;
+type HoldIdentity = Pick<TransactionRow, 'id' | 'application_id' | 'mode' | 'recipient_wallet_id'>;
+type HoldFacts = HoldIdentity & Partial<Pick<TransactionRow, 'status' | 'escrow_amount'>>;
 
 /** A step made, as the workflow answered it (or as found already made: its id alone). */
 type StepDone = { transactionId: string; transaction?: TransactionRecord; answered?: true };
@@ -53,9 +53,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
 
   /** The holds this process has made or read (`HoldFacts`), by id. */
   const seen = new Map<string, HoldFacts>();
-  const rememberHold = (
-    row: Pick<HoldFacts, 'id' | 'application_id' | 'mode' | 'recipient_wallet_id'>,
-  ) => {
+  const rememberHold = (row: HoldIdentity) => {
     const { id, application_id, mode, recipient_wallet_id } = row;
     remember(seen, id, { id, application_id, mode, recipient_wallet_id });
   };
