@@ -32,6 +32,7 @@
 import os from 'node:os';
 import type { WorkerOptions } from '@temporalio/worker';
 import { ledgerInvariantProblems } from '../db/ledger-audit';
+import { eagerStarts, paymentsStarted } from '../observability/metrics';
 import { installTemporalRuntime } from '../harness/temporal';
 import { progress, setUp, startEngine, WALLETS, type Engine } from './engine';
 import { forkLoadProcess } from './generator';
@@ -232,6 +233,7 @@ async function main(): Promise<void> {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   } else {
     process.stdout.write(`${render(report)}\n`);
+    process.stdout.write(`${await eagerShare()}\n`);
     if (profile) process.stdout.write(`\n${profile.text}\n`);
   }
 }
@@ -240,3 +242,16 @@ main().catch((error: unknown) => {
   process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 });
+
+/**
+ * How many of the payments the API started went eagerly to the engine's worker (all sections):
+ * one that did not took the server's task queue and a poll (api/temporal.ts `eagerStart`).
+ */
+async function eagerShare(): Promise<string> {
+  const [started, eager] = await Promise.all([paymentsStarted.get(), eagerStarts.get()]);
+  const parts = started.values.map(({ labels, value }) => {
+    const took = eager.values.find((v) => v.labels.type === labels.type)?.value ?? 0;
+    return `${String(labels.type)} ${took} of ${value}`;
+  });
+  return `Payments the API started eagerly on the engine's worker: ${parts.join(', ') || 'none'}`;
+}

@@ -33,6 +33,7 @@ const envSchema = z.object({
   TEMPORAL_UI_PORT: port.default(8233),
   TEMPORAL_WORKFLOW_BUNDLE: z.string().optional(),
   TEMPORAL_WORKFLOW_STACK_TRACES: onOff.default(false),
+  TEMPORAL_WORKFLOW_TASK_SLOTS: z.coerce.number().int().min(20).max(2000).default(200),
   FX_SLE_PER_USD: z
     .string()
     .regex(/^\d+(\.\d{1,2})?$/, 'FX_SLE_PER_USD must be a decimal with at most 2 decimals')
@@ -149,6 +150,11 @@ export type Config = {
     workflowBundlePath: string | undefined;
     /** The SDK's promise hook for the UI's "Stack Trace" query (worker/engine-worker.ts). */
     workflowStackTraces: boolean;
+    /**
+     * Workflow tasks the worker runs at once, its pollers' included: a payment is started
+     * eagerly on this worker only while one is free (worker/create-worker.ts).
+     */
+    workflowTaskSlots: number;
   };
   fx: { slePerUsd: string };
   providers: {
@@ -256,6 +262,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       uiPort: e.TEMPORAL_UI_PORT,
       workflowBundlePath: e.TEMPORAL_WORKFLOW_BUNDLE,
       workflowStackTraces: e.TEMPORAL_WORKFLOW_STACK_TRACES,
+      workflowTaskSlots: e.TEMPORAL_WORKFLOW_TASK_SLOTS,
     },
     fx: { slePerUsd: e.FX_SLE_PER_USD },
     providers: {

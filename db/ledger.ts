@@ -100,6 +100,9 @@ type LedgerTransactionInput = {
   postings: readonly Posting[];
 };
 
+/** What a ledger statement answers: whether it wrote (a guarded one may not). */
+const writtenRow = z.object({ written: z.boolean() });
+
 async function timed<T>(kind: string, run: () => Promise<T>): Promise<T> {
   const started = process.hrtime.bigint();
   const result = await run();
@@ -136,7 +139,7 @@ function ledgerStatement(
     )`,
     ...alongside,
   ];
-  return sql.type(z.object({ written: z.boolean() }))`
+  return sql.type(writtenRow)`
     WITH ${sql.join(parts, sql.fragment`, `)}
     SELECT ${guard ?? sql.fragment`true`} AS written`;
 }

@@ -174,6 +174,41 @@ describe('GET /metrics', () => {
     await assertLedgerInvariant(engine.pool);
   });
 
+  it('starts every one of 48 transfers sent at once eagerly on its worker, and moves each once', async () => {
+    // More payments at once than the SDK's 40 workflow task slots, less its 10 pollers, left
+    // free: each of them must still find a slot (TEMPORAL_WORKFLOW_TASK_SLOTS).
+    const pairs = await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        const sender = await createUserWithWallet(api);
+        const recipient = await createUserWithWallet(api);
+        await fundWallet(engine.pool, sender.walletId, 1_000n);
+        return { sender: sender.walletId, recipient: recipient.walletId };
+      }),
+    );
+    const before = await metricsOf();
+    const answers = await Promise.all(
+      Array.from({ length: 48 }, (_, i) => {
+        const pair = pairs[i % pairs.length]!;
+        return api.post(
+          TRANSFER,
+          { from_wallet_id: pair.sender, to_wallet_id: pair.recipient, amount: 0.25 },
+          { 'Idempotency-Key': `at-once-${Date.now()}-${i}` },
+        );
+      }),
+    );
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
+    const after = await metricsOf();
+    const grew = (key: string) => increase(before, after, key);
+    expect(grew(series('payments_started_total', { type: 'transfer' }))).toBe(48);
+    expect(grew(series('payments_started_eagerly_total', { type: 'transfer' }))).toBe(48);
+    expect(grew(series('payments_answered_locally_total', { type: 'transfer' }))).toBe(48);
+    for (const pair of pairs) {
+      expect(await balanceOf(engine.pool, pair.sender)).toBe(1_000n - 6n * 25n);
+      expect(await balanceOf(engine.pool, pair.recipient)).toBe(6n * 25n);
+    }
+    await assertLedgerInvariant(engine.pool);
+  });
+
   it('labels a path no route matches as unmatched, never by the path itself', async () => {
     const before = await metricsOf();
     const missing = await api.get('/api/v1/no-such-thing/42');
