@@ -150,6 +150,19 @@ async function measureRows(
   return { rows, invariant };
 }
 
+/**
+ * How many of the payments the API started went eagerly to the engine's worker (all sections):
+ * one that did not took the server's task queue and a poll (api/temporal.ts `eagerStart`).
+ */
+async function eagerShare(): Promise<string> {
+  const [started, eager] = await Promise.all([paymentsStarted.get(), eagerStarts.get()]);
+  const parts = started.values.map(({ labels, value }) => {
+    const took = eager.values.find((v) => v.labels.type === labels.type)?.value ?? 0;
+    return `${String(labels.type)} ${took} of ${value}`;
+  });
+  return `Payments the API started eagerly on the engine's worker: ${parts.join(', ') || 'none'}`;
+}
+
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   // Ctrl-C is handled below: Postgres and Temporal must stop with the workers.
@@ -242,16 +255,3 @@ main().catch((error: unknown) => {
   process.stderr.write(`bench failed: ${error instanceof Error ? error.stack : String(error)}\n`);
   process.exit(1);
 });
-
-/**
- * How many of the payments the API started went eagerly to the engine's worker (all sections):
- * one that did not took the server's task queue and a poll (api/temporal.ts `eagerStart`).
- */
-async function eagerShare(): Promise<string> {
-  const [started, eager] = await Promise.all([paymentsStarted.get(), eagerStarts.get()]);
-  const parts = started.values.map(({ labels, value }) => {
-    const took = eager.values.find((v) => v.labels.type === labels.type)?.value ?? 0;
-    return `${String(labels.type)} ${took} of ${value}`;
-  });
-  return `Payments the API started eagerly on the engine's worker: ${parts.join(', ') || 'none'}`;
-}
