@@ -62,19 +62,27 @@ function assertKey(key: Buffer): void {
 
 /**
  * `WEBHOOK_SECRET_KEY` when set (production: keep it outside the database). Unset, a key is
- * generated once and kept in `<data dir>/webhook-secret.key` (mode 0600), so `npm start` and
- * the tests work without setup and secrets stay readable across restarts of the same data dir.
+ * generated once and kept in the data directory, so `npm start` and the tests work without
+ * setup and secrets stay readable across restarts of the same data dir.
  */
 export function webhookSecretKey(config: Config): Buffer {
   if (config.webhooks.secretKey) return config.webhooks.secretKey;
-  const file = path.join(config.dataDir, 'webhook-secret.key');
-  mkdirSync(config.dataDir, { recursive: true });
+  const key = dataDirSecret(config.dataDir, 'webhook-secret.key', KEY_BYTES);
+  assertKey(key);
+  return key;
+}
+
+/**
+ * Random bytes generated once and kept in `<data dir>/<file>` (mode 0600): a secret that
+ * development and tests need without setup, and that stays the same across restarts.
+ */
+export function dataDirSecret(dataDir: string, file: string, bytes: number): Buffer {
+  const where = path.join(dataDir, file);
+  mkdirSync(dataDir, { recursive: true });
   try {
-    writeFileSync(file, randomBytes(KEY_BYTES).toString('base64'), { flag: 'wx', mode: 0o600 });
+    writeFileSync(where, randomBytes(bytes).toString('base64'), { flag: 'wx', mode: 0o600 });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   }
-  const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
-  assertKey(key);
-  return key;
+  return Buffer.from(readFileSync(where, 'utf8').trim(), 'base64');
 }
