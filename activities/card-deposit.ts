@@ -11,7 +11,7 @@ import {
 import { lockAccounts, systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
 import { recordMoneyStep } from '../db/money-steps';
 import type { DatabasePool } from '../db/pool';
-import { insertTransaction, type TransactionRow } from '../db/transactions';
+import type { TransactionRow } from '../db/transactions';
 import { computeCardDepositFees } from '../domain/fees';
 import { cardDepositCompletionPostings } from '../domain/ledger';
 import { minorToMajorNumber } from '../domain/money';
@@ -22,6 +22,7 @@ import { ProviderNotConfiguredError } from '../providers/mobile-money';
 import { workflowIds } from '../workflows/ids';
 import type { CardDepositInput, CardPaymentOpened, CardPaymentState } from '../workflows/shared';
 import { decline } from './declines';
+import { checkDepositWallet, insertPendingDeposit } from './deposit';
 import { transactionEventData } from './events';
 
 /**
@@ -78,6 +79,8 @@ export function createCardDepositActivities(deps: {
     if (existing) return existing;
     const app = await findApplication(pool, input.applicationId);
     if (!app) throw new Error(`application ${input.applicationId} does not exist`);
+    // Refused before the provider is asked: no card is charged for money that cannot be credited.
+    await checkDepositWallet(pool, input, app.base_currency);
     const card = await callCardProvider(() =>
       providers.card(input.mode).getCardMetadata(input.paymentMethodId),
     );
@@ -103,7 +106,7 @@ export function createCardDepositActivities(deps: {
       expires_at: new Date(Date.now() + config.cards.pendingTtlSeconds * 1000).toISOString(),
       payment: null,
     };
-    const row = await insertTransaction(pool, {
+    const row = await insertPendingDeposit(pool, input, app.base_currency, {
       id: input.transactionId,
       applicationId: input.applicationId,
       mode: input.mode,

@@ -1,10 +1,10 @@
 import type { Config } from '../config';
 import type { ApplicationRow } from '../db/applications';
 import { CASHOUT_PROVIDER_FEE, computeMoneyOutFees } from '../domain/fees';
-import { sleToUsd } from '../domain/fx';
+import { sleInBaseCurrency, sleToUsd } from '../domain/fx';
 import type { Providers } from '../providers';
 import type { MoneyOutInput } from '../workflows/money-out-shared';
-import { decline } from './declines';
+import { tooSmallToConvert } from './declines';
 import type { MoneyOutPort, MoneyOutPrice, MoneyOutSpec } from './money-out';
 
 /**
@@ -24,10 +24,8 @@ export function priceCashout(
   });
   const usd = app.base_currency === 'USD';
   const convert = (cents: bigint) => (usd ? sleToUsd(cents, config.fx.slePerUsd) : cents);
-  const amount = convert(sle.amount);
-  if (amount <= 0n) {
-    throw decline('validation_failed', 'amount: too small to convert to the base currency');
-  }
+  const amount = sleInBaseCurrency(sle.amount, app.base_currency, config.fx.slePerUsd);
+  if (amount === null) throw tooSmallToConvert();
   const providerFee = convert(sle.providerFee);
   const applicationFee = convert(sle.applicationFee);
   return {

@@ -3,10 +3,12 @@ import { findApplication } from '../db/applications';
 import { findDeposit, lockDeposit, type DepositMetadata, type DepositRecord } from '../db/deposits';
 import { lockAccounts, systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
 import { recordMoneyStep } from '../db/money-steps';
-import type { DatabasePool } from '../db/pool';
-import { insertTransaction, type TransactionRow } from '../db/transactions';
+import type { CommonQueryMethods, DatabasePool } from '../db/pool';
+import { insertTransaction, type NewTransaction, type TransactionRow } from '../db/transactions';
+import { walletStates } from '../db/wallets';
+import type { Currency } from '../domain/money';
 import { computeDepositFees } from '../domain/fees';
-import { sleToUsd } from '../domain/fx';
+import { sleInBaseCurrency, sleToUsd } from '../domain/fx';
 import { depositCompletionPostings } from '../domain/ledger';
 import { minorTextToWireInteger } from '../domain/money';
 import type { Mode } from '../domain/types';
@@ -18,7 +20,8 @@ import {
 import type { Providers } from '../providers';
 import { workflowIds } from '../workflows/ids';
 import type { DepositInput, DepositOpened } from '../workflows/shared';
-import { decline } from './declines';
+import { decline, tooSmallToConvert } from './declines';
+import { checkWallet } from './wallet-checks';
 import { transactionEventData } from './events';
 
 function opened({ row, meta }: DepositRecord): DepositOpened {
@@ -59,6 +62,34 @@ export async function callProvider<T>(call: () => Promise<T>, refusal?: string):
   }
 }
 
+/** The wallet a deposit credits, checked as every money step checks it, in `currency`. */
+export async function checkDepositWallet(
+  db: CommonQueryMethods,
+  input: { applicationId: string; mode: Mode; walletId: string },
+  currency: Currency,
+  options: { keyShare?: boolean } = {},
+): Promise<void> {
+  const wallet = (await walletStates(db, [input.walletId], options)).get(input.walletId);
+  checkWallet(wallet, { application_id: input.applicationId, mode: input.mode, currency });
+}
+
+/**
+ * A deposit's pending record, written while its wallet is share-locked and checked again: a
+ * currency switch that committed since the first check refuses the deposit, and one that comes
+ * after finds the deposit open and changes nothing.
+ */
+export function insertPendingDeposit(
+  pool: DatabasePool,
+  input: { applicationId: string; mode: Mode; walletId: string },
+  currency: Currency,
+  record: NewTransaction,
+): Promise<TransactionRow> {
+  return pool.transaction(async (trx) => {
+    await checkDepositWallet(trx, input, currency, { keyShare: true });
+    return insertTransaction(trx, record);
+  });
+}
+
 export function createDepositActivities(deps: {
   pool: DatabasePool;
   providers: Providers;
@@ -80,6 +111,10 @@ export function createDepositActivities(deps: {
     const app = await findApplication(pool, input.applicationId);
     if (!app) throw new Error(`application ${input.applicationId} does not exist`);
     const amount = BigInt(input.amount);
+    // Refused before the provider is asked: nobody pays a code whose money cannot be credited.
+    await checkDepositWallet(pool, input, app.base_currency);
+    const credited = sleInBaseCurrency(amount, app.base_currency, config.fx.slePerUsd);
+    if (credited === null) throw tooSmallToConvert();
     const fees = computeDepositFees({
       method: 'mobile_money',
       amount,
@@ -114,14 +149,14 @@ export function createDepositActivities(deps: {
         expires_at: code.expiresAt,
       },
     };
-    const row = await insertTransaction(pool, {
+    const row = await insertPendingDeposit(pool, input, app.base_currency, {
       id: input.transactionId,
       applicationId: input.applicationId,
       mode: input.mode,
       type: 'mobile_money_deposit',
       status: 'pending',
       currency: app.base_currency,
-      amount: usd ? sleToUsd(amount, config.fx.slePerUsd) : amount,
+      amount: credited,
       walletId: input.walletId,
       // The record's amounts are in the wallet's currency; the SLE figures are in the metadata.
       applicationFee: usd

@@ -178,8 +178,8 @@ export function createEscrowActivities(deps: {
       const scope = { application_id: input.applicationId, mode: input.mode };
       checkWallet(wallet, scope);
       // The recipient named now must be able to receive now, as the API checked it (or, from
-      // memory, may not have: api/access.ts `checkPaymentWallets`).
-      if (recipient) checkWallet(states.get(recipient), scope);
+      // memory, may not have: api/access.ts `checkPaymentWallets`), in the hold's currency.
+      if (recipient) checkWallet(states.get(recipient), { ...scope, currency: wallet!.currency });
       const escrow = await systemAccount(
         trx,
         input.applicationId,
@@ -308,7 +308,11 @@ export function createEscrowActivities(deps: {
       const amount = input.amount === null ? hold.escrow_amount : BigInt(input.amount);
       if (amount <= 0n) throw decline('validation_failed', 'amount must be greater than 0');
       if (amount > hold.escrow_amount) throw decline('release_exceeds_hold');
-      checkWallet(locked.recipient, hold);
+      checkWallet(locked.recipient, {
+        application_id: hold.application_id,
+        mode: hold.mode,
+        currency: hold.currency,
+      });
       const { fee, net } = computeEscrowFee(amount, locked.fee);
       const feeAccount =
         fee > 0n

@@ -150,10 +150,7 @@ export function createMoneyOutActivities(
       const locked = await lockAccounts(trx, [input.walletId, clearing]);
       if (await findMoneyOut(trx, input.transactionId)) return done;
       const wallet = (await walletStates(trx, [input.walletId])).get(input.walletId);
-      checkWallet(wallet, { application_id: input.applicationId, mode: input.mode });
-      if (wallet!.currency !== currency) {
-        throw decline('invalid_request', 'The wallet holds another currency');
-      }
+      checkWallet(wallet, { application_id: input.applicationId, mode: input.mode, currency });
       const total = BigInt(meta.total);
       if (locked.get(input.walletId)!.balance < total) throw decline('insufficient_funds');
       await recordMoneyStep(trx, {

@@ -90,10 +90,7 @@ export function createTransferActivities(deps: {
       if (!from || !to) throw decline('wallet_not_found');
       const scope = { application_id: input.applicationId, mode: input.mode };
       checkWallet(from, scope);
-      checkWallet(to, scope);
-      if (from.currency !== to.currency) {
-        throw decline('invalid_request', 'Wallets hold different currencies');
-      }
+      checkWallet(to, { ...scope, currency: from.currency });
       if (from.balance < amount) throw decline('insufficient_funds');
       const row = await recordMoneyStep(trx, newTransfer(input, from.currency, from.at));
       return written(input, row);

@@ -105,6 +105,11 @@ export async function checkBank(options: {
     }
   }
 
+  // Nothing stuck: a payment whose provider outcome was delivered has settled.
+  for (const id of history.decided) {
+    if (stored.get(id)?.status === 'pending') fail(`payment ${id} is still pending once decided`);
+  }
+
   // Exactly once: the ledger transactions written for each payment.
   const ledger = await pool.any(sql.type(
     z.object({ transaction_id: z.string().nullable(), step: z.string(), n: z.number() }),

@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { createDatabasePool } from '../db/pool';
 import { isAlive } from '../harness/processes';
 import { checkBank } from './checks';
+import { currencyProbe, type CliRun, type CurrencyProbe } from './currency';
 import { createChaosEngine, type ChaosEngine } from './engine';
 import { chaosClient, type ChaosClient } from './http';
 import { seeded } from './random';
@@ -39,31 +40,50 @@ export type ChaosReport = {
 
 /** How long a component may take to come back before the run counts it as not recovered. */
 const RECOVERY_LIMIT_MS = 120_000;
+/** The pause between two rounds of the currency probe (chaos/currency.ts). */
+const CURRENCY_ROUND_GAP_MS = 5_000;
 /** The quiet time between two faults (drawn from this range, in ms). */
 const FAULT_GAP_MS = [8_000, 16_000] as const;
 
 const root = path.resolve(__dirname, '..');
 const run = promisify(execFile);
 
-/** `npm run cli` against the run's database; its JSON answer. */
-async function cli(databaseUrl: string, args: string[]): Promise<Record<string, unknown>> {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
-    cwd: root,
-    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' },
-    timeout: 60_000,
-  });
-  return JSON.parse(stdout) as Record<string, unknown>;
+/** `npm run cli` against the run's database, whatever its exit status. */
+async function runCli(databaseUrl: string, args: string[]): Promise<CliRun> {
+  try {
+    const { stdout, stderr } = await run(
+      process.execPath,
+      ['--import', 'tsx', 'cli/main.ts', ...args],
+      {
+        cwd: root,
+        env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' },
+        timeout: 60_000,
+      },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: unknown; stdout?: string; stderr?: string };
+    if (typeof failed.code !== 'number') throw error;
+    return { code: failed.code, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+  }
 }
 
-/** A Test Mode application made with the CLI: SLE, fees on, rate limits out of reach. */
-async function createApplication(engine: ChaosEngine, runId: string) {
+/** `npm run cli` against the run's database; its JSON answer. */
+async function cli(databaseUrl: string, args: string[]): Promise<Record<string, unknown>> {
+  const answer = await runCli(databaseUrl, args);
+  if (answer.code !== 0) throw new Error(`cli ${args.join(' ')}: ${answer.stderr}`);
+  return JSON.parse(answer.stdout) as Record<string, unknown>;
+}
+
+/** A Test Mode application made with the CLI: fees on, rate limits out of reach. */
+async function createApplication(engine: ChaosEngine, runId: string, currency: 'SLE' | 'USD') {
   const created = (await cli(engine.databaseUrl, [
     'apps',
     'create',
     '--name',
-    `chaos ${runId}`,
+    `chaos ${runId} ${currency}`,
     '--currency',
-    'SLE',
+    currency,
     '--escrow-fee-bps',
     '100',
   ])) as {
@@ -159,6 +179,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const notes: string[] = [];
   let violations: string[] = [];
   let api: ChaosClient | null = null;
+  let probe: CurrencyProbe | null = null;
   // Stopped from the outside (Ctrl-C): nothing it started may be left running.
   const onSignal = () => void engine.close().finally(() => process.exit(130));
   process.once('SIGINT', onSignal);
@@ -166,7 +187,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   try {
     log(`starting npm start in ${engine.dir}`);
     await engine.start();
-    const app = await createApplication(engine, runId);
+    const app = await createApplication(engine, runId, 'SLE');
     api = chaosClient(engine.url, app.credentials);
     const wallets = await setUpWallets({
       api,
@@ -179,6 +200,24 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       `application ${app.id}: ${wallets.all.length} wallets (${wallets.payable.length} onboarded for card payouts), each funded by a deposit`,
     );
 
+    const usdApp = await createApplication(engine, runId, 'USD');
+    const usdApi = chaosClient(engine.url, usdApp.credentials);
+    const [usdWallet] = (
+      await setUpWallets({
+        api: usdApi,
+        history: newHistory(),
+        count: 1,
+        payable: 0,
+        runId: `${runId}-usd`,
+        fund: false,
+      })
+    ).all;
+    probe = currencyProbe({
+      bank: { id: app.id, api, wallets, history },
+      usd: { id: usdApp.id, api: usdApi, wallet: usdWallet! },
+      cli: (args) => runCli(engine.databaseUrl, args),
+    });
+
     const startedAt = Date.now();
     const endAt = startedAt + options.durationMs;
     let operations = 0;
@@ -187,6 +226,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       for (let n = 0; Date.now() < endAt && n < 100_000; n++) {
         await runOperation({ api: api!, random, wallets, history, key: `${runId}-c${index}-${n}` });
         operations += 1;
+      }
+    };
+    const currencyRounds = async () => {
+      const random = seeded(options.seed * 1_000 + 998);
+      for (let n = 0; Date.now() < endAt; n++) {
+        await probe!.round(random, `${runId}-currency-${n}`);
+        await new Promise((resolve) => setTimeout(resolve, CURRENCY_ROUND_GAP_MS));
       }
     };
     const nemesis = async () => {
@@ -220,6 +266,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     try {
       await Promise.all([
         nemesis(),
+        currencyRounds(),
         ...Array.from({ length: options.clients }, (_, i) => client(i)),
       ]);
     } finally {
@@ -238,6 +285,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       violations = [
         ...violations,
         ...(await checkBank({ pool, api, history, applicationId: app.id, indefinite, notes })),
+        ...(await probe.check(pool)),
       ];
     } finally {
       await pool.end();

@@ -3,6 +3,7 @@ import { z } from 'zod';
 /** The parts of the API's replies the bank test reads (a reply that differs throws). */
 export const Wire = {
   id: z.object({ id: z.string() }),
+  status: z.object({ status: z.string() }),
   refusal: z.object({ detail: z.unknown() }).partial(),
   escrowStep: z.object({ id: z.string(), escrow_amount: z.number() }),
   deposit: z.object({

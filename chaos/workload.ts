@@ -28,7 +28,7 @@ const WEIGHTS: Record<Operation, number> = {
   card_payout: 6,
 };
 
-const PATHS = {
+export const PATHS = {
   transfer: '/api/v1/transactions/wallet/transfer',
   hold: '/api/v1/escrow/hold',
   deposit: '/api/v1/transactions/wallet/mobile-money-deposit',
@@ -69,6 +69,8 @@ export type History = {
   moneyOut: Map<string, { wallet: string; total: bigint; applicationFee: bigint }>;
   /** Holds that may still hold money. */
   openHolds: string[];
+  /** Payments whose provider outcome the sandbox answered: none of them may stay pending. */
+  decided: Set<string>;
 };
 
 export function newHistory(): History {
@@ -83,6 +85,7 @@ export function newHistory(): History {
     deposits: new Map(),
     moneyOut: new Map(),
     openHolds: [],
+    decided: new Set(),
   };
 }
 
@@ -233,7 +236,7 @@ export async function runOperation(options: {
 }
 
 /** An acknowledged deposit: what the payer pays in (amount and application fee). */
-function recordDeposit(history: History, wallet: string, reply: Json): string {
+export function recordDeposit(history: History, wallet: string, reply: Json): string {
   const { transaction_id: id, transaction } = Wire.deposit.parse(reply);
   history.acknowledged.set(id, 'deposit');
   history.deposits.set(id, {
@@ -244,17 +247,17 @@ function recordDeposit(history: History, wallet: string, reply: Json): string {
   return id;
 }
 
-async function simulate(
+export async function simulate(
   api: ChaosClient,
   history: History,
   transactionId: string,
   status: 'successful' | 'failed',
 ): Promise<void> {
-  count(
-    history,
-    'simulate',
-    await api.post(PATHS.simulate, { transaction_id: transactionId, status }),
-  );
+  const outcome = await api.post(PATHS.simulate, { transaction_id: transactionId, status });
+  count(history, 'simulate', outcome);
+  // Settled in the answer: it must stay settled (a pending answer is the reconciliation's).
+  const settled = outcome.kind === 'ok' && Wire.status.safeParse(outcome.body).data?.status;
+  if (settled && settled !== 'pending') history.decided.add(transactionId);
 }
 
 /** Users with wallets, some onboarded for card payouts, each funded by a paid deposit. */
@@ -264,6 +267,8 @@ export async function setUpWallets(options: {
   count: number;
   payable: number;
   runId: string;
+  /** False: the wallets start empty. */
+  fund?: boolean;
 }): Promise<Wallets> {
   const { api, history, runId } = options;
   const wallets: Wallets = { all: [], payable: [] };
@@ -296,6 +301,7 @@ export async function setUpWallets(options: {
       );
       wallets.payable.push(id);
     }
+    if (options.fund === false) continue;
     const deposit = await api.post(
       PATHS.deposit,
       { wallet_id: id, amount: 5_000_000 },

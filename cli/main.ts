@@ -4,7 +4,7 @@ import { createLogger } from '../observability/logger';
 import {
   createApplication,
   findApplication,
-  updateApplication,
+  updateApplicationSettings,
   type ApplicationRow,
 } from '../db/applications';
 import { createAdmin, listAdmins, revokeAdmin } from '../db/admins';
@@ -27,6 +27,8 @@ import { RATE_LIMIT_CATEGORIES } from '../domain/types';
  * arguments exit with status 2.
  */
 class UsageError extends Error {}
+/** A well-formed command that the data refuses: the reason alone, status 2, nothing changed. */
+class RefusedError extends Error {}
 
 const USAGE = `usage:
   cli apps create --name NAME --currency USD|SLE [--escrow-fee-bps N] [--escrow-fee-fixed AMOUNT]
@@ -153,7 +155,7 @@ export async function runCli(argv: string[], pool: DatabasePool): Promise<unknow
     }
     case 'apps update': {
       const id = appId(values.app);
-      const app = await updateApplication(pool, id, {
+      const updated = await updateApplicationSettings(pool, id, {
         baseCurrency: currency(values.currency),
         escrowFeeBps: bps(values['escrow-fee-bps'], '--escrow-fee-bps'),
         escrowFeeFixed: fixedAmount(values['escrow-fee-fixed']),
@@ -172,8 +174,9 @@ export async function runCli(argv: string[], pool: DatabasePool): Promise<unknow
           },
         ),
       });
-      if (!app) throw new UsageError(`no application ${id}`);
-      return { application: applicationJson(app) };
+      if (!updated) throw new UsageError(`no application ${id}`);
+      if ('refused' in updated) throw new RefusedError(updated.refused);
+      return { application: applicationJson(updated.application) };
     }
     case 'credentials create': {
       const id = appId(values.app);
@@ -285,6 +288,11 @@ async function main(): Promise<void> {
     const out = await runCli(argv, pool);
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
   } catch (error) {
+    if (error instanceof RefusedError) {
+      process.stderr.write(`error: ${error.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
     if (error instanceof UsageError) {
       process.stderr.write(`error: ${error.message}\n${USAGE}\n`);
       process.exitCode = 2;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type CommonQueryMethods } from 'slonik';
+import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import type { Currency } from '../domain/money';
 
@@ -62,4 +62,49 @@ export async function updateApplication(
       updated_at = now()
     WHERE id = ${id}
     RETURNING ${columns}`);
+}
+
+/**
+ * Applies the settings as `updateApplication` does, switching the base currency (and with it
+ * every wallet of the application, in both modes) only while no wallet holds money and no
+ * payment is open; otherwise nothing changes and the answer says why. The wallets are locked
+ * for update first, so a money step on one of them waits for the switch or the switch for it.
+ */
+export async function updateApplicationSettings(
+  pool: DatabasePool,
+  id: string,
+  update: ApplicationUpdate,
+): Promise<{ application: ApplicationRow } | { refused: string } | null> {
+  return pool.transaction(async (trx) => {
+    // NO KEY UPDATE: payments inserted meanwhile only key-share the row, and must not deadlock.
+    const app = await trx.maybeOne(
+      sql.type(
+        applicationRow,
+      )`SELECT ${columns} FROM applications WHERE id = ${id} FOR NO KEY UPDATE`,
+    );
+    if (!app) return null;
+    const to = update.baseCurrency;
+    if (to && to !== app.base_currency) {
+      // Every wallet is locked (a count reads them all), not only up to the first with money.
+      const funded = await trx.oneFirst(sql.type(z.object({ funded: z.number() }))`
+        SELECT count(*) FILTER (WHERE balance <> 0)::int AS funded FROM (
+          SELECT balance FROM ledger_accounts
+          WHERE application_id = ${id} AND kind = 'user_wallet' ORDER BY id FOR UPDATE
+        ) w`);
+      const open = await trx.exists(sql.unsafe`
+        SELECT 1 FROM transactions WHERE application_id = ${id} AND status IN ('pending', 'held')`);
+      const refused =
+        funded > 0
+          ? 'a wallet of the application holds money'
+          : open
+            ? 'a payment of the application is still open'
+            : null;
+      if (refused) return { refused: `the base currency cannot change: ${refused}` };
+      await trx.query(sql.unsafe`
+        UPDATE ledger_accounts SET currency = ${to}
+        WHERE application_id = ${id} AND kind = 'user_wallet'`);
+    }
+    const application = await updateApplication(trx, id, update);
+    return application && { application };
+  });
 }

@@ -14,6 +14,7 @@ const lockedHold = transactionRow.extend({
   recipient_mode: z.enum(['test', 'live']).nullable(),
   recipient_is_active: z.boolean().nullable(),
   recipient_currency: z.enum(['USD', 'SLE']).nullable(),
+  recipient_base_currency: z.enum(['USD', 'SLE']).nullable(),
 });
 
 /** A hold locked for one money step, with what the step reads besides (`lockHold`). */
@@ -49,7 +50,8 @@ export async function lockHold(
     SELECT t.*, EXISTS (SELECT 1 FROM transactions s WHERE s.id = ${stepId}) AS step_made, now() AS at,
       app.escrow_fee_bps, app.escrow_fee_fixed,
       rw.id AS recipient_id, rw.application_id AS recipient_application_id, rw.mode AS recipient_mode,
-      rw.is_active AS recipient_is_active, ra.currency AS recipient_currency
+      rw.is_active AS recipient_is_active, ra.currency AS recipient_currency,
+      rapp.base_currency AS recipient_base_currency
     FROM (
       SELECT ${transactionColumns} FROM transactions
       WHERE id = ${holdId} AND transaction_type = 'escrow_hold'
@@ -57,7 +59,8 @@ export async function lockHold(
     ) t
     JOIN applications app ON app.id = t.application_id
     LEFT JOIN wallets rw ON rw.id = ${recipientId}::uuid
-    LEFT JOIN ledger_accounts ra ON ra.id = rw.id`),
+    LEFT JOIN ledger_accounts ra ON ra.id = rw.id
+    LEFT JOIN applications rapp ON rapp.id = rw.application_id`),
   );
   if (!row) throw new Error(`escrow hold ${holdId} has no record`);
   const { step_made, at, escrow_fee_bps, escrow_fee_fixed, ...rest } = row;
@@ -67,6 +70,7 @@ export async function lockHold(
     recipient_mode: mode,
     recipient_is_active: is_active,
     recipient_currency: currency,
+    recipient_base_currency: base_currency,
     ...hold
   } = rest;
   return {
@@ -74,7 +78,7 @@ export async function lockHold(
     stepMade: step_made,
     at,
     fee: { bps: escrow_fee_bps, fixed: escrow_fee_fixed },
-    recipient: joinedWalletState({ id, application_id, mode, is_active, currency }),
+    recipient: joinedWalletState({ id, application_id, mode, is_active, currency, base_currency }),
   };
 }
 
@@ -110,9 +114,9 @@ export type EscrowFeeMemory = Map<string, { bps: number; fixed: bigint }>;
  * (only if it still is `held` with the amount remembered), then, in the order of
  * `lockAccounts`, the recipient's wallet, the escrow account and the fee account; and the guard
  * that holds only when the release activity's checks would all pass with those figures (the
- * recipient's wallet the hold's application's and mode's, active and of its currency; the
- * escrow and fee accounts the application's; the application's escrow fee the one remembered)
- * and the release is not written yet. Locking the hold first, as `lockHold` does, keeps the
+ * recipient's wallet the hold's application's and mode's, active, of its currency and of the
+ * application's base currency; the escrow and fee accounts the application's; the application's
+ * escrow fee the one remembered) and the release is not written yet. Locking the hold first, as `lockHold` does, keeps the
  * usual order: the accounts' lock reads the hold's lock as an init plan, run before any row of
  * theirs is locked.
  */
@@ -146,7 +150,8 @@ export function releaseGuard(step: {
         AND bool_and(application_id = ${hold.application_id} AND mode = ${hold.mode}
           AND currency = ${hold.currency})
         AND bool_and(CASE WHEN id = ${step.recipientWalletId}::uuid
-          THEN kind = 'user_wallet' AND is_active
+          THEN kind = 'user_wallet' AND is_active AND currency = (
+            SELECT base_currency FROM applications WHERE id = ${hold.application_id})
           WHEN id = ${hold.escrow_wallet_id}::uuid THEN kind = 'escrow'
           ELSE kind = 'application_fees' END)
         AND EXISTS (SELECT 1 FROM applications app WHERE app.id = ${hold.application_id}
@@ -162,9 +167,10 @@ export function releaseGuard(step: {
  * What a hold written in one statement checks (db/money-steps.ts `recordMoneyStepAtOnce`): the
  * WITH parts that lock the sender's wallet and the escrow account, in the order of
  * `lockAccounts`, and the guard that holds only when the hold activity's checks would all pass
- * (the sender's wallet the application's and mode's, active, of the currency and with the
- * amount; the escrow account the application's for that currency; a named recipient's wallet
- * the application's and mode's and active) and the hold is not written yet.
+ * (the sender's wallet the application's and mode's, active, of the currency, which is the
+ * application's base currency, and with the amount; the escrow account the application's for
+ * that currency; a named recipient's wallet the application's and mode's, active and of the
+ * currency) and the hold is not written yet.
  */
 export function holdGuard(step: {
   holdId: string;
@@ -190,9 +196,13 @@ export function holdGuard(step: {
         AND bool_and(CASE WHEN id = ${step.walletId}
           THEN kind = 'user_wallet' AND is_active AND balance >= ${step.amount.toString()}::int8
           ELSE kind = 'escrow' END)
+        AND EXISTS (SELECT 1 FROM applications app WHERE app.id = ${step.applicationId}
+          AND app.base_currency = ${step.currency})
         AND (${step.recipientWalletId}::uuid IS NULL OR EXISTS (
-          SELECT 1 FROM wallets r WHERE r.id = ${step.recipientWalletId}::uuid
-            AND r.application_id = ${step.applicationId} AND r.mode = ${step.mode} AND r.is_active))
+          SELECT 1 FROM wallets r JOIN ledger_accounts ra ON ra.id = r.id
+          WHERE r.id = ${step.recipientWalletId}::uuid
+            AND r.application_id = ${step.applicationId} AND r.mode = ${step.mode} AND r.is_active
+            AND ra.currency = ${step.currency}))
         AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${step.holdId}) AS ok
       FROM hold_accounts
     )`,

@@ -23,9 +23,10 @@ export async function lockTransferWallets(
 ): Promise<readonly TransferWallet[]> {
   return trx.any(
     prepare(sql.type(transferWallet)`
-      SELECT a.id, w.application_id, w.mode, w.is_active, a.currency, a.balance,
+      SELECT a.id, w.application_id, w.mode, w.is_active, a.currency, app.base_currency, a.balance,
         EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${transactionId}) AS done, now() AS at
       FROM ledger_accounts a JOIN wallets w ON w.id = a.id
+        JOIN applications app ON app.id = w.application_id
       WHERE a.id = ANY(${sql.array([...walletIds], 'uuid')})
       ORDER BY a.id
       FOR NO KEY UPDATE OF a`),
@@ -50,15 +51,16 @@ export function transferGuard(step: {
 }): { prelude: FragmentSqlToken; guard: FragmentSqlToken } {
   return {
     prelude: sql.fragment`transfer_wallets AS (
-      SELECT a.id, w.application_id, w.mode, w.is_active, a.currency, a.balance
+      SELECT a.id, w.application_id, w.mode, w.is_active, a.currency, app.base_currency, a.balance
       FROM ledger_accounts a JOIN wallets w ON w.id = a.id
+        JOIN applications app ON app.id = w.application_id
       WHERE a.id = ANY(${sql.array([step.fromWalletId, step.toWalletId], 'uuid')})
       ORDER BY a.id
       FOR NO KEY UPDATE OF a
     ), transfer_checked AS (
       SELECT count(*) = 2
         AND bool_and(application_id = ${step.applicationId} AND mode = ${step.mode} AND is_active
-          AND currency = ${step.currency})
+          AND currency = ${step.currency} AND currency = base_currency)
         AND bool_and(id <> ${step.fromWalletId} OR balance >= ${step.amount.toString()}::int8)
         AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${step.transactionId}) AS ok
       FROM transfer_wallets

@@ -101,20 +101,24 @@ export async function setWalletActive(
   return db.one(sql.type(walletRow)`${select} WHERE w.id = ${id}`);
 }
 
-/** What a money step checks of a wallet: its scope, whether it is active, its currency. */
+/**
+ * What a money step checks of a wallet: its scope, whether it is active, its currency and its
+ * application's base currency (activities/wallet-checks.ts).
+ */
 export const walletState = z.object({
   id: z.string(),
   application_id: z.string(),
   mode: z.enum(['test', 'live']),
   is_active: z.boolean(),
   currency: z.enum(['USD', 'SLE']),
+  base_currency: z.enum(['USD', 'SLE']),
 });
 export type WalletState = z.infer<typeof walletState>;
 
 /**
- * Wallet currencies as a worker process has seen them (a wallet's currency never changes, and
- * a wallet is never deleted): what lets a money step be tried in one statement
- * (db/money-steps.ts `recordMoneyStepAtOnce`), whose guard checks the currency again.
+ * Wallet currencies as a worker process has seen them: what lets a money step be tried in one
+ * statement (db/money-steps.ts `recordMoneyStepAtOnce`), whose guard checks the currency again,
+ * so a wallet switched since (only while empty: db/applications.ts) is merely read afresh.
  */
 export type WalletCurrencyMemory = Map<string, Currency>;
 
@@ -130,9 +134,14 @@ type JoinedWalletState = { [K in keyof WalletState]: WalletState[K] | null };
 
 /** The state an outer join read (`JoinedWalletState`), or undefined when it found no wallet. */
 export function joinedWalletState(s: JoinedWalletState): WalletState | undefined {
-  const { id, application_id, mode, is_active, currency } = s;
-  return id !== null && application_id !== null && mode !== null && is_active !== null && currency
-    ? { id, application_id, mode, is_active, currency }
+  const { id, application_id, mode, is_active, currency, base_currency } = s;
+  return id !== null &&
+    application_id !== null &&
+    mode !== null &&
+    is_active !== null &&
+    currency &&
+    base_currency
+    ? { id, application_id, mode, is_active, currency, base_currency }
     : undefined;
 }
 
@@ -144,6 +153,7 @@ const walletStateOrNone = z.object({
   mode: z.enum(['test', 'live']).nullable(),
   is_active: z.boolean().nullable(),
   currency: z.enum(['USD', 'SLE']).nullable(),
+  base_currency: z.enum(['USD', 'SLE']).nullable(),
 });
 
 /**
@@ -158,9 +168,11 @@ export async function walletStatesUnlessMade(
 ): Promise<{ made: boolean; at: string; states: Map<string, WalletState> }> {
   const rows = await db.any(
     prepare(sql.type(walletStateOrNone)`
-      SELECT m.made, m.at, w.id, w.application_id, w.mode, w.is_active, a.currency
+      SELECT m.made, m.at, w.id, w.application_id, w.mode, w.is_active, a.currency,
+        app.base_currency
       FROM (SELECT EXISTS (SELECT 1 FROM transactions WHERE id = ${paymentId}) AS made, now() AS at) m
-      LEFT JOIN (wallets w JOIN ledger_accounts a ON a.id = w.id)
+      LEFT JOIN (wallets w JOIN ledger_accounts a ON a.id = w.id
+        JOIN applications app ON app.id = w.application_id)
         ON w.id = ANY(${sql.array([...ids], 'uuid')})`),
   );
   const states = new Map<string, WalletState>();
@@ -173,16 +185,23 @@ export async function walletStatesUnlessMade(
   return { made: first.made, at: first.at, states };
 }
 
-/** What a money step checks of wallets (scope, active, currency), by id, without locking. */
+/**
+ * What a money step checks of wallets (scope, active, currencies), by id. With `keyShare` (in a
+ * database transaction) their accounts stay share-locked until it ends: an application's
+ * currency switch (`switchBaseCurrency`), which locks them for update, waits, and so does it.
+ */
 export async function walletStates(
   db: CommonQueryMethods,
   ids: readonly string[],
+  { keyShare = false }: { keyShare?: boolean } = {},
 ): Promise<Map<string, WalletState>> {
   const rows = await db.any(
     prepare(sql.type(walletState)`
-      SELECT w.id, w.application_id, w.mode, w.is_active, a.currency
+      SELECT w.id, w.application_id, w.mode, w.is_active, a.currency, app.base_currency
       FROM wallets w JOIN ledger_accounts a ON a.id = w.id
-      WHERE w.id = ANY(${sql.array([...ids], 'uuid')})`),
+        JOIN applications app ON app.id = w.application_id
+      WHERE w.id = ANY(${sql.array([...ids], 'uuid')})
+      ${keyShare ? sql.fragment`FOR KEY SHARE OF a` : sql.fragment``}`),
   );
   return new Map(rows.map((r) => [r.id, r]));
 }

@@ -10,6 +10,7 @@ export const ERROR_CODES = [
   'wallet_exists',
   'user_disabled',
   'insufficient_funds',
+  'currency_mismatch',
   'same_wallet',
   'not_deletable',
   'escrow_not_held',

@@ -215,7 +215,9 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
             'while the payer must authenticate',
           schema: CardDepositBody,
         },
-        400: errorResponse('Card declined…; or no such payment method'),
+        400: errorResponse(
+          'Card declined…; or no such payment method; or the wallet holds another currency than the application',
+        ),
         401: errorResponse('Missing or invalid credentials'),
         403: errorResponse('The wallet is disabled or belongs to another application or mode'),
         404: errorResponse('Wallet not found'),

@@ -43,7 +43,7 @@ export function cardPayoutRoutes(deps: ApiDeps): Route[] {
           schema: MoneyOutBody,
         },
         400: errorResponse(
-          'Payouts are not enabled for this wallet, insufficient funds, or the provider refused',
+          'Payouts are not enabled for this wallet, insufficient funds, the provider refused, or the wallet holds another currency than the application',
         ),
         401: errorResponse('Missing or invalid credentials'),
         403: errorResponse('The wallet is disabled or belongs to another application or mode'),

@@ -136,11 +136,15 @@ export function cashoutRoutes(deps: ApiDeps): Route[] {
             '(`failed`, everything given back); amounts in the base currency',
           schema: MoneyOutBody,
         },
-        400: errorResponse('Insufficient funds, or the provider refused the cashout'),
+        400: errorResponse(
+          'Insufficient funds, the provider refused the cashout, or the wallet holds another currency than the application',
+        ),
         401: errorResponse('Missing or invalid credentials'),
         403: errorResponse('The wallet is disabled or belongs to another application or mode'),
         404: errorResponse('Wallet not found'),
-        422: errorResponse('Validation failure, or an Idempotency-Key reused with another request'),
+        422: errorResponse(
+          'Validation failure (an amount below 0.01 once converted for a USD application), or an Idempotency-Key reused with another request',
+        ),
         429: errorResponse('Rate limit exceeded (`mobile_money_cashouts`)'),
         503: errorResponse('Live Mode provider credentials are not configured'),
       },

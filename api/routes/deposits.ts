@@ -97,11 +97,15 @@ export function depositRoutes(deps: ApiDeps): Route[] {
           description: 'The payment code and the pending deposit (amounts in SLE cents)',
           schema: DepositResponse,
         },
-        400: errorResponse('The provider failed to create the payment code'),
+        400: errorResponse(
+          'The provider failed to create the payment code; or the wallet holds another currency than the application (Wallets hold different currencies)',
+        ),
         401: errorResponse('Missing or invalid credentials'),
         403: errorResponse('The wallet is disabled or belongs to another application or mode'),
         404: errorResponse('Wallet not found'),
-        422: errorResponse('Validation failure: amount must be a positive integer of SLE cents'),
+        422: errorResponse(
+          'Validation failure: amount must be a positive integer of SLE cents, and convert to at least 0.01 of a USD application',
+        ),
         503: errorResponse('Live Mode provider credentials are not configured'),
       },
       handler: async ({ caller, body, idempotency }) => {

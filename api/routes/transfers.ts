@@ -30,7 +30,9 @@ export function transferRoutes(deps: ApiDeps): Route[] {
       body: TransferRequest,
       responses: {
         200: { description: 'The completed transfer', schema: TransactionBody },
-        400: errorResponse('Insufficient funds, or the same wallet on both sides'),
+        400: errorResponse(
+          'Insufficient funds, the same wallet on both sides, or wallets of different currencies',
+        ),
         401: errorResponse('Missing or invalid credentials'),
         403: errorResponse('A wallet is disabled or belongs to another application or mode'),
         404: errorResponse('Wallet not found'),

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { authenticateAdmin } from '../../db/admins';
 import { authenticate, createCredential } from '../../db/credentials';
 import type { DatabasePool } from '../../db/pool';
-import { createTestDatabase } from '../support/database';
+import { createTestDatabase, insertFundedWallet } from '../support/database';
 
 /**
  * The command line of decisions.md, run exactly as documented (`npm run --silent cli -- ...`)
@@ -407,5 +407,61 @@ describe('npm run --silent cli -- admins', () => {
     expect(runs[0]!.stderr).toMatch(/--name/);
     expect(runs[2]!.stderr).toMatch(/--admin ADMIN_ID or --api-key/);
     expect(await adminRows()).toBe(before);
+  });
+});
+
+describe('npm run --silent cli -- apps update --currency', () => {
+  const caller = (applicationId: string, mode: 'test' | 'live') => ({
+    applicationId,
+    mode,
+    credentialId: '00000000-0000-4000-8000-000000000000',
+  });
+
+  /** The application's base currency and its wallets' currencies, as text. */
+  async function currencies(applicationId: string): Promise<string> {
+    return database.pool.oneFirst(sql.type(z.object({ rows: z.string() }))`
+      SELECT concat(
+        (SELECT base_currency FROM applications WHERE id = ${applicationId}), ' ',
+        (SELECT string_agg(currency || ':' || balance, ',' ORDER BY id) FROM ledger_accounts
+          WHERE application_id = ${applicationId} AND kind = 'user_wallet')
+      ) AS rows`);
+  }
+
+  it('switches the application and every wallet of both modes while none holds money', async () => {
+    const out = succeeded(await cli('apps', 'create', '--name', 'Switcher', '--currency', 'SLE'));
+    const id = out.application.id as string;
+    await insertFundedWallet(database.pool, caller(id, 'test'), 'SLE', 0n);
+    await insertFundedWallet(database.pool, caller(id, 'live'), 'SLE', 0n);
+    const switched = succeeded(await cli('apps', 'update', '--app', id, '--currency', 'USD'));
+    expect(switched.application.base_currency).toBe('USD');
+    expect(await currencies(id)).toBe('USD USD:0,USD:0');
+  });
+
+  it('changes nothing while a wallet holds money or a payment is open: exit status 2 and why', async () => {
+    const out = succeeded(await cli('apps', 'create', '--name', 'Holder', '--currency', 'SLE'));
+    const id = out.application.id as string;
+    await insertFundedWallet(database.pool, caller(id, 'test'), 'SLE', 0n);
+    await insertFundedWallet(database.pool, caller(id, 'live'), 'SLE', 500n);
+    const before = await currencies(id);
+    const held = await cli('apps', 'update', '--app', id, '--currency', 'USD', '--fee', 'card=50');
+    expect({ code: held.code, stdout: held.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(held.stderr).toMatch(/wallet of the application holds money/);
+    expect(await currencies(id)).toBe(before);
+    const fees = await database.pool.oneFirst(sql.type(z.object({ fee_bps: z.unknown() }))`
+      SELECT fee_bps FROM applications WHERE id = ${id}`);
+    expect(fees).not.toHaveProperty('card', 50);
+
+    const other = succeeded(await cli('apps', 'create', '--name', 'Open', '--currency', 'SLE'));
+    const otherId = other.application.id as string;
+    const wallet = await insertFundedWallet(database.pool, caller(otherId, 'test'), 'SLE', 0n);
+    await database.pool.query(sql.unsafe`
+      INSERT INTO transactions (id, application_id, mode, transaction_type, status, wallet_id,
+        currency, amount)
+      VALUES (gen_random_uuid(), ${otherId}, 'test', 'mobile_money_deposit', 'pending', ${wallet},
+        'SLE', 100)`);
+    const open = await cli('apps', 'update', '--app', otherId, '--currency', 'USD');
+    expect({ code: open.code, stdout: open.stdout }).toEqual({ code: 2, stdout: '' });
+    expect(open.stderr).toMatch(/payment of the application is still open/);
+    expect(await currencies(otherId)).toBe('SLE SLE:0');
   });
 });

@@ -110,7 +110,7 @@ export async function insertFundedWallet(
   const walletId = await pool.transaction(
     async (trx) => (await insertWallet(trx, caller, user.id, currency, true)).id,
   );
-  await fundWallet(pool, walletId, amount);
+  if (amount > 0n) await fundWallet(pool, walletId, amount);
   return walletId;
 }
 
