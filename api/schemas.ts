@@ -84,6 +84,12 @@ export const PositiveMinorUnits = jsonNumber('must be an integer count of minor 
     example: 1000,
   });
 
+/**
+ * An object's id in a request body: documented as a UUID, but any other string is taken, since
+ * it names nothing and answers 404 like a path id, not 422.
+ */
+export const BodyId = z.string().min(1).meta({ format: 'uuid' });
+
 /** Path ids are UUIDs; anything else names nothing, so it is a 404, not a 422. */
 export const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -15,10 +15,10 @@ import type { ApiDeps } from '../deps';
 import { AppError, assertLiveProvider, errorResponse, notFound, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { PositiveAmount, uuidPattern } from '../schemas';
+import { BodyId, PositiveAmount, uuidPattern } from '../schemas';
 import { StatusBody, TransactionBody, transactionBody } from '../serializers';
 import { startPaymentWithUpdate } from '../temporal';
-import { depositEstimateBody, DepositEstimateBody } from './fees';
+import { CardDepositEstimateBody, depositEstimateBody } from './fees';
 import { deliverCardEvent } from './provider-webhooks';
 
 const PaymentMethodId = z
@@ -33,7 +33,7 @@ const PaymentMethodId = z
   });
 
 const CardDepositRequest = z.object({
-  wallet_id: z.string().min(1),
+  wallet_id: BodyId,
   amount: PositiveAmount,
   payment_method_id: PaymentMethodId,
 });
@@ -57,7 +57,7 @@ const CardDepositBody = TransactionBody.extend({
 }).meta({ id: 'CardDeposit' });
 
 const SimulateRequest = z.object({
-  transaction_id: z.string().min(1),
+  transaction_id: BodyId,
   status: z.enum(['successful', 'failed']).default('successful'),
 });
 
@@ -275,7 +275,10 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
       auth: 'default',
       body: CardEstimateRequest,
       responses: {
-        200: { description: 'The fee breakdown, in decimal strings', schema: DepositEstimateBody },
+        200: {
+          description: 'The card detected and the fee breakdown, in decimal strings',
+          schema: CardDepositEstimateBody,
+        },
         400: errorResponse('No such payment method'),
         401: errorResponse('Missing or invalid credentials'),
         422: errorResponse('Validation failure'),
@@ -293,7 +296,13 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
           amount: body.amount,
           applicationFeeBps: app.fee_bps.card,
         });
-        return { body: depositEstimateBody(app, 'card', fees, fees.international) };
+        const { brand, country, funding } = card;
+        return {
+          body: {
+            ...depositEstimateBody(app, 'card', fees, fees.international),
+            card_metadata: { brand, country, funding },
+          },
+        };
       },
     }),
     defineRoute({

@@ -9,12 +9,12 @@ import type { ApiDeps } from '../deps';
 import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { PositiveAmount } from '../schemas';
+import { BodyId, PositiveAmount } from '../schemas';
 import { startPaymentWithUpdate } from '../temporal';
 import { MoneyOutBody, moneyOutBody } from './cashouts';
 
 const CardPayoutRequest = z.object({
-  wallet_id: z.string().min(1),
+  wallet_id: BodyId,
   amount: PositiveAmount,
 });
 

@@ -13,12 +13,12 @@ import type { ApiDeps } from '../deps';
 import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { PositiveMinorUnits } from '../schemas';
+import { BodyId, PositiveMinorUnits } from '../schemas';
 import { TransactionBody, transactionBody } from '../serializers';
 import { startPaymentWithUpdate } from '../temporal';
 
 const CashoutRequest = z.object({
-  wallet_id: z.string().min(1),
+  wallet_id: BodyId,
   amount: PositiveMinorUnits.meta({ description: 'What the phone receives, in SLE cents' }),
   phone_number: z
     .string()

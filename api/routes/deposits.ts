@@ -9,14 +9,14 @@ import type { ApiDeps } from '../deps';
 import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { PositiveMinorUnits } from '../schemas';
+import { BodyId, PositiveMinorUnits } from '../schemas';
 import { StatusBody } from '../serializers';
 import { startPaymentWithUpdate } from '../temporal';
 import { simulateCashout } from './cashouts';
 import { deliverNotification } from './provider-webhooks';
 
 const DepositRequest = z.object({
-  wallet_id: z.string().min(1),
+  wallet_id: BodyId,
   amount: PositiveMinorUnits,
 });
 
@@ -75,7 +75,7 @@ function depositBody(o: DepositOpened): z.infer<typeof DepositResponse> {
 }
 
 const SimulateRequest = z.object({
-  transaction_id: z.string().min(1),
+  transaction_id: BodyId,
   status: z.enum(['successful', 'failed']).default('successful'),
 });
 

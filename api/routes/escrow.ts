@@ -14,15 +14,15 @@ import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound, unlessDeclined } from '../errors';
 import { answerUnderKey, idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { PositiveAmount } from '../schemas';
+import { BodyId, PositiveAmount } from '../schemas';
 import { TransactionBody, madeStepAnswer, transactionBody } from '../serializers';
 import { startPaymentWithUpdate, withDeadline } from '../temporal';
 
 const HoldRequest = z.object({
-  wallet_id: z.string().min(1),
+  wallet_id: BodyId,
   amount: PositiveAmount,
   description: z.string().max(500).default(''),
-  recipient_wallet_id: z.string().min(1).nullish(),
+  recipient_wallet_id: BodyId.nullish(),
   expires_at: z.iso
     .datetime({ offset: true, error: 'expires_at must be an ISO 8601 time' })
     .refine((v) => Date.parse(v) > Date.now(), 'expires_at must be in the future')
@@ -31,7 +31,7 @@ const HoldRequest = z.object({
 
 const ReleaseRequest = z
   .object({
-    recipient_wallet_id: z.string().min(1).optional(),
+    recipient_wallet_id: BodyId.optional(),
     amount: PositiveAmount.optional(),
   })
   .optional()

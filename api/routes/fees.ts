@@ -48,6 +48,17 @@ export const DepositEstimateBody = z
   })
   .meta({ id: 'DepositFeeEstimate' });
 
+/** The card-aware estimate's answer: the generic one and the card it detected. */
+export const CardDepositEstimateBody = DepositEstimateBody.extend({
+  card_metadata: z
+    .object({
+      brand: z.string().meta({ example: 'visa' }),
+      country: z.string().meta({ description: 'ISO 3166-1 alpha-2', example: 'US' }),
+      funding: z.string().meta({ description: 'credit, debit, prepaid or unknown' }),
+    })
+    .meta({ description: 'The card detected from the payment method' }),
+}).meta({ id: 'CardDepositFeeEstimate' });
+
 /**
  * The answer of a deposit's fee estimate, the generic one and the card-aware one alike: the
  * card's rate is named when the method is `card`.

@@ -5,6 +5,7 @@ import busboy from 'busboy';
 import ipaddr from 'ipaddr.js';
 import type Koa from 'koa';
 import { z } from 'zod';
+import { BodyId } from '../schemas';
 import {
   findPayoutAccount,
   insertPayoutDocument,
@@ -41,7 +42,7 @@ export const streamsOwnBody = (path: string): boolean =>
   /^\/api\/v1\/transactions\/wallet\/[^/]+\/verification-document\/?$/.test(path);
 
 const CompleteOnboardingRequest = z.object({
-  wallet_id: z.string().min(1),
+  wallet_id: BodyId,
   individual: PayoutIndividual,
   business_profile: PayoutBusinessProfile,
   card_token: z

@@ -6,13 +6,13 @@ import type { ApiDeps } from '../deps';
 import { AppError, unlessDeclined, errorResponse } from '../errors';
 import { answerUnderKey, idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { PositiveAmount } from '../schemas';
+import { BodyId, PositiveAmount } from '../schemas';
 import { TransactionBody, madeStepAnswer } from '../serializers';
 import { paymentSearchAttributes, runPaymentWorkflow } from '../temporal';
 
 const TransferRequest = z.object({
-  from_wallet_id: z.string().min(1),
-  to_wallet_id: z.string().min(1),
+  from_wallet_id: BodyId,
+  to_wallet_id: BodyId,
   amount: PositiveAmount,
   description: z.string().max(500).default(''),
 });

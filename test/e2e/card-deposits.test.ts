@@ -272,16 +272,16 @@ describe('card deposits', () => {
   });
 
   it.each([
-    // payment method, international
-    ['pm_card_visa', false],
-    ['pm_card_mastercard', false],
-    ['pm_card_visa_debit', false],
-    ['pm_card_amex', true],
-    ['pm_card_gb', true],
-    ['pm_card_sl', true],
+    // payment method, international, the card detected (decisions.md "Cards")
+    ['pm_card_visa', false, { brand: 'visa', country: 'US', funding: 'credit' }],
+    ['pm_card_mastercard', false, { brand: 'mastercard', country: 'US', funding: 'credit' }],
+    ['pm_card_visa_debit', false, { brand: 'visa', country: 'US', funding: 'debit' }],
+    ['pm_card_amex', true, { brand: 'amex', country: 'US', funding: 'credit' }],
+    ['pm_card_gb', true, { brand: 'visa', country: 'GB', funding: 'credit' }],
+    ['pm_card_sl', true, { brand: 'visa', country: 'SL', funding: 'debit' }],
   ])(
-    'the estimate for %s equals the real deposit’s fees to the cent',
-    async (pm, international) => {
+    'the estimate for %s names its card and equals the real deposit’s fees to the cent',
+    async (pm, international, card) => {
       const amount = 123.45;
       const estimate = await api.post(ESTIMATE, { amount, payment_method_id: pm });
       expect(estimate.status).toBe(200);
@@ -290,7 +290,7 @@ describe('card deposits', () => {
         payment_method: 'card',
         is_international: international,
       });
-      expect(estimate.body).toEqual(generic.body);
+      expect(estimate.body).toEqual({ ...generic.body, card_metadata: card });
       const { walletId } = await createUserWithWallet(api);
       const res = await api.post(DEPOSIT, { wallet_id: walletId, amount, payment_method_id: pm });
       expect(res.status).toBe(200);

@@ -442,3 +442,30 @@ describe('the routes and the document', () => {
     }
   });
 });
+
+describe('identifiers in request bodies', () => {
+  /** Ids of the engine's own objects; a provider's or a merchant's own ids are free text. */
+  const FOREIGN = new Set(['payment_method_id', 'app_user_id', 'card_token', 'reference_id']);
+
+  it('are typed `format: uuid` wherever a body names one of the engine’s objects', async () => {
+    const reply = await bare().get('/api/v1/openapi.json');
+    const doc = reply.body as any;
+    const resolve = (schema: any): any =>
+      schema?.$ref ? doc.components.schemas[schema.$ref.split('/').pop()] : schema;
+    const ids: string[] = [];
+    const untyped: string[] = [];
+    for (const [path, operations] of Object.entries(doc.paths as Record<string, any>)) {
+      for (const [method, operation] of Object.entries(operations as Record<string, any>)) {
+        const body = resolve(operation.requestBody?.content?.['application/json']?.schema);
+        for (const [name, property] of Object.entries((body?.properties ?? {}) as object)) {
+          if (!name.endsWith('_id') || FOREIGN.has(name)) continue;
+          const variants: any[] = (property as any).anyOf ?? [property];
+          const typed = variants.some((v) => v.type === 'string' && v.format === 'uuid');
+          (typed ? ids : untyped).push(`${method.toUpperCase()} ${path} ${name}`);
+        }
+      }
+    }
+    expect(ids.length).toBeGreaterThan(5);
+    expect(untyped).toEqual([]);
+  });
+});
