@@ -449,15 +449,19 @@ describe('identifiers in request bodies', () => {
 
   it('are typed `format: uuid` wherever a body names one of the engine’s objects', async () => {
     const reply = await bare().get('/api/v1/openapi.json');
-    const doc = reply.body as any;
-    const resolve = (schema: any): any =>
-      schema?.$ref ? doc.components.schemas[schema.$ref.split('/').pop()] : schema;
+    type Schema = { $ref?: string; properties?: Record<string, unknown> };
+    const doc = reply.body as {
+      paths: Record<string, Record<string, any>>;
+      components: { schemas: Record<string, Schema> };
+    };
+    const resolve = (schema: Schema | undefined): Schema | undefined =>
+      schema?.$ref ? doc.components.schemas[schema.$ref.split('/').pop() ?? ''] : schema;
     const ids: string[] = [];
     const untyped: string[] = [];
-    for (const [path, operations] of Object.entries(doc.paths as Record<string, any>)) {
-      for (const [method, operation] of Object.entries(operations as Record<string, any>)) {
+    for (const [path, operations] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
         const body = resolve(operation.requestBody?.content?.['application/json']?.schema);
-        for (const [name, property] of Object.entries((body?.properties ?? {}) as object)) {
+        for (const [name, property] of Object.entries(body?.properties ?? {})) {
           if (!name.endsWith('_id') || FOREIGN.has(name)) continue;
           const variants: any[] = (property as any).anyOf ?? [property];
           const typed = variants.some((v) => v.type === 'string' && v.format === 'uuid');
