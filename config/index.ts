@@ -102,6 +102,7 @@ const envSchema = z.object({
     .default(5 * 60),
   RECONCILIATION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   NOTIFICATION_RETRY_HOURS: z.coerce.number().int().min(1).default(72),
+  NOTIFICATION_KEEP_DAYS: z.coerce.number().int().min(1).default(30),
   DASHBOARD_SECURE_COOKIE: z.enum(['true', 'false']).optional(),
   DASHBOARD_DIST_DIR: z.string().default(path.join(rootDir, 'dashboard', 'dist')),
   TRUST_PROXY: z
@@ -210,8 +211,16 @@ export type Config = {
     graceSeconds: number;
     /** How many payments a run syncs with their providers at once. */
     concurrency: number;
-    /** An unmatched provider notification is retried for this long after it arrived. */
+    /**
+     * An unmatched provider notification is retried for this long after it arrived; the
+     * maintenance schedule then deletes it.
+     */
     notificationRetentionHours: number;
+    /**
+     * How long a provider notification that reached its payment (or never could) is kept for
+     * operators before the maintenance schedule deletes it.
+     */
+    notificationKeepDays: number;
   };
   /** The web dashboard at /dashboard (api/dashboard/). */
   dashboard: {
@@ -324,6 +333,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       graceSeconds: e.RECONCILIATION_GRACE_SECONDS,
       concurrency: e.RECONCILIATION_CONCURRENCY,
       notificationRetentionHours: e.NOTIFICATION_RETRY_HOURS,
+      notificationKeepDays: e.NOTIFICATION_KEEP_DAYS,
     },
     dashboard: {
       secureCookie: e.DASHBOARD_SECURE_COOKIE

@@ -927,7 +927,8 @@ export const maintenance = scenario({
   name: 'maintenance',
   input: () => undefined,
   activities: () => ({
-    pruneExpiredRows: () => Promise.resolve({ rateLimitWindows: 2, idempotencyKeys: 3 }),
+    pruneExpiredRows: () =>
+      Promise.resolve({ rateLimitWindows: 2, idempotencyKeys: 3, providerNotifications: 1 }),
     ensureWebhookRelayRuns: () => Promise.resolve(),
   }),
   run: async (env, taskQueue) => {
