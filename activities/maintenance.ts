@@ -1,15 +1,26 @@
+import type { Config } from '../config';
 import { pruneIdempotencyKeys, pruneRateLimitWindows } from '../db/maintenance';
 import type { DatabasePool } from '../db/pool';
+import { purgeProviderNotifications } from '../db/provider-notifications';
 
-/** Housekeeping: rate-limit windows that have ended, idempotency keys past their 24 hours. */
-export function createMaintenanceActivities(deps: { pool: DatabasePool }) {
+/**
+ * Housekeeping: rate-limit windows that have ended, idempotency keys past their 24 hours,
+ * provider notifications past their retention.
+ */
+export function createMaintenanceActivities(deps: { pool: DatabasePool; config: Config }) {
   async function pruneExpiredRows(): Promise<{
     rateLimitWindows: number;
     idempotencyKeys: number;
+    providerNotifications: number;
   }> {
     const rateLimitWindows = await pruneRateLimitWindows(deps.pool);
     const idempotencyKeys = await pruneIdempotencyKeys(deps.pool);
-    return { rateLimitWindows, idempotencyKeys };
+    const { notificationRetentionHours, notificationKeepDays } = deps.config.reconciliation;
+    const providerNotifications = await purgeProviderNotifications(deps.pool, {
+      retentionHours: notificationRetentionHours,
+      keepDays: notificationKeepDays,
+    });
+    return { rateLimitWindows, idempotencyKeys, providerNotifications };
   }
   return { pruneExpiredRows };
 }

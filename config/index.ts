@@ -55,7 +55,15 @@ const envSchema = z.object({
       .optional(),
   ),
   STRIPE_TIMEOUT_MS: z.coerce.number().int().min(1).default(20_000),
-  SANDBOX_WEBHOOK_SECRET: z.string().min(16).default('sandbox-notification-signing-secret'),
+  /**
+   * Signs and verifies the Test Mode sandbox's provider notifications. Unset: generated once per
+   * data directory in development and tests; required anywhere else (a public default would let
+   * anyone sign sandbox notifications).
+   */
+  SANDBOX_WEBHOOK_SECRET: z.preprocess(
+    (value) => (value === '' ? undefined : value),
+    z.string().min(16, 'SANDBOX_WEBHOOK_SECRET must be at least 16 characters').optional(),
+  ),
   SANDBOX_PAYMENT_CODE_TTL_SECONDS: z.coerce
     .number()
     .int()
@@ -94,6 +102,7 @@ const envSchema = z.object({
     .default(5 * 60),
   RECONCILIATION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   NOTIFICATION_RETRY_HOURS: z.coerce.number().int().min(1).default(72),
+  NOTIFICATION_KEEP_DAYS: z.coerce.number().int().min(1).default(30),
   DASHBOARD_SECURE_COOKIE: z.enum(['true', 'false']).optional(),
   DASHBOARD_DIST_DIR: z.string().default(path.join(rootDir, 'dashboard', 'dist')),
   TRUST_PROXY: z
@@ -173,7 +182,14 @@ export type Config = {
       timeoutMs: number;
     };
   };
-  sandbox: { webhookSecret: string; paymentCodeTtlSeconds: number };
+  sandbox: {
+    /**
+     * `SANDBOX_WEBHOOK_SECRET`; unset only in development and tests, where one generated per
+     * data directory is used instead (outbound/secret-box.ts `sandboxWebhookSecret`).
+     */
+    webhookSecret: string | undefined;
+    paymentCodeTtlSeconds: number;
+  };
   /** How long a card payment may wait for the payer (3-D Secure) before it expires. */
   cards: { pendingTtlSeconds: number };
   /** How long a payout or cashout the provider accepted waits for its outcome before asking. */
@@ -195,8 +211,16 @@ export type Config = {
     graceSeconds: number;
     /** How many payments a run syncs with their providers at once. */
     concurrency: number;
-    /** An unmatched provider notification is retried for this long after it arrived. */
+    /**
+     * An unmatched provider notification is retried for this long after it arrived; the
+     * maintenance schedule then deletes it.
+     */
     notificationRetentionHours: number;
+    /**
+     * How long a provider notification that reached its payment (or never could) is kept for
+     * operators before the maintenance schedule deletes it.
+     */
+    notificationKeepDays: number;
   };
   /** The web dashboard at /dashboard (api/dashboard/). */
   dashboard: {
@@ -218,10 +242,21 @@ export function parseStripeApiBase(base: string): StripeApiBase {
   return { host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port, protocol };
 }
 
+/** Local development and tests: secrets may be generated, cookies go without `Secure`. */
+const isLocalEnv = (nodeEnv: string) => ['development', 'test'].includes(nodeEnv);
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(env);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  const problems = parsed.success
+    ? []
+    : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+  if (parsed.success && !parsed.data.SANDBOX_WEBHOOK_SECRET && !isLocalEnv(parsed.data.NODE_ENV)) {
+    problems.push(
+      `SANDBOX_WEBHOOK_SECRET: required when NODE_ENV is ${parsed.data.NODE_ENV} (only ` +
+        'development and test generate one); the API and the worker must share it',
+    );
+  }
+  if (!parsed.success || problems.length > 0) {
     throw new Error(`Invalid configuration: ${problems.join('; ')}`);
   }
   const e = parsed.data;
@@ -298,11 +333,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       graceSeconds: e.RECONCILIATION_GRACE_SECONDS,
       concurrency: e.RECONCILIATION_CONCURRENCY,
       notificationRetentionHours: e.NOTIFICATION_RETRY_HOURS,
+      notificationKeepDays: e.NOTIFICATION_KEEP_DAYS,
     },
     dashboard: {
       secureCookie: e.DASHBOARD_SECURE_COOKIE
         ? e.DASHBOARD_SECURE_COOKIE === 'true'
-        : !['development', 'test'].includes(e.NODE_ENV),
+        : !isLocalEnv(e.NODE_ENV),
       distDir: path.resolve(e.DASHBOARD_DIST_DIR),
     },
   };

@@ -58,6 +58,10 @@ const storedNotification = z.object({
   attempts: z.number(),
 });
 
+/** Whether a notification is young enough for the reconciliation to retry (when unmatched). */
+const stillRetried = (retentionHours: number) =>
+  sql.fragment`received_at > now() - make_interval(hours => ${retentionHours})`;
+
 /**
  * The unmatched notifications still worth another try (received within `retentionHours`),
  * oldest first, at most `limit`.
@@ -71,10 +75,27 @@ export async function listUnmatchedNotifications(
       attempts
     FROM provider_notifications
     WHERE outcome = 'unmatched' AND kind IS NOT NULL AND mode IS NOT NULL
-      AND received_at > now() - make_interval(hours => ${options.retentionHours})
+      AND ${stillRetried(options.retentionHours)}
     ORDER BY received_at
     LIMIT ${options.limit}`);
   return [...rows];
+}
+
+/**
+ * Deletes the notifications nobody needs any more; returns how many: an unmatched one once the
+ * reconciliation has stopped retrying it (`retentionHours`), any other after `keepDays`.
+ */
+export async function purgeProviderNotifications(
+  db: CommonQueryMethods,
+  options: { retentionHours: number; keepDays: number },
+): Promise<number> {
+  return db.oneFirst(sql.type(z.object({ n: z.number() }))`
+    WITH gone AS (
+      DELETE FROM provider_notifications
+      WHERE (outcome = 'unmatched' AND NOT ${stillRetried(options.retentionHours)})
+        OR received_at < now() - make_interval(days => ${options.keepDays})
+      RETURNING 1)
+    SELECT count(*)::int AS n FROM gone`);
 }
 
 /** Records another attempt at an unmatched notification and what came of it. */

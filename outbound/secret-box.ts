@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config';
 
@@ -73,16 +73,34 @@ export function webhookSecretKey(config: Config): Buffer {
 }
 
 /**
+ * `SANDBOX_WEBHOOK_SECRET` when set (required outside development and tests, config/index.ts).
+ * Unset, one generated once per data directory, so that the API and the worker of one data dir
+ * sign and verify the sandbox's notifications with the same value, and no repository string does.
+ */
+export function sandboxWebhookSecret(config: Config): string {
+  return (
+    config.sandbox.webhookSecret ??
+    dataDirSecret(config.dataDir, 'sandbox-webhook-secret.key', KEY_BYTES).toString('base64url')
+  );
+}
+
+/**
  * Random bytes generated once and kept in `<data dir>/<file>` (mode 0600): a secret that
  * development and tests need without setup, and that stays the same across restarts.
  */
 export function dataDirSecret(dataDir: string, file: string, bytes: number): Buffer {
   const where = path.join(dataDir, file);
   mkdirSync(dataDir, { recursive: true });
+  // Written aside and linked into place: a process starting at the same time (the API beside
+  // the worker) finds either no file or the whole one, never a half-written secret.
+  const aside = `${where}.${process.pid}.${randomBytes(6).toString('hex')}`;
+  writeFileSync(aside, randomBytes(bytes).toString('base64'), { flag: 'wx', mode: 0o600 });
   try {
-    writeFileSync(where, randomBytes(bytes).toString('base64'), { flag: 'wx', mode: 0o600 });
+    linkSync(aside, where);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  } finally {
+    unlinkSync(aside);
   }
   return Buffer.from(readFileSync(where, 'utf8').trim(), 'base64');
 }

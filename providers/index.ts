@@ -1,6 +1,7 @@
 import type { DatabasePool } from '../db/pool';
 import type { Config } from '../config';
 import type { Mode } from '../domain/types';
+import { sandboxWebhookSecret } from '../outbound/secret-box';
 import type { CardProvider, PayoutAccountProvider } from './card';
 import { ProviderNotConfiguredError, type MobileMoneyProvider } from './mobile-money';
 import { monimeFromConfig } from './monime';
@@ -27,12 +28,10 @@ export type Providers = {
 
 /** Live adapters come from the configuration: without credentials, Live Mode answers 503. */
 export function createProviders(options: { config: Config; pool: DatabasePool }): Providers {
-  const sandboxMobileMoney = new SandboxMobileMoneyProvider(
-    options.pool,
-    options.config.sandbox.webhookSecret,
-  );
+  const sandboxSecret = sandboxWebhookSecret(options.config);
+  const sandboxMobileMoney = new SandboxMobileMoneyProvider(options.pool, sandboxSecret);
   const liveMobileMoney = monimeFromConfig(options.config);
-  const sandboxCard = new SandboxCardProvider(options.pool, options.config.sandbox.webhookSecret);
+  const sandboxCard = new SandboxCardProvider(options.pool, sandboxSecret);
   const liveCard = stripeCardFromConfig(options.config);
   const sandboxConnect = new SandboxConnectProvider(options.pool);
   const liveConnect = stripeConnectFromConfig(options.config);

@@ -1,6 +1,7 @@
 import { allHandlersFinished, condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from './activities-types';
 import { asDeclined, exhausted } from './declines';
+import { asksProviderOnNotify } from './notifications';
 import { activityPresets } from './retry';
 import {
   cardDepositUpdates,
@@ -79,6 +80,13 @@ export async function cardDepositWorkflow(input: CardDepositInput): Promise<Depo
     return outcome;
   }
 
+  /** Asks the provider and settles on its answer; one that cannot tell changes nothing. */
+  async function sync(): Promise<DepositOutcome> {
+    await condition(isOpen);
+    if (!payment || outcome !== 'pending') return outcome;
+    return settle((await check(payment.paymentId)) ?? 'pending');
+  }
+
   setHandler(cardDepositUpdates.open, async () => {
     await condition(() => answer !== undefined);
     return answer!;
@@ -86,6 +94,7 @@ export async function cardDepositWorkflow(input: CardDepositInput): Promise<Depo
   setHandler(
     cardDepositUpdates.notify,
     async ({ status }) => {
+      if (asksProviderOnNotify(outcomeOf(status))) return sync();
       await condition(isOpen);
       return settle(outcomeOf(status));
     },
@@ -95,12 +104,7 @@ export async function cardDepositWorkflow(input: CardDepositInput): Promise<Depo
       },
     },
   );
-  setHandler(cardDepositUpdates.sync, async () => {
-    await condition(isOpen);
-    if (!payment || outcome !== 'pending') return outcome;
-    // A provider that cannot tell changes nothing: the sync answers the outcome as it stands.
-    return settle((await check(payment.paymentId)) ?? 'pending');
-  });
+  setHandler(cardDepositUpdates.sync, sync);
   setHandler(depositStateQuery, () => outcome);
 
   try {

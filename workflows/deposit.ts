@@ -1,6 +1,7 @@
 import { allHandlersFinished, condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from './activities-types';
 import { asDeclined, exhausted } from './declines';
+import { asksProviderOnNotify } from './notifications';
 import { activityPresets } from './retry';
 import {
   depositStateQuery,
@@ -66,6 +67,13 @@ export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<D
     return outcome;
   }
 
+  /** Asks the provider and settles on its answer; one that cannot tell changes nothing. */
+  async function sync(): Promise<DepositOutcome> {
+    await condition(isOpen);
+    if (!opened || outcome !== 'pending') return outcome;
+    return settle((await askProvider(opened.paymentCode.id)) ?? 'pending');
+  }
+
   setHandler(depositUpdates.open, async () => {
     await condition(isOpen);
     return (opened ?? refused)!;
@@ -73,6 +81,7 @@ export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<D
   setHandler(
     depositUpdates.notify,
     async ({ status }) => {
+      if (asksProviderOnNotify(status)) return sync();
       await condition(isOpen);
       return settle(status);
     },
@@ -84,12 +93,7 @@ export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<D
       },
     },
   );
-  setHandler(depositUpdates.sync, async () => {
-    await condition(isOpen);
-    if (!opened || outcome !== 'pending') return outcome;
-    // A provider that cannot tell changes nothing: the sync answers the outcome as it stands.
-    return settle((await askProvider(opened.paymentCode.id)) ?? 'pending');
-  });
+  setHandler(depositUpdates.sync, sync);
   setHandler(depositStateQuery, () => outcome);
 
   try {

@@ -10,6 +10,8 @@ const { pruneExpiredRows, ensureWebhookRelayRuns } = proxyActivities<Activities>
 export async function maintenanceWorkflow(): Promise<{
   rateLimitWindows: number;
   idempotencyKeys: number;
+  /** Absent from runs recorded before provider notifications were purged. */
+  providerNotifications?: number;
 }> {
   const pruned = await pruneExpiredRows();
   // The webhook outbox relay (issue 10) is started again should it ever have stopped.

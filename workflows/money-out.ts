@@ -7,6 +7,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from './activities-types';
 import { asDeclined, exhausted } from './declines';
+import { asksProviderOnNotify } from './notifications';
 import {
   moneyOutStateQuery,
   moneyOutUpdates,
@@ -106,16 +107,30 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
     await condition(() => answer !== undefined);
     return answer!;
   });
+  /** Asks the provider and settles on its answer; one that cannot tell changes nothing. */
+  async function sync(): Promise<MoneyOutOutcome> {
+    await condition(isOpen);
+    if (!accepted || outcome !== 'pending') return outcome;
+    return settle((await askProvider()) ?? 'pending');
+  }
+
+  /** Reverses a settled payout the provider reports failed while the late window is open. */
+  async function reverse(): Promise<MoneyOutOutcome> {
+    lateFailure = true;
+    await condition(() => outcome === 'failed');
+    return outcome;
+  }
+
   setHandler(
     moneyOutUpdates.notify,
     async ({ status }) => {
+      const asks = asksProviderOnNotify(status);
       await condition(isOpen);
-      if (status === 'failed' && outcome === 'completed' && lateWindowOpen) {
-        lateFailure = true;
-        await condition(() => outcome === 'failed');
-        return outcome;
-      }
-      return settle(status);
+      const late = () => status === 'failed' && outcome === 'completed' && lateWindowOpen;
+      if (!asks) return late() ? reverse() : settle(status);
+      if (!late()) return sync();
+      // A paid payout goes back to the wallet only when the provider itself says it failed.
+      return (await askProvider()) === 'failed' && late() ? reverse() : outcome;
     },
     {
       validator: ({ status }: { status: string }) => {
@@ -123,11 +138,7 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
       },
     },
   );
-  setHandler(moneyOutUpdates.sync, async () => {
-    await condition(isOpen);
-    if (!accepted || outcome !== 'pending') return outcome;
-    return settle((await askProvider()) ?? 'pending');
-  });
+  setHandler(moneyOutUpdates.sync, sync);
   setHandler(moneyOutStateQuery, () => outcome);
 
   let pendingTtlMs: number;

@@ -17,6 +17,13 @@ import { defineRoute, type Route } from '../route';
 type Delivered = { transactionId: string | null; status: DepositOutcome | null };
 
 /**
+ * The largest provider notification taken: a provider's message about one payment is a few KiB,
+ * and each one taken is kept (table `provider_notifications`); a larger body is refused (413)
+ * before its signature is checked, so it costs neither the check nor a row.
+ */
+export const MAX_NOTIFICATION_BYTES = 64 * 1024;
+
+/**
  * The one path of a provider's message into the engine, for a live provider's webhook and the
  * sandbox's simulated one alike (activities/reconciliation.ts `receiveNotification`): find the
  * payment (by the provider's reference, else by our reference in the message's metadata), hand
@@ -149,9 +156,16 @@ function webhookRoute<M>(spec: {
         }),
       },
       400: errorResponse('Bad signature or body'),
+      413: errorResponse(`The body is larger than ${MAX_NOTIFICATION_BYTES / 1024} KiB`),
     },
     handler: async ({ ctx }) => {
       const raw = (ctx.state as { rawBody?: string }).rawBody ?? '';
+      if (Buffer.byteLength(raw, 'utf8') > MAX_NOTIFICATION_BYTES) {
+        throw new AppError(
+          'payload_too_large',
+          `Notification body is larger than ${MAX_NOTIFICATION_BYTES / 1024} KiB`,
+        );
+      }
       const headers = Object.fromEntries(
         Object.entries(ctx.headers).map(([k, v]) => [k, Array.isArray(v) ? v[0] : v]),
       );

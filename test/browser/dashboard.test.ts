@@ -475,7 +475,8 @@ describe('the dashboard', () => {
   });
 
   it('marks the session cookie Secure outside local development', async () => {
-    expect(loadConfig({ NODE_ENV: 'production' }).dashboard.secureCookie).toBe(true);
+    const production = { NODE_ENV: 'production', SANDBOX_WEBHOOK_SECRET: 'x'.repeat(32) };
+    expect(loadConfig(production).dashboard.secureCookie).toBe(true);
     expect(loadConfig({ NODE_ENV: 'development' }).dashboard.secureCookie).toBe(false);
     expect(
       loadConfig({ NODE_ENV: 'development', DASHBOARD_SECURE_COOKIE: 'true' }).dashboard

@@ -12,6 +12,7 @@ import {
   fundWallet,
 } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { sandboxWebhookSecret } from '../../outbound/secret-box';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 
 let engine: TestEngine;
@@ -364,7 +365,7 @@ describe('card deposits', () => {
       amount: 9,
       payment_method_id: 'pm_card_authenticationRequired',
     });
-    const sandbox = new SandboxCardProvider(engine.pool, engine.config.sandbox.webhookSecret);
+    const sandbox = new SandboxCardProvider(engine.pool, sandboxWebhookSecret(engine.config));
     const event = sandbox.eventFor(
       await sandbox.authenticate(res.body.provider_reference as string, true),
     );

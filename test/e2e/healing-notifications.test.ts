@@ -7,6 +7,7 @@ import { reconciliationWorkflow } from '../../workflows/reconciliation';
 import { workflowIds } from '../../workflows/ids';
 import { assertLedgerInvariant, balanceOf, eventsOf } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { sandboxWebhookSecret } from '../../outbound/secret-box';
 import { FakeMonimeServer } from '../support/fake-monime';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 
@@ -302,7 +303,7 @@ describe('card provider events (Test Mode sandbox), through the same path', () =
       raw: body,
       headers: {
         'content-type': 'application/json',
-        'sandbox-signature': signMonimeNotification(engine.config.sandbox.webhookSecret, body),
+        'sandbox-signature': signMonimeNotification(sandboxWebhookSecret(engine.config), body),
       },
     });
   }

@@ -2,6 +2,7 @@ import { updateApplication } from '../../db/applications';
 import { SandboxCardProvider } from '../../providers/sandbox-card';
 import { assertLedgerInvariant, balanceOf, eventsOf } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { sandboxWebhookSecret } from '../../outbound/secret-box';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 import { LOCALSTRIPE_CARDS, startLocalstripe, type Localstripe } from '../support/localstripe';
 
@@ -136,7 +137,7 @@ describe('Live Mode card deposits against localstripe', () => {
     const res = await live.post(DEPOSIT, { wallet_id: walletId, amount: 3, payment_method_id: pm });
     expect(res.body.status).toBe('pending');
     // The sandbox's secret signs it, and it names the Live deposit: recorded, and ignored.
-    const sandbox = new SandboxCardProvider(engine.pool, engine.config.sandbox.webhookSecret);
+    const sandbox = new SandboxCardProvider(engine.pool, sandboxWebhookSecret(engine.config));
     const forged = sandbox.eventFor({
       id: res.body.provider_reference as string,
       status: 'succeeded',

@@ -1,5 +1,6 @@
 import { assertLedgerInvariant, balanceOf, eventsOf, fundWallet } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { sandboxWebhookSecret } from '../../outbound/secret-box';
 import { FakeMonimeServer } from '../support/fake-monime';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 import { randomUUID } from 'node:crypto';
@@ -112,7 +113,7 @@ describe('Live Mode cashouts through the Monime-style adapter', () => {
     monime.setPayoutStatus(payout.id, 'failed');
     // Signed with the sandbox's secret under the sandbox's header: Test Mode only.
     const note = monime.payoutNotificationFor(payout.id, {
-      secret: engine.config.sandbox.webhookSecret,
+      secret: sandboxWebhookSecret(engine.config),
     });
     const delivered = await clientFor(engine.url, null).request(
       'POST',

@@ -2,6 +2,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { assertLedgerInvariant, balanceOf } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { sandboxWebhookSecret } from '../../outbound/secret-box';
 import { signMonimeNotification } from '../../providers/monime';
 import { FakeMonimeServer } from '../support/fake-monime';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
@@ -129,7 +130,7 @@ describe('a provider speaks for its own mode only', () => {
     });
     const headers = {
       'sandbox-signature': signMonimeNotification(
-        engine.config.sandbox.webhookSecret,
+        sandboxWebhookSecret(engine.config),
         body,
         Math.floor(Date.now() / 1000),
       ),

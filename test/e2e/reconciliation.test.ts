@@ -9,6 +9,7 @@ import { ensureReconciliationSchedule } from '../../worker/schedules';
 import { reconciliationWorkflow } from '../../workflows/reconciliation';
 import { assertLedgerInvariant, balanceOf, eventsOf } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { sandboxWebhookSecret } from '../../outbound/secret-box';
 import { FakeMonimeServer } from '../support/fake-monime';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 
@@ -168,7 +169,7 @@ describe('the reconciliation workflow', () => {
     expect(res.body.status).toBe('pending');
     const transactionId = res.body.id as string;
     // The payer authenticates at the sandbox; the event never reaches the engine.
-    const sandbox = new SandboxCardProvider(engine.pool, engine.config.sandbox.webhookSecret);
+    const sandbox = new SandboxCardProvider(engine.pool, sandboxWebhookSecret(engine.config));
     await sandbox.authenticate(res.body.provider_reference as string, true);
     await age(transactionId, GRACE_SECONDS + 1);
 

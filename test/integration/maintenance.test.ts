@@ -15,6 +15,8 @@ beforeAll(async () => {
 });
 afterAll(async () => engine?.close());
 
+const maintenance = () => createMaintenanceActivities({ pool: engine.pool, config: engine.config });
+
 const count = (table: 'rate_limit_counters' | 'idempotency_keys') =>
   engine.pool.oneFirst(
     sql.type(
@@ -36,10 +38,34 @@ describe('maintenance', () => {
     await engine.pool.query(sql.unsafe`
       INSERT INTO idempotency_keys (application_id, mode, key, request_hash, response_status, created_at) VALUES
         ${key('25 hours', true)}, ${key('25 hours', false)}, ${key('49 hours', false)}, ${key('1 hour', true)}`);
-    const result = await createMaintenanceActivities({ pool: engine.pool }).pruneExpiredRows();
-    expect(result).toEqual({ rateLimitWindows: 1, idempotencyKeys: 2 });
+    const result = await maintenance().pruneExpiredRows();
+    expect(result).toEqual({ rateLimitWindows: 1, idempotencyKeys: 2, providerNotifications: 0 });
     expect(await count('rate_limit_counters')).toBe(1);
     expect(await count('idempotency_keys')).toBe(2);
+  });
+
+  it('purges provider notifications past their retention and keeps the rest', async () => {
+    const { notificationRetentionHours: retryHours, notificationKeepDays: keepDays } =
+      engine.config.reconciliation;
+    const note = (label: string, outcome: string, ageHours: number) => sql.fragment`
+      (${randomUUID()}, 'sandbox', 'deposit', 'test', ${label}, NULL, 'completed', NULL,
+        ${outcome}, '{}'::jsonb, now() - make_interval(hours => ${ageHours}))`;
+    await engine.pool.query(sql.unsafe`
+      INSERT INTO provider_notifications
+        (id, provider, kind, mode, payment_reference, reference, status, transaction_id, outcome,
+         body, received_at)
+      VALUES
+        ${note('unmatched-retried', 'unmatched', retryHours - 1)},
+        ${note('unmatched-given-up', 'unmatched', retryHours + 1)},
+        ${note('matched-kept', 'matched', keepDays * 24 - 1)},
+        ${note('matched-old', 'matched', keepDays * 24 + 1)},
+        ${note('ignored-kept', 'ignored', retryHours + 1)},
+        ${note('ignored-old', 'ignored', keepDays * 24 + 1)}`);
+    const result = await maintenance().pruneExpiredRows();
+    expect(result.providerNotifications).toBe(3);
+    const left = await engine.pool.anyFirst(sql.type(z.object({ payment_reference: z.string() }))`
+      SELECT payment_reference FROM provider_notifications ORDER BY payment_reference`);
+    expect(left).toEqual(['ignored-kept', 'matched-kept', 'unmatched-retried']);
   });
 
   it('creates the maintenance schedule once', async () => {

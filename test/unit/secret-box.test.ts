@@ -7,6 +7,7 @@ import {
   newWebhookSecret,
   open,
   seal,
+  sandboxWebhookSecret,
   SecretBoxError,
   webhookSecretKey,
 } from '../../outbound/secret-box';
@@ -78,5 +79,44 @@ describe('webhookSecretKey', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('sandboxWebhookSecret', () => {
+  it('has no default in the repository: unset, one is generated per data dir and kept', () => {
+    const dirs = [0, 1].map(() => mkdtempSync(path.join(tmpdir(), 'sandbox-secret-')));
+    try {
+      // The API and the worker of one data dir load their configuration apart.
+      const api = sandboxWebhookSecret(loadConfig({ DATA_DIR: dirs[0], NODE_ENV: 'test' }));
+      const worker = sandboxWebhookSecret(loadConfig({ DATA_DIR: dirs[0] }));
+      expect(worker).toBe(api);
+      expect(Buffer.from(api, 'base64url')).toHaveLength(32);
+      const file = path.join(dirs[0]!, 'sandbox-webhook-secret.key');
+      expect(statSync(file).mode & 0o077).toBe(0);
+      expect(sandboxWebhookSecret(loadConfig({ DATA_DIR: dirs[1] }))).not.toBe(api);
+    } finally {
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('uses SANDBOX_WEBHOOK_SECRET when set', () => {
+    const secret = 'a-sandbox-secret-of-our-own';
+    expect(sandboxWebhookSecret(loadConfig({ SANDBOX_WEBHOOK_SECRET: secret }))).toBe(secret);
+  });
+
+  it('is required outside development and test: the configuration does not load', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(
+      /^Invalid configuration: SANDBOX_WEBHOOK_SECRET: required when NODE_ENV is production/,
+    );
+    expect(() => loadConfig({ NODE_ENV: 'staging', SANDBOX_WEBHOOK_SECRET: '' })).toThrow(
+      /SANDBOX_WEBHOOK_SECRET: required/,
+    );
+    expect(() => loadConfig({ NODE_ENV: 'production', SANDBOX_WEBHOOK_SECRET: 'short' })).toThrow(
+      /SANDBOX_WEBHOOK_SECRET must be at least 16 characters/,
+    );
+    const secret = 'x'.repeat(32);
+    expect(
+      loadConfig({ NODE_ENV: 'production', SANDBOX_WEBHOOK_SECRET: secret }).sandbox,
+    ).toMatchObject({ webhookSecret: secret });
   });
 });

@@ -95,7 +95,9 @@ describe('cardDepositWorkflow', () => {
   });
 
   it('fails without moving money when the authentication fails', async () => {
-    const activities = mocked(cardActivities(env, { created: 'requires_action' }));
+    const activities = mocked(
+      cardActivities(env, { created: 'requires_action', checked: 'failed' }),
+    );
     const input = inputFor();
     await withWorker(env, asActivities(activities), async (taskQueue) => {
       const { handle } = await open(taskQueue, input);
@@ -241,8 +243,10 @@ describe('cardDepositWorkflow', () => {
     expect(activities.closeCardDeposit).not.toHaveBeenCalled();
   });
 
-  it('keeps the first outcome when contrary events race', async () => {
-    const activities = mocked(cardActivities(env, { created: 'requires_action' }));
+  it('settles once, on the provider’s answer, when contrary events race', async () => {
+    const activities = mocked(
+      cardActivities(env, { created: 'requires_action', checked: 'failed' }),
+    );
     const input = inputFor();
     await withWorker(env, asActivities(activities), async (taskQueue) => {
       const { handle } = await open(taskQueue, input);
@@ -250,20 +254,35 @@ describe('cardDepositWorkflow', () => {
         notifyCard(handle, 'failed'),
         notifyCard(handle, 'succeeded'),
       ]);
-      // Whichever the workflow took first wins; the other waiter gets the same outcome.
-      expect(answers[1]).toBe(answers[0]);
-      expect(await handle.result()).toBe(answers[0]);
+      expect(answers).toEqual(['failed', 'failed']);
+      expect(await handle.result()).toBe('failed');
     });
-    expect(
-      activities.closeCardDeposit.mock.calls.length +
-        activities.completeCardDeposit.mock.calls.length,
-    ).toBe(1);
+    expect(activities.closeCardDeposit).toHaveBeenCalledTimes(1);
+    expect(activities.completeCardDeposit).not.toHaveBeenCalled();
+  });
+
+  it('credits nothing on an event that says succeeded while the provider still awaits 3-D Secure', async () => {
+    const activities = mocked(cardActivities(env, { created: 'requires_action' }));
+    const input = inputFor();
+    await withWorker(env, asActivities(activities), async (taskQueue) => {
+      const { handle } = await open(taskQueue, input);
+      expect(await notifyCard(handle, 'succeeded')).toBe('pending');
+      expect(activities.checkCardPayment).toHaveBeenCalledTimes(1);
+      expect(activities.completeCardDeposit).not.toHaveBeenCalled();
+      // Nobody authenticates: it expires as any payment left waiting does.
+      expect(await handle.result()).toBe('expired');
+    });
+    expect(activities.completeCardDeposit).not.toHaveBeenCalled();
+    expect(activities.closeCardDeposit).toHaveBeenCalledWith({
+      transactionId: input.transactionId,
+      status: 'expired',
+    });
   });
 
   it('takes an event that arrives before the open step has finished', async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const base = cardActivities(env, { created: 'requires_action' });
+    const base = cardActivities(env, { created: 'requires_action', checked: 'succeeded' });
     const activities = mocked({
       ...base,
       openCardDeposit: async (input: CardDepositInput) => {
@@ -298,7 +317,9 @@ describe('cardDepositWorkflow', () => {
   });
 
   it('refuses an event with an unknown status', async () => {
-    const activities = mocked(cardActivities(env, { created: 'requires_action' }));
+    const activities = mocked(
+      cardActivities(env, { created: 'requires_action', checked: 'succeeded' }),
+    );
     const input = inputFor();
     await withWorker(env, asActivities(activities), async (taskQueue) => {
       const { handle } = await open(taskQueue, input);

@@ -50,7 +50,7 @@ describe('cardPayoutWorkflow (the money-out saga, kind payout)', () => {
   });
 
   it('accepted, then settled when the provider reports it paid', async () => {
-    const activities = mocks({ sent: 'pending' });
+    const activities = mocks({ sent: 'pending', checked: 'completed' });
     const answers = await withWorker(env, asActivities(activities), async (q) => {
       const { opened, handle } = await openPayout(env, q, payoutInput(randomUUID()));
       const paid = await notifyCashout(handle, 'completed');
@@ -105,6 +105,25 @@ describe('cardPayoutWorkflow (the money-out saga, kind payout)', () => {
     expect(result).toBe('failed');
     expect(activities.settleMoneyOut).toHaveBeenCalledTimes(1);
     expect(activities.reverseMoneyOut).toHaveBeenCalledTimes(1);
+    expect(activities.giveBackMoneyOut).not.toHaveBeenCalled();
+  });
+
+  it('Live Mode: a payout.failed after paid gives nothing back while the provider says paid', async () => {
+    const activities = mocks({
+      sent: 'completed',
+      checked: 'completed',
+      lateFailureMs: PAYOUT_LATE_FAILURE_MS,
+    });
+    const answers = await withWorker(env, asActivities(activities), async (q) => {
+      const { opened, handle } = await openPayout(env, q, payoutInput(randomUUID(), 'live'));
+      const forged = await notifyCashout(handle, 'failed');
+      return { opened, forged, result: await handle.result() };
+    });
+    expect(answers.opened).toMatchObject({ status: 'opened', outcome: 'completed' });
+    expect(answers).toMatchObject({ forged: 'completed', result: 'completed' });
+    expect(activities.checkMoneyOut).toHaveBeenCalledTimes(1);
+    expect(activities.settleMoneyOut).toHaveBeenCalledTimes(1);
+    expect(activities.reverseMoneyOut).not.toHaveBeenCalled();
     expect(activities.giveBackMoneyOut).not.toHaveBeenCalled();
   });
 

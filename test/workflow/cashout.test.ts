@@ -3,7 +3,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createEngineWorker } from '../../worker/engine-worker';
 import { randomUUID } from 'node:crypto';
 import type { Activities } from '../../workflows/activities-types';
-import { moneyOutUpdates } from '../../workflows/money-out-shared';
+import { moneyOutUpdates, type MoneyOutProviderStatus } from '../../workflows/money-out-shared';
 import {
   createTimeSkippingEnv,
   mocked,
@@ -32,6 +32,8 @@ afterAll(async () => env?.teardown());
 type Options = Parameters<typeof cashoutActivities>[0];
 const mocks = (options: Options = {}) => mocked(cashoutActivities(options));
 const asActivities = (m: unknown) => m as Partial<Activities>;
+/** What the provider answers when the saga asks about the payout. */
+const says = (status: MoneyOutProviderStatus) => Promise.resolve({ id: 'po_fixture', status });
 
 describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
   it('reserves, answers pending once the provider accepts, then settles once when it pays', async () => {
@@ -99,10 +101,12 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
 
   it('reverses a settlement when a kind with a late-failure window hears the payout failed later', async () => {
     const SEVEN_DAYS = 7 * 24 * 60 * 60 * 1000;
-    const activities = mocks({ lateFailureMs: SEVEN_DAYS });
+    const activities = mocks({ lateFailureMs: SEVEN_DAYS, checked: 'completed' });
     const answers = await withWorker(env, asActivities(activities), async (q) => {
       const { handle } = await openCashout(env, q, cashoutInput(randomUUID()));
       const paid = await notifyCashout(handle, 'completed');
+      // The provider now says so too (a returned payout).
+      activities.checkMoneyOut.mockImplementation(() => says('failed'));
       const failedLater = await notifyCashout(handle, 'failed');
       return { paid, failedLater, result: await handle.result() };
     });
@@ -112,8 +116,39 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
     expect(activities.giveBackMoneyOut).not.toHaveBeenCalled();
   });
 
+  it('gives nothing back on a late failure the provider does not confirm', async () => {
+    const SEVEN_DAYS = 7 * 24 * 60 * 60 * 1000;
+    const activities = mocks({ lateFailureMs: SEVEN_DAYS, checked: 'completed' });
+    const answers = await withWorker(env, asActivities(activities), async (q) => {
+      const { handle } = await openCashout(env, q, cashoutInput(randomUUID()));
+      const paid = await notifyCashout(handle, 'completed');
+      const forged = await notifyCashout(handle, 'failed');
+      return { paid, forged, result: await handle.result() };
+    });
+    expect(answers).toEqual({ paid: 'completed', forged: 'completed', result: 'completed' });
+    expect(activities.checkMoneyOut).toHaveBeenCalledTimes(2);
+    expect(activities.settleMoneyOut).toHaveBeenCalledTimes(1);
+    expect(activities.reverseMoneyOut).not.toHaveBeenCalled();
+    expect(activities.giveBackMoneyOut).not.toHaveBeenCalled();
+  });
+
+  it('settles nothing on a notification that says paid while the provider says pending', async () => {
+    const activities = mocks({ checked: 'pending' });
+    const answers = await withWorker(env, asActivities(activities), async (q) => {
+      const { handle } = await openCashout(env, q, cashoutInput(randomUUID()));
+      const notified = await notifyCashout(handle, 'completed');
+      expect(activities.settleMoneyOut).not.toHaveBeenCalled();
+      // The provider pays later: the saga's own look at the TTL settles it.
+      activities.checkMoneyOut.mockImplementation(() => says('completed'));
+      return { notified, result: await handle.result() };
+    });
+    expect(answers).toEqual({ notified: 'pending', result: 'completed' });
+    expect(activities.settleMoneyOut).toHaveBeenCalledTimes(1);
+    expect(activities.giveBackMoneyOut).not.toHaveBeenCalled();
+  });
+
   it('ends completed when the late-failure window passes without a failure', async () => {
-    const activities = mocks({ lateFailureMs: 60_000 });
+    const activities = mocks({ lateFailureMs: 60_000, checked: 'completed' });
     const result = await withWorker(env, asActivities(activities), async (q) => {
       const { handle } = await openCashout(env, q, cashoutInput(randomUUID()));
       await notifyCashout(handle, 'completed');
@@ -147,7 +182,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
   });
 
   it('retries a provider timeout with the same request, then goes on', async () => {
-    const activities = mocks();
+    const activities = mocks({ checked: 'completed' });
     activities.sendMoneyOut
       .mockImplementationOnce(() => Promise.reject(new Error('Monime POST /v1/payouts timed out')))
       .mockImplementationOnce(() => Promise.reject(new Error('Monime answered HTTP 503')));
@@ -208,7 +243,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
   });
 
   it('refuses a notification with an unknown status', async () => {
-    const activities = mocks();
+    const activities = mocks({ checked: 'failed' });
     await withWorker(env, asActivities(activities), async (q) => {
       const { handle } = await openCashout(env, q, cashoutInput(randomUUID()));
       await expect(
@@ -248,7 +283,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
     const opening = openCashout(env, taskQueue, input);
     await worker1.runUntil(reserveDone);
     // The first worker is gone; another takes over the same task queue.
-    const second = mocks();
+    const second = mocks({ checked: 'completed' });
     const worker2 = await createEngineWorker({
       connection: env.nativeConnection,
       taskQueue,

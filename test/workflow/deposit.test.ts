@@ -3,7 +3,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
 import type { Activities } from '../../workflows/activities-types';
 import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
-import { depositUpdates, type DepositInput } from '../../workflows/shared';
+import { depositUpdates, type DepositInput, type DepositOutcome } from '../../workflows/shared';
 import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
 import {
   depositActivities,
@@ -24,9 +24,15 @@ afterAll(async () => env?.teardown());
 
 const inputFor = () => depositInput(randomUUID());
 
-/** Typed mocks of the deposit's activities; the payment code expires 30 minutes after opening. */
-function mocks(overrides: Partial<Record<keyof Activities, jest.Mock>> = {}) {
-  return { ...mocked(depositActivities(env)), ...overrides };
+/**
+ * Typed mocks of the deposit's activities; the payment code expires 30 minutes after opening and
+ * the provider answers `checked` when asked.
+ */
+function mocks(
+  overrides: Partial<Record<keyof Activities, jest.Mock>> = {},
+  checked: DepositOutcome = 'pending',
+) {
+  return { ...mocked(depositActivities(env, checked)), ...overrides };
 }
 
 const open = (taskQueue: string, input: DepositInput) => openDeposit(env, taskQueue, input);
@@ -46,7 +52,7 @@ describe('mobileMoneyDepositWorkflow', () => {
   });
 
   it('fails without moving money when the payment fails', async () => {
-    const activities = mocks();
+    const activities = mocks({}, 'failed');
     const input = inputFor();
     await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
       const { handle } = await open(taskQueue, input);
@@ -60,6 +66,41 @@ describe('mobileMoneyDepositWorkflow', () => {
       status: 'failed',
     });
     expect(activities.completeDeposit).not.toHaveBeenCalled();
+  });
+
+  it('credits nothing on a notification that says completed while the provider says pending', async () => {
+    const activities = mocks({}, 'pending');
+    const input = inputFor();
+    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+      const { handle } = await open(taskQueue, input);
+      expect(
+        await handle.executeUpdate(depositUpdates.notify, { args: [{ status: 'completed' }] }),
+      ).toBe('pending');
+      expect(activities.checkPaymentCode).toHaveBeenCalledWith({
+        mode: input.mode,
+        paymentCodeId: `pmc_${input.transactionId}`,
+      });
+      expect(activities.completeDeposit).not.toHaveBeenCalled();
+      // Unpaid to the end: the code expires as any unpaid one does.
+      expect(await handle.result()).toBe('expired');
+    });
+    expect(activities.completeDeposit).not.toHaveBeenCalled();
+    expect(activities.closeDeposit).toHaveBeenCalledWith({
+      transactionId: input.transactionId,
+      status: 'expired',
+    });
+  });
+
+  it('settles on what the provider says, not on what the notification claims', async () => {
+    const activities = mocks({}, 'completed');
+    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+      const { handle } = await open(taskQueue, inputFor());
+      expect(
+        await handle.executeUpdate(depositUpdates.notify, { args: [{ status: 'failed' }] }),
+      ).toBe('completed');
+    });
+    expect(activities.completeDeposit).toHaveBeenCalledTimes(1);
+    expect(activities.closeDeposit).not.toHaveBeenCalled();
   });
 
   it('expires an unpaid deposit when its payment code expires after 30 minutes', async () => {
@@ -106,16 +147,19 @@ describe('mobileMoneyDepositWorkflow', () => {
 
   it('retries a provider error, then answers with the one payment code', async () => {
     let calls = 0;
-    const activities = mocks({
-      openDeposit: jest.fn(async (input: DepositInput) => {
-        calls += 1;
-        if (calls < 3) throw new Error('provider answered 503');
-        return openedFor(
-          input,
-          new Date((await env.currentTimeMs()) + THIRTY_MINUTES).toISOString(),
-        );
-      }),
-    });
+    const activities = mocks(
+      {
+        openDeposit: jest.fn(async (input: DepositInput) => {
+          calls += 1;
+          if (calls < 3) throw new Error('provider answered 503');
+          return openedFor(
+            input,
+            new Date((await env.currentTimeMs()) + THIRTY_MINUTES).toISOString(),
+          );
+        }),
+      },
+      'completed',
+    );
     const input = inputFor();
     await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
       const { opened, handle } = await open(taskQueue, input);
@@ -150,7 +194,7 @@ describe('mobileMoneyDepositWorkflow', () => {
   });
 
   it('credits once when the same notification arrives twice', async () => {
-    const activities = mocks();
+    const activities = mocks({}, 'completed');
     await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
       const { handle } = await open(taskQueue, inputFor());
       const both = await Promise.all([
@@ -183,7 +227,11 @@ describe('mobileMoneyDepositWorkflow', () => {
     let release: () => void = () => undefined;
     const slowLedger = new Promise<void>((resolve) => (release = resolve));
     const activities = mocks({
-      checkPaymentCode: jest.fn(() => Promise.resolve('pending')),
+      // The notification's look finds the code paid; the sync's finds nothing new.
+      checkPaymentCode: jest
+        .fn()
+        .mockResolvedValueOnce('completed')
+        .mockImplementation(() => Promise.resolve('pending')),
       completeDeposit: jest.fn(() => slowLedger),
     });
     await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
@@ -195,7 +243,7 @@ describe('mobileMoneyDepositWorkflow', () => {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       const synced = handle.executeUpdate(depositUpdates.sync);
-      while (activities.checkPaymentCode.mock.calls.length === 0) {
+      while (activities.checkPaymentCode.mock.calls.length < 2) {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       release();
@@ -209,18 +257,19 @@ describe('mobileMoneyDepositWorkflow when the provider cannot tell', () => {
   const refused = () =>
     Promise.reject(ApplicationFailure.nonRetryable('No payment code', 'provider_refused'));
 
-  it('answers a sync with the outcome as it stands when the provider refuses the check', async () => {
+  it('answers a sync and a notification with the outcome as it stands when the provider refuses the check', async () => {
     const activities = mocks({ checkPaymentCode: jest.fn(refused) });
     await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
       const { handle } = await open(taskQueue, inputFor());
       expect(await handle.executeUpdate(depositUpdates.sync)).toBe('pending');
       expect(
         await handle.executeUpdate(depositUpdates.notify, { args: [{ status: 'completed' }] }),
-      ).toBe('completed');
-      expect(await handle.result()).toBe('completed');
+      ).toBe('pending');
+      // The reconciliation and the expiry still cover it: the last look cannot tell either.
+      expect(await handle.result()).toBe('expired');
     });
-    expect(activities.checkPaymentCode).toHaveBeenCalledTimes(1);
-    expect(activities.completeDeposit).toHaveBeenCalledTimes(1);
+    expect(activities.checkPaymentCode).toHaveBeenCalledTimes(3);
+    expect(activities.completeDeposit).not.toHaveBeenCalled();
   });
 
   it('expires the deposit after the grace when the provider refuses the last check', async () => {

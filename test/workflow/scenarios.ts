@@ -194,10 +194,13 @@ export function openedFor(input: DepositInput, expiresAt: string): DepositOpened
   };
 }
 
-/** The deposit's activities: the payment code expires 30 minutes after it opens. */
+/**
+ * The deposit's activities: the payment code expires 30 minutes after it opens; the provider
+ * answers `checked` when asked.
+ */
 export function depositActivities(
   env: TestWorkflowEnvironment,
-  checked: 'pending' | 'completed' = 'pending',
+  checked: DepositOutcome = 'pending',
 ) {
   return {
     openDeposit: async (input: DepositInput): Promise<DepositOpened> =>
@@ -713,7 +716,8 @@ export const transferDeclined = scenario({
 export const depositPaidNotify = scenario({
   name: 'deposit-paid-notify',
   input: () => depositInput(fixtureId(3)),
-  activities: (env) => depositActivities(env, 'pending'),
+  // The notification is a reason to ask: the provider confirms the payment.
+  activities: (env) => depositActivities(env, 'completed'),
   run: async (env, taskQueue, input) =>
     thenToEnd(await openDeposit(env, taskQueue, input), (handle) => notify(handle, 'completed')),
 });
@@ -753,11 +757,11 @@ export const cardDepositDeclined = scenario({
     thenToEnd(await openCardDeposit(env, taskQueue, input), () => Promise.resolve()),
 });
 
-/** 3-D Secure: pending until the provider's event says the payer authenticated. */
+/** 3-D Secure: pending until the provider's event (confirmed by asking it) says authenticated. */
 export const cardDepositAuthenticated = scenario({
   name: 'card-deposit-authenticated',
   input: () => cardDepositInput(fixtureId(16), 'pm_card_authenticationRequired'),
-  activities: (env) => cardActivities(env, { created: 'requires_action' }),
+  activities: (env) => cardActivities(env, { created: 'requires_action', checked: 'succeeded' }),
   run: async (env, taskQueue, input) =>
     thenToEnd(await openCardDeposit(env, taskQueue, input), (handle) =>
       notifyCard(handle, 'succeeded'),
@@ -838,11 +842,11 @@ export const escrowExpired = scenario({
     ),
 });
 
-/** The provider accepts the payout, then its notification says paid: settled. */
+/** The provider accepts the payout, then its notification says paid, as the provider does: settled. */
 export const cashoutSettled = scenario({
   name: 'cashout-settled',
   input: () => cashoutInput(fixtureId(18)),
-  activities: () => cashoutActivities({ sent: 'pending' }),
+  activities: () => cashoutActivities({ sent: 'pending', checked: 'completed' }),
   run: async (env, taskQueue, input) =>
     thenToEnd(await openCashout(env, taskQueue, input), (handle) =>
       notifyCashout(handle, 'completed'),
@@ -858,11 +862,11 @@ export const cashoutRefusedAtOnce = scenario({
     thenToEnd(await openCashout(env, taskQueue, input), () => Promise.resolve()),
 });
 
-/** The provider accepts, then its notification says failed: everything given back. */
+/** The provider accepts, then its notification says failed, as the provider does: given back. */
 export const cashoutFailedLater = scenario({
   name: 'cashout-failed-later',
   input: () => cashoutInput(fixtureId(20)),
-  activities: () => cashoutActivities({ sent: 'pending' }),
+  activities: () => cashoutActivities({ sent: 'pending', checked: 'failed' }),
   run: async (env, taskQueue, input) =>
     thenToEnd(await openCashout(env, taskQueue, input), (handle) =>
       notifyCashout(handle, 'failed'),
@@ -905,11 +909,16 @@ export const payoutFailedLater = scenario({
     thenToEnd(await openPayout(env, taskQueue, input), () => Promise.resolve()),
 });
 
-/** Live Mode: paid at once, then the provider reports the payout failed: reversed. */
+/** Live Mode: paid at once, then the provider reports (and, asked, confirms) it failed: reversed. */
 export const payoutReversed = scenario({
   name: 'payout-reversed',
   input: () => payoutInput(fixtureId(33), 'live'),
-  activities: () => payoutActivities({ sent: 'completed', lateFailureMs: PAYOUT_LATE_FAILURE_MS }),
+  activities: () =>
+    payoutActivities({
+      sent: 'completed',
+      checked: 'failed',
+      lateFailureMs: PAYOUT_LATE_FAILURE_MS,
+    }),
   run: async (env, taskQueue, input) =>
     thenToEnd(await openPayout(env, taskQueue, input), (handle) => notifyCashout(handle, 'failed')),
 });
@@ -918,7 +927,8 @@ export const maintenance = scenario({
   name: 'maintenance',
   input: () => undefined,
   activities: () => ({
-    pruneExpiredRows: () => Promise.resolve({ rateLimitWindows: 2, idempotencyKeys: 3 }),
+    pruneExpiredRows: () =>
+      Promise.resolve({ rateLimitWindows: 2, idempotencyKeys: 3, providerNotifications: 1 }),
     ensureWebhookRelayRuns: () => Promise.resolve(),
   }),
   run: async (env, taskQueue) => {
