@@ -1,12 +1,14 @@
 /**
  * Personal data kept by the engine: encrypted in Temporal's histories (worker/payload-codec.ts),
  * readable by admins through the codec endpoint the Temporal UI calls
- * (api/routes/temporal-codec.ts).
+ * (api/routes/temporal-codec.ts), and erased from what is kept when the user is deleted.
  */
 import { temporal } from '@temporalio/proto';
+import { sql } from 'slonik';
+import { z } from 'zod';
 import { createAdmin, type CreatedAdmin } from '../../db/admins';
 import { workflowIds } from '../../workflows/ids';
-import { fundWallet } from '../support/database';
+import { balanceOf, fundWallet } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 import { onboardForPayouts, VERIFIED_INDIVIDUAL } from '../support/payouts';
@@ -25,6 +27,7 @@ beforeAll(async () => {
 afterAll(async () => engine?.close());
 
 const CASHOUT = '/api/v1/transactions/wallet/mobile-money-cashout';
+const DEPOSIT = '/api/v1/transactions/wallet/mobile-money-deposit';
 const SIMULATE = '/api/v1/testing/simulate-mobile-money-webhook';
 const DECODE = '/api/v1/temporal-codec/decode';
 const ENCODE = '/api/v1/temporal-codec/encode';
@@ -245,5 +248,76 @@ describe('the codec endpoint of the Temporal UI', () => {
     );
     expect(post.status).toBe(403);
     expect(post.body.payloads).toBeUndefined();
+  });
+});
+
+const moneyOutRow = z.object({ metadata: z.any(), amount: z.bigint(), status: z.string() });
+
+describe('deleting a user', () => {
+  it('erases the cashout phone number and the notification bodies; the ledger and balances stay', async () => {
+    const { userId, walletId } = await createUserWithWallet(api);
+    const deposit = await api.post(DEPOSIT, { wallet_id: walletId, amount: 10_000 });
+    expect(deposit.status).toBe(200);
+    const depositId = deposit.body.transaction_id as string;
+    await api.post(SIMULATE, { transaction_id: depositId, status: 'successful' });
+    await engine.temporal.workflow.getHandle(workflowIds.deposit(depositId)).result();
+    const cashout = await paidCashout(walletId, 5_000);
+    // Whatever the cashout left goes out again, so that the user can be deleted.
+    const left = await balanceOf(engine.pool, walletId);
+    if (left > 0n) await fundWallet(engine.pool, walletId, -left);
+    const ids = [depositId, cashout.id];
+
+    const notifications = () =>
+      engine.pool.any(sql.type(z.object({ transaction_id: z.string(), body: z.any() }))`
+        SELECT transaction_id, body FROM provider_notifications
+        WHERE transaction_id = ANY(${sql.array(ids, 'uuid')}) ORDER BY received_at`);
+    const ledger = () =>
+      engine.pool.any(sql.type(z.object({ account_id: z.string(), amount: z.bigint() }))`
+        SELECT e.account_id, e.amount FROM ledger_entries e
+        JOIN ledger_transactions t ON t.id = e.ledger_transaction_id
+        WHERE t.transaction_id = ANY(${sql.array(ids, 'uuid')}) ORDER BY e.id`);
+    const accounts = () =>
+      engine.pool.any(sql.type(z.object({ id: z.string(), balance: z.bigint() }))`
+        SELECT id, balance FROM ledger_accounts WHERE application_id = ${app.id} ORDER BY id`);
+    const payment = (id: string) =>
+      engine.pool.one(sql.type(moneyOutRow)`
+        SELECT metadata, amount, status FROM transactions WHERE id = ${id}`);
+    const sandboxPhones = () =>
+      engine.pool.anyFirst(sql.type(z.object({ phone_number: z.string() }))`
+        SELECT phone_number FROM sandbox_mobile_money_payouts WHERE reference = ${cashout.id}`);
+
+    const kept = await notifications();
+    expect(kept.map((n) => n.transaction_id).sort()).toEqual([...ids].sort());
+    expect(kept.every((n) => Object.keys(n.body as object).length > 0)).toBe(true);
+    const before = await payment(cashout.id);
+    expect(before.metadata.destination).toEqual({ phone_number: CASHOUT_PHONE });
+    expect(await sandboxPhones()).toEqual([CASHOUT_PHONE]);
+    const entriesBefore = await ledger();
+    const accountsBefore = await accounts();
+    expect(await balanceOf(engine.pool, walletId)).toBe(0n);
+
+    const deleted = await api.del(`/api/v1/users/${userId}/`);
+    expect(deleted.status).toBe(200);
+    expect(deleted.body).toEqual({ message: 'User deleted successfully' });
+
+    expect((await notifications()).map((n) => n.body)).toEqual([{}, {}]);
+    const after = await payment(cashout.id);
+    expect(after.metadata.destination).toEqual({});
+    expect(JSON.stringify(after.metadata)).not.toContain(CASHOUT_PHONE);
+    expect({ amount: after.amount, status: after.status }).toEqual({
+      amount: before.amount,
+      status: 'completed',
+    });
+    expect({ ...after.metadata, destination: null }).toEqual({
+      ...before.metadata,
+      destination: null,
+    });
+    expect(await sandboxPhones()).toEqual(['']);
+    expect(await ledger()).toEqual(entriesBefore);
+    expect(await accounts()).toEqual(accountsBefore);
+    expect(await api.get(`/api/v1/transactions/${cashout.id}`)).toMatchObject({
+      status: 200,
+      body: { id: cashout.id, status: 'completed' },
+    });
   });
 });
