@@ -20,6 +20,7 @@ import { eventRoutes } from './routes/events';
 import { onboardingRoutes, streamsOwnBody } from './routes/onboarding';
 import { providerWebhookRoutes } from './routes/provider-webhooks';
 import { syncRoutes } from './routes/sync';
+import { temporalCodecEdge, temporalCodecRoutes } from './routes/temporal-codec';
 import { systemRoutes } from './routes/system';
 import { transactionRoutes } from './routes/transactions';
 import { transferRoutes } from './routes/transfers';
@@ -49,6 +50,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...onboardingRoutes(deps),
     ...analyticsRoutes(deps),
     ...adminRoutes(deps),
+    ...temporalCodecRoutes(deps),
   );
   return routes;
 }
@@ -66,6 +68,7 @@ export function createApp(deps: ApiDeps): Koa {
   // Outside the error handler, so that it sees the status every request is finally answered.
   if (deps.config.metrics.enabled) app.use(httpMetrics());
   app.use(errorsAndAccessLog(deps.logger));
+  app.use(temporalCodecEdge(deps.config));
   app.use(jsonBody({ streamed: streamsOwnBody }));
   for (const middleware of dashboard(deps, routes)) app.use(middleware);
   app.use(router.routes());

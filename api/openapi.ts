@@ -211,6 +211,13 @@ export const REQUEST_EXAMPLES: Record<string, Json> = {
     expires_at: '2099-12-31T23:59:59Z',
   },
   'post /api/v1/escrow/{transaction_id}/release': { amount: 10 },
+  // A payload as the Temporal UI sends it: `"hello"` as json/plain, in protobuf JSON.
+  'post /api/v1/temporal-codec/decode': {
+    payloads: [{ metadata: { encoding: 'anNvbi9wbGFpbg==' }, data: 'ImhlbGxvIg==' }],
+  },
+  'post /api/v1/temporal-codec/encode': {
+    payloads: [{ metadata: { encoding: 'anNvbi9wbGFpbg==' }, data: 'ImhlbGxvIg==' }],
+  },
   'post /api/v1/fees/estimate/deposit': { amount: 12.5, payment_method: 'mobile_money' },
   'post /api/v1/transactions/wallet/card-deposit': {
     wallet_id: WALLET_A,

@@ -125,13 +125,14 @@ async function authenticateAdminRequest(
   ctx: Koa.Context,
   pool: DatabasePool,
   category: keyof typeof RATE_LIMIT_CATEGORIES,
-  trustProxy: number,
+  options: { trustProxy: number; basic: boolean },
 ): Promise<void> {
-  const address = clientAddress(ctx, trustProxy);
+  const address = clientAddress(ctx, options.trustProxy);
   const locked = await lockedUntil(pool, ADMIN_LOCKOUT_SCOPE, address);
   if (locked !== null) throw new LockedOutError(locked);
-  const apiKey = ctx.get('api-key');
-  const secretKey = ctx.get('secret-key');
+  const basic = options.basic && !ctx.get('api-key') ? basicCredentials(ctx) : null;
+  const apiKey = basic?.apiKey ?? ctx.get('api-key');
+  const secretKey = basic?.secretKey ?? ctx.get('secret-key');
   const fail = async (reason: keyof typeof ADMIN_UNAUTHENTICATED): Promise<never> => {
     const lockout = await recordFailure(pool, ADMIN_LOCKOUT_SCOPE, address);
     if (lockout !== null) throw new LockedOutError(lockout);
@@ -151,6 +152,16 @@ async function authenticateAdminRequest(
   if (hit.count > RATE_LIMIT_CATEGORIES[category]) {
     throw new RateLimitedError(hit.retryAfterSeconds);
   }
+}
+
+/** `Authorization: Basic base64(api-key:secret-key)`, or null. */
+function basicCredentials(ctx: Koa.Context): { apiKey: string; secretKey: string } | null {
+  const match = /^Basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i.exec(ctx.get('authorization'));
+  if (!match) return null;
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) return null;
+  return { apiKey: decoded.slice(0, colon), secretKey: decoded.slice(colon + 1) };
 }
 
 /** A field that is a plain number, given a literal that no double holds exactly. */
@@ -264,7 +275,10 @@ export function mountRoutes(
         return;
       }
       if (route.admin && route.auth !== null) {
-        await authenticateAdminRequest(ctx, pool, route.auth, options.trustProxy);
+        await authenticateAdminRequest(ctx, pool, route.auth, {
+          trustProxy: options.trustProxy,
+          basic: route.adminBasicAuth === true,
+        });
       }
       // The request is read before it is counted, so that the statement that counts it can
       // also claim its key; what reading refused answers after the 401 and the 429 it had to.

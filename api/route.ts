@@ -40,6 +40,11 @@ export type Route<B = unknown, Q = unknown, P = unknown> = {
    * per-address lockout; `auth` is then the admin's rate-limit category. `caller` is not set.
    */
   admin?: boolean;
+  /**
+   * An admin endpoint that also takes the admin's credentials as HTTP Basic (`api-key` as the
+   * user, `secret-key` as the password): what a browser can send (the Temporal UI's codec calls).
+   */
+  adminBasicAuth?: boolean;
   testModeOnly?: boolean;
   /** Accepts `Idempotency-Key` (every POST that moves money). */
   idempotent?: boolean;

@@ -11,6 +11,7 @@ import { createDatabasePool } from '../db/pool';
 import { createProviders } from '../providers';
 import { createApp } from './app';
 import { openTemporalConnection } from './temporal';
+import { temporalDataConverter } from '../worker/data-converter';
 import type { Logger } from '../observability/logger';
 import { acquireTracing, clientTracingOptions } from '../observability/tracing';
 
@@ -34,9 +35,11 @@ export async function startApi(
   });
   const connection = openTemporalConnection(temporalAddress(config));
   const tracing = acquireTracing(config.tracing);
+  const dataConverter = temporalDataConverter(config);
   const temporal = new Client({
     connection,
     namespace: config.temporal.namespace,
+    dataConverter,
     ...clientTracingOptions(tracing),
   });
   const eagerClients = new WeakMap<NativeConnection, Client>();
@@ -49,6 +52,7 @@ export async function startApi(
           client = new Client({
             connection: native,
             namespace: config.temporal.namespace,
+            dataConverter,
             ...clientTracingOptions(tracing),
           });
           eagerClients.set(native, client);

@@ -9,9 +9,11 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
 import { NativeConnection, type WorkerOptions } from '@temporalio/worker';
+import type { DataConverter } from '@temporalio/common';
 import { createEngineWorker } from '../worker/engine-worker';
+import { payloadKeys, temporalDataConverter } from '../worker/data-converter';
 import { paymentSearchAttributes } from '../api/temporal';
-import type { Config } from '../config';
+import { formatPayloadKeys, type Config } from '../config';
 import { createDatabasePool, type DatabasePool } from '../db/pool';
 import {
   keepRunning,
@@ -52,6 +54,10 @@ export type Engine = {
   pool: DatabasePool;
   workerPool: DatabasePool;
   nativeConnection: NativeConnection;
+  /** The engine's data converter, for the benchmark's own workers and clients. */
+  dataConverter: DataConverter;
+  /** Its keys as TEMPORAL_PAYLOAD_KEYS writes them, for the load processes' clients. */
+  payloadKeys: string;
   client: Client;
   benchBundle: string;
   apiUrl: string;
@@ -77,6 +83,7 @@ export async function startBenchWorker(
       workflowBundle: { code: engine.benchBundle },
       activities: { noop: () => Promise.resolve() },
       ...tuning,
+      dataConverter: engine.dataConverter,
     }),
   );
   return { taskQueue, worker };
@@ -170,6 +177,8 @@ export async function startEngine(options: {
       pool,
       workerPool,
       nativeConnection,
+      dataConverter: temporalDataConverter(config),
+      payloadKeys: formatPayloadKeys(payloadKeys(config)),
       client: inProcess.client,
       benchBundle,
       apiUrl: inProcess.api.url,

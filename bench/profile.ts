@@ -191,13 +191,15 @@ async function startTracedApi(
     preparedStatements: config.database.preparedStatements,
   });
   const connection = await Connection.connect({ address: engine.temporal.address });
-  const temporal = new Client({ connection, namespace: config.temporal.namespace });
+  const { dataConverter } = engine;
+  const temporal = new Client({ connection, namespace: config.temporal.namespace, dataConverter });
   traceTemporal(temporal);
   // As the engine's API runs: payments started eagerly on the in-process worker's connection,
   // credentials and active wallets kept in memory (api/server.ts).
   const eager = new Client({
     connection: engine.nativeConnection,
     namespace: config.temporal.namespace,
+    dataConverter,
   });
   traceTemporal(eager);
   const credentials = createCredentialCache();
@@ -363,6 +365,7 @@ async function whatIfs(
       },
       maxConcurrentActivityTaskExecutions: engine.config.database.poolSize,
       ...tuning,
+      dataConverter: engine.dataConverter,
     }),
   );
   try {
@@ -740,6 +743,7 @@ async function serverByShape(
   const eager = new Client({
     connection: engine.nativeConnection,
     namespace: engine.config.temporal.namespace,
+    dataConverter: engine.dataConverter,
   });
   const attributes = transferAttributes();
   const shapes = [

@@ -190,12 +190,23 @@ export async function orchestrationScenarios(bench: Bench): Promise<Row[]> {
   const run = (workflowType: string) =>
     remote(
       bench,
-      { kind: 'workflow', address: engine.temporal.address, namespace, taskQueue, workflowType },
+      {
+        kind: 'workflow',
+        address: engine.temporal.address,
+        namespace,
+        payloadKeys: engine.payloadKeys,
+        taskQueue,
+        workflowType,
+      },
       closedShape(WORKFLOW_CONCURRENCY),
     );
   // Eager start: the server hands the first workflow task back in the start's answer, to a
   // worker on the client's own connection; so this client shares the worker's, in this process.
-  const eager = new Client({ connection: engine.nativeConnection, namespace });
+  const eager = new Client({
+    connection: engine.nativeConnection,
+    namespace,
+    dataConverter: engine.dataConverter,
+  });
   try {
     return [
       await measure('2', 'workflow + 1 no-op activity', load, run('activityWorkflow')),
@@ -373,6 +384,7 @@ export async function interleavedScenarios(bench: Bench): Promise<Row[]> {
         kind: 'workflow',
         address: engine.temporal.address,
         namespace: engine.config.temporal.namespace,
+        payloadKeys: engine.payloadKeys,
         taskQueue,
         workflowType: 'emptyWorkflow',
       },

@@ -7,6 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { Client, Connection } from '@temporalio/client';
+import { parsePayloadKeys } from '../config';
+import { dataConverterOf } from '../worker/data-converter';
 import type { Send } from './load';
 
 // HTTP: a small keep-alive client (lighter than fetch: it shares the CPU with the server).
@@ -170,6 +172,8 @@ export type SenderSpec =
       kind: 'workflow';
       address: string;
       namespace: string;
+      /** The engine's payload keys as TEMPORAL_PAYLOAD_KEYS writes them. */
+      payloadKeys: string;
       taskQueue: string;
       /** One of bench/workflows.ts's, by name (the worker runs in the engine's process). */
       workflowType: string;
@@ -193,12 +197,14 @@ export function senders(): Senders {
     }
     return client;
   };
-  const temporal = (address: string, namespace: string) => {
-    const key = `${address}/${namespace}`;
+  const temporal = (address: string, namespace: string, payloadKeys: string) => {
+    const key = `${address}/${namespace}/${payloadKeys}`;
     let client = temporals.get(key);
     if (!client) {
+      const keys = parsePayloadKeys(payloadKeys);
+      if (typeof keys === 'string') throw new Error(keys);
       client = Connection.connect({ address }).then(
-        (connection) => new Client({ connection, namespace }),
+        (connection) => new Client({ connection, namespace, dataConverter: dataConverterOf(keys) }),
       );
       temporals.set(key, client);
     }
@@ -216,7 +222,7 @@ export function senders(): Senders {
         case 'dashboard':
           return dashboardSender(api(spec), spec.minimumCount);
         case 'workflow': {
-          const client = await temporal(spec.address, spec.namespace);
+          const client = await temporal(spec.address, spec.namespace, spec.payloadKeys);
           return async () => {
             await client.workflow.execute(spec.workflowType, {
               taskQueue: spec.taskQueue,

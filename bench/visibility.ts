@@ -51,9 +51,10 @@ async function startVariant(engine: Engine, dir: string, all: boolean): Promise<
     taskQueue,
     workflowBundle: { code: engine.benchBundle },
     activities: { noop: () => Promise.resolve() },
+    dataConverter: engine.dataConverter,
   });
   const running = worker.run();
-  const client = new Client({ connection });
+  const client = new Client({ connection, dataConverter: engine.dataConverter });
   return {
     name: all ? "the CLI's whole schema" : 'as npm start runs it',
     server,

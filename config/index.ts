@@ -34,6 +34,27 @@ const envSchema = z.object({
   TEMPORAL_WORKFLOW_BUNDLE: z.string().optional(),
   TEMPORAL_WORKFLOW_STACK_TRACES: onOff.default(false),
   TEMPORAL_WORKFLOW_TASK_SLOTS: z.coerce.number().int().min(20).max(2000).default(200),
+  TEMPORAL_PAYLOAD_KEYS: z.preprocess(
+    (value) => (value === '' ? undefined : value),
+    z
+      .string()
+      .transform((text, ctx) => {
+        const keys = parsePayloadKeys(text);
+        if (typeof keys === 'string') {
+          ctx.addIssue({ code: 'custom', message: keys });
+          return z.NEVER;
+        }
+        return keys;
+      })
+      .optional(),
+  ),
+  TEMPORAL_CODEC_ALLOWED_ORIGINS: z
+    .string()
+    .refine(
+      (v) => v.split(',').every((o) => !o.trim() || isOrigin(o.trim())),
+      'TEMPORAL_CODEC_ALLOWED_ORIGINS must be origins such as https://temporal-ui.example.com, comma separated',
+    )
+    .optional(),
   FX_SLE_PER_USD: z
     .string()
     .regex(/^\d+(\.\d{1,2})?$/, 'FX_SLE_PER_USD must be a decimal with at most 2 decimals')
@@ -164,6 +185,17 @@ export type Config = {
      * eagerly on this worker only while one is free (worker/create-worker.ts).
      */
     workflowTaskSlots: number;
+    /**
+     * AES-256-GCM keys of the payload codec (worker/payload-codec.ts), by key id; the first
+     * encrypts, any decrypts (`TEMPORAL_PAYLOAD_KEYS`, `id:base64key,...`). Unset: one key
+     * kept in the data directory (development and tests only, worker/data-converter.ts).
+     */
+    payloadKeys: PayloadKey[] | undefined;
+    /**
+     * Browser origins of the Temporal UIs allowed to call the codec endpoint
+     * (`TEMPORAL_CODEC_ALLOWED_ORIGINS`); by default the local UI in development and tests.
+     */
+    codecAllowedOrigins: string[];
   };
   fx: { slePerUsd: string };
   providers: {
@@ -230,6 +262,49 @@ export type Config = {
     distDir: string;
   };
 };
+
+/** A payload encryption key: its id travels in each encrypted payload's metadata. */
+export type PayloadKey = { id: string; key: Buffer };
+
+const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** `id:base64key[,id:base64key...]` into keys, or what is wrong with it. */
+export function parsePayloadKeys(text: string): PayloadKey[] | string {
+  const keys: PayloadKey[] = [];
+  for (const entry of text.split(',').map((e) => e.trim())) {
+    const at = entry.indexOf(':');
+    const id = entry.slice(0, at);
+    const base64 = entry.slice(at + 1);
+    if (at < 0 || !KEY_ID.test(id)) {
+      return 'TEMPORAL_PAYLOAD_KEYS must be id:base64key pairs, comma separated (ids: letters, digits, . _ -)';
+    }
+    const key = Buffer.from(base64, 'base64');
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(base64) || key.length !== 32) {
+      return `TEMPORAL_PAYLOAD_KEYS: the key ${id} must be the base64 of 32 bytes`;
+    }
+    if (keys.some((k) => k.id === id)) return `TEMPORAL_PAYLOAD_KEYS: the key id ${id} is repeated`;
+    keys.push({ id, key });
+  }
+  return keys;
+}
+
+/** Keys as `TEMPORAL_PAYLOAD_KEYS` writes them (`parsePayloadKeys` reads them back). */
+export function formatPayloadKeys(keys: readonly PayloadKey[]): string {
+  return keys.map(({ id, key }) => `${id}:${key.toString('base64')}`).join(',');
+}
+
+function isOrigin(text: string): boolean {
+  try {
+    return new URL(text).origin === text.replace(/\/$/, '');
+  } catch {
+    return false;
+  }
+}
+
+/** Local development and tests: settings that production must give may be made up. */
+export function isLocalEnv(env: string): boolean {
+  return ['development', 'test'].includes(env);
+}
 
 export type StripeApiBase = { host: string; port: number; protocol: 'http' | 'https' };
 
@@ -298,6 +373,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       workflowBundlePath: e.TEMPORAL_WORKFLOW_BUNDLE,
       workflowStackTraces: e.TEMPORAL_WORKFLOW_STACK_TRACES,
       workflowTaskSlots: e.TEMPORAL_WORKFLOW_TASK_SLOTS,
+      payloadKeys: e.TEMPORAL_PAYLOAD_KEYS,
+      codecAllowedOrigins:
+        e.TEMPORAL_CODEC_ALLOWED_ORIGINS === undefined
+          ? isLocalEnv(e.NODE_ENV)
+            ? [`http://localhost:${e.TEMPORAL_UI_PORT}`, `http://127.0.0.1:${e.TEMPORAL_UI_PORT}`]
+            : []
+          : e.TEMPORAL_CODEC_ALLOWED_ORIGINS.split(',')
+              .map((o) => o.trim().replace(/\/$/, ''))
+              .filter(Boolean),
     },
     fx: { slePerUsd: e.FX_SLE_PER_USD },
     providers: {

@@ -108,6 +108,31 @@ export async function blockerToDelete(
   return null;
 }
 
+/**
+ * Erases the user and the personal data kept of them outside their row: the payments of their
+ * wallets keep their amounts and ids (the ledger must add up), but lose the destination of a
+ * cashout or payout (a phone number, a payout account), the sandbox provider's copy of that
+ * phone number, and the bodies of the provider notifications about them. The wallet, its
+ * payout account and its identity documents go with the user (ON DELETE CASCADE).
+ */
 export async function deleteUser(trx: DatabaseTransactionConnection, id: string): Promise<void> {
+  const payments = sql.fragment`
+    SELECT t.id, t.provider_reference FROM transactions t JOIN wallets w
+      ON w.id = t.wallet_id OR w.id = t.recipient_wallet_id
+    WHERE w.user_id = ${id}`;
+  await trx.query(sql.unsafe`
+    WITH payment AS (${payments}),
+    notification AS (
+      UPDATE provider_notifications SET body = '{}'::jsonb
+      WHERE (transaction_id IN (SELECT id FROM payment)
+          OR payment_reference IN (SELECT provider_reference FROM payment))
+        AND body <> '{}'::jsonb
+    ),
+    sandbox_payout AS (
+      UPDATE sandbox_mobile_money_payouts SET phone_number = '', updated_at = now()
+      WHERE reference IN (SELECT id::text FROM payment) AND phone_number <> ''
+    )
+    UPDATE transactions SET metadata = jsonb_set(metadata, '{destination}', '{}'::jsonb)
+    WHERE id IN (SELECT id FROM payment) AND metadata ? 'destination'`);
   await trx.query(sql.unsafe`DELETE FROM users WHERE id = ${id}`);
 }

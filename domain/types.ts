@@ -35,6 +35,8 @@ export const RATE_LIMIT_CATEGORIES = {
   card_payouts: 5,
   mobile_money_cashouts: 2,
   admin: 5,
+  /** An operator's Temporal UI decodes a page of a workflow's history at a time. */
+  temporal_codec: 600,
 } as const;
 export type RateLimitCategory = keyof typeof RATE_LIMIT_CATEGORIES;
 

@@ -6,6 +6,7 @@ import { loadConfig, temporalAddress, type Config } from '../config';
 import type { DatabasePool } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import { createWorker, runningConnection } from '../worker/create-worker';
+import { temporalDataConverter } from '../worker/data-converter';
 
 /**
  * The configuration of an engine run in-process against throwaway servers (tests, benchmark):
@@ -116,7 +117,11 @@ export async function startEngine(options: {
     stops.push(worker.stop);
     const connection = await Connection.connect({ address: temporalAddress(config) });
     stops.push(() => connection.close());
-    const client = new Client({ connection, namespace: config.temporal.namespace });
+    const client = new Client({
+      connection,
+      namespace: config.temporal.namespace,
+      dataConverter: temporalDataConverter(config),
+    });
     const api = await startApi(config, options.logger, databaseUrl, {
       workerConnection: () => runningConnection(worker.worker),
     });

@@ -155,6 +155,8 @@ export async function startTemporalDevServer(options: {
   dbFile?: string;
   /** `all` keeps the CLI's whole visibility schema on the file (the benchmark's comparison). */
   visibilityIndexes?: 'all';
+  /** The Web UI's remote codec (the API's codec endpoint), so that it can show payloads. */
+  uiCodecEndpoint?: string;
   log?: (line: string) => void;
 }): Promise<DevServer> {
   if (options.dbFile && options.visibilityIndexes !== 'all') {
@@ -189,6 +191,7 @@ class DevServerExitedError extends Error {}
 type SpawnOptions = {
   port: number;
   uiPort?: number;
+  uiCodecEndpoint?: string;
   dbFile?: string;
   log?: (line: string) => void;
 };
@@ -218,6 +221,9 @@ async function spawnDevServerOnce(options: SpawnOptions): Promise<DevServer> {
   ];
   if (options.uiPort) args.push('--ui-port', String(options.uiPort));
   else args.push('--headless');
+  if (options.uiPort && options.uiCodecEndpoint) {
+    args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
+  }
   if (options.dbFile) args.push('--db-filename', options.dbFile, ...DURABLE_DEV_SERVER_FLAGS);
   for (const [key, type] of Object.entries(SEARCH_ATTRIBUTE_DEFINITIONS)) {
     args.push('--search-attribute', `${key}=${type}`);
@@ -365,6 +371,7 @@ export async function startLocalTemporal(options: {
   dataDir: string;
   port: number;
   uiPort: number;
+  uiCodecEndpoint?: string;
   log: (line: string) => void;
   warn: (message: string) => void;
 }): Promise<DevServer> {
@@ -382,6 +389,7 @@ export async function startLocalTemporal(options: {
   const server = await startTemporalDevServer({
     port: options.port,
     uiPort: options.uiPort,
+    uiCodecEndpoint: options.uiCodecEndpoint,
     dbFile,
     log: options.log,
   });

@@ -77,6 +77,9 @@ async function main(): Promise<void> {
         connection: env.nativeConnection,
         taskQueue,
         workflowBundle: { code },
+        // Plain payloads: the fixtures are committed and replay on any machine, whatever its
+        // keys; the engine's codec passes plain payloads through (test/workflow/replay.test.ts).
+        dataConverter: {},
         activities: scenario.activities(env),
         sinks: paymentSinks,
       });

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { openTemporalConnection } from '../api/temporal';
 import { startApi } from '../api/server';
+import { CODEC_PATH } from '../api/routes/temporal-codec';
 import { loadConfig, temporalAddress, type Config } from '../config';
 import { migrate } from '../db/migrate';
 import { createDatabasePool } from '../db/pool';
@@ -24,6 +25,7 @@ import {
 import { createLogger, type Logger } from '../observability/logger';
 import { runResilientWorker } from '../worker/resilient';
 import { ensureSchedules } from '../worker/schedules';
+import { temporalDataConverter } from '../worker/data-converter';
 
 /**
  * `npm start`: the whole engine on one machine. Postgres (embedded unless DATABASE_URL), the
@@ -125,6 +127,9 @@ async function main(): Promise<void> {
             dataDir: config.dataDir,
             port: config.temporal.port,
             uiPort: config.temporal.uiPort,
+            // The API decodes for the UI (docs/temporal-codec.md); the browser's origin is
+            // one TEMPORAL_CODEC_ALLOWED_ORIGINS lets in by default in development.
+            uiCodecEndpoint: `http://127.0.0.1:${config.api.port}${CODEC_PATH}`,
             log: (line) => logger.debug({ temporal: line }),
             warn: (message) => logger.warn(message),
           }),
@@ -146,7 +151,11 @@ async function main(): Promise<void> {
     const connection = openTemporalConnection(temporalAddress(config));
     stops.push(() => connection.close());
     await ensureSchedules(
-      new Client({ connection, namespace: config.temporal.namespace }),
+      new Client({
+        connection,
+        namespace: config.temporal.namespace,
+        dataConverter: temporalDataConverter(config),
+      }),
       config.temporal.taskQueue,
       config.reconciliation,
     );

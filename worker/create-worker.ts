@@ -8,6 +8,7 @@ import { createProviders, type Providers } from '../providers';
 import { paymentSinks } from './settlements';
 import { createEngineWorker } from './engine-worker';
 import { preloadedModules } from './bundle';
+import { temporalDataConverter } from './data-converter';
 import {
   workerTracingOptions,
   workflowInterceptorsModule,
@@ -32,6 +33,7 @@ export async function createWorker(options: {
   tracing?: Tracing;
 }): Promise<{ worker: Worker; connection: NativeConnection; ownsConnection: boolean }> {
   const { config } = options;
+  const dataConverter = temporalDataConverter(config);
   const connection =
     options.connection ?? (await NativeConnection.connect({ address: temporalAddress(config) }));
   const workflowsPath = require.resolve('../workflows');
@@ -50,6 +52,7 @@ export async function createWorker(options: {
       connection,
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
+      dataConverter,
       activities: createActivities({
         pool: options.pool,
         config,
@@ -73,7 +76,7 @@ export async function createWorker(options: {
   );
   // The webhook outbox relay runs whenever a worker does (the maintenance schedule checks too).
   await ensureWebhookRelay(
-    new Client({ connection, namespace: config.temporal.namespace }),
+    new Client({ connection, namespace: config.temporal.namespace, dataConverter }),
     config.temporal.taskQueue,
   );
   return { worker, connection, ownsConnection: !options.connection };

@@ -8,6 +8,7 @@ import { openTemporalConnection } from '../api/temporal';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
 import { runResilientWorker } from './resilient';
 import { ensureSchedules } from './schedules';
+import { temporalDataConverter } from './data-converter';
 
 /**
  * `npm run worker`: the Temporal worker alone (production); needs DATABASE_URL and Temporal.
@@ -81,7 +82,11 @@ async function createSchedules(
     for (let attempt = 1; !signal.aborted; attempt++) {
       try {
         await ensureSchedules(
-          new Client({ connection, namespace: config.temporal.namespace }),
+          new Client({
+            connection,
+            namespace: config.temporal.namespace,
+            dataConverter: temporalDataConverter(config),
+          }),
           config.temporal.taskQueue,
           config.reconciliation,
         );

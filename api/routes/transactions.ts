@@ -12,6 +12,7 @@ import { PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../sch
 import { TransactionBody, transactionBody } from '../serializers';
 import { isNotFound } from '../temporal';
 import { buildTimeline, TimelineStep, WORKFLOW_STATUSES } from '../../timeline';
+import { decodePayloadsIn } from '../../worker/data-converter';
 
 const ListQuery = PageQuery.extend({
   status: z
@@ -78,6 +79,7 @@ async function timelineOf(temporal: Client, row: TransactionRow): Promise<Timeli
   let events;
   try {
     events = (await handle.fetchHistory()).events ?? [];
+    await decodePayloadsIn(events, temporal.options.loadedDataConverter.payloadCodecs);
   } catch (error) {
     if (isNotFound(error)) return empty(NOT_RETAINED);
     throw error;

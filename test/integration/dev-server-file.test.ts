@@ -6,6 +6,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { Client, Connection } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { freePort } from '../../harness/ports';
+import { testDataConverter } from '../support/time-skipping';
 import {
   startTemporalDevServer,
   UNUSED_VISIBILITY_INDEXES,
@@ -44,7 +45,7 @@ function visibilityIndexes(file = dbFile): Set<string> {
 async function withClient<T>(run: (client: Client) => Promise<T>): Promise<T> {
   const connection = await Connection.connect({ address: server!.address });
   try {
-    return await run(new Client({ connection }));
+    return await run(new Client({ connection, dataConverter: testDataConverter() }));
   } finally {
     await connection.close();
   }

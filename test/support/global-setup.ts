@@ -1,5 +1,7 @@
 import { startScratchServers, type ScratchServers } from '../../harness/scratch';
+import { loadConfig } from '../../config';
 import { findBinary, writeWorkflowBundle } from '../../harness/temporal';
+import { payloadKeys } from '../../worker/data-converter';
 
 export const TEMPLATE_DATABASE = 'wallet_template';
 
@@ -9,6 +11,9 @@ export const TEMPLATE_DATABASE = 'wallet_template';
  * from it), a Temporal development server in memory, and the workflow bundle.
  */
 export default async function globalSetup(): Promise<void> {
+  // The payload key of the data directory, made once here: the test files, two at a time,
+  // would otherwise race to make it.
+  payloadKeys(loadConfig());
   const servers = await startScratchServers({
     prefix: 'wallet-test-',
     database: TEMPLATE_DATABASE,

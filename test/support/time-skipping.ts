@@ -1,13 +1,23 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleOption } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
+import type { DataConverter } from '@temporalio/common';
+import { loadConfig } from '../../config';
 import { findBinary } from '../../harness/temporal';
 import type { Activities } from '../../workflows/activities-types';
 import { bundleWorkflows } from '../../worker/bundle';
+import { temporalDataConverter } from '../../worker/data-converter';
 import { createEngineWorker } from '../../worker/engine-worker';
 import { paymentSinks } from '../../worker/settlements';
 import { registerSearchAttributes } from '../workflow/scenarios';
 import { quietTemporalRuntime } from './engine';
+
+let converter: DataConverter | undefined;
+
+/** The engine's data converter, as the tests' configuration (NODE_ENV=test) makes it. */
+export function testDataConverter(): DataConverter {
+  return (converter ??= temporalDataConverter(loadConfig()));
+}
 
 /**
  * Temporal's time-skipping test server (the pinned PyPI wheel), for workflow tests, with the
@@ -18,6 +28,7 @@ export async function createTimeSkippingEnv(): Promise<TestWorkflowEnvironment> 
   quietTemporalRuntime();
   const env = await TestWorkflowEnvironment.createTimeSkipping({
     server: { executable: { type: 'existing-path', path } },
+    client: { dataConverter: testDataConverter() },
   });
   await registerSearchAttributes(env);
   return env;
@@ -54,6 +65,7 @@ export async function withWorker<R>(
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: await workflowBundle(),
+      dataConverter: testDataConverter(),
       activities,
       sinks: paymentSinks,
     },
@@ -100,6 +112,7 @@ export async function killedAndRestarted<S extends { handle: { result(): Promise
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: bundle,
+      dataConverter: testDataConverter(),
       maxCachedWorkflows: 0,
       activities: {
         ...real,
@@ -121,6 +134,7 @@ export async function killedAndRestarted<S extends { handle: { result(): Promise
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: bundle,
+      dataConverter: testDataConverter(),
       activities: real,
     },
     checked,

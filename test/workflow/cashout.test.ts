@@ -7,6 +7,7 @@ import { moneyOutUpdates, type MoneyOutProviderStatus } from '../../workflows/mo
 import {
   createTimeSkippingEnv,
   mocked,
+  testDataConverter,
   withWorker,
   workflowBundle,
 } from '../support/time-skipping';
@@ -275,6 +276,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: bundle,
+      dataConverter: testDataConverter(),
       activities: asActivities(first),
       // No sticky cache: the workflow's next task goes to the shared queue, as after a crash.
       maxCachedWorkflows: 0,
@@ -288,6 +290,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: bundle,
+      dataConverter: testDataConverter(),
       activities: asActivities(second),
     });
     const result = await worker2.runUntil(async () => {

@@ -12,7 +12,7 @@ import { Worker as NodeWorker } from 'node:worker_threads';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflows } from '../../worker/bundle';
 import { createEngineWorker } from '../../worker/engine-worker';
-import { createTimeSkippingEnv } from '../support/time-skipping';
+import { createTimeSkippingEnv, testDataConverter } from '../support/time-skipping';
 import type { InjectedSinks } from '@temporalio/worker';
 import {
   go,
@@ -41,6 +41,7 @@ const worker = (taskQueue: string, stackTraces: boolean) =>
       connection: env.nativeConnection,
       taskQueue,
       workflowBundle: { code },
+      dataConverter: testDataConverter(),
     },
     { stackTraces, stuckAfterMs: 1_000 },
   );
@@ -92,7 +93,13 @@ test('workflows run in the main thread: no workflow thread is started', async ()
     const taskQueue = `inline-${randomUUID()}`;
     const sinks: InjectedSinks<SaidSinks> = { said: { it: { fn: () => undefined } } };
     const w = await createEngineWorker(
-      { connection: env.nativeConnection, taskQueue, workflowBundle: { code }, sinks },
+      {
+        connection: env.nativeConnection,
+        taskQueue,
+        workflowBundle: { code },
+        dataConverter: testDataConverter(),
+        sinks,
+      },
       { stackTraces: false },
     );
     await w.runUntil(async () => {
@@ -150,7 +157,13 @@ test('sink calls reach the sinks once each, in order, with the workflow info and
     },
   };
   const w = await createEngineWorker(
-    { connection: env.nativeConnection, taskQueue, workflowBundle: { code }, sinks },
+    {
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle: { code },
+      dataConverter: testDataConverter(),
+      sinks,
+    },
     { stackTraces: false },
   );
   const workflowId = randomUUID();
@@ -183,7 +196,13 @@ test('workflows that take turns in the shared sandbox each see their own state (
     },
   };
   const w = await createEngineWorker(
-    { connection: env.nativeConnection, taskQueue, workflowBundle: { code }, sinks },
+    {
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle: { code },
+      dataConverter: testDataConverter(),
+      sinks,
+    },
     { stackTraces: false, checkGlobals: true },
   );
   const ids = Array.from({ length: 6 }, () => randomUUID());
@@ -207,7 +226,12 @@ test('workflows that take turns in the shared sandbox each see their own state (
 test('checkGlobals: a workflow that leaves a global in the shared sandbox fails its task, naming it', async () => {
   const taskQueue = `inline-${randomUUID()}`;
   const w = await createEngineWorker(
-    { connection: env.nativeConnection, taskQueue, workflowBundle: { code } },
+    {
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowBundle: { code },
+      dataConverter: testDataConverter(),
+    },
     { stackTraces: false, checkGlobals: true },
   );
   const failure = await w.runUntil(async () => {

@@ -11,7 +11,7 @@ import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { createTimeSkippingEnv } from '../support/time-skipping';
+import { createTimeSkippingEnv, testDataConverter } from '../support/time-skipping';
 import { takeOnce, takeUpdate, type TakeActivities } from './local-step-race.workflow';
 
 const UNHANDLED_COMMAND =
@@ -54,6 +54,7 @@ async function race(server: Server, idempotent: boolean) {
     connection: server.connection,
     taskQueue,
     workflowBundle: { code },
+    dataConverter: testDataConverter(),
     activities,
   });
   return worker.runUntil(async () => {
@@ -122,7 +123,7 @@ describe('dev server', () => {
     const connection = await NativeConnection.connect({ address });
     const clientConnection = await Connection.connect({ address });
     server = {
-      client: new Client({ connection: clientConnection }),
+      client: new Client({ connection: clientConnection, dataConverter: testDataConverter() }),
       connection,
       close: async () => {
         await connection.close();

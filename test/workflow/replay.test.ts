@@ -33,7 +33,7 @@ import { temporal } from '@temporalio/proto';
 import { Worker, type ReplayResult } from '@temporalio/worker';
 import * as workflows from '../../workflows';
 import { quietTemporalRuntime } from '../support/engine';
-import { workflowBundle } from '../support/time-skipping';
+import { testDataConverter, workflowBundle } from '../support/time-skipping';
 import { paymentSinks } from '../../worker/settlements';
 
 const HISTORIES_DIR = path.join(__dirname, '..', 'fixtures', 'histories');
@@ -90,7 +90,12 @@ describe('workflow replay', () => {
     const results: ReplayResult[] = [];
     for await (const result of Worker.runReplayHistories(
       // A replay worker never calls the sink, but a workflow calling one it lacks is logged.
-      { workflowBundle: await workflowBundle(), sinks: paymentSinks },
+      // With the engine's codec: histories recorded before encryption pass through it.
+      {
+        workflowBundle: await workflowBundle(),
+        sinks: paymentSinks,
+        dataConverter: testDataConverter(),
+      },
       fixtures,
     )) {
       results.push(result);

@@ -5,6 +5,8 @@
  */
 import { NativeConnection } from '@temporalio/worker';
 import { bundleWorkflows } from '../../worker/bundle';
+import { loadConfig } from '../../config';
+import { temporalDataConverter } from '../../worker/data-converter';
 import { createEngineWorker } from '../../worker/engine-worker';
 
 async function main(): Promise<void> {
@@ -12,7 +14,12 @@ async function main(): Promise<void> {
   const connection = await NativeConnection.connect({ address });
   const code = await bundleWorkflows(require.resolve('./inline-workflows.workflow'));
   const worker = await createEngineWorker(
-    { connection, taskQueue, workflowBundle: { code } },
+    {
+      connection,
+      taskQueue,
+      workflowBundle: { code },
+      dataConverter: temporalDataConverter(loadConfig()),
+    },
     { stackTraces: false, stuckAfterMs: 1_000 },
   );
   const running = worker.run();

@@ -1,0 +1,75 @@
+import type { DataConverter, Payload, PayloadCodec } from '@temporalio/common';
+import { isLocalEnv, type Config, type PayloadKey } from '../config';
+import { dataDirSecret } from '../outbound/secret-box';
+import { AesGcmPayloadCodec } from './payload-codec';
+
+/** The key id of the key generated in the data directory when none is configured. */
+export const LOCAL_KEY_ID = 'local';
+
+/**
+ * The payload keys: `TEMPORAL_PAYLOAD_KEYS`; unset, in development and tests, one key generated
+ * once per data directory. Elsewhere they are required: a key per process would leave each
+ * process unable to read what the others wrote.
+ */
+export function payloadKeys(config: Config): PayloadKey[] {
+  if (config.temporal.payloadKeys) return config.temporal.payloadKeys;
+  if (!isLocalEnv(config.env)) {
+    throw new Error(
+      'TEMPORAL_PAYLOAD_KEYS is not set: Temporal payloads are encrypted, and every API and ' +
+        'worker process needs the same keys (id:base64key[,id:base64key...], the first ' +
+        'encrypts; make a key with `openssl rand -base64 32`)',
+    );
+  }
+  return [{ id: LOCAL_KEY_ID, key: dataDirSecret(config.dataDir, 'temporal-payload.key', 32) }];
+}
+
+/** The codec of these keys (the codec endpoint, a history read by hand). */
+export function payloadCodec(keys: readonly PayloadKey[]): PayloadCodec {
+  return new AesGcmPayloadCodec(keys);
+}
+
+/**
+ * The data converter of every Temporal client and worker the engine makes: the SDK's payload
+ * converter, then encryption. A client without it could not read what a worker wrote.
+ */
+export function temporalDataConverter(config: Config): DataConverter {
+  return dataConverterOf(payloadKeys(config));
+}
+
+/** The same, from keys handed over (a benchmark's load process has no configuration). */
+export function dataConverterOf(keys: readonly PayloadKey[]): DataConverter {
+  return { payloadCodecs: [payloadCodec(keys)] };
+}
+
+type Holder = Record<string | number, unknown>;
+
+function isPayload(value: unknown): value is Payload {
+  const metadata = (value as { metadata?: unknown } | null)?.metadata;
+  return (
+    typeof metadata === 'object' &&
+    metadata !== null &&
+    (metadata as { encoding?: unknown }).encoding instanceof Uint8Array
+  );
+}
+
+/**
+ * Decodes in place, with `codecs` (a client's, `client.options.loadedDataConverter`), every
+ * payload found in `value`: what a raw read of a workflow's history returns is as Temporal
+ * keeps it, encrypted.
+ */
+export async function decodePayloadsIn<T>(value: T, codecs: readonly PayloadCodec[]): Promise<T> {
+  const found: { holder: Holder; key: string | number }[] = [];
+  const walk = (node: unknown) => {
+    if (typeof node !== 'object' || node === null || node instanceof Uint8Array) return;
+    for (const [key, child] of Object.entries(node)) {
+      if (isPayload(child)) found.push({ holder: node as Holder, key });
+      else walk(child);
+    }
+  };
+  walk(value);
+  if (!found.length) return value;
+  let payloads = found.map(({ holder, key }) => holder[key] as Payload);
+  for (const codec of [...codecs].reverse()) payloads = await codec.decode(payloads);
+  found.forEach(({ holder, key }, i) => (holder[key] = payloads[i]));
+  return value;
+}

@@ -1,0 +1,98 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import type { Payload, PayloadCodec } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
+import type { PayloadKey } from '../config';
+
+/**
+ * Workflow inputs, results and activity arguments carry personal data (identity details, phone
+ * numbers); Temporal keeps them in its histories for as long as it retains them. This codec
+ * encrypts each payload whole (its metadata too) with AES-256-GCM before it leaves the process,
+ * so only holders of a configured key read them: workers, the API, and the codec endpoint.
+ */
+export const ENCRYPTED_ENCODING = 'binary/encrypted';
+export const KEY_ID_METADATA = 'encryption-key-id';
+
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+const KEY_BYTES = 32;
+
+export class PayloadCodecError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PayloadCodecError';
+  }
+}
+
+const text = (bytes: Uint8Array | null | undefined) =>
+  bytes ? Buffer.from(bytes).toString('utf8') : undefined;
+
+/**
+ * AES-256-GCM by key id: the first key encrypts, every key decrypts, so a key is rotated by
+ * putting a new one first and dropping the old one once nothing it encrypted is kept. A payload
+ * that is not encrypted (recorded before encryption) passes through as it is.
+ */
+export class AesGcmPayloadCodec implements PayloadCodec {
+  private readonly keys: ReadonlyMap<string, Buffer>;
+  private readonly current: PayloadKey;
+  private readonly currentId: Uint8Array;
+  private readonly encoding = Buffer.from(ENCRYPTED_ENCODING);
+
+  constructor(keys: readonly PayloadKey[]) {
+    const [first] = keys;
+    if (!first) throw new PayloadCodecError('The payload codec needs at least one key');
+    for (const { id, key } of keys) {
+      if (key.length !== KEY_BYTES) throw new PayloadCodecError(`The key ${id} must be 32 bytes`);
+    }
+    this.keys = new Map(keys.map(({ id, key }) => [id, key]));
+    this.current = first;
+    this.currentId = Buffer.from(first.id);
+  }
+
+  encode(payloads: Payload[]): Promise<Payload[]> {
+    return new Promise((resolve) => resolve(payloads.map((payload) => this.encrypt(payload))));
+  }
+
+  decode(payloads: Payload[]): Promise<Payload[]> {
+    return new Promise((resolve) => resolve(payloads.map((payload) => this.decrypt(payload))));
+  }
+
+  private encrypt(payload: Payload): Payload {
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.current.key, iv);
+    // The key id is authenticated with the data: a payload cannot be passed off under another.
+    cipher.setAAD(this.currentId);
+    const plain = temporal.api.common.v1.Payload.encode(payload).finish();
+    const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+    return {
+      metadata: { encoding: this.encoding, [KEY_ID_METADATA]: this.currentId },
+      data: sealed,
+    };
+  }
+
+  private decrypt(payload: Payload): Payload {
+    if (text(payload.metadata?.encoding) !== ENCRYPTED_ENCODING) return payload;
+    const id = text(payload.metadata?.[KEY_ID_METADATA]);
+    const key = id === undefined ? undefined : this.keys.get(id);
+    if (!key) {
+      throw new PayloadCodecError(
+        `The payload was encrypted with key ${JSON.stringify(id ?? null)}, which is not configured`,
+      );
+    }
+    const data = Buffer.from(payload.data ?? new Uint8Array());
+    if (data.length < IV_BYTES + TAG_BYTES) throw new PayloadCodecError('Malformed payload');
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
+      decipher.setAAD(Buffer.from(id!));
+      decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
+      const plain = Buffer.concat([
+        decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)),
+        decipher.final(),
+      ]);
+      return temporal.api.common.v1.Payload.decode(plain);
+    } catch (error) {
+      throw new PayloadCodecError(
+        `The payload was altered or is not of key ${id} (${String(error)})`,
+      );
+    }
+  }
+}
