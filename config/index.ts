@@ -301,7 +301,10 @@ function isOrigin(text: string): boolean {
   }
 }
 
-/** Local development and tests: settings that production must give may be made up. */
+/**
+ * Local development and tests: settings that production must give may be generated, cookies go
+ * without `Secure`.
+ */
 export function isLocalEnv(env: string): boolean {
   return ['development', 'test'].includes(env);
 }
@@ -316,9 +319,6 @@ export function parseStripeApiBase(base: string): StripeApiBase {
   // A bracketed IPv6 literal is given to the client without its brackets.
   return { host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port, protocol };
 }
-
-/** Local development and tests: secrets may be generated, cookies go without `Secure`. */
-const isLocalEnv = (nodeEnv: string) => ['development', 'test'].includes(nodeEnv);
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(env);
