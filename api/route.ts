@@ -23,6 +23,9 @@ export type RouteContext<B, Q, P> = {
   idempotency: { key: string; claimedAt: string; fresh: boolean } | null;
 };
 
+/** A limit of requests a minute for callers that no credential names (db/rate-limit.ts). */
+export type Throttle = { category: string; perMinute: number };
+
 /**
  * One route: its validation schemas, documentation and handler together, so that the OpenAPI
  * document is generated from the very schemas that validate the requests.
@@ -40,6 +43,8 @@ export type Route<B = unknown, Q = unknown, P = unknown> = {
    * per-address lockout; `auth` is then the admin's rate-limit category. `caller` is not set.
    */
   admin?: boolean;
+  /** An unauthenticated route's limit, counted per client address (its /64 for IPv6). */
+  throttle?: Throttle;
   testModeOnly?: boolean;
   /** Accepts `Idempotency-Key` (every POST that moves money). */
   idempotent?: boolean;
