@@ -1,3 +1,4 @@
+import { CapReachedError } from '../db/caps';
 import type { ErrorCode } from '../domain/errors';
 import type { Declined } from '../workflows/shared';
 import { ErrorBody } from './schemas';
@@ -99,6 +100,18 @@ export class AppError extends Error {
 }
 
 export const notFound = (what: string): AppError => new AppError('not_found', `${what} not found`);
+
+/** A creation over its application's cap (db/caps.ts): 400 with the cap's detail. */
+export async function refuseOverCap<T>(create: () => Promise<T>): Promise<T> {
+  try {
+    return await create();
+  } catch (error) {
+    if (error instanceof CapReachedError) {
+      throw new AppError('invalid_request', error.message, { cause: error });
+    }
+    throw error;
+  }
+}
 
 /**
  * The one crossing from a workflow's answer to HTTP: a decline becomes its code's status with

@@ -86,6 +86,9 @@ function edgeResponses(route: Route, readsBody: boolean): Record<number, string>
     // Every authenticated request reads the database (its credentials) at least.
     edge[503] = 'Postgres or Temporal is not answering; retry after the seconds Retry-After gives';
   }
+  if (route.throttle) {
+    edge[429] = 'Too many requests from this address; Retry-After gives the seconds to wait';
+  }
   if (route.auth !== null && !route.admin) {
     edge[403] = 'Admin credentials (application credentials only)';
   }

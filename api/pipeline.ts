@@ -3,8 +3,14 @@ import type Router from '@koa/router';
 import type Koa from 'koa';
 import type { DatabasePool } from '../db/pool';
 import type { z } from 'zod';
-import { ADMIN_API_KEY_PREFIX, authenticateAdmin, hitAdminRateLimit } from '../db/admins';
-import { lockedUntil, recordFailure } from '../db/auth-lockout';
+import ipaddr from 'ipaddr.js';
+import {
+  ADMIN_API_KEY_PREFIX,
+  authenticateAdmin,
+  hitAdminRateLimit,
+  type AdminAuthResult,
+} from '../db/admins';
+import { admitAttempt, settleAttempt } from '../db/auth-lockout';
 import type { CredentialCache } from '../db/credential-cache';
 import {
   authenticate,
@@ -12,6 +18,7 @@ import {
   type Admission,
   type Authenticated,
 } from '../db/credentials';
+import { hitKeyedRateLimit, type RateLimitHit } from '../db/rate-limit';
 import { claimIdempotencyKey, completeIdempotencyKey, type ClaimResult } from '../db/idempotency';
 import { idempotentReplays, rateLimitedRequests } from '../observability/metrics';
 import { AppError } from './errors';
@@ -19,7 +26,7 @@ import { RATE_LIMIT_CATEGORIES, type Caller } from '../domain/types';
 import { refuseUnstorableText } from './middleware/body';
 import { RateLimitedError } from './middleware/errors';
 import { InexactNumber } from './middleware/json-number';
-import type { HandlerResult, Route } from './route';
+import type { HandlerResult, Route, Throttle } from './route';
 import { uuidPattern } from './schemas';
 import type { PaymentAnswer } from '../workflows/shared';
 
@@ -63,10 +70,7 @@ async function authenticateRequest(
   }
   const caller = callerOf(result);
   (ctx.state as { caller?: Caller }).caller = caller;
-  if (result.hit.count > limitOf(result.rateLimits)) {
-    rateLimitedRequests.inc({ category });
-    throw new RateLimitedError(result.hit.retryAfterSeconds);
-  }
+  refuseOverLimit(result.hit, limitOf(result.rateLimits), category);
   return { caller, ...(result.claim !== undefined ? { claim: result.claim } : {}) };
 }
 
@@ -98,9 +102,21 @@ export class LockedOutError extends RateLimitedError {
 }
 
 /**
- * The client's address: the socket's peer, or, behind `trustProxy` proxies, the address the
- * farthest trusted proxy saw (counted from the right of `X-Forwarded-For`; a header a client
- * sent itself is never believed beyond that). IPv4-mapped IPv6 addresses are shown as IPv4.
+ * The key a client is counted under: an IPv4 address as it is (an IPv4-mapped IPv6 address as
+ * IPv4), an IPv6 address as its /64, the block one subscriber is given, so that walking the
+ * block's addresses does not escape a lockout or a rate limit.
+ */
+export function addressKey(address: string): string {
+  if (!ipaddr.isValid(address)) return address.slice(0, 100);
+  const parsed = ipaddr.process(address);
+  if (parsed.kind() === 'ipv4') return parsed.toString();
+  return `${ipaddr.IPv6.networkAddressFromCIDR(`${parsed.toString()}/64`).toString()}/64`;
+}
+
+/**
+ * The client's address key (`addressKey`): of the socket's peer, or, behind `trustProxy`
+ * proxies, of the address the farthest trusted proxy saw (counted from the right of
+ * `X-Forwarded-For`; a header a client sent itself is never believed beyond that).
  */
 export function clientAddress(ctx: Koa.Context, trustProxy: number): string {
   const peer = ctx.req.socket.remoteAddress ?? 'unknown';
@@ -113,13 +129,48 @@ export function clientAddress(ctx: Koa.Context, trustProxy: number): string {
       .filter(Boolean);
     if (hops.length) address = hops[Math.max(0, hops.length - trustProxy)]!;
   }
-  return address.replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1').slice(0, 100);
+  return addressKey(address);
 }
 
 /**
- * Admin endpoints: the address's lockout first (even valid credentials wait it out), then the
- * admin's credential; each failed authentication counts towards the lockout, application
- * credentials are refused with 403, then the admin's own rate limit.
+ * One authentication attempt of a client address under the scope's lockout (db/auth-lockout.ts):
+ * 429 while the address is locked out; `check` says whether the attempt failed, and a failure
+ * that starts a lockout answers 429 too. What `check` throws counts as a failure.
+ */
+export async function underLockout<T>(
+  pool: DatabasePool,
+  scope: string,
+  address: string,
+  check: () => Promise<{ failed: boolean; result: T }>,
+): Promise<T> {
+  const admission = await admitAttempt(pool, scope, address);
+  if ('retryAfter' in admission) throw new LockedOutError(admission.retryAfter);
+  const { failed, result } = await check();
+  const lockout = await settleAttempt(pool, scope, address, admission.attempt, failed);
+  if (lockout !== null) throw new LockedOutError(lockout);
+  return result;
+}
+
+/** A request counted past its limit: 429 with `Retry-After`, and counted in the metrics. */
+function refuseOverLimit(hit: RateLimitHit, limit: number, category: string): void {
+  if (hit.count <= limit) return;
+  rateLimitedRequests.inc({ category });
+  throw new RateLimitedError(hit.retryAfterSeconds);
+}
+
+/** Counts a request of `subject` (a client address, a dashboard account): 429 over the limit. */
+export async function throttle(
+  pool: DatabasePool,
+  subject: string,
+  { category, perMinute }: Throttle,
+): Promise<void> {
+  refuseOverLimit(await hitKeyedRateLimit(pool, 'subject', subject, category), perMinute, category);
+}
+
+/**
+ * Admin endpoints, behind the address's lockout (even valid credentials wait it out): the
+ * admin's credential, where each failed authentication counts towards the lockout and
+ * application credentials are refused with 403, then the admin's own rate limit.
  */
 async function authenticateAdminRequest(
   ctx: Koa.Context,
@@ -128,30 +179,23 @@ async function authenticateAdminRequest(
   options: { trustProxy: number; basic: boolean },
 ): Promise<void> {
   const address = clientAddress(ctx, options.trustProxy);
-  const locked = await lockedUntil(pool, ADMIN_LOCKOUT_SCOPE, address);
-  if (locked !== null) throw new LockedOutError(locked);
   const basic = options.basic && !ctx.get('api-key') ? basicCredentials(ctx) : null;
   const apiKey = basic?.apiKey ?? ctx.get('api-key');
   const secretKey = basic?.secretKey ?? ctx.get('secret-key');
-  const fail = async (reason: keyof typeof ADMIN_UNAUTHENTICATED): Promise<never> => {
-    const lockout = await recordFailure(pool, ADMIN_LOCKOUT_SCOPE, address);
-    if (lockout !== null) throw new LockedOutError(lockout);
-    throw new AppError('unauthenticated', ADMIN_UNAUTHENTICATED[reason]);
-  };
-  if (!apiKey || !secretKey) return fail('missing');
-  const admin = await authenticateAdmin(pool, apiKey, secretKey);
-  if (!admin.ok) {
+  type Outcome = AdminAuthResult | { ok: false; reason: 'missing' } | null;
+  const admin = await underLockout<Outcome>(pool, ADMIN_LOCKOUT_SCOPE, address, async () => {
+    if (!apiKey || !secretKey) return { failed: true, result: { ok: false, reason: 'missing' } };
+    const result = await authenticateAdmin(pool, apiKey, secretKey);
+    if (result.ok) return { failed: false, result };
+    // Application credentials are no failed guess: refused with 403 below, not counted.
     const application = await authenticate(pool, apiKey, secretKey);
-    if (application.ok) {
-      throw new AppError('forbidden', 'This endpoint needs admin credentials');
-    }
-    return fail(admin.reason);
-  }
+    return application.ok ? { failed: false, result: null } : { failed: true, result };
+  });
+  if (admin === null) throw new AppError('forbidden', 'This endpoint needs admin credentials');
+  if (!admin.ok) throw new AppError('unauthenticated', ADMIN_UNAUTHENTICATED[admin.reason]);
   (ctx.state as { admin?: { id: string } }).admin = { id: admin.adminId };
   const hit = await hitAdminRateLimit(pool, admin.adminId, category);
-  if (hit.count > RATE_LIMIT_CATEGORIES[category]) {
-    throw new RateLimitedError(hit.retryAfterSeconds);
-  }
+  refuseOverLimit(hit, RATE_LIMIT_CATEGORIES[category], category);
 }
 
 /** `Authorization: Basic base64(api-key:secret-key)`, or null. */
@@ -273,6 +317,9 @@ export function mountRoutes(
       if (templated && concretePaths.has(ctx.path)) {
         await next();
         return;
+      }
+      if (route.throttle) {
+        await throttle(pool, clientAddress(ctx, options.trustProxy), route.throttle);
       }
       if (route.admin && route.auth !== null) {
         await authenticateAdminRequest(ctx, pool, route.auth, {

@@ -23,6 +23,9 @@ export type RouteContext<B, Q, P> = {
   idempotency: { key: string; claimedAt: string; fresh: boolean } | null;
 };
 
+/** A limit of requests a minute for callers that no credential names (db/rate-limit.ts). */
+export type Throttle = { category: string; perMinute: number };
+
 /**
  * One route: its validation schemas, documentation and handler together, so that the OpenAPI
  * document is generated from the very schemas that validate the requests.
@@ -45,6 +48,8 @@ export type Route<B = unknown, Q = unknown, P = unknown> = {
    * user, `secret-key` as the password): what a browser can send (the Temporal UI's codec calls).
    */
   adminBasicAuth?: boolean;
+  /** An unauthenticated route's limit, counted per client address (its /64 for IPv6). */
+  throttle?: Throttle;
   testModeOnly?: boolean;
   /** Accepts `Idempotency-Key` (every POST that moves money). */
   idempotent?: boolean;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MAX_MINOR_UNITS, parseMajorDecimal } from '../domain/money';
 import { InexactNumber, plainDecimal } from './middleware/json-number';
+import { TOTAL_COUNTED_AHEAD } from '../db/pages';
 
 /** Error body of every failure. */
 export const ErrorBody = z.object({ detail: z.string() }).meta({ id: 'Error' });
@@ -107,12 +108,18 @@ export const BooleanQuery = z
   .enum(['true', 'false', '1', '0'])
   .transform((v) => v === 'true' || v === '1');
 
+/** What a list's `total` (and `X-Total-Count`) means: db/pages.ts `pageTotal`. */
+export const TOTAL_DESCRIPTION =
+  `The matching rows, counted exactly up to ${TOTAL_COUNTED_AHEAD} rows past the end of this ` +
+  `page; beyond that, this lower bound (the end of this page plus ${TOTAL_COUNTED_AHEAD}), ` +
+  'which still shows a next page whenever there is one';
+
 export function pageEnvelope<T extends z.ZodType>(item: T) {
   return z.object({
     data: z.array(item),
     page: z.number().int(),
     per_page: z.number().int(),
-    total: z.number().int(),
+    total: z.number().int().meta({ description: TOTAL_DESCRIPTION }),
     total_pages: z.number().int(),
   });
 }

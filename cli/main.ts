@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../config';
+import { loadConfig, type Config } from '../config';
 import { createLogger } from '../observability/logger';
 import {
   createApplication,
@@ -8,6 +8,7 @@ import {
   type ApplicationRow,
 } from '../db/applications';
 import { createAdmin, listAdmins, revokeAdmin } from '../db/admins';
+import { CapReachedError } from '../db/caps';
 import { createCredential, listCredentials, revokeCredential } from '../db/credentials';
 import {
   createDashboardAccount,
@@ -103,7 +104,11 @@ function applicationJson(app: ApplicationRow) {
   };
 }
 
-export async function runCli(argv: string[], pool: DatabasePool): Promise<unknown> {
+export async function runCli(
+  argv: string[],
+  pool: DatabasePool,
+  caps: Config['caps'],
+): Promise<unknown> {
   const [group, command, ...rest] = argv;
   const { values } = (() => {
     try {
@@ -191,6 +196,10 @@ export async function runCli(argv: string[], pool: DatabasePool): Promise<unknow
         applicationId: id,
         mode,
         expiresAt: expiresAt ? new Date(expiresAt).toISOString() : null,
+        cap: caps.credentials,
+      }).catch((error: unknown) => {
+        if (error instanceof CapReachedError) throw new UsageError(error.message);
+        throw error;
       });
       return {
         api_key: created.api_key,
@@ -285,7 +294,7 @@ async function main(): Promise<void> {
   const database = await openLocalDatabase(config, logger);
   const pool = await createDatabasePool(database.url, { maximumPoolSize: 2 });
   try {
-    const out = await runCli(argv, pool);
+    const out = await runCli(argv, pool, config.caps);
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
   } catch (error) {
     if (error instanceof RefusedError) {

@@ -130,6 +130,11 @@ const envSchema = z.object({
     .string()
     .regex(/^(true|false|\d{1,2})$/, 'TRUST_PROXY must be true, false or a number of proxies')
     .default('false'),
+  RATE_LIMIT_CARD_AUTHENTICATION_PAGE: z.coerce.number().int().min(1).default(30),
+  RATE_LIMIT_DASHBOARD_SIGNED_OUT: z.coerce.number().int().min(1).default(30),
+  RATE_LIMIT_DASHBOARD_ACCOUNT: z.coerce.number().int().min(1).default(120),
+  MAX_CREDENTIALS_PER_MODE: z.coerce.number().int().min(1).default(20),
+  MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE: z.coerce.number().int().min(1).default(16),
   METRICS_ENABLED: onOff.default(true),
   WORKER_METRICS_PORT: port.optional(),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalUrl,
@@ -155,6 +160,24 @@ export type Config = {
     trustProxy: number;
   };
   log: { level: z.infer<typeof envSchema>['LOG_LEVEL'] };
+  /**
+   * Requests a minute of callers that no credential names, counted like the applications'
+   * (db/rate-limit.ts): per client address (its /64 for IPv6) on the sandbox's 3-D Secure page
+   * (`RATE_LIMIT_CARD_AUTHENTICATION_PAGE`) and on the dashboard without a session, signing in
+   * included (`RATE_LIMIT_DASHBOARD_SIGNED_OUT`); per dashboard account once signed in
+   * (`RATE_LIMIT_DASHBOARD_ACCOUNT`).
+   */
+  throttles: {
+    cardAuthenticationPage: number;
+    dashboardSignedOut: number;
+    dashboardAccount: number;
+  };
+  /**
+   * How many an application may have per mode: active credentials (`MAX_CREDENTIALS_PER_MODE`;
+   * revoked and expired ones do not count) and webhook subscriptions, inactive ones included
+   * (`MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE`: each one is another signed POST of every event).
+   */
+  caps: { credentials: number; webhookSubscriptions: number };
   /**
    * Prometheus metrics (observability/metrics.ts): the API's `GET /metrics` when `enabled`; the
    * worker's own endpoint (with the Temporal SDK's metrics) on `workerPort`, off when unset.
@@ -347,6 +370,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         e.TRUST_PROXY === 'true' ? 1 : e.TRUST_PROXY === 'false' ? 0 : Number(e.TRUST_PROXY),
     },
     log: { level: e.LOG_LEVEL },
+    throttles: {
+      cardAuthenticationPage: e.RATE_LIMIT_CARD_AUTHENTICATION_PAGE,
+      dashboardSignedOut: e.RATE_LIMIT_DASHBOARD_SIGNED_OUT,
+      dashboardAccount: e.RATE_LIMIT_DASHBOARD_ACCOUNT,
+    },
+    caps: {
+      credentials: e.MAX_CREDENTIALS_PER_MODE,
+      webhookSubscriptions: e.MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE,
+    },
     metrics: {
       enabled: e.METRICS_ENABLED,
       workerPort: e.WORKER_METRICS_PORT,

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import { apiKeyHint, sha256 } from './credentials';
+import { hitKeyedRateLimit, type RateLimitHit } from './rate-limit';
 
 /**
  * Platform admins: the operators, not applications. One credential each, in the same two
@@ -98,11 +99,6 @@ export async function hitAdminRateLimit(
   db: CommonQueryMethods,
   adminId: string,
   category: string,
-): Promise<{ count: number; retryAfterSeconds: number }> {
-  return db.one(sql.type(z.object({ count: z.number(), retryAfterSeconds: z.number() }))`
-    INSERT INTO admin_rate_limit_counters AS c (admin_id, category, window_start, count)
-    VALUES (${adminId}, ${category}, date_trunc('minute', now()), 1)
-    ON CONFLICT (admin_id, category, window_start) DO UPDATE SET count = c.count + 1
-    RETURNING c.count,
-      greatest(1, ceil(extract(epoch FROM (c.window_start + interval '1 minute' - now()))))::int AS "retryAfterSeconds"`);
+): Promise<RateLimitHit> {
+  return hitKeyedRateLimit(db, 'admin_id', adminId, category);
 }

@@ -2,6 +2,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { Mode } from '../domain/types';
+import { insertWithinCap } from './caps';
 import type { CredentialCache } from './credential-cache';
 import { countAndClaim, type ClaimResult } from './idempotency';
 import { hitRateLimit, type RateLimitHit, type RowVersions } from './rate-limit';
@@ -37,18 +38,25 @@ export type CreatedCredential = {
   expires_at: string | null;
 };
 
+/**
+ * Creates a credential; with `cap` (config `caps.credentials`), only while the application and
+ * mode hold fewer active ones (db/caps.ts, CapReachedError).
+ */
 export async function createCredential(
   db: CommonQueryMethods,
-  input: { applicationId: string; mode: Mode; expiresAt?: string | null },
+  input: { applicationId: string; mode: Mode; expiresAt?: string | null; cap?: number },
 ): Promise<CreatedCredential> {
   const { apiKey, secretKey } = generateCredentialPair(input.mode);
-  const row = await db.one(sql.type(
-    z.object({ id: z.string(), expires_at: z.string().nullable() }),
-  )`
-    INSERT INTO credentials (id, application_id, mode, api_key_hash, api_key_hint, secret_hash, expires_at)
-    VALUES (${randomUUID()}, ${input.applicationId}, ${input.mode}, ${sql.binary(sha256(apiKey))},
-            ${apiKeyHint(apiKey)}, ${sql.binary(sha256(secretKey))}, ${input.expiresAt ?? null})
-    RETURNING id, expires_at`);
+  const insert = (trx: CommonQueryMethods) =>
+    trx.one(sql.type(z.object({ id: z.string(), expires_at: z.string().nullable() }))`
+      INSERT INTO credentials (id, application_id, mode, api_key_hash, api_key_hint, secret_hash, expires_at)
+      VALUES (${randomUUID()}, ${input.applicationId}, ${input.mode}, ${sql.binary(sha256(apiKey))},
+              ${apiKeyHint(apiKey)}, ${sql.binary(sha256(secretKey))}, ${input.expiresAt ?? null})
+      RETURNING id, expires_at`);
+  const row =
+    input.cap === undefined
+      ? await insert(db)
+      : await insertWithinCap(db, 'credentials', input, input.cap, insert);
   return {
     id: row.id,
     api_key: apiKey,

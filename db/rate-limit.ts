@@ -8,9 +8,12 @@ export type RowVersions = { credential: string; application: string };
 
 const hitRow = z.object({ count: z.number(), retryAfterSeconds: z.number() });
 const window = sql.fragment`date_trunc('minute', now())`;
-const counted = sql.fragment`ON CONFLICT (credential_id, category, window_start) DO UPDATE SET count = c.count + 1
+/** The upsert's tail that counts one request in a table of counters keyed by `key` (aliased `c`). */
+function counted(key: 'credential_id' | 'admin_id' | 'subject') {
+  return sql.fragment`ON CONFLICT (${sql.identifier([key])}, category, window_start) DO UPDATE SET count = c.count + 1
   RETURNING c.count,
     greatest(1, ceil(extract(epoch FROM (c.window_start + interval '1 minute' - now()))))::int AS "retryAfterSeconds"`;
+}
 
 /**
  * Fixed one-minute windows per credential and category, counted in Postgres so that every API
@@ -54,7 +57,7 @@ export function countStatement(
     return sql.fragment`
       INSERT INTO rate_limit_counters AS c (credential_id, category, window_start, count)
       VALUES (${credentialId}, ${category}, ${window}, 1)
-      ${counted}`;
+      ${counted('credential_id')}`;
   }
   return sql.fragment`
     INSERT INTO rate_limit_counters AS c (credential_id, category, window_start, count)
@@ -62,5 +65,27 @@ export function countStatement(
     FROM credentials cr JOIN applications a ON a.id = cr.application_id
     WHERE cr.id = ${credentialId}
       AND cr.xmin = ${versions.credential}::xid AND a.xmin = ${versions.application}::xid
-    ${counted}`;
+    ${counted('credential_id')}`;
+}
+
+/** The tables of the callers that are not credentials, by the column that names the caller. */
+const KEYED_COUNTERS = {
+  admin_id: 'admin_rate_limit_counters',
+  subject: 'throttle_counters',
+} as const;
+
+/**
+ * The same windows for a caller that no credential names: an admin (`admin_id`), or a client
+ * address or dashboard account (`subject`). Returns the count after this request.
+ */
+export async function hitKeyedRateLimit(
+  db: CommonQueryMethods,
+  key: keyof typeof KEYED_COUNTERS,
+  value: string,
+  category: string,
+): Promise<RateLimitHit> {
+  return db.one(sql.type(hitRow)`
+    INSERT INTO ${sql.identifier([KEYED_COUNTERS[key]])} AS c (${sql.identifier([key])}, category, window_start, count)
+    VALUES (${value}, ${category}, ${window}, 1)
+    ${counted(key)}`);
 }

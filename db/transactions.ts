@@ -12,6 +12,7 @@ import {
 } from '../domain/types';
 import type { TransactionRecord } from '../workflows/shared';
 import { prepare } from './pool';
+import { pageTotal } from './pages';
 
 export const transactionRow = z.object({
   id: z.string(),
@@ -209,11 +210,7 @@ export async function listTransactions(
     AND (${filter.transaction_type ?? null}::text IS NULL OR transaction_type = ${filter.transaction_type ?? null}::text)
     AND (${filter.wallet_id ?? null}::uuid IS NULL OR wallet_id = ${filter.wallet_id ?? null}::uuid
          OR recipient_wallet_id = ${filter.wallet_id ?? null}::uuid)`;
-  const total = await db.oneFirst(
-    sql.type(
-      z.object({ count: z.number() }),
-    )`SELECT count(*)::int AS count FROM transactions WHERE ${where}`,
-  );
+  const total = await pageTotal(db, sql.fragment`transactions`, where, page);
   const rows = await db.any(sql.type(transactionRow)`
     SELECT ${transactionColumns} FROM transactions WHERE ${where}
     ORDER BY created_at DESC, id LIMIT ${page.limit} OFFSET ${page.offset}`);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import type { Caller } from '../domain/types';
+import { pageTotal } from './pages';
 
 export const userRow = z.object({
   id: z.string(),
@@ -62,11 +63,7 @@ export async function listUsers(
 ): Promise<{ rows: readonly UserRow[]; total: number }> {
   const where = sql.fragment`application_id = ${caller.applicationId} AND mode = ${caller.mode}
     AND (${filter.is_active ?? null}::boolean IS NULL OR is_active = ${filter.is_active ?? null}::boolean)`;
-  const total = await db.oneFirst(
-    sql.type(
-      z.object({ count: z.number() }),
-    )`SELECT count(*)::int AS count FROM users WHERE ${where}`,
-  );
+  const total = await pageTotal(db, sql.fragment`users`, where, page);
   const rows = await db.any(sql.type(userRow)`
     SELECT ${columns} FROM users WHERE ${where}
     ORDER BY created_at, id LIMIT ${page.limit} OFFSET ${page.offset}`);

@@ -5,6 +5,7 @@ import type { Currency } from '../domain/money';
 import type { Caller } from '../domain/types';
 import { remember } from './memory';
 import { prepare } from './pool';
+import { pageTotal } from './pages';
 
 export const walletRow = z.object({
   id: z.string(),
@@ -80,11 +81,7 @@ export async function listWallets(
 ): Promise<{ rows: readonly WalletRow[]; total: number }> {
   const where = sql.fragment`w.application_id = ${caller.applicationId} AND w.mode = ${caller.mode}
     AND (${filter.is_active ?? null}::boolean IS NULL OR w.is_active = ${filter.is_active ?? null}::boolean)`;
-  const total = await db.oneFirst(
-    sql.type(
-      z.object({ count: z.number() }),
-    )`SELECT count(*)::int AS count FROM wallets w WHERE ${where}`,
-  );
+  const total = await pageTotal(db, sql.fragment`wallets w`, where, page);
   const rows = await db.any(sql.type(walletRow)`
     ${select} WHERE ${where} ORDER BY w.created_at, w.id LIMIT ${page.limit} OFFSET ${page.offset}`);
   return { rows, total };

@@ -2,6 +2,7 @@ import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { Caller } from '../domain/types';
 import type { DatabasePool } from './pool';
+import { pageTotal } from './pages';
 
 /**
  * The webhook side of the events outbox (issue 10): the relay's claim of unrelayed events, one
@@ -245,11 +246,7 @@ export async function listCallerEvents(
 ): Promise<{ rows: EventWithDeliveries[]; total: number }> {
   const where = sql.fragment`application_id = ${caller.applicationId} AND mode = ${caller.mode}
     AND (${filter.type ?? null}::text IS NULL OR type = ${filter.type ?? null}::text)`;
-  const total = await db.oneFirst(
-    sql.type(
-      z.object({ count: z.number() }),
-    )`SELECT count(*)::int AS count FROM events WHERE ${where}`,
-  );
+  const total = await pageTotal(db, sql.fragment`events`, where, page);
   const rows = await db.any(sql.type(eventRow)`
     SELECT ${eventColumns} FROM events WHERE ${where}
     ORDER BY created_at DESC, id LIMIT ${page.limit} OFFSET ${page.offset}`);

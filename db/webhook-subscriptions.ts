@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { Caller } from '../domain/types';
+import { insertWithinCap } from './caps';
+import { pageTotal } from './pages';
 
 export const webhookSubscriptionRow = z.object({
   id: z.string(),
@@ -19,16 +21,25 @@ export type WebhookSubscriptionRow = z.infer<typeof webhookSubscriptionRow>;
 
 const columns = sql.fragment`id, application_id, mode, url, events, is_active, secret_sealed, created_at, updated_at`;
 
+/**
+ * Inserts a subscription; with `cap` (config `caps.webhookSubscriptions`), only while the
+ * application and mode hold fewer (db/caps.ts, CapReachedError).
+ */
 export async function insertWebhookSubscription(
   db: CommonQueryMethods,
   caller: Caller,
   input: { url: string; events: readonly string[]; is_active: boolean; secret_sealed: string },
+  cap?: number,
 ): Promise<WebhookSubscriptionRow> {
-  return db.one(sql.type(webhookSubscriptionRow)`
-    INSERT INTO webhook_subscriptions (id, application_id, mode, url, events, is_active, secret_sealed)
-    VALUES (${randomUUID()}, ${caller.applicationId}, ${caller.mode}, ${input.url},
-            ${sql.array(input.events, 'text')}, ${input.is_active}, ${input.secret_sealed})
-    RETURNING ${columns}`);
+  const insert = (trx: CommonQueryMethods) =>
+    trx.one(sql.type(webhookSubscriptionRow)`
+      INSERT INTO webhook_subscriptions (id, application_id, mode, url, events, is_active, secret_sealed)
+      VALUES (${randomUUID()}, ${caller.applicationId}, ${caller.mode}, ${input.url},
+              ${sql.array(input.events, 'text')}, ${input.is_active}, ${input.secret_sealed})
+      RETURNING ${columns}`);
+  return cap === undefined
+    ? insert(db)
+    : insertWithinCap(db, 'webhook_subscriptions', caller, cap, insert);
 }
 
 /** A subscription by id, whatever its application: the caller decides between 403 and 404. */
@@ -47,11 +58,7 @@ export async function listWebhookSubscriptions(
   page: { limit: number; offset: number },
 ): Promise<{ rows: readonly WebhookSubscriptionRow[]; total: number }> {
   const where = sql.fragment`application_id = ${caller.applicationId} AND mode = ${caller.mode}`;
-  const total = await db.oneFirst(
-    sql.type(
-      z.object({ count: z.number() }),
-    )`SELECT count(*)::int AS count FROM webhook_subscriptions WHERE ${where}`,
-  );
+  const total = await pageTotal(db, sql.fragment`webhook_subscriptions`, where, page);
   const rows = await db.any(sql.type(webhookSubscriptionRow)`
     SELECT ${columns} FROM webhook_subscriptions WHERE ${where}
     ORDER BY created_at, id LIMIT ${page.limit} OFFSET ${page.offset}`);

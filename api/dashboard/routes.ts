@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { createCredential } from '../../db/credentials';
 import { listModeCredentials, revokeModeCredential } from '../../db/dashboard-credentials';
 import type { ApiDeps } from '../deps';
-import { AppError, errorResponse } from '../errors';
+import { AppError, errorResponse, refuseOverCap } from '../errors';
 import { mountRoutes } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { dashboardCaller, dashboardSession, sessionRoutes } from './session';
@@ -97,6 +97,7 @@ function credentialRoutes(deps: ApiDeps): Route[] {
       body: NewCredential,
       responses: {
         201: { description: 'The new credential with its secret' },
+        400: errorResponse('The application has as many active credentials in this mode as it may'),
         422: errorResponse('expires_at is not a time in the future'),
       },
       handler: async ({ ctx, params, body }) => {
@@ -105,7 +106,9 @@ function credentialRoutes(deps: ApiDeps): Route[] {
         if (expiresAt && Date.parse(expiresAt) <= Date.now()) {
           throw new AppError('validation_failed', 'expires_at must be in the future');
         }
-        const created = await createCredential(pool, { ...caller, expiresAt });
+        const created = await refuseOverCap(() =>
+          createCredential(pool, { ...caller, expiresAt, cap: deps.config.caps.credentials }),
+        );
         return {
           status: 201,
           body: {
@@ -163,7 +166,7 @@ export function dashboard(deps: ApiDeps, publicRoutes: readonly Route[]): Koa.Mi
     throw new AppError('not_found', 'No such dashboard endpoint');
   };
   return [
-    dashboardSession(deps.pool),
+    dashboardSession(deps),
     router.routes() as Koa.Middleware,
     notFound,
     serveDashboard(deps.config.dashboard.distDir),

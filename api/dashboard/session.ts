@@ -9,14 +9,13 @@ import {
   SESSION_HOURS,
   type DashboardSession,
 } from '../../db/dashboard-accounts';
-import type { DatabasePool } from '../../db/pool';
 import type { Caller } from '../../domain/types';
 import { AppError, errorResponse } from '../errors';
-import { clientAddress, LockedOutError } from '../pipeline';
+import { clientAddress, throttle, underLockout } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { MessageBody } from '../schemas';
 import type { ApiDeps } from '../deps';
-import { signInLockout } from './lockout';
+import { SIGN_IN_LOCKOUT_SCOPE } from './lockout';
 import { isDashboardApi } from './static';
 
 /**
@@ -74,11 +73,13 @@ export function dashboardCaller(ctx: Koa.Context, mode: string): Caller {
 const SIGN_IN_PATH = '/dashboard/api/session';
 
 /**
- * In front of every /dashboard/api route: reads the session cookie, and refuses a
- * state-changing request without the session's CSRF token (403). Signing in itself must be
- * JSON (a cross-site form cannot send that without a preflight).
+ * In front of every /dashboard/api route: reads the session cookie, counts the request (per
+ * account once signed in, else per client address, signing in included: 429 over the limit),
+ * and refuses a state-changing request without the session's CSRF token (403). Signing in
+ * itself must be JSON (a cross-site form cannot send that without a preflight).
  */
-export function dashboardSession(pool: DatabasePool): Koa.Middleware {
+export function dashboardSession({ pool, config }: ApiDeps): Koa.Middleware {
+  const { dashboardAccount, dashboardSignedOut } = config.throttles;
   return async function readSession(ctx, next) {
     if (!isDashboardApi(ctx)) {
       await next();
@@ -87,8 +88,20 @@ export function dashboardSession(pool: DatabasePool): Koa.Middleware {
     const token = ctx.cookies.get(SESSION_COOKIE);
     const session = token ? await findDashboardSession(pool, token) : null;
     if (session && token) (ctx.state as DashboardState).dashboard = { session, token };
+    const signingIn = ctx.path === SIGN_IN_PATH && ctx.method === 'POST';
+    if (session && !signingIn) {
+      await throttle(pool, session.account_id, {
+        category: 'dashboard_account',
+        perMinute: dashboardAccount,
+      });
+    } else {
+      await throttle(pool, clientAddress(ctx, config.api.trustProxy), {
+        category: 'dashboard_signed_out',
+        perMinute: dashboardSignedOut,
+      });
+    }
     const changes = !['GET', 'HEAD', 'OPTIONS'].includes(ctx.method);
-    if (changes && ctx.path === SIGN_IN_PATH && ctx.method === 'POST') {
+    if (changes && signingIn) {
       if (!ctx.is('application/json')) {
         throw new AppError('invalid_request', 'Sign in with a JSON body {email, password}');
       }
@@ -127,7 +140,6 @@ function sessionBody(session: DashboardSession, token: string) {
 
 export function sessionRoutes(deps: ApiDeps): Route[] {
   const { pool, config } = deps;
-  const lockout = signInLockout(pool);
   return [
     defineRoute({
       method: 'post',
@@ -144,15 +156,11 @@ export function sessionRoutes(deps: ApiDeps): Route[] {
       handler: async ({ ctx, body }) => {
         // The address's lockout comes first: even the right password waits it out.
         const address = clientAddress(ctx, config.api.trustProxy);
-        const wait = await lockout.retryAfter(address);
-        if (wait !== null) throw new LockedOutError(wait);
-        const account = await checkDashboardPassword(pool, body.email, body.password);
-        if (!account) {
-          const locked = await lockout.fail(address);
-          if (locked !== null) throw new LockedOutError(locked);
-          throw new AppError('unauthenticated', 'Wrong email or password');
-        }
-        await lockout.succeed(address);
+        const account = await underLockout(pool, SIGN_IN_LOCKOUT_SCOPE, address, async () => {
+          const found = await checkDashboardPassword(pool, body.email, body.password);
+          return { failed: !found, result: found };
+        });
+        if (!account) throw new AppError('unauthenticated', 'Wrong email or password');
         const { token } = await openDashboardSession(pool, account.id);
         const session = await findDashboardSession(pool, token);
         if (!session) throw new Error('a session just opened is not found');

@@ -128,14 +128,21 @@ function authenticationPage(input: {
 `;
 }
 
+// No page may frame it (nothing of ours does): a frame could dress its buttons as another's.
 const HTML_HEADERS = {
   'Content-Type': 'text/html; charset=utf-8',
   'Cache-Control': 'no-store',
-  'Content-Security-Policy': "default-src 'none'; form-action 'self'",
+  'Content-Security-Policy': "default-src 'none'; form-action 'self'; frame-ancestors 'none'",
+  'X-Frame-Options': 'DENY',
 };
 
 export function cardDepositRoutes(deps: ApiDeps): Route[] {
   const { pool, providers } = deps;
+  // Anyone may open the page: each client address gets so many requests a minute, both methods.
+  const perAddress = {
+    category: 'card_authentication_page',
+    perMinute: deps.config.throttles.cardAuthenticationPage,
+  };
 
   /** The sandbox authenticates (or fails) the payment, then sends its signed event. */
   async function authenticateInSandbox(
@@ -352,6 +359,7 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
         '(HTML, no credentials: the payment id is unguessable)',
       tag: 'Testing',
       auth: null,
+      throttle: perAddress,
       params: PaymentParams,
       opaqueParams: ['payment_id'],
       responses: {
@@ -371,6 +379,7 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
         'simulate-card-authentication does',
       tag: 'Testing',
       auth: null,
+      throttle: perAddress,
       params: PaymentParams,
       opaqueParams: ['payment_id'],
       query: AuthenticationDecision,

@@ -6,7 +6,7 @@ import { assertOwned, ownedUser, ownedWallet } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
-import { BooleanQuery, PageQuery } from '../schemas';
+import { BooleanQuery, PageQuery, TOTAL_DESCRIPTION } from '../schemas';
 import { WalletBody, walletBody } from '../serializers';
 
 export function walletRoutes(deps: ApiDeps): Route[] {
@@ -47,7 +47,10 @@ export function walletRoutes(deps: ApiDeps): Route[] {
       auth: 'default',
       query: PageQuery.extend({ is_active: BooleanQuery.optional() }),
       responses: {
-        200: { description: 'Wallets', schema: z.array(WalletBody) },
+        200: {
+          description: `Wallets. X-Total-Count: ${TOTAL_DESCRIPTION.charAt(0).toLowerCase()}${TOTAL_DESCRIPTION.slice(1)}`,
+          schema: z.array(WalletBody),
+        },
         401: errorResponse('Missing or invalid credentials'),
         422: errorResponse('Invalid paging or filter'),
       },

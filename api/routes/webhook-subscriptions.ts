@@ -17,7 +17,7 @@ import {
 import { newWebhookSecret, seal, webhookSecretKey } from '../../outbound/secret-box';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
-import { AppError, errorResponse, notFound } from '../errors';
+import { AppError, errorResponse, notFound, refuseOverCap } from '../errors';
 import { defineRoute, type Route } from '../route';
 import { MessageBody, PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
 import {
@@ -151,19 +151,28 @@ export function webhookSubscriptionRoutes(deps: ApiDeps): Route[] {
           description: 'The subscription, with its secret',
           schema: CreatedWebhookSubscriptionBody,
         },
-        400: refusedUrl,
+        400: errorResponse(
+          'The URL is refused (as on PATCH), or the application already has as many subscriptions in this mode as it may (MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE)',
+        ),
         401: unauthenticated,
         422: errorResponse('Validation failure (an unknown event kind included)'),
       },
       handler: async ({ caller, body }) => {
         await assertAllowedUrl(caller, body.url);
         const secret = newWebhookSecret();
-        const row = await insertWebhookSubscription(pool, caller, {
-          url: body.url,
-          events: body.events,
-          is_active: body.is_active,
-          secret_sealed: seal(secretKey(), secret),
-        });
+        const row = await refuseOverCap(() =>
+          insertWebhookSubscription(
+            pool,
+            caller,
+            {
+              url: body.url,
+              events: body.events,
+              is_active: body.is_active,
+              secret_sealed: seal(secretKey(), secret),
+            },
+            config.caps.webhookSubscriptions,
+          ),
+        );
         return { status: 201, body: { ...webhookSubscriptionBody(row), secret } };
       },
     }),

@@ -4,7 +4,7 @@ import { startApi, type RunningApi } from '../../api/server';
 import { createAdmin, type CreatedAdmin } from '../../db/admins';
 import { dashboardAnalytics } from '../../db/analytics';
 import { updateApplication } from '../../db/applications';
-import { clear, lockedUntil, recordFailure } from '../../db/auth-lockout';
+import { admitAttempt, clear, lockedUntil, settleAttempt } from '../../db/auth-lockout';
 import { createLogger } from '../../observability/logger';
 import { assertLedgerInvariant, fundWallet } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
@@ -399,6 +399,12 @@ describe('GET /api/v1/transactions/admin/analytics', () => {
 
   it('forgets failures older than 15 minutes', async () => {
     const address = '198.51.100.70';
+    /** One failed attempt: the lockout it started, in seconds, or null. */
+    const recordFailure = async (pool: typeof engine.pool, scope: string, at: string) => {
+      const admitted = await admitAttempt(pool, scope, at);
+      if ('retryAfter' in admitted) throw new Error(`refused for ${admitted.retryAfter} seconds`);
+      return settleAttempt(pool, scope, at, admitted.attempt, true);
+    };
     for (let i = 0; i < 4; i += 1) {
       expect(await recordFailure(engine.pool, 'test_scope', address)).toBeNull();
     }

@@ -223,6 +223,23 @@ describe('npm run --silent cli --', () => {
     expect(expiresAt).toBe('2030-01-01T00:00:00.000Z');
   });
 
+  it('credentials create refuses a credential over MAX_CREDENTIALS_PER_MODE with status 2, writing nothing', async () => {
+    const app = succeeded(await cli('apps', 'create', '--name', 'Capped', '--currency', 'SLE'));
+    const before = await snapshot();
+    process.env.MAX_CREDENTIALS_PER_MODE = '1';
+    try {
+      const run = await cli('credentials', 'create', '--app', app.application.id, '--mode', 'test');
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toContain(
+        'error: This application already has 1 active credentials in test mode, the most allowed: revoke one first',
+      );
+    } finally {
+      delete process.env.MAX_CREDENTIALS_PER_MODE;
+    }
+    expect(await snapshot()).toBe(before);
+  });
+
   it('credentials list shows api key, mode, status, last use and expiry of each, and no secret', async () => {
     // An expired credential, and a recorded use of the test credential.
     const expired = await createCredential(database.pool, {

@@ -1,0 +1,23 @@
+import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
+import { z } from 'zod';
+
+/**
+ * How many rows past the end of a page a list's `total` counts, at most: exact up to there, a
+ * lower bound beyond. A page already reads the rows before it (OFFSET), so counting costs at
+ * most a fixed amount more than the page, however big the list, and `total_pages` still shows
+ * a next page whenever there is one.
+ */
+export const TOTAL_COUNTED_AHEAD = 10_000;
+
+/** The `total` of a page of the rows of `from` that match `where` (`TOTAL_COUNTED_AHEAD`). */
+export async function pageTotal(
+  db: CommonQueryMethods,
+  from: FragmentSqlToken,
+  where: FragmentSqlToken,
+  page: { limit: number; offset: number },
+): Promise<number> {
+  return db.oneFirst(sql.type(z.object({ count: z.number() }))`
+    SELECT count(*)::int AS count FROM (
+      SELECT FROM ${from} WHERE ${where}
+      LIMIT ${page.offset + page.limit + TOTAL_COUNTED_AHEAD}) AS counted`);
+}
