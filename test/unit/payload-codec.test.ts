@@ -120,9 +120,12 @@ describe('payload keys configuration', () => {
       expect(local).toEqual([{ id: 'local', key: expect.any(Buffer) }]);
       expect(local[0]!.key).toHaveLength(32);
       expect(payloadKeys(loadConfig({ DATA_DIR: dataDir, NODE_ENV: 'test' }))).toEqual(local);
-      expect(() => payloadKeys(loadConfig({ DATA_DIR: dataDir, NODE_ENV: 'production' }))).toThrow(
-        /TEMPORAL_PAYLOAD_KEYS is not set/,
-      );
+      const production = {
+        DATA_DIR: dataDir,
+        NODE_ENV: 'production',
+        SANDBOX_WEBHOOK_SECRET: 'x'.repeat(32),
+      };
+      expect(() => payloadKeys(loadConfig(production))).toThrow(/TEMPORAL_PAYLOAD_KEYS is not set/);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
