@@ -146,7 +146,7 @@ export function releaseGuard(step: {
         AND bool_and(application_id = ${hold.application_id} AND mode = ${hold.mode}
           AND currency = ${hold.currency})
         AND bool_and(CASE WHEN id = ${step.recipientWalletId}::uuid
-          THEN kind = 'user_wallet' AND is_active
+          THEN kind = 'user_wallet' AND is_active IS TRUE
           WHEN id = ${hold.escrow_wallet_id}::uuid THEN kind = 'escrow'
           ELSE kind = 'application_fees' END)
         AND EXISTS (SELECT 1 FROM applications app WHERE app.id = ${hold.application_id}
@@ -188,7 +188,7 @@ export function holdGuard(step: {
         AND bool_and(application_id = ${step.applicationId} AND mode = ${step.mode}
           AND currency = ${step.currency})
         AND bool_and(CASE WHEN id = ${step.walletId}
-          THEN kind = 'user_wallet' AND is_active AND balance >= ${step.amount.toString()}::int8
+          THEN kind = 'user_wallet' AND is_active IS TRUE AND balance >= ${step.amount.toString()}::int8
           ELSE kind = 'escrow' END)
         AND (${step.recipientWalletId}::uuid IS NULL OR EXISTS (
           SELECT 1 FROM wallets r WHERE r.id = ${step.recipientWalletId}::uuid
