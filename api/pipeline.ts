@@ -98,21 +98,11 @@ export class LockedOutError extends RateLimitedError {
 }
 
 /**
- * The client's address: the socket's peer, or, behind `trustProxy` proxies, the address the
- * farthest trusted proxy saw (counted from the right of `X-Forwarded-For`; a header a client
- * sent itself is never believed beyond that). IPv4-mapped IPv6 addresses are shown as IPv4.
+ * The client's address: Koa's `ctx.ip`, which believes `X-Forwarded-For` only as far as the app's
+ * `TRUST_PROXY` proxies (createApp). IPv4-mapped IPv6 addresses are shown as IPv4.
  */
-export function clientAddress(ctx: Koa.Context, trustProxy: number): string {
-  const peer = ctx.req.socket.remoteAddress ?? 'unknown';
-  let address = peer;
-  if (trustProxy > 0) {
-    const hops = ctx
-      .get('x-forwarded-for')
-      .split(',')
-      .map((hop) => hop.trim())
-      .filter(Boolean);
-    if (hops.length) address = hops[Math.max(0, hops.length - trustProxy)]!;
-  }
+export function clientAddress(ctx: Koa.Context): string {
+  const address = ctx.ip || 'unknown';
   return address.replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1').slice(0, 100);
 }
 
@@ -125,9 +115,8 @@ async function authenticateAdminRequest(
   ctx: Koa.Context,
   pool: DatabasePool,
   category: keyof typeof RATE_LIMIT_CATEGORIES,
-  trustProxy: number,
 ): Promise<void> {
-  const address = clientAddress(ctx, trustProxy);
+  const address = clientAddress(ctx);
   const locked = await lockedUntil(pool, ADMIN_LOCKOUT_SCOPE, address);
   if (locked !== null) throw new LockedOutError(locked);
   const apiKey = ctx.get('api-key');
@@ -251,7 +240,7 @@ export function mountRoutes(
   router: Router,
   routes: readonly Route[],
   pool: DatabasePool,
-  options: { trustProxy: number; credentials?: CredentialCache | undefined } = { trustProxy: 0 },
+  options: { credentials?: CredentialCache | undefined } = {},
 ): void {
   const concretePaths = new Set(routes.filter((r) => !r.path.includes(':')).map((r) => r.path));
   for (const route of routes) {
@@ -264,7 +253,7 @@ export function mountRoutes(
         return;
       }
       if (route.admin && route.auth !== null) {
-        await authenticateAdminRequest(ctx, pool, route.auth, options.trustProxy);
+        await authenticateAdminRequest(ctx, pool, route.auth);
       }
       // The request is read before it is counted, so that the statement that counts it can
       // also claim its key; what reading refused answers after the 401 and the 429 it had to.

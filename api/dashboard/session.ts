@@ -143,7 +143,7 @@ export function sessionRoutes(deps: ApiDeps): Route[] {
       },
       handler: async ({ ctx, body }) => {
         // The address's lockout comes first: even the right password waits it out.
-        const address = clientAddress(ctx, config.api.trustProxy);
+        const address = clientAddress(ctx);
         const wait = await lockout.retryAfter(address);
         if (wait !== null) throw new LockedOutError(wait);
         const account = await checkDashboardPassword(pool, body.email, body.password);
