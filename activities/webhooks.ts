@@ -14,8 +14,14 @@ import {
   type DeliveryTarget,
 } from '../db/webhook-deliveries';
 import { listenForEvents, type EventListener } from '../db/webhook-listener';
-import { findWebhookSubscription } from '../db/webhook-subscriptions';
-import { open, SecretBoxError, webhookSecretKey } from '../outbound/secret-box';
+import { findWebhookSubscription, resealWebhookSecret } from '../db/webhook-subscriptions';
+import {
+  isLegacySealed,
+  open,
+  seal,
+  SecretBoxError,
+  webhookSecretKey,
+} from '../outbound/secret-box';
 import { postWebhook, signedDelivery } from '../outbound/webhook-post';
 import { webhookDeliveryId, webhookRelayId } from '../workflows/ids';
 
@@ -145,10 +151,15 @@ export function createWebhookActivities(deps: { pool: DatabasePool; config: Conf
     }
     let secret: string | undefined;
     try {
-      secret = open(secretKey(), subscription.secret_sealed);
+      secret = open(secretKey(), subscription.secret_sealed, subscription.id);
     } catch (error) {
       // Not retried as a fault of ours for ever: the attempt fails and the schedule goes on.
       if (!(error instanceof SecretBoxError)) throw error;
+    }
+    if (secret !== undefined && isLegacySealed(subscription.secret_sealed)) {
+      // Sealed before secrets were bound to their subscription: bind it now.
+      const bound = seal(secretKey(), secret, subscription.id);
+      await resealWebhookSecret(pool, subscription.id, subscription.secret_sealed, bound);
     }
     const outcome = secret
       ? await postWebhook(

@@ -56,15 +56,15 @@ export function apiRoutes(deps: ApiDeps): Route[] {
 }
 
 export function createApp(deps: ApiDeps): Koa {
-  const app = new Koa({ proxy: true });
+  const { trustProxy } = deps.config.api;
+  // X-Forwarded-* (ctx.ip, ctx.protocol, ctx.host) is believed only behind TRUST_PROXY proxies,
+  // and of X-Forwarded-For only the hops those proxies appended.
+  const app = new Koa({ proxy: trustProxy > 0, maxIpsCount: trustProxy });
   // Every method node parses counts as implemented, so that TRACE on a known path answers 405
   // with Allow (as PUT does), not the router's bare 501.
   const router = new Router({ methods: [...METHODS] });
   const routes = apiRoutes(deps);
-  mountRoutes(router, routes, deps.pool, {
-    trustProxy: deps.config.api.trustProxy,
-    credentials: deps.credentials,
-  });
+  mountRoutes(router, routes, deps.pool, { credentials: deps.credentials });
   // Outside the error handler, so that it sees the status every request is finally answered.
   if (deps.config.metrics.enabled) app.use(httpMetrics());
   app.use(errorsAndAccessLog(deps.logger));

@@ -114,22 +114,11 @@ export function addressKey(address: string): string {
 }
 
 /**
- * The client's address key (`addressKey`): of the socket's peer, or, behind `trustProxy`
- * proxies, of the address the farthest trusted proxy saw (counted from the right of
- * `X-Forwarded-For`; a header a client sent itself is never believed beyond that).
+ * The client's address key (`addressKey`) of Koa's `ctx.ip`, which believes `X-Forwarded-For`
+ * only as far as the app's `TRUST_PROXY` proxies (api/app.ts).
  */
-export function clientAddress(ctx: Koa.Context, trustProxy: number): string {
-  const peer = ctx.req.socket.remoteAddress ?? 'unknown';
-  let address = peer;
-  if (trustProxy > 0) {
-    const hops = ctx
-      .get('x-forwarded-for')
-      .split(',')
-      .map((hop) => hop.trim())
-      .filter(Boolean);
-    if (hops.length) address = hops[Math.max(0, hops.length - trustProxy)]!;
-  }
-  return addressKey(address);
+export function clientAddress(ctx: Koa.Context): string {
+  return addressKey(ctx.ip || 'unknown');
 }
 
 /**
@@ -176,9 +165,9 @@ async function authenticateAdminRequest(
   ctx: Koa.Context,
   pool: DatabasePool,
   category: keyof typeof RATE_LIMIT_CATEGORIES,
-  options: { trustProxy: number; basic: boolean },
+  options: { basic: boolean },
 ): Promise<void> {
-  const address = clientAddress(ctx, options.trustProxy);
+  const address = clientAddress(ctx);
   const basic = options.basic && !ctx.get('api-key') ? basicCredentials(ctx) : null;
   const apiKey = basic?.apiKey ?? ctx.get('api-key');
   const secretKey = basic?.secretKey ?? ctx.get('secret-key');
@@ -306,7 +295,7 @@ export function mountRoutes(
   router: Router,
   routes: readonly Route[],
   pool: DatabasePool,
-  options: { trustProxy: number; credentials?: CredentialCache | undefined } = { trustProxy: 0 },
+  options: { credentials?: CredentialCache | undefined } = {},
 ): void {
   const concretePaths = new Set(routes.filter((r) => !r.path.includes(':')).map((r) => r.path));
   for (const route of routes) {
@@ -319,11 +308,10 @@ export function mountRoutes(
         return;
       }
       if (route.throttle) {
-        await throttle(pool, clientAddress(ctx, options.trustProxy), route.throttle);
+        await throttle(pool, clientAddress(ctx), route.throttle);
       }
       if (route.admin && route.auth !== null) {
         await authenticateAdminRequest(ctx, pool, route.auth, {
-          trustProxy: options.trustProxy,
           basic: route.adminBasicAuth === true,
         });
       }

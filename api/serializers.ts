@@ -4,9 +4,25 @@ import { madeStepRow, transactionAnswer, type TransactionRow } from '../db/trans
 import type { UserRow } from '../db/users';
 import type { WalletRow } from '../db/wallets';
 import type { WebhookSubscriptionRow } from '../db/webhook-subscriptions';
-import { minorToMajorNumber } from '../domain/money';
+import { minorToDecimalString, minorToMajorNumber } from '../domain/money';
 import { TRANSACTION_STATUSES, TRANSACTION_TYPES } from '../domain/types';
 import type { TransactionRecord } from '../workflows/shared';
+
+/** A JSON value written as its own literal text (`JSON.rawJSON`, newer than TypeScript's lib). */
+export type RawJson = { readonly rawJSON: string };
+const rawJSON = (JSON as unknown as { rawJSON: (text: string) => RawJson }).rawJSON;
+
+/**
+ * Minor units as a JSON number in major units, exact however large: a sum across the platform
+ * can pass Number.MAX_SAFE_INTEGER minor units, which a double would round, so past it the
+ * number is written as its decimal literal.
+ */
+export function exactMajorNumber(minor: bigint): number | RawJson {
+  const safe = BigInt(Number.MAX_SAFE_INTEGER);
+  return minor <= safe && minor >= -safe
+    ? minorToMajorNumber(minor)
+    : rawJSON(minorToDecimalString(minor));
+}
 
 export const UserBody = z
   .object({

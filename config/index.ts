@@ -155,7 +155,8 @@ export type Config = {
     requestTimeoutMs: number;
     /**
      * How many proxies in front of the API to believe in `X-Forwarded-For` (`TRUST_PROXY`:
-     * `false` 0, `true` 1, or a number): the client address of the admin lockout.
+     * `false` 0, `true` 1, or a number): the client address of rate limits and lockouts. At 0,
+     * X-Forwarded-Proto and X-Forwarded-Host are ignored too.
      */
     trustProxy: number;
   };

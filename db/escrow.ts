@@ -150,7 +150,7 @@ export function releaseGuard(step: {
         AND bool_and(application_id = ${hold.application_id} AND mode = ${hold.mode}
           AND currency = ${hold.currency})
         AND bool_and(CASE WHEN id = ${step.recipientWalletId}::uuid
-          THEN kind = 'user_wallet' AND is_active AND currency = (
+          THEN kind = 'user_wallet' AND is_active IS TRUE AND currency = (
             SELECT base_currency FROM applications WHERE id = ${hold.application_id})
           WHEN id = ${hold.escrow_wallet_id}::uuid THEN kind = 'escrow'
           ELSE kind = 'application_fees' END)
@@ -194,7 +194,7 @@ export function holdGuard(step: {
         AND bool_and(application_id = ${step.applicationId} AND mode = ${step.mode}
           AND currency = ${step.currency})
         AND bool_and(CASE WHEN id = ${step.walletId}
-          THEN kind = 'user_wallet' AND is_active AND balance >= ${step.amount.toString()}::int8
+          THEN kind = 'user_wallet' AND is_active IS TRUE AND balance >= ${step.amount.toString()}::int8
           ELSE kind = 'escrow' END)
         AND EXISTS (SELECT 1 FROM applications app WHERE app.id = ${step.applicationId}
           AND app.base_currency = ${step.currency})

@@ -75,6 +75,57 @@ const unnamedStatementsInterceptor: Interceptor = {
     query.name === undefined ? query : { sql: query.sql, values: query.values },
 };
 
+/**
+ * Socket failures of a connection already taken from the pool: the server went away in the
+ * middle of a conversation (killed, restarted, the network cut), which slonik passes on as the
+ * driver's bare socket error.
+ */
+const SOCKET_FAILURES = new Set([
+  'EPIPE',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ECONNREFUSED',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+]);
+
+/** Socket errors that came from a database connection (a provider's are not the database's). */
+const lostConnections = new WeakSet<object>();
+
+function noteIfConnectionLost(error: unknown): void {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && SOCKET_FAILURES.has(code)) lostConnections.add(error as object);
+}
+
+/**
+ * The pool's own statements: a connection's error ends them at once (slonik races it against
+ * the statement), before the interceptor below sees the statement fail.
+ */
+const POOL_QUERY_METHODS = [
+  'any',
+  'anyFirst',
+  'exists',
+  'many',
+  'manyFirst',
+  'maybeOne',
+  'maybeOneFirst',
+  'one',
+  'oneFirst',
+  'query',
+] as const;
+
+/** Marks a statement's socket failure as the database's, for `isDatabaseUnreachable`. */
+const connectionLossInterceptor: Interceptor = {
+  name: 'connection-loss',
+  queryExecutionError: (_context, _query, error) => {
+    noteIfConnectionLost(error);
+    return null;
+  },
+};
+
 /** How long opening a connection may take before the query fails (an unreachable database). */
 export const CONNECTION_TIMEOUT_MS = 1_500;
 
@@ -92,6 +143,7 @@ export async function createDatabasePool(
     interceptors: [
       ...(options.preparedStatements === false ? [unnamedStatementsInterceptor] : []),
       resultParserInterceptor,
+      connectionLossInterceptor,
     ],
     statementTimeout: 30_000,
     idleInTransactionSessionTimeout: 60_000,
@@ -107,19 +159,41 @@ export async function createDatabasePool(
   // handles it. Without a listener that emit throws instead, and where realms differ (under
   // Jest) it throws a wrapper, so `instanceof UniqueIntegrityConstraintViolationError` fails.
   pool.on('error', () => undefined);
+  for (const method of POOL_QUERY_METHODS) {
+    const run = (pool[method] as (...args: unknown[]) => Promise<unknown>).bind(pool);
+    const noted = (...args: unknown[]) =>
+      run(...args).catch((error: unknown) => {
+        noteIfConnectionLost(error);
+        throw error;
+      });
+    Object.assign(pool, { [method]: noted });
+  }
   const open = pool.transaction.bind(pool);
   (pool as { transaction: DatabasePool['transaction'] }).transaction = async (
     handler,
     retryLimit,
   ) => {
     const hooks: (() => void)[] = [];
-    const result = await open((trx) => {
+    const thrownByHandler = new WeakSet<object>();
+    const result = await open(async (trx) => {
       // A retried attempt (slonik retries a transaction that hit a serialization failure)
       // starts over: what a rolled-back attempt asked for is dropped.
       hooks.length = 0;
       afterCommitHooks.set(trx, hooks);
-      return handler(trx);
-    }, retryLimit);
+      try {
+        return await handler(trx);
+      } catch (error) {
+        if (error && typeof error === 'object') thrownByHandler.add(error);
+        throw error;
+      }
+    }, retryLimit).catch((error: unknown) => {
+      // BEGIN, COMMIT and ROLLBACK go to the driver past the interceptors, and a connection's
+      // error ends the transaction at once, before any statement of the handler fails with it.
+      if (!(error && typeof error === 'object' && thrownByHandler.has(error))) {
+        noteIfConnectionLost(error);
+      }
+      throw error;
+    });
     for (const hook of hooks) hook();
     return result;
   };
@@ -148,6 +222,10 @@ export async function databaseAnswers(db: CommonQueryMethods): Promise<boolean> 
   );
 }
 
+/** pg's own messages, without a code, for a connection cut, not opened in time, or dead. */
+const PG_CONNECTION_LOST =
+  /^(Connection terminated|timeout expired$|Client has encountered a connection error and is not queryable$|Client was closed and is not queryable$)/;
+
 /** Errors that say the database cannot be reached (down, restarting, the connection cut). */
 const UNREACHABLE_ERRORS = new Set([
   'ConnectionError',
@@ -158,18 +236,19 @@ const UNREACHABLE_ERRORS = new Set([
 /**
  * Whether `error` says that Postgres is unreachable rather than that a statement failed: slonik's
  * connection errors (by name: under Jest classes differ between realms), the driver's connection
- * cut or not opened in time, SQLSTATE class 08 (connection exception) or 57P01-57P03 (shut down,
- * starting up). A socket error of anything else (a provider's HTTP call) is not one of them.
+ * cut, not opened in time or no longer queryable after a socket error, a socket failure of a
+ * pooled connection (EPIPE, ECONNRESET...), SQLSTATE class 08 (connection exception) or
+ * 57P01-57P03 (shut down, starting up). A socket error of anything else (a provider's HTTP call)
+ * is not one of them.
  */
 export function isDatabaseUnreachable(error: unknown): boolean {
   const seen = new Set<unknown>();
   for (let e = error; e && typeof e === 'object' && !seen.has(e);) {
     seen.add(e);
     const { code, message } = e as { code?: unknown; message?: unknown };
-    if (UNREACHABLE_ERRORS.has(e.constructor.name)) return true;
+    if (UNREACHABLE_ERRORS.has(e.constructor.name) || lostConnections.has(e)) return true;
     if (typeof code === 'string' && /^(08...|57P0[123])$/.test(code)) return true;
-    if (typeof message === 'string' && /^(Connection terminated|timeout expired$)/.test(message))
-      return true;
+    if (typeof message === 'string' && PG_CONNECTION_LOST.test(message)) return true;
     e = (e as { cause?: unknown }).cause;
   }
   return false;

@@ -225,16 +225,20 @@ async function withDeliveries(
   return events.map((e) => ({ ...e, deliveries: rows.filter((d) => d.event_id === e.id) }));
 }
 
-/** An event of the caller's application and mode, with its deliveries; null otherwise. */
-export async function findCallerEvent(
+/**
+ * An event with its deliveries, whatever its application (the caller decides between 403 and
+ * 404); another's deliveries are not read.
+ */
+export async function findEventWithDeliveries(
   db: CommonQueryMethods,
   caller: Caller,
   id: string,
 ): Promise<EventWithDeliveries | null> {
-  const row = await db.maybeOne(sql.type(eventRow)`
-    SELECT ${eventColumns} FROM events
-    WHERE id = ${id} AND application_id = ${caller.applicationId} AND mode = ${caller.mode}`);
-  return row ? ((await withDeliveries(db, [row]))[0] ?? null) : null;
+  const row = await findEvent(db, id);
+  if (!row || row.application_id !== caller.applicationId || row.mode !== caller.mode) {
+    return row && { ...row, deliveries: [] };
+  }
+  return (await withDeliveries(db, [row]))[0] ?? null;
 }
 
 /** The caller's events, newest first, optionally of one type, with their deliveries. */

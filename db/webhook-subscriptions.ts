@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { Caller } from '../domain/types';
@@ -12,7 +11,7 @@ export const webhookSubscriptionRow = z.object({
   url: z.string(),
   events: z.array(z.string()).readonly(),
   is_active: z.boolean(),
-  /** AES-256-GCM sealed `whsec_` secret (outbound/secret-box.ts). */
+  /** AES-256-GCM sealed `whsec_` secret, bound to the id (outbound/secret-box.ts). */
   secret_sealed: z.string(),
   created_at: z.string(),
   updated_at: z.string(),
@@ -28,13 +27,19 @@ const columns = sql.fragment`id, application_id, mode, url, events, is_active, s
 export async function insertWebhookSubscription(
   db: CommonQueryMethods,
   caller: Caller,
-  input: { url: string; events: readonly string[]; is_active: boolean; secret_sealed: string },
+  input: {
+    id: string;
+    url: string;
+    events: readonly string[];
+    is_active: boolean;
+    secret_sealed: string;
+  },
   cap?: number,
 ): Promise<WebhookSubscriptionRow> {
   const insert = (trx: CommonQueryMethods) =>
     trx.one(sql.type(webhookSubscriptionRow)`
       INSERT INTO webhook_subscriptions (id, application_id, mode, url, events, is_active, secret_sealed)
-      VALUES (${randomUUID()}, ${caller.applicationId}, ${caller.mode}, ${input.url},
+      VALUES (${input.id}, ${caller.applicationId}, ${caller.mode}, ${input.url},
               ${sql.array(input.events, 'text')}, ${input.is_active}, ${input.secret_sealed})
       RETURNING ${columns}`);
   return cap === undefined
@@ -79,6 +84,21 @@ export async function updateWebhookSubscription(
       updated_at = now()
     WHERE id = ${id}
     RETURNING ${columns}`);
+}
+
+/**
+ * Replaces a sealed secret by the same secret sealed anew (a legacy value bound to its id), only
+ * while the row still holds `previous`, so a concurrent change is never overwritten.
+ */
+export async function resealWebhookSecret(
+  db: CommonQueryMethods,
+  id: string,
+  previous: string,
+  next: string,
+): Promise<void> {
+  await db.query(sql.unsafe`
+    UPDATE webhook_subscriptions SET secret_sealed = ${next}
+    WHERE id = ${id} AND secret_sealed = ${previous}`);
 }
 
 export async function deleteWebhookSubscription(db: CommonQueryMethods, id: string): Promise<void> {

@@ -59,8 +59,22 @@ export type AddressClassification = {
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
 type Cidr = [Address, number];
 
-/** Cloud instance metadata services; inside link-local / unique-local already, named for the reader. */
-const METADATA_ADDRESSES = new Set(['169.254.169.254', 'fd00:ec2::254']);
+/**
+ * Cloud instance metadata and host services. Azure's wireserver (168.63.129.16) is public
+ * unicast, so only this list refuses it; the others sit in ranges refused anyway and are named
+ * so that the verdict says what they are.
+ */
+const METADATA_ADDRESSES = new Set([
+  '169.254.169.254', // AWS, GCP, Azure IMDS, Oracle, DigitalOcean, OpenStack and most others
+  '168.63.129.16', // Azure wireserver and DNS
+  'fd00:ec2::254', // AWS IMDS over IPv6
+  'fd20:ce::254', // GCP metadata over IPv6
+  '169.254.170.2', // AWS ECS task metadata and credentials
+  '169.254.170.23', // AWS EKS Pod Identity
+  '100.100.100.200', // Alibaba Cloud
+  '192.0.0.192', // Oracle Cloud (legacy)
+  '169.254.0.23', // Tencent Cloud
+]);
 
 const defaultResolver: HostResolver = (host) =>
   dns.promises.lookup(host, { all: true, verbatim: true });

@@ -6,9 +6,12 @@ import type { Config } from '../config';
 /**
  * Webhook subscription secrets must sign every delivery, so they cannot be hashed like API
  * secrets: they are sealed with AES-256-GCM instead, so a database dump alone does not give
- * them away and a tampered ciphertext is refused rather than signing with garbage.
+ * them away and a tampered ciphertext is refused rather than signing with garbage. `v2` binds
+ * the value to what it belongs to (associated data), so a ciphertext copied to another row is
+ * refused too; `v1`, sealed before that, still opens, and `isLegacySealed` says to re-seal it.
  */
-const VERSION = 'v1';
+const VERSION = 'v2';
+const LEGACY_VERSION = 'v1';
 const KEY_BYTES = 32;
 const IV_BYTES = 12;
 
@@ -24,22 +27,30 @@ export function newWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
-/** `v1.<iv>.<tag>.<ciphertext>`, each part base64url. */
-export function seal(key: Buffer, plaintext: string): string {
+/**
+ * `v2.<iv>.<tag>.<ciphertext>`, each part base64url, bound to `boundTo` (the id of the row that
+ * keeps it): `open` with any other value refuses it.
+ */
+export function seal(key: Buffer, plaintext: string, boundTo: string): string {
   assertKey(key);
   const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
+  cipher.setAAD(Buffer.from(boundTo, 'utf8'));
   const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
   return [VERSION, iv, cipher.getAuthTag(), ciphertext]
     .map((part) => (typeof part === 'string' ? part : part.toString('base64url')))
     .join('.');
 }
 
-/** The plaintext of a sealed value; throws SecretBoxError when it was altered or the key is not the one that sealed it. */
-export function open(key: Buffer, sealed: string): string {
+/**
+ * The plaintext of a sealed value; throws SecretBoxError when it was altered, the key is not the
+ * one that sealed it, or (`v2`) it was sealed for another `boundTo`. A `v1` value has no binding.
+ */
+export function open(key: Buffer, sealed: string, boundTo: string): string {
   assertKey(key);
   const [version, ivText, tagText, ciphertextText, ...rest] = sealed.split('.');
-  if (version !== VERSION || ciphertextText === undefined || rest.length > 0) {
+  const known = version === VERSION || version === LEGACY_VERSION;
+  if (!known || ciphertextText === undefined || rest.length > 0) {
     throw new SecretBoxError('Malformed sealed value');
   }
   const iv = Buffer.from(ivText ?? '', 'base64url');
@@ -49,11 +60,19 @@ export function open(key: Buffer, sealed: string): string {
     throw new SecretBoxError('Malformed sealed value');
   try {
     const decipher = createDecipheriv('aes-256-gcm', key, iv);
+    if (version === VERSION) decipher.setAAD(Buffer.from(boundTo, 'utf8'));
     decipher.setAuthTag(tag);
     return Buffer.concat([decipher.update(ciphertext), decipher.final()]).toString('utf8');
   } catch (error) {
-    throw new SecretBoxError(`Sealed value refused: wrong key or altered (${String(error)})`);
+    throw new SecretBoxError(
+      `Sealed value refused: wrong key, altered or sealed for another owner (${String(error)})`,
+    );
   }
+}
+
+/** A value sealed before values were bound to their owner: re-seal it with `seal`. */
+export function isLegacySealed(sealed: string): boolean {
+  return sealed.startsWith(`${LEGACY_VERSION}.`);
 }
 
 function assertKey(key: Buffer): void {

@@ -95,7 +95,7 @@ export function dashboardSession({ pool, config }: ApiDeps): Koa.Middleware {
         perMinute: dashboardAccount,
       });
     } else {
-      await throttle(pool, clientAddress(ctx, config.api.trustProxy), {
+      await throttle(pool, clientAddress(ctx), {
         category: 'dashboard_signed_out',
         perMinute: dashboardSignedOut,
       });
@@ -155,7 +155,7 @@ export function sessionRoutes(deps: ApiDeps): Route[] {
       },
       handler: async ({ ctx, body }) => {
         // The address's lockout comes first: even the right password waits it out.
-        const address = clientAddress(ctx, config.api.trustProxy);
+        const address = clientAddress(ctx);
         const account = await underLockout(pool, SIGN_IN_LOCKOUT_SCOPE, address, async () => {
           const found = await checkDashboardPassword(pool, body.email, body.password);
           return { failed: !found, result: found };

@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import { adminAnalytics } from '../../db/analytics';
-import { CURRENCIES, divideRoundHalfEven, minorToMajorNumber } from '../../domain/money';
+import { CURRENCIES, divideRoundHalfEven } from '../../domain/money';
 import { TRANSACTION_TYPES } from '../../domain/types';
 import type { ApiDeps } from '../deps';
 import { errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
 import { uuidPattern } from '../schemas';
+import { exactMajorNumber, type RawJson } from '../serializers';
 
 /** A real calendar day, `YYYY-MM-DD` (2026-02-30 is refused). */
 const Day = z
@@ -32,9 +33,10 @@ const AdminAnalyticsQuery = z
     path: ['from'],
   });
 
-const PerCurrency = z
-  .partialRecord(z.enum(CURRENCIES), z.number())
-  .meta({ description: 'Per currency, major units; a currency without payments is absent' });
+const PerCurrency = z.partialRecord(z.enum(CURRENCIES), z.number()).meta({
+  description:
+    'Per currency, major units, written exactly (a platform-wide sum may pass 2^53 minor units: read it as a decimal); a currency without payments is absent',
+});
 
 export const AdminAnalyticsBody = z
   .object({
@@ -85,11 +87,9 @@ export function adminRoutes({ pool }: ApiDeps): Route[] {
         });
         const completed = figures.byCurrency.reduce((n, c) => n + c.count, 0);
         const total = figures.byCurrency.reduce((n, c) => n + c.total, 0);
-        const volumeByType: Record<string, Record<string, number>> = {};
+        const volumeByType: Record<string, Record<string, number | RawJson>> = {};
         for (const row of figures.byType) {
-          (volumeByType[row.transaction_type] ??= {})[row.currency] = minorToMajorNumber(
-            row.volume,
-          );
+          (volumeByType[row.transaction_type] ??= {})[row.currency] = exactMajorNumber(row.volume);
         }
         return {
           body: {
@@ -99,13 +99,13 @@ export function adminRoutes({ pool }: ApiDeps): Route[] {
                 .filter((c) => c.count > 0)
                 .map((c) => [
                   c.currency,
-                  minorToMajorNumber(divideRoundHalfEven(c.volume, BigInt(c.count))),
+                  exactMajorNumber(divideRoundHalfEven(c.volume, BigInt(c.count))),
                 ]),
             ),
             total_count: total,
             volume_by_type: volumeByType,
             volume_by_currency: Object.fromEntries(
-              figures.byCurrency.map((c) => [c.currency, minorToMajorNumber(c.volume)]),
+              figures.byCurrency.map((c) => [c.currency, exactMajorNumber(c.volume)]),
             ),
           },
         };

@@ -67,8 +67,8 @@ const PaymentParams = z.object({ payment_id: z.string().min(1).max(255) });
 const AuthenticationDecision = z.object({ status: z.enum(['successful', 'failed']) });
 
 /**
- * The provider's action URL, made absolute from the request's origin when it is a path (the
- * app trusts X-Forwarded-Proto and X-Forwarded-Host, `proxy: true`).
+ * The provider's action URL, made absolute from the request's origin when it is a path
+ * (X-Forwarded-Proto and X-Forwarded-Host count only behind TRUST_PROXY proxies).
  */
 function absoluteUrl(ctx: Koa.Context, url: string): string {
   return url.startsWith('/') ? `${ctx.protocol}://${ctx.host}${url}` : url;

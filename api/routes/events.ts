@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import {
-  findCallerEvent,
+  findEventWithDeliveries,
   listCallerEvents,
   type EventWithDeliveries,
 } from '../../db/webhook-deliveries';
 import { EVENT_TYPES } from '../../domain/events';
+import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
-import { errorResponse, notFound } from '../errors';
+import { errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
 import { PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
 
@@ -111,14 +112,14 @@ export function eventRoutes(deps: ApiDeps): Route[] {
       responses: {
         200: { description: 'The event', schema: EventBody },
         401: unauthenticated,
-        404: errorResponse('Event not found (another application’s or mode’s included)'),
+        403: errorResponse('The event belongs to another application or mode'),
+        404: errorResponse('Event not found'),
       },
       handler: async ({ caller, params }) => {
         const row = uuidPattern.test(params.event_id)
-          ? await findCallerEvent(pool, caller, params.event_id.toLowerCase())
+          ? await findEventWithDeliveries(pool, caller, params.event_id.toLowerCase())
           : null;
-        if (!row) throw notFound('Event');
-        return { body: eventBody(row) };
+        return { body: eventBody(assertOwned(caller, row, 'Event')) };
       },
     }),
   ];

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import {
   deleteWebhookSubscription,
@@ -160,15 +161,17 @@ export function webhookSubscriptionRoutes(deps: ApiDeps): Route[] {
       handler: async ({ caller, body }) => {
         await assertAllowedUrl(caller, body.url);
         const secret = newWebhookSecret();
+        const id = randomUUID();
         const row = await refuseOverCap(() =>
           insertWebhookSubscription(
             pool,
             caller,
             {
+              id,
               url: body.url,
               events: body.events,
               is_active: body.is_active,
-              secret_sealed: seal(secretKey(), secret),
+              secret_sealed: seal(secretKey(), secret, id),
             },
             config.caps.webhookSubscriptions,
           ),

@@ -339,6 +339,30 @@ describe('GET /api/v1/transactions/admin/analytics', () => {
     expect(reply.body.detail).toContain(mentioned);
   });
 
+  it('writes sums past 2^53 minor units exactly, as decimal numbers', async () => {
+    const big = await createTestApp(engine.pool);
+    // Two days of 2^53 + 1 minor units each: the platform's rollup, as the ledger's trigger keeps it.
+    const huge = 2n ** 53n + 1n;
+    for (const day of [utcDay(-1), utcDay(0)]) {
+      await engine.pool.query(sql.unsafe`
+        INSERT INTO analytics_daily (application_id, mode, day, currency, transaction_type,
+          total_count, completed_count, completed_volume, fees)
+        VALUES (${big.id}, 'test', ${day}::date, 'SLE', 'transfer', 1, 1, ${huge.toString()}::int8, 0)`);
+    }
+    const admin = await newAdmin();
+    const reply = await fetch(`${engine.url}${ADMIN}?application_id=${big.id}`, {
+      headers: adminHeaders(admin, '192.0.2.13'),
+    });
+    const text = await reply.text();
+    expect({ status: reply.status, text }).toEqual({ status: 200, text: expect.any(String) });
+    // 2 * (2^53 + 1) = 18014398509481986 minor units; their average 9007199254740993.
+    expect(text).toBe(
+      '{"success_rate":1,"average_amount":{"SLE":90071992547409.93},"total_count":2,' +
+        '"volume_by_type":{"transfer":{"SLE":180143985094819.86}},' +
+        '"volume_by_currency":{"SLE":180143985094819.86}}',
+    );
+  });
+
   it('refuses application credentials with 403, and limits an admin to 5 calls a minute', async () => {
     const asApp = await api.get(ADMIN, { 'x-forwarded-for': '192.0.2.12' });
     expect(asApp.status).toBe(403);

@@ -132,6 +132,20 @@ describe('card deposits', () => {
     expect(await ledgerEntriesOf(id)).toEqual([]);
   });
 
+  it('ignores X-Forwarded-Proto and X-Forwarded-Host without TRUST_PROXY: the URL is the request’s origin', async () => {
+    const { walletId } = await createUserWithWallet(api);
+    const res = await api.post(
+      DEPOSIT,
+      { wallet_id: walletId, amount: 40, payment_method_id: 'pm_card_authenticationRequired' },
+      { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'attacker.example' },
+    );
+    expect(res.status).toBe(200);
+    expect(res.body.next_action).toEqual({
+      type: 'authenticate',
+      url: `${engine.url}/api/v1/testing/card-authentication/${res.body.provider_reference}`,
+    });
+  });
+
   it('waits for 3-D Secure: pending with next_action, then simulate successful completes it', async () => {
     const { walletId } = await createUserWithWallet(api);
     const res = await api.post(DEPOSIT, {

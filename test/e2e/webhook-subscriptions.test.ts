@@ -77,7 +77,8 @@ describe('POST /api/v1/webhooks/subscriptions', () => {
     const row = await stored(res.body.id);
     expect(row).not.toBeNull();
     expect(row!.secret_sealed).not.toContain(secret.slice('whsec_'.length));
-    expect(open(webhookSecretKey(engine.config), row!.secret_sealed)).toBe(secret);
+    expect(open(webhookSecretKey(engine.config), row!.secret_sealed, res.body.id)).toBe(secret);
+    expect(row!.secret_sealed).toMatch(/^v2\./);
 
     const got = await api.get(`${PATH}/${res.body.id}`);
     expect(got.status).toBe(200);
@@ -214,7 +215,9 @@ describe('list, get, edit, delete', () => {
     );
     const row = (await stored(created.id))!;
     expect(row.secret_sealed).toBe(sealedBefore);
-    expect(open(webhookSecretKey(engine.config), row.secret_sealed)).toBe(created.secret);
+    expect(open(webhookSecretKey(engine.config), row.secret_sealed, created.id)).toBe(
+      created.secret,
+    );
 
     // A partial edit changes only what it names.
     const partial = await patch(api, created.id, { is_active: true });

@@ -507,7 +507,7 @@ describe('the outbox relay', () => {
 });
 
 describe('GET /api/v1/events', () => {
-  it('lists the caller’s events in the page envelope, filtered by type; 404 for another’s', async () => {
+  it('lists the caller’s events in the page envelope, filtered by type; 403 for another’s', async () => {
     const id = await transfer();
     const eventId = await eventIdOf(id, 'transfer.completed');
     const page = await api.get<{ data: { id: string; type: string }[] }>(
@@ -527,11 +527,18 @@ describe('GET /api/v1/events', () => {
       deliveries: expect.any(Array),
     });
 
+    const forbidden = { detail: 'You do not have permission to access this event' };
     const other = clientFor(engine.url, await createTestApp(engine.pool));
-    expect((await other.get(`/api/v1/events/${eventId}`)).status).toBe(404);
+    const otherApp = await other.get(`/api/v1/events/${eventId}`);
+    expect(otherApp).toMatchObject({ status: 403, body: forbidden });
     expect((await other.get('/api/v1/events')).body).toMatchObject({ data: [], total: 0 });
     const live = clientFor(engine.url, app, 'live');
-    expect((await live.get(`/api/v1/events/${eventId}`)).status).toBe(404);
+    const otherMode = await live.get(`/api/v1/events/${eventId}`);
+    expect(otherMode).toMatchObject({ status: 403, body: forbidden });
+    expect(await api.get(`/api/v1/events/${randomUUID()}`)).toMatchObject({
+      status: 404,
+      body: { detail: 'Event not found' },
+    });
     expect((await api.get('/api/v1/events/not-a-uuid')).body).toEqual({
       detail: 'Event not found',
     });

@@ -304,6 +304,36 @@ describe('escrow steps, each one database transaction', () => {
     await assertLedgerInvariant(pool);
   });
 
+  it('declines a release to a deleted user’s wallet in one statement as the usual way does, writing nothing', async () => {
+    const own = createEscrowActivities({ pool, systemAccounts });
+    const { input, recipient } = await held(2_000n);
+    await own.holdFunds(input);
+    const release = () => ({
+      holdId: input.holdId,
+      releaseId: randomUUID(),
+      recipientWalletId: recipient,
+      amount: '100',
+    });
+    // Remembered by `own`: its next release to the recipient would be one statement.
+    await own.releaseFunds(release());
+    // The user is deleted (its wallet row goes with it; its ledger account stays).
+    await pool.query(sql.unsafe`
+      DELETE FROM users WHERE id = (SELECT user_id FROM wallets WHERE id = ${recipient})`);
+    const balance = await balanceOf(pool, recipient);
+
+    const usual = release();
+    const atOnce = release();
+    const usualDecline = await declineOf(steps.releaseFunds(usual));
+    expect(usualDecline).toBe('wallet_not_found');
+    expect(await declineOf(own.releaseFunds(atOnce))).toBe(usualDecline);
+    for (const declined of [usual, atOnce]) {
+      expect(await writtenFor(declined.releaseId)).toBe(0);
+    }
+    expect(await balanceOf(pool, recipient)).toBe(balance);
+    expect(await holdState(input.holdId)).toEqual({ status: 'held', escrow_amount: 1_900n });
+    await assertLedgerInvariant(pool);
+  });
+
   it('racing releases of a remembered hold never release more than it holds', async () => {
     await updateApplication(pool, caller.applicationId, { escrowFeeBps: 0, escrowFeeFixed: 0n });
     const own = createEscrowActivities({ pool, systemAccounts });

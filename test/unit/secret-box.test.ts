@@ -1,9 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../config';
 import {
+  isLegacySealed,
   newWebhookSecret,
   open,
   seal,
@@ -13,36 +14,61 @@ import {
 } from '../../outbound/secret-box';
 
 const key = randomBytes(32);
+const owner = randomUUID();
 
 describe('secret box', () => {
   it('round-trips, with a fresh IV each time', () => {
     const secret = newWebhookSecret();
-    const a = seal(key, secret);
-    const b = seal(key, secret);
+    const a = seal(key, secret, owner);
+    const b = seal(key, secret, owner);
     expect(a).not.toBe(b);
     expect(a).not.toContain(secret.slice(6));
-    expect(open(key, a)).toBe(secret);
-    expect(open(key, b)).toBe(secret);
+    expect(open(key, a, owner)).toBe(secret);
+    expect(open(key, b, owner)).toBe(secret);
   });
 
   it('detects tampering with any part', () => {
-    const sealed = seal(key, newWebhookSecret());
+    const sealed = seal(key, newWebhookSecret(), owner);
     const parts = sealed.split('.');
     for (const index of [1, 2, 3]) {
       const bytes = Buffer.from(parts[index] ?? '', 'base64url');
       bytes.writeUInt8(bytes.readUInt8(0) ^ 1, 0);
       const altered = [...parts];
       altered[index] = bytes.toString('base64url');
-      expect(() => open(key, altered.join('.'))).toThrow(SecretBoxError);
+      expect(() => open(key, altered.join('.'), owner)).toThrow(SecretBoxError);
     }
-    expect(() => open(key, 'v2' + sealed.slice(2))).toThrow(SecretBoxError);
-    expect(() => open(key, 'garbage')).toThrow(SecretBoxError);
+    expect(() => open(key, 'v1' + sealed.slice(2), owner)).toThrow(SecretBoxError);
+    expect(() => open(key, 'v3' + sealed.slice(2), owner)).toThrow(SecretBoxError);
+    expect(() => open(key, 'garbage', owner)).toThrow(SecretBoxError);
   });
 
   it('refuses the wrong key and keys of the wrong size', () => {
-    const sealed = seal(key, newWebhookSecret());
-    expect(() => open(randomBytes(32), sealed)).toThrow(SecretBoxError);
-    expect(() => seal(randomBytes(16), 'x')).toThrow(SecretBoxError);
+    const sealed = seal(key, newWebhookSecret(), owner);
+    expect(() => open(randomBytes(32), sealed, owner)).toThrow(SecretBoxError);
+    expect(() => seal(randomBytes(16), 'x', owner)).toThrow(SecretBoxError);
+  });
+
+  it('binds a sealed value to its owner: another owner cannot open it', () => {
+    const secret = newWebhookSecret();
+    const sealed = seal(key, secret, owner);
+    expect(sealed).toMatch(/^v2\./);
+    expect(isLegacySealed(sealed)).toBe(false);
+    expect(() => open(key, sealed, randomUUID())).toThrow(SecretBoxError);
+    expect(() => open(key, sealed, '')).toThrow(SecretBoxError);
+    expect(open(key, sealed, owner)).toBe(secret);
+  });
+
+  it('opens a v1 value, sealed without associated data, for any owner, and marks it legacy', () => {
+    const secret = newWebhookSecret();
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    const ciphertext = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
+    const legacy = ['v1', iv, cipher.getAuthTag(), ciphertext]
+      .map((part) => (typeof part === 'string' ? part : part.toString('base64url')))
+      .join('.');
+    expect(isLegacySealed(legacy)).toBe(true);
+    expect(open(key, legacy, owner)).toBe(secret);
+    expect(open(key, legacy, randomUUID())).toBe(secret);
   });
 
   it('makes Standard Webhooks secrets of 32 random bytes', () => {

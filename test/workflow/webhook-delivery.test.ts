@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createCipheriv, randomBytes, randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { sql } from 'slonik';
 import { z } from 'zod';
@@ -11,10 +11,11 @@ import { loadConfig } from '../../config';
 import type { DatabasePool } from '../../db/pool';
 import { insertEvent } from '../../db/transactions';
 import {
+  findWebhookSubscription,
   insertWebhookSubscription,
   updateWebhookSubscription,
 } from '../../db/webhook-subscriptions';
-import { newWebhookSecret, seal } from '../../outbound/secret-box';
+import { newWebhookSecret, open, seal } from '../../outbound/secret-box';
 import { webhookDeliveryId } from '../../workflows/ids';
 import { webhookDeliveryWorkflow } from '../../workflows/webhook';
 import { WEBHOOK_RETRY_WINDOW_MS, webhookRetryDelayMs } from '../../workflows/webhook-schedule';
@@ -62,11 +63,13 @@ const caller = () => ({ applicationId: app.id, mode: 'test' as const, credential
 
 async function pendingDelivery(path: string) {
   const secret = newWebhookSecret();
+  const id = randomUUID();
   const subscription = await insertWebhookSubscription(pool, caller(), {
+    id,
     url: receiver.url(path),
     events: ['transfer.completed'],
     is_active: true,
-    secret_sealed: seal(key, secret),
+    secret_sealed: seal(key, secret, id),
   });
   const eventId = await insertEvent(pool, {
     applicationId: app.id,
@@ -211,23 +214,58 @@ describe('webhookDeliveryWorkflow', () => {
     receiver.answer(() => 200);
   });
 
-  it('fails an attempt whose secret the configured key cannot open, and keeps the schedule', async () => {
-    const target = await pendingDelivery('/other-key');
+  it.each([
+    [
+      'the configured key cannot open',
+      (id: string) => Promise.resolve(seal(randomBytes(32), newWebhookSecret(), id)),
+    ],
+    [
+      'was sealed for another subscription (copied from it)',
+      async () => {
+        const donor = await pendingDelivery('/donor');
+        return (await findWebhookSubscription(pool, donor.subscriptionId))!.secret_sealed;
+      },
+    ],
+  ])(
+    'fails an attempt whose secret %s, posts nothing, and keeps the schedule',
+    async (_why, sealedFor) => {
+      const target = await pendingDelivery('/unreadable-secret');
+      await pool.query(sql.unsafe`
+        UPDATE webhook_subscriptions SET secret_sealed = ${await sealedFor(target.subscriptionId)}
+        WHERE id = ${target.subscriptionId}`);
+      const attempt = createWebhookActivities({ pool, config }).attemptWebhookDelivery;
+      expect(await attempt({ ...target, attempt: 1, retryInMs: 5_000 })).toMatchObject({
+        status: 'pending',
+        attempts: 1,
+        statusCode: null,
+        error: expect.stringContaining('cannot be read'),
+      });
+      expect(receiver.received.filter((r) => r.path === '/unreadable-secret')).toEqual([]);
+      expect(await deliveryRow(target.eventId)).toMatchObject({
+        status: 'pending',
+        next_attempt_at: expect.any(String),
+      });
+    },
+  );
+
+  it('delivers with a secret sealed before binding (v1) and re-seals it bound to the subscription', async () => {
+    const target = await pendingDelivery('/legacy-secret');
+    const legacy = sealV1(key, target.secret);
     await pool.query(sql.unsafe`
-      UPDATE webhook_subscriptions SET secret_sealed = ${seal(randomBytes(32), newWebhookSecret())}
-      WHERE id = ${target.subscriptionId}`);
+      UPDATE webhook_subscriptions SET secret_sealed = ${legacy} WHERE id = ${target.subscriptionId}`);
     const attempt = createWebhookActivities({ pool, config }).attemptWebhookDelivery;
     expect(await attempt({ ...target, attempt: 1, retryInMs: 5_000 })).toMatchObject({
-      status: 'pending',
+      status: 'delivered',
       attempts: 1,
-      statusCode: null,
-      error: expect.stringContaining('cannot be read'),
+      statusCode: 200,
     });
-    expect(receiver.received.filter((r) => r.path === '/other-key')).toEqual([]);
-    expect(await deliveryRow(target.eventId)).toMatchObject({
-      status: 'pending',
-      next_attempt_at: expect.any(String),
-    });
+    const delivered = receiver.received.filter((r) => r.path === '/legacy-secret');
+    expect(delivered).toHaveLength(1);
+    expect(verify(target.secret, delivered[0]!)).toEqual(delivered[0]!.payload);
+    const resealed = (await findWebhookSubscription(pool, target.subscriptionId))!.secret_sealed;
+    expect(resealed).toMatch(/^v2\./);
+    expect(open(key, resealed, target.subscriptionId)).toBe(target.secret);
+    expect(() => open(key, resealed, randomUUID())).toThrow();
   });
 
   it('follows the retry schedule: three attempts within a minute, then doubling to an hour', () => {
@@ -261,3 +299,13 @@ describe('webhookDeliveryWorkflow', () => {
     },
   );
 });
+
+/** The format of secrets sealed before they were bound to their subscription (no associated data). */
+function sealV1(sealKey: Buffer, plaintext: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', sealKey, iv);
+  const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+  return ['v1', ...[iv, cipher.getAuthTag(), ciphertext].map((b) => b.toString('base64url'))].join(
+    '.',
+  );
+}
