@@ -95,6 +95,12 @@ const envSchema = z.object({
     .int()
     .min(1)
     .default(60 * 60),
+  ONBOARDING_DOCUMENTS_PER_WALLET: z.coerce.number().int().min(1).default(20),
+  ONBOARDING_DOCUMENT_BYTES_PER_WALLET: z.coerce
+    .number()
+    .int()
+    .min(10 * 1024 * 1024)
+    .default(50 * 1024 * 1024),
   MONEY_OUT_PENDING_TTL_SECONDS: z.coerce
     .number()
     .int()
@@ -250,6 +256,11 @@ export type Config = {
   cards: { pendingTtlSeconds: number };
   /** How long a payout or cashout the provider accepted waits for its outcome before asking. */
   moneyOut: { pendingTtlSeconds: number };
+  /**
+   * What one wallet may keep of verification documents (`ONBOARDING_DOCUMENTS_PER_WALLET`,
+   * `ONBOARDING_DOCUMENT_BYTES_PER_WALLET`): an upload past either is refused, nothing stored.
+   */
+  onboarding: { documentsPerWallet: number; documentBytesPerWallet: number };
   webhooks: {
     /**
      * AES-256-GCM key that encrypts subscription secrets at rest; unset: a key generated once
@@ -439,6 +450,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     cards: { pendingTtlSeconds: e.CARD_PAYMENT_PENDING_TTL_SECONDS },
     moneyOut: { pendingTtlSeconds: e.MONEY_OUT_PENDING_TTL_SECONDS },
+    onboarding: {
+      documentsPerWallet: e.ONBOARDING_DOCUMENTS_PER_WALLET,
+      documentBytesPerWallet: e.ONBOARDING_DOCUMENT_BYTES_PER_WALLET,
+    },
     webhooks: {
       secretKey: e.WEBHOOK_SECRET_KEY ? Buffer.from(e.WEBHOOK_SECRET_KEY, 'base64') : undefined,
       privateAllowlist: e.WEBHOOK_PRIVATE_ALLOWLIST.split(',')

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods } from 'slonik';
+import type { DatabasePool } from './pool';
 import { z } from 'zod';
 import type { Mode } from '../domain/types';
 import type { OnboardingResult } from '../workflows/onboarding';
@@ -141,15 +142,27 @@ export type PayoutDocumentRow = z.infer<typeof payoutDocumentRow>;
 const documentColumns = sql.fragment`id, wallet_id, purpose, content_type, size, provider_file_id`;
 
 /** Stores a checked identity document (its type and size were checked before). */
+/**
+ * Stores a document unless the wallet would then keep more than `quota` allows (null, nothing
+ * stored). The payout account's row is locked first, so concurrent uploads are counted in turn.
+ */
 export async function insertPayoutDocument(
-  db: CommonQueryMethods,
+  pool: DatabasePool,
   p: { walletId: string; contentType: DocumentContentType; content: Buffer },
-): Promise<PayoutDocumentRow> {
-  return db.one(sql.type(payoutDocumentRow)`
-    INSERT INTO payout_documents (id, wallet_id, purpose, content_type, size, content)
-    VALUES (${randomUUID()}, ${p.walletId}, 'identity_document', ${p.contentType},
-      ${p.content.length}, ${sql.binary(p.content)})
-    RETURNING ${documentColumns}`);
+  quota: { documents: number; bytes: number },
+): Promise<PayoutDocumentRow | null> {
+  return pool.transaction(async (trx) => {
+    await trx.query(sql.unsafe`
+      SELECT 1 FROM payout_accounts WHERE wallet_id = ${p.walletId} FOR NO KEY UPDATE`);
+    return trx.maybeOne(sql.type(payoutDocumentRow)`
+      INSERT INTO payout_documents (id, wallet_id, purpose, content_type, size, content)
+      SELECT ${randomUUID()}, ${p.walletId}, 'identity_document', ${p.contentType},
+        ${p.content.length}, ${sql.binary(p.content)}
+      FROM (SELECT count(*) AS n, coalesce(sum(size), 0) AS bytes
+            FROM payout_documents WHERE wallet_id = ${p.walletId}) used
+      WHERE used.n < ${quota.documents} AND used.bytes + ${p.content.length} <= ${quota.bytes}
+      RETURNING ${documentColumns}`);
+  });
 }
 
 /** A stored document with its bytes, for the upload to the provider. */

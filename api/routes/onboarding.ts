@@ -394,7 +394,10 @@ export function onboardingRoutes(deps: ApiDeps): Route[] {
       params: WalletParams,
       responses: {
         ...resultResponses,
-        400: errorResponse('Not a JPEG, PNG or PDF; or not multipart/form-data'),
+        400: errorResponse(
+          'Not a JPEG, PNG or PDF; not multipart/form-data; or the wallet has uploaded as many ' +
+            'documents (or bytes) as it may keep',
+        ),
         401: errorResponse('Missing or invalid credentials'),
         403: errorResponse('The wallet belongs to another application or mode'),
         404: errorResponse('Wallet not found, or no onboarding submitted for it yet'),
@@ -407,7 +410,19 @@ export function onboardingRoutes(deps: ApiDeps): Route[] {
         const row = await submitted(caller, params.wallet_id);
         assertProviderConfigured(caller);
         const document = checkedDocument(await readUpload(ctx));
-        const stored = await insertPayoutDocument(pool, { walletId: row.wallet_id, ...document });
+        const { documentsPerWallet, documentBytesPerWallet } = config.onboarding;
+        const stored = await insertPayoutDocument(
+          pool,
+          { walletId: row.wallet_id, ...document },
+          { documents: documentsPerWallet, bytes: documentBytesPerWallet },
+        );
+        if (!stored) {
+          throw new AppError(
+            'invalid_request',
+            `This wallet keeps at most ${documentsPerWallet} verification documents of ` +
+              `${documentBytesPerWallet} bytes in all; no more can be uploaded`,
+          );
+        }
         return answer(
           await step(caller, row.wallet_id, onboardingUpdates.document, [
             { documentId: stored.id },

@@ -6,6 +6,7 @@ import {
   canReceivePayouts,
   countPayoutDocuments,
   findPayoutAccount,
+  insertPayoutDocument,
 } from '../../db/payout-accounts';
 import { isNotFound } from '../../api/temporal';
 import { workflowIds } from '../../workflows/ids';
@@ -18,7 +19,7 @@ let other: TestApp;
 let api: ApiClient;
 
 beforeAll(async () => {
-  engine = await startTestEngine();
+  engine = await startTestEngine({ env: { ONBOARDING_DOCUMENTS_PER_WALLET: '2' } });
   app = await createTestApp(engine.pool, { currency: 'USD' });
   other = await createTestApp(engine.pool, { currency: 'USD' });
   api = clientFor(engine.url, app);
@@ -482,6 +483,28 @@ describe('verification document upload', () => {
       external_account_added: true,
     });
     expect(await countPayoutDocuments(engine.pool, walletId)).toBe(1);
+  });
+
+  it('refuses a document past the wallet’s quota with 400, storing nothing', async () => {
+    const pdf = { file: { content: PDF, type: 'application/pdf' }, purpose: 'identity_document' };
+    expect((await upload(walletId, pdf)).status).toBe(202);
+    expect(await countPayoutDocuments(engine.pool, walletId)).toBe(2);
+    expect(await upload(walletId, pdf)).toEqual({
+      status: 400,
+      body: {
+        detail: `This wallet keeps at most 2 verification documents of ${50 * 1024 * 1024} bytes in all; no more can be uploaded`,
+      },
+    });
+    expect(await countPayoutDocuments(engine.pool, walletId)).toBe(2);
+    // The bytes count too: a document that would pass them is not stored either.
+    const stored = () =>
+      insertPayoutDocument(
+        engine.pool,
+        { walletId, contentType: 'application/pdf', content: PDF },
+        { documents: 10, bytes: 3 * PDF.length - 1 },
+      );
+    expect(await stored()).toBeNull();
+    expect(await countPayoutDocuments(engine.pool, walletId)).toBe(2);
   });
 });
 
