@@ -17,11 +17,7 @@ import {
   WorkflowNotFoundError,
   type Client,
 } from '@temporalio/client';
-import {
-  defaultPayloadConverter,
-  type SearchAttributePair,
-  type UpdateDefinition,
-} from '@temporalio/common';
+import { type SearchAttributePair, type UpdateDefinition } from '@temporalio/common';
 import type { DatabasePool } from '../db/pool';
 import {
   findNotifiedPayment,
@@ -38,6 +34,7 @@ import {
 } from '../db/reconciliation';
 import { findTransaction } from '../db/transactions';
 import type { Mode, TransactionType } from '../domain/types';
+import { decodePayloadsIn } from '../worker/data-converter';
 import { workflowIds } from '../workflows/ids';
 import { moneyOutUpdates, type MoneyOutProviderStatus } from '../workflows/money-out-shared';
 import {
@@ -309,7 +306,10 @@ async function reopen(
   const history = await handle.fetchHistory();
   const payloads = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads;
   if (!payloads?.[0]) return unmatched;
-  const input = defaultPayloadConverter.fromPayload(payloads[0]);
+  // The history is as Temporal keeps it (encrypted): decoded with the client's own codecs.
+  const converter = deps.temporal.options.loadedDataConverter;
+  const [first] = await decodePayloadsIn([payloads[0]], converter.payloadCodecs);
+  const input = converter.payloadConverter.fromPayload(first);
   const attributes: SearchAttributePair[] = [];
   for (const key of Object.values(SearchAttributes)) {
     const value = described.typedSearchAttributes.get(key);

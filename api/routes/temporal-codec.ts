@@ -132,7 +132,9 @@ const PREFLIGHT_HEADERS = 'Content-Type, X-Namespace, Authorization, api-key, se
 export function temporalCodecEdge(config: Config): Koa.Middleware {
   const allowed = new Set(config.temporal.codecAllowedOrigins);
   return async function temporalCodecEdge(ctx, next) {
-    if (ctx.path !== CODEC_PATH && !ctx.path.startsWith(`${CODEC_PATH}/`)) {
+    // A request in authority form (CONNECT host:port) has no path at all.
+    const path = (ctx.path as string | null) ?? '';
+    if (path !== CODEC_PATH && !path.startsWith(`${CODEC_PATH}/`)) {
       await next();
       return;
     }

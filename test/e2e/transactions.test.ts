@@ -388,6 +388,8 @@ describe('GET /api/v1/transactions/{transaction_id}/timeline', () => {
       ['openDeposit', 'activity', 'completed', 1],
       [expect.stringMatching(/^timer PT30M[\d.]+S$/), 'timer', 'canceled', 1],
       ['notify', 'update', 'completed', 1],
+      // The notification is only a reason to ask: the provider says the code is paid.
+      ['checkPaymentCode', 'activity', 'completed', 1],
       ['completeDeposit', 'activity', 'completed', 1],
       ['end', 'workflow', 'completed', 1],
     ]);
@@ -412,6 +414,7 @@ describe('GET /api/v1/transactions/{transaction_id}/timeline', () => {
       ['openDeposit', 'completed'],
       [expect.stringMatching(/^timer /), 'canceled'],
       ['notify', 'completed'],
+      ['checkPaymentCode', 'completed'],
       ['closeDeposit', 'completed'],
       ['end', 'completed'],
     ]);

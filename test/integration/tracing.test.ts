@@ -1,3 +1,4 @@
+import { payloadKeys } from '../../worker/data-converter';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
@@ -6,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { startApi, type RunningApi } from '../../api/server';
-import { loadConfig } from '../../config';
+import { formatPayloadKeys, loadConfig } from '../../config';
 import { scratchConfig } from '../../harness/engine';
 import { freePort } from '../../harness/ports';
 import { startTemporalDevServer, type DevServer } from '../../harness/temporal';
@@ -158,6 +159,8 @@ beforeAll(async () => {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
       DATA_DIR: dir,
+      // The API of this test encrypts with its data directory's key: the worker must share it.
+      TEMPORAL_PAYLOAD_KEYS: formatPayloadKeys(payloadKeys(config)),
       HOST: '127.0.0.1',
       DATABASE_URL: database.url,
       TEMPORAL_ADDRESS: temporal.address,

@@ -1,3 +1,5 @@
+import { formatPayloadKeys } from '../../config';
+import { payloadKeys } from '../../worker/data-converter';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -61,6 +63,7 @@ beforeAll(async () => {
     taskQueuePrefix: 'worker-metrics',
     workflowBundle: process.env.TEST_WORKFLOW_BUNDLE,
     requestTimeoutMs: 30_000,
+    env: { API_METRICS_PORT: '0' },
   });
   worker = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
     cwd: root,
@@ -68,6 +71,8 @@ beforeAll(async () => {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
       DATA_DIR: dir,
+      // The API of this test encrypts with its data directory's key: the worker must share it.
+      TEMPORAL_PAYLOAD_KEYS: formatPayloadKeys(payloadKeys(config)),
       HOST: '127.0.0.1',
       DATABASE_URL: database.url,
       TEMPORAL_ADDRESS: temporal.address,
@@ -110,7 +115,7 @@ describe('the worker metrics endpoint (WORKER_METRICS_PORT)', () => {
     const from = await createUserWithWallet(client);
     const to = await createUserWithWallet(client);
     await fundWallet(database.pool, from.walletId, 5_000n);
-    const apiBefore = await scrape(`${api.url}/metrics`);
+    const apiBefore = await scrape(api.metricsUrl!);
 
     const reply = await client.post(TRANSFER, {
       from_wallet_id: from.walletId,
@@ -141,7 +146,7 @@ describe('the worker metrics endpoint (WORKER_METRICS_PORT)', () => {
     );
 
     // The API (this process) counted the start, not the end: that is the worker's.
-    const apiAfter = await scrape(`${api.url}/metrics`);
+    const apiAfter = await scrape(api.metricsUrl!);
     const started = series('payments_started_total', { type: 'transfer' });
     expect((apiAfter.get(started) ?? 0) - (apiBefore.get(started) ?? 0)).toBe(1);
     expect(apiAfter.get(ended) ?? 0).toBe(apiBefore.get(ended) ?? 0);
