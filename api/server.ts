@@ -13,9 +13,16 @@ import { createApp } from './app';
 import { openTemporalConnection } from './temporal';
 import { temporalDataConverter } from '../worker/data-converter';
 import type { Logger } from '../observability/logger';
+import { startMetricsServer } from '../observability/metrics';
 import { acquireTracing, clientTracingOptions } from '../observability/tracing';
 
-export type RunningApi = { url: string; server: Server; close: () => Promise<void> };
+export type RunningApi = {
+  url: string;
+  server: Server;
+  /** The metrics listener's `/metrics` (`API_METRICS_PORT`), or undefined when there is none. */
+  metricsUrl: string | undefined;
+  close: () => Promise<void>;
+};
 
 /**
  * Starts the API: its own pool and Temporal client, listening on the configured port. With
@@ -87,10 +94,17 @@ export async function startApi(
   server.keepAliveTimeout = 65_000;
   const { port } = server.address() as AddressInfo;
   const host = config.api.host === '0.0.0.0' ? '127.0.0.1' : config.api.host;
+  // Metrics are not for the internet: a listener of their own, never the API's public port.
+  const metrics =
+    config.metrics.enabled && config.metrics.apiPort !== undefined
+      ? await startMetricsServer({ port: config.metrics.apiPort, host: config.api.host })
+      : undefined;
   return {
     url: `http://${host}:${port}`,
     server,
+    metricsUrl: metrics?.url,
     close: async () => {
+      await metrics?.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
       await connection.close();

@@ -143,6 +143,7 @@ const envSchema = z.object({
   MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE: z.coerce.number().int().min(1).default(16),
   METRICS_ENABLED: onOff.default(true),
   WORKER_METRICS_PORT: port.optional(),
+  API_METRICS_PORT: port.optional(),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalUrl,
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
   OTEL_SERVICE_NAME: z.preprocess(
@@ -186,10 +187,11 @@ export type Config = {
    */
   caps: { credentials: number; webhookSubscriptions: number };
   /**
-   * Prometheus metrics (observability/metrics.ts): the API's `GET /metrics` when `enabled`; the
-   * worker's own endpoint (with the Temporal SDK's metrics) on `workerPort`, off when unset.
+   * Prometheus metrics (observability/metrics.ts), counted when `enabled`, each process's on a
+   * listener of its own, never the API's public port: the API's on `apiPort`, the worker's
+   * (with the Temporal SDK's metrics) on `workerPort`; off when unset.
    */
-  metrics: { enabled: boolean; workerPort: number | undefined };
+  metrics: { enabled: boolean; workerPort: number | undefined; apiPort: number | undefined };
   /**
    * OpenTelemetry tracing through the Temporal SDK's interceptors (observability/tracing.ts):
    * spans go by OTLP/HTTP to `endpoint`; off (no interceptor installed) when it is unset.
@@ -394,6 +396,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metrics: {
       enabled: e.METRICS_ENABLED,
       workerPort: e.WORKER_METRICS_PORT,
+      apiPort: e.API_METRICS_PORT,
     },
     tracing: {
       endpoint:

@@ -173,6 +173,7 @@ async function main(): Promise<void> {
     const lines = [
       '',
       `  API          ${api.url}   (docs: ${api.url}/docs)`,
+      ...(api.metricsUrl ? [`  Metrics      ${api.metricsUrl}`] : []),
       `  Temporal UI  ${uiUrl ?? `(external Temporal at ${config.temporal.address})`}`,
       `  Postgres     ${databaseUrl.replace(/:[^:@/]+@/, ':***@')}`,
     ];

@@ -7,7 +7,6 @@ import type { ApiDeps } from '../deps';
 import { buildOpenApi } from '../openapi';
 import { defineRoute, type Route } from '../route';
 import { ErrorBody } from '../schemas';
-import { METRICS_CONTENT_TYPE, registry } from '../../observability/metrics';
 
 export const API_VERSION = '0.3.0';
 
@@ -70,25 +69,6 @@ export function systemRoutes(deps: ApiDeps, allRoutes: () => readonly Route[]): 
           };
         }
         return { body: { status: 'ready' } };
-      },
-    }),
-    defineRoute({
-      method: 'get',
-      path: '/metrics',
-      summary:
-        'Prometheus metrics of this process (text format); not for the internet: scrape it from inside',
-      tag: 'System',
-      auth: null,
-      responses: {
-        200: { description: 'The metrics, in the Prometheus text exposition format' },
-        404: { description: 'Metrics are turned off (METRICS_ENABLED=false)', schema: ErrorBody },
-      },
-      handler: async () => {
-        if (!deps.config.metrics.enabled) throw new AppError('not_found', 'Not found');
-        return {
-          body: await registry.metrics(),
-          headers: { 'Content-Type': METRICS_CONTENT_TYPE, 'Cache-Control': 'no-store' },
-        };
       },
     }),
     defineRoute({

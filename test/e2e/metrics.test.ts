@@ -5,16 +5,17 @@ import { increase, scrape, series, type Samples } from '../support/metrics';
 import { workflowIds } from '../../workflows/ids';
 
 /**
- * GET /metrics (issue 12): after real requests, the counters show them with the right labels and
- * exact increments. The worker runs in this process (startTestEngine), so the payments it ends
- * and the ledger writes it times are in the same registry as the API's counters.
+ * The API's metrics (issue 12), on a listener of their own (`API_METRICS_PORT`), never the
+ * public port: after real requests, the counters show them with the right labels and exact
+ * increments. The worker runs in this process (startTestEngine), so the payments it ends and
+ * the ledger writes it times are in the same registry as the API's counters.
  */
 let engine: TestEngine;
 let app: TestApp;
 let api: ApiClient;
 
 beforeAll(async () => {
-  engine = await startTestEngine();
+  engine = await startTestEngine({ env: { API_METRICS_PORT: '0' } });
   app = await createTestApp(engine.pool);
   api = clientFor(engine.url, app);
 });
@@ -22,7 +23,7 @@ afterAll(async () => engine?.close());
 
 const TRANSFER = '/api/v1/transactions/wallet/transfer';
 const HOLD = '/api/v1/escrow/hold';
-const metricsOf = () => scrape(`${engine.url}/metrics`);
+const metricsOf = () => scrape(engine.metricsUrl!);
 
 const requests = (method: string, route: string, status: number) =>
   series('http_requests_total', { method, route, status });
@@ -30,8 +31,15 @@ const latencies = (method: string, route: string, status: number) =>
   series('http_request_duration_seconds_count', { method, route, status });
 
 describe('GET /metrics', () => {
-  it('needs no credentials and answers the Prometheus text format', async () => {
+  it('is not served on the API’s public port, which answers 404', async () => {
     const response = await fetch(`${engine.url}/metrics`);
+    expect(response.status).toBe(404);
+    expect(await response.json()).toEqual({ detail: 'Not found' });
+    expect(engine.metricsUrl).not.toContain(new URL(engine.url).port);
+  });
+
+  it('needs no credentials on its own listener and answers the Prometheus text format', async () => {
+    const response = await fetch(engine.metricsUrl!);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     const text = await response.text();
@@ -134,7 +142,7 @@ describe('GET /metrics', () => {
     );
 
     // Never a raw path: no series names an id.
-    const text = await (await fetch(`${engine.url}/metrics`)).text();
+    const text = await (await fetch(engine.metricsUrl!)).text();
     for (const id of [sender.walletId, recipient.walletId, transfer.body.id, hold.body.id]) {
       expect(text).not.toContain(id);
     }
@@ -223,11 +231,12 @@ describe('GET /metrics', () => {
 describe('METRICS_ENABLED=false', () => {
   let off: TestEngine;
   beforeAll(async () => {
-    off = await startTestEngine({ env: { METRICS_ENABLED: 'false' } });
+    off = await startTestEngine({ env: { METRICS_ENABLED: 'false', API_METRICS_PORT: '0' } });
   });
   afterAll(async () => off?.close());
 
-  it('answers 404 with a detail at /metrics; the rest of the API works', async () => {
+  it('opens no metrics listener and answers 404 at /metrics; the rest of the API works', async () => {
+    expect(off.metricsUrl).toBeUndefined();
     const response = await fetch(`${off.url}/metrics`);
     expect(response.status).toBe(404);
     expect(await response.json()).toEqual({ detail: 'Not found' });

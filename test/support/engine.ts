@@ -12,6 +12,8 @@ import { createTestDatabase } from './database';
 
 export type TestEngine = {
   url: string;
+  /** The API's metrics listener (`API_METRICS_PORT`), when the engine has one. */
+  metricsUrl: string | undefined;
   pool: DatabasePool;
   config: Config;
   temporal: Client;
@@ -61,6 +63,7 @@ export async function startTestEngine(
   });
   return {
     url: engine.api.url,
+    metricsUrl: engine.api.metricsUrl,
     pool: database.pool,
     config,
     temporal: engine.client,
