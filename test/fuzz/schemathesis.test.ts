@@ -30,7 +30,9 @@ let api: ApiClient;
 let workDir: string;
 
 beforeAll(async () => {
-  engine = await startTestEngine();
+  // The sandbox 3-D Secure page is limited per client address, and every request comes from
+  // loopback here: raised, as the applications' own limits are.
+  engine = await startTestEngine({ env: { RATE_LIMIT_CARD_AUTHENTICATION_PAGE: '1000000' } });
   app = await createTestApp(engine.pool);
   otherApp = await createTestApp(engine.pool);
   api = clientFor(engine.url, app);
