@@ -4,7 +4,11 @@ import { findDeposit, lockDeposit, type DepositMetadata, type DepositRecord } fr
 import { lockAccounts, systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
 import { recordMoneyStep } from '../db/money-steps';
 import type { CommonQueryMethods, DatabasePool } from '../db/pool';
-import { insertTransaction, type NewTransaction, type TransactionRow } from '../db/transactions';
+import {
+  insertTransactionInCurrency,
+  type NewTransaction,
+  type TransactionRow,
+} from '../db/transactions';
 import { walletStates } from '../db/wallets';
 import type { Currency } from '../domain/money';
 import { computeDepositFees } from '../domain/fees';
@@ -67,27 +71,27 @@ export async function checkDepositWallet(
   db: CommonQueryMethods,
   input: { applicationId: string; mode: Mode; walletId: string },
   currency: Currency,
-  options: { keyShare?: boolean } = {},
 ): Promise<void> {
-  const wallet = (await walletStates(db, [input.walletId], options)).get(input.walletId);
+  const wallet = (await walletStates(db, [input.walletId])).get(input.walletId);
   checkWallet(wallet, { application_id: input.applicationId, mode: input.mode, currency });
 }
 
 /**
- * A deposit's pending record, written while its wallet is share-locked and checked again: a
- * currency switch that committed since the first check refuses the deposit, and one that comes
- * after finds the deposit open and changes nothing.
+ * A deposit's pending record, written only while its wallet still holds the deposit's currency
+ * (db/transactions.ts `insertTransactionInCurrency`): a currency switch that committed since the
+ * first check refuses the deposit, and one that comes after finds the deposit open.
  */
-export function insertPendingDeposit(
+export async function insertPendingDeposit(
   pool: DatabasePool,
   input: { applicationId: string; mode: Mode; walletId: string },
   currency: Currency,
-  record: NewTransaction,
+  record: NewTransaction & { walletId: string },
 ): Promise<TransactionRow> {
-  return pool.transaction(async (trx) => {
-    await checkDepositWallet(trx, input, currency, { keyShare: true });
-    return insertTransaction(trx, record);
-  });
+  const row = await insertTransactionInCurrency(pool, record);
+  if (row) return row;
+  // Refused: the wallet's checks say why (a currency switched meanwhile, most likely).
+  await checkDepositWallet(pool, input, currency);
+  throw new Error(`deposit ${record.id}: its wallet changed while it was recorded`);
 }
 
 export function createDepositActivities(deps: {

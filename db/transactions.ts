@@ -98,6 +98,27 @@ export async function insertTransaction(
 }
 
 /**
+ * `insertTransaction`, in one statement, only while its wallet's account still holds the
+ * payment's currency, key-share locking it meanwhile: a currency switch (db/applications.ts),
+ * which locks the accounts for update, then waits for it, or it for the switch. Null when the
+ * account holds another currency (or is gone).
+ */
+export async function insertTransactionInCurrency(
+  db: CommonQueryMethods,
+  t: NewTransaction & { walletId: string },
+): Promise<TransactionRow | null> {
+  return db.maybeOne(
+    prepare(sql.type(transactionRow)`
+      WITH wallet_in_currency AS (
+        SELECT 1 FROM ledger_accounts WHERE id = ${t.walletId} AND currency = ${t.currency}
+        FOR KEY SHARE
+      )
+      INSERT INTO transactions ${transactionValues(t, sql.fragment`EXISTS (SELECT 1 FROM wallet_in_currency)`)}
+      RETURNING ${transactionColumns}`),
+  );
+}
+
+/**
  * `insertTransaction` as a part of another statement's WITH (db/ledger.ts `alongside`); the row
  * it writes is `writtenTransaction(t, at)`.
  */

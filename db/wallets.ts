@@ -182,23 +182,17 @@ export async function walletStatesUnlessMade(
   return { made: first.made, at: first.at, states };
 }
 
-/**
- * What a money step checks of wallets (scope, active, currencies), by id. With `keyShare` (in a
- * database transaction) their accounts stay share-locked until it ends: an application's
- * currency switch (`switchBaseCurrency`), which locks them for update, waits, and so does it.
- */
+/** What a money step checks of wallets (scope, active, currencies), by id, without locking. */
 export async function walletStates(
   db: CommonQueryMethods,
   ids: readonly string[],
-  { keyShare = false }: { keyShare?: boolean } = {},
 ): Promise<Map<string, WalletState>> {
   const rows = await db.any(
     prepare(sql.type(walletState)`
       SELECT w.id, w.application_id, w.mode, w.is_active, a.currency, app.base_currency
       FROM wallets w JOIN ledger_accounts a ON a.id = w.id
         JOIN applications app ON app.id = w.application_id
-      WHERE w.id = ANY(${sql.array([...ids], 'uuid')})
-      ${keyShare ? sql.fragment`FOR KEY SHARE OF a` : sql.fragment``}`),
+      WHERE w.id = ANY(${sql.array([...ids], 'uuid')})`),
   );
   return new Map(rows.map((r) => [r.id, r]));
 }
