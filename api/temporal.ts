@@ -106,7 +106,7 @@ const EAGER_START_DEADLINE_MS = 1_000;
  * Starts a workflow through the in-process worker's connection with `requestEagerStart`: the
  * server answers the start with the workflow's first task, which that worker runs at once,
  * instead of putting it on the task queue for a poller (the matching service's work and a
- * round trip saved; README "Benchmark"; the server may decline, and a workflow that already
+ * round trip saved; docs/benchmarks.md; the server may decline, and a workflow that already
  * exists is attached to). Answers the run, or null when there is no such worker or the call
  * failed or took too long: the caller then starts it with the regular client, and the workflow
  * id makes that second start attach to a first one that got through.

@@ -27,7 +27,7 @@
  * result. The engine is started by engine.ts, the rows are scenarios.ts, the table render.ts,
  * the load loops load.ts, the trivial workflows workflows.ts, CPU accounting cpu.ts, the
  * profile's comparison of the dev server's visibility schema visibility.ts. go-perf.ts, run on its
- * own, names the samples of a `perf record` of the dev server (README, "Benchmark").
+ * own, names the samples of a `perf record` of the dev server (docs/benchmarks.md).
  */
 import os from 'node:os';
 import type { WorkerOptions } from '@temporalio/worker';

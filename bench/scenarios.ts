@@ -351,7 +351,7 @@ const INTERLEAVED_WARMUP_S = 2;
  * measured) of the kind that ends the last round, as if the rounds went round in a circle, so
  * that the first measured burst, like every other, follows a burst instead of a server idle
  * since the set-up (which ran the first burst about a tenth faster than the same kind's later
- * ones, README "Benchmark"), and each kind follows the others alike.
+ * ones), and each kind follows the others alike.
  */
 export function interleavedSchedule(
   kinds: number,

@@ -141,7 +141,7 @@ export async function checkBank(options: {
   }
   // Nothing moved without an acknowledgment: a 4xx wrote no ledger transaction. But for one:
   // a payout the provider refused at once is answered 400 after the saga reserved the money and
-  // gave all of it back (README, "The money-out path"): a `failed` row whose two ledger
+  // gave all of it back (docs/architecture.md, "The money-out path"): a `failed` row whose two ledger
   // transactions cancel out, no more of them than the clients were told "Provider refused".
   const refusedMoneyOut = [...steps.keys()].filter((id) => {
     const row = stored.get(id);

@@ -3,7 +3,7 @@ import { printReport } from './report';
 import { FAULTS, runChaos, type Fault } from './run';
 
 /**
- * `npm run chaos`: the bank test (see README, "Chaos test"). Exit status 0 when every check
+ * `npm run chaos`: the bank test (see docs/testing.md, "Chaos test"). Exit status 0 when every check
  * held, 1 on a violation, 2 on bad arguments.
  */
 const USAGE = `usage: npm run chaos -- [--duration SECONDS] [--clients N] [--wallets N] [--seed N] [--faults temporal,postgres,node|none]`;

@@ -243,7 +243,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       for (let i = 0; i < 1_000; i++) {
         await new Promise((resolve) => setTimeout(resolve, random.int(...FAULT_GAP_MS)));
         if (Date.now() > endAt - 3_000 && i >= options.faults.length) return;
-        // Supervision gives up on a server that fails 6 times within 2 minutes (README): the
+        // Supervision gives up on a server that fails 6 times within 2 minutes (docs/operations.md): the
         // test kills a server at most 4 times in that window, so that a give-up is a finding.
         const recent = (k: Fault) =>
           faults.filter((f) => f.kind === k && startedAt + f.atMs > Date.now() - 120_000).length;

@@ -16,140 +16,346 @@ const optionalUrl = z.preprocess(
   z.string().url().optional(),
 );
 
-const envSchema = z.object({
-  NODE_ENV: z.string().default('development'),
-  PORT: port.default(3000),
-  HOST: z.string().default('0.0.0.0'),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  DATA_DIR: z.string().default(path.join(rootDir, '.data')),
-  DATABASE_URL: z.string().url().optional(),
-  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20),
-  DATABASE_PREPARED_STATEMENTS: onOff.default(true),
-  EMBEDDED_PG_PORT: port.default(54329),
-  TEMPORAL_ADDRESS: z.string().optional(),
-  TEMPORAL_NAMESPACE: z.string().default('default'),
-  TEMPORAL_TASK_QUEUE: z.string().default('payments'),
-  TEMPORAL_PORT: port.default(7233),
-  TEMPORAL_UI_PORT: port.default(8233),
-  TEMPORAL_WORKFLOW_BUNDLE: z.string().optional(),
-  TEMPORAL_WORKFLOW_STACK_TRACES: onOff.default(false),
-  TEMPORAL_WORKFLOW_TASK_SLOTS: z.coerce.number().int().min(20).max(2000).default(200),
-  TEMPORAL_PAYLOAD_KEYS: z.preprocess(
-    (value) => (value === '' ? undefined : value),
-    z
-      .string()
-      .transform((text, ctx) => {
-        const keys = parsePayloadKeys(text);
-        if (typeof keys === 'string') {
-          ctx.addIssue({ code: 'custom', message: keys });
-          return z.NEVER;
-        }
-        return keys;
-      })
-      .optional(),
-  ),
+/**
+ * Every variable the engine reads. Each one's `meta` is its documentation: scripts/config-docs.ts
+ * renders docs/configuration.md from it, `shownDefault` standing in for a default that is
+ * computed or absent.
+ */
+export const envSchema = z.object({
+  NODE_ENV: z.string().default('development').meta({
+    description:
+      'Where the engine runs. Only `development` and `test` generate `SANDBOX_WEBHOOK_SECRET` and `TEMPORAL_PAYLOAD_KEYS` when they are unset (anywhere else they are required), let the local Temporal UI call the codec endpoint and send the dashboard cookie without `Secure`; the Docker image sets `production`.',
+  }),
+  PORT: port.default(3000).meta({ description: 'Port of the API (`0`: any free port).' }),
+  HOST: z
+    .string()
+    .default('0.0.0.0')
+    .meta({ description: 'Address the API and the metrics listeners listen on.' }),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .default('info')
+    .meta({
+      description:
+        '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`. Logs are JSON lines (pino) on standard error, credential headers redacted; the CLI logs at `warn` when this is `info`.',
+    }),
+  DATA_DIR: z.string().default(path.join(rootDir, '.data')).meta({
+    description:
+      "Local state of `npm start` and the CLI: the embedded Postgres (`pg/`), the dev server's `temporal.sqlite`, `demo-credentials.json`, the generated keys and the pid files.",
+    shownDefault: '`.data` in the repository',
+  }),
+  DATABASE_URL: z.string().url().optional().meta({
+    description:
+      'Postgres connection URL, required by `api`, `worker` and `migrate`. Unset, `npm start` and the CLI use the embedded Postgres; set, they use and migrate this database.',
+  }),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20).meta({
+    description:
+      'Maximum connections of each pool (1 to 200); the API and the worker each have their own.',
+  }),
+  DATABASE_PREPARED_STATEMENTS: onOff.default(true).meta({
+    description:
+      '`true` or `false` (also `1`, `0`): whether the statements every payment runs are named prepared statements, parsed once per connection. Set `false` behind a pooler in transaction mode that cannot keep them (PgBouncer before 1.21, or without `max_prepared_statements`).',
+  }),
+  EMBEDDED_PG_PORT: port.default(54329).meta({
+    description:
+      "Port of the embedded Postgres on 127.0.0.1 (user and password `postgres`, database `wallet`). The engine itself connects through the server's Unix-domain socket in its data folder, or through TCP when that path would be too long.",
+  }),
+  TEMPORAL_ADDRESS: z.string().optional().meta({
+    description:
+      '`host:port` of a Temporal frontend. Unset, `npm start` runs the dev server, and `api` and `worker` connect to `127.0.0.1:TEMPORAL_PORT`.',
+  }),
+  TEMPORAL_NAMESPACE: z.string().default('default').meta({
+    description:
+      'Namespace of the workflows and search attributes; the dev server of `npm start` has only `default`.',
+  }),
+  TEMPORAL_TASK_QUEUE: z.string().default('payments').meta({
+    description:
+      'Task queue of the workflows and activities; the API and every worker must agree on it.',
+  }),
+  TEMPORAL_PORT: port.default(7233).meta({
+    description:
+      'gRPC port of the dev server that `npm start` runs, and the address `api` and `worker` use when `TEMPORAL_ADDRESS` is unset.',
+  }),
+  TEMPORAL_UI_PORT: port.default(8233).meta({ description: 'Web UI port of that dev server.' }),
+  TEMPORAL_WORKFLOW_BUNDLE: z.string().optional().meta({
+    description:
+      'Path to a prebuilt workflow bundle (`bundleWorkflowCode` of `@temporalio/worker`), so that the worker does not bundle `workflows/` at start-up; the tests use it.',
+  }),
+  TEMPORAL_WORKFLOW_STACK_TRACES: onOff.default(false).meta({
+    description:
+      "`true` or `false` (also `1`, `0`): whether the worker runs the SDK's promise hook, so that the Temporal UI's Stack Trace tab shows where a running workflow waits. It costs CPU on every payment: turn it on for one worker while you investigate (see [the operator's guide](operations.md#operators-guide-to-the-temporal-ui)).",
+  }),
+  TEMPORAL_WORKFLOW_TASK_SLOTS: z.coerce.number().int().min(20).max(2000).default(200).meta({
+    description:
+      "How many workflow tasks the worker runs at once (20 to 2000), its pollers' waits included. The API starts a payment eagerly on its own process's worker only while one is free; a free slot costs nothing.",
+  }),
+  TEMPORAL_PAYLOAD_KEYS: z
+    .preprocess(
+      (value) => (value === '' ? undefined : value),
+      z
+        .string()
+        .transform((text, ctx) => {
+          const keys = parsePayloadKeys(text);
+          if (typeof keys === 'string') {
+            ctx.addIssue({ code: 'custom', message: keys });
+            return z.NEVER;
+          }
+          return keys;
+        })
+        .optional(),
+    )
+    .meta({
+      description:
+        '`id:base64key[,id:base64key...]`, each key 32 random bytes: the AES-256-GCM keys that encrypt every payload sent to Temporal; the first encrypts, any decrypts (see [temporal-codec.md](temporal-codec.md)). Required outside `development` and `test`; every API and worker needs the same list.',
+      shownDefault: 'unset (a key kept in `DATA_DIR`)',
+    }),
   TEMPORAL_CODEC_ALLOWED_ORIGINS: z
     .string()
     .refine(
       (v) => v.split(',').every((o) => !o.trim() || isOrigin(o.trim())),
       'TEMPORAL_CODEC_ALLOWED_ORIGINS must be origins such as https://temporal-ui.example.com, comma separated',
     )
-    .optional(),
+    .optional()
+    .meta({
+      description:
+        'Comma-separated browser origins of the Temporal UIs that may call the codec endpoint `/api/v1/temporal-codec`.',
+      shownDefault: 'the local UI in development and tests, else none',
+    }),
   FX_SLE_PER_USD: z
     .string()
     .regex(/^\d+(\.\d{1,2})?$/, 'FX_SLE_PER_USD must be a decimal with at most 2 decimals')
-    .default('24.00'),
-  API_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
-  MONIME_API_URL: z.string().url().default('https://api.monime.io'),
-  MONIME_ACCESS_TOKEN: z.string().optional(),
-  MONIME_SPACE_ID: z.string().optional(),
-  MONIME_WEBHOOK_SECRET: z.string().optional(),
-  MONIME_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000),
-  STRIPE_SECRET_KEY: z.string().optional(),
-  STRIPE_WEBHOOK_SECRET: z.string().optional(),
-  STRIPE_API_BASE: z.preprocess(
-    (value) => (value === '' ? undefined : value),
-    z
-      .string()
-      .url()
-      .refine((url) => /^https?:$/.test(new URL(url).protocol), 'STRIPE_API_BASE must be http(s)')
-      .optional(),
-  ),
-  STRIPE_TIMEOUT_MS: z.coerce.number().int().min(1).default(20_000),
+    .default('24.00')
+    .meta({
+      description:
+        "How many SLE one USD buys, with at most 2 decimals. Mobile-money amounts of a USD application are converted at this rate (banker's rounding to the cent), and the rate is recorded on the payment.",
+    }),
+  API_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000).meta({
+    description:
+      "How long, in milliseconds (at least 100), the API waits for a payment workflow's answer before it answers 504; a retry with the same `Idempotency-Key` then gets the result.",
+  }),
+  MONIME_API_URL: z
+    .string()
+    .url()
+    .default('https://api.monime.io')
+    .meta({ description: 'Base URL of the Live Mode mobile-money provider (a Monime-style API).' }),
+  MONIME_ACCESS_TOKEN: z.string().optional().meta({
+    description:
+      'Bearer token of the Live Mode mobile-money provider. Live Mode mobile money works only when it, `MONIME_SPACE_ID` and `MONIME_WEBHOOK_SECRET` are all set (empty counts as unset); otherwise it answers 503 and writes nothing.',
+  }),
+  MONIME_SPACE_ID: z.string().optional().meta({
+    description: 'The provider account (space) the token belongs to, sent as `Monime-Space-Id`.',
+  }),
+  MONIME_WEBHOOK_SECRET: z.string().optional().meta({
+    description: "Secret that checks the `monime-signature` of the provider's notifications.",
+  }),
+  MONIME_TIMEOUT_MS: z.coerce.number().int().min(1).default(10_000).meta({
+    description:
+      'Timeout of one HTTP call to the live mobile-money provider, in milliseconds; Temporal retries failed calls, each with its idempotency key.',
+  }),
+  STRIPE_SECRET_KEY: z.string().optional().meta({
+    description:
+      'Secret key of the Live Mode card provider (Stripe). Live Mode cards work only when it and `STRIPE_WEBHOOK_SECRET` are both set (empty counts as unset); otherwise a Live Mode card call answers 503 and writes nothing.',
+  }),
+  STRIPE_WEBHOOK_SECRET: z.string().optional().meta({
+    description:
+      'Signing secret that checks the `Stripe-Signature` of `POST /api/v1/webhooks/providers/card`. Subscribe the endpoint to the `payment_intent` events `succeeded`, `payment_failed`, `requires_action`, `processing` and `canceled`, and to `payout.paid`, `payout.failed` and `payout.canceled`.',
+  }),
+  STRIPE_API_BASE: z
+    .preprocess(
+      (value) => (value === '' ? undefined : value),
+      z
+        .string()
+        .url()
+        .refine((url) => /^https?:$/.test(new URL(url).protocol), 'STRIPE_API_BASE must be http(s)')
+        .optional(),
+    )
+    .meta({
+      description:
+        'Where the stripe client sends its requests, as an http(s) URL (`http://127.0.0.1:8420`); the tests point it at localstripe.',
+      shownDefault: 'unset (Stripe)',
+    }),
+  STRIPE_TIMEOUT_MS: z.coerce.number().int().min(1).default(20_000).meta({
+    description:
+      'Timeout of one call to Stripe, in milliseconds. The client does not retry by itself: Temporal does, each call with its idempotency key.',
+  }),
   /**
    * Signs and verifies the Test Mode sandbox's provider notifications. Unset: generated once per
    * data directory in development and tests; required anywhere else (a public default would let
    * anyone sign sandbox notifications).
    */
-  SANDBOX_WEBHOOK_SECRET: z.preprocess(
-    (value) => (value === '' ? undefined : value),
-    z.string().min(16, 'SANDBOX_WEBHOOK_SECRET must be at least 16 characters').optional(),
-  ),
+  SANDBOX_WEBHOOK_SECRET: z
+    .preprocess(
+      (value) => (value === '' ? undefined : value),
+      z.string().min(16, 'SANDBOX_WEBHOOK_SECRET must be at least 16 characters').optional(),
+    )
+    .meta({
+      description:
+        'Secret (at least 16 characters) the Test Mode sandbox provider signs its notifications with. Unset, one is generated per data directory in development and tests; required anywhere else, the same for the API and the worker.',
+      shownDefault: 'unset (a secret kept in `DATA_DIR`)',
+    }),
   SANDBOX_PAYMENT_CODE_TTL_SECONDS: z.coerce
     .number()
     .int()
     .min(1)
-    .default(30 * 60),
+    .default(30 * 60)
+    .meta({
+      description:
+        'How long a mobile-money payment code lives, in seconds; an unpaid deposit then becomes `expired`. The live provider is given it too.',
+    }),
   CARD_PAYMENT_PENDING_TTL_SECONDS: z.coerce
     .number()
     .int()
     .min(1)
-    .default(60 * 60),
-  ONBOARDING_DOCUMENTS_PER_WALLET: z.coerce.number().int().min(1).default(20),
+    .default(60 * 60)
+    .meta({
+      description:
+        'How long a card payment may wait for the payer (3-D Secure), in seconds. Then the workflow asks the provider once more, cancels a payment still waiting, and the deposit becomes `expired`.',
+    }),
+  ONBOARDING_DOCUMENTS_PER_WALLET: z.coerce.number().int().min(1).default(20).meta({
+    description:
+      'Verification documents a wallet may keep; one more answers 400 and stores nothing.',
+  }),
   ONBOARDING_DOCUMENT_BYTES_PER_WALLET: z.coerce
     .number()
     .int()
     .min(10 * 1024 * 1024)
-    .default(50 * 1024 * 1024),
+    .default(50 * 1024 * 1024)
+    .meta({
+      description: 'Bytes of verification documents a wallet may keep in all (at least 10 MiB).',
+    }),
   MONEY_OUT_PENDING_TTL_SECONDS: z.coerce
     .number()
     .int()
     .min(1)
-    .default(30 * 60),
-  WEBHOOK_SECRET_KEY: z.preprocess(
-    (value) => (value === '' ? undefined : value),
-    z
-      .string()
-      .refine(
-        (v) => /^[A-Za-z0-9+/]+={0,2}$/.test(v) && Buffer.from(v, 'base64').length === 32,
-        'WEBHOOK_SECRET_KEY must be the base64 of 32 bytes',
-      )
-      .optional(),
-  ),
-  WEBHOOK_PRIVATE_ALLOWLIST: z.string().default(''),
+    .default(30 * 60)
+    .meta({
+      description:
+        "How long a cashout or Live Mode card payout the provider accepted waits for its outcome, in seconds, before the saga asks the provider itself, and again each period while it says pending. Money is never given back without the provider's word.",
+    }),
+  WEBHOOK_SECRET_KEY: z
+    .preprocess(
+      (value) => (value === '' ? undefined : value),
+      z
+        .string()
+        .refine(
+          (v) => /^[A-Za-z0-9+/]+={0,2}$/.test(v) && Buffer.from(v, 'base64').length === 32,
+          'WEBHOOK_SECRET_KEY must be the base64 of 32 bytes',
+        )
+        .optional(),
+    )
+    .meta({
+      description:
+        "The base64 of 32 bytes (`openssl rand -base64 32`): the key that encrypts webhook subscription secrets at rest. Set it in production, the same for the API and the worker, and keep it out of the database's backups; unset, a key is generated once and kept in `DATA_DIR`.",
+      shownDefault: 'unset (a key kept in `DATA_DIR`)',
+    }),
+  WEBHOOK_PRIVATE_ALLOWLIST: z.string().default('').meta({
+    description:
+      'Comma-separated IPs or CIDR ranges (`127.0.0.1/32,::1`) that the webhook URL guard lets through although they are private or internal, for local development and tests. Leave it empty in production.',
+    shownDefault: 'empty',
+  }),
   RECONCILIATION_INTERVAL_SECONDS: z.coerce
     .number()
     .int()
     .min(1)
-    .default(5 * 60),
+    .default(5 * 60)
+    .meta({
+      description:
+        'How often the `reconciliation` schedule starts a run, in seconds. Read when the worker creates the schedule: an existing schedule keeps its interval (update or delete it).',
+    }),
   RECONCILIATION_GRACE_SECONDS: z.coerce
     .number()
     .int()
     .min(0)
-    .default(5 * 60),
-  RECONCILIATION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
-  NOTIFICATION_RETRY_HOURS: z.coerce.number().int().min(1).default(72),
-  NOTIFICATION_KEEP_DAYS: z.coerce.number().int().min(1).default(30),
-  DASHBOARD_SECURE_COOKIE: z.enum(['true', 'false']).optional(),
-  DASHBOARD_DIST_DIR: z.string().default(path.join(rootDir, 'dashboard', 'dist')),
+    .default(5 * 60)
+    .meta({
+      description:
+        "A payment is reconciled once it has been `pending` this long, in seconds; a younger one is left to its provider's notification.",
+    }),
+  RECONCILIATION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4).meta({
+    description:
+      'How many payments one reconciliation run syncs with their providers at once (1 to 64); keep it under `DATABASE_POOL_SIZE`.',
+  }),
+  NOTIFICATION_RETRY_HOURS: z.coerce.number().int().min(1).default(72).meta({
+    description:
+      'How long, in hours, the reconciliation retries a provider notification that matched no payment.',
+  }),
+  NOTIFICATION_KEEP_DAYS: z.coerce.number().int().min(1).default(30).meta({
+    description:
+      'Days a matched or ignored provider notification is kept before the maintenance schedule deletes it; unmatched ones go once the reconciliation stops retrying them.',
+  }),
+  DASHBOARD_SECURE_COOKIE: z.enum(['true', 'false']).optional().meta({
+    description:
+      "`true` or `false`: whether the dashboard's session cookie carries `Secure` (HTTPS only). Set `false` only for local development over plain HTTP.",
+    shownDefault: '`true`, but `false` when `NODE_ENV` is `development` or `test`',
+  }),
+  DASHBOARD_DIST_DIR: z
+    .string()
+    .default(path.join(rootDir, 'dashboard', 'dist'))
+    .meta({
+      description:
+        "Where the API finds the dashboard's build; without one, `/dashboard` answers 503 saying how to make it.",
+      shownDefault: '`dashboard/dist` in the repository',
+    }),
   TRUST_PROXY: z
     .string()
     .regex(/^(true|false|\d{1,2})$/, 'TRUST_PROXY must be true, false or a number of proxies')
-    .default('false'),
-  RATE_LIMIT_CARD_AUTHENTICATION_PAGE: z.coerce.number().int().min(1).default(30),
-  RATE_LIMIT_DASHBOARD_SIGNED_OUT: z.coerce.number().int().min(1).default(30),
-  RATE_LIMIT_DASHBOARD_ACCOUNT: z.coerce.number().int().min(1).default(120),
-  MAX_CREDENTIALS_PER_MODE: z.coerce.number().int().min(1).default(20),
-  MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE: z.coerce.number().int().min(1).default(16),
-  METRICS_ENABLED: onOff.default(true),
-  WORKER_METRICS_PORT: port.optional(),
-  API_METRICS_PORT: port.optional(),
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalUrl,
-  OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
-  OTEL_SERVICE_NAME: z.preprocess(
-    (value) => (value === '' ? undefined : value),
-    z.string().default('wallet-payments-engine'),
-  ),
+    .default('false')
+    .meta({
+      description:
+        "How many proxies in front of the API to believe in `X-Forwarded-For`, `-Proto` and `-Host`: `false` (none: the client address is the connection's peer), `true` (one) or a number. The client address counts for the lockouts and the per-address rate limits; set it only when every request comes through that many proxies.",
+    }),
+  RATE_LIMIT_CARD_AUTHENTICATION_PAGE: z.coerce.number().int().min(1).default(30).meta({
+    description: "Requests a minute per client address on the sandbox's 3-D Secure page.",
+  }),
+  RATE_LIMIT_DASHBOARD_SIGNED_OUT: z.coerce.number().int().min(1).default(30).meta({
+    description:
+      'Dashboard API requests a minute per client address without a session, signing in included.',
+  }),
+  RATE_LIMIT_DASHBOARD_ACCOUNT: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(120)
+    .meta({ description: 'Dashboard API requests a minute per signed-in account.' }),
+  MAX_CREDENTIALS_PER_MODE: z.coerce.number().int().min(1).default(20).meta({
+    description:
+      'Active credentials (not revoked, not expired) an application may have per mode; one more answers 400.',
+  }),
+  MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE: z.coerce.number().int().min(1).default(16).meta({
+    description:
+      'Webhook subscriptions, inactive ones included, an application may have per mode; one more answers 400.',
+  }),
+  METRICS_ENABLED: onOff.default(true).meta({
+    description:
+      '`true` or `false` (also `1`, `0`): whether the API counts HTTP requests and serves its metrics on `API_METRICS_PORT` (see [Metrics](operations.md#metrics)).',
+  }),
+  WORKER_METRICS_PORT: port.optional().meta({
+    description:
+      "Port of the worker's metrics endpoint (`npm run worker`), on `HOST`: the engine's metrics the worker counts and the Temporal SDK's own. Unset: no endpoint.",
+    shownDefault: 'unset (off)',
+  }),
+  API_METRICS_PORT: port.optional().meta({
+    description:
+      "Port of the API's metrics listener, on `HOST`, apart from its public port. Unset: the API serves no metrics.",
+    shownDefault: 'unset (off)',
+  }),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalUrl.meta({
+    description:
+      'Full URL the spans are posted to (OTLP/HTTP, JSON), such as `http://collector:4318/v1/traces`; turns tracing on (see [Tracing](operations.md#tracing)).',
+    shownDefault: 'unset (off)',
+  }),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl.meta({
+    description:
+      'OTLP/HTTP base URL: the spans go to `<it>/v1/traces` when `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is unset; turns tracing on.',
+    shownDefault: 'unset (off)',
+  }),
+  OTEL_SERVICE_NAME: z
+    .preprocess(
+      (value) => (value === '' ? undefined : value),
+      z.string().default('wallet-payments-engine'),
+    )
+    .meta({
+      description: 'The `service.name` of the spans; give the API and the worker each their own.',
+    }),
 });
 
 export type Config = {

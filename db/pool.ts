@@ -23,7 +23,7 @@ const timestamptzParser = {
  * Validates every row of a `sql.type(schema)` query, so that a schema that drifts from the
  * database fails loudly at the first query. Synchronously (`transformRow`): slonik runs an
  * interceptor's `transformRowAsync` through a task queue of its own for every result, rows or
- * none, which cost more than the validation (the README's benchmark). Every schema of ours is
+ * none, which cost more than the validation (measured by `npm run bench`). Every schema of ours is
  * synchronous; one that is not (an async refinement) fails its first query, here.
  */
 const resultParserInterceptor: Interceptor = {
@@ -52,7 +52,7 @@ const MAX_PREPARED_STATEMENTS = 100;
  * parses and keeps it; every later run on that connection only binds and executes it, and after
  * five runs Postgres may keep its plan as well. For the statements every payment runs (the
  * request's count and key claim, the money step's locks and ledger statement), whose parse and
- * plan are much of what Postgres spends on a payment (the README's benchmark). The name is a
+ * plan are much of what Postgres spends on a payment (measured by `npm run bench`). The name is a
  * hash of the text, so a text that varies (a statement built of optional parts) is one prepared
  * statement per variant, each checked by Postgres as any other. Only statements whose result
  * columns are spelled out (no `*` over a table): a prepared `SELECT *` fails once a migration

@@ -52,7 +52,7 @@ const MAX_SOCKET_PATH_BYTES = 107;
 /**
  * Where the server's Unix-domain socket goes: its data folder, so that each server has its own.
  * The engine connects through it rather than TCP on loopback: a round trip costs less CPU on
- * both ends (README "Benchmark"). TCP on 127.0.0.1 stays open for other clients. Null (TCP only)
+ * both ends (measured by `npm run bench`). TCP on 127.0.0.1 stays open for other clients. Null (TCP only)
  * when the socket's path would be too long or holds a character Postgres' list of socket
  * folders would split on or that a URL's host would need to carry.
  */

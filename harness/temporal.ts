@@ -40,7 +40,7 @@ export type DevServer = {
 
 /**
  * The fastest durable configuration of the dev server on a file (measured by `npm run bench`,
- * README "Benchmark"): SQLite in WAL mode with `synchronous=normal` (a commit waits on no disk
+ * docs/benchmarks.md): SQLite in WAL mode with `synchronous=normal` (a commit waits on no disk
  * flush; a power loss may lose the last commits, never corrupt the file), one task-queue
  * partition (a single server has nothing to spread), and no forced search-attribute cache
  * refresh on every read (on by default in the CLI, more than half the server's database calls).
@@ -76,7 +76,7 @@ export const DEV_SERVER_FLAGS = [
  * the engine's queries, dropped from the file `npm start` runs on. The CLI's schema keeps about
  * sixty indexes on that table, one for every column a List Filter could order or filter by, and
  * every workflow inserts its row at start and replaces it at close: maintaining them was about 40 %
- * of the server's CPU (README, "Benchmark"). Kept: the default order, the workflow id, type,
+ * of the server's CPU (a `perf` profile, docs/benchmarks.md). Kept: the default order, the workflow id, type,
  * status and task queue, the ten `Keyword` slots (the payment search attributes are Keywords and
  * the CLI assigns them slots at random) and those the schedules and batch jobs filter by. A query
  * on a dropped column still answers, correctly, by scanning the namespace's rows. The names are

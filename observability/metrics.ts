@@ -7,7 +7,7 @@ import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client
  * The engine's Prometheus metrics (prom-client), one registry per process: the API serves it at
  * `GET /metrics`, the worker on WORKER_METRICS_PORT. Every instrument is created once here; the
  * hot path only increments or observes with labels of a bounded set (route templates, payment
- * types, statuses, rate-limit categories), never ids. README "Metrics" lists them all.
+ * types, statuses, rate-limit categories), never ids. docs/operations.md ("Metrics") lists them all.
  */
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });

@@ -68,7 +68,7 @@ export async function createWorker(options: {
       // these slots is free when the API starts it, and each payment in flight holds one until
       // its task completes, as each workflow poller does while it waits: at the SDK's 40, 10
       // pollers and 32 payments at once left a quarter of the transfers to the server's task
-      // queue (README "Benchmark"). A free slot costs nothing.
+      // queue (measured by `npm run bench`). A free slot costs nothing.
       maxConcurrentWorkflowTaskExecutions: config.temporal.workflowTaskSlots,
       ...options.tuning,
     },

@@ -8,7 +8,7 @@ import { setPaymentStatus } from './status';
 /**
  * The ledger step runs as a local activity: in the worker, inside the workflow task, recorded
  * as one marker. That saves the activity task's round trips through the server (the engine's
- * bottleneck, see the README's benchmark section) and the history still shows the step, its
+ * bottleneck, see docs/benchmarks.md) and the history still shows the step, its
  * attempts and its result. Workflows started before the change replay their recorded (remote)
  * activity: `patched` keeps both paths deterministic, asked only of a workflow whose input does not
  * say `localSteps` (every start says it since; see TransferInput).

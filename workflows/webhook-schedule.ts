@@ -1,7 +1,7 @@
 /**
  * When a webhook delivery tries again (decisions.md): the first three attempts within one
  * minute, then exponential backoff to at most an hour apart, for at least 72 hours. Pure, so the
- * delivery workflow, its tests and the README read the same schedule.
+ * delivery workflow, its tests and docs/api.md read the same schedule.
  */
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

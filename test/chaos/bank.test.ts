@@ -9,7 +9,7 @@ import { OPERATIONS } from '../../chaos/workload';
  * afford. A real `npm start` on ports and a data folder of its own; clients moving money by
  * every kind of payment while the dev server, Postgres and the start's node process are each
  * killed with SIGKILL at least once; then the checks of chaos/checks.ts. The long run is in
- * the README ("Chaos test").
+ * docs/testing.md ("Chaos test").
  */
 jest.setTimeout(360_000);
 

@@ -8,7 +8,7 @@ beforeAll(async () => {
 });
 afterAll(async () => engine?.close());
 
-/** Runs a List Filter as the README's operator guide writes it; visibility is eventually consistent. */
+/** Runs a List Filter as the operator's guide (docs/operations.md) writes it; visibility is eventually consistent. */
 async function find(query: string, expected: number): Promise<string[]> {
   let found: string[] = [];
   for (let i = 0; i < 60; i += 1) {

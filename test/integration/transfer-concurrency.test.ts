@@ -85,7 +85,7 @@ describe('transfers under concurrency', () => {
       b.walletId,
     ]);
 
-    // The operator's query of the README finds the failed one (visibility is eventually consistent).
+    // The operator's query of docs/operations.md finds the failed one (visibility is eventually consistent).
     const query = `ApplicationId = "${app.id}" AND PaymentType = "transfer" AND PaymentStatus = "failed"`;
     let found: string[] = [];
     for (let i = 0; i < 50 && found.length === 0; i += 1) {
