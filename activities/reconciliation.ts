@@ -34,7 +34,7 @@ import {
 } from '../db/reconciliation';
 import { findTransaction } from '../db/transactions';
 import type { Mode, TransactionType } from '../domain/types';
-import { decodePayloadsIn } from '../worker/data-converter';
+import { decodePayloadsIn } from '../temporal/data-converter';
 import { workflowIds } from '../workflows/ids';
 import { moneyOutUpdates, type MoneyOutProviderStatus } from '../workflows/money-out-shared';
 import {

@@ -1,8 +1,4 @@
 import {
-  Connection,
-  defaultGrpcRetryOptions,
-  type GrpcRetryOptions,
-  makeGrpcRetryInterceptor,
   WithStartWorkflowOperation,
   isGrpcServiceError,
   WorkflowExecutionAlreadyStartedError,
@@ -16,7 +12,8 @@ import type { Caller, TransactionType } from '../domain/types';
 import { SearchAttributes } from '../workflows/shared';
 import { AppError } from './errors';
 import { eagerStarts, paymentsStarted, settledLocally } from '../observability/metrics';
-import { listenForSettlement } from '../worker/settlements';
+import { GRPC_UNAVAILABLE } from '../temporal/connection';
+import { listenForSettlement } from '../temporal/settlements';
 
 /**
  * Runs a payment workflow and waits for its result, at most `timeoutMs`. The workflow id is the
@@ -30,7 +27,7 @@ export async function runPaymentWorkflow<W extends Workflow>(
   options: WorkflowStartOptions<W> & {
     timeoutMs: number;
     /**
-     * Which results this process's worker may report at once (worker/settlements.ts): only
+     * Which results this process's worker may report at once (temporal/settlements.ts): only
      * those that a rerun of the workflow's task would give again (a committed, idempotent step).
      */
     answerLocally?: (result: Awaited<ReturnType<W>>) => boolean;
@@ -71,7 +68,7 @@ const LOCAL_SETTLEMENT_MS = 3_000;
 
 /**
  * Starts the payment eagerly on this process's worker (`eagerStart`), and when `answerLocally`
- * says so, answers with the settlement that worker reports (worker/settlements.ts) instead of
+ * says so, answers with the settlement that worker reports (temporal/settlements.ts) instead of
  * asking the server: `answered` is then set. Null when there is no such worker or the start
  * failed; else the run, for the caller to wait on the server as usual.
  */
@@ -168,39 +165,7 @@ export async function withDeadline<T>(work: Promise<T>, timeoutMs: number): Prom
   }
 }
 
-/**
- * A client connection to Temporal that fails fast while the server is down and recovers by
- * itself when it is back: lazy (the process starts without Temporal), a refused connection
- * (UNAVAILABLE) retried 3 times within about half a second instead of the SDK's 10 over ~20 s,
- * and reconnection attempts at most a second apart. Other retryable failures (an overloaded
- * server's RESOURCE_EXHAUSTED) keep the SDK's retries.
- */
-export function openTemporalConnection(address: string): Connection {
-  const quick = defaultGrpcRetryOptions({
-    maxAttempts: 3,
-    factor: 2,
-    initialIntervalMs: () => 100,
-  });
-  const usual = defaultGrpcRetryOptions();
-  const pick = (code: number): GrpcRetryOptions => (code === GRPC_UNAVAILABLE ? quick : usual);
-  return Connection.lazy({
-    address,
-    connectTimeout: 1_000,
-    interceptors: [
-      makeGrpcRetryInterceptor({
-        delayFunction: (attempt, status) => pick(status.code).delayFunction(attempt, status),
-        retryableDecider: (attempt, status) => pick(status.code).retryableDecider(attempt, status),
-      }),
-    ],
-    channelArgs: {
-      'grpc.initial_reconnect_backoff_ms': 100,
-      'grpc.max_reconnect_backoff_ms': 1_000,
-    },
-  });
-}
-
 const GRPC_DEADLINE_EXCEEDED = 4;
-const GRPC_UNAVAILABLE = 14;
 
 function* causes(error: unknown): Generator<{ code?: unknown; details?: unknown }> {
   const seen = new Set<unknown>();

@@ -11,7 +11,7 @@ import type { Client } from '@temporalio/client';
 import { NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import { createEngineWorker } from '../worker/engine-worker';
-import { payloadKeys, temporalDataConverter } from '../worker/data-converter';
+import { payloadKeys, temporalDataConverter } from '../temporal/data-converter';
 import { paymentSearchAttributes } from '../api/temporal';
 import { formatPayloadKeys, type Config } from '../config';
 import { createDatabasePool, type DatabasePool } from '../db/pool';

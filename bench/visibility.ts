@@ -13,7 +13,7 @@ import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { createEngineWorker } from '../worker/engine-worker';
-import { freePort } from '../harness/ports';
+import { freePort } from '../net/ports';
 import { startTemporalDevServer, type DevServer } from '../harness/temporal';
 import { processCpuMs } from './cpu';
 import { progress, transferAttributes, type Engine } from './engine';

@@ -424,9 +424,9 @@ export type Config = {
      */
     workflowTaskSlots: number;
     /**
-     * AES-256-GCM keys of the payload codec (worker/payload-codec.ts), by key id; the first
+     * AES-256-GCM keys of the payload codec (temporal/payload-codec.ts), by key id; the first
      * encrypts, any decrypts (`TEMPORAL_PAYLOAD_KEYS`, `id:base64key,...`). Unset: one key
-     * kept in the data directory (development and tests only, worker/data-converter.ts).
+     * kept in the data directory (development and tests only, temporal/data-converter.ts).
      */
     payloadKeys: PayloadKey[] | undefined;
     /**

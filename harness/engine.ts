@@ -6,7 +6,7 @@ import { loadConfig, temporalAddress, type Config } from '../config';
 import type { DatabasePool } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import { createWorker, runningConnection } from '../worker/create-worker';
-import { temporalDataConverter } from '../worker/data-converter';
+import { temporalDataConverter } from '../temporal/data-converter';
 
 /**
  * The configuration of an engine run in-process against throwaway servers (tests, benchmark):

@@ -26,7 +26,7 @@ import { createEngineWorker } from '../worker/engine-worker';
 import { format, resolveConfig } from 'prettier';
 import { RECORDED_SCENARIOS, registerSearchAttributes } from '../test/workflow/scenarios';
 import { findBinary } from '../harness/temporal';
-import { paymentSinks } from '../worker/settlements';
+import { paymentSinks } from '../temporal/settlements';
 
 const rootDir = path.resolve(__dirname, '..');
 const HISTORIES_DIR = path.join(rootDir, 'test', 'fixtures', 'histories');

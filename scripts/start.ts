@@ -1,7 +1,7 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
-import { openTemporalConnection } from '../api/temporal';
+import { openTemporalConnection } from '../temporal/connection';
 import { startApi } from '../api/server';
 import { CODEC_PATH } from '../api/routes/temporal-codec';
 import { loadConfig, temporalAddress, type Config } from '../config';
@@ -25,7 +25,7 @@ import {
 import { createLogger, type Logger } from '../observability/logger';
 import { runResilientWorker } from '../worker/resilient';
 import { ensureSchedules } from '../worker/schedules';
-import { temporalDataConverter } from '../worker/data-converter';
+import { temporalDataConverter } from '../temporal/data-converter';
 
 /**
  * `npm start`: the whole engine on one machine. Postgres (embedded unless DATABASE_URL), the

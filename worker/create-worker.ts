@@ -5,10 +5,10 @@ import { temporalAddress, type Config } from '../config';
 import { createActivities } from '../activities';
 import { ensureWebhookRelay } from '../activities/webhooks';
 import { createProviders, type Providers } from '../providers';
-import { paymentSinks } from './settlements';
+import { paymentSinks } from '../temporal/settlements';
 import { createEngineWorker } from './engine-worker';
 import { preloadedModules } from './bundle';
-import { temporalDataConverter } from './data-converter';
+import { temporalDataConverter } from '../temporal/data-converter';
 import {
   workerTracingOptions,
   workflowInterceptorsModule,

@@ -62,7 +62,7 @@ export function withoutDroppedLevels(logger: Logger, runtimeLogger: Logger): Log
  * `Worker.create` with the engine's workflows in the main thread (worker/inline-workflows.ts).
  * The SDK's own creators serve stack traces (its workflow threads), `debugMode` and a
  * `patchActivationCallback`, which the engine does not use. The data converter is required:
- * a worker without the engine's (worker/data-converter.ts) could not read encrypted payloads.
+ * a worker without the engine's (temporal/data-converter.ts) could not read encrypted payloads.
  */
 export async function createEngineWorker(
   options: WorkerOptions & { dataConverter: DataConverter },

@@ -2,13 +2,13 @@ import { Client } from '@temporalio/client';
 import { loadConfig, requireDatabaseUrl, temporalAddress } from '../config';
 import { createLogger, type Logger } from '../observability/logger';
 import { startMetricsServer } from '../observability/metrics';
-import { freePort } from '../harness/ports';
+import { freePort } from '../net/ports';
 import { createDatabasePool, whenDatabaseAnswers } from '../db/pool';
-import { openTemporalConnection } from '../api/temporal';
+import { openTemporalConnection } from '../temporal/connection';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
 import { runResilientWorker } from './resilient';
 import { ensureSchedules } from './schedules';
-import { temporalDataConverter } from './data-converter';
+import { temporalDataConverter } from '../temporal/data-converter';
 
 /**
  * `npm run worker`: the Temporal worker alone (production); needs DATABASE_URL and Temporal.

@@ -93,7 +93,7 @@ export type TransferResult =
   | Declined;
 
 /**
- * Sinks of the payment workflows (worker/settlements.ts): `settled` tells this process's API the
+ * Sinks of the payment workflows (temporal/settlements.ts): `settled` tells this process's API the
  * result a payment settled with (a transfer's result, an escrow hold's first step), so that a
  * request that started it need not wait on the server.
  */

@@ -12,7 +12,7 @@ import { PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../sch
 import { TransactionBody, transactionBody } from '../serializers';
 import { isNotFound } from '../temporal';
 import { buildTimeline, TimelineStep, WORKFLOW_STATUSES } from '../../timeline';
-import { decodePayloadsIn } from '../../worker/data-converter';
+import { decodePayloadsIn } from '../../temporal/data-converter';
 
 const ListQuery = PageQuery.extend({
   status: z

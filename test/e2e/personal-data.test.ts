@@ -1,5 +1,5 @@
 /**
- * Personal data kept by the engine: encrypted in Temporal's histories (worker/payload-codec.ts),
+ * Personal data kept by the engine: encrypted in Temporal's histories (temporal/payload-codec.ts),
  * readable by admins through the codec endpoint the Temporal UI calls
  * (api/routes/temporal-codec.ts), and erased from what is kept when the user is deleted.
  */

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { Client, Connection } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
-import { freePort } from '../../harness/ports';
+import { freePort } from '../../net/ports';
 import { testDataConverter } from '../support/time-skipping';
 import {
   startTemporalDevServer,

@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:net';
-import { freePort } from '../../harness/ports';
+import { freePort } from '../../net/ports';
 import { startTemporalDevServer } from '../../harness/temporal';
 
 /** Starting the dev server (harness/temporal.ts): again when it exits during start-up, then why. */

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { startApi, type RunningApi } from '../../api/server';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
 import { scratchConfig } from '../../harness/engine';
-import { freePort } from '../../harness/ports';
+import { freePort } from '../../net/ports';
 import {
   startEmbeddedPostgres,
   startMigratedPostgres,

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
-import { freePort } from '../../harness/ports';
+import { freePort } from '../../net/ports';
 import { commandLine, isAlive, readPidFile, waitFor } from '../../harness/processes';
 import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';

@@ -1,4 +1,4 @@
-import { payloadKeys } from '../../worker/data-converter';
+import { payloadKeys } from '../../temporal/data-converter';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
@@ -9,7 +9,7 @@ import { Writable } from 'node:stream';
 import { startApi, type RunningApi } from '../../api/server';
 import { formatPayloadKeys, loadConfig } from '../../config';
 import { scratchConfig } from '../../harness/engine';
-import { freePort } from '../../harness/ports';
+import { freePort } from '../../net/ports';
 import { startTemporalDevServer, type DevServer } from '../../harness/temporal';
 import { createLogger } from '../../observability/logger';
 import type { DatabasePool } from '../../db/pool';

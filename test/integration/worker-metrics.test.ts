@@ -1,5 +1,5 @@
 import { formatPayloadKeys } from '../../config';
-import { payloadKeys } from '../../worker/data-converter';
+import { payloadKeys } from '../../temporal/data-converter';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -7,7 +7,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { startApi, type RunningApi } from '../../api/server';
 import { scratchConfig } from '../../harness/engine';
-import { freePort } from '../../harness/ports';
+import { freePort } from '../../net/ports';
 import { startTemporalDevServer, type DevServer } from '../../harness/temporal';
 import { createLogger } from '../../observability/logger';
 import type { DatabasePool } from '../../db/pool';

@@ -1,7 +1,7 @@
 import { startScratchServers, type ScratchServers } from '../../harness/scratch';
 import { loadConfig } from '../../config';
 import { findBinary, writeWorkflowBundle } from '../../harness/temporal';
-import { payloadKeys } from '../../worker/data-converter';
+import { payloadKeys } from '../../temporal/data-converter';
 
 export const TEMPLATE_DATABASE = 'wallet_template';
 

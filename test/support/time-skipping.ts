@@ -6,9 +6,9 @@ import { loadConfig } from '../../config';
 import { findBinary } from '../../harness/temporal';
 import type { Activities } from '../../workflows/activities-types';
 import { bundleWorkflows } from '../../worker/bundle';
-import { temporalDataConverter } from '../../worker/data-converter';
+import { temporalDataConverter } from '../../temporal/data-converter';
 import { createEngineWorker } from '../../worker/engine-worker';
-import { paymentSinks } from '../../worker/settlements';
+import { paymentSinks } from '../../temporal/settlements';
 import { registerSearchAttributes } from '../workflow/scenarios';
 import { quietTemporalRuntime } from './engine';
 

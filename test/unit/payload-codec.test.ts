@@ -9,8 +9,8 @@ import {
   ENCRYPTED_ENCODING,
   KEY_ID_METADATA,
   PayloadCodecError,
-} from '../../worker/payload-codec';
-import { decodePayloadsIn, payloadKeys } from '../../worker/data-converter';
+} from '../../temporal/payload-codec';
+import { decodePayloadsIn, payloadKeys } from '../../temporal/data-converter';
 
 const oldKey: PayloadKey = { id: 'k2025', key: randomBytes(32) };
 const newKey: PayloadKey = { id: 'k2026', key: randomBytes(32) };

@@ -34,7 +34,7 @@ import { Worker, type ReplayResult } from '@temporalio/worker';
 import * as workflows from '../../workflows';
 import { quietTemporalRuntime } from '../support/engine';
 import { testDataConverter, workflowBundle } from '../support/time-skipping';
-import { paymentSinks } from '../../worker/settlements';
+import { paymentSinks } from '../../temporal/settlements';
 
 const HISTORIES_DIR = path.join(__dirname, '..', 'fixtures', 'histories');
 

@@ -6,7 +6,7 @@
 import { NativeConnection } from '@temporalio/worker';
 import { bundleWorkflows } from '../../worker/bundle';
 import { loadConfig } from '../../config';
-import { temporalDataConverter } from '../../worker/data-converter';
+import { temporalDataConverter } from '../../temporal/data-converter';
 import { createEngineWorker } from '../../worker/engine-worker';
 
 async function main(): Promise<void> {

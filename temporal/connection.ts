@@ -1,0 +1,40 @@
+import {
+  Connection,
+  defaultGrpcRetryOptions,
+  type GrpcRetryOptions,
+  makeGrpcRetryInterceptor,
+} from '@temporalio/client';
+
+/** gRPC UNAVAILABLE: the server could not be reached. */
+export const GRPC_UNAVAILABLE = 14;
+
+/**
+ * A client connection to Temporal that fails fast while the server is down and recovers by
+ * itself when it is back: lazy (the process starts without Temporal), a refused connection
+ * (UNAVAILABLE) retried 3 times within about half a second instead of the SDK's 10 over ~20 s,
+ * and reconnection attempts at most a second apart. Other retryable failures (an overloaded
+ * server's RESOURCE_EXHAUSTED) keep the SDK's retries.
+ */
+export function openTemporalConnection(address: string): Connection {
+  const quick = defaultGrpcRetryOptions({
+    maxAttempts: 3,
+    factor: 2,
+    initialIntervalMs: () => 100,
+  });
+  const usual = defaultGrpcRetryOptions();
+  const pick = (code: number): GrpcRetryOptions => (code === GRPC_UNAVAILABLE ? quick : usual);
+  return Connection.lazy({
+    address,
+    connectTimeout: 1_000,
+    interceptors: [
+      makeGrpcRetryInterceptor({
+        delayFunction: (attempt, status) => pick(status.code).delayFunction(attempt, status),
+        retryableDecider: (attempt, status) => pick(status.code).retryableDecider(attempt, status),
+      }),
+    ],
+    channelArgs: {
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 1_000,
+    },
+  });
+}
