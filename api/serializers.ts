@@ -1,11 +1,19 @@
 import { z } from 'zod';
+import type { ApplicationRow } from '../db/applications';
+import type { MoneyOutRecord } from '../db/money-out';
 import type { CommonQueryMethods } from '../db/pool';
 import { madeStepRow, transactionAnswer, type TransactionRow } from '../db/transactions';
 import type { UserRow } from '../db/users';
 import type { WalletRow } from '../db/wallets';
 import type { WebhookSubscriptionRow } from '../db/webhook-subscriptions';
+import type { DepositFees } from '../domain/fees';
 import { minorToDecimalString, minorToMajorNumber } from '../domain/money';
-import { TRANSACTION_STATUSES, TRANSACTION_TYPES } from '../domain/types';
+import {
+  PAYMENT_METHODS,
+  TRANSACTION_STATUSES,
+  TRANSACTION_TYPES,
+  type PaymentMethod,
+} from '../domain/types';
 import type { TransactionRecord } from '../workflows/shared';
 
 /** A JSON value written as its own literal text (`JSON.rawJSON`, newer than TypeScript's lib). */
@@ -162,5 +170,93 @@ export function webhookSubscriptionBody(
     is_active: s.is_active,
     created_at: s.created_at,
     updated_at: s.updated_at,
+  };
+}
+
+/** The Transaction record of a payout or cashout, with the provider's fee and reference. */
+export const MoneyOutBody = TransactionBody.extend({
+  currency: z.enum(['USD', 'SLE']),
+  provider_fee: z.number().meta({ description: 'The provider’s fee, in the base currency' }),
+  total_amount: z
+    .number()
+    .meta({ description: 'What the wallet paid: amount, provider fee and application fee' }),
+  provider_reference: z.string().nullable().meta({ description: 'The provider’s payout id' }),
+}).meta({ id: 'MoneyOut' });
+
+export function moneyOutBody({ row, meta }: MoneyOutRecord): z.infer<typeof MoneyOutBody> {
+  return {
+    ...transactionBody(row),
+    currency: row.currency,
+    provider_fee: minorToMajorNumber(BigInt(meta.provider_fee)),
+    total_amount: minorToMajorNumber(BigInt(meta.total)),
+    provider_reference: row.provider_reference,
+  };
+}
+
+const Decimal = z
+  .string()
+  .regex(/^\d+\.\d{2}$/)
+  .meta({ description: 'Major units of the base currency, 2 decimals', example: '12.50' });
+
+const FeeBreakdownBody = z
+  .object({
+    transaction_amount: Decimal,
+    application_fee: Decimal,
+    estimated_provider_fee: Decimal,
+    total_fees: Decimal,
+    total_amount_to_pay: Decimal,
+    net_amount: Decimal,
+  })
+  .meta({ id: 'FeeBreakdown' });
+
+export const DepositEstimateBody = z
+  .object({
+    transaction_type: z.literal('deposit'),
+    payment_method: z.enum(PAYMENT_METHODS),
+    fee_enabled: z.boolean().meta({ description: 'Whether the application fee applies' }),
+    fee_breakdown: FeeBreakdownBody,
+    message: z.string(),
+  })
+  .meta({ id: 'DepositFeeEstimate' });
+
+/** The card-aware estimate's answer: the generic one and the card it detected. */
+export const CardDepositEstimateBody = DepositEstimateBody.extend({
+  card_metadata: z
+    .object({
+      brand: z.string().meta({ example: 'visa' }),
+      country: z.string().meta({ description: 'ISO 3166-1 alpha-2', example: 'US' }),
+      funding: z.string().meta({ description: 'credit, debit, prepaid or unknown' }),
+    })
+    .meta({ description: 'The card detected from the payment method' }),
+}).meta({ id: 'CardDepositFeeEstimate' });
+
+/**
+ * The answer of a deposit's fee estimate, the generic one and the card-aware one alike: the
+ * card's rate is named when the method is `card`.
+ */
+export function depositEstimateBody(
+  app: Pick<ApplicationRow, 'base_currency'>,
+  method: PaymentMethod,
+  fees: DepositFees,
+  international: boolean,
+): z.output<typeof DepositEstimateBody> {
+  const rate =
+    method === 'card' ? ` at the ${international ? 'international' : 'domestic'} card rate` : '';
+  return {
+    transaction_type: 'deposit',
+    payment_method: method,
+    fee_enabled: fees.feeEnabled,
+    fee_breakdown: {
+      transaction_amount: minorToDecimalString(fees.transactionAmount),
+      application_fee: minorToDecimalString(fees.applicationFee),
+      estimated_provider_fee: minorToDecimalString(fees.providerFee),
+      total_fees: minorToDecimalString(fees.totalFees),
+      total_amount_to_pay: minorToDecimalString(fees.totalAmountToPay),
+      net_amount: minorToDecimalString(fees.netAmount),
+    },
+    message:
+      `Estimated fees for a ${method} deposit of ` +
+      `${minorToDecimalString(fees.transactionAmount)} ${app.base_currency}${rate}; ` +
+      'no money has moved',
   };
 }

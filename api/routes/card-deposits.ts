@@ -16,10 +16,15 @@ import { AppError, assertLiveProvider, errorResponse, notFound, unlessDeclined }
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { BodyId, PositiveAmount, uuidPattern } from '../schemas';
-import { StatusBody, TransactionBody, transactionBody } from '../serializers';
+import {
+  CardDepositEstimateBody,
+  depositEstimateBody,
+  StatusBody,
+  TransactionBody,
+  transactionBody,
+} from '../serializers';
 import { startPaymentWithUpdate } from '../temporal';
-import { CardDepositEstimateBody, depositEstimateBody } from './fees';
-import { deliverCardEvent } from './provider-webhooks';
+import { deliverCardEvent } from '../provider-notifications';
 
 const PaymentMethodId = z
   .string()

@@ -11,7 +11,7 @@ import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { BodyId, PositiveAmount } from '../schemas';
 import { startPaymentWithUpdate } from '../temporal';
-import { MoneyOutBody, moneyOutBody } from './cashouts';
+import { MoneyOutBody, moneyOutBody } from '../serializers';
 
 const CardPayoutRequest = z.object({
   wallet_id: BodyId,

@@ -1,20 +1,15 @@
 import { z } from 'zod';
-import { receiveNotification } from '../../activities/reconciliation';
-import { findMoneyOut, type MoneyOutRecord } from '../../db/money-out';
-import type { TransactionRow } from '../../db/transactions';
-import { minorToMajorNumber } from '../../domain/money';
-import type { Mode } from '../../domain/types';
-import type { PayoutNotification } from '../../providers/mobile-money';
+import { findMoneyOut } from '../../db/money-out';
 import { mobileMoneyCashoutWorkflow } from '../../workflows/cashout';
 import { workflowIds } from '../../workflows/ids';
-import { moneyOutUpdates, type MoneyOutOutcome } from '../../workflows/money-out-shared';
+import { moneyOutUpdates } from '../../workflows/money-out-shared';
 import { activeWallet } from '../access';
 import type { ApiDeps } from '../deps';
-import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
+import { assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { BodyId, PositiveMinorUnits } from '../schemas';
-import { TransactionBody, transactionBody } from '../serializers';
+import { MoneyOutBody, moneyOutBody } from '../serializers';
 import { startPaymentWithUpdate } from '../temporal';
 
 const CashoutRequest = z.object({
@@ -25,96 +20,6 @@ const CashoutRequest = z.object({
     .regex(/^\+?[0-9]{6,15}$/, 'must be a phone number with its country code, digits only')
     .meta({ example: '+23276123456' }),
 });
-
-/** The Transaction record of a payout or cashout, with the provider's fee and reference. */
-export const MoneyOutBody = TransactionBody.extend({
-  currency: z.enum(['USD', 'SLE']),
-  provider_fee: z.number().meta({ description: 'The provider’s fee, in the base currency' }),
-  total_amount: z
-    .number()
-    .meta({ description: 'What the wallet paid: amount, provider fee and application fee' }),
-  provider_reference: z.string().nullable().meta({ description: 'The provider’s payout id' }),
-}).meta({ id: 'MoneyOut' });
-
-export function moneyOutBody({ row, meta }: MoneyOutRecord): z.infer<typeof MoneyOutBody> {
-  return {
-    ...transactionBody(row),
-    currency: row.currency,
-    provider_fee: minorToMajorNumber(BigInt(meta.provider_fee)),
-    total_amount: minorToMajorNumber(BigInt(meta.total)),
-    provider_reference: row.provider_reference,
-  };
-}
-
-/**
- * A provider's payout notification (live webhook or the sandbox's simulated one), through the
- * engine's one path for provider messages (activities/reconciliation.ts `receiveNotification`,
- * kind `cashout`): kept, matched to the cashout and handed to its saga, which settles or gives
- * back exactly once. A provider speaks for its own mode only.
- */
-export async function deliverPayoutNotification(
-  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,
-  provider: { name: string; mode: Mode },
-  notification: PayoutNotification,
-  body: unknown,
-): Promise<{ transactionId: string | null; status: MoneyOutOutcome | null }> {
-  const resolution = await receiveNotification(
-    {
-      pool: deps.pool,
-      temporal: deps.temporal,
-      timeoutMs: deps.config.api.requestTimeoutMs,
-      timeoutError: () => new AppError('timeout'),
-    },
-    'cashout',
-    {
-      provider: provider.name,
-      mode: provider.mode,
-      paymentReference: notification.payoutId,
-      reference: notification.reference,
-      status: notification.status,
-    },
-    body,
-  );
-  return {
-    transactionId: resolution.transactionId,
-    status: resolution.status as MoneyOutOutcome | null,
-  };
-}
-
-/**
- * `POST /api/v1/testing/simulate-mobile-money-webhook` naming a cashout: the sandbox settles
- * its payout and sends its signed notification through the path a live one takes.
- */
-export async function simulateCashout(
-  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config' | 'providers'>,
-  transaction: TransactionRow,
-  outcome: 'successful' | 'failed',
-): Promise<{ message: string; transaction_id: string; status: string }> {
-  const sandbox = deps.providers.sandboxMobileMoney;
-  if (!transaction.provider_reference) {
-    throw new AppError('invalid_request', 'The cashout has not reached the provider yet');
-  }
-  const payout = await sandbox.settlePayout(
-    transaction.provider_reference,
-    outcome === 'successful' ? 'completed' : 'failed',
-  );
-  const notification = sandbox.payoutNotificationFor(payout, Math.floor(Date.now() / 1000));
-  const parsed = sandbox.parsePayoutNotification(notification.body, notification.headers);
-  if (!parsed) throw new Error('the sandbox could not verify its own notification');
-  const delivered = await deliverPayoutNotification(
-    deps,
-    { name: sandbox.name, mode: 'test' },
-    parsed,
-    JSON.parse(notification.body),
-  );
-  const status =
-    delivered.status ?? (await findMoneyOut(deps.pool, transaction.id))?.row.status ?? 'pending';
-  return {
-    message: `Simulated ${outcome} mobile-money payout; the cashout is ${status}`,
-    transaction_id: transaction.id,
-    status,
-  };
-}
 
 export function cashoutRoutes(deps: ApiDeps): Route[] {
   const { pool, providers } = deps;

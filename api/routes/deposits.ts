@@ -12,8 +12,7 @@ import { defineRoute, type Route } from '../route';
 import { BodyId, PositiveMinorUnits } from '../schemas';
 import { StatusBody } from '../serializers';
 import { startPaymentWithUpdate } from '../temporal';
-import { simulateCashout } from './cashouts';
-import { deliverNotification } from './provider-webhooks';
+import { deliverNotification, simulateCashout } from '../provider-notifications';
 
 const DepositRequest = z.object({
   wallet_id: BodyId,

@@ -1,20 +1,17 @@
 import { z } from 'zod';
-import {
-  receiveNotification,
-  type NotificationKind,
-  type ProviderMessage,
-} from '../../activities/reconciliation';
 import type { Mode } from '../../domain/types';
 import type { CardEvent, CardPayoutEvent } from '../../providers/card';
-import type { MobileMoneyNotification } from '../../providers/mobile-money';
 import { SANDBOX_SIGNATURE_HEADER } from '../../providers/sandbox-mobile-money';
-import type { DepositOutcome } from '../../workflows/shared';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
-import { deliverPayoutNotification } from './cashouts';
+import {
+  deliverCardEvent,
+  deliverCardPayoutEvent,
+  deliverNotification,
+  deliverPayoutNotification,
+  type Delivered,
+} from '../provider-notifications';
 import { defineRoute, type Route } from '../route';
-
-type Delivered = { transactionId: string | null; status: DepositOutcome | null };
 
 /**
  * The largest provider notification taken: a provider's message about one payment is a few KiB,
@@ -22,103 +19,6 @@ type Delivered = { transactionId: string | null; status: DepositOutcome | null }
  * before its signature is checked, so it costs neither the check nor a row.
  */
 export const MAX_NOTIFICATION_BYTES = 64 * 1024;
-
-/**
- * The one path of a provider's message into the engine, for a live provider's webhook and the
- * sandbox's simulated one alike (activities/reconciliation.ts `receiveNotification`): find the
- * payment (by the provider's reference, else by our reference in the message's metadata), hand
- * it to the payment's workflow, which settles it exactly once, and keep the message. One that
- * matches no payment yet is kept `unmatched` (the reconciliation retries it) and answered 200.
- */
-async function deliver(
-  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,
-  kind: NotificationKind,
-  message: ProviderMessage,
-  body: unknown,
-): Promise<Delivered> {
-  const resolution = await receiveNotification(
-    {
-      pool: deps.pool,
-      temporal: deps.temporal,
-      timeoutMs: deps.config.api.requestTimeoutMs,
-      timeoutError: () => new AppError('timeout'),
-    },
-    kind,
-    message,
-    body,
-  );
-  // A deposit's status is one of its outcomes (the workflow's answer, or the record's).
-  return {
-    transactionId: resolution.transactionId,
-    status: resolution.status as DepositOutcome | null,
-  };
-}
-
-/** A mobile-money provider's notification, to its mobile-money deposit. */
-export function deliverNotification(
-  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,
-  provider: { name: string; mode: Mode },
-  notification: MobileMoneyNotification,
-  body: unknown,
-): Promise<Delivered> {
-  const { paymentCodeId, reference, status } = notification;
-  return deliver(
-    deps,
-    'deposit',
-    {
-      provider: provider.name,
-      mode: provider.mode,
-      paymentReference: paymentCodeId,
-      reference,
-      status,
-    },
-    body,
-  );
-}
-
-/** A card provider's event, to its card deposit. */
-export function deliverCardEvent(
-  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,
-  provider: { name: string; mode: Mode },
-  event: CardEvent,
-  body: unknown,
-): Promise<Delivered> {
-  const { paymentId, reference, status } = event;
-  return deliver(
-    deps,
-    'cardDeposit',
-    {
-      provider: provider.name,
-      mode: provider.mode,
-      paymentReference: paymentId,
-      reference,
-      status,
-    },
-    body,
-  );
-}
-
-/** A card provider's event about a payout, to its card payout's saga (a paid one may fail later). */
-export function deliverCardPayoutEvent(
-  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,
-  provider: { name: string; mode: Mode },
-  event: CardPayoutEvent,
-  body: unknown,
-): Promise<Delivered> {
-  const { payoutId, reference, status } = event;
-  return deliver(
-    deps,
-    'payout',
-    {
-      provider: provider.name,
-      mode: provider.mode,
-      paymentReference: payoutId,
-      reference,
-      status: status === 'paid' ? 'completed' : 'failed',
-    },
-    body,
-  );
-}
 
 /** A provider that can verify its own signed messages. */
 type Verifier<M> = { name: string; verify: (raw: string, headers: Headers) => M | null };
@@ -209,7 +109,7 @@ export function providerWebhookRoutes(deps: ApiDeps): Route[] {
         verify: (r, h) =>
           liveMobileMoney.parseNotification(r, h) ?? liveMobileMoney.parsePayoutNotification(r, h),
       },
-      // A payout's notification (`payout.*`) goes to its cashout's saga (routes/cashouts.ts).
+      // A payout's notification (`payout.*`) goes to its cashout's saga (api/provider-notifications.ts).
       deliver: (provider, message, body) =>
         'payoutId' in message
           ? deliverPayoutNotification(deps, provider, message, body)
