@@ -2,7 +2,7 @@ import {
   receiveNotification,
   type NotificationKind,
   type ProviderMessage,
-} from '../activities/reconciliation';
+} from '../intake/notifications';
 import { findMoneyOut } from '../db/money-out';
 import type { TransactionRow } from '../db/transactions';
 import type { Mode } from '../domain/types';
@@ -17,7 +17,7 @@ export type Delivered = { transactionId: string | null; status: DepositOutcome |
 
 /**
  * The one path of a provider's message into the engine, for a live provider's webhook and the
- * sandbox's simulated one alike (activities/reconciliation.ts `receiveNotification`): find the
+ * sandbox's simulated one alike (intake/notifications.ts `receiveNotification`): find the
  * payment (by the provider's reference, else by our reference in the message's metadata), hand
  * it to the payment's workflow, which settles it exactly once, and keep the message. One that
  * matches no payment yet is kept `unmatched` (the reconciliation retries it) and answered 200.
@@ -114,7 +114,7 @@ export function deliverCardPayoutEvent(
 
 /**
  * A provider's payout notification (live webhook or the sandbox's simulated one), through the
- * engine's one path for provider messages (activities/reconciliation.ts `receiveNotification`,
+ * engine's one path for provider messages (intake/notifications.ts `receiveNotification`,
  * kind `cashout`): kept, matched to the cashout and handed to its saga, which settles or gives
  * back exactly once. A provider speaks for its own mode only.
  */

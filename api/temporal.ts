@@ -2,7 +2,6 @@ import {
   WithStartWorkflowOperation,
   isGrpcServiceError,
   WorkflowExecutionAlreadyStartedError,
-  WorkflowNotFoundError,
   type Client,
   type WorkflowStartOptions,
 } from '@temporalio/client';
@@ -267,15 +266,4 @@ export async function startPaymentWithUpdate<W extends Workflow, R>(
     });
   };
   return withDeadline(run(), deps.config.api.requestTimeoutMs);
-}
-
-/** gRPC NOT_FOUND: some calls (a history fetch, an update) are not wrapped by the SDK. */
-const GRPC_NOT_FOUND = 5;
-
-/** Whether Temporal answered that the workflow (or the running workflow) does not exist. */
-export function isNotFound(error: unknown): boolean {
-  if (error instanceof WorkflowNotFoundError) return true;
-  if (isGrpcServiceError(error)) return Number(error.code) === GRPC_NOT_FOUND;
-  const cause = (error as { cause?: unknown } | null)?.cause;
-  return cause !== undefined && cause !== error && isNotFound(cause);
 }

@@ -2,7 +2,9 @@ import {
   Connection,
   defaultGrpcRetryOptions,
   type GrpcRetryOptions,
+  isGrpcServiceError,
   makeGrpcRetryInterceptor,
+  WorkflowNotFoundError,
 } from '@temporalio/client';
 
 /** gRPC UNAVAILABLE: the server could not be reached. */
@@ -37,4 +39,15 @@ export function openTemporalConnection(address: string): Connection {
       'grpc.max_reconnect_backoff_ms': 1_000,
     },
   });
+}
+
+/** gRPC NOT_FOUND: some calls (a history fetch, an update) are not wrapped by the SDK. */
+const GRPC_NOT_FOUND = 5;
+
+/** Whether Temporal answered that the workflow (or the running workflow) does not exist. */
+export function isNotFound(error: unknown): boolean {
+  if (error instanceof WorkflowNotFoundError) return true;
+  if (isGrpcServiceError(error)) return Number(error.code) === GRPC_NOT_FOUND;
+  const cause = (error as { cause?: unknown } | null)?.cause;
+  return cause !== undefined && cause !== error && isNotFound(cause);
 }

@@ -10,7 +10,7 @@ import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
 import { PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
 import { TransactionBody, transactionBody } from '../serializers';
-import { isNotFound } from '../temporal';
+import { isNotFound } from '../../temporal/connection';
 import { buildTimeline, TimelineStep, WORKFLOW_STATUSES } from '../../timeline';
 import { decodePayloadsIn } from '../../temporal/data-converter';
 

@@ -8,7 +8,7 @@ import {
   findPayoutAccount,
   insertPayoutDocument,
 } from '../../db/payout-accounts';
-import { isNotFound } from '../../api/temporal';
+import { isNotFound } from '../../temporal/connection';
 import { workflowIds } from '../../workflows/ids';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';

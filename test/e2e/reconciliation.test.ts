@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { paymentSyncs } from '../../activities/reconciliation';
+import { paymentSyncs } from '../../intake/notifications';
 import { listReconciliationRuns } from '../../db/reconciliation';
 import { SandboxCardProvider } from '../../providers/sandbox-card';
 import { ensureReconciliationSchedule } from '../../worker/schedules';
@@ -192,7 +192,7 @@ describe('the reconciliation workflow', () => {
   });
 
   it('looks at every kind the registry names: mobile-money and card deposits', () => {
-    // Payouts and cashouts join with one line each (activities/reconciliation.ts).
+    // Payouts and cashouts join with one line each (intake/notifications.ts).
     expect(Object.keys(paymentSyncs)).toEqual(
       expect.arrayContaining(['mobile_money_deposit', 'card_deposit']),
     );
