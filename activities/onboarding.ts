@@ -18,11 +18,8 @@ import {
 } from '../providers/card';
 import { ProviderNotConfiguredError, ProviderRefusedError } from '../providers/mobile-money';
 import { workflowIds } from '../workflows/ids';
-import type {
-  OnboardingInput,
-  OnboardingResult,
-  OnboardingSubmission,
-} from '../workflows/onboarding';
+import type { OnboardingResult } from '../domain/payout-accounts';
+import type { OnboardingInput, OnboardingSubmission } from '../workflows/onboarding';
 import { decline } from './declines';
 
 /**

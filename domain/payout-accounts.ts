@@ -81,3 +81,14 @@ export const PayoutBusinessProfile = z
     description: 'What the owner sells, in the shape of the provider’s `business_profile` object',
   });
 export type PayoutBusinessProfile = z.infer<typeof PayoutBusinessProfile>;
+
+/** Where the payout account stands after a step: the specification's onboarding result. */
+export type OnboardingResult = {
+  status: 'done';
+  accountId: string;
+  payoutsEnabled: boolean;
+  externalAccountAdded: boolean;
+  currentlyDue: string[];
+  pendingVerification: string[];
+  disabledReason: string | null;
+};

@@ -5,7 +5,11 @@ import {
   proxyActivities,
   setHandler,
 } from '@temporalio/workflow';
-import type { PayoutBusinessProfile, PayoutIndividual } from '../domain/payout-accounts';
+import type {
+  OnboardingResult,
+  PayoutBusinessProfile,
+  PayoutIndividual,
+} from '../domain/payout-accounts';
 import type { Activities } from './activities-types';
 import { asDeclined, exhausted } from './declines';
 import { activityPresets } from './retry';
@@ -25,17 +29,6 @@ export type OnboardingSubmission = {
   cardToken: string | null;
   /** The end customer's address and when the terms were accepted (Unix seconds). */
   tosAcceptance: { ip: string; date: number };
-};
-
-/** Where the payout account stands after a step: the specification's onboarding result. */
-export type OnboardingResult = {
-  status: 'done';
-  accountId: string;
-  payoutsEnabled: boolean;
-  externalAccountAdded: boolean;
-  currentlyDue: string[];
-  pendingVerification: string[];
-  disabledReason: string | null;
 };
 
 export type OnboardingAnswer = OnboardingResult | Declined;

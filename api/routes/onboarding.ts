@@ -13,14 +13,17 @@ import {
   type DocumentContentType,
   type PayoutAccountRow,
 } from '../../db/payout-accounts';
-import { PayoutBusinessProfile, PayoutIndividual } from '../../domain/payout-accounts';
+import {
+  PayoutBusinessProfile,
+  PayoutIndividual,
+  type OnboardingResult,
+} from '../../domain/payout-accounts';
 import type { Caller } from '../../domain/types';
 import { workflowIds } from '../../workflows/ids';
 import {
   onboardingUpdates,
   onboardingWorkflow,
   type OnboardingAnswer,
-  type OnboardingResult,
 } from '../../workflows/onboarding';
 import { SearchAttributes } from '../../workflows/shared';
 import { activeWallet, ownedWallet } from '../access';

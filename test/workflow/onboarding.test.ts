@@ -2,11 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { workflowIds } from '../../workflows/ids';
-import {
-  onboardingUpdates,
-  onboardingWorkflow,
-  type OnboardingResult,
-} from '../../workflows/onboarding';
+import type { OnboardingResult } from '../../domain/payout-accounts';
+import { onboardingUpdates, onboardingWorkflow } from '../../workflows/onboarding';
 import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
 import {
   onboardingActivities,

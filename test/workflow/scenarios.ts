@@ -35,11 +35,11 @@ import {
   type MoneyOutInput,
   type MoneyOutProviderStatus,
 } from '../../workflows/money-out-shared';
+import type { OnboardingResult } from '../../domain/payout-accounts';
 import {
   onboardingUpdates,
   onboardingWorkflow,
   type OnboardingInput,
-  type OnboardingResult,
   type OnboardingSubmission,
 } from '../../workflows/onboarding';
 import {
