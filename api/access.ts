@@ -1,6 +1,6 @@
 import type { CommonQueryMethods } from '../db/pool';
 import { findUser, type UserRow } from '../db/users';
-import type { WalletMemory } from '../db/wallet-memory';
+import type { WalletMemory } from '../cache/wallet-memory';
 import { findWallet, findWallets, type WalletRow } from '../db/wallets';
 import type { Caller } from '../domain/types';
 import { AppError, notFound } from './errors';
@@ -53,7 +53,7 @@ function assertActive(wallet: WalletRow): WalletRow {
 
 /**
  * The wallets of a payment whose workflow checks them again under its lock: with `memory`
- * (db/wallet-memory.ts), nothing is read when every one of them was found the caller's and
+ * (cache/wallet-memory.ts), nothing is read when every one of them was found the caller's and
  * active before; else they are read, in one query, and checked in the order asked as
  * `activeWallet` checks one (the first that fails answers), or, with `ownershipFirst`, all found
  * and owned before any is refused as disabled.

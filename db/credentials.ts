@@ -3,7 +3,7 @@ import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { Mode } from '../domain/types';
 import { insertWithinCap } from './caps';
-import type { CredentialCache } from './credential-cache';
+import type { ExpiringMemory } from '../cache/bounded';
 import { countAndClaim, type ClaimResult } from './idempotency';
 import { hitRateLimit, type RateLimitHit, type RowVersions } from './rate-limit';
 
@@ -117,7 +117,7 @@ const authRow = z.object({
   /** The row versions (`xmin`) of the credential and its application this was read from. */
   versions: z.object({ credential: z.string(), application: z.string() }),
 });
-/** A credential as authentication needs it; what db/credential-cache.ts keeps. */
+/** A credential as authentication needs it; what cache/credential-cache.ts keeps. */
 export type CredentialRecord = z.infer<typeof authRow>;
 
 export type AuthRefusal = { ok: false; reason: 'invalid' | 'revoked' | 'expired' };
@@ -159,7 +159,7 @@ function refusal(row: CredentialRecord | null, secretKey: string, now: number) {
 
 /**
  * Authenticates an API key and secret; records `last_used` at most once a minute per credential.
- * With `cache` (db/credential-cache.ts), a credential accepted before is not read again, and the
+ * With `cache` (cache/credential-cache.ts), a credential accepted before is not read again, and the
  * result says which row versions the caller must confirm (`authenticateAndCount` does); a
  * refusal is always read from the database. `fromDatabase` forgets what the cache holds first.
  */
@@ -167,7 +167,7 @@ export async function authenticate(
   db: CommonQueryMethods,
   apiKey: string,
   secretKey: string,
-  cache?: CredentialCache,
+  cache?: ExpiringMemory<CredentialRecord>,
   { fromDatabase = false }: { fromDatabase?: boolean } = {},
 ): Promise<AuthResult> {
   const keyHash = sha256(apiKey);
@@ -228,7 +228,7 @@ export async function authenticateAndCount(
   apiKey: string,
   secretKey: string,
   category: string,
-  cache?: CredentialCache,
+  cache?: ExpiringMemory<CredentialRecord>,
   admit?: (credential: Authenticated) => Admission | null,
 ): Promise<(Authenticated & { hit: RateLimitHit; claim?: ClaimResult | null }) | AuthRefusal> {
   const result = await authenticate(db, apiKey, secretKey, cache);

@@ -10,7 +10,7 @@ import { assertBalanced, lockOrder, type Posting } from '../domain/ledger';
 import type { Currency } from '../domain/money';
 import type { Mode } from '../domain/types';
 import { ledgerTransactionDuration } from '../observability/metrics';
-import { remember } from './memory';
+import { remember } from '../cache/bounded';
 import { afterCommit, prepare } from './pool';
 import { insertedValues } from './transactions';
 

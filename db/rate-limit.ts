@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { prepare } from './pool';
 
 export type RateLimitHit = { count: number; retryAfterSeconds: number };
-/** The row versions (`xmin`) of a credential and its application (db/credential-cache.ts). */
+/** The row versions (`xmin`) of a credential and its application (cache/credential-cache.ts). */
 export type RowVersions = { credential: string; application: string };
 
 const hitRow = z.object({ count: z.number(), retryAfterSeconds: z.number() });
@@ -18,7 +18,7 @@ function counted(key: 'credential_id' | 'admin_id' | 'subject') {
 /**
  * Fixed one-minute windows per credential and category, counted in Postgres so that every API
  * process shares them. Returns the count after this request and the seconds left in the window.
- * With `versions` (a credential answered from memory, db/credential-cache.ts), the request is
+ * With `versions` (a credential answered from memory, cache/credential-cache.ts), the request is
  * counted only if the credential's and its application's rows are still those versions, and
  * null is returned if either changed.
  */

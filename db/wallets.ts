@@ -3,7 +3,7 @@ import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from
 import { z } from 'zod';
 import type { Currency } from '../domain/money';
 import type { Caller } from '../domain/types';
-import { remember } from './memory';
+import { remember } from '../cache/bounded';
 import { prepare } from './pool';
 import { pageTotal } from './pages';
 

@@ -1,6 +1,6 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createCredentialCache, type CredentialCache } from '../../db/credential-cache';
+import { createCredentialCache, type CredentialCache } from '../../cache/credential-cache';
 import { authenticateAndCount } from '../../db/credentials';
 import type { CommonQueryMethods, DatabasePool } from '../../db/pool';
 import { createFixtureApplication, type Credentials } from '../../harness/fixtures';

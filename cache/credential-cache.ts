@@ -1,16 +1,13 @@
-import type { CredentialRecord } from './credentials';
+import type { CredentialRecord } from '../db/credentials';
+import { expiringMemory, type ExpiringMemory } from './bounded';
 
 /** A record older than this is read again (it also bounds how long a row version is trusted). */
 const TTL_MS = 60_000;
 /** Past this many credentials the cache starts over (it never grows without bound). */
 const MAX_ENTRIES = 10_000;
 
-export type CredentialCache = {
-  /** The record of an API key hash (hex), while fresh; else undefined. */
-  get: (keyHash: string) => CredentialRecord | undefined;
-  set: (keyHash: string, record: CredentialRecord) => void;
-  forget: (keyHash: string) => void;
-};
+/** The records of API key hashes (hex), while fresh. */
+export type CredentialCache = ExpiringMemory<CredentialRecord>;
 
 /**
  * The credentials this API process has accepted, kept in memory so that a request needs no
@@ -24,23 +21,5 @@ export type CredentialCache = {
  * constant time on every request; the cache holds its hash, never the secret.
  */
 export function createCredentialCache(): CredentialCache {
-  const entries = new Map<string, { record: CredentialRecord; at: number }>();
-  return {
-    get: (keyHash) => {
-      const entry = entries.get(keyHash);
-      if (!entry) return undefined;
-      if (Date.now() - entry.at > TTL_MS) {
-        entries.delete(keyHash);
-        return undefined;
-      }
-      return entry.record;
-    },
-    set: (keyHash, record) => {
-      if (entries.size >= MAX_ENTRIES) entries.clear();
-      entries.set(keyHash, { record, at: Date.now() });
-    },
-    forget: (keyHash) => {
-      entries.delete(keyHash);
-    },
-  };
+  return expiringMemory({ limit: MAX_ENTRIES, ttlMs: TTL_MS });
 }

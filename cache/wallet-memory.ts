@@ -1,4 +1,5 @@
 import type { Caller } from '../domain/types';
+import { expiringMemory } from './bounded';
 
 /** A wallet found active longer ago than this is read again. */
 const TTL_MS = 60_000;
@@ -27,28 +28,20 @@ export type WalletMemory = {
  * a wallet belongs to never changes.
  */
 export function createWalletMemory(): WalletMemory {
-  const seen = new Map<string, { scope: string; at: number }>();
+  /** The scope (application and mode) of each wallet found active. */
+  const seen = expiringMemory<string>({ limit: MAX_ENTRIES, ttlMs: TTL_MS });
   const scopeOf = (applicationId: string, mode: string) => `${applicationId}/${mode}`;
   return {
     allActive: (caller, ids) => {
       const scope = scopeOf(caller.applicationId, caller.mode);
-      const now = Date.now();
-      return ids.every((id) => {
-        const entry = seen.get(id);
-        return entry !== undefined && entry.scope === scope && now - entry.at <= TTL_MS;
-      });
+      return ids.every((id) => seen.get(id) === scope);
     },
     remember: (wallets) => {
-      const now = Date.now();
       for (const wallet of wallets) {
-        if (!wallet.is_active) {
-          seen.delete(wallet.id);
-          continue;
-        }
-        if (seen.size >= MAX_ENTRIES) seen.clear();
-        seen.set(wallet.id, { scope: scopeOf(wallet.application_id, wallet.mode), at: now });
+        if (wallet.is_active) seen.set(wallet.id, scopeOf(wallet.application_id, wallet.mode));
+        else seen.forget(wallet.id);
       }
     },
-    forgetAll: () => seen.clear(),
+    forgetAll: () => seen.forgetAll(),
   };
 }
