@@ -102,6 +102,7 @@ export default tseslint.config(
       'dashboard/dist/**',
       'eslint.config.mjs',
       'jest.config.js',
+      '.dependency-cruiser.cjs',
     ],
   },
   js.configs.recommended,

@@ -18,8 +18,11 @@ import {
 } from '../providers/card';
 import { ProviderNotConfiguredError, ProviderRefusedError } from '../providers/mobile-money';
 import { workflowIds } from '../workflows/ids';
-import type { OnboardingResult } from '../domain/payout-accounts';
-import type { OnboardingInput, OnboardingSubmission } from '../workflows/onboarding';
+import type {
+  OnboardingInput,
+  OnboardingResult,
+  OnboardingSubmission,
+} from '../domain/payout-accounts';
 import { decline } from './declines';
 
 /**

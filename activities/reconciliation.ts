@@ -1,4 +1,6 @@
 import { Context } from '@temporalio/activity';
+import type { Config } from '../config';
+import type { DatabasePool } from '../db/pool';
 import {
   listUnmatchedNotifications,
   recordNotificationAttempt,
@@ -19,7 +21,6 @@ import {
   type NotificationKind,
   type TemporalDeps,
 } from '../intake/notifications';
-import type { ActivityDeps } from './index';
 
 /** What a run of the reconciliation workflow found and did. */
 export type ReconciliationPlan = {
@@ -33,7 +34,7 @@ export type PaymentChange = ReconciliationRunRecord['changes'][number];
 const RUN_LIMIT = 500;
 
 /** The `reconciliation` schedule's activities (workflows/reconciliation.ts). */
-export function createReconciliationActivities(deps: ActivityDeps) {
+export function createReconciliationActivities(deps: { pool: DatabasePool; config: Config }) {
   const { pool, config } = deps;
   /** The worker's own Temporal client, for the payment workflows' updates. */
   const temporalDeps = (): TemporalDeps => ({

@@ -3,6 +3,7 @@
  * legend and the ledger invariant of each configuration's database.
  */
 import type { WorkerOptions } from '@temporalio/worker';
+import { fmtMs, fmtRate } from './format';
 import type { ProfileReport } from './profile';
 import type { Row } from './scenarios';
 
@@ -28,9 +29,6 @@ export type Report = {
   seconds: number;
 };
 
-export const fmtRate = (n: number) => `${n >= 100 ? Math.round(n) : n.toFixed(1)}/s`;
-export const fmtMs = (n: number) =>
-  Number.isNaN(n) ? '-' : n >= 100 ? n.toFixed(0) : n.toFixed(1);
 const percent = (ratio: number | undefined) =>
   ratio === undefined ? '' : `${(ratio * 100).toFixed(0)}%`;
 

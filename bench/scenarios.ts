@@ -17,7 +17,7 @@ import { coresOver, coresUsed, cpuSnapshot, type CpuGroups } from './cpu';
 import { progress, startBenchWorker, WALLETS, type Engine, type Fixture } from './engine';
 import type { LoadJob, LoadProcess, LoadShape } from './generator';
 import { closedLoop, combineResults, type LoadResult, type Send } from './load';
-import { fmtMs, fmtRate } from './render';
+import { fmtMs, fmtRate } from './format';
 import { failure, httpClient, idOf, pickPair, type ApiTarget, type SenderSpec } from './senders';
 import { webhookDeliveries } from './webhooks';
 import { emptyWorkflow } from './workflows';

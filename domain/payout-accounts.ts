@@ -92,3 +92,19 @@ export type OnboardingResult = {
   pendingVerification: string[];
   disabledReason: string | null;
 };
+
+export type OnboardingInput = {
+  applicationId: string;
+  mode: 'test' | 'live';
+  walletId: string;
+};
+
+/** One submission of the owner's details (complete-onboarding). */
+export type OnboardingSubmission = {
+  individual: PayoutIndividual;
+  businessProfile: PayoutBusinessProfile;
+  /** The payout card's token, when one is given. */
+  cardToken: string | null;
+  /** The end customer's address and when the terms were accepted (Unix seconds). */
+  tosAcceptance: { ip: string; date: number };
+};

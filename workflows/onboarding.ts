@@ -6,30 +6,14 @@ import {
   setHandler,
 } from '@temporalio/workflow';
 import type {
+  OnboardingInput,
   OnboardingResult,
-  PayoutBusinessProfile,
-  PayoutIndividual,
+  OnboardingSubmission,
 } from '../domain/payout-accounts';
 import type { Activities } from './activities-types';
 import { asDeclined, exhausted } from './declines';
 import { activityPresets } from './retry';
 import type { Declined } from './shared';
-
-export type OnboardingInput = {
-  applicationId: string;
-  mode: 'test' | 'live';
-  walletId: string;
-};
-
-/** One submission of the owner's details (complete-onboarding). */
-export type OnboardingSubmission = {
-  individual: PayoutIndividual;
-  businessProfile: PayoutBusinessProfile;
-  /** The payout card's token, when one is given. */
-  cardToken: string | null;
-  /** The end customer's address and when the terms were accepted (Unix seconds). */
-  tosAcceptance: { ip: string; date: number };
-};
 
 export type OnboardingAnswer = OnboardingResult | Declined;
 

@@ -35,13 +35,12 @@ import {
   type MoneyOutInput,
   type MoneyOutProviderStatus,
 } from '../../workflows/money-out-shared';
-import type { OnboardingResult } from '../../domain/payout-accounts';
-import {
-  onboardingUpdates,
-  onboardingWorkflow,
-  type OnboardingInput,
-  type OnboardingSubmission,
-} from '../../workflows/onboarding';
+import type {
+  OnboardingInput,
+  OnboardingResult,
+  OnboardingSubmission,
+} from '../../domain/payout-accounts';
+import { onboardingUpdates, onboardingWorkflow } from '../../workflows/onboarding';
 import {
   cardDepositUpdates,
   depositUpdates,

@@ -1,0 +1,106 @@
+/**
+ * The layering of the engine, checked by `npm run lint` (dependency-cruiser). The runtime is
+ * every folder but the tooling; the tooling (tests, the benchmark, the chaos test, the dev
+ * harness, scripts, and the operator's CLI, which starts the harness's embedded Postgres when
+ * no DATABASE_URL is set) may import the runtime, never the reverse. Type-only imports count
+ * (tsPreCompilationDeps): a circle of types is a circle. The dashboard is a browser app of its
+ * own (dashboard/tsconfig.json), outside these layers.
+ */
+const TOOLING = '^(bench|chaos|harness|scripts|test|cli)/';
+/** A package (node_modules may be a link to another checkout's: the path is not anchored). */
+const pkg = (name) => `(^|/)node_modules/${name}/`;
+
+/** A dependency `from` may not have `to`; `comment` is what the error says. */
+const forbid = (name, comment, from, to) => ({ name, severity: 'error', comment, from, to });
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    forbid(
+      'no-circular',
+      'A circle of imports, type-only ones included: one side takes what both need.',
+      {},
+      { circular: true },
+    ),
+    forbid(
+      'domain-is-pure',
+      'domain/ is pure rules: it imports only domain/ and zod.',
+      { path: '^domain/' },
+      { pathNot: ['^domain/', pkg('zod')] },
+    ),
+    forbid(
+      'workflows-are-deterministic',
+      'Workflow code imports only workflows/, domain/ and the SDK’s workflow-side packages.',
+      { path: '^workflows/' },
+      {
+        pathNot: [
+          '^workflows/',
+          '^domain/',
+          '^activities/',
+          pkg('@temporalio/(workflow|common|interceptors-opentelemetry)'),
+        ],
+      },
+    ),
+    forbid(
+      'workflows-see-activities-by-type',
+      'Workflows see activities by type only, through workflows/activities-types.ts.',
+      { path: '^workflows/', pathNot: '^workflows/activities-types\\.ts$' },
+      { path: '^activities/' },
+    ),
+    forbid(
+      'activity-types-only',
+      'workflows/activities-types.ts takes the activities’ types, never their code.',
+      { path: '^workflows/activities-types\\.ts$' },
+      { path: '^activities/', dependencyTypesNot: ['type-only'] },
+    ),
+    forbid(
+      'api-is-the-edge',
+      'What the API shares with the worker is in a module both import (temporal/, intake/).',
+      { path: '^api/' },
+      { path: ['^(activities|worker)/', TOOLING] },
+    ),
+    forbid(
+      'worker-not-api',
+      'What the worker shares with the API is in a module both import (temporal/).',
+      { path: '^worker/' },
+      { path: '^api/' },
+    ),
+    forbid(
+      'routes-import-no-routes',
+      'Shared bodies go to api/serializers.ts, shared steps to a module of api/.',
+      { path: '^api/routes/' },
+      { path: '^api/routes/' },
+    ),
+    forbid(
+      'activities-not-api',
+      'activities/ never import the HTTP edge (api/).',
+      { path: '^activities/' },
+      { path: '^api/' },
+    ),
+    forbid(
+      'db-takes-workflow-types-only',
+      'db/ may use workflow types, never workflow code.',
+      { path: '^db/' },
+      { path: '^workflows/', dependencyTypesNot: ['type-only'] },
+    ),
+    forbid(
+      'db-is-storage',
+      'db/ is the storage layer: it never imports the layers above it.',
+      { path: '^db/' },
+      { path: '^(api|activities|providers|worker|intake|temporal)/' },
+    ),
+    forbid(
+      'runtime-not-tooling',
+      'The runtime never imports the tooling (benchmark, chaos, harness, scripts, tests, CLI).',
+      { pathNot: TOOLING },
+      { path: TOOLING },
+    ),
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules/' },
+    exclude: { path: '^(\\.data|\\.tools|coverage|dashboard)/' },
+    tsConfig: { fileName: 'tsconfig.json' },
+    tsPreCompilationDeps: true,
+    moduleSystems: ['cjs', 'es6'],
+  },
+};
