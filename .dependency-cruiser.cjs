@@ -78,6 +78,12 @@ module.exports = {
       { path: '^api/' },
     ),
     forbid(
+      'sql-in-db',
+      'SQL lives in db/: call a db/ function; take DatabasePool and co. from db/pool.ts.',
+      { pathNot: ['^db/', TOOLING] },
+      { path: pkg('(slonik|pg)') },
+    ),
+    forbid(
       'db-takes-workflow-types-only',
       'db/ may use workflow types, never workflow code.',
       { path: '^db/' },
