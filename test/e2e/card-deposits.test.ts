@@ -1,3 +1,4 @@
+import { temporal } from '@temporalio/proto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { updateApplication } from '../../db/applications';
@@ -109,6 +110,43 @@ describe('card deposits', () => {
     expect(described.typedSearchAttributes.get(SearchAttributes.PaymentType)).toBe('card_deposit');
     expect(described.typedSearchAttributes.get(SearchAttributes.PaymentStatus)).toBe('completed');
     await assertLedgerInvariant(engine.pool);
+  });
+
+  it('costs Temporal 3 workflow tasks and 2 activities: no timer, marker or extra update', async () => {
+    // The dev server's work per deposit follows its history: a step added here slows
+    // `npm run bench`'s card row, so the shape is pinned.
+    const { walletId } = await createUserWithWallet(api);
+    const res = await api.post(DEPOSIT, {
+      wallet_id: walletId,
+      amount: 5,
+      payment_method_id: 'pm_card_visa',
+    });
+    expect(res.status).toBe(200);
+    const { events } = await engine.temporal.workflow
+      .getHandle(workflowIds.cardDeposit(res.body.id))
+      .fetchHistory();
+    const counts: Record<string, number> = {};
+    for (const e of events ?? []) {
+      const name = temporal.api.enums.v1.EventType[e.eventType!].replace('EVENT_TYPE_', '');
+      counts[name] = (counts[name] ?? 0) + 1;
+    }
+    expect(counts).toEqual({
+      WORKFLOW_EXECUTION_STARTED: 1,
+      WORKFLOW_TASK_SCHEDULED: 3,
+      WORKFLOW_TASK_STARTED: 3,
+      WORKFLOW_TASK_COMPLETED: 3,
+      WORKFLOW_EXECUTION_UPDATE_ACCEPTED: 1,
+      WORKFLOW_EXECUTION_UPDATE_COMPLETED: 1,
+      ACTIVITY_TASK_SCHEDULED: 2,
+      ACTIVITY_TASK_STARTED: 2,
+      ACTIVITY_TASK_COMPLETED: 2,
+      UPSERT_WORKFLOW_SEARCH_ATTRIBUTES: 1,
+      WORKFLOW_EXECUTION_COMPLETED: 1,
+    });
+    const activities = (events ?? []).flatMap(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? [],
+    );
+    expect(activities).toEqual(['openCardDeposit', 'completeCardDeposit']);
   });
 
   it.each([
