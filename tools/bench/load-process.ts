@@ -1,14 +1,15 @@
 /**
- * The load generator's process (forked by bench/generator.ts): runs each job it is sent over
- * IPC, a closed loop or an open model (bench/load.ts) of one sender (bench/senders.ts), and
- * answers its LoadResult. Exits when the channel to the benchmark closes; Ctrl-C stops the
+ * The load generator's process (forked by tools/bench/generator.ts): runs each job it is sent over
+ * IPC, a closed loop or an open model (tools/bench/load.ts) of one sender (tools/bench/senders.ts),
+ * and answers its LoadResult. Exits when the channel to the benchmark closes; Ctrl-C stops the
  * sending of the jobs under way (the benchmark then closes the channel).
  */
 import type { FromLoadProcess, LoadJob, ToLoadProcess } from './generator';
 import { closedLoop, openLoop, type LoadResult } from './load';
 import { senders } from './senders';
 
-if (!process.send) throw new Error('bench/load-process.ts runs forked by bench/generator.ts');
+if (!process.send)
+  throw new Error('tools/bench/load-process.ts runs forked by tools/bench/generator.ts');
 
 const made = senders();
 const running = new Map<number, AbortController>();

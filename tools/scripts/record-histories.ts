@@ -6,7 +6,7 @@
  * The executions are the workflow tests' scenarios (`RECORDED_SCENARIOS` in
  * test/workflow/scenarios.ts): a recorded history is an execution a test checks.
  *
- *   node_modules/.bin/node --import tsx scripts/record-histories.ts [--out DIR] [name ...]
+ *   node_modules/.bin/node --import tsx tools/scripts/record-histories.ts [--out DIR] [name ...]
  *
  * `--out DIR` writes elsewhere (to compare a recording with the committed fixtures, say).
  *
@@ -21,14 +21,14 @@ import type { History } from '@temporalio/common/lib/proto-utils';
 import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { bundleWorkflows } from '../worker/bundle';
-import { createEngineWorker } from '../worker/engine-worker';
+import { bundleWorkflows } from '../../worker/bundle';
+import { createEngineWorker } from '../../worker/engine-worker';
 import { format, resolveConfig } from 'prettier';
-import { RECORDED_SCENARIOS, registerSearchAttributes } from '../test/workflow/scenarios';
+import { RECORDED_SCENARIOS, registerSearchAttributes } from '../../test/workflow/scenarios';
 import { findBinary } from '../harness/temporal';
-import { paymentSinks } from '../temporal/settlements';
+import { paymentSinks } from '../../temporal/settlements';
 
-const rootDir = path.resolve(__dirname, '..');
+const rootDir = path.resolve(__dirname, '..', '..');
 const HISTORIES_DIR = path.join(rootDir, 'test', 'fixtures', 'histories');
 
 /**
@@ -59,7 +59,7 @@ function parseArgs(args: string[]): { out: string; only: string[] } {
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const code = await bundleWorkflows(require.resolve('../workflows'));
+  const code = await bundleWorkflows(require.resolve('../../workflows'));
   const env = await TestWorkflowEnvironment.createTimeSkipping({
     server: { executable: { type: 'existing-path', path: findBinary('temporal-test-server') } },
   });

@@ -1,17 +1,17 @@
 /**
  * The benchmark's rows, measured on one running engine (one dev server configuration). Every row
  * whose load is HTTP or Temporal client calls sends it from the load generator's process
- * (bench/generator.ts); three stay in the engine's process: the ledger alone (1, direct SQL),
+ * (tools/bench/generator.ts); three stay in the engine's process: the ledger alone (1, direct SQL),
  * the eager workflow start (2d: it needs the worker's own connection) and the dashboard query
  * alone (7b).
  */
 import { randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import type { WorkerOptions } from '@temporalio/worker';
-import { createTransferActivities } from '../activities/transfer';
-import type { DatabasePool } from '../db/pool';
-import { lockAccounts, postLedgerTransaction } from '../db/ledger';
-import { transferPostings } from '../domain/ledger';
+import { createTransferActivities } from '../../activities/transfer';
+import type { DatabasePool } from '../../db/pool';
+import { lockAccounts, postLedgerTransaction } from '../../db/ledger';
+import { transferPostings } from '../../domain/ledger';
 import { ANALYTICS_PAYMENTS, dashboardQuery, seedAnalytics } from './analytics';
 import { coresOver, coresUsed, cpuSnapshot, type CpuGroups } from './cpu';
 import { progress, startBenchWorker, WALLETS, type Engine, type Fixture } from './engine';

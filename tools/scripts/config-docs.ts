@@ -1,14 +1,14 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { envSchema } from '../config';
+import { envSchema } from '../../config';
 
 /**
  * `npm run docs:config`: renders docs/configuration.md from the configuration schema, so that
  * the reference cannot say what the code does not. test/unit/config-docs.test.ts fails when the
  * file and the schema differ.
  */
-export const CONFIG_DOCS_FILE = path.join(__dirname, '..', 'docs', 'configuration.md');
+export const CONFIG_DOCS_FILE = path.join(__dirname, '..', '..', 'docs', 'configuration.md');
 
 const HEADER = `# Configuration
 

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { createApplication, updateApplication } from '../db/applications';
-import { createCredential } from '../db/credentials';
-import { lockAccounts, postLedgerTransaction, systemAccountId } from '../db/ledger';
-import type { DatabasePool } from '../db/pool';
-import { findWallet } from '../db/wallets';
-import type { Currency } from '../domain/money';
-import { RATE_LIMIT_CATEGORIES, type Mode } from '../domain/types';
+import { createApplication, updateApplication } from '../../db/applications';
+import { createCredential } from '../../db/credentials';
+import { lockAccounts, postLedgerTransaction, systemAccountId } from '../../db/ledger';
+import type { DatabasePool } from '../../db/pool';
+import { findWallet } from '../../db/wallets';
+import type { Currency } from '../../domain/money';
+import { RATE_LIMIT_CATEGORIES, type Mode } from '../../domain/types';
 
 /** Per-minute limits no test or benchmark load reaches, for every category. */
 export const RAISED_RATE_LIMITS: Readonly<Record<string, number>> = Object.fromEntries(

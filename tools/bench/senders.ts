@@ -2,13 +2,13 @@
  * What the load generator sends: a small keep-alive HTTP client, the API calls of rows 3 to 7a,
  * and the bare workflows of rows 2, 2b and 2c through a Temporal client of its own. A sender is
  * described by plain data (`SenderSpec`) so that a job crosses the IPC channel to the load
- * generator's process (bench/load-process.ts); nothing here starts or imports the engine.
+ * generator's process (tools/bench/load-process.ts); nothing here starts or imports the engine.
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { Client, Connection } from '@temporalio/client';
-import { parsePayloadKeys } from '../config';
-import { dataConverterOf } from '../temporal/data-converter';
+import { parsePayloadKeys } from '../../config';
+import { dataConverterOf } from '../../temporal/data-converter';
 import type { Send } from './load';
 
 // HTTP: a small keep-alive client (lighter than fetch: it shares the CPU with the server).
@@ -175,7 +175,7 @@ export type SenderSpec =
       /** The engine's payload keys as TEMPORAL_PAYLOAD_KEYS writes them. */
       payloadKeys: string;
       taskQueue: string;
-      /** One of bench/workflows.ts's, by name (the worker runs in the engine's process). */
+      /** One of tools/bench/workflows.ts's, by name (the worker runs in the engine's process). */
       workflowType: string;
     };
 

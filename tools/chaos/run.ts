@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createDatabasePool } from '../db/pool';
+import { createDatabasePool } from '../../db/pool';
 import { isAlive } from '../harness/processes';
 import { checkBank } from './checks';
 import { currencyProbe, type CliRun, type CurrencyProbe } from './currency';
@@ -40,12 +40,12 @@ export type ChaosReport = {
 
 /** How long a component may take to come back before the run counts it as not recovered. */
 const RECOVERY_LIMIT_MS = 120_000;
-/** The pause between two rounds of the currency probe (chaos/currency.ts). */
+/** The pause between two rounds of the currency probe (tools/chaos/currency.ts). */
 const CURRENCY_ROUND_GAP_MS = 5_000;
 /** The quiet time between two faults (drawn from this range, in ms). */
 const FAULT_GAP_MS = [8_000, 16_000] as const;
 
-const root = path.resolve(__dirname, '..');
+const root = path.resolve(__dirname, '..', '..');
 const run = promisify(execFile);
 
 /** `npm run cli` against the run's database, whatever its exit status. */
@@ -168,7 +168,7 @@ async function inject(engine: ChaosEngine, kind: Fault, startedAt: number): Prom
 /**
  * The bank test: a real `npm start`, many clients moving money through every kind of payment,
  * SIGKILLs of the dev server, Postgres and the start's node process at random times, then the
- * checks (chaos/checks.ts). Everything it started is stopped before it returns.
+ * checks (tools/chaos/checks.ts). Everything it started is stopped before it returns.
  */
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const { log } = options;

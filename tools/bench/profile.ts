@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- --profile`: where the time of one API transfer goes. Runs transfers at a
- * fixed rate (sent by the load generator's process, bench/generator.ts) through a second,
+ * fixed rate (sent by the load generator's process, tools/bench/generator.ts) through a second,
  * instrumented copy of the API (the same app, pool and Temporal client as api/server.ts builds,
  * plus tracing) and an instrumented worker, both in the engine's process, and reports per
  * transfer: Postgres round trips and their time (API side and activity side, by statement),
@@ -22,16 +22,16 @@ import { Writable } from 'node:stream';
 import { Client, Connection } from '@temporalio/client';
 import { temporal as proto } from '@temporalio/proto';
 import { type ActivityInterceptorsFactory, type WorkerOptions } from '@temporalio/worker';
-import { createEngineWorker } from '../worker/engine-worker';
+import { createEngineWorker } from '../../worker/engine-worker';
 import pg from 'pg';
-import { createTransferActivities } from '../activities/transfer';
-import { createApp } from '../api/app';
-import { createLogger } from '../observability/logger';
-import { createWalletMemory } from '../cache/wallet-memory';
-import { createCredentialCache } from '../cache/credential-cache';
-import { createDatabasePool } from '../db/pool';
+import { createTransferActivities } from '../../activities/transfer';
+import { createApp } from '../../api/app';
+import { createLogger } from '../../observability/logger';
+import { createWalletMemory } from '../../cache/wallet-memory';
+import { createCredentialCache } from '../../cache/credential-cache';
+import { createDatabasePool } from '../../db/pool';
 import { keepRunning } from '../harness/engine';
-import { createProviders } from '../providers';
+import { createProviders } from '../../providers';
 import { coresUsed, cpuSnapshot, threadMsPer, threadSnapshot, type CpuGroups } from './cpu';
 import {
   progress,
@@ -542,9 +542,9 @@ export async function runProfile(
 }
 
 /**
- * Escrow flows (a hold, then its release: bench/senders.ts) at half the transfers' rate through
- * the instrumented API: round trips per flow on each side, Postgres' counters and the CPU per
- * flow. `taken` hands over (and clears) the traces recorded since the last call.
+ * Escrow flows (a hold, then its release: tools/bench/senders.ts) at half the transfers' rate
+ * through the instrumented API: round trips per flow on each side, Postgres' counters and the CPU
+ * per flow. `taken` hands over (and clears) the traces recorded since the last call.
  */
 async function escrowFlows(
   engine: Engine,

@@ -2,7 +2,7 @@
  * The load generator's process, seen from the benchmark: a child Node process (bench/
  * load-process.ts, run through tsx as `npm run bench` is) that takes a job over IPC (what to
  * send, closed loop or open model) and answers its LoadResult; so the engine's process runs the
- * API and the worker alone, and the load generator's CPU is counted apart (bench/cpu.ts).
+ * API and the worker alone, and the load generator's CPU is counted apart (tools/bench/cpu.ts).
  */
 import { fork } from 'node:child_process';
 import { countAsLoad } from './cpu';

@@ -2,13 +2,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../net/ports';
+import { freePort } from '../../net/ports';
 import { commandLine, isAlive, readPidFile, waitFor } from '../harness/processes';
 
-const root = path.resolve(__dirname, '..');
+const root = path.resolve(__dirname, '..', '..');
 
 /**
- * A real `npm start` (scripts/start.ts) on ports and a temporary data folder of its own, in a
+ * A real `npm start` (tools/scripts/start.ts) on ports and a temporary data folder of its own, in a
  * process group of its own, that the chaos run can kill and start again. Everything it started
  * is stopped by `close`, the leftovers of a killed start included.
  */
@@ -60,7 +60,7 @@ export async function createChaosEngine(log: (line: string) => void): Promise<Ch
 
   async function start(): Promise<void> {
     output = '';
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'tools/scripts/start.ts'], {
       cwd: root,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

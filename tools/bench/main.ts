@@ -10,12 +10,12 @@
  *       (3h) every transfer out of one hot wallet;
  *   (4) escrow hold-then-release through the API (n/a while POST /api/v1/escrow/hold is 404);
  *   (5) card deposits through the API, charged at once by the Test Mode card sandbox;
- *   (6) webhook deliveries to a loopback endpoint while transfers run (bench/webhooks.ts);
- *   (7) the dashboard's analytics with a million payments seeded in SQL (bench/analytics.ts).
+ *   (6) webhook deliveries to a loopback endpoint while transfers run (tools/bench/webhooks.ts);
+ *   (7) the dashboard's analytics with a million payments seeded in SQL (tools/bench/analytics.ts).
  *
  * The first configuration runs every row; a second one runs (2), (3) and (4) (the closed-loop
  * estimate and the open row at 50 %) and (3h). The load comes from a process of its own
- * (bench/generator.ts, bench/load-process.ts) but for rows 1, 2d and 7b.
+ * (tools/bench/generator.ts, tools/bench/load-process.ts) but for rows 1, 2d and 7b.
  *
  * Options: --json (print the results as JSON instead of the table), --temporal=file,memory (the
  * configurations, in this order; `file` alone or `memory` alone measures only that one; the
@@ -31,8 +31,8 @@
  */
 import os from 'node:os';
 import type { WorkerOptions } from '@temporalio/worker';
-import { ledgerInvariantProblems } from '../db/ledger-audit';
-import { eagerStarts, paymentsStarted } from '../observability/metrics';
+import { ledgerInvariantProblems } from '../../db/ledger-audit';
+import { eagerStarts, paymentsStarted } from '../../observability/metrics';
 import { installTemporalRuntime } from '../harness/temporal';
 import { progress, setUp, startEngine, WALLETS, type Engine } from './engine';
 import { forkLoadProcess } from './generator';

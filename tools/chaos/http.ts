@@ -3,7 +3,7 @@ export type Outcome =
   | { kind: 'ok' | 'refused'; status: number; body: Json; attempts: number }
   | { kind: 'indefinite'; status: number; attempts: number };
 
-/** A reply's JSON, read through the schemas of chaos/wire.ts. */
+/** A reply's JSON, read through the schemas of tools/chaos/wire.ts. */
 export type Json = unknown;
 
 export type Credentials = { apiKey: string; secretKey: string };

@@ -7,7 +7,7 @@
  * names.
  *
  *   perf record -F 999 -g -p <dev server pid> -o server.perf -- sleep 10
- *   perf script -i server.perf -F ip,sym | node --import tsx bench/go-perf.ts <binary> [rows]
+ *   perf script -i server.perf -F ip,sym | node --import tsx tools/bench/go-perf.ts <binary> [rows]
  */
 import { readFileSync } from 'node:fs';
 

@@ -1,12 +1,12 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
-import { openTemporalConnection } from '../temporal/connection';
-import { startApi } from '../api/server';
-import { CODEC_PATH } from '../api/routes/temporal-codec';
-import { loadConfig, temporalAddress, type Config } from '../config';
-import { migrate } from '../db/migrate';
-import { createDatabasePool } from '../db/pool';
+import { openTemporalConnection } from '../../temporal/connection';
+import { startApi } from '../../api/server';
+import { CODEC_PATH } from '../../api/routes/temporal-codec';
+import { loadConfig, temporalAddress, type Config } from '../../config';
+import { migrate } from '../../db/migrate';
+import { createDatabasePool } from '../../db/pool';
 import { createFixtureApplication } from '../harness/fixtures';
 import { startLocalPostgres } from '../harness/postgres';
 import {
@@ -22,10 +22,10 @@ import {
   registerSearchAttributes,
   startLocalTemporal,
 } from '../harness/temporal';
-import { createLogger, type Logger } from '../observability/logger';
-import { runResilientWorker } from '../worker/resilient';
-import { ensureSchedules } from '../worker/schedules';
-import { temporalDataConverter } from '../temporal/data-converter';
+import { createLogger, type Logger } from '../../observability/logger';
+import { runResilientWorker } from '../../worker/resilient';
+import { ensureSchedules } from '../../worker/schedules';
+import { temporalDataConverter } from '../../temporal/data-converter';
 
 /**
  * `npm start`: the whole engine on one machine. Postgres (embedded unless DATABASE_URL), the

@@ -1,9 +1,9 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { ledgerInvariantProblems } from '../db/ledger-audit';
-import { MONEY_OUT_TYPES } from '../db/money-out';
-import type { DatabasePool } from '../db/pool';
-import { majorNumberToMinor } from '../domain/money';
+import { ledgerInvariantProblems } from '../../db/ledger-audit';
+import { MONEY_OUT_TYPES } from '../../db/money-out';
+import type { DatabasePool } from '../../db/pool';
+import { majorNumberToMinor } from '../../domain/money';
 import type { ChaosClient } from './http';
 import type { History } from './workload';
 import { Wire } from './wire';

