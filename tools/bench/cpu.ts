@@ -1,8 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 
 /**
- * CPU time of this process and of its descendants, grouped: this Node process (the engine: API
- * and worker, all threads), the load generator's process (countAsLoad), Postgres (every
+ * CPU time of this process and of its descendants, grouped: the engine's Node processes (this
+ * one, with the API and the worker in the single shape; and the split shape's API and worker,
+ * countAsEngine), the load generator's process (countAsLoad), Postgres (every
  * backend) and the Temporal server; and `other`, what the rest of the machine used meanwhile (a
  * busy machine makes every figure lower). Read from /proc; on a system without it every figure
  * is 0.
@@ -20,6 +21,13 @@ const loadPids = new Set<number>();
 /** Counts process `pid` (a child of this one) in the `load` group. */
 export function countAsLoad(pid: number): void {
   loadPids.add(pid);
+}
+
+const enginePids = new Set<number>();
+
+/** Counts process `pid` (a child of this one: the split shape's API or worker) as `node`. */
+export function countAsEngine(pid: number): void {
+  enginePids.add(pid);
 }
 
 const TICKS_PER_SECOND = 100;
@@ -68,7 +76,7 @@ function readStats(): Stat[] {
 type Group = 'node' | 'load' | 'postgres' | 'temporal';
 
 function groupOf(stat: Stat): Group | null {
-  if (stat.pid === process.pid) return 'node';
+  if (stat.pid === process.pid || enginePids.has(stat.pid)) return 'node';
   if (loadPids.has(stat.pid)) return 'load';
   if (stat.comm === 'postgres') return 'postgres';
   if (stat.comm === 'temporal') return 'temporal';

@@ -1,8 +1,9 @@
 /**
  * The engine under test, started by the benchmark through the dev harness (harness/): Postgres
  * (embedded, in a temporary folder; fsync on or off), the Temporal development server (in
- * memory, or on a file in `npm start`'s durable configuration), the worker and the API, in this
- * process as the tests run them; and the fixture: an application, its credential, funded
+ * memory, or on a file in `npm start`'s durable configuration), the worker and the API in one
+ * of two shapes (in this process as the tests run them, or as `npm run api` and `npm run
+ * worker`, tools/bench/split.ts); and the fixture: an application, its credential, funded
  * wallets. The load comes from another process (tools/bench/generator.ts).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -13,12 +14,12 @@ import type { DataConverter } from '@temporalio/common';
 import { createEngineWorker } from '../../worker/engine-worker';
 import { payloadKeys, temporalDataConverter } from '../../temporal/data-converter';
 import { paymentSearchAttributes } from '../../api/temporal';
-import { formatPayloadKeys, type Config } from '../../config';
+import { formatPayloadKeys, loadConfig, type Config } from '../../config';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
 import {
   keepRunning,
   runWorker,
-  scratchConfig,
+  scratchEnv,
   startEngine as startInProcess,
 } from '../harness/engine';
 import { createFixtureApplication, fundWallet } from '../harness/fixtures';
@@ -28,6 +29,7 @@ import { writeWorkflowBundle, type DevServer } from '../harness/temporal';
 import { bundleWorkflows } from '../../worker/bundle';
 import { createLogger } from '../../observability/logger';
 import { failure, httpClient, idOf } from './senders';
+import { startSplit } from './split';
 
 export const WALLETS = 64;
 /** Every funded wallet gets this much (minor units); each benchmark movement moves 0.01. */
@@ -64,7 +66,12 @@ export type Engine = {
   /** Stops the engine's worker (the profile replaces it with an instrumented one). */
   stopWorker: () => Promise<void>;
   close: () => Promise<void>;
+  /** How the API and the worker run: in this process, or as processes of their own. */
+  shape: Shape;
 };
+
+export const SHAPES = ['single', 'split'] as const;
+export type Shape = (typeof SHAPES)[number];
 
 /**
  * A worker for the benchmark's trivial workflows (tools/bench/workflows.ts) with the no-op
@@ -102,12 +109,17 @@ export async function startWorker(
   return worker.stop;
 }
 
-export async function startEngine(options: {
+/** The servers of one configuration, which its shapes are measured on one after the other. */
+export type Servers = Omit<Engine, 'shape' | 'client' | 'apiUrl' | 'stopWorker'> & {
+  /** The engine's environment, as the split shape's processes are given it. */
+  env: Record<string, string>;
+};
+
+export async function startServers(options: {
   durable: boolean;
   temporalFile: boolean;
-  tuning: Partial<WorkerOptions>;
   ledgerClients: number;
-}): Promise<Engine> {
+}): Promise<Servers> {
   const servers = await startScratchServers({
     prefix: 'wallet-bench-',
     database: DATABASE,
@@ -129,18 +141,20 @@ export async function startEngine(options: {
       writeWorkflowBundle(dir),
       bundleWorkflows(require.resolve('./workflows')),
     ]);
-    const config = scratchConfig({
+    const env = scratchEnv({
       databaseUrl,
       temporalAddress: temporal.address,
       taskQueuePrefix: 'bench-payments',
       workflowBundle: bundlePath,
       requestTimeoutMs: REQUEST_TIMEOUT_MS,
-      // Row (6) delivers webhooks to an endpoint on loopback; the key stays in memory.
+      // Row (6) delivers webhooks to an endpoint on loopback; the keys stay in the run's folder.
       env: {
+        DATA_DIR: dir,
         WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1/32',
         WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
       },
     });
+    const config = loadConfig(env);
     const pool = await createDatabasePool(databaseUrl, {
       maximumPoolSize: options.ledgerClients,
       preparedStatements: config.database.preparedStatements,
@@ -153,43 +167,65 @@ export async function startEngine(options: {
     cleanups.push(() => workerPool.end());
     const nativeConnection = await NativeConnection.connect({ address: temporal.address });
     cleanups.push(() => nativeConnection.close());
-
-    progress('starting the worker and the API');
-    // Access-log lines are written (their cost is real) but thrown away.
-    const sink = new Writable({ write: (_chunk, _encoding, done) => done() });
-    // After the API: the worker the profile may have put in place of the first one.
-    const started: { engine?: Engine } = {};
-    cleanups.push(() => started.engine?.stopWorker() ?? Promise.resolve());
-    const inProcess = await startInProcess({
-      config,
-      pool: workerPool,
-      logger: createLogger('info', sink),
-      connection: nativeConnection,
-      tuning: options.tuning,
-    });
-    cleanups.push(inProcess.close);
-    started.engine = {
+    return {
       dir,
       postgres,
       temporal,
       databaseUrl,
       config,
+      env,
       pool,
       workerPool,
       nativeConnection,
       dataConverter: temporalDataConverter(config),
       payloadKeys: formatPayloadKeys(payloadKeys(config)),
-      client: inProcess.client,
       benchBundle,
-      apiUrl: inProcess.api.url,
-      stopWorker: inProcess.worker.stop,
       close,
     };
-    return started.engine;
   } catch (error) {
     await close();
     throw error;
   }
+}
+
+/**
+ * The engine in one shape on `servers`: `single`, the worker and the API in this process as
+ * `npm start` runs them; `split`, `npm run api` and `npm run worker` as processes of their own.
+ * Its `close` stops the shape and leaves the servers running.
+ */
+export async function startShape(
+  servers: Servers,
+  shape: Shape,
+  tuning: Partial<WorkerOptions>,
+): Promise<Engine> {
+  if (shape === 'split') {
+    progress('starting `npm run api` and `npm run worker` as processes of their own');
+    const split = await startSplit(servers);
+    return { ...servers, shape, ...split };
+  }
+  progress('starting the worker and the API in this process');
+  // Access-log lines are written (their cost is real) but thrown away.
+  const sink = new Writable({ write: (_chunk, _encoding, done) => done() });
+  const inProcess = await startInProcess({
+    config: servers.config,
+    pool: servers.workerPool,
+    logger: createLogger('info', sink),
+    connection: servers.nativeConnection,
+    tuning,
+  });
+  // The worker the profile may have put in place of the first one is stopped with the engine.
+  const engine: Engine = {
+    ...servers,
+    shape,
+    client: inProcess.client,
+    apiUrl: inProcess.api.url,
+    stopWorker: inProcess.worker.stop,
+    close: async () => {
+      await engine.stopWorker();
+      await inProcess.close();
+    },
+  };
+  return engine;
 }
 
 export type Fixture = {

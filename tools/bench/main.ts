@@ -17,11 +17,18 @@
  * estimate and the open row at 50 %) and (3h). The load comes from a process of its own
  * (tools/bench/generator.ts, tools/bench/load-process.ts) but for rows 1, 2d and 7b.
  *
+ * Each configuration measures the engine in two shapes, one after the other on the same servers
+ * (--shape=single,split, in this order by default): `single`, the API and the worker in the
+ * benchmark's process as `npm start` runs them; `split`, `npm run api` and `npm run worker` as
+ * processes of their own (split.ts). The API rows (3, 3h, 4, 5 and the interleaved 2i, 3i, 4i)
+ * run in each shape, held against that shape's bare workflow rate; the others run once.
+ *
  * Options: --json (print the results as JSON instead of the table), --temporal=file,memory (the
  * configurations, in this order; `file` alone or `memory` alone measures only that one; the
  * first runs every row), --temporal-file (the same as --temporal=file), --durable (Postgres with
  * fsync on in the memory configuration too; `file` always has it),
- * --tuning='{"maxConcurrentActivityTaskPolls":20}' (worker options for both workers),
+ * --shape=single,split (the shapes, in this order),
+ * --tuning='{"maxConcurrentActivityTaskPolls":20}' (worker options for both workers; single shape),
  * --only=ledger,orchestration,api,hotwallet,escrow,card,webhooks,analytics,interleaved, --profile (see
  * profile.ts; in the first configuration). Progress goes to stderr; stdout holds only the
  * result. The engine is started by engine.ts, the rows are scenarios.ts, the table render.ts,
@@ -34,7 +41,18 @@ import type { WorkerOptions } from '@temporalio/worker';
 import { ledgerInvariantProblems } from '../../db/ledger-audit';
 import { eagerStarts, paymentsStarted } from '../../observability/metrics';
 import { installTemporalRuntime } from '../harness/temporal';
-import { progress, setUp, startEngine, WALLETS, type Engine } from './engine';
+import {
+  progress,
+  setUp,
+  SHAPES,
+  startServers,
+  startShape,
+  WALLETS,
+  type Engine,
+  type Fixture,
+  type Servers,
+  type Shape,
+} from './engine';
 import { forkLoadProcess } from './generator';
 import { runProfile, type ProfileReport } from './profile';
 import { render, sectionTitle, type ConfigurationReport, type Report } from './render';
@@ -83,6 +101,7 @@ type Configuration = (typeof CONFIGURATIONS)[number];
 type Options = {
   json: boolean;
   temporal: Configuration[];
+  shapes: Shape[];
   durable: boolean;
   profile: boolean;
   tuning: Partial<WorkerOptions>;
@@ -93,6 +112,7 @@ function parseOptions(argv: readonly string[]): Options {
   const options: Options = {
     json: false,
     temporal: [...CONFIGURATIONS],
+    shapes: [...SHAPES],
     durable: false,
     profile: false,
     tuning: {},
@@ -110,6 +130,8 @@ function parseOptions(argv: readonly string[]): Options {
     else if (name === '--temporal-file') options.temporal = ['file'];
     else if (name === '--temporal' && value) {
       options.temporal = [...new Set(list(value, CONFIGURATIONS, 'configuration'))];
+    } else if (name === '--shape' && value) {
+      options.shapes = [...new Set(list(value, SHAPES, 'shape'))];
     } else if (name === '--profile') options.profile = true;
     else if (name === '--tuning' && value) {
       options.tuning = JSON.parse(value) as Partial<WorkerOptions>;
@@ -117,36 +139,64 @@ function parseOptions(argv: readonly string[]): Options {
       options.only = new Set(list(value, SECTIONS, 'section'));
     } else throw new Error(`unknown option ${arg}`);
   }
+  if (options.profile && !options.shapes.includes('single')) {
+    throw new Error('--profile instruments the in-process engine: it needs --shape=single');
+  }
+  if (Object.keys(options.tuning).length && options.shapes.includes('split')) {
+    // `npm run worker` takes its configuration from the environment alone.
+    throw new Error('--tuning reaches the in-process worker only: use it with --shape=single');
+  }
   return options;
 }
 
+/** The sections measured in each shape; the others once, in the first or the last shape. */
+const PER_SHAPE: ReadonlySet<Section> = new Set([
+  'api',
+  'hotwallet',
+  'escrow',
+  'interleaved',
+  'card',
+]);
+
 /**
- * The rows of one configuration, every wanted one (`full`) or the short list; and the ledger
- * invariant's problems after the money movements, before (7) seeds its million payments (a bulk
- * load that keeps every balance by construction, and would make the check slower).
+ * The rows of one configuration measured on one shape of the engine, every wanted one (`full`)
+ * or the short list: the per-shape sections in each shape; the ledger and the bare workflows
+ * in the first shape, the webhooks and the analytics in the last; and, in the last, the ledger
+ * invariant's problems after the money movements of every shape, before (7) seeds its million
+ * payments (a bulk load that keeps every balance by construction, and would make the check
+ * slower).
  */
 async function measureRows(
   bench: Bench,
   only: Set<Section>,
-  full: boolean,
+  at: { full: boolean; first: boolean; last: boolean },
 ): Promise<{ rows: Row[]; invariant: string[] }> {
-  const wanted = (section: Section) => only.has(section) && (full || SHORT_SECTIONS.has(section));
-  const fractions = full ? RATE_FRACTIONS : SHORT_FRACTIONS;
+  const wanted = (section: Section) =>
+    only.has(section) &&
+    (at.full || SHORT_SECTIONS.has(section)) &&
+    (PER_SHAPE.has(section) ||
+      (section === 'webhooks' || section === 'analytics' ? at.last : at.first));
+  const fractions = at.full ? RATE_FRACTIONS : SHORT_FRACTIONS;
   const rows: Row[] = [];
+  const { shape } = bench.engine;
+  const ofShape = (measured: Row[]) => measured.map((row) => ({ ...row, shape }));
   if (wanted('ledger')) rows.push(...(await ledgerScenarios(bench)));
   if (wanted('orchestration')) rows.push(...(await orchestrationScenarios(bench)));
-  if (wanted('api')) rows.push(...(await transferScenarios(bench, fractions)));
-  if (wanted('hotwallet')) rows.push(...(await hotWalletScenarios(bench)));
-  if (wanted('escrow')) rows.push(...(await escrowScenarios(bench, fractions)));
+  if (wanted('api')) rows.push(...ofShape(await transferScenarios(bench, fractions)));
+  if (wanted('hotwallet')) rows.push(...ofShape(await hotWalletScenarios(bench)));
+  if (wanted('escrow')) rows.push(...ofShape(await escrowScenarios(bench, fractions)));
   // Before (5) and (6): the webhook row's subscription stays, and every later payment's event
   // then starts deliveries to its closed endpoint, which would share the machine with the bursts.
-  if (wanted('interleaved')) rows.push(...(await interleavedScenarios(bench)));
-  if (wanted('card')) rows.push(...(await cardScenarios(bench, fractions)));
-  if (wanted('webhooks')) rows.push(await webhookScenario(bench));
+  if (wanted('interleaved')) rows.push(...ofShape(await interleavedScenarios(bench)));
+  if (wanted('card')) rows.push(...ofShape(await cardScenarios(bench, fractions)));
+  if (wanted('webhooks')) rows.push(...ofShape([await webhookScenario(bench)]));
+  if (!at.last) return { rows, invariant: [] };
   progress('checking the ledger invariant');
   const invariant = await ledgerInvariantProblems(bench.engine.pool);
-  if (wanted('analytics')) rows.push(...(await analyticsScenarios(bench)));
-  addRatios(rows);
+  if (wanted('analytics')) {
+    const [api, query] = await analyticsScenarios(bench);
+    rows.push({ ...api!, shape }, query!);
+  }
   return { rows, invariant };
 }
 
@@ -160,7 +210,7 @@ async function eagerShare(): Promise<string> {
     const took = eager.values.find((v) => v.labels.type === labels.type)?.value ?? 0;
     return `${String(labels.type)} ${took} of ${value}`;
   });
-  return `Payments the API started eagerly on the engine's worker: ${parts.join(', ') || 'none'}`;
+  return `Payments the single shape's API started eagerly on its worker: ${parts.join(', ') || 'none'}`;
 }
 
 async function main(): Promise<void> {
@@ -172,11 +222,15 @@ async function main(): Promise<void> {
   progress('starting the load generator process');
   const load = await forkLoadProcess();
   let engine: Engine | undefined;
+  let servers: Servers | undefined;
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       progress(`${signal}: stopping`);
       interrupted.abort();
-      void Promise.allSettled([engine?.close(), load.close()]).finally(() => process.exit(130));
+      void (async () => {
+        await engine?.close().catch(() => undefined);
+        await Promise.allSettled([servers?.close(), load.close()]);
+      })().finally(() => process.exit(130));
     });
   }
   const configurations: ConfigurationReport[] = [];
@@ -188,42 +242,65 @@ async function main(): Promise<void> {
         name,
         postgres: durable ? 'fsync on' : 'fsync off, synchronous_commit off',
         temporal: name === 'file' ? 'on a file (WAL)' : 'in memory',
+        shapes: options.shapes,
         rows: [],
         invariant: [],
       };
       progress(`== ${sectionTitle(configuration)}`);
-      engine = await startEngine({
+      servers = await startServers({
         durable,
         temporalFile: name === 'file',
-        tuning: options.tuning,
         ledgerClients: LEDGER_CLIENTS,
       });
       try {
-        progress(`creating ${WALLETS} users and wallets through the API, funding them`);
-        const fixture = await setUp(engine);
-        const bench = {
-          engine,
-          fixture,
-          load,
-          tuning: options.tuning,
-          signal: interrupted.signal,
-        };
-        Object.assign(configuration, await measureRows(bench, options.only, i === 0));
-        if (i === 0 && options.profile) {
-          const estimate = configuration.rows.find((r) => r.id === '3')?.result?.throughput ?? 20;
-          profile = await runProfile(engine, fixture, {
-            rate: Math.max(1, Math.round(estimate / 2)),
-            durationS: OPEN_S,
-            tuning: options.tuning,
-            load,
-            signal: interrupted.signal,
-          });
+        let fixture: Fixture | undefined;
+        // The shapes one after the other on the same servers, each in the order asked for.
+        for (const [s, shape] of options.shapes.entries()) {
+          progress(`-- ${shape} shape`);
+          engine = await startShape(servers, shape, options.tuning);
+          try {
+            if (!fixture) {
+              progress(`creating ${WALLETS} users and wallets through the API, funding them`);
+              fixture = await setUp(engine);
+            }
+            const bench = {
+              engine,
+              fixture,
+              load,
+              tuning: options.tuning,
+              signal: interrupted.signal,
+            };
+            const measured = await measureRows(bench, options.only, {
+              full: i === 0,
+              first: s === 0,
+              last: s === options.shapes.length - 1,
+            });
+            configuration.rows.push(...measured.rows);
+            configuration.invariant.push(...measured.invariant);
+            if (i === 0 && options.profile && shape === 'single') {
+              const estimate =
+                configuration.rows.find((r) => r.id === '3' && r.shape === 'single')?.result
+                  ?.throughput ?? 20;
+              profile = await runProfile(engine, fixture, {
+                rate: Math.max(1, Math.round(estimate / 2)),
+                durationS: OPEN_S,
+                tuning: options.tuning,
+                load,
+                signal: interrupted.signal,
+              });
+            }
+          } finally {
+            progress(`stopping the ${shape} shape`);
+            await engine.close();
+            engine = undefined;
+          }
         }
+        addRatios(configuration.rows);
         configurations.push(configuration);
       } finally {
-        progress('stopping the engine');
-        await engine.close();
-        engine = undefined;
+        progress('stopping the servers');
+        await servers.close();
+        servers = undefined;
       }
     }
   } finally {
@@ -246,7 +323,7 @@ async function main(): Promise<void> {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   } else {
     process.stdout.write(`${render(report)}\n`);
-    process.stdout.write(`${await eagerShare()}\n`);
+    if (options.shapes.includes('single')) process.stdout.write(`${await eagerShare()}\n`);
     if (profile) process.stdout.write(`\n${profile.text}\n`);
   }
 }

@@ -14,7 +14,14 @@ import { lockAccounts, postLedgerTransaction } from '../../db/ledger';
 import { transferPostings } from '../../domain/ledger';
 import { ANALYTICS_PAYMENTS, dashboardQuery, seedAnalytics } from './analytics';
 import { coresOver, coresUsed, cpuSnapshot, type CpuGroups } from './cpu';
-import { progress, startBenchWorker, WALLETS, type Engine, type Fixture } from './engine';
+import {
+  progress,
+  startBenchWorker,
+  WALLETS,
+  type Engine,
+  type Fixture,
+  type Shape,
+} from './engine';
 import type { LoadJob, LoadProcess, LoadShape } from './generator';
 import { closedLoop, combineResults, type LoadResult, type Send } from './load';
 import { fmtMs, fmtRate } from './format';
@@ -46,9 +53,17 @@ export type Row = {
   result: LoadResult | null;
   /** Shown instead of figures when there is no result. */
   note?: string;
+  /**
+   * The process shape of the engine it measured (API rows), or whose way of starting a
+   * workflow it measures (2b: a client start to a worker elsewhere; 2d: eager, in-process).
+   */
+  shape?: Shape;
   /** Cores busy on average while it ran. */
   cpu?: CpuGroups;
-  /** Throughput as a fraction of the empty-workflow rate (2b) of the same configuration. */
+  /**
+   * Throughput as a fraction of the bare workflow rate of its shape, in the same configuration:
+   * 2d (eager start, in-process) for the single shape, 2b (a client start) for the split one.
+   */
   ofEmptyWorkflow?: number;
   /** (3i), (4i): the lowest and highest of the rounds' own ratios to (2i). */
   ofEmptyWorkflowRange?: [number, number];
@@ -200,31 +215,48 @@ export async function orchestrationScenarios(bench: Bench): Promise<Row[]> {
       },
       closedShape(WORKFLOW_CONCURRENCY),
     );
-  // Eager start: the server hands the first workflow task back in the start's answer, to a
-  // worker on the client's own connection; so this client shares the worker's, in this process.
-  const eager = new Client({
-    connection: engine.nativeConnection,
-    namespace,
-    dataConverter: engine.dataConverter,
-  });
+  const eager = eagerEmptyWorkflow(engine, taskQueue);
   try {
     return [
       await measure('2', 'workflow + 1 no-op activity', load, run('activityWorkflow')),
-      await measure('2b', 'workflow, returns at once', load, run('emptyWorkflow')),
+      {
+        ...(await measure('2b', 'workflow, returns at once', load, run('emptyWorkflow'))),
+        shape: 'split',
+      },
       await measure('2c', 'workflow + 1 no-op local activity', load, run('localActivityWorkflow')),
-      await measure('2d', 'workflow, returns at once, eager start', `${load}, in-process`, () =>
-        closedHere(bench, WORKFLOW_CONCURRENCY, async () => {
-          await eager.workflow.execute(emptyWorkflow, {
-            taskQueue,
-            workflowId: `bench-${randomUUID()}`,
-            requestEagerStart: true,
-          });
-        }),
-      ),
+      {
+        ...(await measure(
+          '2d',
+          'workflow, returns at once, eager start',
+          `${load}, in-process`,
+          () => closedHere(bench, WORKFLOW_CONCURRENCY, eager),
+        )),
+        shape: 'single',
+      },
     ];
   } finally {
     await worker.stop();
   }
+}
+
+/**
+ * The empty workflow started eagerly, as the single shape's API starts a payment: the server
+ * hands the first workflow task back in the start's answer, to a worker on the client's own
+ * connection; so this client shares the benchmark workers' connection, in this process.
+ */
+function eagerEmptyWorkflow(engine: Engine, taskQueue: string): Send {
+  const eager = new Client({
+    connection: engine.nativeConnection,
+    namespace: engine.config.temporal.namespace,
+    dataConverter: engine.dataConverter,
+  });
+  return async () => {
+    await eager.workflow.execute(emptyWorkflow, {
+      taskQueue,
+      workflowId: `bench-${randomUUID()}`,
+      requestEagerStart: true,
+    });
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -365,53 +397,79 @@ export function interleavedSchedule(
 }
 
 /**
- * The empty workflow (2b's), API transfers (3's) and escrow flows (4's) at saturation, in bursts
- * that take turns, the order rotating from round to round, so that the machine's drift (a
- * virtual machine's speed moves by a third within an hour) falls on all three alike. (3i) and
- * (4i) are shown against (2i), the same rounds' empty-workflow rate, with the range of the
- * rounds' own ratios. Each row's rate is its bursts' completions over their measured windows;
- * latency is not shown (bursts at saturation).
+ * The bare workflow (of the engine's shape: 2d's eager start in-process for the single shape,
+ * 2b's client start for the split one), API transfers (3's) and escrow flows (4's) at
+ * saturation, in bursts that take turns, the order rotating from round to round, so that the
+ * machine's drift (a virtual machine's speed moves by a third within an hour) falls on all
+ * three alike. (3i) and (4i) are shown against (2i), the same rounds' bare workflow rate, with
+ * the range of the rounds' own ratios. Each row's rate is its bursts' completions over their
+ * measured windows; latency is not shown (bursts at saturation).
  */
 export async function interleavedScenarios(bench: Bench): Promise<Row[]> {
   const { engine } = bench;
   const { taskQueue, worker } = await startBenchWorker(engine, bench.tuning, 'interleaved');
   const shape = closedShape(WORKFLOW_CONCURRENCY, INTERLEAVED_S, INTERLEAVED_WARMUP_S);
+  const bare: { scenario: string; run: () => Promise<LoadResult> } =
+    engine.shape === 'single'
+      ? {
+          scenario: 'workflow, returns at once, eager start (as 2d), interleaved',
+          run: () =>
+            closedLoop({
+              concurrency: WORKFLOW_CONCURRENCY,
+              durationS: INTERLEAVED_S,
+              warmupS: INTERLEAVED_WARMUP_S,
+              send: eagerEmptyWorkflow(engine, taskQueue),
+              signal: bench.signal,
+            }),
+        }
+      : {
+          scenario: 'workflow, returns at once (as 2b), interleaved',
+          run: remote(
+            bench,
+            {
+              kind: 'workflow',
+              address: engine.temporal.address,
+              namespace: engine.config.temporal.namespace,
+              payloadKeys: engine.payloadKeys,
+              taskQueue,
+              workflowType: 'emptyWorkflow',
+            },
+            shape,
+          ),
+        };
   const kinds = [
-    {
-      id: '2i',
-      scenario: 'workflow, returns at once (as 2b), interleaved',
-      sender: {
-        kind: 'workflow',
-        address: engine.temporal.address,
-        namespace: engine.config.temporal.namespace,
-        payloadKeys: engine.payloadKeys,
-        taskQueue,
-        workflowType: 'emptyWorkflow',
-      },
-    },
+    { id: '2i', ...bare },
     {
       id: '3i',
       scenario: 'API transfer (as 3), interleaved with 2i',
-      sender: { kind: 'transfer', ...apiTarget(bench), wallets: bench.fixture.wallets },
+      run: remote(
+        bench,
+        { kind: 'transfer', ...apiTarget(bench), wallets: bench.fixture.wallets },
+        shape,
+      ),
     },
     {
       id: '4i',
       scenario: 'escrow hold + release (as 4), interleaved with 2i',
-      sender: { kind: 'escrow', ...apiTarget(bench), wallets: bench.fixture.wallets },
+      run: remote(
+        bench,
+        { kind: 'escrow', ...apiTarget(bench), wallets: bench.fixture.wallets },
+        shape,
+      ),
     },
-  ] satisfies { id: string; scenario: string; sender: SenderSpec }[];
+  ];
   const bursts = kinds.map(() => [] as { result: LoadResult; cpu: CpuGroups; seconds: number }[]);
   try {
     for (const { kind: k, round } of interleavedSchedule(kinds.length, INTERLEAVED_ROUNDS)) {
       if (round === null) {
         progress(`${kinds[k]!.id} lead-in, not measured`);
-        await remote(bench, kinds[k]!.sender, shape)();
+        await kinds[k]!.run();
         continue;
       }
       progress(`${kinds[k]!.id} round ${round + 1} of ${INTERLEAVED_ROUNDS}`);
       const before = cpuSnapshot();
       const started = performance.now();
-      const result = await remote(bench, kinds[k]!.sender, shape)();
+      const result = await kinds[k]!.run();
       const after = cpuSnapshot();
       const seconds = (performance.now() - started) / 1000;
       progress(`   ${fmtRate(result.throughput)}, errors ${result.errors}`);
@@ -490,15 +548,22 @@ export async function analyticsScenarios(bench: Bench): Promise<Row[]> {
   ];
 }
 
-/** The ratios: (3) to (5) against (2b), and the hot wallet (3h) against (3). */
+/** The bare workflow row each shape's API rows are held against. */
+export const BARE_WORKFLOW: Readonly<Record<Shape, string>> = { single: '2d', split: '2b' };
+
+/**
+ * The ratios, within each shape: (3) to (5) against its bare workflow rate (BARE_WORKFLOW),
+ * and the hot wallet (3h) against (3).
+ */
 export function addRatios(rows: Row[]): void {
-  const rate = (id: string) => rows.find((r) => r.id === id)?.result?.throughput;
-  const emptyWorkflow = rate('2b');
-  const spreadOut = rate('3');
+  const rate = (id: string, shape?: Shape) =>
+    rows.find((r) => r.id === id && (shape === undefined || r.shape === shape))?.result?.throughput;
   for (const row of rows) {
-    if (!row.result) continue;
-    if (emptyWorkflow && /^[345]/.test(row.id) && !row.id.endsWith('i')) {
-      row.ofEmptyWorkflow = row.result.throughput / emptyWorkflow;
+    if (!row.result || !row.shape) continue;
+    const bare = rate(BARE_WORKFLOW[row.shape]);
+    const spreadOut = rate('3', row.shape);
+    if (bare && /^[345]/.test(row.id) && !row.id.endsWith('i')) {
+      row.ofEmptyWorkflow = row.result.throughput / bare;
     }
     if (spreadOut && row.id === '3h') row.ofSpreadOut = row.result.throughput / spreadOut;
   }

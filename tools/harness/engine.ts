@@ -8,29 +8,37 @@ import type { Logger } from '../../observability/logger';
 import { createWorker, runningConnection } from '../../worker/create-worker';
 import { temporalDataConverter } from '../../temporal/data-converter';
 
-/**
- * The configuration of an engine run in-process against throwaway servers (tests, benchmark):
- * the API on a free loopback port, its own task queue, the prebuilt workflow bundle.
- */
-export function scratchConfig(options: {
+type ScratchOptions = {
   databaseUrl: string;
   temporalAddress: string;
   taskQueuePrefix: string;
   workflowBundle?: string;
   requestTimeoutMs: number;
   env?: Record<string, string>;
-}): Config {
-  return loadConfig({
+};
+
+/**
+ * The environment of an engine run against throwaway servers (tests, benchmark): the API on a
+ * free loopback port, its own task queue, the prebuilt workflow bundle. The benchmark gives the
+ * same variables to the API and worker processes it starts.
+ */
+export function scratchEnv(options: ScratchOptions): Record<string, string> {
+  return {
     PORT: '0',
     HOST: '127.0.0.1',
     LOG_LEVEL: 'info',
     DATABASE_URL: options.databaseUrl,
     TEMPORAL_ADDRESS: options.temporalAddress,
     TEMPORAL_TASK_QUEUE: `${options.taskQueuePrefix}-${randomUUID()}`,
-    TEMPORAL_WORKFLOW_BUNDLE: options.workflowBundle,
+    ...(options.workflowBundle ? { TEMPORAL_WORKFLOW_BUNDLE: options.workflowBundle } : {}),
     API_REQUEST_TIMEOUT_MS: String(options.requestTimeoutMs),
     ...options.env,
-  });
+  };
+}
+
+/** The configuration of an engine run in-process against throwaway servers (`scratchEnv`). */
+export function scratchConfig(options: ScratchOptions): Config {
+  return loadConfig(scratchEnv(options));
 }
 
 export type RunningWorker = {
