@@ -4,29 +4,51 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../net/ports';
 import { commandLine, isAlive, readPidFile, waitFor } from '../harness/processes';
+import { apiReady } from '../harness/split';
 
 const root = path.resolve(__dirname, '..', '..');
 
+/** The engine's own processes a run kills and starts again (the servers have supervisors). */
+export type ProcessKind = 'node' | 'api' | 'worker';
+
 /**
- * A real `npm start` (tools/scripts/start.ts) on ports and a temporary data folder of its own, in a
- * process group of its own, that the chaos run can kill and start again. Everything it started
- * is stopped by `close`, the leftovers of a killed start included.
+ * The engine under a chaos run, on ports and a temporary data folder of its own, in one of two
+ * shapes: `single`, a real `npm start`; `split` (split.ts), two `npm run api` and two `npm run
+ * worker` beside the servers. Everything it started is stopped by `close`, the leftovers of a
+ * killed process included.
  */
 export type ChaosEngine = {
   dir: string;
-  url: string;
+  /** Each API process's address (the clients are spread over them). */
+  urls: string[];
   databaseUrl: string;
-  /** Starts `npm start` and waits for its banner (the first time and after a kill). */
+  /** The kinds of its own processes `restart` takes. */
+  processKinds: readonly ProcessKind[];
+  /** Starts everything and waits until it answers. */
   start: () => Promise<void>;
-  /** The pids of the running parts: the start (node) process, Postgres, the dev server. */
-  pids: () => { node: number | null; postgres: number | null; temporal: number | null };
-  /** SIGKILL to the start (node) process alone; resolves once it is gone. */
-  killNode: () => Promise<void>;
-  /** Output of the current start, for a failure message. */
+  /** The pids of the servers, Postgres and the dev server (their supervisors restart them). */
+  serverPids: () => { postgres: number | null; temporal: number | null };
+  /**
+   * SIGKILL to one process of `kind` (the `pick(count)`th of them), then, as the operator (or an
+   * orchestrator) would, starts it again: the pid killed, and whether the restart came up.
+   */
+  restart: (
+    kind: ProcessKind,
+    pick: (count: number) => number,
+  ) => Promise<{ pid: number; restarted: Promise<boolean> }>;
+  /** Whether it is whole: every API answers `/readyz` 200 (and every worker polls). */
+  ready: () => Promise<boolean>;
+  /** The pids of every engine process it started, for the check that none is left. */
+  started: () => number[];
+  /** Output of the current processes, for a failure message. */
   output: () => string;
   close: () => Promise<void>;
 };
 
+/**
+ * A real `npm start` (tools/scripts/start.ts), in a process group of its own, that the run can
+ * kill (`node`) and start again.
+ */
 export async function createChaosEngine(log: (line: string) => void): Promise<ChaosEngine> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'wallet-chaos-'));
   // As root, Postgres runs as the postgres user: it must be able to enter the folder.
@@ -125,17 +147,28 @@ export async function createChaosEngine(log: (line: string) => void): Promise<Ch
     await rm(dir, { recursive: true, force: true });
   }
 
+  const url = `http://127.0.0.1:${apiPort}`;
   return {
     dir,
-    url: `http://127.0.0.1:${apiPort}`,
+    urls: [url],
     databaseUrl: `postgres://postgres:postgres@127.0.0.1:${pgPort}/wallet`,
+    processKinds: ['node'],
     start,
-    pids: () => ({
-      node: running(current) ? current!.pid! : null,
-      postgres: pgPid(),
-      temporal: temporalPid(),
-    }),
-    killNode,
+    serverPids: () => ({ postgres: pgPid(), temporal: temporalPid() }),
+    restart: async () => {
+      const pid = running(current) ? current!.pid! : 0;
+      await killNode();
+      // The operator's part: start it again (it stops what the killed one left running).
+      return {
+        pid,
+        restarted: start().then(
+          () => true,
+          () => false,
+        ),
+      };
+    },
+    ready: () => apiReady(url),
+    started: () => started.map((child) => child.pid!).filter(Boolean),
     output: () => output,
     close,
   };

@@ -1,12 +1,12 @@
 import { parseArgs } from 'node:util';
 import { printReport } from './report';
-import { FAULTS, runChaos, type Fault } from './run';
+import { faultsOf, runChaos, SHAPES, type Fault, type Shape } from './run';
 
 /**
  * `npm run chaos`: the bank test (see docs/testing.md, "Chaos test"). Exit status 0 when every check
  * held, 1 on a violation, 2 on bad arguments.
  */
-const USAGE = `usage: npm run chaos -- [--duration SECONDS] [--clients N] [--wallets N] [--seed N] [--faults temporal,postgres,node|none]`;
+const USAGE = `usage: npm run chaos -- [--shape single|split] [--duration SECONDS] [--clients N] [--wallets N] [--seed N] [--faults temporal,postgres,node|none (split: temporal,postgres,api,worker)]`;
 
 const write = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -17,7 +17,8 @@ function options() {
       clients: { type: 'string', default: '12' },
       wallets: { type: 'string', default: '16' },
       seed: { type: 'string' },
-      faults: { type: 'string', default: FAULTS.join(',') },
+      shape: { type: 'string', default: 'single' },
+      faults: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -32,13 +33,20 @@ function options() {
     }
     return Number(text);
   };
-  const faults = values.faults === 'none' ? [] : values.faults.split(',').map((f) => f.trim());
-  const unknown = faults.filter((f) => !(FAULTS as readonly string[]).includes(f));
+  if (!(SHAPES as readonly string[]).includes(values.shape)) {
+    process.stderr.write(`unknown shape ${values.shape}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  const shape = values.shape as Shape;
+  const named = values.faults ?? faultsOf(shape).join(',');
+  const faults = named === 'none' ? [] : named.split(',').map((f) => f.trim());
+  const unknown = faults.filter((f) => !(faultsOf(shape) as readonly string[]).includes(f));
   if (unknown.length) {
-    process.stderr.write(`unknown fault ${unknown.join(', ')}\n${USAGE}\n`);
+    process.stderr.write(`unknown fault ${unknown.join(', ')} (${shape} shape)\n${USAGE}\n`);
     process.exit(2);
   }
   return {
+    shape,
     durationMs: whole('duration', values.duration, 1) * 1_000,
     clients: whole('clients', values.clients, 1),
     wallets: whole('wallets', values.wallets, 2),
@@ -53,7 +61,7 @@ function options() {
 async function main(): Promise<void> {
   const chosen = options();
   write(
-    `bank test: ${chosen.durationMs / 1_000} s, ${chosen.clients} clients, ${chosen.wallets} wallets, seed ${chosen.seed}, faults ${chosen.faults.join(',') || 'none'}`,
+    `bank test (${chosen.shape} shape): ${chosen.durationMs / 1_000} s, ${chosen.clients} clients, ${chosen.wallets} wallets, seed ${chosen.seed}, faults ${chosen.faults.join(',') || 'none'}`,
   );
   const report = await runChaos({ ...chosen, log: write });
   printReport(report, write);

@@ -3,7 +3,10 @@ import type { ChaosReport } from './run';
 /** The run's operations, faults with their recovery times, notes and violations. */
 export function printReport(report: ChaosReport, write: (line: string) => void): void {
   write('');
-  write(`seed ${report.seed}: ${report.requests} requests, ${report.retries} retries`);
+  write(
+    `seed ${report.seed} (${report.shape} shape): ${report.requests} requests` +
+      `${report.requestsByApi.length > 1 ? ` (${report.requestsByApi.join(' + ')} by API)` : ''}, ${report.retries} retries`,
+  );
   write('operations (ok / refused 4xx / no definitive answer):');
   for (const [op, t] of Object.entries(report.history.tally)) {
     write(

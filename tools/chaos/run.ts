@@ -5,16 +5,25 @@ import { createDatabasePool } from '../../db/pool';
 import { isAlive } from '../harness/processes';
 import { checkBank } from './checks';
 import { currencyProbe, type CliRun, type CurrencyProbe } from './currency';
-import { createChaosEngine, type ChaosEngine } from './engine';
+import { createChaosEngine, type ChaosEngine, type ProcessKind } from './engine';
 import { chaosClient, type ChaosClient } from './http';
-import { seeded } from './random';
+import { seeded, type Random } from './random';
+import { createSplitChaosEngine } from './split';
 import { Wire } from './wire';
 import { newHistory, runOperation, setUpWallets, type History } from './workload';
 
+/** The faults of each shape: the servers, and the engine's own processes. */
 export const FAULTS = ['temporal', 'postgres', 'node'] as const;
-export type Fault = (typeof FAULTS)[number];
+export const SPLIT_FAULTS = ['temporal', 'postgres', 'api', 'worker'] as const;
+export type Fault = (typeof FAULTS)[number] | (typeof SPLIT_FAULTS)[number];
+export const SHAPES = ['single', 'split'] as const;
+export type Shape = (typeof SHAPES)[number];
+export const faultsOf = (shape: Shape): readonly Fault[] =>
+  shape === 'split' ? SPLIT_FAULTS : FAULTS;
 
 export type ChaosOptions = {
+  /** `single`: `npm start`; `split`: two `npm run api` and two `npm run worker` (default single). */
+  shape?: Shape;
   durationMs: number;
   clients: number;
   seed: number;
@@ -28,8 +37,13 @@ export type FaultRecord = { kind: Fault; atMs: number; pid: number; recoveryMs: 
 
 export type ChaosReport = {
   seed: number;
-  /** The run's temporary folder (removed): every process it started named it. */
+  shape: Shape;
+  /** The run's temporary folder (removed): the servers it started named it. */
   dir: string;
+  /** The pids of the engine's processes it started (all gone when it returns). */
+  processes: number[];
+  /** Requests sent through each API (the clients are spread over them). */
+  requestsByApi: number[];
   history: History;
   faults: FaultRecord[];
   violations: string[];
@@ -113,17 +127,6 @@ async function createApplication(engine: ChaosEngine, runId: string, currency: '
   return { id, credentials: { apiKey, secretKey } };
 }
 
-/** Whether the engine answers `/readyz` 200 (both its database and Temporal). */
-async function ready(url: string): Promise<boolean> {
-  try {
-    const response = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(3_000) });
-    await response.arrayBuffer();
-    return response.status === 200;
-  } catch {
-    return false;
-  }
-}
-
 /** Polls until the engine is ready again; the time it took, or null past the limit. */
 async function recovery(
   engine: ChaosEngine,
@@ -132,32 +135,33 @@ async function recovery(
 ): Promise<number | null> {
   const deadline = since + RECOVERY_LIMIT_MS;
   while (Date.now() < deadline) {
-    if (replaced() && (await ready(engine.url))) return Date.now() - since;
+    if (replaced() && (await engine.ready())) return Date.now() - since;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   return null;
 }
 
+const isProcess = (kind: Fault): kind is ProcessKind =>
+  kind === 'node' || kind === 'api' || kind === 'worker';
+
 /** Kills one component with SIGKILL and waits for the engine to be whole again. */
-async function inject(engine: ChaosEngine, kind: Fault, startedAt: number): Promise<FaultRecord> {
-  const pids = engine.pids();
+async function inject(
+  engine: ChaosEngine,
+  kind: Fault,
+  startedAt: number,
+  random: Random,
+): Promise<FaultRecord> {
   const at = Date.now();
-  if (kind === 'node') {
-    const pid = pids.node ?? 0;
-    await engine.killNode();
-    // The operator's part: start it again (it stops what the killed one left running).
-    const restart = engine.start().then(
-      () => true,
-      () => false,
-    );
-    let restarted = false;
-    void restart.then((ok) => (restarted = ok));
-    const recoveryMs = await recovery(engine, at, () => restarted);
+  if (isProcess(kind)) {
+    const { pid, restarted } = await engine.restart(kind, (count) => random.int(0, count - 1));
+    let up = false;
+    void restarted.then((ok) => (up = ok));
+    const recoveryMs = await recovery(engine, at, () => up);
     return { kind, atMs: at - startedAt, pid, recoveryMs };
   }
-  const pid = (kind === 'postgres' ? pids.postgres : pids.temporal) ?? 0;
+  const pid = engine.serverPids()[kind] ?? 0;
   if (pid > 0 && isAlive(pid)) process.kill(pid, 'SIGKILL');
-  const current = () => engine.pids()[kind];
+  const current = () => engine.serverPids()[kind];
   const recoveryMs = await recovery(engine, at, () => {
     const now = current();
     return now !== null && now !== pid && isAlive(now);
@@ -166,29 +170,40 @@ async function inject(engine: ChaosEngine, kind: Fault, startedAt: number): Prom
 }
 
 /**
- * The bank test: a real `npm start`, many clients moving money through every kind of payment,
- * SIGKILLs of the dev server, Postgres and the start's node process at random times, then the
+ * The bank test: the engine in its shape (a real `npm start`, or two `npm run api` and two `npm
+ * run worker`), many clients moving money through every kind of payment (spread over the APIs),
+ * SIGKILLs of the dev server, Postgres and the engine's processes at random times, then the
  * checks (tools/chaos/checks.ts). Everything it started is stopped before it returns.
  */
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const { log } = options;
+  const shape = options.shape ?? 'single';
+  const unknown = options.faults.filter((f) => !faultsOf(shape).includes(f));
+  if (unknown.length) throw new Error(`faults ${unknown.join(', ')} are not of the ${shape} shape`);
   const runId = `chaos-${options.seed}-${Date.now().toString(36)}`;
-  const engine = await createChaosEngine(log);
+  const engine =
+    shape === 'split' ? await createSplitChaosEngine(log) : await createChaosEngine(log);
   const history = newHistory();
   const faults: FaultRecord[] = [];
   const notes: string[] = [];
   let violations: string[] = [];
-  let api: ChaosClient | null = null;
+  let clients: ChaosClient[] = [];
   let probe: CurrencyProbe | null = null;
   // Stopped from the outside (Ctrl-C): nothing it started may be left running.
   const onSignal = () => void engine.close().finally(() => process.exit(130));
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    log(`starting npm start in ${engine.dir}`);
+    log(
+      shape === 'split'
+        ? `starting the servers, ${engine.urls.length} npm run api and npm run worker in ${engine.dir}`
+        : `starting npm start in ${engine.dir}`,
+    );
     await engine.start();
     const app = await createApplication(engine, runId, 'SLE');
-    api = chaosClient(engine.url, app.credentials);
+    // One client per API; the first also sets up and checks.
+    clients = engine.urls.map((url) => chaosClient(url, app.credentials));
+    const api = clients[0]!;
     const wallets = await setUpWallets({
       api,
       history,
@@ -201,7 +216,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     );
 
     const usdApp = await createApplication(engine, runId, 'USD');
-    const usdApi = chaosClient(engine.url, usdApp.credentials);
+    const usdApi = chaosClient(engine.urls[0]!, usdApp.credentials);
     const [usdWallet] = (
       await setUpWallets({
         api: usdApi,
@@ -223,8 +238,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     let operations = 0;
     const client = async (index: number) => {
       const random = seeded(options.seed * 1_000 + index);
+      const through = clients[index % clients.length]!;
       for (let n = 0; Date.now() < endAt && n < 100_000; n++) {
-        await runOperation({ api: api!, random, wallets, history, key: `${runId}-c${index}-${n}` });
+        await runOperation({
+          api: through,
+          random,
+          wallets,
+          history,
+          key: `${runId}-c${index}-${n}`,
+        });
         operations += 1;
       }
     };
@@ -247,11 +269,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         // test kills a server at most 4 times in that window, so that a give-up is a finding.
         const recent = (k: Fault) =>
           faults.filter((f) => f.kind === k && startedAt + f.atMs > Date.now() - 120_000).length;
-        const allowed = options.faults.filter((k) => k === 'node' || recent(k) < 4);
+        const allowed = options.faults.filter((k) => isProcess(k) || recent(k) < 4);
         if (!plan[i] && !allowed.length) continue;
         const kind = plan[i] ?? random.pick(allowed);
         log(`fault: kill -9 ${kind}`);
-        const record = await inject(engine, kind, startedAt);
+        const record = await inject(engine, kind, startedAt, random);
         faults.push(record);
         log(
           `  ${kind} (pid ${record.pid}) ${record.recoveryMs === null ? 'did NOT recover' : `recovered in ${record.recoveryMs} ms`}`,
@@ -260,7 +282,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
     };
     const progress = setInterval(
-      () => log(`  ${operations} operations, ${api!.stats.retries} retries`),
+      () => log(`  ${operations} operations, ${sum(clients, 'retries')} retries`),
       15_000,
     );
     try {
@@ -304,15 +326,21 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   }
   return {
     seed: options.seed,
+    shape,
     dir: engine.dir,
+    processes: engine.started(),
+    requestsByApi: clients.map((client) => client.stats.requests),
     history,
     faults,
     violations,
     notes,
-    requests: api?.stats.requests ?? 0,
-    retries: api?.stats.retries ?? 0,
+    requests: sum(clients, 'requests'),
+    retries: sum(clients, 'retries'),
   };
 }
+
+const sum = (clients: ChaosClient[], stat: 'requests' | 'retries') =>
+  clients.reduce((total, client) => total + client.stats[stat], 0);
 
 /** Waits (bounded) for the acknowledged money out still pending to end. */
 async function settle(api: ChaosClient, history: History): Promise<void> {
