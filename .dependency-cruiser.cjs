@@ -1,12 +1,12 @@
 /**
  * The layering of the engine, checked by `npm run lint` (dependency-cruiser). The runtime is
- * every folder but the tooling; the tooling (tests, the benchmark, the chaos test, the dev
- * harness, scripts, and the operator's CLI, which starts the harness's embedded Postgres when
- * no DATABASE_URL is set) may import the runtime, never the reverse. Type-only imports count
+ * every folder but the tooling; the tooling (tools/: the benchmark, the chaos test, the dev
+ * harness and scripts; test/; and the operator's CLI, which starts the harness's embedded
+ * Postgres when no DATABASE_URL is set) may import the runtime, never the reverse. Type-only imports count
  * (tsPreCompilationDeps): a circle of types is a circle. The dashboard is a browser app of its
  * own (dashboard/tsconfig.json), outside these layers.
  */
-const TOOLING = '^(bench|chaos|harness|scripts|test|cli)/';
+const TOOLING = '^(tools|test|cli)/';
 /** A package (node_modules may be a link to another checkout's: the path is not anchored). */
 const pkg = (name) => `(^|/)node_modules/${name}/`;
 
@@ -97,7 +97,7 @@ module.exports = {
     ),
     forbid(
       'runtime-not-tooling',
-      'The runtime never imports the tooling (benchmark, chaos, harness, scripts, tests, CLI).',
+      'The runtime never imports the tooling (tools/, test/, cli/).',
       { pathNot: TOOLING },
       { path: TOOLING },
     ),

@@ -55,7 +55,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['scripts/**/*.ts', 'cli/**/*.ts', 'bench/**/*.ts', 'test/**/*.ts'],
+    files: ['tools/scripts/**/*.ts', 'tools/bench/**/*.ts', 'cli/**/*.ts', 'test/**/*.ts'],
     rules: { 'no-console': 'off' },
   },
   {

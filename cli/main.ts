@@ -16,7 +16,7 @@ import {
   revokeDashboardSessionsByEmail,
 } from '../db/dashboard-accounts';
 import { createDatabasePool, type DatabasePool } from '../db/pool';
-import { openLocalDatabase } from '../harness/postgres';
+import { openLocalDatabase } from '../tools/harness/postgres';
 import { minorToDecimalString, parseMajorDecimal } from '../domain/money';
 import { APPLICATION_FEE_METHODS } from '../domain/fees';
 import { RATE_LIMIT_CATEGORIES } from '../domain/types';

@@ -17,9 +17,9 @@ const optionalUrl = z.preprocess(
 );
 
 /**
- * Every variable the engine reads. Each one's `meta` is its documentation: scripts/config-docs.ts
- * renders docs/configuration.md from it, `shownDefault` standing in for a default that is
- * computed or absent.
+ * Every variable the engine reads. Each one's `meta` is its documentation:
+ * tools/scripts/config-docs.ts renders docs/configuration.md from it, `shownDefault` standing in
+ * for a default that is computed or absent.
  */
 export const envSchema = z.object({
   NODE_ENV: z.string().default('development').meta({

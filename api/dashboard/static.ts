@@ -4,9 +4,10 @@ import type Koa from 'koa';
 import { AppError } from '../errors';
 
 /**
- * Serves the dashboard's build (dashboard/dist, made at install time by scripts/ensure-deps.sh)
- * at /dashboard: the hashed files under assets/ cached for a year, everything else revalidated,
- * and every other path under /dashboard answered with index.html (the app routes on the client).
+ * Serves the dashboard's build (dashboard/dist, made at install time by
+ * tools/scripts/ensure-deps.sh) at /dashboard: the hashed files under assets/ cached for a year,
+ * everything else revalidated, and every other path under /dashboard answered with index.html (the
+ * app routes on the client).
  */
 const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -71,7 +72,7 @@ export function serveDashboard(distDir: string): Koa.Middleware {
       if (!body) {
         throw new AppError(
           'provider_unavailable',
-          'The dashboard is not built: run `bash scripts/ensure-deps.sh` (npm start does)',
+          'The dashboard is not built: run `bash tools/scripts/ensure-deps.sh` (npm start does)',
         );
       }
     }

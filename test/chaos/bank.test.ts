@@ -1,14 +1,14 @@
 import { existsSync, readdirSync } from 'node:fs';
-import { commandLine } from '../../harness/processes';
-import { printReport } from '../../chaos/report';
-import { FAULTS, runChaos, type ChaosReport } from '../../chaos/run';
-import { OPERATIONS } from '../../chaos/workload';
+import { commandLine } from '../../tools/harness/processes';
+import { printReport } from '../../tools/chaos/report';
+import { FAULTS, runChaos, type ChaosReport } from '../../tools/chaos/run';
+import { OPERATIONS } from '../../tools/chaos/workload';
 
 /**
  * The bank test (issue 12), bounded: `npm run chaos` in the configuration that `npm test` can
  * afford. A real `npm start` on ports and a data folder of its own; clients moving money by
  * every kind of payment while the dev server, Postgres and the start's node process are each
- * killed with SIGKILL at least once; then the checks of chaos/checks.ts. The long run is in
+ * killed with SIGKILL at least once; then the checks of tools/chaos/checks.ts. The long run is in
  * docs/testing.md ("Chaos test").
  */
 jest.setTimeout(360_000);

@@ -9,7 +9,7 @@ import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '.
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 
 /**
- * Schemathesis (installed by scripts/ensure-deps.sh --test, pinned by
+ * Schemathesis (installed by tools/scripts/ensure-deps.sh --test, pinned by
  * schemathesis-requirements.txt) against the real engine: every phase (examples, coverage,
  * fuzzing, stateful), every check, positive and negative data. Its configuration, and every
  * check configured away for one operation with the reason, is in schemathesis.toml.
@@ -157,7 +157,7 @@ test(
   'schemathesis finds no failure in any operation of the served OpenAPI document',
   async () => {
     if (!existsSync(PYTHON)) {
-      throw new Error(`${PYTHON} is missing: run bash scripts/ensure-deps.sh --test`);
+      throw new Error(`${PYTHON} is missing: run bash tools/scripts/ensure-deps.sh --test`);
     }
     const seeded = await seed();
     const config = path.join(workDir, 'schemathesis.toml');

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { ERROR_MESSAGES } from '../../api/errors';
 import { startApi, type RunningApi } from '../../api/server';
 import { createDatabasePool, isDatabaseUnreachable, type DatabasePool } from '../../db/pool';
-import { scratchConfig } from '../../harness/engine';
+import { scratchConfig } from '../../tools/harness/engine';
 import { createLogger } from '../../observability/logger';
 import { createTestDatabase } from '../support/database';
 import { createTestApp, quietTemporalRuntime } from '../support/engine';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { createCredentialCache, type CredentialCache } from '../../cache/credential-cache';
 import { authenticateAndCount } from '../../db/credentials';
 import type { CommonQueryMethods, DatabasePool } from '../../db/pool';
-import { createFixtureApplication, type Credentials } from '../../harness/fixtures';
+import { createFixtureApplication, type Credentials } from '../../tools/harness/fixtures';
 import { createTestDatabase } from '../support/database';
 
 let pool: DatabasePool;

@@ -3,7 +3,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { insertPendingDeposit } from '../../activities/deposit';
-import { createFixtureApplication } from '../../harness/fixtures';
+import { createFixtureApplication } from '../../tools/harness/fixtures';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
 import { createTestDatabase, insertFundedWallet } from '../support/database';
 

@@ -12,7 +12,7 @@ import {
   UNUSED_VISIBILITY_INDEXES,
   visibilityIndexesOf,
   type DevServer,
-} from '../../harness/temporal';
+} from '../../tools/harness/temporal';
 import { SearchAttributes } from '../../workflows/shared';
 
 /** The dev server on a file, as `npm start` runs it: without the visibility indexes nothing queries. */

@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:net';
 import { freePort } from '../../net/ports';
-import { startTemporalDevServer } from '../../harness/temporal';
+import { startTemporalDevServer } from '../../tools/harness/temporal';
 
-/** Starting the dev server (harness/temporal.ts): again when it exits during start-up, then why. */
+/** Starting the dev server (tools/harness/temporal.ts): again when it exits during start-up, then why. */
 
 let taken: Server;
 let port: number;

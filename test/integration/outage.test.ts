@@ -6,14 +6,14 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { startApi, type RunningApi } from '../../api/server';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
-import { scratchConfig } from '../../harness/engine';
+import { scratchConfig } from '../../tools/harness/engine';
 import { freePort } from '../../net/ports';
 import {
   startEmbeddedPostgres,
   startMigratedPostgres,
   type EmbeddedDatabase,
-} from '../../harness/postgres';
-import { startTemporalDevServer, type DevServer } from '../../harness/temporal';
+} from '../../tools/harness/postgres';
+import { startTemporalDevServer, type DevServer } from '../../tools/harness/temporal';
 import { createLogger } from '../../observability/logger';
 import { runResilientWorker, type ResilientWorker } from '../../worker/resilient';
 import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';

@@ -8,7 +8,7 @@ import {
 } from '../../db/payout-accounts';
 import { insertUser } from '../../db/users';
 import { insertWallet } from '../../db/wallets';
-import { createFixtureApplication } from '../../harness/fixtures';
+import { createFixtureApplication } from '../../tools/harness/fixtures';
 import { DebitCardRequiredError, UnknownCardTokenError } from '../../providers/card';
 import type { PayoutAccountDetails } from '../../providers/card';
 import { ProviderRefusedError } from '../../providers/mobile-money';

@@ -7,16 +7,16 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
 import { freePort } from '../../net/ports';
-import { commandLine, isAlive, readPidFile, waitFor } from '../../harness/processes';
+import { commandLine, isAlive, readPidFile, waitFor } from '../../tools/harness/processes';
 import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 import type { TestApp } from '../support/engine';
 
 /**
- * Supervision (issue 12): `scripts/start.ts` as `npm start` runs it, on ports and a data folder
- * of its own. The dev server and Postgres are killed (SIGKILL) under it and come back by
- * themselves, the API and the worker with them; a start killed outright leaves Postgres
- * behind, which the next start stops before starting its own; SIGTERM stops every child.
+ * Supervision (issue 12): `tools/scripts/start.ts` as `npm start` runs it, on ports and a data
+ * folder of its own. The dev server and Postgres are killed (SIGKILL) under it and come back by
+ * themselves, the API and the worker with them; a start killed outright leaves Postgres behind,
+ * which the next start stops before starting its own; SIGTERM stops every child.
  */
 jest.setTimeout(180_000);
 
@@ -62,11 +62,11 @@ afterAll(async () => {
 });
 
 /**
- * Starts `scripts/start.ts` and waits for its banner (the API's address). `ownGroup`: in a
+ * Starts `tools/scripts/start.ts` and waits for its banner (the API's address). `ownGroup`: in a
  * process group of its own, as a shell runs it, so that the group can be signalled.
  */
 async function start(ownGroup = false): Promise<Start> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'tools/scripts/start.ts'], {
     cwd: root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

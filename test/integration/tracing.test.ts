@@ -8,9 +8,9 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { startApi, type RunningApi } from '../../api/server';
 import { formatPayloadKeys, loadConfig } from '../../config';
-import { scratchConfig } from '../../harness/engine';
+import { scratchConfig } from '../../tools/harness/engine';
 import { freePort } from '../../net/ports';
-import { startTemporalDevServer, type DevServer } from '../../harness/temporal';
+import { startTemporalDevServer, type DevServer } from '../../tools/harness/temporal';
 import { createLogger } from '../../observability/logger';
 import type { DatabasePool } from '../../db/pool';
 import {

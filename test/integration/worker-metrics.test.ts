@@ -6,9 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { startApi, type RunningApi } from '../../api/server';
-import { scratchConfig } from '../../harness/engine';
+import { scratchConfig } from '../../tools/harness/engine';
 import { freePort } from '../../net/ports';
-import { startTemporalDevServer, type DevServer } from '../../harness/temporal';
+import { startTemporalDevServer, type DevServer } from '../../tools/harness/temporal';
 import { createLogger } from '../../observability/logger';
 import type { DatabasePool } from '../../db/pool';
 import {

@@ -4,7 +4,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
 import { ledgerInvariantProblems } from '../../db/ledger-audit';
-import { fundWallet as fund } from '../../harness/fixtures';
+import { fundWallet as fund } from '../../tools/harness/fixtures';
 import { insertUser } from '../../db/users';
 import { insertWallet } from '../../db/wallets';
 import type { Currency } from '../../domain/money';
@@ -49,7 +49,7 @@ export async function createTestDatabase(): Promise<{
   return { url, name, pool: await createDatabasePool(url, { maximumPoolSize: 30 }) };
 }
 
-/** Money into a wallet for tests that need a balance (see harness/fixtures.ts). */
+/** Money into a wallet for tests that need a balance (see tools/harness/fixtures.ts). */
 export function fundWallet(
   pool: DatabasePool,
   walletId: string,

@@ -4,9 +4,14 @@ import type { Config } from '../../config';
 import type { DatabasePool } from '../../db/pool';
 import type { Currency } from '../../domain/money';
 import type { Mode } from '../../domain/types';
-import { runWorker, scratchConfig, startEngine, type RunningWorker } from '../../harness/engine';
-import { createFixtureApplication, type FixtureApplication } from '../../harness/fixtures';
-import { installTemporalRuntime } from '../../harness/temporal';
+import {
+  runWorker,
+  scratchConfig,
+  startEngine,
+  type RunningWorker,
+} from '../../tools/harness/engine';
+import { createFixtureApplication, type FixtureApplication } from '../../tools/harness/fixtures';
+import { installTemporalRuntime } from '../../tools/harness/temporal';
 import { createLogger } from '../../observability/logger';
 import { createTestDatabase } from './database';
 

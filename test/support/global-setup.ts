@@ -1,6 +1,6 @@
-import { startScratchServers, type ScratchServers } from '../../harness/scratch';
+import { startScratchServers, type ScratchServers } from '../../tools/harness/scratch';
 import { loadConfig } from '../../config';
-import { findBinary, writeWorkflowBundle } from '../../harness/temporal';
+import { findBinary, writeWorkflowBundle } from '../../tools/harness/temporal';
 import { payloadKeys } from '../../temporal/data-converter';
 
 export const TEMPLATE_DATABASE = 'wallet_template';

@@ -1,4 +1,4 @@
-import type { ScratchServers } from '../../harness/scratch';
+import type { ScratchServers } from '../../tools/harness/scratch';
 
 export default async function globalTeardown(): Promise<void> {
   await (globalThis as { __walletTest?: ScratchServers }).__walletTest?.stop();

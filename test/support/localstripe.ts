@@ -5,8 +5,8 @@ import Stripe from 'stripe';
 
 /**
  * localstripe (pinned by localstripe-requirements.txt, installed into .tools/localstripe by
- * scripts/ensure-deps.sh --test): a stateful Stripe emulator the official `stripe` client talks
- * to, started by localstripe-server.py on a free loopback port with its state in memory.
+ * tools/scripts/ensure-deps.sh --test): a stateful Stripe emulator the official `stripe` client
+ * talks to, started by localstripe-server.py on a free loopback port with its state in memory.
  *
  * What it does not do like Stripe (the live card tests rely on none of it): it ignores
  * `Idempotency-Key`, reports every card as visa/FR/credit, declines a charge only for
@@ -62,7 +62,7 @@ export type Localstripe = {
 
 export async function startLocalstripe(): Promise<Localstripe> {
   if (!existsSync(PYTHON)) {
-    throw new Error('localstripe is not installed: run bash scripts/ensure-deps.sh --test');
+    throw new Error('localstripe is not installed: run bash tools/scripts/ensure-deps.sh --test');
   }
   const child = spawn(PYTHON, [LAUNCHER], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';

@@ -3,7 +3,7 @@ import type { WorkflowBundleOption } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import type { DataConverter } from '@temporalio/common';
 import { loadConfig } from '../../config';
-import { findBinary } from '../../harness/temporal';
+import { findBinary } from '../../tools/harness/temporal';
 import type { Activities } from '../../workflows/activities-types';
 import { bundleWorkflows } from '../../worker/bundle';
 import { temporalDataConverter } from '../../temporal/data-converter';

@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { processCpuMs, threadMsPer, threadSnapshot } from '../../bench/cpu';
+import { processCpuMs, threadMsPer, threadSnapshot } from '../../tools/bench/cpu';
 
 /** Keeps the calling thread busy until it has used `ms` of CPU (however busy the machine is). */
 const spin = (ms: number): void => {
@@ -11,7 +11,7 @@ const spin = (ms: number): void => {
   while (used() < ms) Math.sqrt(Math.random());
 };
 
-describe("the benchmark's CPU split by thread (bench/cpu.ts)", () => {
+describe("the benchmark's CPU split by thread (tools/bench/cpu.ts)", () => {
   it('charges the main thread for work done in it, per operation', () => {
     const own = process.threadCpuUsage();
     const before = threadSnapshot();

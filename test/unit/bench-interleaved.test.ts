@@ -1,6 +1,6 @@
-import { coresOver } from '../../bench/cpu';
-import { combineResults, type LoadResult } from '../../bench/load';
-import { interleavedSchedule } from '../../bench/scenarios';
+import { coresOver } from '../../tools/bench/cpu';
+import { combineResults, type LoadResult } from '../../tools/bench/load';
+import { interleavedSchedule } from '../../tools/bench/scenarios';
 
 const burst = (ok: number, throughput: number, extra: Partial<LoadResult> = {}): LoadResult => ({
   sent: ok,
@@ -15,7 +15,7 @@ const burst = (ok: number, throughput: number, extra: Partial<LoadResult> = {}):
   ...extra,
 });
 
-describe("the interleaved rows' bursts as one row (bench/load.ts, bench/cpu.ts)", () => {
+describe("the interleaved rows' bursts as one row (tools/bench/load.ts, tools/bench/cpu.ts)", () => {
   it('rates the completions over the sum of the measured windows, not the mean of the rates', () => {
     // 60 in a 6 s window, 30 in a 10 s window: 90 in 16 s (the mean of the rates would be 6.5).
     const row = combineResults([burst(60, 10), burst(30, 3)]);
@@ -61,7 +61,7 @@ describe("the interleaved rows' bursts as one row (bench/load.ts, bench/cpu.ts)"
   });
 });
 
-describe('the order of the interleaved bursts (bench/scenarios.ts interleavedSchedule)', () => {
+describe('the order of the interleaved bursts (tools/bench/scenarios.ts interleavedSchedule)', () => {
   const schedule = interleavedSchedule(3, 6);
   const measured = schedule.filter((burst) => burst.round !== null);
 

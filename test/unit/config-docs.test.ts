@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { CONFIG_DOCS_FILE, renderConfigDocs } from '../../scripts/config-docs';
+import { CONFIG_DOCS_FILE, renderConfigDocs } from '../../tools/scripts/config-docs';
 
 describe('docs/configuration.md', () => {
   // On a failure, `npm run docs:config` writes the file anew from config/index.ts.

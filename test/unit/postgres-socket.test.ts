@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { unixSocketDir } from '../../harness/postgres';
+import { unixSocketDir } from '../../tools/harness/postgres';
 
 describe('unixSocketDir: where the embedded Postgres puts its Unix-domain socket', () => {
   it('is the data folder, made absolute', () => {

@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { supervise, type Supervised } from '../../harness/supervise';
-import { isAlive, waitFor } from '../../harness/processes';
+import { supervise, type Supervised } from '../../tools/harness/supervise';
+import { isAlive, waitFor } from '../../tools/harness/processes';
 import { createLogger } from '../../observability/logger';
 
 /**
- * The restart policy of `npm start` (harness/supervise.ts) on real child processes (`sleep`),
+ * The restart policy of `npm start` (tools/harness/supervise.ts) on real child processes (`sleep`),
  * killed with SIGKILL: restarted while failures stay under the limit, then given up with a
  * reason; a stopped supervisor restarts nothing and leaves no child behind.
  */

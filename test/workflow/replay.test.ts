@@ -7,10 +7,10 @@
  * workflow tests' scenarios (test/workflow/scenarios.ts), recorded on the time-skipping test
  * server with their mocked activities by:
  *
- *   node_modules/.bin/node --import tsx scripts/record-histories.ts
+ *   node_modules/.bin/node --import tsx tools/scripts/record-histories.ts
  *
  * To see what a workflow change does to a history without touching the fixtures, record into
- * another folder (`scripts/record-histories.ts --out /tmp/histories`) and diff.
+ * another folder (`tools/scripts/record-histories.ts --out /tmp/histories`) and diff.
  *
  * When this test fails, the change is not replay-compatible: an activity, timer, update or
  * search-attribute upsert added, removed or reordered on a path an old history took. Make it

@@ -1,7 +1,7 @@
 /**
  * Workflow scenarios on Temporal's time-skipping test server: for each, its workflow's input,
  * mocked activities and the driver that runs it against a client. The workflow tests run them
- * and assert on what they answered; scripts/record-histories.ts records the named ones
+ * and assert on what they answered; tools/scripts/record-histories.ts records the named ones
  * (`RECORDED_SCENARIOS`) as the histories test/workflow/replay.test.ts replays, so a recorded
  * history is the execution a test checks.
  *
@@ -1030,7 +1030,7 @@ export type RecordedScenario = {
   play: (env: TestWorkflowEnvironment, taskQueue: string) => Promise<{ handle: WorkflowHandle }>;
 };
 
-/** The executions scripts/record-histories.ts records, one per path of each workflow type. */
+/** The executions tools/scripts/record-histories.ts records, one per path of each workflow type. */
 export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
   transferCompleted,
   transferDeclined,

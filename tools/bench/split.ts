@@ -1,0 +1,78 @@
+import { Client, Connection } from '@temporalio/client';
+import { freePort } from '../../net/ports';
+import {
+  apiReady,
+  engineEnvironment,
+  startEngineProcess,
+  waitUntilReady,
+  workerPolling,
+} from '../harness/split';
+import { countAsEngine } from './cpu';
+import type { DataConverter } from '@temporalio/common';
+import type { Config } from '../../config';
+
+/** How long `npm run api` or `npm run worker` may take to be ready. */
+const START_MS = 120_000;
+
+/**
+ * The split shape on the benchmark's servers: `npm run api` and `npm run worker`, each a
+ * process of its own, configured by the in-process engine's environment; a task queue of its
+ * own, so that nothing left by the single shape's worker reaches it.
+ */
+export async function startSplit(servers: {
+  env: Record<string, string>;
+  config: Config;
+  temporal: { address: string };
+  dataConverter: DataConverter;
+}): Promise<{
+  client: Client;
+  apiUrl: string;
+  stopWorker: () => Promise<void>;
+  close: () => Promise<void>;
+}> {
+  const { config } = servers;
+  const taskQueue = `${config.temporal.taskQueue}-split`;
+  const port = await freePort();
+  const env = engineEnvironment({
+    ...servers.env,
+    PORT: String(port),
+    TEMPORAL_TASK_QUEUE: taskQueue,
+    // The worker's reconciliation schedule would run in the middle of a row; not the shape's.
+    RECONCILIATION_INTERVAL_SECONDS: String(24 * 3600),
+  });
+  const apiUrl = `http://127.0.0.1:${port}`;
+  const connection = await Connection.connect({ address: servers.temporal.address });
+  const stops: (() => Promise<void>)[] = [() => connection.close()];
+  const close = async () => {
+    for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
+  };
+  try {
+    const worker = startEngineProcess('worker', env);
+    stops.push(() => worker.stop());
+    const api = startEngineProcess('api', env);
+    stops.push(() => api.stop());
+    countAsEngine(worker.pid);
+    countAsEngine(api.pid);
+    await Promise.all([
+      waitUntilReady(
+        worker,
+        () => workerPolling(connection, config.temporal.namespace, taskQueue, worker.pid),
+        START_MS,
+      ),
+      waitUntilReady(api, () => apiReady(apiUrl), START_MS),
+    ]);
+    return {
+      client: new Client({
+        connection,
+        namespace: config.temporal.namespace,
+        dataConverter: servers.dataConverter,
+      }),
+      apiUrl,
+      stopWorker: () => worker.stop(),
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}

@@ -1,0 +1,36 @@
+import type { ChaosReport } from './run';
+
+/** The run's operations, faults with their recovery times, notes and violations. */
+export function printReport(report: ChaosReport, write: (line: string) => void): void {
+  write('');
+  write(
+    `seed ${report.seed} (${report.shape} shape): ${report.requests} requests` +
+      `${report.requestsByApi.length > 1 ? ` (${report.requestsByApi.join(' + ')} by API)` : ''}, ${report.retries} retries`,
+  );
+  write('operations (ok / refused 4xx / no definitive answer):');
+  for (const [op, t] of Object.entries(report.history.tally)) {
+    write(
+      `  ${op.padEnd(16)} ${String(t.ok).padStart(6)} ${String(t.refused).padStart(6)} ${String(t.indefinite).padStart(6)}`,
+    );
+  }
+  if (report.history.refusals.size) {
+    write('refusals:');
+    for (const [what, n] of [...report.history.refusals].sort((a, b) => b[1] - a[1]))
+      write(`  ${n} × ${what}`);
+  }
+  write('faults:');
+  for (const f of report.faults) {
+    write(
+      `  at ${(f.atMs / 1_000).toFixed(1)} s kill -9 ${f.kind} (pid ${f.pid}): ${f.recoveryMs === null ? 'NOT recovered' : `recovered in ${(f.recoveryMs / 1_000).toFixed(1)} s`}`,
+    );
+  }
+  for (const note of report.notes) write(`note: ${note}`);
+  if (report.violations.length) {
+    write(`${report.violations.length} VIOLATIONS:`);
+    for (const v of report.violations) write(`  ${v}`);
+  } else {
+    write(
+      'no violations: the books balance, every acknowledged payment applied once, nothing else moved',
+    );
+  }
+}

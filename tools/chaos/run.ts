@@ -1,0 +1,360 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { createDatabasePool } from '../../db/pool';
+import { isAlive } from '../harness/processes';
+import { checkBank } from './checks';
+import { currencyProbe, type CliRun, type CurrencyProbe } from './currency';
+import { createChaosEngine, type ChaosEngine, type ProcessKind } from './engine';
+import { chaosClient, type ChaosClient } from './http';
+import { seeded, type Random } from './random';
+import { createSplitChaosEngine } from './split';
+import { Wire } from './wire';
+import { newHistory, runOperation, setUpWallets, type History } from './workload';
+
+/** The faults of each shape: the servers, and the engine's own processes. */
+export const FAULTS = ['temporal', 'postgres', 'node'] as const;
+export const SPLIT_FAULTS = ['temporal', 'postgres', 'api', 'worker'] as const;
+export type Fault = (typeof FAULTS)[number] | (typeof SPLIT_FAULTS)[number];
+export const SHAPES = ['single', 'split'] as const;
+export type Shape = (typeof SHAPES)[number];
+export const faultsOf = (shape: Shape): readonly Fault[] =>
+  shape === 'split' ? SPLIT_FAULTS : FAULTS;
+
+export type ChaosOptions = {
+  /** `single`: `npm start`; `split`: two `npm run api` and two `npm run worker` (default single). */
+  shape?: Shape;
+  durationMs: number;
+  clients: number;
+  seed: number;
+  faults: readonly Fault[];
+  /** Wallets (at least 2); the first quarter are onboarded for card payouts. */
+  wallets: number;
+  log: (line: string) => void;
+};
+
+export type FaultRecord = { kind: Fault; atMs: number; pid: number; recoveryMs: number | null };
+
+export type ChaosReport = {
+  seed: number;
+  shape: Shape;
+  /** The run's temporary folder (removed): the servers it started named it. */
+  dir: string;
+  /** The pids of the engine's processes it started (all gone when it returns). */
+  processes: number[];
+  /** Requests sent through each API (the clients are spread over them). */
+  requestsByApi: number[];
+  history: History;
+  faults: FaultRecord[];
+  violations: string[];
+  notes: string[];
+  requests: number;
+  retries: number;
+};
+
+/** How long a component may take to come back before the run counts it as not recovered. */
+const RECOVERY_LIMIT_MS = 120_000;
+/** The pause between two rounds of the currency probe (tools/chaos/currency.ts). */
+const CURRENCY_ROUND_GAP_MS = 5_000;
+/** The quiet time between two faults (drawn from this range, in ms). */
+const FAULT_GAP_MS = [8_000, 16_000] as const;
+
+const root = path.resolve(__dirname, '..', '..');
+const run = promisify(execFile);
+
+/** `npm run cli` against the run's database, whatever its exit status. */
+async function runCli(databaseUrl: string, args: string[]): Promise<CliRun> {
+  try {
+    const { stdout, stderr } = await run(
+      process.execPath,
+      ['--import', 'tsx', 'cli/main.ts', ...args],
+      {
+        cwd: root,
+        env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' },
+        timeout: 60_000,
+      },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code?: unknown; stdout?: string; stderr?: string };
+    if (typeof failed.code !== 'number') throw error;
+    return { code: failed.code, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+  }
+}
+
+/** `npm run cli` against the run's database; its JSON answer. */
+async function cli(databaseUrl: string, args: string[]): Promise<Record<string, unknown>> {
+  const answer = await runCli(databaseUrl, args);
+  if (answer.code !== 0) throw new Error(`cli ${args.join(' ')}: ${answer.stderr}`);
+  return JSON.parse(answer.stdout) as Record<string, unknown>;
+}
+
+/** A Test Mode application made with the CLI: fees on, rate limits out of reach. */
+async function createApplication(engine: ChaosEngine, runId: string, currency: 'SLE' | 'USD') {
+  const created = (await cli(engine.databaseUrl, [
+    'apps',
+    'create',
+    '--name',
+    `chaos ${runId} ${currency}`,
+    '--currency',
+    currency,
+    '--escrow-fee-bps',
+    '100',
+  ])) as {
+    application: { id: string };
+    credentials: { test: { api_key: string; secret_key: string } };
+  };
+  const id = created.application.id;
+  const limits = [
+    'default',
+    'transfers',
+    'mobile_money_deposits',
+    'mobile_money_cashouts',
+    'card_payouts',
+  ];
+  await cli(engine.databaseUrl, [
+    'apps',
+    'update',
+    '--app',
+    id,
+    ...['mobile_money=150', 'mobile_money_cashout=200', 'card_payout=100'].flatMap((f) => [
+      '--fee',
+      f,
+    ]),
+    ...limits.flatMap((category) => ['--rate-limit', `${category}=1000000`]),
+  ]);
+  const { api_key: apiKey, secret_key: secretKey } = created.credentials.test;
+  return { id, credentials: { apiKey, secretKey } };
+}
+
+/** Polls until the engine is ready again; the time it took, or null past the limit. */
+async function recovery(
+  engine: ChaosEngine,
+  since: number,
+  replaced: () => boolean,
+): Promise<number | null> {
+  const deadline = since + RECOVERY_LIMIT_MS;
+  while (Date.now() < deadline) {
+    if (replaced() && (await engine.ready())) return Date.now() - since;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return null;
+}
+
+const isProcess = (kind: Fault): kind is ProcessKind =>
+  kind === 'node' || kind === 'api' || kind === 'worker';
+
+/** Kills one component with SIGKILL and waits for the engine to be whole again. */
+async function inject(
+  engine: ChaosEngine,
+  kind: Fault,
+  startedAt: number,
+  random: Random,
+): Promise<FaultRecord> {
+  const at = Date.now();
+  if (isProcess(kind)) {
+    const { pid, restarted } = await engine.restart(kind, (count) => random.int(0, count - 1));
+    let up = false;
+    void restarted.then((ok) => (up = ok));
+    const recoveryMs = await recovery(engine, at, () => up);
+    return { kind, atMs: at - startedAt, pid, recoveryMs };
+  }
+  const pid = engine.serverPids()[kind] ?? 0;
+  if (pid > 0 && isAlive(pid)) process.kill(pid, 'SIGKILL');
+  const current = () => engine.serverPids()[kind];
+  const recoveryMs = await recovery(engine, at, () => {
+    const now = current();
+    return now !== null && now !== pid && isAlive(now);
+  });
+  return { kind, atMs: at - startedAt, pid, recoveryMs };
+}
+
+/**
+ * The bank test: the engine in its shape (a real `npm start`, or two `npm run api` and two `npm
+ * run worker`), many clients moving money through every kind of payment (spread over the APIs),
+ * SIGKILLs of the dev server, Postgres and the engine's processes at random times, then the
+ * checks (tools/chaos/checks.ts). Everything it started is stopped before it returns.
+ */
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const { log } = options;
+  const shape = options.shape ?? 'single';
+  const unknown = options.faults.filter((f) => !faultsOf(shape).includes(f));
+  if (unknown.length) throw new Error(`faults ${unknown.join(', ')} are not of the ${shape} shape`);
+  const runId = `chaos-${options.seed}-${Date.now().toString(36)}`;
+  const engine =
+    shape === 'split' ? await createSplitChaosEngine(log) : await createChaosEngine(log);
+  const history = newHistory();
+  const faults: FaultRecord[] = [];
+  const notes: string[] = [];
+  let violations: string[] = [];
+  let clients: ChaosClient[] = [];
+  let probe: CurrencyProbe | null = null;
+  // Stopped from the outside (Ctrl-C): nothing it started may be left running.
+  const onSignal = () => void engine.close().finally(() => process.exit(130));
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    log(
+      shape === 'split'
+        ? `starting the servers, ${engine.urls.length} npm run api and npm run worker in ${engine.dir}`
+        : `starting npm start in ${engine.dir}`,
+    );
+    await engine.start();
+    const app = await createApplication(engine, runId, 'SLE');
+    // One client per API; the first also sets up and checks.
+    clients = engine.urls.map((url) => chaosClient(url, app.credentials));
+    const api = clients[0]!;
+    const wallets = await setUpWallets({
+      api,
+      history,
+      count: Math.max(2, options.wallets),
+      payable: Math.max(1, Math.floor(options.wallets / 4)),
+      runId,
+    });
+    log(
+      `application ${app.id}: ${wallets.all.length} wallets (${wallets.payable.length} onboarded for card payouts), each funded by a deposit`,
+    );
+
+    const usdApp = await createApplication(engine, runId, 'USD');
+    const usdApi = chaosClient(engine.urls[0]!, usdApp.credentials);
+    const [usdWallet] = (
+      await setUpWallets({
+        api: usdApi,
+        history: newHistory(),
+        count: 1,
+        payable: 0,
+        runId: `${runId}-usd`,
+        fund: false,
+      })
+    ).all;
+    probe = currencyProbe({
+      bank: { id: app.id, api, wallets, history },
+      usd: { id: usdApp.id, api: usdApi, wallet: usdWallet! },
+      cli: (args) => runCli(engine.databaseUrl, args),
+    });
+
+    const startedAt = Date.now();
+    const endAt = startedAt + options.durationMs;
+    let operations = 0;
+    const client = async (index: number) => {
+      const random = seeded(options.seed * 1_000 + index);
+      const through = clients[index % clients.length]!;
+      for (let n = 0; Date.now() < endAt && n < 100_000; n++) {
+        await runOperation({
+          api: through,
+          random,
+          wallets,
+          history,
+          key: `${runId}-c${index}-${n}`,
+        });
+        operations += 1;
+      }
+    };
+    const currencyRounds = async () => {
+      const random = seeded(options.seed * 1_000 + 998);
+      for (let n = 0; Date.now() < endAt; n++) {
+        await probe!.round(random, `${runId}-currency-${n}`);
+        await new Promise((resolve) => setTimeout(resolve, CURRENCY_ROUND_GAP_MS));
+      }
+    };
+    const nemesis = async () => {
+      if (!options.faults.length) return;
+      const random = seeded(options.seed * 1_000 + 999);
+      // Every kind once in a shuffled order, then at random: a short run still kills each.
+      const plan = [...options.faults].sort(() => random.next() - 0.5);
+      for (let i = 0; i < 1_000; i++) {
+        await new Promise((resolve) => setTimeout(resolve, random.int(...FAULT_GAP_MS)));
+        if (Date.now() > endAt - 3_000 && i >= options.faults.length) return;
+        // Supervision gives up on a server that fails 6 times within 2 minutes (docs/operations.md): the
+        // test kills a server at most 4 times in that window, so that a give-up is a finding.
+        const recent = (k: Fault) =>
+          faults.filter((f) => f.kind === k && startedAt + f.atMs > Date.now() - 120_000).length;
+        const allowed = options.faults.filter((k) => isProcess(k) || recent(k) < 4);
+        if (!plan[i] && !allowed.length) continue;
+        const kind = plan[i] ?? random.pick(allowed);
+        log(`fault: kill -9 ${kind}`);
+        const record = await inject(engine, kind, startedAt, random);
+        faults.push(record);
+        log(
+          `  ${kind} (pid ${record.pid}) ${record.recoveryMs === null ? 'did NOT recover' : `recovered in ${record.recoveryMs} ms`}`,
+        );
+        if (record.recoveryMs === null) return;
+      }
+    };
+    const progress = setInterval(
+      () => log(`  ${operations} operations, ${sum(clients, 'retries')} retries`),
+      15_000,
+    );
+    try {
+      await Promise.all([
+        nemesis(),
+        currencyRounds(),
+        ...Array.from({ length: options.clients }, (_, i) => client(i)),
+      ]);
+    } finally {
+      clearInterval(progress);
+    }
+    log(`load stopped after ${Date.now() - startedAt} ms: ${operations} operations`);
+
+    // Quiet: every component up, and pending money out given a moment to settle.
+    if ((await recovery(engine, Date.now(), () => true)) === null) {
+      violations.push('the engine was not ready after the load');
+    }
+    await settle(api, history);
+    const indefinite = Object.values(history.tally).reduce((sum, t) => sum + t.indefinite, 0);
+    const pool = await createDatabasePool(engine.databaseUrl, { maximumPoolSize: 2 });
+    try {
+      violations = [
+        ...violations,
+        ...(await checkBank({ pool, api, history, applicationId: app.id, indefinite, notes })),
+        ...(await probe.check(pool)),
+      ];
+    } finally {
+      await pool.end();
+    }
+    for (const fault of faults) {
+      if (fault.recoveryMs === null)
+        violations.push(`${fault.kind} killed at ${fault.atMs} ms did not recover`);
+    }
+  } catch (error) {
+    violations.push(`the run failed: ${error instanceof Error ? error.message : String(error)}`);
+    notes.push(engine.output().slice(-4_000));
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await engine.close();
+  }
+  return {
+    seed: options.seed,
+    shape,
+    dir: engine.dir,
+    processes: engine.started(),
+    requestsByApi: clients.map((client) => client.stats.requests),
+    history,
+    faults,
+    violations,
+    notes,
+    requests: sum(clients, 'requests'),
+    retries: sum(clients, 'retries'),
+  };
+}
+
+const sum = (clients: ChaosClient[], stat: 'requests' | 'retries') =>
+  clients.reduce((total, client) => total + client.stats[stat], 0);
+
+/** Waits (bounded) for the acknowledged money out still pending to end. */
+async function settle(api: ChaosClient, history: History): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  let pending = [...history.moneyOut.keys()];
+  while (pending.length && Date.now() < deadline) {
+    const still: string[] = [];
+    for (const id of pending) {
+      const outcome = await api.get(`/api/v1/transactions/${id}`);
+      if (outcome.kind === 'ok' && Wire.transaction.parse(outcome.body).status === 'pending') {
+        still.push(id);
+      }
+    }
+    pending = still;
+    if (pending.length) await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
+}

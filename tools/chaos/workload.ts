@@ -1,0 +1,315 @@
+import { majorNumberToMinor } from '../../domain/money';
+import { SANDBOX_REFUSED_CASHOUT_AMOUNT } from '../../providers/sandbox-mobile-money';
+import type { ChaosClient, Json, Outcome } from './http';
+import { Wire } from './wire';
+import type { Random } from './random';
+
+export const OPERATIONS = [
+  'transfer',
+  'hold',
+  'partial_release',
+  'full_release',
+  'refund',
+  'deposit',
+  'cashout',
+  'card_payout',
+] as const;
+export type Operation = (typeof OPERATIONS)[number];
+
+/** How often each operation is drawn. */
+const WEIGHTS: Record<Operation, number> = {
+  transfer: 30,
+  hold: 14,
+  partial_release: 10,
+  full_release: 6,
+  refund: 6,
+  deposit: 10,
+  cashout: 8,
+  card_payout: 6,
+};
+
+export const PATHS = {
+  transfer: '/api/v1/transactions/wallet/transfer',
+  hold: '/api/v1/escrow/hold',
+  deposit: '/api/v1/transactions/wallet/mobile-money-deposit',
+  cashout: '/api/v1/transactions/wallet/mobile-money-cashout',
+  payout: '/api/v1/transactions/wallet/card-payout',
+  simulate: '/api/v1/testing/simulate-mobile-money-webhook',
+  onboarding: '/api/v1/transactions/wallet/complete-onboarding/',
+};
+
+/** An owner's identity the Test Mode sandbox verifies at once, with a debit card for payouts. */
+const VERIFIED_OWNER = {
+  individual: {
+    first_name: 'Aminata',
+    last_name: 'Kamara',
+    dob: { day: 14, month: 3, year: 1990 },
+    address: { line1: '12 Siaka Stevens Street', city: 'Freetown', country: 'SL' },
+    email: 'aminata@example.com',
+    id_number: '000000000',
+  },
+  business_profile: { mcc: '5734', product_description: 'Handmade furniture' },
+  card_token: 'tok_visa_debit',
+};
+/** The end customer's address (TEST-NET-3, a documentation range: never contacted). */
+const CUSTOMER_ADDRESS = { 'x-forwarded-for': '203.0.113.7' };
+
+export type Tally = { ok: number; refused: number; indefinite: number };
+
+/** What the clients saw: every acknowledged payment, with what its creation answered. */
+export type History = {
+  tally: Record<Operation | 'simulate', Tally>;
+  /** 4xx answers by status and detail. */
+  refusals: Map<string, number>;
+  /** Transaction id -> the operation whose 2xx answer named it. */
+  acknowledged: Map<string, Operation>;
+  /** Mobile-money deposits acknowledged: what the payer pays in (amount + application fee). */
+  deposits: Map<string, { wallet: string; amount: bigint; applicationFee: bigint }>;
+  /** Cashouts and card payouts acknowledged: the wallet's total and the application fee in it. */
+  moneyOut: Map<string, { wallet: string; total: bigint; applicationFee: bigint }>;
+  /** Holds that may still hold money. */
+  openHolds: string[];
+  /** Payments whose provider outcome the sandbox answered: none of them may stay pending. */
+  decided: Set<string>;
+};
+
+export function newHistory(): History {
+  const tally = {} as History['tally'];
+  for (const op of [...OPERATIONS, 'simulate'] as const) {
+    tally[op] = { ok: 0, refused: 0, indefinite: 0 };
+  }
+  return {
+    tally,
+    refusals: new Map(),
+    acknowledged: new Map(),
+    deposits: new Map(),
+    moneyOut: new Map(),
+    openHolds: [],
+    decided: new Set(),
+  };
+}
+
+export type Wallets = { all: string[]; payable: string[] };
+
+const minor = (major: unknown): bigint => {
+  const value = typeof major === 'number' ? majorNumberToMinor(major) : null;
+  if (value === null) throw new Error(`not an amount: ${JSON.stringify(major)}`);
+  return value;
+};
+/** Minor units as the major-unit JSON number the API takes (two decimals at most). */
+const major = (minorUnits: number): number => Number((minorUnits / 100).toFixed(2));
+
+/** Now and then more than any wallet holds: the answer must be a 400 that moves nothing. */
+const TOO_MUCH = 20_000_000;
+const amount = (random: Random, min: number, max: number): number =>
+  random.next() < 0.05 ? TOO_MUCH : random.int(min, max);
+
+function count(history: History, op: Operation | 'simulate', outcome: Outcome): void {
+  history.tally[op][outcome.kind === 'ok' ? 'ok' : outcome.kind] += 1;
+  if (outcome.kind === 'refused') {
+    const detail = JSON.stringify(Wire.refusal.safeParse(outcome.body).data?.detail ?? '').slice(
+      0,
+      80,
+    );
+    const key = `${op} ${outcome.status} ${detail}`;
+    history.refusals.set(key, (history.refusals.get(key) ?? 0) + 1);
+  }
+}
+
+/**
+ * One client's operation: drawn from `random`, sent with its own Idempotency-Key and retried
+ * until definitive; a deposit or cashout that is pending is then paid (or failed) through the
+ * sandbox's simulate endpoint, as a payer or the provider would.
+ */
+export async function runOperation(options: {
+  api: ChaosClient;
+  random: Random;
+  wallets: Wallets;
+  history: History;
+  key: string;
+}): Promise<Operation> {
+  const { api, random, wallets, history, key } = options;
+  let op = random.weighted(WEIGHTS);
+  if (
+    (op === 'partial_release' || op === 'full_release' || op === 'refund') &&
+    !history.openHolds.length
+  ) {
+    op = 'hold';
+  }
+  const wallet = random.pick(wallets.all);
+  const other = random.pick(wallets.all.filter((w) => w !== wallet));
+  const acknowledge = (id: unknown) => history.acknowledged.set(String(id), op);
+
+  switch (op) {
+    case 'transfer': {
+      const body = {
+        from_wallet_id: wallet,
+        to_wallet_id: other,
+        amount: major(amount(random, 1, 3_000)),
+      };
+      const outcome = await api.post(PATHS.transfer, body, key);
+      count(history, op, outcome);
+      if (outcome.kind === 'ok') acknowledge(Wire.id.parse(outcome.body).id);
+      break;
+    }
+    case 'hold': {
+      const body = {
+        wallet_id: wallet,
+        amount: major(amount(random, 1, 3_000)),
+        recipient_wallet_id: other,
+      };
+      const outcome = await api.post(PATHS.hold, body, key);
+      count(history, op, outcome);
+      if (outcome.kind === 'ok') {
+        const { id } = Wire.id.parse(outcome.body);
+        acknowledge(id);
+        history.openHolds.push(id);
+      }
+      break;
+    }
+    case 'partial_release':
+    case 'full_release':
+    case 'refund': {
+      const hold = random.pick(history.openHolds);
+      const action = op === 'refund' ? 'refund' : 'release';
+      const body = op === 'partial_release' ? { amount: major(random.int(1, 1_500)) } : {};
+      const outcome = await api.post(`/api/v1/escrow/${hold}/${action}`, body, key);
+      count(history, op, outcome);
+      const step = outcome.kind === 'ok' ? Wire.escrowStep.parse(outcome.body) : null;
+      if (step) acknowledge(step.id);
+      const remaining = step ? step.escrow_amount : null;
+      if (remaining === 0 || (outcome.kind === 'refused' && op !== 'partial_release')) {
+        history.openHolds = history.openHolds.filter((id) => id !== hold);
+      }
+      break;
+    }
+    case 'deposit': {
+      const body = { wallet_id: wallet, amount: random.int(100, 200_000) };
+      const outcome = await api.post(PATHS.deposit, body, key);
+      count(history, op, outcome);
+      if (outcome.kind !== 'ok') break;
+      const id = recordDeposit(history, wallet, outcome.body);
+      await simulate(api, history, id, random.next() < 0.9 ? 'successful' : 'failed');
+      break;
+    }
+    case 'cashout':
+    case 'card_payout': {
+      const payable = op === 'card_payout' ? wallets.payable : wallets.all;
+      const from = random.pick(payable);
+      const outcome =
+        op === 'cashout'
+          ? await api.post(
+              PATHS.cashout,
+              {
+                wallet_id: from,
+                // One in ten the sandbox provider refuses (400): reserved, then given back.
+                amount:
+                  random.next() < 0.1
+                    ? Number(SANDBOX_REFUSED_CASHOUT_AMOUNT)
+                    : amount(random, 100, 20_000),
+                phone_number: '+23276123456',
+              },
+              key,
+            )
+          : await api.post(
+              PATHS.payout,
+              { wallet_id: from, amount: major(amount(random, 1, 5_000)) },
+              key,
+            );
+      count(history, op, outcome);
+      if (outcome.kind !== 'ok') break;
+      const body = Wire.moneyOut.parse(outcome.body);
+      const id = body.id;
+      acknowledge(id);
+      history.moneyOut.set(id, {
+        wallet: from,
+        total: minor(body.total_amount),
+        applicationFee: minor(body.application_fee ?? 0),
+      });
+      if (op === 'cashout' && body.status === 'pending') {
+        await simulate(api, history, id, random.next() < 0.85 ? 'successful' : 'failed');
+      }
+      break;
+    }
+  }
+  return op;
+}
+
+/** An acknowledged deposit: what the payer pays in (amount and application fee). */
+export function recordDeposit(history: History, wallet: string, reply: Json): string {
+  const { transaction_id: id, transaction } = Wire.deposit.parse(reply);
+  history.acknowledged.set(id, 'deposit');
+  history.deposits.set(id, {
+    wallet,
+    amount: BigInt(transaction.amount),
+    applicationFee: BigInt(transaction.application_fee),
+  });
+  return id;
+}
+
+export async function simulate(
+  api: ChaosClient,
+  history: History,
+  transactionId: string,
+  status: 'successful' | 'failed',
+): Promise<void> {
+  const outcome = await api.post(PATHS.simulate, { transaction_id: transactionId, status });
+  count(history, 'simulate', outcome);
+  // Settled in the answer: it must stay settled (a pending answer is the reconciliation's).
+  const settled = outcome.kind === 'ok' && Wire.status.safeParse(outcome.body).data?.status;
+  if (settled && settled !== 'pending') history.decided.add(transactionId);
+}
+
+/** Users with wallets, some onboarded for card payouts, each funded by a paid deposit. */
+export async function setUpWallets(options: {
+  api: ChaosClient;
+  history: History;
+  count: number;
+  payable: number;
+  runId: string;
+  /** False: the wallets start empty. */
+  fund?: boolean;
+}): Promise<Wallets> {
+  const { api, history, runId } = options;
+  const wallets: Wallets = { all: [], payable: [] };
+  const must = (what: string, outcome: Outcome): Json => {
+    if (outcome.kind !== 'ok') throw new Error(`set-up ${what}: ${JSON.stringify(outcome)}`);
+    return outcome.body;
+  };
+  for (let i = 0; i < options.count; i++) {
+    const user = must(
+      'user',
+      await api.post('/api/v1/users/create/', {
+        app_user_id: `${runId}-u${i}`,
+        name: `Chaos ${i}`,
+        phone_number: '+23276000000',
+      }),
+    );
+    const userId = Wire.id.parse(user).id;
+    const wallet = must('wallet', await api.post(`/api/v1/wallets/create/${userId}/`, undefined));
+    const id = Wire.id.parse(wallet).id;
+    wallets.all.push(id);
+    if (i < options.payable) {
+      must(
+        'onboarding',
+        await api.post(
+          PATHS.onboarding,
+          { wallet_id: id, ...VERIFIED_OWNER },
+          undefined,
+          CUSTOMER_ADDRESS,
+        ),
+      );
+      wallets.payable.push(id);
+    }
+    if (options.fund === false) continue;
+    const deposit = await api.post(
+      PATHS.deposit,
+      { wallet_id: id, amount: 5_000_000 },
+      `${runId}-fund-${i}`,
+    );
+    count(history, 'deposit', deposit);
+    const depositId = recordDeposit(history, id, must('deposit', deposit));
+    await simulate(api, history, depositId, 'successful');
+  }
+  return wallets;
+}

@@ -1,0 +1,104 @@
+/**
+ * Records the workflow histories that test/workflow/replay.test.ts replays against the current
+ * workflow code: one representative execution per path of each workflow type, run on Temporal's
+ * time-skipping test server with mocked activities, written as Temporal's JSON history format
+ * (the same as `temporal workflow show --output json`) to test/fixtures/histories/<name>.json.
+ * The executions are the workflow tests' scenarios (`RECORDED_SCENARIOS` in
+ * test/workflow/scenarios.ts): a recorded history is an execution a test checks.
+ *
+ *   node_modules/.bin/node --import tsx tools/scripts/record-histories.ts [--out DIR] [name ...]
+ *
+ * `--out DIR` writes elsewhere (to compare a recording with the committed fixtures, say).
+ *
+ * Re-record only when a workflow change is deliberately not replay-compatible and running
+ * executions are taken care of (a `patched()` version branch, or a new workflow type): see the
+ * header of test/workflow/replay.test.ts. Re-recording to make a failing replay test pass hides
+ * exactly the break it exists to catch.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { History } from '@temporalio/common/lib/proto-utils';
+import { temporal } from '@temporalio/proto';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { bundleWorkflows } from '../../worker/bundle';
+import { createEngineWorker } from '../../worker/engine-worker';
+import { format, resolveConfig } from 'prettier';
+import { RECORDED_SCENARIOS, registerSearchAttributes } from '../../test/workflow/scenarios';
+import { findBinary } from '../harness/temporal';
+import { paymentSinks } from '../../temporal/settlements';
+
+const rootDir = path.resolve(__dirname, '..', '..');
+const HISTORIES_DIR = path.join(rootDir, 'test', 'fixtures', 'histories');
+
+/**
+ * `historyToJSON` of @temporalio/common/lib/proto-utils, with protobufjs's ProtoJSON taken from
+ * the copy of protobufjs that built @temporalio/proto's types. In this install @temporalio/common
+ * and @temporalio/proto each have their own protobufjs 8 (the hoisted one is grpc's 7), so the
+ * SDK's helper fails its `instanceof Type` check with "type must be a Type".
+ */
+async function historyToJSON(history: History): Promise<string> {
+  const file = require.resolve('protobufjs/ext/protojson', {
+    paths: [path.dirname(require.resolve('@temporalio/proto'))],
+  });
+  type ProtoJson = { toJson: (type: unknown, message: unknown) => unknown };
+  const loaded = (await import(file)) as ProtoJson & { default?: ProtoJson };
+  const protojson = loaded.default ?? loaded;
+  const type = temporal.api.history.v1.History;
+  return JSON.stringify(protojson.toJson(type, type.fromObject(history)), null, 2);
+}
+
+/** `[--out DIR] [name ...]`: names record only those fixtures (one changed workflow type, say). */
+function parseArgs(args: string[]): { out: string; only: string[] } {
+  const at = args.indexOf('--out');
+  if (at === -1) return { out: HISTORIES_DIR, only: args };
+  const out = args[at + 1];
+  if (!out) throw new Error('--out needs a folder');
+  return { out: path.resolve(out), only: args.filter((_, i) => i !== at && i !== at + 1) };
+}
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const code = await bundleWorkflows(require.resolve('../../workflows'));
+  const env = await TestWorkflowEnvironment.createTimeSkipping({
+    server: { executable: { type: 'existing-path', path: findBinary('temporal-test-server') } },
+  });
+  try {
+    await registerSearchAttributes(env);
+    // Overwrites only the fixtures it records: a history kept by hand (the old path of a
+    // `patched()` change, say) stays and keeps being replayed.
+    const { out, only } = parseArgs(process.argv.slice(2));
+    await mkdir(out, { recursive: true });
+    const prettier = await resolveConfig(path.join(HISTORIES_DIR, 'x.json'));
+    for (const scenario of RECORDED_SCENARIOS) {
+      if (only.length && !only.includes(scenario.name)) continue;
+      const taskQueue = `record-${scenario.name}`;
+      const worker = await createEngineWorker({
+        connection: env.nativeConnection,
+        taskQueue,
+        workflowBundle: { code },
+        // Plain payloads: the fixtures are committed and replay on any machine, whatever its
+        // keys; the engine's codec passes plain payloads through (test/workflow/replay.test.ts).
+        dataConverter: {},
+        activities: scenario.activities(env),
+        sinks: paymentSinks,
+      });
+      const { handle } = await worker.runUntil(scenario.play(env, taskQueue));
+      const history = await handle.fetchHistory();
+      const file = path.join(out, `${scenario.name}.json`);
+      await writeFile(
+        file,
+        await format(await historyToJSON(history), { ...prettier, filepath: file }),
+        'utf8',
+      );
+      console.log(`${path.relative(rootDir, file)}: ${history.events?.length ?? 0} events`);
+    }
+  } finally {
+    await env.teardown();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});
