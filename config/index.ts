@@ -80,10 +80,6 @@ export const envSchema = z.object({
     description:
       'Path to a prebuilt workflow bundle (`bundleWorkflowCode` of `@temporalio/worker`), so that the worker does not bundle `workflows/` at start-up; the tests use it.',
   }),
-  TEMPORAL_WORKFLOW_STACK_TRACES: onOff.default(false).meta({
-    description:
-      "`true` or `false` (also `1`, `0`): whether the worker runs the SDK's promise hook, so that the Temporal UI's Stack Trace tab shows where a running workflow waits. It costs CPU on every payment: turn it on for one worker while you investigate (see [the operator's guide](operations.md#operators-guide-to-the-temporal-ui)).",
-  }),
   TEMPORAL_WORKFLOW_TASK_SLOTS: z.coerce.number().int().min(20).max(2000).default(200).meta({
     description:
       "How many workflow tasks the worker runs at once (20 to 2000), its pollers' waits included. The API starts a payment eagerly on its own process's worker only while one is free; a free slot costs nothing.",
@@ -416,8 +412,6 @@ export type Config = {
     port: number;
     uiPort: number;
     workflowBundlePath: string | undefined;
-    /** The SDK's promise hook for the UI's "Stack Trace" query (worker/engine-worker.ts). */
-    workflowStackTraces: boolean;
     /**
      * Workflow tasks the worker runs at once, its pollers' included: a payment is started
      * eagerly on this worker only while one is free (worker/create-worker.ts).
@@ -624,7 +618,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       port: e.TEMPORAL_PORT,
       uiPort: e.TEMPORAL_UI_PORT,
       workflowBundlePath: e.TEMPORAL_WORKFLOW_BUNDLE,
-      workflowStackTraces: e.TEMPORAL_WORKFLOW_STACK_TRACES,
       workflowTaskSlots: e.TEMPORAL_WORKFLOW_TASK_SLOTS,
       payloadKeys: e.TEMPORAL_PAYLOAD_KEYS,
       codecAllowedOrigins:

@@ -47,33 +47,30 @@ export async function createWorker(options: {
       workflowModules: [workflowInterceptorsModule],
     };
   }
-  const worker = await createEngineWorker(
-    {
-      connection,
-      namespace: config.temporal.namespace,
-      taskQueue: config.temporal.taskQueue,
-      dataConverter,
-      activities: createActivities({
-        pool: options.pool,
-        config,
-        providers: options.providers ?? createProviders({ config, pool: options.pool }),
-      }),
-      ...workflowSource,
-      ...tracing,
-      sinks: { ...tracing.sinks, ...paymentSinks },
-      // Every activity holds at most one database connection: no more at once than the pool has,
-      // so that none waits for a connection inside its start-to-close timeout.
-      maxConcurrentActivityTaskExecutions: config.database.poolSize,
-      // A payment starts eagerly on this worker (api/temporal.ts `eagerStart`) only if one of
-      // these slots is free when the API starts it, and each payment in flight holds one until
-      // its task completes, as each workflow poller does while it waits: at the SDK's 40, 10
-      // pollers and 32 payments at once left a quarter of the transfers to the server's task
-      // queue (measured by `npm run bench`). A free slot costs nothing.
-      maxConcurrentWorkflowTaskExecutions: config.temporal.workflowTaskSlots,
-      ...options.tuning,
-    },
-    { stackTraces: config.temporal.workflowStackTraces },
-  );
+  const worker = await createEngineWorker({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    dataConverter,
+    activities: createActivities({
+      pool: options.pool,
+      config,
+      providers: options.providers ?? createProviders({ config, pool: options.pool }),
+    }),
+    ...workflowSource,
+    ...tracing,
+    sinks: { ...tracing.sinks, ...paymentSinks },
+    // Every activity holds at most one database connection: no more at once than the pool has,
+    // so that none waits for a connection inside its start-to-close timeout.
+    maxConcurrentActivityTaskExecutions: config.database.poolSize,
+    // A payment starts eagerly on this worker (api/temporal.ts `eagerStart`) only if one of
+    // these slots is free when the API starts it, and each payment in flight holds one until
+    // its task completes, as each workflow poller does while it waits: at the SDK's 40, 10
+    // pollers and 32 payments at once left a quarter of the transfers to the server's task
+    // queue (measured by `npm run bench`). A free slot costs nothing.
+    maxConcurrentWorkflowTaskExecutions: config.temporal.workflowTaskSlots,
+    ...options.tuning,
+  });
   // The webhook outbox relay runs whenever a worker does (the maintenance schedule checks too).
   await ensureWebhookRelay(
     new Client({ connection, namespace: config.temporal.namespace, dataConverter }),

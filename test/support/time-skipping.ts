@@ -47,12 +47,6 @@ export async function workflowBundle(): Promise<WorkflowBundleOption> {
   return { code: await bundled };
 }
 
-/**
- * The workflow tests' workers run every call into a workflow checked for globals left in the
- * sandbox the workflows share (worker/inline-workflows.ts).
- */
-const checked = { stackTraces: false, checkGlobals: true };
-
 /** A worker with mocked activities on a fresh task queue, running `fn` while it polls. */
 export async function withWorker<R>(
   env: TestWorkflowEnvironment,
@@ -60,17 +54,14 @@ export async function withWorker<R>(
   fn: (taskQueue: string) => Promise<R>,
 ): Promise<R> {
   const taskQueue = `wf-test-${randomUUID()}`;
-  const worker = await createEngineWorker(
-    {
-      connection: env.nativeConnection,
-      taskQueue,
-      workflowBundle: await workflowBundle(),
-      dataConverter: testDataConverter(),
-      activities,
-      sinks: paymentSinks,
-    },
-    checked,
-  );
+  const worker = await createEngineWorker({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: await workflowBundle(),
+    dataConverter: testDataConverter(),
+    activities,
+    sinks: paymentSinks,
+  });
   return worker.runUntil(fn(taskQueue));
 }
 
@@ -107,38 +98,32 @@ export async function killedAndRestarted<S extends { handle: { result(): Promise
   const bundle = await workflowBundle();
   let killed!: () => void;
   const dead = new Promise<void>((resolve) => (killed = resolve));
-  const worker1 = await createEngineWorker(
-    {
-      connection: env.nativeConnection,
-      taskQueue,
-      workflowBundle: bundle,
-      dataConverter: testDataConverter(),
-      maxCachedWorkflows: 0,
-      activities: {
-        ...real,
-        ...options.crash(real, () => {
-          killed();
-          return new Error('the worker was killed');
-        }),
-      },
+  const worker1 = await createEngineWorker({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: bundle,
+    dataConverter: testDataConverter(),
+    maxCachedWorkflows: 0,
+    activities: {
+      ...real,
+      ...options.crash(real, () => {
+        killed();
+        return new Error('the worker was killed');
+      }),
     },
-    checked,
-  );
+  });
   const started = options.open(taskQueue);
   // Awaited below; the first worker may die before the workflow answers.
   started.catch(() => undefined);
   const driven = options.drive?.(started);
   await worker1.runUntil(dead);
-  const worker2 = await createEngineWorker(
-    {
-      connection: env.nativeConnection,
-      taskQueue,
-      workflowBundle: bundle,
-      dataConverter: testDataConverter(),
-      activities: real,
-    },
-    checked,
-  );
+  const worker2 = await createEngineWorker({
+    connection: env.nativeConnection,
+    taskQueue,
+    workflowBundle: bundle,
+    dataConverter: testDataConverter(),
+    activities: real,
+  });
   return worker2.runUntil(async () => {
     await driven;
     return (await started).handle.result();

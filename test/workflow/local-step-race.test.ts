@@ -8,9 +8,10 @@
  */
 import { Client, Connection, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
+import { createEngineWorker } from '../../worker/engine-worker';
 import { createTimeSkippingEnv, testDataConverter } from '../support/time-skipping';
 import { takeOnce, takeUpdate, type TakeActivities } from './local-step-race.workflow';
 
@@ -50,7 +51,7 @@ async function race(server: Server, idempotent: boolean) {
     },
   };
   const taskQueue = `local-step-race-${randomUUID()}`;
-  const worker = await Worker.create({
+  const worker = await createEngineWorker({
     connection: server.connection,
     taskQueue,
     workflowBundle: { code },

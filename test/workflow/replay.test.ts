@@ -28,51 +28,25 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { History } from '@temporalio/common/lib/proto-utils';
-import { temporal } from '@temporalio/proto';
 import { Worker, type ReplayResult } from '@temporalio/worker';
 import * as workflows from '../../workflows';
 import { quietTemporalRuntime } from '../support/engine';
+import { historyFromJSON, historyToJSON, type History } from '../support/history-json';
 import { testDataConverter, workflowBundle } from '../support/time-skipping';
 import { paymentSinks } from '../../temporal/settlements';
 
 const HISTORIES_DIR = path.join(__dirname, '..', 'fixtures', 'histories');
 
-/**
- * `historyFromJSON` of @temporalio/common/lib/proto-utils, with protobufjs's ProtoJSON taken
- * from the copy of protobufjs that built @temporalio/proto's types: in this install
- * @temporalio/common and @temporalio/proto each have their own protobufjs 8, and the SDK's
- * helper (which `runReplayHistories` calls for JSON input) fails with "type must be a Type".
- * The fixtures are in the canonical ProtoJSON that `temporal workflow show --output json` writes.
- */
-async function historyFromJSON(json: unknown): Promise<History> {
-  const file = require.resolve('protobufjs/ext/protojson', {
-    paths: [path.dirname(require.resolve('@temporalio/proto'))],
-  });
-  type ProtoJson = {
-    fromJson: (type: unknown, json: unknown, options: { ignoreUnknownFields: boolean }) => unknown;
-  };
-  const loaded = (await import(file)) as ProtoJson & { default?: ProtoJson };
-  const protojson = loaded.default ?? loaded;
-  return protojson.fromJson(temporal.api.history.v1.History, json, {
-    ignoreUnknownFields: true,
-  }) as History;
-}
-
-type Fixture = { workflowId: string; history: History };
+type Fixture = { workflowId: string; json: unknown; history: History };
 let fixtures: Fixture[];
-beforeAll(async () => {
+beforeAll(() => {
   const files = readdirSync(HISTORIES_DIR)
     .filter((file) => file.endsWith('.json'))
     .sort();
-  fixtures = await Promise.all(
-    files.map(async (file) => ({
-      workflowId: path.basename(file, '.json'),
-      history: await historyFromJSON(
-        JSON.parse(readFileSync(path.join(HISTORIES_DIR, file), 'utf8')),
-      ),
-    })),
-  );
+  fixtures = files.map((file) => {
+    const json: unknown = JSON.parse(readFileSync(path.join(HISTORIES_DIR, file), 'utf8'));
+    return { workflowId: path.basename(file, '.json'), json, history: historyFromJSON(json) };
+  });
 });
 
 /** The workflow type a history started. */
@@ -83,6 +57,12 @@ describe('workflow replay', () => {
   it('has recorded histories of every workflow type the worker registers', () => {
     const recorded = new Set(fixtures.map((f) => workflowType(f.history)));
     expect(recorded).toEqual(new Set(Object.keys(workflows)));
+  });
+
+  it('reads every fixture and writes it back as recorded (what scripts/record-histories.ts writes)', () => {
+    for (const { json, history } of fixtures) {
+      expect(JSON.parse(historyToJSON(history))).toEqual(json);
+    }
   });
 
   it('replays every recorded history without a nondeterminism error', async () => {
@@ -96,7 +76,7 @@ describe('workflow replay', () => {
         sinks: paymentSinks,
         dataConverter: testDataConverter(),
       },
-      fixtures,
+      fixtures.map(({ workflowId, history }) => ({ workflowId, history })),
     )) {
       results.push(result);
     }

@@ -17,8 +17,6 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { History } from '@temporalio/common/lib/proto-utils';
-import { temporal } from '@temporalio/proto';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { bundleWorkflows } from '../../worker/bundle';
@@ -26,27 +24,11 @@ import { createEngineWorker } from '../../worker/engine-worker';
 import { format, resolveConfig } from 'prettier';
 import { RECORDED_SCENARIOS, registerSearchAttributes } from '../../test/workflow/scenarios';
 import { findBinary } from '../harness/temporal';
+import { historyToJSON } from '../../test/support/history-json';
 import { paymentSinks } from '../../temporal/settlements';
 
 const rootDir = path.resolve(__dirname, '..', '..');
 const HISTORIES_DIR = path.join(rootDir, 'test', 'fixtures', 'histories');
-
-/**
- * `historyToJSON` of @temporalio/common/lib/proto-utils, with protobufjs's ProtoJSON taken from
- * the copy of protobufjs that built @temporalio/proto's types. In this install @temporalio/common
- * and @temporalio/proto each have their own protobufjs 8 (the hoisted one is grpc's 7), so the
- * SDK's helper fails its `instanceof Type` check with "type must be a Type".
- */
-async function historyToJSON(history: History): Promise<string> {
-  const file = require.resolve('protobufjs/ext/protojson', {
-    paths: [path.dirname(require.resolve('@temporalio/proto'))],
-  });
-  type ProtoJson = { toJson: (type: unknown, message: unknown) => unknown };
-  const loaded = (await import(file)) as ProtoJson & { default?: ProtoJson };
-  const protojson = loaded.default ?? loaded;
-  const type = temporal.api.history.v1.History;
-  return JSON.stringify(protojson.toJson(type, type.fromObject(history)), null, 2);
-}
 
 /** `[--out DIR] [name ...]`: names record only those fixtures (one changed workflow type, say). */
 function parseArgs(args: string[]): { out: string; only: string[] } {
@@ -88,7 +70,7 @@ async function main(): Promise<void> {
       const file = path.join(out, `${scenario.name}.json`);
       await writeFile(
         file,
-        await format(await historyToJSON(history), { ...prettier, filepath: file }),
+        await format(historyToJSON(history), { ...prettier, filepath: file }),
         'utf8',
       );
       console.log(`${path.relative(rootDir, file)}: ${history.events?.length ?? 0} events`);

@@ -1,11 +1,17 @@
 import { condition, defineSignal, proxySinks, setHandler, type Sinks } from '@temporalio/workflow';
 
-/** Never returns: the thread that runs it is stuck in it. */
+/** Never returns: the thread that runs it is stuck in it until the SDK's deadlock limit. */
 export async function spinForever(): Promise<void> {
   await Promise.resolve();
   for (;;) {
-    // A loop with no await: only ending the thread (or the process) that runs it ends it.
+    // A loop with no await: only the SDK's limit on one activation's run ends it.
   }
+}
+
+/** Answers at once: what a healthy workflow on the same worker does. */
+export async function answers(): Promise<string> {
+  await Promise.resolve();
+  return 'answered';
 }
 
 /** Waits for ever, parked in `condition`: what the "Stack Trace" query shows. */
@@ -29,10 +35,4 @@ export async function saysThrice(): Promise<void> {
   await condition(() => going);
   said.it(2);
   said.it(3);
-}
-
-/** Keeps state in a global of the sandbox the workflows share (which the engine forbids). */
-export async function leavesAGlobal(): Promise<void> {
-  (globalThis as Record<string, unknown>).leftBehind = 'by a workflow';
-  await Promise.resolve();
 }
