@@ -5,7 +5,12 @@ import { listReconciliationRuns } from '../../db/reconciliation';
 import { signMonimeNotification } from '../../providers/monime';
 import { reconciliationWorkflow } from '../../workflows/reconciliation';
 import { workflowIds } from '../../workflows/ids';
-import { assertLedgerInvariant, balanceOf, eventsOf } from '../support/database';
+import {
+  assertLedgerInvariant,
+  balanceOf,
+  eventsOf,
+  ledgerTransactionCount,
+} from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { sandboxWebhookSecret } from '../../outbound/secret-box';
 import { FakeMonimeServer } from '../support/fake-monime';
@@ -67,12 +72,6 @@ function codeFor(amount: number) {
   );
 }
 
-const count = (query: ReturnType<typeof sql.fragment>) =>
-  engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n ${query}`);
-
-const ledgerTransactions = (transactionId: string) =>
-  count(sql.fragment`FROM ledger_transactions WHERE transaction_id = ${transactionId}`);
-
 const notificationsOf = (codeId: string) =>
   engine.pool.any(sql.type(
     z.object({ outcome: z.string(), transaction_id: z.string().nullable(), attempts: z.number() }),
@@ -120,7 +119,7 @@ describe('a notification for a payment whose creation call failed', () => {
       provider_reference: code.id,
     });
     expect(await balanceOf(engine.pool, walletId)).toBe(4_321n);
-    expect(await ledgerTransactions(transactionId)).toBe(1);
+    expect(await ledgerTransactionCount(engine.pool, transactionId)).toBe(1);
     expect((await eventsOf(engine.pool, transactionId)).map((e) => e.type)).toEqual([
       'deposit.completed',
     ]);
@@ -134,7 +133,7 @@ describe('a notification for a payment whose creation call failed', () => {
     const again = await notify(code.id);
     expect(again.body).toMatchObject({ transaction_id: transactionId, status: 'completed' });
     expect(await balanceOf(engine.pool, walletId)).toBe(4_321n);
-    expect(await ledgerTransactions(transactionId)).toBe(1);
+    expect(await ledgerTransactionCount(engine.pool, transactionId)).toBe(1);
     await assertLedgerInvariant(engine.pool);
   });
 });
@@ -184,7 +183,7 @@ describe('a notification that matches no payment yet', () => {
     ]);
     expect(await transactionRow(transactionId)).toMatchObject({ status: 'completed' });
     expect(await balanceOf(engine.pool, walletId)).toBe(6_123n);
-    expect(await ledgerTransactions(transactionId)).toBe(1);
+    expect(await ledgerTransactionCount(engine.pool, transactionId)).toBe(1);
     expect((await eventsOf(engine.pool, transactionId)).map((e) => e.type)).toEqual([
       'deposit.completed',
     ]);
@@ -258,7 +257,7 @@ describe('duplicate and out-of-order notifications', () => {
     });
 
     expect(await balanceOf(engine.pool, walletId)).toBe(2_500n);
-    expect(await ledgerTransactions(transactionId)).toBe(1);
+    expect(await ledgerTransactionCount(engine.pool, transactionId)).toBe(1);
     expect((await eventsOf(engine.pool, transactionId)).map((e) => e.type)).toEqual([
       'deposit.completed',
     ]);
@@ -282,7 +281,7 @@ describe('duplicate and out-of-order notifications', () => {
     monime.markCompleted(codeId);
     expect((await notify(codeId)).body.status).toBe('failed');
     expect(await balanceOf(engine.pool, walletId)).toBe(0n);
-    expect(await ledgerTransactions(transactionId)).toBe(0);
+    expect(await ledgerTransactionCount(engine.pool, transactionId)).toBe(0);
     expect((await eventsOf(engine.pool, transactionId)).map((e) => e.type)).toEqual([
       'deposit.failed',
     ]);
@@ -348,7 +347,7 @@ describe('card provider events (Test Mode sandbox), through the same path', () =
     });
 
     expect(await balanceOf(engine.pool, walletId)).toBe(credited);
-    expect(await ledgerTransactions(transactionId)).toBe(1);
+    expect(await ledgerTransactionCount(engine.pool, transactionId)).toBe(1);
     expect((await eventsOf(engine.pool, transactionId)).map((e) => e.type)).toEqual([
       'deposit.completed',
     ]);

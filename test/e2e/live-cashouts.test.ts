@@ -1,8 +1,8 @@
-import { assertLedgerInvariant, balanceOf, eventsOf, fundWallet } from '../support/database';
+import { assertLedgerInvariant, balanceOf, eventsOf } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { sandboxWebhookSecret } from '../../outbound/secret-box';
 import { FakeMonimeServer } from '../support/fake-monime';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { clientFor, createFundedWallet, type ApiClient } from '../support/http';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { workflowIds } from '../../workflows/ids';
@@ -38,11 +38,8 @@ afterAll(async () => {
   await monime?.close();
 });
 
-async function fundedLiveWallet(amount: bigint): Promise<string> {
-  const { walletId } = await createUserWithWallet(live);
-  await fundWallet(engine.pool, walletId, amount);
-  return walletId;
-}
+const fundedLiveWallet = async (amount: bigint): Promise<string> =>
+  (await createFundedWallet(live, engine.pool, amount)).walletId;
 
 describe('Live Mode cashouts through the Monime-style adapter', () => {
   it('makes one payout despite a 5xx and a lost answer, then settles on the signed notification', async () => {

@@ -8,6 +8,7 @@ import {
   guardedAgent,
   guardedLookup,
 } from '../../outbound/address-guard';
+import { mockLookup } from '../support/dns';
 
 /**
  * The guard on the connection path, against a real server on loopback: a refused request must
@@ -139,15 +140,7 @@ describe('guardedLookup', () => {
 describe('guardedLookup resolves once and hands on exactly what it checked', () => {
   afterEach(() => jest.restoreAllMocks());
 
-  function answer(addresses: dns.LookupAddress[]) {
-    return jest
-      .spyOn(dns, 'lookup')
-      .mockImplementation(((
-        _host: string,
-        _options: unknown,
-        callback: (error: null, addresses: dns.LookupAddress[]) => void,
-      ) => callback(null, addresses)) as unknown as typeof dns.lookup);
-  }
+  const answer = (addresses: dns.LookupAddress[]) => mockLookup(() => addresses);
 
   function lookup(all: boolean) {
     return new Promise((resolve, reject) =>

@@ -1,7 +1,5 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
-import { sql } from 'slonik';
-import { z } from 'zod';
 import { createActivities } from '../../activities';
 import { loadConfig } from '../../config';
 import { createApplication } from '../../db/applications';
@@ -21,7 +19,7 @@ import {
   insertFundedWallet,
   ledgerSteps as ledgerStepsOf,
 } from '../support/database';
-import { BUSINESS_PROFILE, VERIFIED_INDIVIDUAL } from '../support/payouts';
+import { BUSINESS_PROFILE, sandboxCardPayouts, VERIFIED_INDIVIDUAL } from '../support/payouts';
 import { createTimeSkippingEnv, killedAndRestarted as restarted } from '../support/time-skipping';
 import { openPayout } from '../workflow/scenarios';
 
@@ -90,10 +88,6 @@ function countingProviders() {
 
 const ledgerSteps = (transactionId: string) => ledgerStepsOf(pool, transactionId);
 
-const sandboxPayouts = (reference: string) =>
-  pool.any(sql.type(z.object({ idempotency_key: z.string(), status: z.string() }))`
-    SELECT idempotency_key, status FROM sandbox_connect_payouts WHERE reference = ${reference}`);
-
 /** The saga killed at `crash` and finished by a second worker with the real activities. */
 async function killedAndRestarted(
   input: MoneyOutInput,
@@ -111,7 +105,7 @@ async function killedAndRestarted(
 
 async function expectPaidOnce(input: MoneyOutInput, walletId: string) {
   const key = workflowIds.payout(input.transactionId);
-  expect(await sandboxPayouts(input.transactionId)).toEqual([
+  expect(await sandboxCardPayouts(pool, input.transactionId)).toMatchObject([
     { idempotency_key: key, status: 'paid' },
   ]);
   expect(await ledgerSteps(input.transactionId)).toEqual(['reserve', 'settle']);
@@ -169,7 +163,7 @@ describe('card payout saga: a killed worker, and the saga finishes exactly once 
     }));
     expect(outcome).toBe('failed');
     expect(createPayout).toHaveBeenCalledTimes(1);
-    expect(await sandboxPayouts(input.transactionId)).toEqual([
+    expect(await sandboxCardPayouts(pool, input.transactionId)).toMatchObject([
       { idempotency_key: workflowIds.payout(input.transactionId), status: 'failed' },
     ]);
     expect(await ledgerSteps(input.transactionId)).toEqual(['reserve', 'give_back']);

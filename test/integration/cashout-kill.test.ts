@@ -1,7 +1,5 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
-import { sql } from 'slonik';
-import { z } from 'zod';
 import { createActivities } from '../../activities';
 import { loadConfig } from '../../config';
 import { createApplication } from '../../db/applications';
@@ -21,6 +19,7 @@ import {
   insertFundedWallet,
   ledgerSteps as ledgerStepsOf,
 } from '../support/database';
+import { sandboxMobileMoneyPayouts } from '../support/payouts';
 import { createTimeSkippingEnv, killedAndRestarted as restarted } from '../support/time-skipping';
 import { notifyCashout, openCashout } from '../workflow/scenarios';
 
@@ -78,10 +77,6 @@ function countingProviders() {
 
 const ledgerSteps = (transactionId: string) => ledgerStepsOf(pool, transactionId);
 
-const sandboxPayouts = (reference: string) =>
-  pool.any(sql.type(z.object({ idempotency_key: z.string(), calls: z.number() }))`
-    SELECT idempotency_key, calls FROM sandbox_mobile_money_payouts WHERE reference = ${reference}`);
-
 /** The saga killed at `crash` and finished by a second worker with the real activities. */
 async function killedAndRestarted(
   input: MoneyOutInput,
@@ -110,7 +105,9 @@ async function paid(started: ReturnType<typeof openCashout>): Promise<string> {
 
 async function expectFinishedOnce(input: MoneyOutInput, walletId: string) {
   const key = workflowIds.cashout(input.transactionId);
-  expect(await sandboxPayouts(input.transactionId)).toEqual([{ idempotency_key: key, calls: 1 }]);
+  expect(await sandboxMobileMoneyPayouts(pool, input.transactionId)).toMatchObject([
+    { idempotency_key: key, calls: 1 },
+  ]);
   expect(await ledgerSteps(input.transactionId)).toEqual(['reserve', 'settle']);
   expect((await eventsOf(pool, input.transactionId)).map((e) => e.type)).toEqual([
     'cashout.completed',

@@ -17,6 +17,7 @@ import {
   balanceOf,
   createTestDatabase,
   fundWallet,
+  insertFundedWallet,
 } from '../support/database';
 
 let pool: DatabasePool;
@@ -40,19 +41,7 @@ async function failure(promise: Promise<unknown>): Promise<string> {
   throw new Error('expected the database to refuse');
 }
 
-async function newWallet(): Promise<string> {
-  const user = await insertUser(pool, caller, {
-    app_user_id: randomUUID(),
-    name: 'L',
-    phone_number: '+232',
-    email: null,
-    username: null,
-    is_active: true,
-  });
-  return pool.transaction(
-    async (trx) => (await insertWallet(trx, caller, user.id, 'SLE', true)).id,
-  );
-}
+const newWallet = () => insertFundedWallet(pool, caller, 'SLE', 0n);
 
 describe('the database enforces the ledger rules', () => {
   it('moves stored balances with the entries of a balanced transaction', async () => {

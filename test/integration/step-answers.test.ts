@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createTransferActivities } from '../../activities/transfer';
@@ -20,6 +20,7 @@ import {
   insertFundedWallet,
   roundTripsOf,
 } from '../support/database';
+import { hashOf, transferStepInput } from '../support/steps';
 
 let pool: DatabasePool;
 let caller: Caller;
@@ -33,22 +34,20 @@ beforeAll(async () => {
 });
 afterAll(async () => pool?.end());
 
-const hashOf = (text: string) => createHash('sha256').update(text).digest();
-
 /** A claimed key and a transfer between two new wallets that answers under it. */
 async function claimedTransfer(amount: string, funded = 1_000n) {
   const key = `key-${randomUUID()}`;
   const claim = await claimIdempotencyKey(pool, caller, key, hashOf(key));
   if (claim.kind !== 'claimed') throw new Error(`expected a fresh claim, got ${claim.kind}`);
   const input: TransferInput = {
-    transactionId: randomUUID(),
-    applicationId: caller.applicationId,
-    mode: caller.mode,
-    fromWalletId: await insertFundedWallet(pool, caller, 'SLE', funded),
-    // The helper funds every wallet it makes: the recipient starts at 1.
-    toWalletId: await insertFundedWallet(pool, caller, 'SLE', 1n),
-    amount,
-    description: 'answered with the step',
+    ...transferStepInput(
+      caller,
+      await insertFundedWallet(pool, caller, 'SLE', funded),
+      // The helper funds every wallet it makes: the recipient starts at 1.
+      await insertFundedWallet(pool, caller, 'SLE', 1n),
+      amount,
+      'answered with the step',
+    ),
     answer: { key, claimedAt: claim.claimedAt },
   };
   return { key, input };

@@ -185,10 +185,10 @@ describe('payments', () => {
       }
     };
     // stripe 23's typings declare on/off as `any`; this is their documented signature.
-    const emitter = adapter.client as unknown as {
+    const emitter: {
       on(name: 'request', listener: (event: Stripe.RequestEvent) => void): void;
       off(name: 'request', listener: (event: Stripe.RequestEvent) => void): void;
-    };
+    } = adapter.client;
     emitter.on('request', listener);
     try {
       const r = request();
