@@ -18,7 +18,7 @@ import {
   type ApiClient,
 } from '../support/http';
 import { onboardForPayouts } from '../support/payouts';
-import { pollUntil } from '../support/wait';
+import { pollUntil, within } from '../support/wait';
 import { startReceiver, verify, type Receiver, type Received } from '../support/webhook-receiver';
 import { mockLookup } from '../support/dns';
 
@@ -473,10 +473,11 @@ describe('the outbox relay', () => {
       const unselected = await eventIdOf(await newTransfer(), 'transfer.completed');
       expect(await relayedOf(unselected)).toEqual({ relayed: true, at_write: true });
       expect(await deliveriesOf(unselected)).toEqual([]);
-      const woken = await Promise.race([
+      const woken = await within(
         listener.wait(1_000).then(() => 'notified'),
-        new Promise((resolve) => setTimeout(() => resolve('silent'), 900)),
-      ]);
+        900,
+        'silent',
+      );
       expect(woken).toBe('silent');
 
       const sub = await subscribe('/selected', ['transfer.completed']);

@@ -55,3 +55,21 @@ export function listWorkflowIds(
     { timeoutMs },
   );
 }
+
+/**
+ * What `promise` settles to, or `otherwise` when it has not settled within `ms`. The timer is
+ * cleared either way: a timer left running keeps the jest worker from exiting.
+ */
+export async function within<T, U>(promise: Promise<T>, ms: number, otherwise: U): Promise<T | U> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<U>((resolve) => {
+        timer = setTimeout(resolve, ms, otherwise);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
