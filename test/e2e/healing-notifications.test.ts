@@ -11,10 +11,11 @@ import {
   eventsOf,
   ledgerTransactionCount,
 } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import type { TestApp, TestEngine } from '../support/engine';
 import { sandboxWebhookSecret } from '../../outbound/secret-box';
-import { FakeMonimeServer } from '../support/fake-monime';
+import type { FakeMonimeServer } from '../support/fake-monime';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { startMonimeEngine } from '../support/live-monime';
 
 /**
  * Inbound notifications that heal themselves (issue 10), end to end: the real API, worker and
@@ -34,22 +35,7 @@ let app: TestApp;
 let live: ApiClient;
 
 beforeAll(async () => {
-  monime = await FakeMonimeServer.start({
-    accessToken: 'tok_live',
-    spaceId: 'spc_1',
-    webhookSecret: SECRET,
-  });
-  engine = await startTestEngine({
-    env: {
-      MONIME_API_URL: monime.baseUrl,
-      MONIME_ACCESS_TOKEN: 'tok_live',
-      MONIME_SPACE_ID: 'spc_1',
-      MONIME_WEBHOOK_SECRET: SECRET,
-      MONIME_TIMEOUT_MS: '300',
-    },
-  });
-  app = await createTestApp(engine.pool);
-  live = clientFor(engine.url, app, 'live');
+  ({ monime, engine, app, live } = await startMonimeEngine(SECRET, { MONIME_TIMEOUT_MS: '300' }));
 });
 afterAll(async () => {
   await engine?.close();

@@ -12,10 +12,11 @@ import {
   eventsOf,
   ledgerTransactionCount,
 } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import type { TestApp, TestEngine } from '../support/engine';
 import { sandboxWebhookSecret } from '../../outbound/secret-box';
-import { FakeMonimeServer } from '../support/fake-monime';
+import type { FakeMonimeServer } from '../support/fake-monime';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { startMonimeEngine } from '../support/live-monime';
 
 /**
  * The `reconciliation` schedule's workflow (issue 9), on the real engine: the live mobile-money
@@ -34,23 +35,10 @@ let app: TestApp;
 let live: ApiClient;
 
 beforeAll(async () => {
-  monime = await FakeMonimeServer.start({
-    accessToken: 'tok_live',
-    spaceId: 'spc_1',
-    webhookSecret: 'reconciliation-test-secret',
-  });
-  engine = await startTestEngine({
-    env: {
-      MONIME_API_URL: monime.baseUrl,
-      MONIME_ACCESS_TOKEN: 'tok_live',
-      MONIME_SPACE_ID: 'spc_1',
-      MONIME_WEBHOOK_SECRET: 'reconciliation-test-secret',
-      RECONCILIATION_GRACE_SECONDS: String(GRACE_SECONDS),
-      RECONCILIATION_CONCURRENCY: '2',
-    },
-  });
-  app = await createTestApp(engine.pool);
-  live = clientFor(engine.url, app, 'live');
+  ({ monime, engine, app, live } = await startMonimeEngine('reconciliation-test-secret', {
+    RECONCILIATION_GRACE_SECONDS: String(GRACE_SECONDS),
+    RECONCILIATION_CONCURRENCY: '2',
+  }));
 });
 afterAll(async () => {
   await engine?.close();
