@@ -1,7 +1,6 @@
 import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
 import {
   assertPublicUrl,
   ForbiddenAddressError,
@@ -9,6 +8,7 @@ import {
   guardedLookup,
 } from '../../outbound/address-guard';
 import { mockLookup } from '../support/dns';
+import { startReceiver, type Receiver } from '../support/webhook-receiver';
 
 /**
  * The guard on the connection path, against a real server on loopback: a refused request must
@@ -16,30 +16,22 @@ import { mockLookup } from '../support/dns';
  * contacted here.
  */
 
-let server: http.Server;
+let receiver: Receiver;
 let port: number;
-let connections = 0;
-let requests = 0;
+/** The receiver's counts when the test began: a test reads only its own. */
+let before = { connections: 0, requests: 0 };
+const connections = () => receiver.connections() - before.connections;
+const requests = () => receiver.received.length - before.requests;
 
 beforeAll(async () => {
-  server = http.createServer((_request, response) => {
-    requests += 1;
-    response.end('ok');
-  });
-  server.on('connection', () => {
-    connections += 1;
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  port = (server.address() as AddressInfo).port;
+  receiver = await startReceiver();
+  port = receiver.port;
 });
 
-afterAll(async () => {
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-});
+afterAll(async () => receiver?.close());
 
 beforeEach(() => {
-  connections = 0;
-  requests = 0;
+  before = { connections: receiver.connections(), requests: receiver.received.length };
 });
 
 function get(url: string, agent: http.Agent): Promise<{ status: number; body: string }> {
@@ -71,8 +63,8 @@ describe('guardedAgent', () => {
     await expect(get(url(port), agent)).rejects.toBeInstanceOf(ForbiddenAddressError);
     // Give a stray connection, if one were made, the time to arrive.
     await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(connections).toBe(0);
-    expect(requests).toBe(0);
+    expect(connections()).toBe(0);
+    expect(requests()).toBe(0);
   });
 
   test.each(['127.1', '0x7f000001', '2130706433', '0177.0.0.1', '127.0.0.1.'])(
@@ -84,7 +76,7 @@ describe('guardedAgent', () => {
       });
       await expect(refused).rejects.toBeInstanceOf(ForbiddenAddressError);
       await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(connections).toBe(0);
+      expect(connections()).toBe(0);
     },
   );
 
@@ -98,8 +90,8 @@ describe('guardedAgent', () => {
       status: 200,
       body: 'ok',
     });
-    expect(requests).toBe(2);
-    expect(connections).toBe(2);
+    expect(requests()).toBe(2);
+    expect(connections()).toBe(2);
   });
 
   test.each(['https://127.0.0.1:PORT/hook', 'https://localhost:PORT/hook'])(
@@ -111,7 +103,7 @@ describe('guardedAgent', () => {
       });
       await expect(refused).rejects.toBeInstanceOf(ForbiddenAddressError);
       await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(connections).toBe(0);
+      expect(connections()).toBe(0);
     },
   );
 });
@@ -190,6 +182,6 @@ describe('assertPublicUrl with the system resolver', () => {
     await expect(
       assertPublicUrl(`http://localhost:${port}/hook`, { allowlist: [], httpsOnly: false }),
     ).rejects.toBeInstanceOf(ForbiddenAddressError);
-    expect(connections).toBe(0);
+    expect(connections()).toBe(0);
   });
 });
