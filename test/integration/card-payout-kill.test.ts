@@ -7,7 +7,6 @@ import { findMoneyOut } from '../../db/money-out';
 import type { DatabasePool } from '../../db/pool';
 import type { Caller } from '../../domain/types';
 import { createProviders, type Providers } from '../../providers';
-import type { CardPayoutRequest, PayoutAccountProvider } from '../../providers/card';
 import type { Activities } from '../../workflows/activities-types';
 import { workflowIds } from '../../workflows/ids';
 import type { MoneyOutInput } from '../../workflows/money-out-shared';
@@ -60,6 +59,7 @@ beforeAll(async () => {
   accountId = account.id;
   env = await createTimeSkippingEnv();
 });
+afterEach(() => jest.restoreAllMocks());
 afterAll(async () => {
   await env?.teardown();
   await pool?.end();
@@ -77,15 +77,6 @@ const inputFor = (walletId: string, amount = '2500'): MoneyOutInput => ({
   destination: { account_id: accountId },
 });
 
-/** The sandbox, with every payout call counted. */
-function countingProviders() {
-  const sandbox = base.sandboxConnect;
-  const createPayout = jest.fn((request: CardPayoutRequest) => sandbox.createPayout(request));
-  // The sandbox's own methods through the prototype chain; only createPayout is watched.
-  const connect = Object.assign(Object.create(sandbox) as PayoutAccountProvider, { createPayout });
-  return { providers: { ...base, connect: () => connect } as Providers, createPayout };
-}
-
 const ledgerSteps = (transactionId: string) => ledgerStepsOf(pool, transactionId);
 
 /** The saga killed at `crash` and finished by a second worker with the real activities. */
@@ -93,8 +84,9 @@ async function killedAndRestarted(
   input: MoneyOutInput,
   crash: (real: Activities, kill: () => Error) => Partial<Activities>,
 ) {
-  const { providers, createPayout } = countingProviders();
-  const real = createActivities({ pool, config, providers });
+  // Every payout call goes through to the sandbox; the spy counts them.
+  const createPayout = jest.spyOn(base.sandboxConnect, 'createPayout');
+  const real = createActivities({ pool, config, providers: base });
   const outcome = await restarted(env, {
     real,
     open: (taskQueue) => openPayout(env, taskQueue, input),

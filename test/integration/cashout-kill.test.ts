@@ -7,7 +7,6 @@ import { findMoneyOut } from '../../db/money-out';
 import type { DatabasePool } from '../../db/pool';
 import type { Caller } from '../../domain/types';
 import { createProviders, type Providers } from '../../providers';
-import type { MobileMoneyProvider, PayoutRequest } from '../../providers/mobile-money';
 import type { Activities } from '../../workflows/activities-types';
 import { workflowIds } from '../../workflows/ids';
 import type { MoneyOutInput } from '../../workflows/money-out-shared';
@@ -42,6 +41,7 @@ beforeAll(async () => {
   base = createProviders({ config, pool });
   env = await createTimeSkippingEnv();
 });
+afterEach(() => jest.restoreAllMocks());
 afterAll(async () => {
   await env?.teardown();
   await pool?.end();
@@ -59,22 +59,6 @@ const inputFor = (walletId: string): MoneyOutInput => ({
   destination: { phone_number: '+23276123456' },
 });
 
-/** The sandbox, with every payout call counted by idempotency key. */
-function countingProviders() {
-  const sandbox = base.sandboxMobileMoney;
-  const createPayout = jest.fn((request: PayoutRequest) => sandbox.createPayout(request));
-  const mobileMoney: MobileMoneyProvider = {
-    name: sandbox.name,
-    createPaymentCode: (r) => sandbox.createPaymentCode(r),
-    getPaymentCode: (id) => sandbox.getPaymentCode(id),
-    parseNotification: (raw, headers) => sandbox.parseNotification(raw, headers),
-    createPayout,
-    getPayout: (id) => sandbox.getPayout(id),
-    parsePayoutNotification: (raw, headers) => sandbox.parsePayoutNotification(raw, headers),
-  };
-  return { providers: { ...base, mobileMoney: () => mobileMoney } as Providers, createPayout };
-}
-
 const ledgerSteps = (transactionId: string) => ledgerStepsOf(pool, transactionId);
 
 /** The saga killed at `crash` and finished by a second worker with the real activities. */
@@ -83,8 +67,9 @@ async function killedAndRestarted(
   crash: (real: Activities, kill: () => Error) => Partial<Activities>,
   drive: (started: ReturnType<typeof openCashout>) => Promise<string>,
 ) {
-  const { providers, createPayout } = countingProviders();
-  const real = createActivities({ pool, config, providers });
+  // Every payout call goes through to the sandbox; the spy counts them.
+  const createPayout = jest.spyOn(base.sandboxMobileMoney, 'createPayout');
+  const real = createActivities({ pool, config, providers: base });
   const outcome = await restarted(env, {
     real,
     open: (taskQueue) => openCashout(env, taskQueue, input),
