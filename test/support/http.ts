@@ -138,3 +138,30 @@ export async function waitForStatus(
     { timeoutMs, intervalMs: 200 },
   );
 }
+
+/**
+ * Asserts an error reply: `status`, and a body with exactly one key, `detail`, a non-empty
+ * string. Answers the detail.
+ */
+export function expectError(reply: Reply, status: number): string {
+  expect({ status: reply.status, body: reply.body }).toEqual({
+    status,
+    body: { detail: expect.any(String) },
+  });
+  expect(Object.keys(reply.body as object)).toEqual(['detail']);
+  const detail = (reply.body as { detail: string }).detail;
+  expect(detail.trim()).not.toBe('');
+  return detail;
+}
+
+/** Asserts a 429 whose `Retry-After` (1 to 60 seconds) its detail repeats; answers it. */
+export function expectRateLimited(reply: Reply): number {
+  const detail = expectError(reply, 429);
+  const header = reply.headers.get('retry-after');
+  expect(header).toMatch(/^\d+$/);
+  const retryAfter = Number(header);
+  expect(retryAfter).toBeGreaterThanOrEqual(1);
+  expect(retryAfter).toBeLessThanOrEqual(60);
+  expect(detail).toBe(`Rate limit exceeded, retry in ${retryAfter} seconds`);
+  return retryAfter;
+}
