@@ -4,7 +4,6 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { createActivities } from '../../activities';
 import { loadConfig } from '../../config';
-import { createApplication } from '../../db/applications';
 import { findCardDeposit } from '../../db/card-deposits';
 import type { DatabasePool } from '../../db/pool';
 import type { Caller } from '../../domain/types';
@@ -15,6 +14,7 @@ import type { CardDepositInput } from '../../workflows/shared';
 import {
   assertLedgerInvariant,
   balanceOf,
+  createCaller,
   createTestDatabase,
   insertFundedWallet,
 } from '../support/database';
@@ -34,8 +34,7 @@ let base: Providers;
 
 beforeAll(async () => {
   ({ pool } = await createTestDatabase());
-  const app = await createApplication(pool, { name: 'card retries', baseCurrency: 'USD' });
-  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
+  caller = await createCaller(pool, 'card retries', 'USD');
   base = createProviders({ config: loadConfig({}), pool });
   env = await createTimeSkippingEnv();
 });

@@ -2,7 +2,6 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
 import { createActivities } from '../../activities';
 import { loadConfig } from '../../config';
-import { createApplication } from '../../db/applications';
 import { findMoneyOut } from '../../db/money-out';
 import type { DatabasePool } from '../../db/pool';
 import type { Caller } from '../../domain/types';
@@ -13,6 +12,7 @@ import type { MoneyOutInput } from '../../workflows/money-out-shared';
 import {
   assertLedgerInvariant,
   balanceOf,
+  createCaller,
   createTestDatabase,
   eventsOf,
   insertFundedWallet,
@@ -38,8 +38,7 @@ const config = loadConfig({});
 
 beforeAll(async () => {
   ({ pool } = await createTestDatabase());
-  const app = await createApplication(pool, { name: 'payout kills', baseCurrency: 'USD' });
-  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
+  caller = await createCaller(pool, 'payout kills', 'USD');
   base = createProviders({ config, pool });
   // The owner's connected account at the sandbox: verified at once, a debit card attached.
   const account = await base.sandboxConnect.createAccount({

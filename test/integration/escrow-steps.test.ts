@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createEscrowActivities } from '../../activities/escrow';
-import { createApplication, updateApplication } from '../../db/applications';
+import { updateApplication } from '../../db/applications';
 import type { DatabasePool } from '../../db/pool';
 import { setWalletActive } from '../../db/wallets';
 import type { Caller } from '../../domain/types';
@@ -12,6 +12,7 @@ import { findTransaction, transactionRecord } from '../../db/transactions';
 import {
   assertLedgerInvariant,
   balanceOf,
+  createCaller,
   createTestDatabase,
   insertFundedWallet,
   roundTripsOf,
@@ -28,10 +29,8 @@ const systemAccounts = new Map<string, string>();
 
 beforeAll(async () => {
   ({ pool } = await createTestDatabase());
-  const app = await createApplication(pool, { name: 'escrow steps', baseCurrency: 'SLE' });
-  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
-  const second = await createApplication(pool, { name: 'another', baseCurrency: 'SLE' });
-  other = { applicationId: second.id, mode: 'test', credentialId: randomUUID() };
+  caller = await createCaller(pool, 'escrow steps');
+  other = await createCaller(pool, 'another');
   steps = createEscrowActivities({ pool, systemAccounts });
 });
 afterAll(async () => pool?.end());

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createApplication } from '../../db/applications';
 import {
   lockAccounts,
   postLedgerTransaction,
@@ -15,6 +14,7 @@ import type { Caller } from '../../domain/types';
 import {
   assertLedgerInvariant,
   balanceOf,
+  createCaller,
   createTestDatabase,
   fundWallet,
   insertFundedWallet,
@@ -25,8 +25,7 @@ let caller: Caller;
 
 beforeAll(async () => {
   ({ pool } = await createTestDatabase());
-  const app = await createApplication(pool, { name: 'ledger', baseCurrency: 'SLE' });
-  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
+  caller = await createCaller(pool, 'ledger');
 });
 afterAll(async () => pool?.end());
 

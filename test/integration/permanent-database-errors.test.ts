@@ -4,7 +4,6 @@ import { randomUUID } from 'node:crypto';
 import { InvalidInputError, sql } from 'slonik';
 import { createActivities } from '../../activities';
 import { loadConfig } from '../../config';
-import { createApplication } from '../../db/applications';
 import { isPermanentDatabaseError, sqlState, uniqueViolation } from '../../db/errors';
 import type { DatabasePool } from '../../db/pool';
 import { insertUser, USERS_EMAIL_UNIQUE } from '../../db/users';
@@ -12,7 +11,13 @@ import type { Caller } from '../../domain/types';
 import { createProviders } from '../../providers';
 import type { TransferInput } from '../../workflows/shared';
 import { transferWorkflow } from '../../workflows/transfer';
-import { balanceOf, createTestDatabase, insertFundedWallet, writtenFor } from '../support/database';
+import {
+  balanceOf,
+  createCaller,
+  createTestDatabase,
+  insertFundedWallet,
+  writtenFor,
+} from '../support/database';
 import { transferStepInput } from '../support/steps';
 import { createTimeSkippingEnv, withWorker } from '../support/time-skipping';
 
@@ -23,8 +28,7 @@ let activities: ReturnType<typeof createActivities>;
 
 beforeAll(async () => {
   ({ pool } = await createTestDatabase());
-  const app = await createApplication(pool, { name: 'permanent errors', baseCurrency: 'SLE' });
-  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
+  caller = await createCaller(pool, 'permanent errors');
   const config = loadConfig({});
   activities = createActivities({ pool, config, providers: createProviders({ config, pool }) });
   env = await createTimeSkippingEnv();

@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createTransferActivities } from '../../activities/transfer';
-import { createApplication } from '../../db/applications';
 import { claimIdempotencyKey, completeIdempotencyKey } from '../../db/idempotency';
 import type { DatabasePool } from '../../db/pool';
 import {
@@ -16,6 +15,7 @@ import type { Caller } from '../../domain/types';
 import type { TransferInput } from '../../workflows/shared';
 import {
   balanceOf,
+  createCaller,
   createTestDatabase,
   insertFundedWallet,
   roundTripsOf,
@@ -28,8 +28,7 @@ let transferFunds: ReturnType<typeof createTransferActivities>['transferFunds'];
 
 beforeAll(async () => {
   ({ pool } = await createTestDatabase());
-  const app = await createApplication(pool, { name: 'step answers', baseCurrency: 'SLE' });
-  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
+  caller = await createCaller(pool, 'step answers');
   ({ transferFunds } = createTransferActivities({ pool }));
 });
 afterAll(async () => pool?.end());

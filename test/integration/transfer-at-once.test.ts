@@ -2,7 +2,6 @@ import { ApplicationFailure } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import { transactionEventData } from '../../activities/events';
 import { createTransferActivities } from '../../activities/transfer';
-import { createApplication } from '../../db/applications';
 import { claimIdempotencyKey } from '../../db/idempotency';
 import type { DatabasePool } from '../../db/pool';
 import {
@@ -16,6 +15,7 @@ import type { Caller } from '../../domain/types';
 import {
   assertLedgerInvariant,
   balanceOf,
+  createCaller,
   createTestDatabase,
   eventsOf,
   insertFundedWallet,
@@ -30,10 +30,8 @@ let other: Caller;
 
 beforeAll(async () => {
   ({ pool } = await createTestDatabase());
-  const app = await createApplication(pool, { name: 'transfer at once', baseCurrency: 'SLE' });
-  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
-  const second = await createApplication(pool, { name: 'another', baseCurrency: 'SLE' });
-  other = { applicationId: second.id, mode: 'test', credentialId: randomUUID() };
+  caller = await createCaller(pool, 'transfer at once');
+  other = await createCaller(pool, 'another');
 });
 afterAll(async () => pool?.end());
 

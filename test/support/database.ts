@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pg, { type QueryConfig } from 'pg';
 import { sql } from 'slonik';
 import { z } from 'zod';
+import { createApplication } from '../../db/applications';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
 import { ledgerInvariantProblems } from '../../db/ledger-audit';
 import { fundWallet as fund } from '../../harness/fixtures';
@@ -90,6 +91,19 @@ export async function systemBalance(
 export function eventsOf(pool: DatabasePool, transactionId: string) {
   return pool.any(sql.type(z.object({ type: z.string(), data: z.any() }))`
     SELECT type, data FROM events WHERE transaction_id = ${transactionId} ORDER BY created_at`);
+}
+
+/**
+ * An application in `currency` written straight to the database, and a Test Mode caller of it
+ * (as an API credential of its would be), for tests that call activities or queries directly.
+ */
+export async function createCaller(
+  pool: DatabasePool,
+  name: string,
+  currency: Currency = 'SLE',
+): Promise<Caller> {
+  const app = await createApplication(pool, { name, baseCurrency: currency });
+  return { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
 }
 
 /** A user with a wallet written straight to the database (no API), funded with `amount`. */
