@@ -101,7 +101,7 @@ export async function transfer<T = any>(
 }
 
 /**
- * Posts `body` with its `Idempotency-Key` again every 250 ms, as a client retries a 5xx or a
+ * Posts `body` with its `Idempotency-Key` again and again, as a client retries a 5xx or a
  * refused connection (answered as status 0), until the answer is definitive or `timeoutMs` has
  * passed; answers the last reply.
  */
@@ -154,7 +154,7 @@ export function expectError(reply: Reply, status: number): string {
   return detail;
 }
 
-/** Asserts a 429 whose `Retry-After` (1 to 60 seconds) its detail repeats; answers it. */
+/** Asserts a 429 with a `Retry-After` within the minute that its detail repeats; answers it. */
 export function expectRateLimited(reply: Reply): number {
   const detail = expectError(reply, 429);
   const header = reply.headers.get('retry-after');
