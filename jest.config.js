@@ -1,8 +1,10 @@
 /**
- * Two projects. `unit` needs no server: it runs without the global setup, so
- * `npx jest test/unit` (or `--selectProjects unit`) takes seconds. `engine` is everything else:
- * its global setup starts a throwaway Postgres and Temporal dev server and bundles the
- * workflows, and runs only when a test of this project is selected.
+ * Three projects. `unit` needs no server: it runs without any global setup, so
+ * `npm run jest -- test/unit` (or `--selectProjects unit`) takes seconds. `engine` is the
+ * engine's other tests: its global setup starts a throwaway Postgres and Temporal dev server and
+ * bundles the workflows, and runs only when a test of this project is selected. `tooling` tests
+ * what is not the engine (the benchmark, the chaos test, the dev harness behind `npm start`, the
+ * scripts and the generated docs); its tests start whatever servers they need themselves.
  */
 const shared = {
   testEnvironment: 'node',
@@ -35,10 +37,19 @@ module.exports = {
       testPathIgnorePatterns: [
         '/node_modules/',
         '<rootDir>/test/unit/',
+        '<rootDir>/test/tooling/',
         ...serverless.map((file) => `${file.replace(/\./g, '\\.')}$`),
       ],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+    },
+    {
+      ...shared,
+      displayName: 'tooling',
+      testMatch: ['<rootDir>/test/tooling/**/*.test.ts'],
+      // The workflow bundle only: `npm start` and the chaos test start their own servers.
+      globalSetup: '<rootDir>/test/support/tooling-setup.ts',
+      globalTeardown: '<rootDir>/test/support/tooling-teardown.ts',
     },
   ],
 };

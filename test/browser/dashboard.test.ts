@@ -10,9 +10,11 @@ import { clear } from '../../db/auth-lockout';
 import { loadConfig } from '../../config';
 import { createLogger } from '../../observability/logger';
 import { createProviders } from '../../providers';
+import { launchBrowser } from '../support/browser';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { fundWallet } from '../support/database';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { clientFor, createUserWithWallet, transfer, type ApiClient } from '../support/http';
+import { pollUntil } from '../support/wait';
 
 // The first launch unpacks Chromium into /tmp; a slow machine needs the time.
 jest.setTimeout(240_000);
@@ -22,7 +24,6 @@ const PASSWORD = 'correct horse battery staple';
 const EMAIL = 'ops@merchant.test';
 /** Loopback only: the allowlist below lets 127.0.0.1 through the SSRF guard, nothing else. */
 const HOOK = 'http://127.0.0.1:9/hooks/wallet';
-const TRANSFER = '/api/v1/transactions/wallet/transfer';
 const DEPOSIT = '/api/v1/transactions/wallet/mobile-money-deposit';
 const SIMULATE = '/api/v1/testing/simulate-mobile-money-webhook';
 /** Screenshots for docs/ are written only when asked: `DASHBOARD_SCREENSHOTS=1`. */
@@ -58,12 +59,6 @@ function cli(
   });
 }
 
-async function transfer(client: ApiClient, from: string, to: string, amount: number) {
-  const res = await client.post(TRANSFER, { from_wallet_id: from, to_wallet_id: to, amount });
-  if (res.status !== 200) throw new Error(`transfer: ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
-}
-
 beforeAll(async () => {
   engine = await startTestEngine({ env: { WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1/32' } });
   app = await createTestApp(engine.pool);
@@ -84,13 +79,7 @@ beforeAll(async () => {
   expect(settled.body.status).toBe('completed');
   await createUserWithWallet(live, { name: 'Live Only Person' });
 
-  const { chromium } = await import('playwright-core');
-  const { default: Chromium } = await import('@sparticuz/chromium');
-  browser = await chromium.launch({
-    executablePath: await Chromium.executablePath(),
-    args: Chromium.args,
-    headless: true,
-  });
+  browser = await launchBrowser();
 });
 afterAll(async () => {
   await browser?.close();
@@ -341,12 +330,13 @@ describe('the dashboard', () => {
 
     // A payment now: its event and the delivery's attempts (port 9 answers nothing).
     await transfer(api, walletA, walletB, 1);
-    let attempts = 0;
-    for (let i = 0; i < 60 && attempts === 0; i++) {
-      const events = (await api.get('/api/v1/events?type=transfer.completed')).body.data;
-      attempts = events[0]?.deliveries[0]?.attempts ?? 0;
-      if (attempts === 0) await new Promise((r) => setTimeout(r, 500));
-    }
+    const attempts = await pollUntil(
+      async () =>
+        ((await api.get('/api/v1/events?type=transfer.completed')).body.data[0]?.deliveries[0]
+          ?.attempts ?? 0) as number,
+      (n) => n > 0,
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
     expect(attempts).toBeGreaterThan(0);
     await go(page, 'Overview');
     await go(page, 'Webhooks');

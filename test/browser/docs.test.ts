@@ -1,4 +1,5 @@
 import type { Browser, Page } from 'playwright-core';
+import { launchBrowser } from '../support/browser';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 
 // The first launch unpacks Chromium into /tmp; a slow machine needs the time.
@@ -11,13 +12,7 @@ let browser: Browser;
 beforeAll(async () => {
   engine = await startTestEngine();
   app = await createTestApp(engine.pool);
-  const { chromium } = await import('playwright-core');
-  const { default: Chromium } = await import('@sparticuz/chromium');
-  browser = await chromium.launch({
-    executablePath: await Chromium.executablePath(),
-    args: Chromium.args,
-    headless: true,
-  });
+  browser = await launchBrowser();
 });
 afterAll(async () => {
   await browser?.close();

@@ -4,7 +4,7 @@ import { loadConfig } from '../../config';
 import { createProviders } from '../../providers';
 import { balanceOf, eventsOf } from '../support/database';
 import { createTestApp, startTestEngine, type TestEngine } from '../support/engine';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { clientFor, createUserWithWallet, waitForStatus, type ApiClient } from '../support/http';
 
 /** A card payment nobody authenticates expires after CARD_PAYMENT_PENDING_TTL_SECONDS. */
 
@@ -25,13 +25,7 @@ it('expires a card payment left waiting for 3-D Secure, and a late authenticatio
     payment_method_id: 'pm_card_authenticationRequired',
   });
   expect(res.body.status).toBe('pending');
-  const deadline = Date.now() + 20_000;
-  let status = 'pending';
-  while (status === 'pending' && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 250));
-    status = (await api.get(`/api/v1/transactions/${res.body.id}`)).body.status as string;
-  }
-  expect(status).toBe('expired');
+  expect(await waitForStatus(api, res.body.id as string, 'expired')).toBe('expired');
   expect((await eventsOf(engine.pool, res.body.id as string)).map((e) => e.type)).toEqual([
     'deposit.failed',
   ]);

@@ -161,11 +161,15 @@ describe('card deposits', () => {
     expect(await balanceOf(engine.pool, walletId)).toBe(0n);
     const list = await api.get(`/api/v1/transactions/?wallet_id=${walletId}`);
     expect(list.status).toBe(200);
-    const rows = (list.body.data ?? list.body) as { transaction_type: string; status: string }[];
+    const rows = (list.body.data ?? list.body) as {
+      id: string;
+      transaction_type: string;
+      status: string;
+    }[];
     expect(rows).toEqual([
       expect.objectContaining({ transaction_type: 'card_deposit', status: 'failed' }),
     ]);
-    const id = (rows[0] as unknown as { id: string }).id;
+    const id = rows[0]!.id;
     expect((await eventsOf(id)).map((e) => e.type)).toEqual(['deposit.failed']);
     expect(await ledgerEntriesOf(id)).toEqual([]);
   });

@@ -1,5 +1,3 @@
-import { sql } from 'slonik';
-import { z } from 'zod';
 import { updateApplication } from '../../db/applications';
 import { workflowIds } from '../../workflows/ids';
 import {
@@ -7,11 +5,17 @@ import {
   balanceOf,
   eventsOf as eventsOfPayment,
   fundWallet,
+  ledgerLegs,
   systemBalance,
 } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
-import { onboardForPayouts, VERIFIED_INDIVIDUAL } from '../support/payouts';
+import {
+  onboardForPayouts,
+  payableWallet,
+  sandboxCardPayouts,
+  VERIFIED_INDIVIDUAL,
+} from '../support/payouts';
 import { awaitRoomInWindow } from '../support/rate-limit';
 
 let engine: TestEngine;
@@ -32,33 +36,11 @@ const NOT_ENABLED = { detail: 'Payouts are not enabled for this wallet' };
 const balance = (kind: string, appId = app.id) => systemBalance(engine.pool, appId, kind, 'USD');
 const eventsOf = (transactionId: string) => eventsOfPayment(engine.pool, transactionId);
 
-/** The ledger transactions of a payment, oldest first: their step and their entries. */
-async function ledgerOf(transactionId: string) {
-  return engine.pool.any(sql.type(z.object({ step: z.string().nullable(), legs: z.number() }))`
-    SELECT t.metadata->>'step' AS step, count(e.id)::int AS legs
-    FROM ledger_transactions t JOIN ledger_entries e ON e.ledger_transaction_id = t.id
-    WHERE t.transaction_id = ${transactionId}
-    GROUP BY t.id, t.created_at ORDER BY t.created_at`);
-}
-
-/** The sandbox's payouts under a reference (our transaction id). */
-const sandboxPayouts = (reference: string) =>
-  engine.pool.any(sql.type(z.object({ id: z.string(), status: z.string(), amount: z.bigint() }))`
-    SELECT id, status, amount FROM sandbox_connect_payouts WHERE reference = ${reference}`);
-
-async function payableWallet(client: ApiClient, funds: bigint): Promise<string> {
-  const { walletId } = await createUserWithWallet(client);
-  await fundWallet(engine.pool, walletId, funds);
-  const onboarded = await onboardForPayouts(client, walletId);
-  if (onboarded.status !== 200) throw new Error(`onboarding: ${onboarded.status}`);
-  return walletId;
-}
-
 const sagaOf = (id: string) => engine.temporal.workflow.getHandle(workflowIds.payout(id));
 
 describe('card payouts', () => {
   it('pays at once: reserves amount and fee, settles to the card provider, payout.completed', async () => {
-    const walletId = await payableWallet(api, 100_00n);
+    const { walletId } = await payableWallet(api, engine.pool, 100_00n);
     const feesBefore = await balance('application_fees');
     const providerBefore = await balance('provider_clearing_card');
     const payoutsBefore = await balance('payouts');
@@ -80,7 +62,7 @@ describe('card payouts', () => {
     expect(await balance('payouts')).toBe(payoutsBefore);
     expect((await balance('application_fees')) - feesBefore).toBe(25n);
     expect((await balance('provider_clearing_card')) - providerBefore).toBe(25_00n);
-    expect(await ledgerOf(id)).toEqual([
+    expect(await ledgerLegs(engine.pool, id)).toEqual([
       { step: 'reserve', legs: 2 },
       { step: 'settle', legs: 3 },
     ]);
@@ -94,7 +76,7 @@ describe('card payouts', () => {
       total_amount: 25.25,
       provider_reference: res.body.provider_reference,
     });
-    expect(await sandboxPayouts(id)).toEqual([
+    expect(await sandboxCardPayouts(engine.pool, id)).toMatchObject([
       { id: res.body.provider_reference, status: 'paid', amount: 25_00n },
     ]);
     expect(await sagaOf(id).result()).toBe('completed');
@@ -108,7 +90,7 @@ describe('card payouts', () => {
   });
 
   it('40.40: accepted, then failed by the provider; the wallet gets everything back within seconds', async () => {
-    const walletId = await payableWallet(api, 100_00n);
+    const { walletId } = await payableWallet(api, engine.pool, 100_00n);
     const res = await api.post(PAYOUT, { wallet_id: walletId, amount: 40.4 });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
@@ -127,14 +109,14 @@ describe('card payouts', () => {
       transaction_type: 'card_payout',
     });
     expect(await balanceOf(engine.pool, walletId)).toBe(100_00n);
-    expect(await ledgerOf(id)).toEqual([
+    expect(await ledgerLegs(engine.pool, id)).toEqual([
       { step: 'reserve', legs: 2 },
       { step: 'give_back', legs: 2 },
     ]);
     const events = await eventsOf(id);
     expect(events.map((e) => e.type)).toEqual(['payout.failed']);
     expect(events[0]!.data).toMatchObject({ id, status: 'failed', amount: 40.4 });
-    expect(await sandboxPayouts(id)).toEqual([
+    expect(await sandboxCardPayouts(engine.pool, id)).toMatchObject([
       { id: res.body.provider_reference, status: 'failed', amount: 40_40n },
     ]);
     await assertLedgerInvariant(engine.pool);
@@ -162,7 +144,7 @@ describe('card payouts', () => {
   });
 
   it('answers 400 on insufficient funds (amount plus fee), writing nothing', async () => {
-    const walletId = await payableWallet(api, 10_00n);
+    const { walletId } = await payableWallet(api, engine.pool, 10_00n);
     const res = await api.post(PAYOUT, { wallet_id: walletId, amount: 10 });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ detail: 'Insufficient funds' });
@@ -172,7 +154,7 @@ describe('card payouts', () => {
   });
 
   it('answers 403 for a disabled wallet, 404 for a missing one, 422 for bad input', async () => {
-    const walletId = await payableWallet(api, 10_00n);
+    const { walletId } = await payableWallet(api, engine.pool, 10_00n);
     for (const bad of [
       { wallet_id: walletId, amount: 1.005 },
       { wallet_id: walletId, amount: 0 },
@@ -199,7 +181,7 @@ describe('card payouts', () => {
   });
 
   it('replays a retried Idempotency-Key with the first answer and pays once', async () => {
-    const walletId = await payableWallet(api, 10_00n);
+    const { walletId } = await payableWallet(api, engine.pool, 10_00n);
     const body = { wallet_id: walletId, amount: 2 };
     const first = await api.post(PAYOUT, body, { 'Idempotency-Key': 'payout-replay-1' });
     const second = await api.post(PAYOUT, body, { 'Idempotency-Key': 'payout-replay-1' });
@@ -208,7 +190,7 @@ describe('card payouts', () => {
     expect(second.headers.get('idempotent-replayed')).toBe('true');
     expect(second.body).toEqual(first.body);
     expect(await balanceOf(engine.pool, walletId)).toBe(10_00n - 2_02n);
-    expect(await sandboxPayouts(first.body.id)).toHaveLength(1);
+    expect(await sandboxCardPayouts(engine.pool, first.body.id)).toHaveLength(1);
     const other = await api.post(
       PAYOUT,
       { ...body, amount: 3 },
@@ -218,7 +200,7 @@ describe('card payouts', () => {
   });
 
   it('answers a settled payout as it stands on POST /transactions/sync', async () => {
-    const walletId = await payableWallet(api, 10_00n);
+    const { walletId } = await payableWallet(api, engine.pool, 10_00n);
     const res = await api.post(PAYOUT, { wallet_id: walletId, amount: 1 });
     const synced = await api.post(`/api/v1/transactions/sync/${res.body.provider_reference}`);
     expect(synced.status).toBe(200);
@@ -229,7 +211,7 @@ describe('card payouts', () => {
   it('limits card payouts to 5 a minute per credential by default (429)', async () => {
     const limited = await createTestApp(engine.pool, { rateLimits: null, currency: 'USD' });
     const client = clientFor(engine.url, limited);
-    const walletId = await payableWallet(client, 10_00n);
+    const { walletId } = await payableWallet(client, engine.pool, 10_00n);
     const body = { wallet_id: walletId, amount: 1 };
     await awaitRoomInWindow(engine.pool);
     for (let i = 0; i < 5; i += 1) expect((await client.post(PAYOUT, body)).status).toBe(200);

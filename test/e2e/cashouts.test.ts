@@ -1,5 +1,3 @@
-import { sql } from 'slonik';
-import { z } from 'zod';
 import { updateApplication } from '../../db/applications';
 import { createProviders } from '../../providers';
 import { workflowIds } from '../../workflows/ids';
@@ -8,11 +6,18 @@ import {
   balanceOf,
   eventsOf as eventsOfPayment,
   fundWallet,
+  ledgerLegs,
   systemBalance,
 } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import {
+  clientFor,
+  createFundedWallet,
+  createUserWithWallet,
+  type ApiClient,
+} from '../support/http';
 import { awaitRoomInWindow } from '../support/rate-limit';
+import { sandboxMobileMoneyPayouts } from '../support/payouts';
 
 let engine: TestEngine;
 let app: TestApp;
@@ -34,29 +39,9 @@ const balance = (kind: string, appId = app.id, currency: 'SLE' | 'USD' = 'SLE') 
   systemBalance(engine.pool, appId, kind, currency);
 const eventsOf = (transactionId: string) => eventsOfPayment(engine.pool, transactionId);
 
-/** The ledger transactions of a payment, oldest first: their step and their entries. */
-async function ledgerOf(transactionId: string) {
-  return engine.pool.any(sql.type(z.object({ step: z.string().nullable(), legs: z.number() }))`
-    SELECT t.metadata->>'step' AS step, count(e.id)::int AS legs
-    FROM ledger_transactions t JOIN ledger_entries e ON e.ledger_transaction_id = t.id
-    WHERE t.transaction_id = ${transactionId}
-    GROUP BY t.id, t.created_at ORDER BY t.created_at`);
-}
-
-async function fundedWallet(client: ApiClient, amount: bigint): Promise<string> {
-  const { walletId } = await createUserWithWallet(client);
-  await fundWallet(engine.pool, walletId, amount);
-  return walletId;
-}
-
-/** The sandbox provider's payouts under a reference (our transaction id). */
-const sandboxPayouts = (reference: string) =>
-  engine.pool.any(sql.type(z.object({ id: z.string(), calls: z.number(), status: z.string() }))`
-    SELECT id, calls, status FROM sandbox_mobile_money_payouts WHERE reference = ${reference}`);
-
 describe('mobile-money cashouts', () => {
   it('reserves amount and fees, answers pending, then settles once when the payout succeeds', async () => {
-    const walletId = await fundedWallet(api, 100_000n);
+    const { walletId } = await createFundedWallet(api, engine.pool, 100_000n);
     const feesBefore = await balance('application_fees');
     const providerBefore = await balance('provider_clearing_mobile_money');
     const res = await api.post(CASHOUT, {
@@ -79,7 +64,7 @@ describe('mobile-money cashouts', () => {
     const id = res.body.id as string;
     expect(await balanceOf(engine.pool, walletId)).toBe(100_000n - 10_300n);
     expect(await balance('payouts')).toBe(10_300n);
-    expect(await ledgerOf(id)).toEqual([{ step: 'reserve', legs: 2 }]);
+    expect(await ledgerLegs(engine.pool, id)).toEqual([{ step: 'reserve', legs: 2 }]);
     expect(await eventsOf(id)).toEqual([]);
 
     const paid = await api.post(SIMULATE, { transaction_id: id, status: 'successful' });
@@ -89,7 +74,7 @@ describe('mobile-money cashouts', () => {
     expect(await balance('payouts')).toBe(0n);
     expect((await balance('application_fees')) - feesBefore).toBe(200n);
     expect((await balance('provider_clearing_mobile_money')) - providerBefore).toBe(10_100n);
-    expect(await ledgerOf(id)).toEqual([
+    expect(await ledgerLegs(engine.pool, id)).toEqual([
       { step: 'reserve', legs: 2 },
       { step: 'settle', legs: 3 },
     ]);
@@ -116,7 +101,7 @@ describe('mobile-money cashouts', () => {
     expect(again.body.status).toBe('completed');
     expect(await balanceOf(engine.pool, walletId)).toBe(89_700n);
     expect(await eventsOf(id)).toHaveLength(1);
-    expect(await sandboxPayouts(id)).toEqual([
+    expect(await sandboxMobileMoneyPayouts(engine.pool, id)).toMatchObject([
       { id: res.body.provider_reference, calls: 1, status: 'completed' },
     ]);
     const timeline = await api.get(`/api/v1/transactions/${id}/timeline`);
@@ -134,7 +119,7 @@ describe('mobile-money cashouts', () => {
   });
 
   it('gives everything back when the payout fails after the provider accepted it', async () => {
-    const walletId = await fundedWallet(api, 20_000n);
+    const { walletId } = await createFundedWallet(api, engine.pool, 20_000n);
     const res = await api.post(CASHOUT, {
       wallet_id: walletId,
       amount: 5_000,
@@ -146,7 +131,7 @@ describe('mobile-money cashouts', () => {
     expect(failed.status).toBe(200);
     expect(failed.body.status).toBe('failed');
     expect(await balanceOf(engine.pool, walletId)).toBe(20_000n);
-    expect(await ledgerOf(res.body.id)).toEqual([
+    expect(await ledgerLegs(engine.pool, res.body.id)).toEqual([
       { step: 'reserve', legs: 2 },
       { step: 'give_back', legs: 2 },
     ]);
@@ -156,7 +141,7 @@ describe('mobile-money cashouts', () => {
   });
 
   it('answers 400 when the provider refuses a cashout of exactly 4040, and the wallet keeps its money', async () => {
-    const walletId = await fundedWallet(api, 10_000n);
+    const { walletId } = await createFundedWallet(api, engine.pool, 10_000n);
     const payoutsBefore = await balance('payouts');
     const res = await api.post(CASHOUT, { wallet_id: walletId, amount: 4040, phone_number: PHONE });
     expect(res.status).toBe(400);
@@ -166,16 +151,16 @@ describe('mobile-money cashouts', () => {
     const listed = await api.get(`/api/v1/transactions/?wallet_id=${walletId}`);
     const [refused] = listed.body.data as { id: string; status: string }[];
     expect(refused).toMatchObject({ status: 'failed', transaction_type: 'mobile_money_cashout' });
-    expect(await ledgerOf(refused!.id)).toEqual([
+    expect(await ledgerLegs(engine.pool, refused!.id)).toEqual([
       { step: 'reserve', legs: 2 },
       { step: 'give_back', legs: 2 },
     ]);
-    expect(await sandboxPayouts(refused!.id)).toEqual([]);
+    expect(await sandboxMobileMoneyPayouts(engine.pool, refused!.id)).toMatchObject([]);
     await assertLedgerInvariant(engine.pool);
   });
 
   it('answers 400 on insufficient funds (amount plus fees), writing nothing', async () => {
-    const walletId = await fundedWallet(api, 10_200n);
+    const { walletId } = await createFundedWallet(api, engine.pool, 10_200n);
     const res = await api.post(CASHOUT, {
       wallet_id: walletId,
       amount: 10_000,
@@ -189,7 +174,7 @@ describe('mobile-money cashouts', () => {
   });
 
   it('answers 403 for a disabled wallet, 404 for a missing one, 422 for bad input', async () => {
-    const walletId = await fundedWallet(api, 10_000n);
+    const { walletId } = await createFundedWallet(api, engine.pool, 10_000n);
     expect((await api.post(`/api/v1/wallets/${walletId}/disable`)).status).toBe(200);
     const disabled = await api.post(CASHOUT, {
       wallet_id: walletId,
@@ -220,7 +205,7 @@ describe('mobile-money cashouts', () => {
   it('converts to USD for a USD application and settles through the FX accounts', async () => {
     const usdApp = await createTestApp(engine.pool, { currency: 'USD' });
     const usd = clientFor(engine.url, usdApp);
-    const walletId = await fundedWallet(usd, 5_000n);
+    const { walletId } = await createFundedWallet(usd, engine.pool, 5_000n);
     const res = await usd.post(CASHOUT, {
       wallet_id: walletId,
       amount: 24_000,
@@ -242,7 +227,7 @@ describe('mobile-money cashouts', () => {
     expect(await balance('fx', usdApp.id, 'USD')).toBe(1_010n);
     expect(await balance('fx', usdApp.id, 'SLE')).toBe(-24_240n);
     expect(await balance('provider_clearing_mobile_money', usdApp.id, 'SLE')).toBe(24_240n);
-    expect(await ledgerOf(res.body.id)).toEqual([
+    expect(await ledgerLegs(engine.pool, res.body.id)).toEqual([
       { step: 'reserve', legs: 2 },
       // payouts clearing, FX in USD and out in SLE, the provider (no application fee: no leg)
       { step: 'settle', legs: 4 },
@@ -251,7 +236,7 @@ describe('mobile-money cashouts', () => {
   });
 
   it('replays a retried Idempotency-Key with the first answer and reserves once', async () => {
-    const walletId = await fundedWallet(api, 10_000n);
+    const { walletId } = await createFundedWallet(api, engine.pool, 10_000n);
     const body = { wallet_id: walletId, amount: 1_000, phone_number: PHONE };
     const first = await api.post(CASHOUT, body, { 'Idempotency-Key': 'cashout-replay-1' });
     const second = await api.post(CASHOUT, body, { 'Idempotency-Key': 'cashout-replay-1' });
@@ -272,7 +257,7 @@ describe('mobile-money cashouts', () => {
   });
 
   it('settles through POST /transactions/sync (the saga’s sync) when the provider paid but no notification came', async () => {
-    const walletId = await fundedWallet(api, 10_000n);
+    const { walletId } = await createFundedWallet(api, engine.pool, 10_000n);
     const res = await api.post(CASHOUT, {
       wallet_id: walletId,
       amount: 1_000,
@@ -291,7 +276,7 @@ describe('mobile-money cashouts', () => {
   });
 
   it('takes a signed payout notification on the provider webhook and gives the money back', async () => {
-    const walletId = await fundedWallet(api, 10_000n);
+    const { walletId } = await createFundedWallet(api, engine.pool, 10_000n);
     const res = await api.post(CASHOUT, {
       wallet_id: walletId,
       amount: 1_000,
@@ -321,7 +306,7 @@ describe('mobile-money cashouts', () => {
   it('limits cashouts to 2 a minute per credential by default (429)', async () => {
     const limited = await createTestApp(engine.pool, { rateLimits: null });
     const client = clientFor(engine.url, limited);
-    const walletId = await fundedWallet(client, 10_000n);
+    const { walletId } = await createFundedWallet(client, engine.pool, 10_000n);
     const body = { wallet_id: walletId, amount: 100, phone_number: PHONE };
     await awaitRoomInWindow(engine.pool);
     expect((await client.post(CASHOUT, body)).status).toBe(200);

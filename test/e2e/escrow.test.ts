@@ -1,9 +1,14 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { updateApplication } from '../../db/applications';
-import { assertLedgerInvariant, balanceOf, fundWallet, statementsOf } from '../support/database';
+import { assertLedgerInvariant, balanceOf, statementsOf } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import {
+  clientFor,
+  createFundedWallet,
+  createUserWithWallet,
+  type ApiClient,
+} from '../support/http';
 
 let engine: TestEngine;
 let app: TestApp;
@@ -35,9 +40,8 @@ const TRANSACTION_FIELDS = [
 ];
 
 async function parties(fund = 10_000n) {
-  const sender = await createUserWithWallet(api);
+  const sender = await createFundedWallet(api, engine.pool, fund);
   const recipient = await createUserWithWallet(api);
-  await fundWallet(engine.pool, sender.walletId, fund);
   return { sender: sender.walletId, recipient: recipient.walletId };
 }
 

@@ -5,11 +5,17 @@ import { listReconciliationRuns } from '../../db/reconciliation';
 import { signMonimeNotification } from '../../providers/monime';
 import { reconciliationWorkflow } from '../../workflows/reconciliation';
 import { workflowIds } from '../../workflows/ids';
-import { assertLedgerInvariant, balanceOf, eventsOf } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import {
+  assertLedgerInvariant,
+  balanceOf,
+  eventsOf,
+  ledgerTransactionCount,
+} from '../support/database';
+import type { TestApp, TestEngine } from '../support/engine';
 import { sandboxWebhookSecret } from '../../outbound/secret-box';
-import { FakeMonimeServer } from '../support/fake-monime';
+import type { FakeMonimeServer } from '../support/fake-monime';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { startMonimeEngine } from '../support/live-monime';
 
 /**
  * Inbound notifications that heal themselves (issue 10), end to end: the real API, worker and
@@ -29,22 +35,7 @@ let app: TestApp;
 let live: ApiClient;
 
 beforeAll(async () => {
-  monime = await FakeMonimeServer.start({
-    accessToken: 'tok_live',
-    spaceId: 'spc_1',
-    webhookSecret: SECRET,
-  });
-  engine = await startTestEngine({
-    env: {
-      MONIME_API_URL: monime.baseUrl,
-      MONIME_ACCESS_TOKEN: 'tok_live',
-      MONIME_SPACE_ID: 'spc_1',
-      MONIME_WEBHOOK_SECRET: SECRET,
-      MONIME_TIMEOUT_MS: '300',
-    },
-  });
-  app = await createTestApp(engine.pool);
-  live = clientFor(engine.url, app, 'live');
+  ({ monime, engine, app, live } = await startMonimeEngine(SECRET, { MONIME_TIMEOUT_MS: '300' }));
 });
 afterAll(async () => {
   await engine?.close();
@@ -66,12 +57,6 @@ function codeFor(amount: number) {
     (c) => (c.metadata as { deposit_amount?: string }).deposit_amount === String(amount),
   );
 }
-
-const count = (query: ReturnType<typeof sql.fragment>) =>
-  engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n ${query}`);
-
-const ledgerTransactions = (transactionId: string) =>
-  count(sql.fragment`FROM ledger_transactions WHERE transaction_id = ${transactionId}`);
 
 const notificationsOf = (codeId: string) =>
   engine.pool.any(sql.type(
@@ -120,7 +105,7 @@ describe('a notification for a payment whose creation call failed', () => {
       provider_reference: code.id,
     });
     expect(await balanceOf(engine.pool, walletId)).toBe(4_321n);
-    expect(await ledgerTransactions(transactionId)).toBe(1);
+    expect(await ledgerTransactionCount(engine.pool, transactionId)).toBe(1);
     expect((await eventsOf(engine.pool, transactionId)).map((e) => e.type)).toEqual([
       'deposit.completed',
     ]);
@@ -134,7 +119,7 @@ describe('a notification for a payment whose creation call failed', () => {
     const again = await notify(code.id);
     expect(again.body).toMatchObject({ transaction_id: transactionId, status: 'completed' });
     expect(await balanceOf(engine.pool, walletId)).toBe(4_321n);
-    expect(await ledgerTransactions(transactionId)).toBe(1);
+    expect(await ledgerTransactionCount(engine.pool, transactionId)).toBe(1);
     await assertLedgerInvariant(engine.pool);
   });
 });
@@ -184,7 +169,7 @@ describe('a notification that matches no payment yet', () => {
     ]);
     expect(await transactionRow(transactionId)).toMatchObject({ status: 'completed' });
     expect(await balanceOf(engine.pool, walletId)).toBe(6_123n);
-    expect(await ledgerTransactions(transactionId)).toBe(1);
+    expect(await ledgerTransactionCount(engine.pool, transactionId)).toBe(1);
     expect((await eventsOf(engine.pool, transactionId)).map((e) => e.type)).toEqual([
       'deposit.completed',
     ]);
@@ -258,7 +243,7 @@ describe('duplicate and out-of-order notifications', () => {
     });
 
     expect(await balanceOf(engine.pool, walletId)).toBe(2_500n);
-    expect(await ledgerTransactions(transactionId)).toBe(1);
+    expect(await ledgerTransactionCount(engine.pool, transactionId)).toBe(1);
     expect((await eventsOf(engine.pool, transactionId)).map((e) => e.type)).toEqual([
       'deposit.completed',
     ]);
@@ -282,7 +267,7 @@ describe('duplicate and out-of-order notifications', () => {
     monime.markCompleted(codeId);
     expect((await notify(codeId)).body.status).toBe('failed');
     expect(await balanceOf(engine.pool, walletId)).toBe(0n);
-    expect(await ledgerTransactions(transactionId)).toBe(0);
+    expect(await ledgerTransactionCount(engine.pool, transactionId)).toBe(0);
     expect((await eventsOf(engine.pool, transactionId)).map((e) => e.type)).toEqual([
       'deposit.failed',
     ]);
@@ -348,7 +333,7 @@ describe('card provider events (Test Mode sandbox), through the same path', () =
     });
 
     expect(await balanceOf(engine.pool, walletId)).toBe(credited);
-    expect(await ledgerTransactions(transactionId)).toBe(1);
+    expect(await ledgerTransactionCount(engine.pool, transactionId)).toBe(1);
     expect((await eventsOf(engine.pool, transactionId)).map((e) => e.type)).toEqual([
       'deposit.completed',
     ]);

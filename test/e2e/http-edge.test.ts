@@ -14,7 +14,14 @@ import { PositiveAmount, PositiveMinorUnits } from '../../api/schemas';
 import { balanceOf, fundWallet } from '../support/database';
 import { awaitRoomInWindow, secondsLeftInWindow } from '../support/rate-limit';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, createUserWithWallet, type ApiClient, type Reply } from '../support/http';
+import {
+  clientFor,
+  createUserWithWallet,
+  expectError,
+  expectRateLimited,
+  type ApiClient,
+  type Reply,
+} from '../support/http';
 
 let engine: TestEngine;
 let app: TestApp;
@@ -40,18 +47,6 @@ const USERS = '/api/v1/users/';
 const WALLETS = '/api/v1/wallets/';
 const TRANSFER = '/api/v1/transactions/wallet/transfer';
 
-/** An error reply: the status, and a body with exactly one key, `detail`, a non-empty string. */
-function expectError(reply: Reply, status: number): string {
-  expect({ status: reply.status, body: reply.body }).toEqual({
-    status,
-    body: { detail: expect.any(String) },
-  });
-  expect(Object.keys(reply.body as object)).toEqual(['detail']);
-  const detail = (reply.body as { detail: string }).detail;
-  expect(detail.trim()).not.toBe('');
-  return detail;
-}
-
 /** A client that sends no credentials, only the given headers (on `get`). */
 function bare(headers: Record<string, string> = {}): ApiClient {
   const client = clientFor(engine.url, null);
@@ -70,17 +65,6 @@ function asTestApp(id: string, credential: { api_key: string; secret_key: string
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function expectRateLimited(reply: Reply): number {
-  const detail = expectError(reply, 429);
-  const header = reply.headers.get('retry-after');
-  expect(header).toMatch(/^\d+$/);
-  const retryAfter = Number(header);
-  expect(retryAfter).toBeGreaterThanOrEqual(1);
-  expect(retryAfter).toBeLessThanOrEqual(60);
-  expect(detail).toBe(`Rate limit exceeded, retry in ${retryAfter} seconds`);
-  return retryAfter;
-}
 
 describe('authentication', () => {
   it('answers 401 with a detail when no credential header is sent', async () => {

@@ -3,7 +3,7 @@ import { SandboxCardProvider } from '../../providers/sandbox-card';
 import { assertLedgerInvariant, balanceOf, eventsOf } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { sandboxWebhookSecret } from '../../outbound/secret-box';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { clientFor, createUserWithWallet, waitForStatus, type ApiClient } from '../support/http';
 import { LOCALSTRIPE_CARDS, startLocalstripe, type Localstripe } from '../support/localstripe';
 
 /**
@@ -36,15 +36,6 @@ afterAll(async () => {
   await engine?.close();
   await localstripe?.stop();
 });
-
-async function statusOf(id: string, want: string): Promise<string> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const res = await live.get(`/api/v1/transactions/${id}`);
-    if (res.body.status === want || Date.now() > deadline) return res.body.status as string;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 describe('Live Mode card deposits against localstripe', () => {
   it('charges the card through Stripe and credits the wallet (the emulator’s cards are FR: international)', async () => {
@@ -120,7 +111,7 @@ describe('Live Mode card deposits against localstripe', () => {
     expect(res.body.status).toBe('pending');
     expect(await balanceOf(engine.pool, walletId)).toBe(0n);
     await localstripe.authenticate(res.body.provider_reference as string, true);
-    expect(await statusOf(res.body.id as string, 'completed')).toBe('completed');
+    expect(await waitForStatus(live, res.body.id as string, 'completed')).toBe('completed');
     expect(await balanceOf(engine.pool, walletId)).toBe(2_000n);
     await assertLedgerInvariant(engine.pool);
   });

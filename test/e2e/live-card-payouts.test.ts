@@ -1,19 +1,18 @@
 import { sql } from 'slonik';
 import Stripe from 'stripe';
-import { z } from 'zod';
 import { workflowIds } from '../../workflows/ids';
 import { reconciliationWorkflow } from '../../workflows/reconciliation';
 import {
   assertLedgerInvariant,
   balanceOf,
   eventsOf as eventsOfPayment,
-  fundWallet,
+  ledgerSteps,
   systemBalance,
 } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { FakeStripeConnect } from '../support/fake-stripe-connect';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
-import { onboardForPayouts } from '../support/payouts';
+import { clientFor, type ApiClient } from '../support/http';
+import { payableWallet } from '../support/payouts';
 
 /**
  * Live Mode card payouts end to end: the engine configured with STRIPE_* as in production, the
@@ -51,21 +50,6 @@ afterAll(async () => {
 const balance = (kind: string) => systemBalance(engine.pool, app.id, kind, 'USD', 'live');
 const eventsOf = (transactionId: string) => eventsOfPayment(engine.pool, transactionId);
 
-async function ledgerOf(transactionId: string) {
-  return engine.pool.anyFirst(sql.type(z.object({ step: z.string().nullable() }))`
-    SELECT metadata->>'step' AS step FROM ledger_transactions
-    WHERE transaction_id = ${transactionId} ORDER BY created_at`);
-}
-
-/** A funded Live Mode wallet whose owner is verified at Stripe with a debit card. */
-async function payableWallet(funds: bigint): Promise<{ walletId: string; accountId: string }> {
-  const { walletId } = await createUserWithWallet(live);
-  await fundWallet(engine.pool, walletId, funds);
-  const onboarded = await onboardForPayouts(live, walletId);
-  expect(onboarded.status).toBe(200);
-  return { walletId, accountId: onboarded.body.account_id as string };
-}
-
 /** Stripe's signed event about a payout as it stands at the fake, posted to the card webhook. */
 async function sendPayoutEvent(payoutId: string, secret = WEBHOOK_SECRET) {
   const body = fake.payoutEventBody(payoutId);
@@ -81,7 +65,7 @@ async function sendPayoutEvent(payoutId: string, secret = WEBHOOK_SECRET) {
 
 describe('Live Mode card payouts through Stripe Connect', () => {
   it('transfers to the connected account and pays its card, each once with our idempotency key', async () => {
-    const { walletId, accountId } = await payableWallet(50_00n);
+    const { walletId, accountId } = await payableWallet(live, engine.pool, 50_00n);
     const res = await live.post(PAYOUT, { wallet_id: walletId, amount: 12.5 });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
@@ -105,13 +89,13 @@ describe('Live Mode card payouts through Stripe Connect', () => {
     expect(payouts[0]!.headers['idempotency-key']).toBe(`${workflowIds.payout(id)}-payout`);
     expect(payouts[0]!.headers['stripe-account']).toBe(accountId);
     expect(await balanceOf(engine.pool, walletId)).toBe(50_00n - 12_50n);
-    expect(await ledgerOf(id)).toEqual(['reserve', 'settle']);
+    expect(await ledgerSteps(engine.pool, id)).toEqual(['reserve', 'settle']);
     expect((await eventsOf(id)).map((e) => e.type)).toEqual(['payout.completed']);
     await assertLedgerInvariant(engine.pool);
   });
 
   it('reverses a payout Stripe reported paid and later failed (payout.failed on the card webhook)', async () => {
-    const { walletId } = await payableWallet(50_00n);
+    const { walletId } = await payableWallet(live, engine.pool, 50_00n);
     const providerBefore = await balance('provider_clearing_card');
     const res = await live.post(PAYOUT, { wallet_id: walletId, amount: 20 });
     expect(res.body.status).toBe('completed');
@@ -129,7 +113,7 @@ describe('Live Mode card payouts through Stripe Connect', () => {
     expect(hook.body).toEqual({ received: true, transaction_id: id, status: 'failed' });
     expect(await balanceOf(engine.pool, walletId)).toBe(50_00n);
     expect(await balance('provider_clearing_card')).toBe(providerBefore);
-    expect(await ledgerOf(id)).toEqual(['reserve', 'settle', 'reverse']);
+    expect(await ledgerSteps(engine.pool, id)).toEqual(['reserve', 'settle', 'reverse']);
     expect((await eventsOf(id)).map((e) => e.type)).toEqual(['payout.completed', 'payout.failed']);
     expect((await live.get(`/api/v1/transactions/${id}`)).body.status).toBe('failed');
     expect(await engine.temporal.workflow.getHandle(workflowIds.payout(id)).result()).toBe(
@@ -144,7 +128,7 @@ describe('Live Mode card payouts through Stripe Connect', () => {
   });
 
   it('40.40: in transit, then failed at Stripe; POST /transactions/sync gives the money back', async () => {
-    const { walletId } = await payableWallet(50_00n);
+    const { walletId } = await payableWallet(live, engine.pool, 50_00n);
     const res = await live.post(PAYOUT, { wallet_id: walletId, amount: 40.4 });
     expect(res.body.status).toBe('pending');
     expect(await balanceOf(engine.pool, walletId)).toBe(50_00n - 40_40n);
@@ -152,13 +136,13 @@ describe('Live Mode card payouts through Stripe Connect', () => {
     expect(synced.status).toBe(200);
     expect(synced.body).toMatchObject({ transaction_id: res.body.id, status: 'failed' });
     expect(await balanceOf(engine.pool, walletId)).toBe(50_00n);
-    expect(await ledgerOf(res.body.id)).toEqual(['reserve', 'give_back']);
+    expect(await ledgerSteps(engine.pool, res.body.id)).toEqual(['reserve', 'give_back']);
     expect((await eventsOf(res.body.id)).map((e) => e.type)).toEqual(['payout.failed']);
     await assertLedgerInvariant(engine.pool);
   });
 
   it('the reconciliation schedule’s workflow syncs a card payout pending past the grace period', async () => {
-    const { walletId } = await payableWallet(50_00n);
+    const { walletId } = await payableWallet(live, engine.pool, 50_00n);
     const res = await live.post(PAYOUT, { wallet_id: walletId, amount: 40.4 });
     expect(res.body.status).toBe('pending');
     const id = res.body.id as string;
@@ -177,13 +161,13 @@ describe('Live Mode card payouts through Stripe Connect', () => {
       to: 'failed',
     });
     expect(await balanceOf(engine.pool, walletId)).toBe(50_00n);
-    expect(await ledgerOf(id)).toEqual(['reserve', 'give_back']);
+    expect(await ledgerSteps(engine.pool, id)).toEqual(['reserve', 'give_back']);
     expect((await eventsOf(id)).map((e) => e.type)).toEqual(['payout.failed']);
     await assertLedgerInvariant(engine.pool);
   });
 
   it('rides out Stripe being down: retried with the same keys, one transfer and one payout', async () => {
-    const { walletId } = await payableWallet(50_00n);
+    const { walletId } = await payableWallet(live, engine.pool, 50_00n);
     const transfersBefore = fake.transfers.length;
     fake.failNext(2, 503);
     const res = await live.post(PAYOUT, { wallet_id: walletId, amount: 3 });

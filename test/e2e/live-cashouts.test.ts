@@ -1,8 +1,9 @@
-import { assertLedgerInvariant, balanceOf, eventsOf, fundWallet } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { assertLedgerInvariant, balanceOf, eventsOf } from '../support/database';
+import type { TestEngine } from '../support/engine';
 import { sandboxWebhookSecret } from '../../outbound/secret-box';
-import { FakeMonimeServer } from '../support/fake-monime';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import type { FakeMonimeServer } from '../support/fake-monime';
+import { clientFor, createFundedWallet, type ApiClient } from '../support/http';
+import { startMonimeEngine } from '../support/live-monime';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { workflowIds } from '../../workflows/ids';
@@ -12,37 +13,18 @@ const SECRET = 'live-webhook-secret-for-cashouts';
 const CASHOUT = '/api/v1/transactions/wallet/mobile-money-cashout';
 let monime: FakeMonimeServer;
 let engine: TestEngine;
-let app: TestApp;
 let live: ApiClient;
 
 beforeAll(async () => {
-  monime = await FakeMonimeServer.start({
-    accessToken: 'tok_live',
-    spaceId: 'spc_1',
-    webhookSecret: SECRET,
-  });
-  engine = await startTestEngine({
-    env: {
-      MONIME_API_URL: monime.baseUrl,
-      MONIME_ACCESS_TOKEN: 'tok_live',
-      MONIME_SPACE_ID: 'spc_1',
-      MONIME_WEBHOOK_SECRET: SECRET,
-      MONIME_TIMEOUT_MS: '300',
-    },
-  });
-  app = await createTestApp(engine.pool);
-  live = clientFor(engine.url, app, 'live');
+  ({ monime, engine, live } = await startMonimeEngine(SECRET, { MONIME_TIMEOUT_MS: '300' }));
 });
 afterAll(async () => {
   await engine?.close();
   await monime?.close();
 });
 
-async function fundedLiveWallet(amount: bigint): Promise<string> {
-  const { walletId } = await createUserWithWallet(live);
-  await fundWallet(engine.pool, walletId, amount);
-  return walletId;
-}
+const fundedLiveWallet = async (amount: bigint): Promise<string> =>
+  (await createFundedWallet(live, engine.pool, amount)).walletId;
 
 describe('Live Mode cashouts through the Monime-style adapter', () => {
   it('makes one payout despite a 5xx and a lost answer, then settles on the signed notification', async () => {

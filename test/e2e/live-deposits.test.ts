@@ -1,35 +1,20 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { assertLedgerInvariant, balanceOf } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import type { TestEngine } from '../support/engine';
 import { sandboxWebhookSecret } from '../../outbound/secret-box';
 import { signMonimeNotification } from '../../providers/monime';
-import { FakeMonimeServer } from '../support/fake-monime';
+import type { FakeMonimeServer } from '../support/fake-monime';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { startMonimeEngine } from '../support/live-monime';
 
 const SECRET = 'live-webhook-secret-for-tests';
 let monime: FakeMonimeServer;
 let engine: TestEngine;
-let app: TestApp;
 let live: ApiClient;
 
 beforeAll(async () => {
-  monime = await FakeMonimeServer.start({
-    accessToken: 'tok_live',
-    spaceId: 'spc_1',
-    webhookSecret: SECRET,
-  });
-  engine = await startTestEngine({
-    env: {
-      MONIME_API_URL: monime.baseUrl,
-      MONIME_ACCESS_TOKEN: 'tok_live',
-      MONIME_SPACE_ID: 'spc_1',
-      MONIME_WEBHOOK_SECRET: SECRET,
-      MONIME_TIMEOUT_MS: '300',
-    },
-  });
-  app = await createTestApp(engine.pool);
-  live = clientFor(engine.url, app, 'live');
+  ({ monime, engine, live } = await startMonimeEngine(SECRET, { MONIME_TIMEOUT_MS: '300' }));
 });
 afterAll(async () => {
   await engine?.close();

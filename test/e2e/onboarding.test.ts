@@ -12,6 +12,7 @@ import { isNotFound } from '../../temporal/connection';
 import { workflowIds } from '../../workflows/ids';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { listWorkflowIds } from '../support/wait';
 
 let engine: TestEngine;
 let app: TestApp;
@@ -548,16 +549,8 @@ describe('the onboarding answers and the OpenAPI document', () => {
 
 describe('the operator guide’s onboarding query', () => {
   /** Visibility is eventually consistent: ask until the expected ids show up. */
-  async function find(query: string, expected: string[]): Promise<string[]> {
-    let found: string[] = [];
-    for (let i = 0; i < 60; i += 1) {
-      found = [];
-      for await (const wf of engine.temporal.workflow.list({ query })) found.push(wf.workflowId);
-      if (found.sort().join() === [...expected].sort().join()) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    return found.sort();
-  }
+  const find = (query: string, expected: string[]) =>
+    listWorkflowIds(engine.temporal, query, (ids) => ids.join() === [...expected].sort().join());
 
   it('lists the onboardings still open, not the verified ones', async () => {
     const open = await createUserWithWallet(api);

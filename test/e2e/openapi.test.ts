@@ -8,7 +8,13 @@ import { openApiPath, REQUEST_EXAMPLES } from '../../api/openapi';
 import { createProviders } from '../../providers';
 import { fundWallet } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, createUserWithWallet, type ApiClient, type Reply } from '../support/http';
+import {
+  clientFor,
+  createUserWithWallet,
+  expectError,
+  type ApiClient,
+  type Reply,
+} from '../support/http';
 
 let engine: TestEngine;
 let app: TestApp;
@@ -38,14 +44,6 @@ function engineRoutes() {
     temporal: engine.temporal,
     logger: createLogger('silent'),
     providers: createProviders({ config: engine.config, pool: engine.pool }),
-  });
-}
-
-/** An error reply: the status and exactly `{"detail": non-empty string}`. */
-function expectError(reply: Reply, status: number): void {
-  expect({ status: reply.status, body: reply.body }).toEqual({
-    status,
-    body: { detail: expect.stringMatching(/\S/) },
   });
 }
 

@@ -1,17 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { sql } from 'slonik';
-import { z } from 'zod';
 import { paymentSyncs } from '../../intake/notifications';
 import { listReconciliationRuns } from '../../db/reconciliation';
 import { SandboxCardProvider } from '../../providers/sandbox-card';
 import { ensureReconciliationSchedule } from '../../worker/schedules';
 import { reconciliationWorkflow } from '../../workflows/reconciliation';
-import { assertLedgerInvariant, balanceOf, eventsOf } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import {
+  assertLedgerInvariant,
+  balanceOf,
+  eventsOf,
+  ledgerTransactionCount,
+} from '../support/database';
+import type { TestApp, TestEngine } from '../support/engine';
 import { sandboxWebhookSecret } from '../../outbound/secret-box';
-import { FakeMonimeServer } from '../support/fake-monime';
+import type { FakeMonimeServer } from '../support/fake-monime';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { startMonimeEngine } from '../support/live-monime';
 
 /**
  * The `reconciliation` schedule's workflow (issue 9), on the real engine: the live mobile-money
@@ -30,23 +35,10 @@ let app: TestApp;
 let live: ApiClient;
 
 beforeAll(async () => {
-  monime = await FakeMonimeServer.start({
-    accessToken: 'tok_live',
-    spaceId: 'spc_1',
-    webhookSecret: 'reconciliation-test-secret',
-  });
-  engine = await startTestEngine({
-    env: {
-      MONIME_API_URL: monime.baseUrl,
-      MONIME_ACCESS_TOKEN: 'tok_live',
-      MONIME_SPACE_ID: 'spc_1',
-      MONIME_WEBHOOK_SECRET: 'reconciliation-test-secret',
-      RECONCILIATION_GRACE_SECONDS: String(GRACE_SECONDS),
-      RECONCILIATION_CONCURRENCY: '2',
-    },
-  });
-  app = await createTestApp(engine.pool);
-  live = clientFor(engine.url, app, 'live');
+  ({ monime, engine, app, live } = await startMonimeEngine('reconciliation-test-secret', {
+    RECONCILIATION_GRACE_SECONDS: String(GRACE_SECONDS),
+    RECONCILIATION_CONCURRENCY: '2',
+  }));
 });
 afterAll(async () => {
   await engine?.close();
@@ -71,10 +63,6 @@ const age = (transactionId: string, seconds: number) =>
 
 const status = async (transactionId: string) =>
   (await live.get(`/api/v1/transactions/${transactionId}`)).body.status as string;
-
-const ledgerTransactions = (transactionId: string) =>
-  engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
-    SELECT count(*)::int AS n FROM ledger_transactions WHERE transaction_id = ${transactionId}`);
 
 const runReconciliation = (workflowId = `reconciliation-test-${randomUUID()}`) =>
   engine.temporal.workflow.execute(reconciliationWorkflow, {
@@ -120,7 +108,7 @@ describe('the reconciliation workflow', () => {
     ] as const) {
       expect(await status(deposit.transactionId)).toBe('completed');
       expect(await balanceOf(engine.pool, deposit.walletId)).toBe(amount);
-      expect(await ledgerTransactions(deposit.transactionId)).toBe(1);
+      expect(await ledgerTransactionCount(engine.pool, deposit.transactionId)).toBe(1);
       expect((await eventsOf(engine.pool, deposit.transactionId)).map((e) => e.type)).toEqual([
         'deposit.completed',
       ]);
@@ -128,7 +116,7 @@ describe('the reconciliation workflow', () => {
     // Paid at the provider too, but inside the grace period: left to its notification.
     expect(await status(young.transactionId)).toBe('pending');
     expect(await balanceOf(engine.pool, young.walletId)).toBe(0n);
-    expect(await ledgerTransactions(young.transactionId)).toBe(0);
+    expect(await ledgerTransactionCount(engine.pool, young.transactionId)).toBe(0);
 
     const run = (await listReconciliationRuns(engine.pool)).find(
       (r) => r.workflow_id === workflowId,
@@ -184,7 +172,7 @@ describe('the reconciliation workflow', () => {
       'completed',
     );
     expect(await balanceOf(engine.pool, walletId)).toBe(900n);
-    expect(await ledgerTransactions(transactionId)).toBe(1);
+    expect(await ledgerTransactionCount(engine.pool, transactionId)).toBe(1);
     expect((await eventsOf(engine.pool, transactionId)).map((e) => e.type)).toEqual([
       'deposit.completed',
     ]);

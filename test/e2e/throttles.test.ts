@@ -5,7 +5,12 @@ import { createDashboardAccount } from '../../db/dashboard-accounts';
 import { TOTAL_COUNTED_AHEAD } from '../../db/pages';
 import { awaitRoomInWindow } from '../support/rate-limit';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, createUserWithWallet, type ApiClient, type Reply } from '../support/http';
+import {
+  clientFor,
+  createUserWithWallet,
+  expectRateLimited,
+  type ApiClient,
+} from '../support/http';
 
 /**
  * The throttles and caps of callers the per-credential rate limits do not reach: the sandbox's
@@ -47,14 +52,6 @@ const count = (query: ReturnType<typeof sql.unsafe>) =>
   engine.pool.oneFirst(
     sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM (${query}) AS q`,
   );
-
-function expectRateLimited(reply: Reply): void {
-  expect(reply.status).toBe(429);
-  const retryAfter = Number(reply.headers.get('retry-after'));
-  expect(retryAfter).toBeGreaterThan(0);
-  expect(retryAfter).toBeLessThanOrEqual(60);
-  expect(reply.body).toEqual({ detail: `Rate limit exceeded, retry in ${retryAfter} seconds` });
-}
 
 let accounts = 0;
 /** A dashboard account of the application, its own so that its per-account count is its own. */

@@ -1,9 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { insertTransaction } from '../../db/transactions';
-import { fundWallet } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import {
+  clientFor,
+  createFundedWallet,
+  createUserWithWallet,
+  transfer,
+  type ApiClient,
+} from '../support/http';
 
 let engine: TestEngine;
 let app: TestApp;
@@ -12,7 +17,6 @@ let other: ApiClient;
 let live: ApiClient;
 
 const LIST = '/api/v1/transactions/';
-const TRANSFER = '/api/v1/transactions/wallet/transfer';
 const DEPOSIT = '/api/v1/transactions/wallet/mobile-money-deposit';
 const SIMULATE = '/api/v1/testing/simulate-mobile-money-webhook';
 const MISSING = '00000000-0000-4000-8000-000000000000';
@@ -62,21 +66,6 @@ let data: {
   otherTransfer: Transaction;
 };
 
-async function transfer(
-  client: ApiClient,
-  from: string,
-  to: string,
-  amount: number,
-): Promise<Transaction> {
-  const res = await client.post<Transaction>(TRANSFER, {
-    from_wallet_id: from,
-    to_wallet_id: to,
-    amount,
-  });
-  if (res.status !== 200) throw new Error(`transfer: ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
-}
-
 async function deposit(walletId: string, amount: number) {
   const res = await api.post(DEPOSIT, { wallet_id: walletId, amount });
   if (res.status !== 200) throw new Error(`deposit: ${res.status} ${JSON.stringify(res.body)}`);
@@ -92,15 +81,14 @@ beforeAll(async () => {
   live = clientFor(engine.url, app, 'live');
 
   const [a, b, c] = [
-    (await createUserWithWallet(api)).walletId,
+    (await createFundedWallet(api, engine.pool, 100_000n)).walletId,
     (await createUserWithWallet(api)).walletId,
     (await createUserWithWallet(api)).walletId,
   ];
-  await fundWallet(engine.pool, a, 100_000n);
   const transfers: [Transaction, Transaction, Transaction] = [
-    await transfer(api, a, b, 10),
-    await transfer(api, a, c, 20),
-    await transfer(api, b, c, 5),
+    await transfer<Transaction>(api, a, b, 10),
+    await transfer<Transaction>(api, a, c, 20),
+    await transfer<Transaction>(api, b, c, 5),
   ];
   const paid = await deposit(a, 10_000);
   const settled = await api.post(SIMULATE, { transaction_id: paid.id, status: 'successful' });
@@ -111,15 +99,13 @@ beforeAll(async () => {
   ).toBe('failed');
   const pending = await deposit(c, 700);
 
-  const liveA = (await createUserWithWallet(live)).walletId;
+  const liveA = (await createFundedWallet(live, engine.pool, 1_000n)).walletId;
   const liveB = (await createUserWithWallet(live)).walletId;
-  await fundWallet(engine.pool, liveA, 1_000n);
-  const liveTransfer = await transfer(live, liveA, liveB, 1);
+  const liveTransfer = await transfer<Transaction>(live, liveA, liveB, 1);
 
-  const otherA = (await createUserWithWallet(other)).walletId;
+  const otherA = (await createFundedWallet(other, engine.pool, 1_000n)).walletId;
   const otherB = (await createUserWithWallet(other)).walletId;
-  await fundWallet(engine.pool, otherA, 1_000n);
-  const otherTransfer = await transfer(other, otherA, otherB, 2);
+  const otherTransfer = await transfer<Transaction>(other, otherA, otherB, 2);
 
   data = { a, b, c, transfers, paid, failed: failed.id, pending, liveTransfer, otherTransfer };
 });
@@ -464,7 +450,7 @@ describe('GET /api/v1/transactions/{transaction_id}/timeline', () => {
   });
 
   it('answers 200 with no steps and a note when the history is no longer retained', async () => {
-    const t = await transfer(api, data.a, data.b, 1);
+    const t = await transfer<Transaction>(api, data.a, data.b, 1);
     // Temporal drops a closed workflow's history after the namespace's retention period; the
     // server then answers NOT_FOUND for it, as it does for a workflow id it never knew.
     const workflowId = `transfer-${randomUUID()}`;

@@ -2,7 +2,12 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import {
+  clientFor,
+  createFundedWallet,
+  createUserWithWallet,
+  type ApiClient,
+} from '../support/http';
 
 let engine: TestEngine;
 let app: TestApp;
@@ -18,9 +23,8 @@ afterAll(async () => engine?.close());
 const TRANSFER = '/api/v1/transactions/wallet/transfer';
 
 async function twoWallets(fundMinor = 10_000n) {
-  const a = await createUserWithWallet(api);
+  const a = await createFundedWallet(api, engine.pool, fundMinor);
   const b = await createUserWithWallet(api);
-  if (fundMinor > 0n) await fundWallet(engine.pool, a.walletId, fundMinor);
   return { from: a.walletId, to: b.walletId };
 }
 

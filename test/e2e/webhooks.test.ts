@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import dns from 'node:dns';
 import { sql } from 'slonik';
 import { WebhookVerificationError } from 'standardwebhooks';
 import { z } from 'zod';
@@ -10,11 +9,18 @@ import { EVENT_TYPES, type EventType } from '../../domain/events';
 import { REFUSED_ADDRESS_ERROR } from '../../outbound/webhook-post';
 import { webhookDeliveryId, webhookRelayId } from '../../workflows/ids';
 import { maintenanceWorkflow } from '../../workflows/maintenance';
-import { fundWallet } from '../support/database';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import {
+  clientFor,
+  createFundedWallet,
+  createUserWithWallet,
+  transfer,
+  type ApiClient,
+} from '../support/http';
 import { onboardForPayouts } from '../support/payouts';
+import { pollUntil, within } from '../support/wait';
 import { startReceiver, verify, type Receiver, type Received } from '../support/webhook-receiver';
+import { mockLookup } from '../support/dns';
 
 /**
  * Webhook deliveries end to end (issue 10): real money movements, the outbox relay, the delivery
@@ -50,7 +56,6 @@ afterAll(async () => {
 });
 
 const SUBSCRIPTIONS = '/api/v1/webhooks/subscriptions';
-const TRANSFER = '/api/v1/transactions/wallet/transfer';
 const DEPOSIT = '/api/v1/transactions/wallet/mobile-money-deposit';
 const SIMULATE = '/api/v1/testing/simulate-mobile-money-webhook';
 const CASHOUT = '/api/v1/transactions/wallet/mobile-money-cashout';
@@ -72,18 +77,13 @@ async function subscribe(
   return res.body as Subscription;
 }
 
-async function funded(minor = 100_000n): Promise<string> {
-  const { walletId } = await createUserWithWallet(api);
-  await fundWallet(engine.pool, walletId, minor);
-  return walletId;
-}
+const funded = async (minor = 100_000n): Promise<string> =>
+  (await createFundedWallet(api, engine.pool, minor)).walletId;
 
-async function transfer(amount = 1.25): Promise<string> {
-  const from = await funded();
+/** A completed transfer between two new wallets; answers its id. */
+async function newTransfer(amount = 1.25): Promise<string> {
   const to = (await createUserWithWallet(api)).walletId;
-  const res = await api.post(TRANSFER, { from_wallet_id: from, to_wallet_id: to, amount });
-  expect(res.status).toBe(200);
-  return res.body.id as string;
+  return (await transfer(api, await funded(), to, amount)).id as string;
 }
 
 /** The outbox event of a payment, by kind. */
@@ -118,13 +118,13 @@ async function waitForDelivery(
   done: (d: Delivery) => boolean,
   timeoutMs = 30_000,
 ): Promise<Delivery> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const found = (await deliveriesOf(eventId)).find((d) => d.subscription_id === subscriptionId);
-    if (found && done(found)) return found;
-    if (Date.now() > until) throw new Error(`delivery not done: ${JSON.stringify(found)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  const found = await pollUntil(
+    async () => (await deliveriesOf(eventId)).find((d) => d.subscription_id === subscriptionId),
+    (d) => d !== undefined && done(d),
+    { timeoutMs, intervalMs: 50 },
+  );
+  if (!found || !done(found)) throw new Error(`delivery not done: ${JSON.stringify(found)}`);
+  return found;
 }
 
 async function attemptsOf(eventId: string, subscriptionId: string) {
@@ -171,7 +171,7 @@ async function cardPayout(amount: number): Promise<string> {
  * transaction id of the payment the event must speak of.
  */
 const MOVEMENTS: Record<string, () => Promise<string>> = {
-  'transfer.completed': () => transfer(2.5),
+  'transfer.completed': () => newTransfer(2.5),
   'escrow.held': async () => {
     const res = await api.post('/api/v1/escrow/hold', { wallet_id: await funded(), amount: 30 });
     expect(res.status).toBe(200);
@@ -284,7 +284,7 @@ describe('webhook deliveries', () => {
 
   it('keeps the secret on PATCH and rotates it when the subscription is recreated', async () => {
     const first = await subscribe('/rotate-a', ['transfer.completed']);
-    const one = await transfer();
+    const one = await newTransfer();
     const a = await receiver.waitFor(forPayment('/rotate-a', 'transfer.completed', one));
     expect(verify(first.secret, a)).toEqual(a.payload);
 
@@ -292,14 +292,14 @@ describe('webhook deliveries', () => {
       body: { url: receiver.url('/rotate-b') },
     });
     expect(edited.status).toBe(200);
-    const two = await transfer();
+    const two = await newTransfer();
     const b = await receiver.waitFor(forPayment('/rotate-b', 'transfer.completed', two));
     expect(verify(first.secret, b)).toEqual(b.payload);
 
     expect((await api.request('DELETE', `${SUBSCRIPTIONS}/${first.id}`)).status).toBe(200);
     const second = await subscribe('/rotate-b', ['transfer.completed']);
     expect(second.secret).not.toBe(first.secret);
-    const three = await transfer();
+    const three = await newTransfer();
     const c = await receiver.waitFor(forPayment('/rotate-b', 'transfer.completed', three));
     expect(verify(second.secret, c)).toEqual(c.payload);
     expect(() => verify(first.secret, c)).toThrow(WebhookVerificationError);
@@ -313,7 +313,7 @@ describe('webhook deliveries', () => {
     const inactive = await subscribe('/inactive', ['transfer.completed'], { is_active: false });
     const otherKind = await subscribe('/other-kind', ['escrow.held']);
     const active = await subscribe('/active', ['transfer.completed']);
-    const id = await transfer();
+    const id = await newTransfer();
     await receiver.waitFor(forPayment('/active', 'transfer.completed', id));
     const eventId = await eventIdOf(id, 'transfer.completed');
     await waitForDelivery(eventId, active.id, (d) => d.status === 'delivered');
@@ -329,7 +329,7 @@ describe('webhook deliveries', () => {
   it('retries a failing endpoint, then stops when the subscription is disabled meanwhile', async () => {
     receiver.answer((r) => (r.path === '/flaky' ? 503 : 200));
     const sub = await subscribe('/flaky', ['transfer.completed']);
-    const id = await transfer();
+    const id = await newTransfer();
     const eventId = await eventIdOf(id, 'transfer.completed');
     const pending = await waitForDelivery(eventId, sub.id, (d) => d.attempts >= 1);
     expect(pending).toMatchObject({
@@ -364,21 +364,10 @@ describe('webhook deliveries', () => {
   it('never contacts a URL that resolves to a refused address at delivery time', async () => {
     // A listening endpoint on another loopback address the allowlist does not cover.
     const internal = await startReceiver('127.0.0.2');
-    const original = dns.lookup.bind(dns);
     // `rebind.test` answered public at subscription time; now it answers the internal address.
-    const spy = jest.spyOn(dns, 'lookup').mockImplementation(((
-      host: string,
-      options: unknown,
-      callback: (...args: unknown[]) => void,
-    ) => {
-      if (host !== 'rebind.test') {
-        return (original as (...args: unknown[]) => void)(host, options, callback);
-      }
-      const all = (options as dns.LookupOptions).all;
-      return all
-        ? callback(null, [{ address: '127.0.0.2', family: 4 }])
-        : callback(null, '127.0.0.2', 4);
-    }) as unknown as typeof dns.lookup);
+    const spy = mockLookup((host) =>
+      host === 'rebind.test' ? [{ address: '127.0.0.2', family: 4 }] : undefined,
+    );
     try {
       const byName = await subscribe('/rebind', ['transfer.completed']);
       const byLiteral = await subscribe('/literal', ['transfer.completed']);
@@ -387,7 +376,7 @@ describe('webhook deliveries', () => {
         WHERE id = ${byName.id}`);
       await engine.pool.query(sql.unsafe`
         UPDATE webhook_subscriptions SET url = ${internal.url('/hook')} WHERE id = ${byLiteral.id}`);
-      const id = await transfer();
+      const id = await newTransfer();
       const eventId = await eventIdOf(id, 'transfer.completed');
       for (const sub of [byName, byLiteral]) {
         const refused = await waitForDelivery(eventId, sub.id, (d) => d.attempts >= 1);
@@ -413,7 +402,7 @@ describe('the worker stopped while deliveries are pending', () => {
     let down = true;
     receiver.answer((r) => (r.path === '/kill' && down ? 503 : 200));
     const sub = await subscribe('/kill', ['transfer.completed']);
-    const before = await Promise.all([transfer(), transfer(), transfer()]);
+    const before = await Promise.all([newTransfer(), newTransfer(), newTransfer()]);
     const eventIds = await Promise.all(before.map((id) => eventIdOf(id, 'transfer.completed')));
     for (const eventId of eventIds) {
       await waitForDelivery(eventId, sub.id, (d) => d.attempts >= 1);
@@ -461,7 +450,7 @@ describe('the outbox relay', () => {
     expect(again.status.name).toBe('RUNNING');
     // And it relays: an event written now is delivered.
     const sub = await subscribe('/after-restart', ['transfer.completed']);
-    const id = await transfer();
+    const id = await newTransfer();
     const request = await receiver.waitFor(forPayment('/after-restart', 'transfer.completed', id));
     expect(verify(sub.secret, request)).toEqual(request.payload);
   });
@@ -481,17 +470,18 @@ describe('the outbox relay', () => {
         is_active: false,
       });
       await listener.wait(0); // forget what came before
-      const unselected = await eventIdOf(await transfer(), 'transfer.completed');
+      const unselected = await eventIdOf(await newTransfer(), 'transfer.completed');
       expect(await relayedOf(unselected)).toEqual({ relayed: true, at_write: true });
       expect(await deliveriesOf(unselected)).toEqual([]);
-      const woken = await Promise.race([
+      const woken = await within(
         listener.wait(1_000).then(() => 'notified'),
-        new Promise((resolve) => setTimeout(() => resolve('silent'), 900)),
-      ]);
+        900,
+        'silent',
+      );
       expect(woken).toBe('silent');
 
       const sub = await subscribe('/selected', ['transfer.completed']);
-      const id = await transfer();
+      const id = await newTransfer();
       const selected = await eventIdOf(id, 'transfer.completed');
       await receiver.waitFor(forPayment('/selected', 'transfer.completed', id));
       // Relayed by the relay, after the write: it started the delivery.
@@ -508,7 +498,7 @@ describe('the outbox relay', () => {
 
 describe('GET /api/v1/events', () => {
   it('lists the caller’s events in the page envelope, filtered by type; 403 for another’s', async () => {
-    const id = await transfer();
+    const id = await newTransfer();
     const eventId = await eventIdOf(id, 'transfer.completed');
     const page = await api.get<{ data: { id: string; type: string }[] }>(
       '/api/v1/events?type=transfer.completed&per_page=100',

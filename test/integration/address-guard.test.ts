@@ -1,13 +1,14 @@
 import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
 import {
   assertPublicUrl,
   ForbiddenAddressError,
   guardedAgent,
   guardedLookup,
 } from '../../outbound/address-guard';
+import { mockLookup } from '../support/dns';
+import { startReceiver, type Receiver } from '../support/webhook-receiver';
 
 /**
  * The guard on the connection path, against a real server on loopback: a refused request must
@@ -15,30 +16,22 @@ import {
  * contacted here.
  */
 
-let server: http.Server;
+let receiver: Receiver;
 let port: number;
-let connections = 0;
-let requests = 0;
+/** The receiver's counts when the test began: a test reads only its own. */
+let before = { connections: 0, requests: 0 };
+const connections = () => receiver.connections() - before.connections;
+const requests = () => receiver.received.length - before.requests;
 
 beforeAll(async () => {
-  server = http.createServer((_request, response) => {
-    requests += 1;
-    response.end('ok');
-  });
-  server.on('connection', () => {
-    connections += 1;
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  port = (server.address() as AddressInfo).port;
+  receiver = await startReceiver();
+  port = receiver.port;
 });
 
-afterAll(async () => {
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-});
+afterAll(async () => receiver?.close());
 
 beforeEach(() => {
-  connections = 0;
-  requests = 0;
+  before = { connections: receiver.connections(), requests: receiver.received.length };
 });
 
 function get(url: string, agent: http.Agent): Promise<{ status: number; body: string }> {
@@ -70,8 +63,8 @@ describe('guardedAgent', () => {
     await expect(get(url(port), agent)).rejects.toBeInstanceOf(ForbiddenAddressError);
     // Give a stray connection, if one were made, the time to arrive.
     await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(connections).toBe(0);
-    expect(requests).toBe(0);
+    expect(connections()).toBe(0);
+    expect(requests()).toBe(0);
   });
 
   test.each(['127.1', '0x7f000001', '2130706433', '0177.0.0.1', '127.0.0.1.'])(
@@ -83,7 +76,7 @@ describe('guardedAgent', () => {
       });
       await expect(refused).rejects.toBeInstanceOf(ForbiddenAddressError);
       await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(connections).toBe(0);
+      expect(connections()).toBe(0);
     },
   );
 
@@ -97,8 +90,8 @@ describe('guardedAgent', () => {
       status: 200,
       body: 'ok',
     });
-    expect(requests).toBe(2);
-    expect(connections).toBe(2);
+    expect(requests()).toBe(2);
+    expect(connections()).toBe(2);
   });
 
   test.each(['https://127.0.0.1:PORT/hook', 'https://localhost:PORT/hook'])(
@@ -110,7 +103,7 @@ describe('guardedAgent', () => {
       });
       await expect(refused).rejects.toBeInstanceOf(ForbiddenAddressError);
       await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(connections).toBe(0);
+      expect(connections()).toBe(0);
     },
   );
 });
@@ -139,15 +132,7 @@ describe('guardedLookup', () => {
 describe('guardedLookup resolves once and hands on exactly what it checked', () => {
   afterEach(() => jest.restoreAllMocks());
 
-  function answer(addresses: dns.LookupAddress[]) {
-    return jest
-      .spyOn(dns, 'lookup')
-      .mockImplementation(((
-        _host: string,
-        _options: unknown,
-        callback: (error: null, addresses: dns.LookupAddress[]) => void,
-      ) => callback(null, addresses)) as unknown as typeof dns.lookup);
-  }
+  const answer = (addresses: dns.LookupAddress[]) => mockLookup(() => addresses);
 
   function lookup(all: boolean) {
     return new Promise((resolve, reject) =>
@@ -197,6 +182,6 @@ describe('assertPublicUrl with the system resolver', () => {
     await expect(
       assertPublicUrl(`http://localhost:${port}/hook`, { allowlist: [], httpsOnly: false }),
     ).rejects.toBeInstanceOf(ForbiddenAddressError);
-    expect(connections).toBe(0);
+    expect(connections()).toBe(0);
   });
 });

@@ -4,17 +4,20 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { createActivities } from '../../activities';
 import { loadConfig } from '../../config';
-import { createApplication } from '../../db/applications';
 import { findCardDeposit } from '../../db/card-deposits';
 import type { DatabasePool } from '../../db/pool';
-import { insertUser } from '../../db/users';
-import { insertWallet } from '../../db/wallets';
 import type { Caller } from '../../domain/types';
 import { createProviders, type Providers } from '../../providers';
 import type { CardPaymentRequest, CardProvider } from '../../providers/card';
 import { workflowIds } from '../../workflows/ids';
 import type { CardDepositInput } from '../../workflows/shared';
-import { assertLedgerInvariant, balanceOf, createTestDatabase } from '../support/database';
+import {
+  assertLedgerInvariant,
+  balanceOf,
+  createCaller,
+  createTestDatabase,
+  insertFundedWallet,
+} from '../support/database';
 import { createTimeSkippingEnv, withWorker } from '../support/time-skipping';
 import { openCardDeposit } from '../workflow/scenarios';
 
@@ -31,8 +34,7 @@ let base: Providers;
 
 beforeAll(async () => {
   ({ pool } = await createTestDatabase());
-  const app = await createApplication(pool, { name: 'card retries', baseCurrency: 'USD' });
-  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
+  caller = await createCaller(pool, 'card retries', 'USD');
   base = createProviders({ config: loadConfig({}), pool });
   env = await createTimeSkippingEnv();
 });
@@ -41,19 +43,7 @@ afterAll(async () => {
   await pool?.end();
 });
 
-async function newWallet(): Promise<string> {
-  const user = await insertUser(pool, caller, {
-    app_user_id: randomUUID(),
-    name: 'C',
-    phone_number: '+1',
-    email: null,
-    username: null,
-    is_active: true,
-  });
-  return pool.transaction(
-    async (trx) => (await insertWallet(trx, caller, user.id, 'USD', true)).id,
-  );
-}
+const newWallet = () => insertFundedWallet(pool, caller, 'USD', 0n);
 
 /** The sandbox, with `createPayment` replaced. */
 function sandboxWith(createPayment: CardProvider['createPayment']): Providers {

@@ -1,27 +1,24 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
-import { sql } from 'slonik';
-import { z } from 'zod';
 import { createActivities } from '../../activities';
 import { loadConfig } from '../../config';
-import { createApplication } from '../../db/applications';
 import { findMoneyOut } from '../../db/money-out';
 import type { DatabasePool } from '../../db/pool';
 import type { Caller } from '../../domain/types';
 import { createProviders, type Providers } from '../../providers';
-import type { CardPayoutRequest, PayoutAccountProvider } from '../../providers/card';
 import type { Activities } from '../../workflows/activities-types';
 import { workflowIds } from '../../workflows/ids';
 import type { MoneyOutInput } from '../../workflows/money-out-shared';
 import {
   assertLedgerInvariant,
   balanceOf,
+  createCaller,
   createTestDatabase,
   eventsOf,
   insertFundedWallet,
   ledgerSteps as ledgerStepsOf,
 } from '../support/database';
-import { BUSINESS_PROFILE, VERIFIED_INDIVIDUAL } from '../support/payouts';
+import { BUSINESS_PROFILE, sandboxCardPayouts, VERIFIED_INDIVIDUAL } from '../support/payouts';
 import { createTimeSkippingEnv, killedAndRestarted as restarted } from '../support/time-skipping';
 import { openPayout } from '../workflow/scenarios';
 
@@ -41,8 +38,7 @@ const config = loadConfig({});
 
 beforeAll(async () => {
   ({ pool } = await createTestDatabase());
-  const app = await createApplication(pool, { name: 'payout kills', baseCurrency: 'USD' });
-  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
+  caller = await createCaller(pool, 'payout kills', 'USD');
   base = createProviders({ config, pool });
   // The owner's connected account at the sandbox: verified at once, a debit card attached.
   const account = await base.sandboxConnect.createAccount({
@@ -62,6 +58,7 @@ beforeAll(async () => {
   accountId = account.id;
   env = await createTimeSkippingEnv();
 });
+afterEach(() => jest.restoreAllMocks());
 afterAll(async () => {
   await env?.teardown();
   await pool?.end();
@@ -79,28 +76,16 @@ const inputFor = (walletId: string, amount = '2500'): MoneyOutInput => ({
   destination: { account_id: accountId },
 });
 
-/** The sandbox, with every payout call counted. */
-function countingProviders() {
-  const sandbox = base.sandboxConnect;
-  const createPayout = jest.fn((request: CardPayoutRequest) => sandbox.createPayout(request));
-  // The sandbox's own methods through the prototype chain; only createPayout is watched.
-  const connect = Object.assign(Object.create(sandbox) as PayoutAccountProvider, { createPayout });
-  return { providers: { ...base, connect: () => connect } as Providers, createPayout };
-}
-
 const ledgerSteps = (transactionId: string) => ledgerStepsOf(pool, transactionId);
-
-const sandboxPayouts = (reference: string) =>
-  pool.any(sql.type(z.object({ idempotency_key: z.string(), status: z.string() }))`
-    SELECT idempotency_key, status FROM sandbox_connect_payouts WHERE reference = ${reference}`);
 
 /** The saga killed at `crash` and finished by a second worker with the real activities. */
 async function killedAndRestarted(
   input: MoneyOutInput,
   crash: (real: Activities, kill: () => Error) => Partial<Activities>,
 ) {
-  const { providers, createPayout } = countingProviders();
-  const real = createActivities({ pool, config, providers });
+  // Every payout call goes through to the sandbox; the spy counts them.
+  const createPayout = jest.spyOn(base.sandboxConnect, 'createPayout');
+  const real = createActivities({ pool, config, providers: base });
   const outcome = await restarted(env, {
     real,
     open: (taskQueue) => openPayout(env, taskQueue, input),
@@ -111,7 +96,7 @@ async function killedAndRestarted(
 
 async function expectPaidOnce(input: MoneyOutInput, walletId: string) {
   const key = workflowIds.payout(input.transactionId);
-  expect(await sandboxPayouts(input.transactionId)).toEqual([
+  expect(await sandboxCardPayouts(pool, input.transactionId)).toMatchObject([
     { idempotency_key: key, status: 'paid' },
   ]);
   expect(await ledgerSteps(input.transactionId)).toEqual(['reserve', 'settle']);
@@ -169,7 +154,7 @@ describe('card payout saga: a killed worker, and the saga finishes exactly once 
     }));
     expect(outcome).toBe('failed');
     expect(createPayout).toHaveBeenCalledTimes(1);
-    expect(await sandboxPayouts(input.transactionId)).toEqual([
+    expect(await sandboxCardPayouts(pool, input.transactionId)).toMatchObject([
       { idempotency_key: workflowIds.payout(input.transactionId), status: 'failed' },
     ]);
     expect(await ledgerSteps(input.transactionId)).toEqual(['reserve', 'give_back']);

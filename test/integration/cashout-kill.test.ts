@@ -1,26 +1,24 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
-import { sql } from 'slonik';
-import { z } from 'zod';
 import { createActivities } from '../../activities';
 import { loadConfig } from '../../config';
-import { createApplication } from '../../db/applications';
 import { findMoneyOut } from '../../db/money-out';
 import type { DatabasePool } from '../../db/pool';
 import type { Caller } from '../../domain/types';
 import { createProviders, type Providers } from '../../providers';
-import type { MobileMoneyProvider, PayoutRequest } from '../../providers/mobile-money';
 import type { Activities } from '../../workflows/activities-types';
 import { workflowIds } from '../../workflows/ids';
 import type { MoneyOutInput } from '../../workflows/money-out-shared';
 import {
   assertLedgerInvariant,
   balanceOf,
+  createCaller,
   createTestDatabase,
   eventsOf,
   insertFundedWallet,
   ledgerSteps as ledgerStepsOf,
 } from '../support/database';
+import { sandboxMobileMoneyPayouts } from '../support/payouts';
 import { createTimeSkippingEnv, killedAndRestarted as restarted } from '../support/time-skipping';
 import { notifyCashout, openCashout } from '../workflow/scenarios';
 
@@ -38,11 +36,11 @@ const config = loadConfig({});
 
 beforeAll(async () => {
   ({ pool } = await createTestDatabase());
-  const app = await createApplication(pool, { name: 'cashout kills', baseCurrency: 'SLE' });
-  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
+  caller = await createCaller(pool, 'cashout kills');
   base = createProviders({ config, pool });
   env = await createTimeSkippingEnv();
 });
+afterEach(() => jest.restoreAllMocks());
 afterAll(async () => {
   await env?.teardown();
   await pool?.end();
@@ -60,27 +58,7 @@ const inputFor = (walletId: string): MoneyOutInput => ({
   destination: { phone_number: '+23276123456' },
 });
 
-/** The sandbox, with every payout call counted by idempotency key. */
-function countingProviders() {
-  const sandbox = base.sandboxMobileMoney;
-  const createPayout = jest.fn((request: PayoutRequest) => sandbox.createPayout(request));
-  const mobileMoney: MobileMoneyProvider = {
-    name: sandbox.name,
-    createPaymentCode: (r) => sandbox.createPaymentCode(r),
-    getPaymentCode: (id) => sandbox.getPaymentCode(id),
-    parseNotification: (raw, headers) => sandbox.parseNotification(raw, headers),
-    createPayout,
-    getPayout: (id) => sandbox.getPayout(id),
-    parsePayoutNotification: (raw, headers) => sandbox.parsePayoutNotification(raw, headers),
-  };
-  return { providers: { ...base, mobileMoney: () => mobileMoney } as Providers, createPayout };
-}
-
 const ledgerSteps = (transactionId: string) => ledgerStepsOf(pool, transactionId);
-
-const sandboxPayouts = (reference: string) =>
-  pool.any(sql.type(z.object({ idempotency_key: z.string(), calls: z.number() }))`
-    SELECT idempotency_key, calls FROM sandbox_mobile_money_payouts WHERE reference = ${reference}`);
 
 /** The saga killed at `crash` and finished by a second worker with the real activities. */
 async function killedAndRestarted(
@@ -88,8 +66,9 @@ async function killedAndRestarted(
   crash: (real: Activities, kill: () => Error) => Partial<Activities>,
   drive: (started: ReturnType<typeof openCashout>) => Promise<string>,
 ) {
-  const { providers, createPayout } = countingProviders();
-  const real = createActivities({ pool, config, providers });
+  // Every payout call goes through to the sandbox; the spy counts them.
+  const createPayout = jest.spyOn(base.sandboxMobileMoney, 'createPayout');
+  const real = createActivities({ pool, config, providers: base });
   const outcome = await restarted(env, {
     real,
     open: (taskQueue) => openCashout(env, taskQueue, input),
@@ -110,7 +89,9 @@ async function paid(started: ReturnType<typeof openCashout>): Promise<string> {
 
 async function expectFinishedOnce(input: MoneyOutInput, walletId: string) {
   const key = workflowIds.cashout(input.transactionId);
-  expect(await sandboxPayouts(input.transactionId)).toEqual([{ idempotency_key: key, calls: 1 }]);
+  expect(await sandboxMobileMoneyPayouts(pool, input.transactionId)).toMatchObject([
+    { idempotency_key: key, calls: 1 },
+  ]);
   expect(await ledgerSteps(input.transactionId)).toEqual(['reserve', 'settle']);
   expect((await eventsOf(pool, input.transactionId)).map((e) => e.type)).toEqual([
     'cashout.completed',

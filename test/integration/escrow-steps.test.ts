@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createEscrowActivities } from '../../activities/escrow';
-import { createApplication, updateApplication } from '../../db/applications';
+import { updateApplication } from '../../db/applications';
 import type { DatabasePool } from '../../db/pool';
 import { setWalletActive } from '../../db/wallets';
 import type { Caller } from '../../domain/types';
@@ -12,10 +12,12 @@ import { findTransaction, transactionRecord } from '../../db/transactions';
 import {
   assertLedgerInvariant,
   balanceOf,
+  createCaller,
   createTestDatabase,
   insertFundedWallet,
   roundTripsOf,
   systemBalance,
+  writtenFor,
 } from '../support/database';
 
 let pool: DatabasePool;
@@ -27,10 +29,8 @@ const systemAccounts = new Map<string, string>();
 
 beforeAll(async () => {
   ({ pool } = await createTestDatabase());
-  const app = await createApplication(pool, { name: 'escrow steps', baseCurrency: 'SLE' });
-  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
-  const second = await createApplication(pool, { name: 'another', baseCurrency: 'SLE' });
-  other = { applicationId: second.id, mode: 'test', credentialId: randomUUID() };
+  caller = await createCaller(pool, 'escrow steps');
+  other = await createCaller(pool, 'another');
   steps = createEscrowActivities({ pool, systemAccounts });
 });
 afterAll(async () => pool?.end());
@@ -66,13 +66,6 @@ const declineOf = (step: Promise<unknown>) =>
       return (error as ApplicationFailure).type;
     },
   );
-
-/** What a step wrote under its id: its payment row, ledger transaction and event. */
-const writtenFor = (id: string) =>
-  pool.oneFirst(sql.type(z.object({ n: z.number() }))`
-    SELECT (SELECT count(*) FROM transactions WHERE id = ${id})::int
-      + (SELECT count(*) FROM ledger_transactions WHERE transaction_id = ${id})::int
-      + (SELECT count(*) FROM events WHERE transaction_id = ${id})::int AS n`);
 
 /**
  * Runs a step that must take one round trip (one statement), checks that it answers with the
@@ -191,7 +184,7 @@ describe('escrow steps, each one database transaction', () => {
     const foreign = hold({ applicationId: other.applicationId });
     expect(await declineOf(steps.holdFunds(foreign))).toBe('wallet_forbidden');
     for (const declined of [tooMuch, toDisabled, foreign]) {
-      expect(await writtenFor(declined.holdId)).toBe(0);
+      expect(await writtenFor(pool, declined.holdId)).toBe(0);
     }
     expect(await balanceOf(pool, input.walletId)).toBe(7_000n);
     await assertLedgerInvariant(pool);
@@ -298,7 +291,7 @@ describe('escrow steps, each one database transaction', () => {
     const tooMuch = release('1501');
     expect(await declineOf(own.releaseFunds(tooMuch))).toBe('release_exceeds_hold');
     for (const declined of [toDisabled, tooMuch]) {
-      expect(await writtenFor(declined.releaseId)).toBe(0);
+      expect(await writtenFor(pool, declined.releaseId)).toBe(0);
     }
     expect(await holdState(input.holdId)).toEqual({ status: 'held', escrow_amount: 1_500n });
     await assertLedgerInvariant(pool);
@@ -327,7 +320,7 @@ describe('escrow steps, each one database transaction', () => {
     expect(usualDecline).toBe('wallet_not_found');
     expect(await declineOf(own.releaseFunds(atOnce))).toBe(usualDecline);
     for (const declined of [usual, atOnce]) {
-      expect(await writtenFor(declined.releaseId)).toBe(0);
+      expect(await writtenFor(pool, declined.releaseId)).toBe(0);
     }
     expect(await balanceOf(pool, recipient)).toBe(balance);
     expect(await holdState(input.holdId)).toEqual({ status: 'held', escrow_amount: 1_900n });

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createApplication } from '../../db/applications';
 import {
   lockAccounts,
   postLedgerTransaction,
@@ -15,8 +14,10 @@ import type { Caller } from '../../domain/types';
 import {
   assertLedgerInvariant,
   balanceOf,
+  createCaller,
   createTestDatabase,
   fundWallet,
+  insertFundedWallet,
 } from '../support/database';
 
 let pool: DatabasePool;
@@ -24,8 +25,7 @@ let caller: Caller;
 
 beforeAll(async () => {
   ({ pool } = await createTestDatabase());
-  const app = await createApplication(pool, { name: 'ledger', baseCurrency: 'SLE' });
-  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
+  caller = await createCaller(pool, 'ledger');
 });
 afterAll(async () => pool?.end());
 
@@ -40,19 +40,7 @@ async function failure(promise: Promise<unknown>): Promise<string> {
   throw new Error('expected the database to refuse');
 }
 
-async function newWallet(): Promise<string> {
-  const user = await insertUser(pool, caller, {
-    app_user_id: randomUUID(),
-    name: 'L',
-    phone_number: '+232',
-    email: null,
-    username: null,
-    is_active: true,
-  });
-  return pool.transaction(
-    async (trx) => (await insertWallet(trx, caller, user.id, 'SLE', true)).id,
-  );
-}
+const newWallet = () => insertFundedWallet(pool, caller, 'SLE', 0n);
 
 describe('the database enforces the ledger rules', () => {
   it('moves stored balances with the entries of a balanced transaction', async () => {

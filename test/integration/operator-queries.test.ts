@@ -1,6 +1,7 @@
 import { fundWallet } from '../support/database';
 import { createTestApp, startTestEngine, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet } from '../support/http';
+import { listWorkflowIds } from '../support/wait';
 
 let engine: TestEngine;
 beforeAll(async () => {
@@ -9,16 +10,8 @@ beforeAll(async () => {
 afterAll(async () => engine?.close());
 
 /** Runs a List Filter as the operator's guide (docs/operations.md) writes it; visibility is eventually consistent. */
-async function find(query: string, expected: number): Promise<string[]> {
-  let found: string[] = [];
-  for (let i = 0; i < 60; i += 1) {
-    found = [];
-    for await (const wf of engine.temporal.workflow.list({ query })) found.push(wf.workflowId);
-    if (found.length >= expected) break;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  return found.sort();
-}
+const find = (query: string, expected: number) =>
+  listWorkflowIds(engine.temporal, query, (ids) => ids.length >= expected);
 
 describe('the operator guide’s Temporal UI queries', () => {
   it('find held escrows, stuck pending deposits and failed payments', async () => {

@@ -16,9 +16,16 @@ import {
 import { startTemporalDevServer, type DevServer } from '../../tools/harness/temporal';
 import { createLogger } from '../../observability/logger';
 import { runResilientWorker, type ResilientWorker } from '../../worker/resilient';
-import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
+import { assertLedgerInvariant, balanceOf } from '../support/database';
 import { createTestApp, quietTemporalRuntime } from '../support/engine';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import {
+  clientFor,
+  createFundedWallet,
+  createUserWithWallet,
+  postUntilDefinitive,
+  TRANSFER,
+  type ApiClient,
+} from '../support/http';
 
 /**
  * Failure semantics (issue 12): the production API and worker against a Postgres and a Temporal
@@ -31,7 +38,6 @@ jest.setTimeout(120_000);
 
 /** The bound of the issue: every answer during an outage arrives within this. */
 const ANSWER_WITHIN_MS = 2_000;
-const TRANSFER = '/api/v1/transactions/wallet/transfer';
 
 let dir: string;
 let postgres: EmbeddedDatabase;
@@ -99,16 +105,6 @@ async function promptly(method: string, route: string, body?: unknown, key?: str
   };
 }
 
-/** Retries a request with the same key until it is definitive (not 5xx), as a client would. */
-async function untilDefinitive(body: unknown, key: string) {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const reply = await client.post(TRANSFER, body, { 'Idempotency-Key': key });
-    if (reply.status < 500 || Date.now() > deadline) return reply;
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
 const paymentsOf = (walletId: string) =>
   pool.oneFirst(sql.type(z.object({ n: z.number() }))`
     SELECT count(*)::int AS n FROM transactions WHERE wallet_id = ${walletId}`);
@@ -124,9 +120,8 @@ describe('a dependency down, then back', () => {
       'api-key': app.credentials.test.apiKey,
       'secret-key': app.credentials.test.secretKey,
     };
-    from = (await createUserWithWallet(client)).walletId;
+    from = (await createFundedWallet(client, pool, 10_000n)).walletId;
     to = (await createUserWithWallet(client)).walletId;
-    await fundWallet(pool, from, 10_000n);
     const first = await client.post(
       TRANSFER,
       { from_wallet_id: from, to_wallet_id: to, amount: 1 },
@@ -157,7 +152,7 @@ describe('a dependency down, then back', () => {
 
     // The same port, a new (in-memory) server: the API and the worker find it by themselves.
     temporal = await startTemporalDevServer({ port: temporalPort });
-    const retried = await untilDefinitive(body, 'during-temporal');
+    const retried = await postUntilDefinitive(client, TRANSFER, body, 'during-temporal');
     expect(retried.status).toBe(200);
     expect(retried.body).toMatchObject({ status: 'completed', amount: 2 });
     expect((await promptly('GET', '/readyz')).body).toEqual({ status: 'ready' });
@@ -185,7 +180,7 @@ describe('a dependency down, then back', () => {
 
     await postgres.stop();
     postgres = await startEmbeddedPostgres({ dir: path.join(dir, 'pg'), port: pgPort });
-    const retried = await untilDefinitive(body, 'during-postgres');
+    const retried = await postUntilDefinitive(client, TRANSFER, body, 'during-postgres');
     expect(retried.status).toBe(200);
     expect(retried.body).toMatchObject({ status: 'completed', amount: 3 });
     expect((await promptly('GET', '/readyz')).body).toEqual({ status: 'ready' });

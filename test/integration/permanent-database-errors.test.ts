@@ -2,19 +2,23 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
 import { InvalidInputError, sql } from 'slonik';
-import { z } from 'zod';
 import { createActivities } from '../../activities';
 import { loadConfig } from '../../config';
-import { createApplication } from '../../db/applications';
 import { isPermanentDatabaseError, sqlState, uniqueViolation } from '../../db/errors';
 import type { DatabasePool } from '../../db/pool';
 import { insertUser, USERS_EMAIL_UNIQUE } from '../../db/users';
-import { insertWallet } from '../../db/wallets';
 import type { Caller } from '../../domain/types';
 import { createProviders } from '../../providers';
 import type { TransferInput } from '../../workflows/shared';
 import { transferWorkflow } from '../../workflows/transfer';
-import { balanceOf, createTestDatabase, fundWallet } from '../support/database';
+import {
+  balanceOf,
+  createCaller,
+  createTestDatabase,
+  insertFundedWallet,
+  writtenFor,
+} from '../support/database';
+import { transferStepInput } from '../support/steps';
 import { createTimeSkippingEnv, withWorker } from '../support/time-skipping';
 
 let pool: DatabasePool;
@@ -24,8 +28,7 @@ let activities: ReturnType<typeof createActivities>;
 
 beforeAll(async () => {
   ({ pool } = await createTestDatabase());
-  const app = await createApplication(pool, { name: 'permanent errors', baseCurrency: 'SLE' });
-  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
+  caller = await createCaller(pool, 'permanent errors');
   const config = loadConfig({});
   activities = createActivities({ pool, config, providers: createProviders({ config, pool }) });
   env = await createTimeSkippingEnv();
@@ -35,39 +38,10 @@ afterAll(async () => {
   await pool?.end();
 });
 
-async function newWallet(balance: bigint): Promise<string> {
-  const user = await insertUser(pool, caller, {
-    app_user_id: randomUUID(),
-    name: 'P',
-    phone_number: '+232',
-    email: null,
-    username: null,
-    is_active: true,
-  });
-  const id = await pool.transaction(
-    async (trx) => (await insertWallet(trx, caller, user.id, 'SLE', true)).id,
-  );
-  if (balance > 0n) await fundWallet(pool, id, balance);
-  return id;
-}
+const newWallet = (balance: bigint) => insertFundedWallet(pool, caller, 'SLE', balance);
 
-async function transferWith(description: string): Promise<TransferInput> {
-  return {
-    transactionId: randomUUID(),
-    applicationId: caller.applicationId,
-    mode: 'test',
-    fromWalletId: await newWallet(1_000n),
-    toWalletId: await newWallet(0n),
-    amount: '250',
-    description,
-  };
-}
-
-const written = (id: string) =>
-  pool.oneFirst(sql.type(z.object({ n: z.number() }))`
-    SELECT ((SELECT count(*) FROM transactions WHERE id = ${id})
-      + (SELECT count(*) FROM ledger_transactions WHERE transaction_id = ${id})
-      + (SELECT count(*) FROM events WHERE transaction_id = ${id}))::int AS n`);
+const transferWith = async (description: string): Promise<TransferInput> =>
+  transferStepInput(caller, await newWallet(1_000n), await newWallet(0n), '250', description);
 
 describe('a database error that no retry can cure', () => {
   it('ends a transfer step as a non-retryable decline that writes nothing', async () => {
@@ -80,7 +54,7 @@ describe('a database error that no retry can cure', () => {
     expect(failure).toMatchObject({ type: 'validation_failed', nonRetryable: true });
     // The caller's message names no SQL, table or column.
     expect((failure as Error).message).not.toMatch(/insert|transactions|byte sequence|0x00/i);
-    expect(await written(input.transactionId)).toBe(0);
+    expect(await writtenFor(pool, input.transactionId)).toBe(0);
     expect(await balanceOf(pool, input.fromWalletId)).toBe(1_000n);
   });
 
@@ -100,7 +74,7 @@ describe('a database error that no retry can cure', () => {
       detail: expect.stringMatching(/cannot be stored/),
     });
     expect(transferFunds).toHaveBeenCalledTimes(1);
-    expect(await written(input.transactionId)).toBe(0);
+    expect(await writtenFor(pool, input.transactionId)).toBe(0);
   });
 
   it('still lets a transient error be retried', async () => {

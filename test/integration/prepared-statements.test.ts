@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createTransferActivities } from '../../activities/transfer';
-import { createApplication } from '../../db/applications';
 import { findTransaction } from '../../db/transactions';
 import { createDatabasePool, prepare, type DatabasePool } from '../../db/pool';
 import type { Caller } from '../../domain/types';
 import {
   assertLedgerInvariant,
   balanceOf,
+  createCaller,
   createTestDatabase,
   insertFundedWallet,
 } from '../support/database';
@@ -19,8 +19,7 @@ let caller: Caller;
 
 beforeAll(async () => {
   ({ pool, url } = await createTestDatabase());
-  const app = await createApplication(pool, { name: 'prepared statements', baseCurrency: 'SLE' });
-  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
+  caller = await createCaller(pool, 'prepared statements');
 });
 afterAll(async () => pool?.end());
 

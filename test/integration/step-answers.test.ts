@@ -1,9 +1,8 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createTransferActivities } from '../../activities/transfer';
-import { createApplication } from '../../db/applications';
 import { claimIdempotencyKey, completeIdempotencyKey } from '../../db/idempotency';
 import type { DatabasePool } from '../../db/pool';
 import {
@@ -16,10 +15,12 @@ import type { Caller } from '../../domain/types';
 import type { TransferInput } from '../../workflows/shared';
 import {
   balanceOf,
+  createCaller,
   createTestDatabase,
   insertFundedWallet,
   roundTripsOf,
 } from '../support/database';
+import { hashOf, transferStepInput } from '../support/steps';
 
 let pool: DatabasePool;
 let caller: Caller;
@@ -27,13 +28,10 @@ let transferFunds: ReturnType<typeof createTransferActivities>['transferFunds'];
 
 beforeAll(async () => {
   ({ pool } = await createTestDatabase());
-  const app = await createApplication(pool, { name: 'step answers', baseCurrency: 'SLE' });
-  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
+  caller = await createCaller(pool, 'step answers');
   ({ transferFunds } = createTransferActivities({ pool }));
 });
 afterAll(async () => pool?.end());
-
-const hashOf = (text: string) => createHash('sha256').update(text).digest();
 
 /** A claimed key and a transfer between two new wallets that answers under it. */
 async function claimedTransfer(amount: string, funded = 1_000n) {
@@ -41,14 +39,14 @@ async function claimedTransfer(amount: string, funded = 1_000n) {
   const claim = await claimIdempotencyKey(pool, caller, key, hashOf(key));
   if (claim.kind !== 'claimed') throw new Error(`expected a fresh claim, got ${claim.kind}`);
   const input: TransferInput = {
-    transactionId: randomUUID(),
-    applicationId: caller.applicationId,
-    mode: caller.mode,
-    fromWalletId: await insertFundedWallet(pool, caller, 'SLE', funded),
-    // The helper funds every wallet it makes: the recipient starts at 1.
-    toWalletId: await insertFundedWallet(pool, caller, 'SLE', 1n),
-    amount,
-    description: 'answered with the step',
+    ...transferStepInput(
+      caller,
+      await insertFundedWallet(pool, caller, 'SLE', funded),
+      // The helper funds every wallet it makes: the recipient starts at 1.
+      await insertFundedWallet(pool, caller, 'SLE', 1n),
+      amount,
+      'answered with the step',
+    ),
     answer: { key, claimedAt: claim.claimedAt },
   };
   return { key, input };

@@ -1,5 +1,3 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type Stripe from 'stripe';
 import { loadConfig } from '../../config';
 import { createProviders } from '../../providers';
@@ -13,6 +11,7 @@ import {
 } from '../../providers/stripe-card';
 import { createTestDatabase } from '../support/database';
 import { LOCALSTRIPE_CARDS, startLocalstripe, type Localstripe } from '../support/localstripe';
+import { startReceiver, type Received, type Receiver } from '../support/webhook-receiver';
 
 /**
  * The Live Mode card adapter, for real over HTTP with the official `stripe` package, against a
@@ -21,13 +20,9 @@ import { LOCALSTRIPE_CARDS, startLocalstripe, type Localstripe } from '../suppor
 
 const WEBHOOK_SECRET = 'whsec_stripe_adapter_test';
 
-type Delivery = { body: string; headers: Record<string, string | undefined> };
-
 let localstripe: Localstripe;
 let adapter: StripeCardProvider;
-let receiver: Server;
-let receiverUrl: string;
-const deliveries: Delivery[] = [];
+let receiver: Receiver;
 let counter = 0;
 
 function request(overrides: Partial<CardPaymentRequest> = {}): CardPaymentRequest {
@@ -43,25 +38,12 @@ function request(overrides: Partial<CardPaymentRequest> = {}): CardPaymentReques
   };
 }
 
-function flatHeaders(headers: IncomingHttpHeaders): Record<string, string | undefined> {
-  return Object.fromEntries(
-    Object.entries(headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : v]),
-  );
-}
-
 /** The first delivered event of this type about this PaymentIntent (localstripe waits ~1 s). */
-async function deliveryFor(paymentId: string, type: string): Promise<Delivery> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const found = deliveries.find((d) => {
-      const event = JSON.parse(d.body) as { type: string; data: { object: { id: string } } };
-      return event.type === type && event.data.object.id === paymentId;
-    });
-    if (found) return found;
-    if (Date.now() > deadline) throw new Error(`no ${type} event for ${paymentId}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const deliveryFor = (paymentId: string, type: string): Promise<Received> =>
+  receiver.waitFor(
+    (r) => r.payload?.type === type && r.payload?.data?.object?.id === paymentId,
+    15_000,
+  );
 
 beforeAll(async () => {
   localstripe = await startLocalstripe();
@@ -70,25 +52,15 @@ beforeAll(async () => {
   if (!live) throw new Error('the Stripe adapter was not configured');
   adapter = live;
 
-  receiver = createServer((req, res) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (chunk: string) => (body += chunk));
-    req.on('end', () => {
-      deliveries.push({ body, headers: flatHeaders(req.headers) });
-      res.writeHead(200).end();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/webhooks`;
-  await localstripe.registerWebhook(receiverUrl, WEBHOOK_SECRET, {
+  receiver = await startReceiver();
+  await localstripe.registerWebhook(receiver.url('/webhooks'), WEBHOOK_SECRET, {
     events: STRIPE_CARD_EVENT_TYPES,
   });
 });
 
 afterAll(async () => {
   await localstripe?.stop();
-  await new Promise((resolve) => receiver?.close(resolve));
+  await receiver?.close();
 });
 
 describe('card metadata', () => {
@@ -185,10 +157,10 @@ describe('payments', () => {
       }
     };
     // stripe 23's typings declare on/off as `any`; this is their documented signature.
-    const emitter = adapter.client as unknown as {
+    const emitter: {
       on(name: 'request', listener: (event: Stripe.RequestEvent) => void): void;
       off(name: 'request', listener: (event: Stripe.RequestEvent) => void): void;
-    };
+    } = adapter.client;
     emitter.on('request', listener);
     try {
       const r = request();
@@ -255,7 +227,7 @@ describe('3-D Secure', () => {
 });
 
 describe('events', () => {
-  let delivered: Delivery;
+  let delivered: Received;
 
   beforeAll(async () => {
     const payment = await adapter.createPayment(request());

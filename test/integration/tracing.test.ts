@@ -1,5 +1,3 @@
-import { payloadKeys } from '../../temporal/data-converter';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -7,20 +5,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { startApi, type RunningApi } from '../../api/server';
-import { formatPayloadKeys, loadConfig } from '../../config';
+import { loadConfig } from '../../config';
 import { scratchConfig } from '../../tools/harness/engine';
 import { freePort } from '../../net/ports';
 import { startTemporalDevServer, type DevServer } from '../../tools/harness/temporal';
 import { createLogger } from '../../observability/logger';
 import type { DatabasePool } from '../../db/pool';
-import {
-  assertLedgerInvariant,
-  balanceOf,
-  createTestDatabase,
-  fundWallet,
-} from '../support/database';
+import { assertLedgerInvariant, balanceOf, createTestDatabase } from '../support/database';
 import { createTestApp, quietTemporalRuntime } from '../support/engine';
-import { clientFor, createUserWithWallet } from '../support/http';
+import { clientFor, createFundedWallet, createUserWithWallet, transfer } from '../support/http';
+import { waitFor } from '../support/wait';
+import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 
 /**
  * Tracing (issue 12): OpenTelemetry through the Temporal SDK's interceptors, off unless
@@ -31,9 +26,6 @@ import { clientFor, createUserWithWallet } from '../support/http';
  * sends nothing.
  */
 jest.setTimeout(120_000);
-
-const root = path.resolve(__dirname, '../..');
-const TRANSFER = '/api/v1/transactions/wallet/transfer';
 
 type ReceivedSpan = {
   service: string;
@@ -118,19 +110,9 @@ let dir: string;
 let temporal: DevServer;
 let database: { url: string; pool: DatabasePool };
 let receiver: Awaited<ReturnType<typeof startReceiver>>;
-let worker: ChildProcess;
-let output = '';
+let worker: WorkerProcess;
 let api: RunningApi;
 let untracedApi: RunningApi;
-
-async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (check()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  return check();
-}
 
 beforeAll(async () => {
   quietTemporalRuntime();
@@ -153,35 +135,15 @@ beforeAll(async () => {
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.url}/v1/traces`,
     OTEL_SERVICE_NAME: 'tracing-test-api',
   });
-  worker = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
-    cwd: root,
+  worker = await startWorkerProcess(config, {
+    dataDir: dir,
     env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      DATA_DIR: dir,
-      // The API of this test encrypts with its data directory's key: the worker must share it.
-      TEMPORAL_PAYLOAD_KEYS: formatPayloadKeys(payloadKeys(config)),
-      HOST: '127.0.0.1',
-      DATABASE_URL: database.url,
-      TEMPORAL_ADDRESS: temporal.address,
-      TEMPORAL_TASK_QUEUE: config.temporal.taskQueue,
-      // A prebuilt bundle has no workflow interceptors: with tracing, the worker bundles its own.
-      ...(process.env.TEST_WORKFLOW_BUNDLE
-        ? { TEMPORAL_WORKFLOW_BUNDLE: process.env.TEST_WORKFLOW_BUNDLE }
-        : {}),
+      // With tracing the worker bundles its own workflows: a prebuilt bundle has no interceptors.
       OTEL_EXPORTER_OTLP_ENDPOINT: `${receiver.url}/`,
       OTEL_SERVICE_NAME: 'tracing-test-worker',
       OTEL_BSP_SCHEDULE_DELAY: '100',
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  worker.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  worker.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  const up = await waitFor(
-    () => output.includes('worker running') || worker.exitCode !== null,
-    90_000,
-  );
-  if (!up || worker.exitCode !== null) throw new Error(`the worker did not come up:\n${output}`);
   const logger = createLogger('info', new Writable({ write: (_c, _e, done) => done() }));
   api = await startApi(config, logger, database.url);
   // The same engine without the variables, on the worker's task queue.
@@ -191,34 +153,24 @@ beforeAll(async () => {
 afterAll(async () => {
   await api?.close();
   await untracedApi?.close();
-  if (worker && worker.exitCode === null) {
-    const exited = new Promise((resolve) => worker.once('exit', resolve));
-    worker.kill('SIGTERM');
-    await exited;
-  }
+  await worker?.stop();
   await database?.pool.end();
   await temporal?.stop();
   await new Promise((resolve) => receiver?.server.close(resolve));
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-async function transfer(apiUrl: string, amount: number) {
-  const app = await createTestApp(database.pool);
-  const client = clientFor(apiUrl, app);
-  const from = await createUserWithWallet(client);
+/** A completed transfer of `amount` through the API at `apiUrl`, between two new wallets. */
+async function completedTransfer(apiUrl: string, amount: number): Promise<{ id: string }> {
+  const client = clientFor(apiUrl, await createTestApp(database.pool));
+  const from = await createFundedWallet(client, database.pool, 5_000n);
   const to = await createUserWithWallet(client);
-  await fundWallet(database.pool, from.walletId, 5_000n);
-  const reply = await client.post(TRANSFER, {
-    from_wallet_id: from.walletId,
-    to_wallet_id: to.walletId,
-    amount,
-  });
-  expect(reply.status).toBe(200);
-  expect(reply.body).toMatchObject({ status: 'completed', transaction_type: 'transfer' });
+  const payment = await transfer(client, from.walletId, to.walletId, amount);
+  expect(payment).toMatchObject({ status: 'completed', transaction_type: 'transfer' });
   expect(await balanceOf(database.pool, from.walletId)).toBe(5_000n - BigInt(amount) * 100n);
   expect(await balanceOf(database.pool, to.walletId)).toBe(BigInt(amount) * 100n);
   await assertLedgerInvariant(database.pool);
-  return reply.body as { id: string };
+  return payment as { id: string };
 }
 
 /** The span of the ledger step of transfer `transactionId` (it names its workflow). */
@@ -240,7 +192,7 @@ function runOf(transactionId: string): ReceivedSpan | undefined {
 
 describe('tracing (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
   it('traces a transfer from the API workflow start through the workflow run to its activity', async () => {
-    const { id } = await transfer(api.url, 7);
+    const { id } = await completedTransfer(api.url, 7);
 
     // The API's batch goes out within its 5 s schedule, the worker's within 100 ms.
     const start = () =>
@@ -272,7 +224,7 @@ describe('tracing (OTEL_EXPORTER_OTLP_ENDPOINT)', () => {
   });
 
   it('sends nothing from an API without the variables: its payments start no trace', async () => {
-    const { id } = await transfer(untracedApi.url, 3);
+    const { id } = await completedTransfer(untracedApi.url, 3);
 
     // The (traced) worker runs the payment; the untraced API started it without a span.
     expect(await waitFor(() => runOf(id) !== undefined, 30_000)).toBe(true);

@@ -1,10 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { createHash, randomUUID } from 'node:crypto';
-import { sql } from 'slonik';
-import { z } from 'zod';
+import { randomUUID } from 'node:crypto';
 import { transactionEventData } from '../../activities/events';
 import { createTransferActivities } from '../../activities/transfer';
-import { createApplication } from '../../db/applications';
 import { claimIdempotencyKey } from '../../db/idempotency';
 import type { DatabasePool } from '../../db/pool';
 import {
@@ -15,15 +12,17 @@ import {
 } from '../../db/transactions';
 import { setWalletActive } from '../../db/wallets';
 import type { Caller } from '../../domain/types';
-import type { TransferInput } from '../../workflows/shared';
 import {
   assertLedgerInvariant,
   balanceOf,
+  createCaller,
   createTestDatabase,
   eventsOf,
   insertFundedWallet,
   roundTripsOf,
+  writtenFor,
 } from '../support/database';
+import { hashOf, transferStepInput } from '../support/steps';
 
 let pool: DatabasePool;
 let caller: Caller;
@@ -31,37 +30,17 @@ let other: Caller;
 
 beforeAll(async () => {
   ({ pool } = await createTestDatabase());
-  const app = await createApplication(pool, { name: 'transfer at once', baseCurrency: 'SLE' });
-  caller = { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
-  const second = await createApplication(pool, { name: 'another', baseCurrency: 'SLE' });
-  other = { applicationId: second.id, mode: 'test', credentialId: randomUUID() };
+  caller = await createCaller(pool, 'transfer at once');
+  other = await createCaller(pool, 'another');
 });
 afterAll(async () => pool?.end());
-
-const hashOf = (text: string) => createHash('sha256').update(text).digest();
-
-const transfer = (from: string, to: string, amount: string, who = caller): TransferInput => ({
-  transactionId: randomUUID(),
-  applicationId: who.applicationId,
-  mode: who.mode,
-  fromWalletId: from,
-  toWalletId: to,
-  amount,
-  description: 'at once',
-});
 
 /** Activities that have seen `from` and `to` (one transfer of 1 between them, the usual way). */
 async function remembering(from: string, to: string) {
   const { transferFunds } = createTransferActivities({ pool });
-  expect(await roundTripsOf(() => transferFunds(transfer(from, to, '1')))).toBe(4);
+  expect(await roundTripsOf(() => transferFunds(transferStepInput(caller, from, to, '1')))).toBe(4);
   return transferFunds;
 }
-
-const writtenFor = (transactionId: string) =>
-  pool.oneFirst(sql.type(z.object({ n: z.number() }))`
-    SELECT (SELECT count(*) FROM transactions WHERE id = ${transactionId})::int
-      + (SELECT count(*) FROM ledger_transactions WHERE transaction_id = ${transactionId})::int
-      + (SELECT count(*) FROM events WHERE transaction_id = ${transactionId})::int AS n`);
 
 async function declined(run: Promise<unknown>): Promise<string> {
   const error = await run.then(
@@ -80,7 +59,10 @@ describe('a transfer between wallets seen before, in one statement', () => {
     const key = `key-${randomUUID()}`;
     const claim = await claimIdempotencyKey(pool, caller, key, hashOf(key));
     if (claim.kind !== 'claimed') throw new Error(`expected a fresh claim, got ${claim.kind}`);
-    const input = { ...transfer(from, to, '250'), answer: { key, claimedAt: claim.claimedAt } };
+    const input = {
+      ...transferStepInput(caller, from, to, '250'),
+      answer: { key, claimedAt: claim.claimedAt },
+    };
     let made: Awaited<ReturnType<typeof transferFunds>> | undefined;
     expect(await roundTripsOf(async () => (made = await transferFunds(input)))).toBe(1);
     expect(made?.answered).toBe(true);
@@ -108,24 +90,24 @@ describe('a transfer between wallets seen before, in one statement', () => {
     const to = await insertFundedWallet(pool, caller, 'SLE', 1n);
     const transferFunds = await remembering(from, to);
 
-    const tooMuch = transfer(from, to, '10');
+    const tooMuch = transferStepInput(caller, from, to, '10');
     expect(await declined(transferFunds(tooMuch))).toBe('insufficient_funds');
-    expect(await writtenFor(tooMuch.transactionId)).toBe(0);
+    expect(await writtenFor(pool, tooMuch.transactionId)).toBe(0);
 
     await setWalletActive(pool, to, false);
-    const toDisabled = transfer(from, to, '1');
+    const toDisabled = transferStepInput(caller, from, to, '1');
     expect(await declined(transferFunds(toDisabled))).toBe('wallet_disabled');
-    expect(await writtenFor(toDisabled.transactionId)).toBe(0);
+    expect(await writtenFor(pool, toDisabled.transactionId)).toBe(0);
     await setWalletActive(pool, to, true);
 
-    const foreign = transfer(from, to, '1', other);
+    const foreign = transferStepInput(other, from, to, '1');
     expect(await declined(transferFunds(foreign))).toBe('wallet_forbidden');
-    expect(await writtenFor(foreign.transactionId)).toBe(0);
+    expect(await writtenFor(pool, foreign.transactionId)).toBe(0);
 
     expect(await balanceOf(pool, from)).toBe(9n);
     expect(await balanceOf(pool, to)).toBe(2n);
     // Still one statement once the checks pass again.
-    const fine = transfer(from, to, '9');
+    const fine = transferStepInput(caller, from, to, '9');
     expect(await roundTripsOf(() => transferFunds(fine))).toBe(1);
     expect(await balanceOf(pool, from)).toBe(0n);
     await assertLedgerInvariant(pool);
@@ -135,7 +117,7 @@ describe('a transfer between wallets seen before, in one statement', () => {
     const from = await insertFundedWallet(pool, caller, 'SLE', 100n);
     const to = await insertFundedWallet(pool, caller, 'SLE', 1n);
     const transferFunds = await remembering(from, to);
-    const input = transfer(from, to, '7');
+    const input = transferStepInput(caller, from, to, '7');
     const answers = await Promise.all(Array.from({ length: 8 }, () => transferFunds(input)));
     // One wrote it; the others found it made (the usual way: a retried step's answer).
     expect(answers.filter((a) => a.transaction !== undefined)).toHaveLength(1);
@@ -143,7 +125,7 @@ describe('a transfer between wallets seen before, in one statement', () => {
       Array.from({ length: 7 }, () => ({ transactionId: input.transactionId })),
     );
     expect(await transferFunds(input)).toEqual({ transactionId: input.transactionId });
-    expect(await writtenFor(input.transactionId)).toBe(3);
+    expect(await writtenFor(pool, input.transactionId)).toBe(3);
     expect(await balanceOf(pool, from)).toBe(92n);
     expect(await balanceOf(pool, to)).toBe(9n);
     await assertLedgerInvariant(pool);
@@ -154,7 +136,7 @@ describe('a transfer between wallets seen before, in one statement', () => {
     const to = await insertFundedWallet(pool, caller, 'SLE', 1n);
     const transferFunds = await remembering(from, to);
     const results = await Promise.allSettled(
-      Array.from({ length: 20 }, () => transferFunds(transfer(from, to, '5'))),
+      Array.from({ length: 20 }, () => transferFunds(transferStepInput(caller, from, to, '5'))),
     );
     // 49 left after the first transfer of 1: nine of 5 fit, the others are declined.
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(9);

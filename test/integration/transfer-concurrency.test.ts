@@ -4,6 +4,7 @@ import { SearchAttributes } from '../../workflows/shared';
 import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
 import { createTestApp, startTestEngine, type TestEngine } from '../support/engine';
 import { clientFor, createUserWithWallet } from '../support/http';
+import { listWorkflowIds } from '../support/wait';
 
 let engine: TestEngine;
 beforeAll(async () => {
@@ -87,12 +88,7 @@ describe('transfers under concurrency', () => {
 
     // The operator's query of docs/operations.md finds the failed one (visibility is eventually consistent).
     const query = `ApplicationId = "${app.id}" AND PaymentType = "transfer" AND PaymentStatus = "failed"`;
-    let found: string[] = [];
-    for (let i = 0; i < 50 && found.length === 0; i += 1) {
-      found = [];
-      for await (const wf of engine.temporal.workflow.list({ query })) found.push(wf.workflowId);
-      if (!found.length) await new Promise((r) => setTimeout(r, 200));
-    }
+    const found = await listWorkflowIds(engine.temporal, query);
     expect(found).toHaveLength(1);
     expect(found[0]).toMatch(/^transfer-/);
     expect(found[0]).not.toBe(`transfer-${ok.body.id}`);

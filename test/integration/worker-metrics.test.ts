@@ -1,6 +1,3 @@
-import { formatPayloadKeys } from '../../config';
-import { payloadKeys } from '../../temporal/data-converter';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,15 +8,11 @@ import { freePort } from '../../net/ports';
 import { startTemporalDevServer, type DevServer } from '../../tools/harness/temporal';
 import { createLogger } from '../../observability/logger';
 import type { DatabasePool } from '../../db/pool';
-import {
-  assertLedgerInvariant,
-  balanceOf,
-  createTestDatabase,
-  fundWallet,
-} from '../support/database';
+import { assertLedgerInvariant, balanceOf, createTestDatabase } from '../support/database';
 import { createTestApp, quietTemporalRuntime } from '../support/engine';
-import { clientFor, createUserWithWallet } from '../support/http';
+import { clientFor, createFundedWallet, createUserWithWallet } from '../support/http';
 import { scrape, series, type Samples } from '../support/metrics';
+import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 
 /**
  * The worker's metrics endpoint (issue 12): `npm run worker` as production runs it, with
@@ -29,25 +22,14 @@ import { scrape, series, type Samples } from '../support/metrics';
  */
 jest.setTimeout(120_000);
 
-const root = path.resolve(__dirname, '../..');
 const TRANSFER = '/api/v1/transactions/wallet/transfer';
 
 let dir: string;
 let temporal: DevServer;
 let database: { url: string; pool: DatabasePool };
-let worker: ChildProcess;
-let output = '';
+let worker: WorkerProcess;
 let api: RunningApi;
 let metricsUrl: string;
-
-async function waitFor(check: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  return false;
-}
 
 beforeAll(async () => {
   quietTemporalRuntime();
@@ -65,32 +47,10 @@ beforeAll(async () => {
     requestTimeoutMs: 30_000,
     env: { API_METRICS_PORT: '0' },
   });
-  worker = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
-    cwd: root,
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      DATA_DIR: dir,
-      // The API of this test encrypts with its data directory's key: the worker must share it.
-      TEMPORAL_PAYLOAD_KEYS: formatPayloadKeys(payloadKeys(config)),
-      HOST: '127.0.0.1',
-      DATABASE_URL: database.url,
-      TEMPORAL_ADDRESS: temporal.address,
-      TEMPORAL_TASK_QUEUE: config.temporal.taskQueue,
-      ...(process.env.TEST_WORKFLOW_BUNDLE
-        ? { TEMPORAL_WORKFLOW_BUNDLE: process.env.TEST_WORKFLOW_BUNDLE }
-        : {}),
-      WORKER_METRICS_PORT: String(metricsPort),
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  worker = await startWorkerProcess(config, {
+    dataDir: dir,
+    env: { WORKER_METRICS_PORT: String(metricsPort) },
   });
-  worker.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  worker.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  const up = await waitFor(
-    () => output.includes('worker running') || worker.exitCode !== null,
-    90_000,
-  );
-  if (!up || worker.exitCode !== null) throw new Error(`the worker did not come up:\n${output}`);
   metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
   const logger = createLogger('info', new Writable({ write: (_c, _e, done) => done() }));
   api = await startApi(config, logger, database.url);
@@ -98,11 +58,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await api?.close();
-  if (worker && worker.exitCode === null) {
-    const exited = new Promise((resolve) => worker.once('exit', resolve));
-    worker.kill('SIGTERM');
-    await exited;
-  }
+  await worker?.stop();
   await database?.pool.end();
   await temporal?.stop();
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -112,9 +68,8 @@ describe('the worker metrics endpoint (WORKER_METRICS_PORT)', () => {
   it('serves the payments the worker ended and the Temporal SDK metrics; the API counts the start', async () => {
     const app = await createTestApp(database.pool);
     const client = clientFor(api.url, app);
-    const from = await createUserWithWallet(client);
+    const from = await createFundedWallet(client, database.pool, 5_000n);
     const to = await createUserWithWallet(client);
-    await fundWallet(database.pool, from.walletId, 5_000n);
     const apiBefore = await scrape(api.metricsUrl!);
 
     const reply = await client.post(TRANSFER, {

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
+import pg, { type QueryConfig } from 'pg';
 import { sql } from 'slonik';
 import { z } from 'zod';
+import { createApplication } from '../../db/applications';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
 import { ledgerInvariantProblems } from '../../db/ledger-audit';
 import { fundWallet as fund } from '../../tools/harness/fixtures';
@@ -92,6 +93,19 @@ export function eventsOf(pool: DatabasePool, transactionId: string) {
     SELECT type, data FROM events WHERE transaction_id = ${transactionId} ORDER BY created_at`);
 }
 
+/**
+ * An application in `currency` written straight to the database, and a Test Mode caller of it
+ * (as an API credential of its would be), for tests that call activities or queries directly.
+ */
+export async function createCaller(
+  pool: DatabasePool,
+  name: string,
+  currency: Currency = 'SLE',
+): Promise<Caller> {
+  const app = await createApplication(pool, { name, baseCurrency: currency });
+  return { applicationId: app.id, mode: 'test', credentialId: randomUUID() };
+}
+
 /** A user with a wallet written straight to the database (no API), funded with `amount`. */
 export async function insertFundedWallet(
   pool: DatabasePool,
@@ -122,25 +136,20 @@ export async function insertFundedWallet(
 export async function statementsOf(
   run: () => Promise<unknown>,
 ): Promise<{ text: string; values: unknown[] }[]> {
-  const prototype = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-  const original = prototype.query;
-  const sent: { text: string; values: unknown[] }[] = [];
-  prototype.query = function recordedQuery(this: unknown, ...args: unknown[]): unknown {
-    const [first, second] = args as [unknown, unknown];
-    const config = (typeof first === 'string' ? { text: first } : first) as {
-      text?: string;
-      values?: unknown[];
-    };
-    const values = Array.isArray(second) ? (second as unknown[]) : (config.values ?? []);
-    sent.push({ text: config.text ?? '', values });
-    return original.apply(this, args);
-  };
+  // Every call goes through to the real method; the spy only keeps its arguments.
+  const spy = jest.spyOn(pg.Client.prototype, 'query');
+  let calls: unknown[][];
   try {
     await run();
   } finally {
-    prototype.query = original;
+    calls = spy.mock.calls;
+    spy.mockRestore();
   }
-  return sent;
+  return calls.map(([first, second]) => {
+    const config = (typeof first === 'string' ? { text: first } : first) as QueryConfig;
+    const values = Array.isArray(second) ? (second as unknown[]) : (config.values ?? []);
+    return { text: config.text ?? '', values };
+  });
 }
 
 /** How many statements `run` sends to Postgres (`statementsOf`). */
@@ -153,3 +162,26 @@ export const ledgerSteps = (pool: DatabasePool, transactionId: string) =>
   pool.anyFirst(sql.type(z.object({ step: z.string() }))`
     SELECT metadata->>'step' AS step FROM ledger_transactions
     WHERE transaction_id = ${transactionId} ORDER BY created_at`);
+
+/** A payment's ledger transactions, oldest first: each one's step and how many entries it has. */
+export const ledgerLegs = (pool: DatabasePool, transactionId: string) =>
+  pool.any(sql.type(z.object({ step: z.string().nullable(), legs: z.number() }))`
+    SELECT t.metadata->>'step' AS step, count(e.id)::int AS legs
+    FROM ledger_transactions t JOIN ledger_entries e ON e.ledger_transaction_id = t.id
+    WHERE t.transaction_id = ${transactionId}
+    GROUP BY t.id, t.created_at ORDER BY t.created_at`);
+
+/** How many ledger transactions a payment has. */
+export const ledgerTransactionCount = (pool: DatabasePool, transactionId: string) =>
+  pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT count(*)::int AS n FROM ledger_transactions WHERE transaction_id = ${transactionId}`);
+
+/**
+ * Everything a money step writes under a payment's id: its payment row, ledger transactions and
+ * events, counted (0 for a decline, which writes nothing).
+ */
+export const writtenFor = (pool: DatabasePool, id: string) =>
+  pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT ((SELECT count(*) FROM transactions WHERE id = ${id})
+      + (SELECT count(*) FROM ledger_transactions WHERE transaction_id = ${id})
+      + (SELECT count(*) FROM events WHERE transaction_id = ${id}))::int AS n`);

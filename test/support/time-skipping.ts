@@ -84,12 +84,15 @@ export function mocked<T extends Record<string, AnyFunction>>(activities: T): Mo
  * workflow ends; answers its result. `drive` gets the started workflow and runs while the first
  * worker still lives (a notification the test sends, say).
  */
-export async function killedAndRestarted<S extends { handle: { result(): Promise<unknown> } }>(
+export async function killedAndRestarted<
+  S extends { handle: { result(): Promise<unknown> } },
+  A extends Partial<Activities> = Activities,
+>(
   env: TestWorkflowEnvironment,
   options: {
-    real: Activities;
+    real: A;
     open: (taskQueue: string) => Promise<S>;
-    crash: (real: Activities, kill: () => Error) => Partial<Activities>;
+    crash: (real: A, kill: () => Error) => Partial<Activities>;
     drive?: (started: Promise<S>) => Promise<unknown>;
   },
 ): Promise<unknown> {

@@ -1,7 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
-import type { Activities } from '../../workflows/activities-types';
 import { cardDepositWorkflow } from '../../workflows/card-deposit';
 import {
   cardDepositUpdates,
@@ -33,8 +32,6 @@ const inputFor = (paymentMethodId = 'pm_card_authenticationRequired') =>
   cardDepositInput(randomUUID(), paymentMethodId);
 
 const open = (taskQueue: string, input: CardDepositInput) => openCardDeposit(env, taskQueue, input);
-
-const asActivities = (mocks: object) => mocks as unknown as Partial<Activities>;
 
 describe('cardDepositWorkflow', () => {
   it('completes at once when the card is charged: open answers after the ledger step', async () => {
@@ -99,7 +96,7 @@ describe('cardDepositWorkflow', () => {
       cardActivities(env, { created: 'requires_action', checked: 'failed' }),
     );
     const input = inputFor();
-    await withWorker(env, asActivities(activities), async (taskQueue) => {
+    await withWorker(env, activities, async (taskQueue) => {
       const { handle } = await open(taskQueue, input);
       expect(await handle.query(depositStateQuery)).toBe('pending');
       expect(await notifyCard(handle, 'failed')).toBe('failed');
@@ -139,7 +136,7 @@ describe('cardDepositWorkflow', () => {
       cardActivities(env, { created: 'requires_action', canceled: 'succeeded' }),
     );
     const input = inputFor();
-    const result = await withWorker(env, asActivities(activities), async (taskQueue) => {
+    const result = await withWorker(env, activities, async (taskQueue) => {
       const { handle } = await open(taskQueue, input);
       return handle.result();
     });
@@ -154,7 +151,7 @@ describe('cardDepositWorkflow', () => {
       cardActivities(env, { created: 'requires_action', checked: 'succeeded' }),
     );
     const input = inputFor();
-    const result = await withWorker(env, asActivities(activities), async (taskQueue) => {
+    const result = await withWorker(env, activities, async (taskQueue) => {
       const { handle } = await open(taskQueue, input);
       return handle.result();
     });
@@ -167,7 +164,7 @@ describe('cardDepositWorkflow', () => {
       cardActivities(env, { created: 'requires_action', checked: 'succeeded' }),
     );
     const input = inputFor();
-    await withWorker(env, asActivities(activities), async (taskQueue) => {
+    await withWorker(env, activities, async (taskQueue) => {
       const { handle } = await open(taskQueue, input);
       expect(await handle.executeUpdate(cardDepositUpdates.sync)).toBe('completed');
       expect(await handle.result()).toBe('completed');
@@ -188,9 +185,7 @@ describe('cardDepositWorkflow', () => {
       },
     });
     const input = inputFor('pm_card_visa');
-    const { opened } = await withWorker(env, asActivities(activities), (taskQueue) =>
-      open(taskQueue, input),
-    );
+    const { opened } = await withWorker(env, activities, (taskQueue) => open(taskQueue, input));
     expect(opened).toMatchObject({ status: 'opened', outcome: 'completed' });
     expect(activities.openCardDeposit).toHaveBeenCalledTimes(2);
     // The activity derives the provider's idempotency key from this input (the workflow id).
@@ -207,7 +202,7 @@ describe('cardDepositWorkflow', () => {
     });
     const input = inputFor('pm_card_visa');
     // Started without the open update, so that the test server skips the retries' backoff.
-    const result = await withWorker(env, asActivities(activities), (taskQueue) =>
+    const result = await withWorker(env, activities, (taskQueue) =>
       env.client.workflow.execute(cardDepositWorkflow, {
         workflowId: workflowIds.cardDeposit(input.transactionId),
         taskQueue,
@@ -227,7 +222,7 @@ describe('cardDepositWorkflow', () => {
       cardActivities(env, { created: 'requires_action', checked: 'succeeded' }),
     );
     const input = inputFor();
-    await withWorker(env, asActivities(activities), async (taskQueue) => {
+    await withWorker(env, activities, async (taskQueue) => {
       const { handle } = await open(taskQueue, input);
       // Out of order: a stale "still authenticating" event changes nothing.
       expect(await notifyCard(handle, 'requires_action')).toBe('pending');
@@ -248,7 +243,7 @@ describe('cardDepositWorkflow', () => {
       cardActivities(env, { created: 'requires_action', checked: 'failed' }),
     );
     const input = inputFor();
-    await withWorker(env, asActivities(activities), async (taskQueue) => {
+    await withWorker(env, activities, async (taskQueue) => {
       const { handle } = await open(taskQueue, input);
       const answers = await Promise.all([
         notifyCard(handle, 'failed'),
@@ -264,7 +259,7 @@ describe('cardDepositWorkflow', () => {
   it('credits nothing on an event that says succeeded while the provider still awaits 3-D Secure', async () => {
     const activities = mocked(cardActivities(env, { created: 'requires_action' }));
     const input = inputFor();
-    await withWorker(env, asActivities(activities), async (taskQueue) => {
+    await withWorker(env, activities, async (taskQueue) => {
       const { handle } = await open(taskQueue, input);
       expect(await notifyCard(handle, 'succeeded')).toBe('pending');
       expect(activities.checkCardPayment).toHaveBeenCalledTimes(1);
@@ -291,7 +286,7 @@ describe('cardDepositWorkflow', () => {
       },
     });
     const input = inputFor();
-    await withWorker(env, asActivities(activities), async (taskQueue) => {
+    await withWorker(env, activities, async (taskQueue) => {
       const opening = open(taskQueue, input);
       // Wait until the workflow exists, then send the event while open is still running.
       let handle;
@@ -321,7 +316,7 @@ describe('cardDepositWorkflow', () => {
       cardActivities(env, { created: 'requires_action', checked: 'succeeded' }),
     );
     const input = inputFor();
-    await withWorker(env, asActivities(activities), async (taskQueue) => {
+    await withWorker(env, activities, async (taskQueue) => {
       const { handle } = await open(taskQueue, input);
       await expect(
         handle.executeUpdate(cardDepositUpdates.notify, {
@@ -341,9 +336,7 @@ describe('cardDepositWorkflow', () => {
         ),
     });
     const input = inputFor('pm_nope');
-    const { opened } = await withWorker(env, asActivities(activities), (taskQueue) =>
-      open(taskQueue, input),
-    );
+    const { opened } = await withWorker(env, activities, (taskQueue) => open(taskQueue, input));
     expect(opened).toEqual({ status: 'declined', code: 'payment_method_not_found', detail: null });
     expect(activities.openCardDeposit).toHaveBeenCalledTimes(1);
   });

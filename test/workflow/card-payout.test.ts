@@ -1,6 +1,5 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
-import type { Activities } from '../../workflows/activities-types';
 import {
   createTimeSkippingEnv,
   killedAndRestarted,
@@ -28,7 +27,6 @@ afterAll(async () => env?.teardown());
 
 type Options = Parameters<typeof payoutActivities>[0];
 const mocks = (options: Options = {}) => mocked(payoutActivities(options));
-const asActivities = (m: unknown) => m as Partial<Activities>;
 
 describe('cardPayoutWorkflow (the money-out saga, kind payout)', () => {
   it('reserves, is paid at once and settles once; Test Mode has no late-failure window', async () => {
@@ -51,7 +49,7 @@ describe('cardPayoutWorkflow (the money-out saga, kind payout)', () => {
 
   it('accepted, then settled when the provider reports it paid', async () => {
     const activities = mocks({ sent: 'pending', checked: 'completed' });
-    const answers = await withWorker(env, asActivities(activities), async (q) => {
+    const answers = await withWorker(env, activities, async (q) => {
       const { opened, handle } = await openPayout(env, q, payoutInput(randomUUID()));
       const paid = await notifyCashout(handle, 'completed');
       return { opened, paid, result: await handle.result() };
@@ -114,7 +112,7 @@ describe('cardPayoutWorkflow (the money-out saga, kind payout)', () => {
       checked: 'completed',
       lateFailureMs: PAYOUT_LATE_FAILURE_MS,
     });
-    const answers = await withWorker(env, asActivities(activities), async (q) => {
+    const answers = await withWorker(env, activities, async (q) => {
       const { opened, handle } = await openPayout(env, q, payoutInput(randomUUID(), 'live'));
       const forged = await notifyCashout(handle, 'failed');
       return { opened, forged, result: await handle.result() };
@@ -130,7 +128,7 @@ describe('cardPayoutWorkflow (the money-out saga, kind payout)', () => {
   it('Live Mode: ends completed when the late-failure window passes quietly', async () => {
     const activities = mocks({ sent: 'completed', lateFailureMs: PAYOUT_LATE_FAILURE_MS });
     const started = await env.currentTimeMs();
-    const result = await withWorker(env, asActivities(activities), async (q) =>
+    const result = await withWorker(env, activities, async (q) =>
       (await openPayout(env, q, payoutInput(randomUUID(), 'live'))).handle.result(),
     );
     expect(result).toBe('completed');
@@ -144,7 +142,7 @@ describe('cardPayoutWorkflow (the money-out saga, kind payout)', () => {
       .mockImplementationOnce(() => Promise.reject(new Error('Stripe POST /v1/payouts timed out')))
       .mockImplementationOnce(() => Promise.reject(new Error('Stripe answered HTTP 503')));
     const input = payoutInput(randomUUID());
-    const result = await withWorker(env, asActivities(activities), async (q) => {
+    const result = await withWorker(env, activities, async (q) => {
       const { opened, handle } = await openPayout(env, q, input);
       expect(opened).toMatchObject({ status: 'opened', outcome: 'completed' });
       return handle.result();
@@ -161,7 +159,7 @@ describe('cardPayoutWorkflow (the money-out saga, kind payout)', () => {
     const activities = mocks({ sent: 'completed' });
     const input = payoutInput(randomUUID());
     const result = await killedAndRestarted(env, {
-      real: activities as unknown as Activities,
+      real: activities,
       open: (taskQueue) => openPayout(env, taskQueue, input),
       // The first worker dies after the reserve, as it reaches the provider.
       crash: (_real, kill) => ({ sendMoneyOut: () => Promise.reject(kill()) }),

@@ -2,7 +2,6 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createEngineWorker } from '../../worker/engine-worker';
 import { randomUUID } from 'node:crypto';
-import type { Activities } from '../../workflows/activities-types';
 import { moneyOutUpdates, type MoneyOutProviderStatus } from '../../workflows/money-out-shared';
 import {
   createTimeSkippingEnv,
@@ -32,7 +31,6 @@ afterAll(async () => env?.teardown());
 
 type Options = Parameters<typeof cashoutActivities>[0];
 const mocks = (options: Options = {}) => mocked(cashoutActivities(options));
-const asActivities = (m: unknown) => m as Partial<Activities>;
 /** What the provider answers when the saga asks about the payout. */
 const says = (status: MoneyOutProviderStatus) => Promise.resolve({ id: 'po_fixture', status });
 
@@ -60,7 +58,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
 
   it('settles at once when the provider answers paid', async () => {
     const activities = mocks({ sent: 'completed' });
-    const { opened, result } = await withWorker(env, asActivities(activities), async (q) => {
+    const { opened, result } = await withWorker(env, activities, async (q) => {
       const started = await openCashout(env, q, cashoutInput(randomUUID()));
       return { opened: started.opened, result: await started.handle.result() };
     });
@@ -103,7 +101,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
   it('reverses a settlement when a kind with a late-failure window hears the payout failed later', async () => {
     const SEVEN_DAYS = 7 * 24 * 60 * 60 * 1000;
     const activities = mocks({ lateFailureMs: SEVEN_DAYS, checked: 'completed' });
-    const answers = await withWorker(env, asActivities(activities), async (q) => {
+    const answers = await withWorker(env, activities, async (q) => {
       const { handle } = await openCashout(env, q, cashoutInput(randomUUID()));
       const paid = await notifyCashout(handle, 'completed');
       // The provider now says so too (a returned payout).
@@ -120,7 +118,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
   it('gives nothing back on a late failure the provider does not confirm', async () => {
     const SEVEN_DAYS = 7 * 24 * 60 * 60 * 1000;
     const activities = mocks({ lateFailureMs: SEVEN_DAYS, checked: 'completed' });
-    const answers = await withWorker(env, asActivities(activities), async (q) => {
+    const answers = await withWorker(env, activities, async (q) => {
       const { handle } = await openCashout(env, q, cashoutInput(randomUUID()));
       const paid = await notifyCashout(handle, 'completed');
       const forged = await notifyCashout(handle, 'failed');
@@ -135,7 +133,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
 
   it('settles nothing on a notification that says paid while the provider says pending', async () => {
     const activities = mocks({ checked: 'pending' });
-    const answers = await withWorker(env, asActivities(activities), async (q) => {
+    const answers = await withWorker(env, activities, async (q) => {
       const { handle } = await openCashout(env, q, cashoutInput(randomUUID()));
       const notified = await notifyCashout(handle, 'completed');
       expect(activities.settleMoneyOut).not.toHaveBeenCalled();
@@ -150,7 +148,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
 
   it('ends completed when the late-failure window passes without a failure', async () => {
     const activities = mocks({ lateFailureMs: 60_000, checked: 'completed' });
-    const result = await withWorker(env, asActivities(activities), async (q) => {
+    const result = await withWorker(env, activities, async (q) => {
       const { handle } = await openCashout(env, q, cashoutInput(randomUUID()));
       await notifyCashout(handle, 'completed');
       return handle.result();
@@ -161,7 +159,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
 
   it('treats a payout reported paid as final when the kind has no late-failure window', async () => {
     const activities = mocks({ sent: 'completed' });
-    await withWorker(env, asActivities(activities), async (q) => {
+    await withWorker(env, activities, async (q) => {
       const { handle } = await openCashout(env, q, cashoutInput(randomUUID()));
       expect(await handle.result()).toBe('completed');
     });
@@ -171,7 +169,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
   it('moves nothing and never calls the provider when the reserve is declined', async () => {
     const activities = mocks();
     activities.reserveMoneyOut.mockImplementation(() => Promise.reject(insufficientFunds()));
-    const { opened, result } = await withWorker(env, asActivities(activities), async (q) => {
+    const { opened, result } = await withWorker(env, activities, async (q) => {
       const started = await openCashout(env, q, cashoutInput(randomUUID()));
       return { opened: started.opened, result: await started.handle.result() };
     });
@@ -188,7 +186,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
       .mockImplementationOnce(() => Promise.reject(new Error('Monime POST /v1/payouts timed out')))
       .mockImplementationOnce(() => Promise.reject(new Error('Monime answered HTTP 503')));
     const input = cashoutInput(randomUUID());
-    const result = await withWorker(env, asActivities(activities), async (q) => {
+    const result = await withWorker(env, activities, async (q) => {
       const { opened, handle } = await openCashout(env, q, input);
       expect(opened).toMatchObject({ status: 'opened', outcome: 'pending' });
       await notifyCashout(handle, 'completed');
@@ -220,7 +218,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
       .mockImplementationOnce(() => Promise.resolve({ id: 'po_fixture', status: 'pending' }))
       .mockImplementationOnce(() => Promise.resolve({ id: 'po_fixture', status: 'completed' }));
     const started = await env.currentTimeMs();
-    const result = await withWorker(env, asActivities(activities), async (q) =>
+    const result = await withWorker(env, activities, async (q) =>
       (await openCashout(env, q, cashoutInput(randomUUID()))).handle.result(),
     );
     expect(result).toBe('completed');
@@ -232,7 +230,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
 
   it('settles at once on a sync that finds the payout paid', async () => {
     const activities = mocks({ checked: 'completed' });
-    const answers = await withWorker(env, asActivities(activities), async (q) => {
+    const answers = await withWorker(env, activities, async (q) => {
       const { handle } = await openCashout(env, q, cashoutInput(randomUUID()));
       const synced = await handle.executeUpdate(moneyOutUpdates.sync);
       return { synced, result: await handle.result() };
@@ -245,7 +243,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
 
   it('refuses a notification with an unknown status', async () => {
     const activities = mocks({ checked: 'failed' });
-    await withWorker(env, asActivities(activities), async (q) => {
+    await withWorker(env, activities, async (q) => {
       const { handle } = await openCashout(env, q, cashoutInput(randomUUID()));
       await expect(
         handle.executeUpdate(moneyOutUpdates.notify, {
@@ -277,7 +275,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
       taskQueue,
       workflowBundle: bundle,
       dataConverter: testDataConverter(),
-      activities: asActivities(first),
+      activities: first,
       // No sticky cache: the workflow's next task goes to the shared queue, as after a crash.
       maxCachedWorkflows: 0,
     });
@@ -291,7 +289,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
       taskQueue,
       workflowBundle: bundle,
       dataConverter: testDataConverter(),
-      activities: asActivities(second),
+      activities: second,
     });
     const result = await worker2.runUntil(async () => {
       const { opened, handle } = await opening;
@@ -315,7 +313,7 @@ describe('mobileMoneyCashoutWorkflow (the money-out saga)', () => {
     activities.sendMoneyOut.mockImplementation(() =>
       Promise.reject(ApplicationFailure.nonRetryable('bug', 'TypeError')),
     );
-    await withWorker(env, asActivities(activities), async (q) => {
+    await withWorker(env, activities, async (q) => {
       // The saga fails loudly (the workflow fails) instead of giving back on a bug.
       await expect(openCashout(env, q, cashoutInput(randomUUID()))).rejects.toThrow();
     });

@@ -54,7 +54,7 @@ describe('mobileMoneyDepositWorkflow', () => {
   it('fails without moving money when the payment fails', async () => {
     const activities = mocks({}, 'failed');
     const input = inputFor();
-    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+    await withWorker(env, activities, async (taskQueue) => {
       const { handle } = await open(taskQueue, input);
       expect(
         await handle.executeUpdate(depositUpdates.notify, { args: [{ status: 'failed' }] }),
@@ -71,7 +71,7 @@ describe('mobileMoneyDepositWorkflow', () => {
   it('credits nothing on a notification that says completed while the provider says pending', async () => {
     const activities = mocks({}, 'pending');
     const input = inputFor();
-    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+    await withWorker(env, activities, async (taskQueue) => {
       const { handle } = await open(taskQueue, input);
       expect(
         await handle.executeUpdate(depositUpdates.notify, { args: [{ status: 'completed' }] }),
@@ -93,7 +93,7 @@ describe('mobileMoneyDepositWorkflow', () => {
 
   it('settles on what the provider says, not on what the notification claims', async () => {
     const activities = mocks({}, 'completed');
-    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+    await withWorker(env, activities, async (taskQueue) => {
       const { handle } = await open(taskQueue, inputFor());
       expect(
         await handle.executeUpdate(depositUpdates.notify, { args: [{ status: 'failed' }] }),
@@ -121,14 +121,10 @@ describe('mobileMoneyDepositWorkflow', () => {
 
   it('completes at expiry when the provider says the code was paid but no notification came', async () => {
     const activities = mocks({ checkPaymentCode: jest.fn(() => Promise.resolve('completed')) });
-    const outcome = await withWorker(
-      env,
-      activities as unknown as Partial<Activities>,
-      async (taskQueue) => {
-        const { handle } = await open(taskQueue, inputFor());
-        return handle.result();
-      },
-    );
+    const outcome = await withWorker(env, activities, async (taskQueue) => {
+      const { handle } = await open(taskQueue, inputFor());
+      return handle.result();
+    });
     expect(outcome).toBe('completed');
     expect(activities.completeDeposit).toHaveBeenCalledTimes(1);
   });
@@ -161,7 +157,7 @@ describe('mobileMoneyDepositWorkflow', () => {
       'completed',
     );
     const input = inputFor();
-    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+    await withWorker(env, activities, async (taskQueue) => {
       const { opened, handle } = await open(taskQueue, input);
       expect(opened).toMatchObject({ status: 'opened' });
       await handle.executeUpdate(depositUpdates.notify, { args: [{ status: 'completed' }] });
@@ -180,7 +176,7 @@ describe('mobileMoneyDepositWorkflow', () => {
         ),
       ),
     });
-    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+    await withWorker(env, activities, async (taskQueue) => {
       const { opened, handle } = await open(taskQueue, inputFor());
       expect(opened).toEqual({
         status: 'declined',
@@ -195,7 +191,7 @@ describe('mobileMoneyDepositWorkflow', () => {
 
   it('credits once when the same notification arrives twice', async () => {
     const activities = mocks({}, 'completed');
-    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+    await withWorker(env, activities, async (taskQueue) => {
       const { handle } = await open(taskQueue, inputFor());
       const both = await Promise.all([
         handle.executeUpdate(depositUpdates.notify, { args: [{ status: 'completed' }] }),
@@ -209,7 +205,7 @@ describe('mobileMoneyDepositWorkflow', () => {
 
   it('credits once when a sync races the notification', async () => {
     const activities = mocks({ checkPaymentCode: jest.fn(() => Promise.resolve('completed')) });
-    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+    await withWorker(env, activities, async (taskQueue) => {
       const { handle } = await open(taskQueue, inputFor());
       const results = await Promise.all([
         handle.executeUpdate(depositUpdates.sync),
@@ -234,7 +230,7 @@ describe('mobileMoneyDepositWorkflow', () => {
         .mockImplementation(() => Promise.resolve('pending')),
       completeDeposit: jest.fn(() => slowLedger),
     });
-    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+    await withWorker(env, activities, async (taskQueue) => {
       const { handle } = await open(taskQueue, inputFor());
       const notified = handle.executeUpdate(depositUpdates.notify, {
         args: [{ status: 'completed' }],
@@ -259,7 +255,7 @@ describe('mobileMoneyDepositWorkflow when the provider cannot tell', () => {
 
   it('answers a sync and a notification with the outcome as it stands when the provider refuses the check', async () => {
     const activities = mocks({ checkPaymentCode: jest.fn(refused) });
-    await withWorker(env, activities as unknown as Partial<Activities>, async (taskQueue) => {
+    await withWorker(env, activities, async (taskQueue) => {
       const { handle } = await open(taskQueue, inputFor());
       expect(await handle.executeUpdate(depositUpdates.sync)).toBe('pending');
       expect(
@@ -275,10 +271,8 @@ describe('mobileMoneyDepositWorkflow when the provider cannot tell', () => {
   it('expires the deposit after the grace when the provider refuses the last check', async () => {
     const activities = mocks({ checkPaymentCode: jest.fn(refused) });
     const input = inputFor();
-    const outcome = await withWorker(
-      env,
-      activities as unknown as Partial<Activities>,
-      async (taskQueue) => (await open(taskQueue, input)).handle.result(),
+    const outcome = await withWorker(env, activities, async (taskQueue) =>
+      (await open(taskQueue, input)).handle.result(),
     );
     expect(outcome).toBe('expired');
     expect(activities.checkPaymentCode).toHaveBeenCalledTimes(1);
@@ -293,10 +287,8 @@ describe('mobileMoneyDepositWorkflow when the provider cannot tell', () => {
     const activities = mocks({
       checkPaymentCode: jest.fn(() => Promise.reject(new Error('provider answered 502'))),
     });
-    const outcome = await withWorker(
-      env,
-      activities as unknown as Partial<Activities>,
-      async (taskQueue) => (await open(taskQueue, inputFor())).handle.result(),
+    const outcome = await withWorker(env, activities, async (taskQueue) =>
+      (await open(taskQueue, inputFor())).handle.result(),
     );
     expect(outcome).toBe('expired');
     expect(activities.checkPaymentCode).toHaveBeenCalledTimes(8);
@@ -309,15 +301,12 @@ describe('mobileMoneyDepositWorkflow when the provider cannot tell', () => {
     });
     const input = inputFor();
     // Started without the open update, so that the test server skips the retries' backoff.
-    const outcome = await withWorker(
-      env,
-      activities as unknown as Partial<Activities>,
-      (taskQueue) =>
-        env.client.workflow.execute(mobileMoneyDepositWorkflow, {
-          workflowId: `deposit-${input.transactionId}`,
-          taskQueue,
-          args: [input],
-        }),
+    const outcome = await withWorker(env, activities, (taskQueue) =>
+      env.client.workflow.execute(mobileMoneyDepositWorkflow, {
+        workflowId: `deposit-${input.transactionId}`,
+        taskQueue,
+        args: [input],
+      }),
     );
     expect(outcome).toBe('failed');
     expect(activities.openDeposit).toHaveBeenCalledTimes(8);

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { escrowStateQuery, SearchAttributes, type HoldInput } from '../../workflows/shared';
 import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
+import { within } from '../support/wait';
 import {
   escrowExpired,
   escrowHoldDeclined,
@@ -84,10 +85,7 @@ describe('escrowWorkflow', () => {
       // The same hold id again: its workflow has ended, so update-with-start runs it anew.
       const again = await hold(taskQueue, input);
       expect(again.held).toEqual({ status: 'done', transactionId: input.holdId, remaining: '0' });
-      const ended = await Promise.race([
-        again.handle.result(),
-        delay(10_000).then(() => 'still running'),
-      ]);
+      const ended = await within(again.handle.result(), 10_000, 'still running');
       expect(ended).toEqual({ held: '0' });
       expect(again.handle.workflowId).toBe(first.handle.workflowId);
     });

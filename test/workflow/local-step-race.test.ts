@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createEngineWorker } from '../../worker/engine-worker';
 import { createTimeSkippingEnv, testDataConverter } from '../support/time-skipping';
+import { within } from '../support/wait';
 import { takeOnce, takeUpdate, type TakeActivities } from './local-step-race.workflow';
 
 const UNHANDLED_COMMAND =
@@ -70,13 +71,14 @@ async function race(server: Server, idempotent: boolean) {
     secondSent();
     const answers = await Promise.allSettled([first, second]);
     // The time-skipping server skips to the run timeout (10 years) of a workflow left waiting.
-    const result = await Promise.race([
+    const result = await within(
       handle.result().catch((error: unknown) => {
         if (error instanceof WorkflowFailedError) return error.message;
         throw error;
       }),
-      delay(3000).then(() => 'running'),
-    ]);
+      3000,
+      'running',
+    );
     if (result === 'running') await handle.terminate();
     const { events } = await handle.fetchHistory();
     const failedTasks = events!.flatMap((e) =>

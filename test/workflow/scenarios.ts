@@ -207,7 +207,7 @@ export function depositActivities(
     checkPaymentCode: (_: { mode: string; paymentCodeId: string }) => Promise.resolve(checked),
     completeDeposit: (_: { transactionId: string }) => Promise.resolve(),
     closeDeposit: (_: { transactionId: string; status: 'failed' | 'expired' }) => Promise.resolve(),
-  };
+  } satisfies Partial<Activities>;
 }
 
 /** Starts a deposit with its `open` update, as the API does; answers what `open` answered. */
@@ -290,7 +290,7 @@ export function cardActivities(
     completeCardDeposit: (_: { transactionId: string }) => Promise.resolve(),
     closeCardDeposit: (_: { transactionId: string; status: 'failed' | 'expired' }) =>
       Promise.resolve(),
-  };
+  } satisfies Partial<Activities>;
 }
 
 /** Starts a card deposit with its `open` update, as the API does; answers what `open` answered. */
@@ -420,7 +420,7 @@ export function fakeEscrow(options: { stepMs?: number } = {}) {
         ledger.held = 0n;
         return { status: 'done', transactionId: input.refundId, remaining: '0' };
       }),
-  };
+  } satisfies Partial<Activities>;
   return { ledger, activities };
 }
 
@@ -488,7 +488,7 @@ export function cashoutActivities(
     settleMoneyOut: (_: { transactionId: string }) => Promise.resolve(),
     giveBackMoneyOut: (_: { transactionId: string }) => Promise.resolve(),
     reverseMoneyOut: (_: { transactionId: string }) => Promise.resolve(),
-  };
+  } satisfies Partial<Activities>;
 }
 
 /** Starts a cashout with its `open` update, as the API does; answers what `open` answered. */
@@ -547,7 +547,7 @@ export function payoutActivities(options: Parameters<typeof cashoutActivities>[0
     ...activities,
     sendMoneyOut: (arg: { transactionId: string }) =>
       options.sent === 'refused' ? Promise.reject(payoutRefused()) : activities.sendMoneyOut(arg),
-  };
+  } satisfies Partial<Activities>;
 }
 
 /** Starts a card payout with its `open` update, as the API does. */
@@ -633,7 +633,7 @@ export function onboardingActivities() {
       if (verification === 'document_due') verification = 'document_pending';
       return Promise.resolve(result());
     },
-  };
+  } satisfies Partial<Activities>;
 }
 
 /** Submits the details as the API does: update-with-start on `onboarding-<wallet id>`. */
@@ -925,11 +925,12 @@ export const payoutReversed = scenario({
 export const maintenance = scenario({
   name: 'maintenance',
   input: () => undefined,
-  activities: () => ({
-    pruneExpiredRows: () =>
-      Promise.resolve({ rateLimitWindows: 2, idempotencyKeys: 3, providerNotifications: 1 }),
-    ensureWebhookRelayRuns: () => Promise.resolve(),
-  }),
+  activities: () =>
+    ({
+      pruneExpiredRows: () =>
+        Promise.resolve({ rateLimitWindows: 2, idempotencyKeys: 3, providerNotifications: 1 }),
+      ensureWebhookRelayRuns: () => Promise.resolve(),
+    }) satisfies Partial<Activities>,
   run: async (env, taskQueue) => {
     const handle = await env.client.workflow.start(maintenanceWorkflow, {
       workflowId: 'maintenance',
@@ -1011,7 +1012,7 @@ export const reconciliation = scenario({
       },
       retryUnmatchedNotifications: () => Promise.resolve({ retried: 2, matched: 1 }),
       recordReconciliationRun: () => Promise.resolve(),
-    };
+    } satisfies Partial<Activities>;
   },
   run: async (env, taskQueue, input) => {
     const handle = await env.client.workflow.start(reconciliationWorkflow, {

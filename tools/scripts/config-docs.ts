@@ -5,7 +5,7 @@ import { envSchema } from '../../config';
 
 /**
  * `npm run docs:config`: renders docs/configuration.md from the configuration schema, so that
- * the reference cannot say what the code does not. test/unit/config-docs.test.ts fails when the
+ * the reference cannot say what the code does not. test/tooling/config-docs.test.ts fails when the
  * file and the schema differ.
  */
 export const CONFIG_DOCS_FILE = path.join(__dirname, '..', '..', 'docs', 'configuration.md');

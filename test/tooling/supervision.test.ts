@@ -8,8 +8,15 @@ import { z } from 'zod';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
 import { freePort } from '../../net/ports';
 import { commandLine, isAlive, readPidFile, waitFor } from '../../tools/harness/processes';
-import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { assertLedgerInvariant, balanceOf } from '../support/database';
+import {
+  clientFor,
+  createFundedWallet,
+  createUserWithWallet,
+  postUntilDefinitive,
+  TRANSFER,
+  type ApiClient,
+} from '../support/http';
 import type { TestApp } from '../support/engine';
 
 /**
@@ -21,7 +28,6 @@ import type { TestApp } from '../support/engine';
 jest.setTimeout(180_000);
 
 const root = path.resolve(__dirname, '..', '..');
-const TRANSFER = '/api/v1/transactions/wallet/transfer';
 
 type Start = { child: ChildProcess; output: () => string; url: string };
 
@@ -113,18 +119,6 @@ async function demoClient(url: string): Promise<ApiClient> {
   return clientFor(url, { credentials: { test: credentials, live: credentials } } as TestApp);
 }
 
-/** A transfer retried with its key until it is definitive, as a client retries a 5xx. */
-async function transfer(api: ApiClient, body: object, key: string) {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const reply = await api
-      .post(TRANSFER, body, { 'Idempotency-Key': key })
-      .catch(() => ({ status: 0, body: null }));
-    if ((reply.status > 0 && reply.status < 500) || Date.now() > deadline) return reply;
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
 describe('npm start supervises what it started', () => {
   let first: Start;
   let api: ApiClient;
@@ -136,9 +130,8 @@ describe('npm start supervises what it started', () => {
     first = await start();
     api = await demoClient(first.url);
     pool = await createDatabasePool(databaseUrl(), { maximumPoolSize: 2 });
-    from = (await createUserWithWallet(api)).walletId;
+    from = (await createFundedWallet(api, pool, 10_000n)).walletId;
     to = (await createUserWithWallet(api)).walletId;
-    await fundWallet(pool, from, 10_000n);
   });
   afterAll(async () => pool?.end());
 
@@ -165,7 +158,12 @@ describe('npm start supervises what it started', () => {
     const old = temporalPid()!;
     process.kill(old, 'SIGKILL');
     await replaced(temporalPid, old);
-    const reply = await transfer(api, { from_wallet_id: from, to_wallet_id: to, amount: 1 }, 't1');
+    const reply = await postUntilDefinitive(
+      api,
+      TRANSFER,
+      { from_wallet_id: from, to_wallet_id: to, amount: 1 },
+      't1',
+    );
     expect(reply.status).toBe(200);
     expect(reply.body).toMatchObject({ status: 'completed', amount: 1 });
     expect(await balanceOf(pool, from)).toBe(9_900n);
@@ -177,7 +175,12 @@ describe('npm start supervises what it started', () => {
     const old = postmasterPid()!;
     process.kill(old, 'SIGKILL');
     await replaced(postmasterPid, old);
-    const reply = await transfer(api, { from_wallet_id: from, to_wallet_id: to, amount: 2 }, 't2');
+    const reply = await postUntilDefinitive(
+      api,
+      TRANSFER,
+      { from_wallet_id: from, to_wallet_id: to, amount: 2 },
+      't2',
+    );
     expect(reply.status).toBe(200);
     expect(await balanceOf(pool, from)).toBe(9_700n);
     expect(await balanceOf(pool, to)).toBe(300n);
@@ -204,8 +207,9 @@ describe('npm start supervises what it started', () => {
     const children = [postmasterPid()!, temporalPid()!];
     expect(children.every(isAlive)).toBe(true);
     // The data is the same: the balance survived both kills and the new start.
-    const reply = await transfer(
+    const reply = await postUntilDefinitive(
       await demoClient(second.url),
+      TRANSFER,
       { from_wallet_id: from, to_wallet_id: to, amount: 3 },
       't3',
     );

@@ -7,6 +7,7 @@ import { Client, Connection } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { freePort } from '../../net/ports';
 import { testDataConverter } from '../support/time-skipping';
+import { listWorkflowIds } from '../support/wait';
 import {
   startTemporalDevServer,
   UNUSED_VISIBILITY_INDEXES,
@@ -51,17 +52,6 @@ async function withClient<T>(run: (client: Client) => Promise<T>): Promise<T> {
   }
 }
 
-/** A List Filter's workflow ids, retried while visibility catches up (eventually consistent). */
-async function list(client: Client, query: string): Promise<string[]> {
-  let found: string[] = [];
-  for (let i = 0; i < 50 && !found.length; i += 1) {
-    if (i) await new Promise((r) => setTimeout(r, 200));
-    found = [];
-    for await (const wf of client.workflow.list({ query })) found.push(wf.workflowId);
-  }
-  return found;
-}
-
 describe('the dev server on a file', () => {
   const workflowId = `visibility-${randomUUID()}`;
 
@@ -79,10 +69,12 @@ describe('the dev server on a file', () => {
         ]),
       });
       // A kept index (a Keyword slot), and a dropped one (root workflow id): both answer.
-      expect(await list(client, `PaymentType = "transfer" AND PaymentStatus = "pending"`)).toEqual([
+      expect(
+        await listWorkflowIds(client, `PaymentType = "transfer" AND PaymentStatus = "pending"`),
+      ).toEqual([workflowId]);
+      expect(await listWorkflowIds(client, `RootWorkflowId = "${workflowId}"`)).toEqual([
         workflowId,
       ]);
-      expect(await list(client, `RootWorkflowId = "${workflowId}"`)).toEqual([workflowId]);
     });
     await server.stop();
     server = undefined;
@@ -116,7 +108,7 @@ describe('the dev server on a file', () => {
     await withClient(async (client) => {
       const description = await client.workflow.getHandle(workflowId).describe();
       expect(description.status.name).toBe('RUNNING');
-      expect(await list(client, `PaymentType = "transfer"`)).toEqual([workflowId]);
+      expect(await listWorkflowIds(client, `PaymentType = "transfer"`)).toEqual([workflowId]);
     });
     await server.stop();
     server = undefined;

@@ -1,0 +1,62 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { formatPayloadKeys, type Config } from '../../config';
+import { payloadKeys } from '../../temporal/data-converter';
+import { waitFor } from './wait';
+
+const root = path.resolve(__dirname, '../..');
+
+export type WorkerProcess = {
+  child: ChildProcess;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output: () => string;
+  /** SIGTERM, then waits for the process to exit. */
+  stop: () => Promise<void>;
+};
+
+/**
+ * `npm run worker` as production runs it (a child process), against `config`'s database,
+ * Temporal and task queue, with `env` added; resolves once it says it is running. It shares
+ * the payload keys of `config`, so that an API of the test reads what the worker writes.
+ */
+export async function startWorkerProcess(
+  config: Config,
+  options: { dataDir: string; env?: Record<string, string> },
+): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+    cwd: root,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      DATA_DIR: options.dataDir,
+      TEMPORAL_PAYLOAD_KEYS: formatPayloadKeys(payloadKeys(config)),
+      HOST: '127.0.0.1',
+      DATABASE_URL: config.database.url,
+      TEMPORAL_ADDRESS: config.temporal.address,
+      TEMPORAL_TASK_QUEUE: config.temporal.taskQueue,
+      ...(process.env.TEST_WORKFLOW_BUNDLE
+        ? { TEMPORAL_WORKFLOW_BUNDLE: process.env.TEST_WORKFLOW_BUNDLE }
+        : {}),
+      ...options.env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  const up = await waitFor(
+    () => output.includes('worker running') || child.exitCode !== null,
+    90_000,
+  );
+  if (!up || child.exitCode !== null) {
+    await stop();
+    throw new Error(`the worker did not come up:\n${output}`);
+  }
+  return { child, output: () => output, stop };
+}
