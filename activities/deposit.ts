@@ -25,7 +25,8 @@ import type { Providers } from '../providers';
 import { workflowIds } from '../workflows/ids';
 import type { DepositInput, DepositOpened } from '../workflows/shared';
 import { decline, tooSmallToConvert } from './declines';
-import { checkWallet } from './wallet-checks';
+import { refuseUnlessAll } from './wallet-checks';
+import { depositRules } from '../domain/money-rules';
 import { transactionEventData } from './events';
 
 function opened({ row, meta }: DepositRecord): DepositOpened {
@@ -66,14 +67,14 @@ export async function callProvider<T>(call: () => Promise<T>, refusal?: string):
   }
 }
 
-/** The wallet a deposit credits, checked as every money step checks it, in `currency`. */
+/** The wallet a deposit credits, in `currency`, checked by the deposit's rules (domain/money-rules.ts). */
 export async function checkDepositWallet(
   db: CommonQueryMethods,
   input: { applicationId: string; mode: Mode; walletId: string },
   currency: Currency,
 ): Promise<void> {
-  const wallet = (await walletStates(db, [input.walletId])).get(input.walletId);
-  checkWallet(wallet, { application_id: input.applicationId, mode: input.mode, currency });
+  const wallet = (await walletStates(db, [input.walletId])).get(input.walletId) ?? null;
+  refuseUnlessAll(depositRules, { subjects: { wallet }, params: { ...input, currency } });
 }
 
 /**
@@ -87,9 +88,9 @@ export async function insertPendingDeposit(
   currency: Currency,
   record: NewTransaction & { walletId: string },
 ): Promise<TransactionRow> {
-  const row = await insertTransactionInCurrency(pool, record);
+  const row = await insertTransactionInCurrency(pool, { ...record, currency });
   if (row) return row;
-  // Refused: the wallet's checks say why (a currency switched meanwhile, most likely).
+  // Refused: the deposit's rules say why (a currency switched meanwhile, most likely).
   await checkDepositWallet(pool, input, currency);
   throw new Error(`deposit ${record.id}: its wallet changed while it was recorded`);
 }

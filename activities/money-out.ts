@@ -33,7 +33,8 @@ import type { MoneyOutInput, MoneyOutKind } from '../workflows/money-out-shared'
 import { decline } from './declines';
 import { callProvider } from './deposit';
 import { transactionEventData } from './events';
-import { checkWallet } from './wallet-checks';
+import { refuseUnlessAll } from './wallet-checks';
+import { moneyOutReserveRules } from '../domain/money-rules';
 
 /** The provider's payout as the port reports it. */
 export type ProviderPayout = { id: string; status: PayoutStatus };
@@ -150,9 +151,12 @@ export function createMoneyOutActivities(
       const locked = await lockAccounts(trx, [input.walletId, clearing]);
       if (await findMoneyOut(trx, input.transactionId)) return done;
       const wallet = (await walletStates(trx, [input.walletId])).get(input.walletId);
-      checkWallet(wallet, { application_id: input.applicationId, mode: input.mode, currency });
       const total = BigInt(meta.total);
-      if (locked.get(input.walletId)!.balance < total) throw decline('insufficient_funds');
+      const balance = locked.get(input.walletId)?.balance;
+      refuseUnlessAll(moneyOutReserveRules, {
+        subjects: { wallet: wallet ? { ...wallet, balance } : null },
+        params: { ...input, total },
+      });
       await recordMoneyStep(trx, {
         transaction: {
           id: input.transactionId,

@@ -1,24 +1,25 @@
-import type { WalletState } from '../db/wallets';
+import { decide, type Facts, type MoneyStep } from '../domain/money-rules';
 import { decline } from './declines';
 
 /**
- * A wallet that may take part in a money step: it exists, it is the application's and mode's,
- * it is active, and it holds the application's base currency (and the step's, when the step has
- * one already, such as a hold's). A wallet left in another currency takes no money step at all.
+ * A money step's rules (domain/money-rules.ts) over what the activity read: the first that does
+ * not hold is a decline. Answers whether every rule was decided; false when one needs a fact
+ * not read yet (a balance, before the lock that reads it), so the caller asks again with it.
  */
-export function checkWallet(
-  wallet: WalletState | undefined,
-  scope: { application_id: string; mode: string; currency?: string },
+export function refuseUnless<S extends string, P extends string>(
+  step: MoneyStep<S, P>,
+  facts: Facts<S, P>,
+): boolean {
+  const decision = decide(step, facts);
+  if (decision.status === 'declined') throw decline(decision.code, decision.detail);
+  return decision.status === 'passed';
+}
+
+/** `refuseUnless`, for facts that are all read: a rule left undecided is a mistake of the step. */
+export function refuseUnlessAll<S extends string, P extends string>(
+  step: MoneyStep<S, P>,
+  facts: Facts<S, P>,
 ): void {
-  if (!wallet) throw decline('wallet_not_found');
-  if (wallet.application_id !== scope.application_id || wallet.mode !== scope.mode) {
-    throw decline('wallet_forbidden');
-  }
-  if (!wallet.is_active) throw decline('wallet_disabled');
-  if (
-    wallet.currency !== wallet.base_currency ||
-    (scope.currency !== undefined && wallet.currency !== scope.currency)
-  ) {
-    throw decline('currency_mismatch');
-  }
+  if (!refuseUnless(step, facts))
+    throw new Error(`the ${step.name} step lacks a fact its rules need`);
 }

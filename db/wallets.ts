@@ -182,17 +182,22 @@ export async function walletStatesUnlessMade(
   return { made: first.made, at: first.at, states };
 }
 
-/** What a money step checks of wallets (scope, active, currencies), by id, without locking. */
+/**
+ * What a money step checks of wallets (scope, active, currencies), by id, without locking; an id
+ * that is not a UUID names no wallet.
+ */
 export async function walletStates(
   db: CommonQueryMethods,
   ids: readonly string[],
 ): Promise<Map<string, WalletState>> {
+  const valid = ids.filter((id) => UUID.test(id));
+  if (valid.length === 0) return new Map();
   const rows = await db.any(
     prepare(sql.type(walletState)`
       SELECT w.id, w.application_id, w.mode, w.is_active, a.currency, app.base_currency
       FROM wallets w JOIN ledger_accounts a ON a.id = w.id
         JOIN applications app ON app.id = w.application_id
-      WHERE w.id = ANY(${sql.array([...ids], 'uuid')})`),
+      WHERE w.id = ANY(${sql.array(valid, 'uuid')})`),
   );
   return new Map(rows.map((r) => [r.id, r]));
 }
