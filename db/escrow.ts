@@ -3,7 +3,13 @@ import { z } from 'zod';
 import { transactionColumns, transactionRow, type TransactionRow } from './transactions';
 import { joinedWalletState, type WalletState } from './wallets';
 import { prepare } from './pool';
-import { compileRules, factColumns, HOLD_FIELDS, WALLET_FIELDS } from './money-rules';
+import {
+  factColumns,
+  firstBrokenRule,
+  HOLD_FIELDS,
+  WALLET_FIELDS,
+  type MoneyStepGuard,
+} from './money-rules';
 import { holdRules, releaseRules } from '../domain/money-rules';
 
 const lockedHold = transactionRow.extend({
@@ -127,10 +133,10 @@ export function releaseGuard(step: {
   amount: bigint | null;
   feeAccountId: string | null;
   fee: { bps: number; fixed: bigint };
-}): { prelude: FragmentSqlToken; guard: FragmentSqlToken } {
+}): MoneyStepGuard {
   const { hold } = step;
   const system = [hold.escrow_wallet_id!, ...(step.feeAccountId ? [step.feeAccountId] : [])];
-  const rules = compileRules(releaseRules, {
+  const rules = firstBrokenRule(releaseRules, {
     applicationId: hold.application_id,
     mode: hold.mode,
     recipientWalletId: step.recipientWalletId,
@@ -158,18 +164,19 @@ export function releaseGuard(step: {
         LEFT JOIN release_hold h ON true
         LEFT JOIN release_accounts r ON r.id = ${step.recipientWalletId} AND r.wallet_id IS NOT NULL
     ), release_checked AS (
-      SELECT coalesce(${rules}, false)
-        AND (SELECT count(*) FROM release_accounts WHERE kind <> 'user_wallet'
+      SELECT ${rules} AS declined,
+        (SELECT count(*) FROM release_accounts WHERE kind <> 'user_wallet'
           AND application_id = ${hold.application_id} AND mode = ${hold.mode}
           AND currency = ${hold.currency}
           AND CASE WHEN id = ${hold.escrow_wallet_id}::uuid THEN kind = 'escrow'
             ELSE kind = 'application_fees' END) = ${system.length}
         AND EXISTS (SELECT 1 FROM applications app WHERE app.id = ${hold.application_id}
           AND app.escrow_fee_bps = ${step.fee.bps} AND app.escrow_fee_fixed = ${step.fee.fixed.toString()}::int8)
-        AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${step.releaseId}) AS ok
+        AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${step.releaseId}) AS ready
       FROM release_facts
     )`,
-    guard: sql.fragment`coalesce((SELECT ok FROM release_checked), false)`,
+    guard: sql.fragment`coalesce((SELECT declined IS NULL AND ready FROM release_checked), false)`,
+    declined: sql.fragment`(SELECT declined FROM release_checked)`,
   };
 }
 
@@ -192,7 +199,7 @@ export function holdGuard(step: {
   recipientWalletId: string | null;
   currency: string;
   amount: bigint;
-}): { prelude: FragmentSqlToken; guard: FragmentSqlToken } {
+}): MoneyStepGuard {
   return {
     prelude: sql.fragment`hold_accounts AS (
       SELECT a.id, a.kind, a.application_id, a.mode, a.currency, a.balance, w.id AS wallet_id,
@@ -214,15 +221,16 @@ export function holdGuard(step: {
         LEFT JOIN hold_accounts s ON s.id = ${step.walletId} AND s.wallet_id IS NOT NULL
         LEFT JOIN hold_recipient r ON true
     ), hold_checked AS (
-      SELECT coalesce(${compileRules(holdRules, step)}, false)
-        AND sender_currency = ${step.currency}
-        AND EXISTS (SELECT 1 FROM hold_accounts WHERE id = ${step.escrowAccountId}
-          AND kind = 'escrow' AND application_id = ${step.applicationId} AND mode = ${step.mode}
-          AND currency = ${step.currency})
-        AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${step.holdId}) AS ok
+      SELECT ${firstBrokenRule(holdRules, step)} AS declined,
+        sender_currency = ${step.currency}
+          AND EXISTS (SELECT 1 FROM hold_accounts WHERE id = ${step.escrowAccountId}
+            AND kind = 'escrow' AND application_id = ${step.applicationId} AND mode = ${step.mode}
+            AND currency = ${step.currency})
+          AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${step.holdId}) AS ready
       FROM hold_facts
     )`,
-    guard: sql.fragment`coalesce((SELECT ok FROM hold_checked), false)`,
+    guard: sql.fragment`coalesce((SELECT declined IS NULL AND ready FROM hold_checked), false)`,
+    declined: sql.fragment`(SELECT declined FROM hold_checked)`,
   };
 }
 

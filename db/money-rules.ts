@@ -87,20 +87,38 @@ function compileExpr(expr: Expr, params: Facts<string, string>['params']): Part 
 }
 
 /**
- * Every rule of the step as one SQL boolean over the facts' columns, true only where each rule is
- * (a missing subject's fields are null: the caller wraps it in `coalesce(…, false)`).
+ * The index in `step.rules` of the first rule that does not hold over the facts' columns, or
+ * NULL when every rule holds: `decide`, in SQL (a rule whose facts are null does not hold).
+ */
+export function firstBrokenRule<S extends string, P extends string>(
+  step: MoneyStep<S, P>,
+  params: Facts<S, P>['params'],
+): FragmentSqlToken {
+  const branches: FragmentSqlToken[] = [];
+  for (const [index, rule] of step.rules.entries()) {
+    const part = compileExpr(rule.holds, params);
+    if (part === true) continue;
+    if (isSql(part)) {
+      branches.push(sql.fragment`WHEN NOT coalesce(${part}, false) THEN ${index}::int`);
+      continue;
+    }
+    // False or unknown whatever the facts: this rule declines, and no later one is asked.
+    branches.push(sql.fragment`WHEN true THEN ${index}::int`);
+    break;
+  }
+  if (branches.length === 0) return sql.fragment`NULL::int`;
+  return sql.fragment`(CASE ${sql.join(branches, sql.fragment` `)} END)`;
+}
+
+/**
+ * Every rule of the step as one SQL boolean over the facts' columns: true only where each rule
+ * holds (`firstBrokenRule` finds none).
  */
 export function compileRules<S extends string, P extends string>(
   step: MoneyStep<S, P>,
   params: Facts<S, P>['params'],
 ): FragmentSqlToken {
-  const parts = step.rules.map((rule) => compileExpr(rule.holds, params));
-  // A rule that is false or unknown whatever the facts never holds.
-  if (parts.some((p) => p === false || p === null)) return sql.fragment`FALSE`;
-  const open = parts.filter(isSql);
-  return open.length === 0
-    ? sql.fragment`TRUE`
-    : sql.fragment`(${sql.join(open, sql.fragment` AND `)})`;
+  return sql.fragment`(${firstBrokenRule(step, params)} IS NULL)`;
 }
 
 /** The wallet fields a step's facts hold, as columns of a relation that reads a wallet. */
@@ -138,3 +156,15 @@ export function factColumns(
   );
   return sql.fragment`${sql.join(columns, sql.fragment`, `)}`;
 }
+
+/**
+ * A money step written in one statement (db/money-steps.ts `recordMoneyStepAtOnce`): `prelude`,
+ * parts of its WITH, locks and reads the facts; `guard` holds where the step's rules all hold and
+ * the step may be written; `declined` is the index of the rule that declines (`firstBrokenRule`),
+ * or NULL.
+ */
+export type MoneyStepGuard = {
+  prelude: FragmentSqlToken;
+  guard: FragmentSqlToken;
+  declined: FragmentSqlToken;
+};

@@ -1,8 +1,8 @@
-import { sql, type DatabaseTransactionConnection, type FragmentSqlToken } from 'slonik';
+import { sql, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import { walletState } from './wallets';
 import { prepare } from './pool';
-import { compileRules, factColumns, WALLET_FIELDS } from './money-rules';
+import { factColumns, firstBrokenRule, WALLET_FIELDS, type MoneyStepGuard } from './money-rules';
 import { transferRules } from '../domain/money-rules';
 
 const transferWallet = walletState.extend({
@@ -42,10 +42,9 @@ export async function lockTransferWallets(
  * lock read, the sender still in the currency remembered, and the transfer not written yet.
  * Where it does not hold, the activity runs the usual way, which finds out why.
  */
-export function transferGuard(step: { transactionId: string; currency: string } & TransferParams): {
-  prelude: FragmentSqlToken;
-  guard: FragmentSqlToken;
-} {
+export function transferGuard(
+  step: { transactionId: string; currency: string } & TransferParams,
+): MoneyStepGuard {
   return {
     prelude: sql.fragment`transfer_wallets AS (
       SELECT a.id, w.application_id, w.mode, w.is_active, a.currency, app.base_currency, a.balance
@@ -60,12 +59,13 @@ export function transferGuard(step: { transactionId: string; currency: string } 
         LEFT JOIN transfer_wallets f ON f.id = ${step.fromWalletId}
         LEFT JOIN transfer_wallets t ON t.id = ${step.toWalletId}
     ), transfer_checked AS (
-      SELECT coalesce(${compileRules(transferRules, step)}, false)
-        AND from_currency = ${step.currency}
-        AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${step.transactionId}) AS ok
+      SELECT ${firstBrokenRule(transferRules, step)} AS declined,
+        from_currency = ${step.currency}
+          AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${step.transactionId}) AS ready
       FROM transfer_facts
     )`,
-    guard: sql.fragment`coalesce((SELECT ok FROM transfer_checked), false)`,
+    guard: sql.fragment`coalesce((SELECT declined IS NULL AND ready FROM transfer_checked), false)`,
+    declined: sql.fragment`(SELECT declined FROM transfer_checked)`,
   };
 }
 

@@ -54,18 +54,6 @@ export async function findWallet(db: CommonQueryMethods, id: string): Promise<Wa
   return db.maybeOne(sql.type(walletRow)`${select} WHERE w.id = ${id}`);
 }
 
-/** Several wallets by id in one round trip, whatever their application. */
-export async function findWallets(
-  db: CommonQueryMethods,
-  ids: readonly string[],
-): Promise<Map<string, WalletRow>> {
-  const valid = ids.filter((id) => UUID.test(id));
-  const rows = await db.any(
-    sql.type(walletRow)`${select} WHERE w.id = ANY(${sql.array(valid, 'uuid')})`,
-  );
-  return new Map(rows.map((r) => [r.id, r]));
-}
-
 export async function findWalletByUser(
   db: CommonQueryMethods,
   userId: string,
