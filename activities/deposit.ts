@@ -25,7 +25,7 @@ import type { Providers } from '../providers';
 import { workflowIds } from '../workflows/ids';
 import type { DepositInput, DepositOpened } from '../workflows/shared';
 import { decline, tooSmallToConvert } from './declines';
-import { refuseUnlessAll } from './wallet-checks';
+import { refuseUnlessAll } from './money-rules';
 import { depositRules } from '../domain/money-rules';
 import { transactionEventData } from './events';
 

@@ -31,7 +31,7 @@ import type {
   RefundRequest,
   ReleaseRequest,
 } from '../workflows/shared';
-import { refuseUnless, refuseUnlessAll } from './wallet-checks';
+import { refuseUnless, refuseUnlessAll } from './money-rules';
 import { holdRules, refundRules, releaseRules } from '../domain/money-rules';
 import { transactionEventData } from './events';
 
@@ -341,11 +341,16 @@ export function createEscrowActivities(deps: {
       const { hold, stepMade, at } = await lockHold(trx, input.holdId, input.refundId);
       afterCommit(trx, () => holds.delete(hold.id));
       if (stepMade) return alreadyDone(trx, input.refundId, hold.escrow_amount);
-      refuseUnlessAll(refundRules, { subjects: { hold }, params: {} });
+      // Whether it still holds anything, then, under the lock, the sender's account's currency.
+      refuseUnless(refundRules, { subjects: { hold }, params: {} });
       const amount = hold.escrow_amount;
       const sender = hold.wallet_id!;
       const escrow = hold.escrow_wallet_id!;
-      await lockAccounts(trx, [sender, escrow]);
+      const locked = await lockAccounts(trx, [sender, escrow]);
+      refuseUnlessAll(refundRules, {
+        subjects: { hold, sender: locked.get(sender) ?? null },
+        params: {},
+      });
       const answer = recordAnswer(
         { applicationId: hold.application_id, mode: hold.mode },
         input.answer,

@@ -33,7 +33,7 @@ import type { MoneyOutInput, MoneyOutKind } from '../workflows/money-out-shared'
 import { decline } from './declines';
 import { callProvider } from './deposit';
 import { transactionEventData } from './events';
-import { refuseUnlessAll } from './wallet-checks';
+import { refuseUnlessAll } from './money-rules';
 import { moneyOutReserveRules } from '../domain/money-rules';
 
 /** The provider's payout as the port reports it. */

@@ -8,7 +8,7 @@ import { transferPostings } from '../domain/ledger';
 import { workflowIds } from '../workflows/ids';
 import type { TransactionRecord, TransferInput } from '../workflows/shared';
 import { transactionEventData } from './events';
-import { refuseUnlessAll } from './wallet-checks';
+import { refuseUnlessAll } from './money-rules';
 import { transferRules } from '../domain/money-rules';
 
 /**

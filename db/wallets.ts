@@ -88,7 +88,7 @@ export async function setWalletActive(
 
 /**
  * What a money step checks of a wallet: its scope, whether it is active, its currency and its
- * application's base currency (activities/wallet-checks.ts).
+ * application's base currency (domain/money-rules.ts).
  */
 export const walletState = z.object({
   id: z.string(),

@@ -201,8 +201,20 @@ export const releaseRules = step(
   ],
 );
 
-/** A refund of all that is still held, to the sender. */
-export const refundRules = step('escrow refund', ['hold'], [], [held]);
+/**
+ * A refund of all that is still held, to the sender. Only the sender's account is asked, not its
+ * wallet: the money goes back where it came from, even from a wallet disabled or deleted since,
+ * and is held only where the sender's account now holds another currency than the hold.
+ */
+export const refundRules = step(
+  'escrow refund',
+  ['hold', 'sender'],
+  [],
+  [
+    held,
+    { code: 'currency_mismatch', holds: eq(fact('sender', 'currency'), fact('hold', 'currency')) },
+  ],
+);
 
 /**
  * A deposit (mobile money or card) opened into `wallet`, in `currency` (the application's base

@@ -41,12 +41,15 @@ let activities: ReturnType<typeof createActivities>;
 
 /** The wallets of the table, by what they are. */
 const w = {} as Record<
-  'funded' | 'recipient' | 'disabled' | 'foreign' | 'legacy' | 'missing' | 'onboarded',
+  'funded' | 'recipient' | 'disabled' | 'foreign' | 'legacy' | 'missing' | 'onboarded' | 'stranded',
   string
 >;
 let escrowAccount: string;
 /** A hold of 20.00 naming `recipient`, one naming no one, and one refunded. */
-const holds = {} as Record<'named' | 'anyone' | 'refunded', { id: string; input: HoldInput }>;
+const holds = {} as Record<
+  'named' | 'anyone' | 'refunded' | 'stranded',
+  { id: string; input: HoldInput }
+>;
 /** Wallet currencies and system accounts, as a worker that has seen them remembers them. */
 const currencies = new Map<string, Currency>();
 const systemAccounts = new Map<string, string>();
@@ -132,6 +135,12 @@ beforeAll(async () => {
   await rememberHold(holds.refunded);
   const refund = await api.post(`/api/v1/escrow/${holds.refunded.id}/refund`, {});
   if (refund.status !== 200) throw new Error(`refund: ${refund.status}`);
+  // A sender emptied by its hold, then left in SLE (as data from before the rule could be).
+  w.stranded = await wallet(api, 2_000n);
+  holds.stranded = await apiHold({ wallet_id: w.stranded, amount: 20 });
+  await engine.pool.query(
+    sql.unsafe`UPDATE ledger_accounts SET currency = 'SLE' WHERE id = ${w.stranded}`,
+  );
 });
 afterAll(async () => engine?.close());
 
@@ -535,6 +544,23 @@ const CASES: Case[] = [
     }),
   },
 
+  {
+    step: 'refund',
+    name: 'to a sender now in another currency than the hold',
+    expected: MISMATCH,
+    paths: () => ({
+      api: () => reply(api.post(`/api/v1/escrow/${holds.stranded.id}/refund`, {})),
+      activity: () =>
+        answerOfActivity(
+          createEscrowActivities({ pool: engine.pool }).refundFunds({
+            holdId: holds.stranded.id,
+            refundId: randomUUID(),
+            reason: 'requested',
+          }),
+        ),
+    }),
+  },
+
   ...depositCase('a missing wallet', 'missing', NOT_FOUND),
   ...depositCase('another application’s wallet', 'foreign', FORBIDDEN),
   ...depositCase('a disabled wallet', 'disabled', DISABLED),
@@ -692,7 +718,9 @@ describe('the compiled rules decide as `decide` does, over every combination of 
           await agree(MONEY_STEPS.release, { hold: held, recipient }, params);
         }
       }
-      await agree(MONEY_STEPS.refund, { hold: held }, {});
+      for (const sender of Object.values(variants)) {
+        await agree(MONEY_STEPS.refund, { hold: held, sender }, {});
+      }
     }
     for (const wallet of Object.values(variants)) {
       await agree(MONEY_STEPS.deposit, { wallet }, { ...base, currency: 'USD' });
