@@ -1,8 +1,8 @@
 import type { CommonQueryMethods } from '../db/pool';
 import { findUser, type UserRow } from '../db/users';
 import type { WalletMemory } from '../cache/wallet-memory';
-import { findWallet, walletStates, type WalletRow } from '../db/wallets';
-import { decide, type Facts, type MoneyStep } from '../domain/money-rules';
+import { findWallet, walletStates, type WalletRow, type WalletState } from '../db/wallets';
+import { decide, reads, type Facts, type MoneyStep } from '../domain/money-rules';
 import type { Caller } from '../domain/types';
 import { AppError, notFound } from './errors';
 
@@ -53,12 +53,12 @@ function assertActive(wallet: WalletRow): WalletRow {
 }
 
 /**
- * A money step's early answer (domain/money-rules.ts), before its workflow starts: the wallets it
- * names are read in one query (or, with `memory`, cache/wallet-memory.ts, not read when each was
- * found the caller's and active before), and the step's rules are decided over them and what else
- * is known (`subjects`, such as a hold); the first that does not hold answers as the workflow's
- * step would. A rule that needs what the API does not know (a balance under its lock, a wallet
- * from memory) is left to the step, with every rule after it.
+ * A money step's early answer (domain/money-rules.ts), before its workflow starts: the step's
+ * rules decided over what is known (`subjects`, such as a hold, and the parameters), and, once a
+ * rule asks them, over the wallets it names, read in one query (not read when `memory`,
+ * cache/wallet-memory.ts, found each the caller's and active before). The first rule that does
+ * not hold answers as the workflow's step would; a rule that needs what the API does not know (a
+ * balance under its lock, a wallet from memory) is left to the step, with every rule after it.
  */
 export async function answerEarly<S extends string, P extends string>(
   db: CommonQueryMethods,
@@ -73,18 +73,32 @@ export async function answerEarly<S extends string, P extends string>(
   memory?: WalletMemory,
 ): Promise<void> {
   const named = Object.entries<string | null | undefined>(known.wallets);
+  const params = {
+    applicationId: caller.applicationId,
+    mode: caller.mode,
+    ...known.params,
+  } as Facts<S, P>['params'];
+  const decideWith = (states: Map<string, WalletState> | undefined) => {
+    const wallets = Object.fromEntries(
+      named.map(([role, id]) => [
+        role,
+        id ? (states ? (states.get(id) ?? null) : undefined) : null,
+      ]),
+    ) as Facts<S, P>['subjects'];
+    return decide(step, { subjects: { ...wallets, ...known.subjects }, params });
+  };
+  // What is known without a read first: the wallets are read only if the next rule asks them.
+  let decision = decideWith(undefined);
   const ids = named.flatMap(([, id]) => (id ? [id] : []));
-  const states = memory?.allActive(caller, ids) ? undefined : await walletStates(db, ids);
-  if (states) memory?.remember([...states.values()]);
-  const wallets = Object.fromEntries(
-    named.map(([role, id]) => [role, id ? (states ? (states.get(id) ?? null) : undefined) : null]),
-  ) as Facts<S, P>['subjects'];
-  const decision = decide(step, {
-    subjects: { ...wallets, ...known.subjects },
-    params: { applicationId: caller.applicationId, mode: caller.mode, ...known.params } as Facts<
-      S,
-      P
-    >['params'],
-  });
+  const next = decision.status === 'unknown' ? decision.rule : undefined;
+  if (
+    next &&
+    named.some(([role, id]) => id && reads(next.holds, role)) &&
+    !memory?.allActive(caller, ids)
+  ) {
+    const states = await walletStates(db, ids);
+    memory?.remember([...states.values()]);
+    decision = decideWith(states);
+  }
   if (decision.status === 'declined') throw new AppError(decision.code, decision.detail);
 }

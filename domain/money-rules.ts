@@ -73,8 +73,8 @@ export type Facts<S extends string, P extends string> = {
 export type Decision =
   | { status: 'passed' }
   | { status: 'declined'; code: ErrorCode; detail?: string }
-  /** A rule needs a fact not known here; the rules before it all hold. */
-  | { status: 'unknown' };
+  /** `rule` needs a fact not known here; the rules before it all hold. */
+  | { status: 'unknown'; rule: MoneyRule };
 
 // The tiny expression form's builders.
 const fact = (subject: string, field: Field): Term => ({ subject, field });
@@ -331,10 +331,27 @@ export function decide<S extends string, P extends string>(
 ): Decision {
   for (const rule of rules.rules) {
     const truth = truthOf(rule.holds, facts);
-    if (truth === undefined) return { status: 'unknown' };
+    if (truth === undefined) return { status: 'unknown', rule };
     if (truth !== true) {
       return { status: 'declined', code: rule.code, ...(rule.detail && { detail: rule.detail }) };
     }
   }
   return { status: 'passed' };
+}
+
+/** Whether an expression reads a fact of `subject` (a wallet's role, `hold`). */
+export function reads(expr: Expr, subject: string): boolean {
+  switch (expr.op) {
+    case 'exists':
+      return expr.subject === subject;
+    case 'absent':
+      return false;
+    case 'not':
+      return reads(expr.of, subject);
+    case 'and':
+    case 'or':
+      return expr.of.some((e) => reads(e, subject));
+    default:
+      return [expr.left, expr.right].some((t) => 'subject' in t && t.subject === subject);
+  }
 }

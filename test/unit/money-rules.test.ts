@@ -3,6 +3,7 @@ import {
   decide,
   holdRules,
   MONEY_STEPS,
+  reads,
   releaseRules,
   transferRules,
   truthOf,
@@ -87,11 +88,25 @@ describe('decide: a step’s first rule that does not hold is its answer', () =>
   it('stops at the first rule that needs a fact not known, whatever comes after', () => {
     // The API reads no balance: a transfer it can say nothing against is left to the step.
     const { balance: _a, ...unlocked } = wallet('a', { balance: 0n });
-    expect(decide(transferRules, transfer(unlocked, wallet('b')))).toEqual({ status: 'unknown' });
+    expect(decide(transferRules, transfer(unlocked, wallet('b')))).toEqual({
+      status: 'unknown',
+      rule: expect.objectContaining({ code: 'insufficient_funds' }),
+    });
     // A wallet known only from memory stops the rules there, even with a later rule broken.
-    expect(
-      decide(transferRules, transfer(undefined, wallet('b', { application_id: 'app-2' }))),
-    ).toEqual({ status: 'unknown' });
+    const stopped = decide(
+      transferRules,
+      transfer(undefined, wallet('b', { application_id: 'app-2' })),
+    );
+    expect(stopped).toEqual({
+      status: 'unknown',
+      rule: expect.objectContaining({ code: 'wallet_not_found' }),
+    });
+    // What the API then reads: the rule asks the sender, not the recipient.
+    if (stopped.status !== 'unknown') throw new Error('decided');
+    expect([reads(stopped.rule.holds, 'from'), reads(stopped.rule.holds, 'to')]).toEqual([
+      true,
+      false,
+    ]);
   });
 
   it('asks nothing of a recipient a hold does not name', () => {
