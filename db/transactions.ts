@@ -114,6 +114,7 @@ export async function insertTransactionInCurrency(
     applicationId: t.applicationId,
     mode: t.mode,
     currency: t.currency,
+    credited: t.amount,
   });
   return db.maybeOne(
     prepare(sql.type(transactionRow)`

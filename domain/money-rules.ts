@@ -126,6 +126,13 @@ const fundsFor = (role: string, amount: string): MoneyRule => ({
   holds: ge(fact(role, 'balance'), param(amount)),
 });
 
+/** An amount that converts to at least a cent of the base currency (`param` null: it does not). */
+const convertible = (name: string): MoneyRule => ({
+  code: 'validation_failed',
+  detail: 'amount: too small to convert to the base currency',
+  holds: { op: 'not', of: absent(name) },
+});
+
 const held: MoneyRule = {
   code: 'escrow_not_held',
   holds: and(
@@ -218,14 +225,19 @@ export const refundRules = step(
 
 /**
  * A deposit (mobile money or card) opened into `wallet`, in `currency` (the application's base
- * currency when it opens): refused before any provider is asked, since money that cannot be
- * credited must not be taken.
+ * currency when it opens), crediting `credited` in it (null: a mobile-money amount too small to
+ * convert): refused before any provider is asked, since money that cannot be credited must not
+ * be taken.
  */
 export const depositRules = step(
   'deposit',
   ['wallet'],
-  ['applicationId', 'mode', 'currency'],
-  [...walletUsable('wallet'), walletInCurrency('wallet', param('currency'))],
+  ['applicationId', 'mode', 'currency', 'credited'],
+  [
+    ...walletUsable('wallet'),
+    walletInCurrency('wallet', param('currency')),
+    convertible('credited'),
+  ],
 );
 
 /**
@@ -234,12 +246,20 @@ export const depositRules = step(
  */
 export const depositCompletionRules = step('deposit completion', [], [], []);
 
-/** A payout's or cashout's reserve of `total` (amount and every fee) from `wallet`. */
+/**
+ * A payout's or cashout's reserve of `total` (the amount, `converted` to the base currency, and
+ * every fee; both null when the amount is too small to convert) from `wallet`.
+ */
 export const moneyOutReserveRules = step(
   'money-out reserve',
   ['wallet'],
-  ['applicationId', 'mode', 'total'],
-  [...walletUsable('wallet'), walletInCurrency('wallet'), fundsFor('wallet', 'total')],
+  ['applicationId', 'mode', 'converted', 'total'],
+  [
+    ...walletUsable('wallet'),
+    walletInCurrency('wallet'),
+    convertible('converted'),
+    fundsFor('wallet', 'total'),
+  ],
 );
 
 /** Every money step's rules, for the documentation and the parity test. */

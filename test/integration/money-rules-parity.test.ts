@@ -461,6 +461,60 @@ function moneyOutCase(name: string, target: keyof typeof w, expected: Answer): C
   ];
 }
 
+const TOO_SMALL = { status: 422, detail: 'amount: too small to convert to the base currency' };
+
+/** A mobile-money amount of 5 SLE cents, less than a cent of the USD application's currency. */
+function tooSmallCases(name: string, target: keyof typeof w, expected: Answer): Case[] {
+  const input = () => ({
+    transactionId: randomUUID(),
+    applicationId: app.id,
+    mode: 'test' as const,
+    walletId: w[target],
+    amount: '5',
+  });
+  const phone = '+23276123456';
+  return [
+    {
+      step: 'deposit',
+      name: `mobile money: ${name}`,
+      expected,
+      paths: () => ({
+        api: () =>
+          reply(
+            api.post('/api/v1/transactions/wallet/mobile-money-deposit', {
+              wallet_id: w[target],
+              amount: 5,
+            }),
+          ),
+        activity: () => answerOfActivity(activities.openDeposit(input())),
+      }),
+    },
+    {
+      step: 'moneyOutReserve',
+      name: `cashout: ${name}`,
+      expected,
+      paths: () => ({
+        api: () =>
+          reply(
+            api.post('/api/v1/transactions/wallet/mobile-money-cashout', {
+              wallet_id: w[target],
+              amount: 5,
+              phone_number: phone,
+            }),
+          ),
+        activity: () =>
+          answerOfActivity(
+            activities.reserveMoneyOut({
+              ...input(),
+              kind: 'cashout',
+              destination: { phone_number: phone },
+            }),
+          ),
+      }),
+    },
+  ];
+}
+
 const CASES: Case[] = [
   transferCase('the same wallet on both sides', 'funded', 'funded', {
     status: 400,
@@ -571,6 +625,10 @@ const CASES: Case[] = [
   ...moneyOutCase('a disabled wallet', 'disabled', DISABLED),
   ...moneyOutCase('a wallet in another currency', 'legacy', MISMATCH),
   ...moneyOutCase('more than the balance', 'onboarded', FUNDS),
+
+  ...tooSmallCases('an amount too small to convert', 'funded', TOO_SMALL),
+  // The wallet's currency is asked first, by every path.
+  ...tooSmallCases('too small, and a wallet in another currency', 'legacy', MISMATCH),
 ];
 
 // The "no recipient" release reaches the API only: its path is added here, by its own body.
@@ -723,8 +781,15 @@ describe('the compiled rules decide as `decide` does, over every combination of 
       }
     }
     for (const wallet of Object.values(variants)) {
-      await agree(MONEY_STEPS.deposit, { wallet }, { ...base, currency: 'USD' });
-      await agree(MONEY_STEPS.moneyOutReserve, { wallet }, { ...base, total: 500n });
+      for (const amount of [500n, null]) {
+        await agree(
+          MONEY_STEPS.deposit,
+          { wallet },
+          { ...base, currency: 'USD', credited: amount },
+        );
+        const reserve = { ...base, converted: amount, total: amount };
+        await agree(MONEY_STEPS.moneyOutReserve, { wallet }, reserve);
+      }
     }
   });
 });
