@@ -239,7 +239,6 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
       },
       handler: async ({ ctx, caller, body, idempotency }) => {
         await answerEarly(pool, caller, depositRules, { wallets: { wallet: body.wallet_id } });
-        const wallet = { id: body.wallet_id };
         assertLiveProvider(caller, providers.liveCard, 'card deposits', 'the Stripe keys');
         const transactionId = idFromKey(caller, idempotency, 'card_deposit');
         const opened = unlessDeclined(
@@ -250,14 +249,14 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
                 transactionId,
                 applicationId: caller.applicationId,
                 mode: caller.mode,
-                walletId: wallet.id,
+                walletId: body.wallet_id,
                 amount: body.amount.toString(),
                 paymentMethodId: body.payment_method_id,
               },
             ],
             caller,
             type: 'card_deposit',
-            walletIds: [wallet.id],
+            walletIds: [body.wallet_id],
             update: cardDepositUpdates.open,
           }),
         );

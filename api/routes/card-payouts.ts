@@ -57,9 +57,8 @@ export function cardPayoutRoutes(deps: ApiDeps): Route[] {
         await answerEarly(pool, caller, moneyOutReserveRules, {
           wallets: { wallet: body.wallet_id },
         });
-        const wallet = { id: body.wallet_id };
         assertLiveProvider(caller, providers.liveConnect, 'card payouts');
-        const account = await findPayoutAccount(pool, caller, wallet.id);
+        const account = await findPayoutAccount(pool, caller, body.wallet_id);
         if (!canReceivePayouts(account)) throw new AppError('invalid_request', PAYOUTS_NOT_ENABLED);
         const transactionId = idFromKey(caller, idempotency, 'card_payout');
         const opened = unlessDeclined(
@@ -71,14 +70,14 @@ export function cardPayoutRoutes(deps: ApiDeps): Route[] {
                 transactionId,
                 applicationId: caller.applicationId,
                 mode: caller.mode,
-                walletId: wallet.id,
+                walletId: body.wallet_id,
                 amount: body.amount.toString(),
                 destination: { account_id: account.account_id },
               },
             ],
             caller,
             type: 'card_payout',
-            walletIds: [wallet.id],
+            walletIds: [body.wallet_id],
             update: moneyOutUpdates.open,
           }),
         );

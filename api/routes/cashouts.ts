@@ -58,7 +58,6 @@ export function cashoutRoutes(deps: ApiDeps): Route[] {
         await answerEarly(pool, caller, moneyOutReserveRules, {
           wallets: { wallet: body.wallet_id },
         });
-        const wallet = { id: body.wallet_id };
         assertLiveProvider(caller, providers.liveMobileMoney, 'mobile-money cashouts');
         const transactionId = idFromKey(caller, idempotency, 'mobile_money_cashout');
         const opened = unlessDeclined(
@@ -70,14 +69,14 @@ export function cashoutRoutes(deps: ApiDeps): Route[] {
                 transactionId,
                 applicationId: caller.applicationId,
                 mode: caller.mode,
-                walletId: wallet.id,
+                walletId: body.wallet_id,
                 amount: body.amount.toString(),
                 destination: { phone_number: body.phone_number },
               },
             ],
             caller,
             type: 'mobile_money_cashout',
-            walletIds: [wallet.id],
+            walletIds: [body.wallet_id],
             update: moneyOutUpdates.open,
           }),
         );

@@ -110,7 +110,6 @@ export function depositRoutes(deps: ApiDeps): Route[] {
       },
       handler: async ({ caller, body, idempotency }) => {
         await answerEarly(pool, caller, depositRules, { wallets: { wallet: body.wallet_id } });
-        const wallet = { id: body.wallet_id };
         assertLiveProvider(caller, providers.liveMobileMoney, 'mobile-money deposits');
         const transactionId = idFromKey(caller, idempotency, 'mobile_money_deposit');
         const opened = unlessDeclined(
@@ -121,13 +120,13 @@ export function depositRoutes(deps: ApiDeps): Route[] {
                 transactionId,
                 applicationId: caller.applicationId,
                 mode: caller.mode,
-                walletId: wallet.id,
+                walletId: body.wallet_id,
                 amount: body.amount.toString(),
               },
             ],
             caller,
             type: 'mobile_money_deposit',
-            walletIds: [wallet.id],
+            walletIds: [body.wallet_id],
             update: depositUpdates.open,
           }),
         );
