@@ -80,7 +80,7 @@ export function createCardDepositActivities(deps: {
     const app = await findApplication(pool, input.applicationId);
     if (!app) throw new Error(`application ${input.applicationId} does not exist`);
     // Refused before the provider is asked: no card is charged for money that cannot be credited.
-    await checkDepositWallet(pool, input, app.base_currency);
+    await checkDepositWallet(pool, input, app.base_currency, BigInt(input.amount));
     const card = await callCardProvider(() =>
       providers.card(input.mode).getCardMetadata(input.paymentMethodId),
     );

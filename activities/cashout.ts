@@ -4,19 +4,19 @@ import { CASHOUT_PROVIDER_FEE, computeMoneyOutFees } from '../domain/fees';
 import { sleInBaseCurrency, sleToUsd } from '../domain/fx';
 import type { Providers } from '../providers';
 import type { MoneyOutInput } from '../workflows/money-out-shared';
-import { tooSmallToConvert } from './declines';
 import type { MoneyOutPort, MoneyOutPrice, MoneyOutSpec } from './money-out';
 
 /**
  * A mobile-money cashout's figures. The request names SLE cents; the wallet pays the amount,
  * the provider's 1% and the application's fee (method `mobile_money_cashout`), each converted
- * to USD cents for a USD application (banker's rounding, the rate recorded).
+ * to USD cents for a USD application (banker's rounding, the rate recorded). Null when the
+ * amount converts to less than a cent (a decline of the reserve's rules, domain/money-rules.ts).
  */
 export function priceCashout(
   app: ApplicationRow,
   input: MoneyOutInput,
   config: Config,
-): MoneyOutPrice {
+): MoneyOutPrice | null {
   const sle = computeMoneyOutFees({
     rule: CASHOUT_PROVIDER_FEE,
     amount: BigInt(input.amount),
@@ -25,7 +25,7 @@ export function priceCashout(
   const usd = app.base_currency === 'USD';
   const convert = (cents: bigint) => (usd ? sleToUsd(cents, config.fx.slePerUsd) : cents);
   const amount = sleInBaseCurrency(sle.amount, app.base_currency, config.fx.slePerUsd);
-  if (amount === null) throw tooSmallToConvert();
+  if (amount === null) return null;
   const providerFee = convert(sle.providerFee);
   const applicationFee = convert(sle.applicationFee);
   return {

@@ -51,7 +51,3 @@ export function declinePermanentDatabaseErrors<
   }
   return wrapped as T;
 }
-
-/** A SLE amount whose conversion to a USD application's base currency is less than a cent. */
-export const tooSmallToConvert = (): ApplicationFailure =>
-  decline('validation_failed', 'amount: too small to convert to the base currency');

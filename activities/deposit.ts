@@ -24,8 +24,9 @@ import {
 import type { Providers } from '../providers';
 import { workflowIds } from '../workflows/ids';
 import type { DepositInput, DepositOpened } from '../workflows/shared';
-import { decline, tooSmallToConvert } from './declines';
-import { checkWallet } from './wallet-checks';
+import { decline } from './declines';
+import { refuseUnlessAll } from './money-rules';
+import { depositRules } from '../domain/money-rules';
 import { transactionEventData } from './events';
 
 function opened({ row, meta }: DepositRecord): DepositOpened {
@@ -66,14 +67,18 @@ export async function callProvider<T>(call: () => Promise<T>, refusal?: string):
   }
 }
 
-/** The wallet a deposit credits, checked as every money step checks it, in `currency`. */
+/**
+ * A deposit's rules (domain/money-rules.ts) over the wallet it credits, in `currency`, with
+ * `credited` (null: too small to convert).
+ */
 export async function checkDepositWallet(
   db: CommonQueryMethods,
   input: { applicationId: string; mode: Mode; walletId: string },
   currency: Currency,
+  credited: bigint | null,
 ): Promise<void> {
-  const wallet = (await walletStates(db, [input.walletId])).get(input.walletId);
-  checkWallet(wallet, { application_id: input.applicationId, mode: input.mode, currency });
+  const wallet = (await walletStates(db, [input.walletId])).get(input.walletId) ?? null;
+  refuseUnlessAll(depositRules, { subjects: { wallet }, params: { ...input, currency, credited } });
 }
 
 /**
@@ -87,10 +92,10 @@ export async function insertPendingDeposit(
   currency: Currency,
   record: NewTransaction & { walletId: string },
 ): Promise<TransactionRow> {
-  const row = await insertTransactionInCurrency(pool, record);
+  const row = await insertTransactionInCurrency(pool, { ...record, currency });
   if (row) return row;
-  // Refused: the wallet's checks say why (a currency switched meanwhile, most likely).
-  await checkDepositWallet(pool, input, currency);
+  // Refused: the deposit's rules say why (a currency switched meanwhile, most likely).
+  await checkDepositWallet(pool, input, currency, record.amount);
   throw new Error(`deposit ${record.id}: its wallet changed while it was recorded`);
 }
 
@@ -116,9 +121,10 @@ export function createDepositActivities(deps: {
     if (!app) throw new Error(`application ${input.applicationId} does not exist`);
     const amount = BigInt(input.amount);
     // Refused before the provider is asked: nobody pays a code whose money cannot be credited.
-    await checkDepositWallet(pool, input, app.base_currency);
     const credited = sleInBaseCurrency(amount, app.base_currency, config.fx.slePerUsd);
-    if (credited === null) throw tooSmallToConvert();
+    await checkDepositWallet(pool, input, app.base_currency, credited);
+    if (credited === null)
+      throw new Error(`deposit ${input.transactionId}: too small, yet allowed`);
     const fees = computeDepositFees({
       method: 'mobile_money',
       amount,

@@ -31,8 +31,8 @@ import type {
   RefundRequest,
   ReleaseRequest,
 } from '../workflows/shared';
-import { decline } from './declines';
-import { checkWallet } from './wallet-checks';
+import { refuseUnless, refuseUnlessAll } from './money-rules';
+import { holdRules, refundRules, releaseRules } from '../domain/money-rules';
 import { transactionEventData } from './events';
 
 /** The step already written under this id (a retried activity or update): its result again. */
@@ -55,18 +55,6 @@ function stepDone(row: TransactionRow, remaining: bigint, answered?: unknown): E
     transaction: transactionRecord(row),
     ...(answered ? { answered: true } : {}),
   };
-}
-
-/** The hold, locked (db/escrow.ts `lockHold`), and whether it still holds something. */
-async function heldHold(
-  trx: DatabaseTransactionConnection,
-  holdId: string,
-  stepId: string,
-  recipientId: string | null = null,
-) {
-  const locked = await lockHold(trx, holdId, stepId, recipientId);
-  const stillHeld = locked.hold.status === 'held' && locked.hold.escrow_amount > 0n;
-  return { ...locked, stillHeld };
 }
 
 /**
@@ -174,22 +162,26 @@ export function createEscrowActivities(deps: {
           return stepDone(existing, existing.escrow_amount);
         }
       }
-      const wallet = states.get(input.walletId);
-      const scope = { application_id: input.applicationId, mode: input.mode };
-      checkWallet(wallet, scope);
-      // The recipient named now must be able to receive now, as the API checked it (or, from
-      // memory, may not have: api/access.ts `checkPaymentWallets`), in the hold's currency.
-      if (recipient) checkWallet(states.get(recipient), { ...scope, currency: wallet!.currency });
-      const escrow = await systemAccount(
-        trx,
-        input.applicationId,
-        input.mode,
-        'escrow',
-        wallet!.currency,
-      );
+      const facts = {
+        subjects: {
+          sender: states.get(input.walletId) ?? null,
+          recipient: recipient ? (states.get(recipient) ?? null) : null,
+        },
+        params: { ...input, amount },
+      };
+      // Every rule but the balance's, which the lock reads.
+      refuseUnless(holdRules, facts);
+      const currency = facts.subjects.sender!.currency;
+      const escrow = await systemAccount(trx, input.applicationId, input.mode, 'escrow', currency);
       // One lock, in the fixed order: the sender's wallet, then the escrow account.
       const sender = (await lockAccounts(trx, [input.walletId, escrow])).get(input.walletId)!;
-      if (sender.balance < amount) throw decline('insufficient_funds');
+      refuseUnlessAll(holdRules, {
+        ...facts,
+        subjects: {
+          ...facts.subjects,
+          sender: { ...facts.subjects.sender!, balance: sender.balance },
+        },
+      });
       const step = newHold(input, escrow, sender.currency, at);
       const hold = await recordMoneyStep(trx, step);
       afterCommit(trx, () => rememberHold(hold, amount));
@@ -277,7 +269,13 @@ export function createEscrowActivities(deps: {
           )
         : null;
     if (feeAccount === undefined) return null;
-    const guard = releaseGuard({ ...input, hold, feeAccountId: feeAccount, fee: rule });
+    const guard = releaseGuard({
+      ...input,
+      amount: input.amount === null ? null : amount,
+      hold,
+      feeAccountId: feeAccount,
+      fee: rule,
+    });
     const moved = { amount, fee, net, feeAccount };
     const step = newRelease(input, hold, moved, new Date().toISOString(), guard.guard);
     const row = await recordMoneyStepAtOnce(pool, step, guard);
@@ -297,22 +295,23 @@ export function createEscrowActivities(deps: {
     const fast = await releaseAtOnce(input);
     if (fast) return fast;
     return pool.transaction(async (trx) => {
-      const locked = await heldHold(trx, input.holdId, input.releaseId, input.recipientWalletId);
+      const locked = await lockHold(trx, input.holdId, input.releaseId, input.recipientWalletId);
       const { hold } = locked;
       remember(fees, hold.application_id, locked.fee);
       if (locked.stepMade) {
         rememberHold(hold, hold.escrow_amount);
         return alreadyDone(trx, input.releaseId, hold.escrow_amount);
       }
-      if (!locked.stillHeld) throw decline('escrow_not_held');
-      const amount = input.amount === null ? hold.escrow_amount : BigInt(input.amount);
-      if (amount <= 0n) throw decline('validation_failed', 'amount must be greater than 0');
-      if (amount > hold.escrow_amount) throw decline('release_exceeds_hold');
-      checkWallet(locked.recipient, {
-        application_id: hold.application_id,
-        mode: hold.mode,
-        currency: hold.currency,
+      refuseUnlessAll(releaseRules, {
+        subjects: { hold, recipient: locked.recipient ?? null },
+        params: {
+          applicationId: hold.application_id,
+          mode: hold.mode,
+          recipientWalletId: input.recipientWalletId,
+          amount: input.amount === null ? null : BigInt(input.amount),
+        },
       });
+      const amount = input.amount === null ? hold.escrow_amount : BigInt(input.amount);
       const { fee, net } = computeEscrowFee(amount, locked.fee);
       const feeAccount =
         fee > 0n
@@ -339,14 +338,19 @@ export function createEscrowActivities(deps: {
 
   async function refundFunds(input: RefundRequest & { holdId: string }): Promise<EscrowStepResult> {
     return pool.transaction(async (trx) => {
-      const { hold, stepMade, stillHeld, at } = await heldHold(trx, input.holdId, input.refundId);
+      const { hold, stepMade, at } = await lockHold(trx, input.holdId, input.refundId);
       afterCommit(trx, () => holds.delete(hold.id));
       if (stepMade) return alreadyDone(trx, input.refundId, hold.escrow_amount);
-      if (!stillHeld) throw decline('escrow_not_held');
+      // Whether it still holds anything, then, under the lock, the sender's account's currency.
+      refuseUnless(refundRules, { subjects: { hold }, params: {} });
       const amount = hold.escrow_amount;
       const sender = hold.wallet_id!;
       const escrow = hold.escrow_wallet_id!;
-      await lockAccounts(trx, [sender, escrow]);
+      const locked = await lockAccounts(trx, [sender, escrow]);
+      refuseUnlessAll(refundRules, {
+        subjects: { hold, sender: locked.get(sender) ?? null },
+        params: {},
+      });
       const answer = recordAnswer(
         { applicationId: hold.application_id, mode: hold.mode },
         input.answer,

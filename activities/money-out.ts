@@ -33,7 +33,8 @@ import type { MoneyOutInput, MoneyOutKind } from '../workflows/money-out-shared'
 import { decline } from './declines';
 import { callProvider } from './deposit';
 import { transactionEventData } from './events';
-import { checkWallet } from './wallet-checks';
+import { refuseUnless, refuseUnlessAll } from './money-rules';
+import { moneyOutReserveRules } from '../domain/money-rules';
 
 /** The provider's payout as the port reports it. */
 export type ProviderPayout = { id: string; status: PayoutStatus };
@@ -79,7 +80,8 @@ export type MoneyOutSpec = {
    * when absent.
    */
   pendingTtlSeconds?: (mode: Mode, config: Config) => number;
-  price(app: ApplicationRow, input: MoneyOutInput, config: Config): MoneyOutPrice;
+  /** Null: the amount converts to less than a cent of the base currency. */
+  price(app: ApplicationRow, input: MoneyOutInput, config: Config): MoneyOutPrice | null;
   port(providers: Providers, mode: 'test' | 'live'): MoneyOutPort;
 };
 
@@ -138,6 +140,13 @@ export function createMoneyOutActivities(
     const app = await findApplication(pool, input.applicationId);
     if (!app) throw new Error(`application ${input.applicationId} does not exist`);
     const price = spec.price(app, input, config);
+    if (!price) {
+      // Too small to convert: the reserve's rules say which decline comes first.
+      const wallet = (await walletStates(pool, [input.walletId])).get(input.walletId) ?? null;
+      const params = { ...input, converted: null, total: null };
+      refuseUnless(moneyOutReserveRules, { subjects: { wallet }, params });
+      throw new Error(`money out ${input.transactionId}: too small, yet its rules passed`);
+    }
     const { currency, ...figures } = price;
     const meta: MoneyOutMetadata = {
       kind: input.kind,
@@ -150,9 +159,12 @@ export function createMoneyOutActivities(
       const locked = await lockAccounts(trx, [input.walletId, clearing]);
       if (await findMoneyOut(trx, input.transactionId)) return done;
       const wallet = (await walletStates(trx, [input.walletId])).get(input.walletId);
-      checkWallet(wallet, { application_id: input.applicationId, mode: input.mode, currency });
       const total = BigInt(meta.total);
-      if (locked.get(input.walletId)!.balance < total) throw decline('insufficient_funds');
+      const balance = locked.get(input.walletId)?.balance;
+      refuseUnlessAll(moneyOutReserveRules, {
+        subjects: { wallet: wallet ? { ...wallet, balance } : null },
+        params: { ...input, converted: BigInt(meta.amount), total },
+      });
       await recordMoneyStep(trx, {
         transaction: {
           id: input.transactionId,

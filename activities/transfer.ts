@@ -7,9 +7,9 @@ import { rememberWalletCurrencies, type WalletCurrencyMemory } from '../db/walle
 import { transferPostings } from '../domain/ledger';
 import { workflowIds } from '../workflows/ids';
 import type { TransactionRecord, TransferInput } from '../workflows/shared';
-import { decline } from './declines';
 import { transactionEventData } from './events';
-import { checkWallet } from './wallet-checks';
+import { refuseUnlessAll } from './money-rules';
+import { transferRules } from '../domain/money-rules';
 
 /**
  * Moves money between two wallets in one database transaction: locks both accounts in the
@@ -85,14 +85,13 @@ export function createTransferActivities(deps: {
       ]);
       rememberWalletCurrencies(currencies, rows);
       if (rows[0]?.done) return { transactionId: input.transactionId };
-      const from = rows.find((w) => w.id === input.fromWalletId);
-      const to = rows.find((w) => w.id === input.toWalletId);
-      if (!from || !to) throw decline('wallet_not_found');
-      const scope = { application_id: input.applicationId, mode: input.mode };
-      checkWallet(from, scope);
-      checkWallet(to, { ...scope, currency: from.currency });
-      if (from.balance < amount) throw decline('insufficient_funds');
-      const row = await recordMoneyStep(trx, newTransfer(input, from.currency, from.at));
+      const found = (id: string) => rows.find((w) => w.id === id) ?? null;
+      const from = found(input.fromWalletId);
+      refuseUnlessAll(transferRules, {
+        subjects: { from, to: found(input.toWalletId) },
+        params: { ...input, amount },
+      });
+      const row = await recordMoneyStep(trx, newTransfer(input, from!.currency, from!.at));
       return written(input, row);
     });
   }

@@ -1,7 +1,8 @@
 import type { CommonQueryMethods } from '../db/pool';
 import { findUser, type UserRow } from '../db/users';
 import type { WalletMemory } from '../cache/wallet-memory';
-import { findWallet, findWallets, type WalletRow } from '../db/wallets';
+import { findWallet, walletStates, type WalletRow, type WalletState } from '../db/wallets';
+import { decide, reads, type Facts, type MoneyStep } from '../domain/money-rules';
 import type { Caller } from '../domain/types';
 import { AppError, notFound } from './errors';
 
@@ -52,23 +53,52 @@ function assertActive(wallet: WalletRow): WalletRow {
 }
 
 /**
- * The wallets of a payment whose workflow checks them again under its lock: with `memory`
- * (cache/wallet-memory.ts), nothing is read when every one of them was found the caller's and
- * active before; else they are read, in one query, and checked in the order asked as
- * `activeWallet` checks one (the first that fails answers), or, with `ownershipFirst`, all found
- * and owned before any is refused as disabled.
+ * A money step's early answer (domain/money-rules.ts), before its workflow starts: the step's
+ * rules decided over what is known (`subjects`, such as a hold, and the parameters), and, once a
+ * rule asks them, over the wallets it names, read in one query (not read when `memory`,
+ * cache/wallet-memory.ts, found each the caller's and active before). The first rule that does
+ * not hold answers as the workflow's step would; a rule that needs what the API does not know (a
+ * balance under its lock, a wallet from memory) is left to the step, with every rule after it.
  */
-export async function checkPaymentWallets(
+export async function answerEarly<S extends string, P extends string>(
   db: CommonQueryMethods,
   caller: Caller,
-  ids: readonly string[],
-  memory: WalletMemory | undefined,
-  { ownershipFirst = false }: { ownershipFirst?: boolean } = {},
+  step: MoneyStep<S, P>,
+  known: {
+    /** The wallets the step names, by role; null: the role is not named. */
+    wallets: Partial<Record<S, string | null>>;
+    subjects?: Facts<S, P>['subjects'];
+    params?: Facts<S, P>['params'];
+  },
+  memory?: WalletMemory,
 ): Promise<void> {
-  if (memory?.allActive(caller, ids)) return;
-  const found = await findWallets(db, ids);
-  memory?.remember([...found.values()]);
-  const owned = (id: string) => assertOwned(caller, found.get(id) ?? null, 'Wallet');
-  if (ownershipFirst) ids.map(owned).forEach(assertActive);
-  else for (const id of ids) assertActive(owned(id));
+  const named = Object.entries<string | null | undefined>(known.wallets);
+  const params = {
+    applicationId: caller.applicationId,
+    mode: caller.mode,
+    ...known.params,
+  } as Facts<S, P>['params'];
+  const decideWith = (states: Map<string, WalletState> | undefined) => {
+    const wallets = Object.fromEntries(
+      named.map(([role, id]) => [
+        role,
+        id ? (states ? (states.get(id) ?? null) : undefined) : null,
+      ]),
+    ) as Facts<S, P>['subjects'];
+    return decide(step, { subjects: { ...wallets, ...known.subjects }, params });
+  };
+  // What is known without a read first: the wallets are read only if the next rule asks them.
+  let decision = decideWith(undefined);
+  const ids = named.flatMap(([, id]) => (id ? [id] : []));
+  const next = decision.status === 'unknown' ? decision.rule : undefined;
+  if (
+    next &&
+    named.some(([role, id]) => id && reads(next.holds, role)) &&
+    !memory?.allActive(caller, ids)
+  ) {
+    const states = await walletStates(db, ids);
+    memory?.remember([...states.values()]);
+    decision = decideWith(states);
+  }
+  if (decision.status === 'declined') throw new AppError(decision.code, decision.detail);
 }

@@ -23,8 +23,8 @@ export type WalletMemory = {
  * escrow step). Memory only ever answers "go on": a wallet it does not know, or knows as
  * another application's, is read from the database and answered 404 or 403 at once, as before.
  * A wallet disabled since it was remembered is refused all the same, by the workflow's ledger
- * step, which checks every wallet again under its lock (activities/wallet-checks.ts) and
- * declines with the same 403; only the answer then costs a workflow. Which application and mode
+ * step, which asks the same rules again under its lock (domain/money-rules.ts) and declines
+ * with the same 403; only the answer then costs a workflow. Which application and mode
  * a wallet belongs to never changes.
  */
 export function createWalletMemory(): WalletMemory {

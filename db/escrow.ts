@@ -3,6 +3,14 @@ import { z } from 'zod';
 import { transactionColumns, transactionRow, type TransactionRow } from './transactions';
 import { joinedWalletState, type WalletState } from './wallets';
 import { prepare } from './pool';
+import {
+  factColumns,
+  firstBrokenRule,
+  HOLD_FIELDS,
+  WALLET_FIELDS,
+  type MoneyStepGuard,
+} from './money-rules';
+import { holdRules, releaseRules } from '../domain/money-rules';
 
 const lockedHold = transactionRow.extend({
   step_made: z.boolean(),
@@ -112,65 +120,75 @@ export type EscrowFeeMemory = Map<string, { bps: number; fixed: bigint }>;
  * What a release written in one statement checks (db/money-steps.ts `recordMoneyStepAtOnce`),
  * given the hold and the fee as this process remembers them: the WITH parts that lock the hold
  * (only if it still is `held` with the amount remembered), then, in the order of
- * `lockAccounts`, the recipient's wallet, the escrow account and the fee account; and the guard
- * that holds only when the release activity's checks would all pass with those figures (the
- * recipient's wallet the hold's application's and mode's, active, of its currency and of the
- * application's base currency; the escrow and fee accounts the application's; the application's
- * escrow fee the one remembered) and the release is not written yet. Locking the hold first, as `lockHold` does, keeps the
- * usual order: the accounts' lock reads the hold's lock as an init plan, run before any row of
- * theirs is locked.
+ * `lockAccounts`, the recipient's wallet, the escrow account and the fee account; and the guard:
+ * the release's rules (domain/money-rules.ts `releaseRules`, compiled) over what the locks read,
+ * the escrow and fee accounts the application's, its escrow fee the one remembered, and the
+ * release not written yet. Locking the hold first, as `lockHold` does, keeps the usual order: the
+ * accounts' lock reads the hold's lock as an init plan, run before any row of theirs is locked.
  */
 export function releaseGuard(step: {
   releaseId: string;
   hold: TransactionRow;
   recipientWalletId: string;
+  amount: bigint | null;
   feeAccountId: string | null;
   fee: { bps: number; fixed: bigint };
-}): { prelude: FragmentSqlToken; guard: FragmentSqlToken } {
+}): MoneyStepGuard {
   const { hold } = step;
-  const accounts = [
-    step.recipientWalletId,
-    hold.escrow_wallet_id!,
-    ...(step.feeAccountId ? [step.feeAccountId] : []),
-  ];
+  const system = [hold.escrow_wallet_id!, ...(step.feeAccountId ? [step.feeAccountId] : [])];
+  const rules = firstBrokenRule(releaseRules, {
+    applicationId: hold.application_id,
+    mode: hold.mode,
+    recipientWalletId: step.recipientWalletId,
+    amount: step.amount,
+  });
   return {
     prelude: sql.fragment`release_hold AS (
-      SELECT id FROM transactions
+      SELECT id, application_id, mode, status, currency, escrow_amount FROM transactions
       WHERE id = ${hold.id} AND transaction_type = 'escrow_hold' AND status = 'held'
         AND escrow_amount = ${hold.escrow_amount.toString()}::int8
       FOR NO KEY UPDATE
     ), release_accounts AS (
-      SELECT a.id, a.kind, a.application_id, a.mode, a.currency, w.is_active
+      SELECT a.id, a.kind, a.application_id, a.mode, a.currency, w.id AS wallet_id,
+        w.is_active, app.base_currency
       FROM ledger_accounts a LEFT JOIN wallets w ON w.id = a.id
-      WHERE a.id = ANY(${sql.array(accounts, 'uuid')}) AND EXISTS (SELECT 1 FROM release_hold)
+        JOIN applications app ON app.id = a.application_id
+      WHERE a.id = ANY(${sql.array([step.recipientWalletId, ...system], 'uuid')})
+        AND EXISTS (SELECT 1 FROM release_hold)
       ORDER BY (a.kind <> 'user_wallet'), a.id
       FOR NO KEY UPDATE OF a
+    ), release_facts AS (
+      SELECT ${factColumns('hold', 'h', HOLD_FIELDS)},
+        r.wallet_id AS recipient_id, ${factColumns('recipient', 'r', RECIPIENT_FIELDS)}
+      FROM (SELECT) one
+        LEFT JOIN release_hold h ON true
+        LEFT JOIN release_accounts r ON r.id = ${step.recipientWalletId} AND r.wallet_id IS NOT NULL
     ), release_checked AS (
-      SELECT count(*) = ${accounts.length}
-        AND bool_and(application_id = ${hold.application_id} AND mode = ${hold.mode}
-          AND currency = ${hold.currency})
-        AND bool_and(CASE WHEN id = ${step.recipientWalletId}::uuid
-          THEN kind = 'user_wallet' AND is_active IS TRUE AND currency = (
-            SELECT base_currency FROM applications WHERE id = ${hold.application_id})
-          WHEN id = ${hold.escrow_wallet_id}::uuid THEN kind = 'escrow'
-          ELSE kind = 'application_fees' END)
+      SELECT ${rules} AS declined,
+        (SELECT count(*) FROM release_accounts WHERE kind <> 'user_wallet'
+          AND application_id = ${hold.application_id} AND mode = ${hold.mode}
+          AND currency = ${hold.currency}
+          AND CASE WHEN id = ${hold.escrow_wallet_id}::uuid THEN kind = 'escrow'
+            ELSE kind = 'application_fees' END) = ${system.length}
         AND EXISTS (SELECT 1 FROM applications app WHERE app.id = ${hold.application_id}
           AND app.escrow_fee_bps = ${step.fee.bps} AND app.escrow_fee_fixed = ${step.fee.fixed.toString()}::int8)
-        AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${step.releaseId}) AS ok
-      FROM release_accounts
+        AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${step.releaseId}) AS ready
+      FROM release_facts
     )`,
-    guard: sql.fragment`coalesce((SELECT ok FROM release_checked), false)`,
+    guard: sql.fragment`coalesce((SELECT declined IS NULL AND ready FROM release_checked), false)`,
+    declined: sql.fragment`(SELECT declined FROM release_checked)`,
   };
 }
+
+/** A recipient's fields but its id (the wallet's, `wallet_id`, read apart). */
+const RECIPIENT_FIELDS = WALLET_FIELDS.filter((f) => f !== 'id' && f !== 'balance');
 
 /**
  * What a hold written in one statement checks (db/money-steps.ts `recordMoneyStepAtOnce`): the
  * WITH parts that lock the sender's wallet and the escrow account, in the order of
- * `lockAccounts`, and the guard that holds only when the hold activity's checks would all pass
- * (the sender's wallet the application's and mode's, active, of the currency, which is the
- * application's base currency, and with the amount; the escrow account the application's for
- * that currency; a named recipient's wallet the application's and mode's, active and of the
- * currency) and the hold is not written yet.
+ * `lockAccounts`, and read a named recipient's wallet; and the guard: the hold's rules
+ * (domain/money-rules.ts `holdRules`, compiled) over what they read, the sender still in the
+ * currency remembered, the escrow account the application's for it, and the hold not written yet.
  */
 export function holdGuard(step: {
   holdId: string;
@@ -181,31 +199,40 @@ export function holdGuard(step: {
   recipientWalletId: string | null;
   currency: string;
   amount: bigint;
-}): { prelude: FragmentSqlToken; guard: FragmentSqlToken } {
+}): MoneyStepGuard {
   return {
     prelude: sql.fragment`hold_accounts AS (
-      SELECT a.id, a.kind, a.application_id, a.mode, a.currency, a.balance, w.is_active
+      SELECT a.id, a.kind, a.application_id, a.mode, a.currency, a.balance, w.id AS wallet_id,
+        w.is_active, app.base_currency
       FROM ledger_accounts a LEFT JOIN wallets w ON w.id = a.id
+        JOIN applications app ON app.id = a.application_id
       WHERE a.id = ANY(${sql.array([step.walletId, step.escrowAccountId], 'uuid')})
       ORDER BY (a.kind <> 'user_wallet'), a.id
       FOR NO KEY UPDATE OF a
+    ), hold_recipient AS (
+      SELECT w.id, w.application_id, w.mode, w.is_active, ra.currency, rapp.base_currency
+      FROM wallets w JOIN ledger_accounts ra ON ra.id = w.id
+        JOIN applications rapp ON rapp.id = w.application_id
+      WHERE w.id = ${step.recipientWalletId}::uuid
+    ), hold_facts AS (
+      SELECT s.wallet_id AS sender_id, ${factColumns('sender', 's', SENDER_FIELDS)},
+        ${factColumns('recipient', 'r', HOLD_RECIPIENT_FIELDS)}
+      FROM (SELECT) one
+        LEFT JOIN hold_accounts s ON s.id = ${step.walletId} AND s.wallet_id IS NOT NULL
+        LEFT JOIN hold_recipient r ON true
     ), hold_checked AS (
-      SELECT count(*) = 2
-        AND bool_and(application_id = ${step.applicationId} AND mode = ${step.mode}
-          AND currency = ${step.currency})
-        AND bool_and(CASE WHEN id = ${step.walletId}
-          THEN kind = 'user_wallet' AND is_active IS TRUE AND balance >= ${step.amount.toString()}::int8
-          ELSE kind = 'escrow' END)
-        AND EXISTS (SELECT 1 FROM applications app WHERE app.id = ${step.applicationId}
-          AND app.base_currency = ${step.currency})
-        AND (${step.recipientWalletId}::uuid IS NULL OR EXISTS (
-          SELECT 1 FROM wallets r JOIN ledger_accounts ra ON ra.id = r.id
-          WHERE r.id = ${step.recipientWalletId}::uuid
-            AND r.application_id = ${step.applicationId} AND r.mode = ${step.mode} AND r.is_active
-            AND ra.currency = ${step.currency}))
-        AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${step.holdId}) AS ok
-      FROM hold_accounts
+      SELECT ${firstBrokenRule(holdRules, step)} AS declined,
+        sender_currency = ${step.currency}
+          AND EXISTS (SELECT 1 FROM hold_accounts WHERE id = ${step.escrowAccountId}
+            AND kind = 'escrow' AND application_id = ${step.applicationId} AND mode = ${step.mode}
+            AND currency = ${step.currency})
+          AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${step.holdId}) AS ready
+      FROM hold_facts
     )`,
-    guard: sql.fragment`coalesce((SELECT ok FROM hold_checked), false)`,
+    guard: sql.fragment`coalesce((SELECT declined IS NULL AND ready FROM hold_checked), false)`,
+    declined: sql.fragment`(SELECT declined FROM hold_checked)`,
   };
 }
+
+const SENDER_FIELDS = WALLET_FIELDS.filter((f) => f !== 'id');
+const HOLD_RECIPIENT_FIELDS = WALLET_FIELDS.filter((f) => f !== 'balance');

@@ -12,6 +12,8 @@ import {
 } from '../domain/types';
 import type { TransactionRecord } from '../workflows/shared';
 import { prepare } from './pool';
+import { compileRules, factColumns } from './money-rules';
+import { depositRules } from '../domain/money-rules';
 import { pageTotal } from './pages';
 
 export const transactionRow = z.object({
@@ -98,22 +100,37 @@ export async function insertTransaction(
 }
 
 /**
- * `insertTransaction`, in one statement, only while its wallet's account still holds the
- * payment's currency, key-share locking it meanwhile: a currency switch (db/applications.ts),
- * which locks the accounts for update, then waits for it, or it for the switch. Null when the
- * account holds another currency (or is gone).
+ * `insertTransaction` of a deposit, in one statement, only while the deposit's rules
+ * (domain/money-rules.ts `depositRules`, compiled) hold of its wallet in the payment's currency,
+ * key-share locking the account meanwhile: a currency switch
+ * (db/applications.ts), which locks the accounts for update, then waits for it, or it for the
+ * switch. Null when they do not hold (the caller's check says why).
  */
 export async function insertTransactionInCurrency(
   db: CommonQueryMethods,
   t: NewTransaction & { walletId: string },
 ): Promise<TransactionRow | null> {
+  const rules = compileRules(depositRules, {
+    applicationId: t.applicationId,
+    mode: t.mode,
+    currency: t.currency,
+    credited: t.amount,
+  });
   return db.maybeOne(
     prepare(sql.type(transactionRow)`
-      WITH wallet_in_currency AS (
-        SELECT 1 FROM ledger_accounts WHERE id = ${t.walletId} AND currency = ${t.currency}
-        FOR KEY SHARE
+      WITH deposit_account AS (
+        SELECT id, currency FROM ledger_accounts WHERE id = ${t.walletId} FOR KEY SHARE
+      ), deposit_facts AS (
+        SELECT ${factColumns('wallet', 'w', ['id', 'application_id', 'mode', 'is_active'])},
+          a.currency AS wallet_currency, app.base_currency AS wallet_base_currency
+        FROM (SELECT) one
+          LEFT JOIN (deposit_account a JOIN wallets w ON w.id = a.id
+            JOIN applications app ON app.id = w.application_id) ON true
       )
-      INSERT INTO transactions ${transactionValues(t, sql.fragment`EXISTS (SELECT 1 FROM wallet_in_currency)`)}
+      INSERT INTO transactions ${transactionValues(
+        t,
+        sql.fragment`coalesce((SELECT ${rules} FROM deposit_facts), false)`,
+      )}
       RETURNING ${transactionColumns}`),
   );
 }

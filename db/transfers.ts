@@ -1,7 +1,9 @@
-import { sql, type DatabaseTransactionConnection, type FragmentSqlToken } from 'slonik';
+import { sql, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import { walletState } from './wallets';
 import { prepare } from './pool';
+import { factColumns, firstBrokenRule, WALLET_FIELDS, type MoneyStepGuard } from './money-rules';
+import { transferRules } from '../domain/money-rules';
 
 const transferWallet = walletState.extend({
   balance: z.bigint(),
@@ -36,19 +38,13 @@ export async function lockTransferWallets(
 /**
  * What a transfer written in one statement checks (db/money-steps.ts `recordMoneyStepAtOnce`):
  * the WITH parts that lock both wallets, in the same order as `lockTransferWallets`, and the
- * guard that holds only when `checkWallet`, the currency check and the balance check of the
- * transfer activity would all pass and the transfer is not written yet. Where it does not hold,
- * the activity runs the usual way, which finds out why.
+ * guard: the transfer's rules (domain/money-rules.ts `transferRules`, compiled) over what the
+ * lock read, the sender still in the currency remembered, and the transfer not written yet.
+ * Where it does not hold, the activity runs the usual way, which finds out why.
  */
-export function transferGuard(step: {
-  transactionId: string;
-  applicationId: string;
-  mode: string;
-  fromWalletId: string;
-  toWalletId: string;
-  currency: string;
-  amount: bigint;
-}): { prelude: FragmentSqlToken; guard: FragmentSqlToken } {
+export function transferGuard(
+  step: { transactionId: string; currency: string } & TransferParams,
+): MoneyStepGuard {
   return {
     prelude: sql.fragment`transfer_wallets AS (
       SELECT a.id, w.application_id, w.mode, w.is_active, a.currency, app.base_currency, a.balance
@@ -57,14 +53,27 @@ export function transferGuard(step: {
       WHERE a.id = ANY(${sql.array([step.fromWalletId, step.toWalletId], 'uuid')})
       ORDER BY a.id
       FOR NO KEY UPDATE OF a
+    ), transfer_facts AS (
+      SELECT ${factColumns('from', 'f', WALLET_FIELDS)}, ${factColumns('to', 't', WALLET_FIELDS)}
+      FROM (SELECT) one
+        LEFT JOIN transfer_wallets f ON f.id = ${step.fromWalletId}
+        LEFT JOIN transfer_wallets t ON t.id = ${step.toWalletId}
     ), transfer_checked AS (
-      SELECT count(*) = 2
-        AND bool_and(application_id = ${step.applicationId} AND mode = ${step.mode} AND is_active
-          AND currency = ${step.currency} AND currency = base_currency)
-        AND bool_and(id <> ${step.fromWalletId} OR balance >= ${step.amount.toString()}::int8)
-        AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${step.transactionId}) AS ok
-      FROM transfer_wallets
+      SELECT ${firstBrokenRule(transferRules, step)} AS declined,
+        from_currency = ${step.currency}
+          AND NOT EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${step.transactionId}) AS ready
+      FROM transfer_facts
     )`,
-    guard: sql.fragment`coalesce((SELECT ok FROM transfer_checked), false)`,
+    guard: sql.fragment`coalesce((SELECT declined IS NULL AND ready FROM transfer_checked), false)`,
+    declined: sql.fragment`(SELECT declined FROM transfer_checked)`,
   };
 }
+
+/** The parameters of `transferRules`. */
+export type TransferParams = {
+  applicationId: string;
+  mode: string;
+  fromWalletId: string;
+  toWalletId: string;
+  amount: bigint;
+};

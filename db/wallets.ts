@@ -54,18 +54,6 @@ export async function findWallet(db: CommonQueryMethods, id: string): Promise<Wa
   return db.maybeOne(sql.type(walletRow)`${select} WHERE w.id = ${id}`);
 }
 
-/** Several wallets by id in one round trip, whatever their application. */
-export async function findWallets(
-  db: CommonQueryMethods,
-  ids: readonly string[],
-): Promise<Map<string, WalletRow>> {
-  const valid = ids.filter((id) => UUID.test(id));
-  const rows = await db.any(
-    sql.type(walletRow)`${select} WHERE w.id = ANY(${sql.array(valid, 'uuid')})`,
-  );
-  return new Map(rows.map((r) => [r.id, r]));
-}
-
 export async function findWalletByUser(
   db: CommonQueryMethods,
   userId: string,
@@ -100,7 +88,7 @@ export async function setWalletActive(
 
 /**
  * What a money step checks of a wallet: its scope, whether it is active, its currency and its
- * application's base currency (activities/wallet-checks.ts).
+ * application's base currency (domain/money-rules.ts).
  */
 export const walletState = z.object({
   id: z.string(),
@@ -182,17 +170,22 @@ export async function walletStatesUnlessMade(
   return { made: first.made, at: first.at, states };
 }
 
-/** What a money step checks of wallets (scope, active, currencies), by id, without locking. */
+/**
+ * What a money step checks of wallets (scope, active, currencies), by id, without locking; an id
+ * that is not a UUID names no wallet.
+ */
 export async function walletStates(
   db: CommonQueryMethods,
   ids: readonly string[],
 ): Promise<Map<string, WalletState>> {
+  const valid = ids.filter((id) => UUID.test(id));
+  if (valid.length === 0) return new Map();
   const rows = await db.any(
     prepare(sql.type(walletState)`
       SELECT w.id, w.application_id, w.mode, w.is_active, a.currency, app.base_currency
       FROM wallets w JOIN ledger_accounts a ON a.id = w.id
         JOIN applications app ON app.id = w.application_id
-      WHERE w.id = ANY(${sql.array([...ids], 'uuid')})`),
+      WHERE w.id = ANY(${sql.array(valid, 'uuid')})`),
   );
   return new Map(rows.map((r) => [r.id, r]));
 }

@@ -10,7 +10,8 @@ import { ProviderNotConfiguredError } from '../../providers/mobile-money';
 import { cardDepositWorkflow } from '../../workflows/card-deposit';
 import { workflowIds } from '../../workflows/ids';
 import { cardDepositUpdates, type DepositOutcome } from '../../workflows/shared';
-import { activeWallet, assertOwned } from '../access';
+import { answerEarly, assertOwned } from '../access';
+import { depositRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { AppError, assertLiveProvider, errorResponse, notFound, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
@@ -237,7 +238,7 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
         503: errorResponse('Live Mode card provider keys are not configured, or it is unreachable'),
       },
       handler: async ({ ctx, caller, body, idempotency }) => {
-        const wallet = await activeWallet(pool, caller, body.wallet_id);
+        await answerEarly(pool, caller, depositRules, { wallets: { wallet: body.wallet_id } });
         assertLiveProvider(caller, providers.liveCard, 'card deposits', 'the Stripe keys');
         const transactionId = idFromKey(caller, idempotency, 'card_deposit');
         const opened = unlessDeclined(
@@ -248,14 +249,14 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
                 transactionId,
                 applicationId: caller.applicationId,
                 mode: caller.mode,
-                walletId: wallet.id,
+                walletId: body.wallet_id,
                 amount: body.amount.toString(),
                 paymentMethodId: body.payment_method_id,
               },
             ],
             caller,
             type: 'card_deposit',
-            walletIds: [wallet.id],
+            walletIds: [body.wallet_id],
             update: cardDepositUpdates.open,
           }),
         );

@@ -4,7 +4,8 @@ import { canReceivePayouts, findPayoutAccount } from '../../db/payout-accounts';
 import { cardPayoutWorkflow } from '../../workflows/card-payout';
 import { workflowIds } from '../../workflows/ids';
 import { moneyOutUpdates } from '../../workflows/money-out-shared';
-import { activeWallet } from '../access';
+import { answerEarly } from '../access';
+import { moneyOutReserveRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
@@ -53,9 +54,11 @@ export function cardPayoutRoutes(deps: ApiDeps): Route[] {
         503: errorResponse('Live Mode provider credentials are not configured'),
       },
       handler: async ({ caller, body, idempotency }) => {
-        const wallet = await activeWallet(pool, caller, body.wallet_id);
+        await answerEarly(pool, caller, moneyOutReserveRules, {
+          wallets: { wallet: body.wallet_id },
+        });
         assertLiveProvider(caller, providers.liveConnect, 'card payouts');
-        const account = await findPayoutAccount(pool, caller, wallet.id);
+        const account = await findPayoutAccount(pool, caller, body.wallet_id);
         if (!canReceivePayouts(account)) throw new AppError('invalid_request', PAYOUTS_NOT_ENABLED);
         const transactionId = idFromKey(caller, idempotency, 'card_payout');
         const opened = unlessDeclined(
@@ -67,14 +70,14 @@ export function cardPayoutRoutes(deps: ApiDeps): Route[] {
                 transactionId,
                 applicationId: caller.applicationId,
                 mode: caller.mode,
-                walletId: wallet.id,
+                walletId: body.wallet_id,
                 amount: body.amount.toString(),
                 destination: { account_id: account.account_id },
               },
             ],
             caller,
             type: 'card_payout',
-            walletIds: [wallet.id],
+            walletIds: [body.wallet_id],
             update: moneyOutUpdates.open,
           }),
         );

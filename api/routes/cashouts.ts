@@ -3,7 +3,8 @@ import { findMoneyOut } from '../../db/money-out';
 import { mobileMoneyCashoutWorkflow } from '../../workflows/cashout';
 import { workflowIds } from '../../workflows/ids';
 import { moneyOutUpdates } from '../../workflows/money-out-shared';
-import { activeWallet } from '../access';
+import { answerEarly } from '../access';
+import { moneyOutReserveRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
@@ -54,7 +55,9 @@ export function cashoutRoutes(deps: ApiDeps): Route[] {
         503: errorResponse('Live Mode provider credentials are not configured'),
       },
       handler: async ({ caller, body, idempotency }) => {
-        const wallet = await activeWallet(pool, caller, body.wallet_id);
+        await answerEarly(pool, caller, moneyOutReserveRules, {
+          wallets: { wallet: body.wallet_id },
+        });
         assertLiveProvider(caller, providers.liveMobileMoney, 'mobile-money cashouts');
         const transactionId = idFromKey(caller, idempotency, 'mobile_money_cashout');
         const opened = unlessDeclined(
@@ -66,14 +69,14 @@ export function cashoutRoutes(deps: ApiDeps): Route[] {
                 transactionId,
                 applicationId: caller.applicationId,
                 mode: caller.mode,
-                walletId: wallet.id,
+                walletId: body.wallet_id,
                 amount: body.amount.toString(),
                 destination: { phone_number: body.phone_number },
               },
             ],
             caller,
             type: 'mobile_money_cashout',
-            walletIds: [wallet.id],
+            walletIds: [body.wallet_id],
             update: moneyOutUpdates.open,
           }),
         );

@@ -4,7 +4,8 @@ import { minorTextToWireInteger } from '../../domain/money';
 import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
 import { workflowIds } from '../../workflows/ids';
 import { depositUpdates, type DepositOpened } from '../../workflows/shared';
-import { assertOwned, activeWallet } from '../access';
+import { answerEarly, assertOwned } from '../access';
+import { depositRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
@@ -108,7 +109,7 @@ export function depositRoutes(deps: ApiDeps): Route[] {
         503: errorResponse('Live Mode provider credentials are not configured'),
       },
       handler: async ({ caller, body, idempotency }) => {
-        const wallet = await activeWallet(pool, caller, body.wallet_id);
+        await answerEarly(pool, caller, depositRules, { wallets: { wallet: body.wallet_id } });
         assertLiveProvider(caller, providers.liveMobileMoney, 'mobile-money deposits');
         const transactionId = idFromKey(caller, idempotency, 'mobile_money_deposit');
         const opened = unlessDeclined(
@@ -119,13 +120,13 @@ export function depositRoutes(deps: ApiDeps): Route[] {
                 transactionId,
                 applicationId: caller.applicationId,
                 mode: caller.mode,
-                walletId: wallet.id,
+                walletId: body.wallet_id,
                 amount: body.amount.toString(),
               },
             ],
             caller,
             type: 'mobile_money_deposit',
-            walletIds: [wallet.id],
+            walletIds: [body.wallet_id],
             update: depositUpdates.open,
           }),
         );

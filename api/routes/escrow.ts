@@ -9,7 +9,8 @@ import {
   type EscrowStepResult,
   type TransactionRecord,
 } from '../../workflows/shared';
-import { assertOwned, checkPaymentWallets } from '../access';
+import { answerEarly, assertOwned } from '../access';
+import { holdRules, refundRules, releaseRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound, unlessDeclined } from '../errors';
 import { answerUnderKey, idFromKey } from '../pipeline';
@@ -73,27 +74,6 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
   async function heldFacts(caller: Caller, id: string): Promise<HoldFacts> {
     const known = seen.get(id);
     return known ? assertOwned(caller, known, 'Escrow transaction') : ownedHold(caller, id);
-  }
-
-  /**
-   * Runs the checks of a request before its step; a hold known only by its facts that a check
-   * refuses is read, so that a hold that no longer holds anything answers that first, as a
-   * read hold does.
-   */
-  async function checkedFirst<T>(
-    caller: Caller,
-    hold: HoldFacts,
-    checks: () => Promise<T>,
-  ): Promise<T> {
-    try {
-      return await checks();
-    } catch (error) {
-      if (hold.status === undefined && error instanceof AppError) {
-        const read = await ownedHold(caller, hold.id);
-        if (read.status !== 'held') throw new AppError('escrow_not_held');
-      }
-      throw error;
-    }
   }
 
   /** Runs a release or refund update; the update id (from the Idempotency-Key) dedupes retries. */
@@ -162,14 +142,16 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
       handler: async ({ caller, body, idempotency }) => {
         const senderId = body.wallet_id;
         const recipientId = body.recipient_wallet_id ?? null;
-        await checkPaymentWallets(
+        await answerEarly(
           pool,
           caller,
-          [senderId, ...(recipientId ? [recipientId] : [])],
+          holdRules,
+          {
+            wallets: { sender: senderId, recipient: recipientId },
+            params: { walletId: senderId, recipientWalletId: recipientId, amount: body.amount },
+          },
           deps.wallets,
         );
-        if (recipientId === senderId)
-          throw new AppError('same_wallet', 'The recipient cannot be the sender');
         const holdId = idFromKey(caller, idempotency, 'escrow_hold');
         const result = await startPaymentWithUpdate(deps, escrowWorkflow, {
           workflowId: workflowIds.escrow(holdId),
@@ -243,31 +225,27 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
         const hold = await heldFacts(caller, params.transaction_id);
         const releaseId = idFromKey(caller, idempotency, `escrow_release:${hold.id}`);
         const done = await unlessDone(releaseId, idempotency, async () => {
-          const recipientId = await checkedFirst(caller, hold, async () => {
-            if (hold.status !== undefined && hold.status !== 'held') {
-              throw new AppError('escrow_not_held');
-            }
-            const recipient = body.recipient_wallet_id ?? hold.recipient_wallet_id;
-            if (!recipient) {
-              throw new AppError(
-                'validation_failed',
-                'recipient_wallet_id: required (the hold names no recipient)',
-              );
-            }
-            await checkPaymentWallets(pool, caller, [recipient], deps.wallets);
-            const held = hold.escrow_amount;
-            if (body.amount !== undefined && held !== undefined && body.amount > held) {
-              throw new AppError('release_exceeds_hold');
-            }
-            return recipient;
-          });
+          const recipientId = body.recipient_wallet_id ?? hold.recipient_wallet_id;
+          // Without a recipient no update may start: a hold known only by its facts is read.
+          const facts = recipientId ? hold : await ownedHold(caller, hold.id);
+          await answerEarly(
+            pool,
+            caller,
+            releaseRules,
+            {
+              wallets: { recipient: recipientId },
+              subjects: { hold: facts },
+              params: { recipientWalletId: recipientId, amount: body.amount ?? null },
+            },
+            deps.wallets,
+          );
           return step(hold, (handle) =>
             handle.executeUpdate(escrowUpdates.release, {
               updateId: releaseId,
               args: [
                 {
                   releaseId,
-                  recipientWalletId: recipientId,
+                  recipientWalletId: recipientId!,
                   amount: body.amount?.toString() ?? null,
                   ...answerUnderKey(idempotency),
                 },
@@ -300,9 +278,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
         const hold = await heldFacts(caller, params.transaction_id);
         const refundId = idFromKey(caller, idempotency, `escrow_refund:${hold.id}`);
         const done = await unlessDone(refundId, idempotency, async () => {
-          if (hold.status !== undefined && hold.status !== 'held') {
-            throw new AppError('escrow_not_held');
-          }
+          await answerEarly(pool, caller, refundRules, { wallets: {}, subjects: { hold } });
           return step(hold, (handle) =>
             handle.executeUpdate(escrowUpdates.refund, {
               updateId: refundId,

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { workflowIds } from '../../workflows/ids';
 import { transferWorkflow } from '../../workflows/transfer';
-import { checkPaymentWallets } from '../access';
+import { answerEarly } from '../access';
+import { transferRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
-import { AppError, unlessDeclined, errorResponse } from '../errors';
+import { unlessDeclined, errorResponse } from '../errors';
 import { answerUnderKey, idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { BodyId, PositiveAmount } from '../schemas';
@@ -39,15 +40,19 @@ export function transferRoutes(deps: ApiDeps): Route[] {
         422: errorResponse('Validation failure, or an Idempotency-Key reused with another request'),
       },
       handler: async ({ caller, body, idempotency }) => {
-        if (body.from_wallet_id === body.to_wallet_id) {
-          throw new AppError('same_wallet');
-        }
-        await checkPaymentWallets(
+        await answerEarly(
           pool,
           caller,
-          [body.from_wallet_id, body.to_wallet_id],
+          transferRules,
+          {
+            wallets: { from: body.from_wallet_id, to: body.to_wallet_id },
+            params: {
+              fromWalletId: body.from_wallet_id,
+              toWalletId: body.to_wallet_id,
+              amount: body.amount,
+            },
+          },
           deps.wallets,
-          { ownershipFirst: true },
         );
         const transactionId = idFromKey(caller, idempotency, 'transfer');
         const completed = unlessDeclined(
