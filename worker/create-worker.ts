@@ -64,10 +64,8 @@ export async function createWorker(options: {
     // so that none waits for a connection inside its start-to-close timeout.
     maxConcurrentActivityTaskExecutions: config.database.poolSize,
     // A payment starts eagerly on this worker (api/temporal.ts `eagerStart`) only if one of
-    // these slots is free when the API starts it, and each payment in flight holds one until
-    // its task completes, as each workflow poller does while it waits: at the SDK's 40, 10
-    // pollers and 32 payments at once left a quarter of the transfers to the server's task
-    // queue (measured by `npm run bench`). A free slot costs nothing.
+    // these slots is free when the API starts it; the SDK's default runs out under load, and a
+    // free slot costs nothing.
     maxConcurrentWorkflowTaskExecutions: config.temporal.workflowTaskSlots,
     ...options.tuning,
   });
