@@ -2,7 +2,7 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../config';
-import { writeWorkflowBundle } from '../../harness/temporal';
+import { writeWorkflowBundle } from '../../tools/harness/temporal';
 import { payloadKeys } from '../../temporal/data-converter';
 
 /**
