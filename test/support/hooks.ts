@@ -12,8 +12,8 @@ import { clientFor, type ApiClient } from './http';
 /**
  * The engine of a test file, or of a describe block: started in `beforeAll`, closed in
  * `afterAll`. The object answered is filled in place (the engine is a plain object) once
- * `beforeAll` has run, so read it in hooks and tests only. Give `options` as a function to compute them in `beforeAll`, after
- * the servers that an earlier `beforeAll` started.
+ * `beforeAll` has run, so read it in hooks and tests only. Give `options` as a function to
+ * compute them in `beforeAll`, after the servers that an earlier `beforeAll` started.
  */
 export function useTestEngine(
   options: TestEngineOptions | (() => TestEngineOptions) = {},
