@@ -11,9 +11,9 @@ import { loadConfig } from '../../config';
 import { createLogger } from '../../observability/logger';
 import { createProviders } from '../../providers';
 import { launchBrowser } from '../support/browser';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { fundWallet } from '../support/database';
-import { clientFor, createUserWithWallet, transfer, type ApiClient } from '../support/http';
+import { createUserWithWallet, transfer } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 import { pollUntil } from '../support/wait';
 
 // The first launch unpacks Chromium into /tmp; a slow machine needs the time.
@@ -29,11 +29,15 @@ const SIMULATE = '/api/v1/testing/simulate-mobile-money-webhook';
 /** Screenshots for docs/ are written only when asked: `DASHBOARD_SCREENSHOTS=1`. */
 const SHOTS = Boolean(process.env.DASHBOARD_SCREENSHOTS);
 
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
-let live: ApiClient;
+// Before the engine's hooks, so that the browser and its pages close before the engine does.
 let browser: Browser;
+beforeAll(async () => {
+  browser = await launchBrowser();
+});
+afterAll(async () => browser?.close());
+
+const engine = useTestEngine({ env: { WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1/32' } });
+const { app, api, live } = useTestApp(engine);
 let deposit: string;
 let walletA: string;
 let walletB: string;
@@ -60,11 +64,6 @@ function cli(
 }
 
 beforeAll(async () => {
-  engine = await startTestEngine({ env: { WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1/32' } });
-  app = await createTestApp(engine.pool);
-  api = clientFor(engine.url, app);
-  live = clientFor(engine.url, app, 'live');
-
   const a = await createUserWithWallet(api, { name: 'Aminata Kamara', email: 'aminata@x.test' });
   const b = await createUserWithWallet(api, { name: 'Ibrahim Sesay' });
   walletA = a.walletId;
@@ -78,12 +77,6 @@ beforeAll(async () => {
   const settled = await api.post(SIMULATE, { transaction_id: deposit, status: 'successful' });
   expect(settled.body.status).toBe('completed');
   await createUserWithWallet(live, { name: 'Live Only Person' });
-
-  browser = await launchBrowser();
-});
-afterAll(async () => {
-  await browser?.close();
-  await engine?.close();
 });
 
 /**

@@ -1,23 +1,19 @@
 import type { Browser, Page } from 'playwright-core';
 import { launchBrowser } from '../support/browser';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { useTestApp, useTestEngine } from '../support/hooks';
 
 // The first launch unpacks Chromium into /tmp; a slow machine needs the time.
 jest.setTimeout(240_000);
 
-let engine: TestEngine;
-let app: TestApp;
+// Before the engine's hooks, so that the browser and its pages close before the engine does.
 let browser: Browser;
-
 beforeAll(async () => {
-  engine = await startTestEngine();
-  app = await createTestApp(engine.pool);
   browser = await launchBrowser();
 });
-afterAll(async () => {
-  await browser?.close();
-  await engine?.close();
-});
+afterAll(async () => browser?.close());
+
+const engine = useTestEngine();
+const { app } = useTestApp(engine);
 
 /**
  * Opens /docs, recording every request the page makes and every console error. Pages stay open

@@ -3,12 +3,12 @@ import { z } from 'zod';
 import { startApi, type RunningApi } from '../../api/server';
 import { createAdmin, type CreatedAdmin } from '../../db/admins';
 import { dashboardAnalytics } from '../../db/analytics';
-import { updateApplication } from '../../db/applications';
 import { admitAttempt, clear, lockedUntil, settleAttempt } from '../../db/auth-lockout';
 import { createLogger } from '../../observability/logger';
 import { assertLedgerInvariant, fundWallet } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { createTestApp } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 import { awaitRoomInWindow } from '../support/rate-limit';
 
 /**
@@ -18,19 +18,20 @@ import { awaitRoomInWindow } from '../support/rate-limit';
  */
 jest.setTimeout(120_000);
 
-let engine: TestEngine;
+const engine = useTestEngine({ env: { TRUST_PROXY: 'true' } });
+const { app, api } = useTestApp(engine, {
+  // 1.5% on mobile-money deposits; 2.5% + 0.10 on each escrow release.
+  settings: { feeBps: { mobile_money: 150 }, escrowFeeBps: 250, escrowFeeFixed: 10n },
+});
 /** A second API process on the same database, trusting one proxy like the first. */
 let second: RunningApi;
 /** A third API process on the same database that trusts no proxy. */
 let direct: RunningApi;
-let app: TestApp;
-let api: ApiClient;
 
 const DASHBOARD = '/api/v1/analytics/dashboard';
 const ADMIN = '/api/v1/transactions/admin/analytics';
 
 beforeAll(async () => {
-  engine = await startTestEngine({ env: { TRUST_PROXY: 'true' } });
   const quiet = createLogger('silent');
   second = await startApi(engine.config, quiet, engine.config.database.url!);
   direct = await startApi(
@@ -38,19 +39,10 @@ beforeAll(async () => {
     quiet,
     engine.config.database.url!,
   );
-  app = await createTestApp(engine.pool);
-  // 1.5% on mobile-money deposits; 2.5% + 0.10 on each escrow release.
-  await updateApplication(engine.pool, app.id, {
-    feeBps: { mobile_money: 150 },
-    escrowFeeBps: 250,
-    escrowFeeFixed: 10n,
-  });
-  api = clientFor(engine.url, app);
 });
 afterAll(async () => {
   await second?.close();
   await direct?.close();
-  await engine?.close();
 });
 
 /** The body of a 200 (any other status fails with the body shown). */

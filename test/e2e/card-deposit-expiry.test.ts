@@ -3,19 +3,13 @@ import { z } from 'zod';
 import { loadConfig } from '../../config';
 import { createProviders } from '../../providers';
 import { balanceOf, eventsOf } from '../support/database';
-import { createTestApp, startTestEngine, type TestEngine } from '../support/engine';
-import { clientFor, createUserWithWallet, waitForStatus, type ApiClient } from '../support/http';
+import { createUserWithWallet, waitForStatus } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 
 /** A card payment nobody authenticates expires after CARD_PAYMENT_PENDING_TTL_SECONDS. */
 
-let engine: TestEngine;
-let api: ApiClient;
-
-beforeAll(async () => {
-  engine = await startTestEngine({ env: { CARD_PAYMENT_PENDING_TTL_SECONDS: '2' } });
-  api = clientFor(engine.url, await createTestApp(engine.pool, { currency: 'USD' }));
-});
-afterAll(async () => engine?.close());
+const engine = useTestEngine({ env: { CARD_PAYMENT_PENDING_TTL_SECONDS: '2' } });
+const { api } = useTestApp(engine, { currency: 'USD' });
 
 it('expires a card payment left waiting for 3-D Secure, and a late authentication changes nothing', async () => {
   const { walletId } = await createUserWithWallet(api);

@@ -1,7 +1,6 @@
 import { temporal } from '@temporalio/proto';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { updateApplication } from '../../db/applications';
 import { SandboxCardProvider } from '../../providers/sandbox-card';
 import { workflowIds } from '../../workflows/ids';
 import { SearchAttributes } from '../../workflows/shared';
@@ -12,21 +11,13 @@ import {
   systemBalance,
   fundWallet,
 } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { createTestApp } from '../support/engine';
 import { sandboxWebhookSecret } from '../../outbound/secret-box';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { clientFor, createUserWithWallet } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
-
-beforeAll(async () => {
-  engine = await startTestEngine();
-  app = await createTestApp(engine.pool, { currency: 'USD' });
-  await updateApplication(engine.pool, app.id, { feeBps: { card: 150 } });
-  api = clientFor(engine.url, app);
-});
-afterAll(async () => engine?.close());
+const engine = useTestEngine();
+const { app, api } = useTestApp(engine, { currency: 'USD', settings: { feeBps: { card: 150 } } });
 
 const DEPOSIT = '/api/v1/transactions/wallet/card-deposit';
 const ESTIMATE = '/api/v1/fees/estimate/deposit/card-metadata';

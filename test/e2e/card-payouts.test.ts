@@ -1,4 +1,3 @@
-import { updateApplication } from '../../db/applications';
 import { workflowIds } from '../../workflows/ids';
 import {
   assertLedgerInvariant,
@@ -8,8 +7,9 @@ import {
   ledgerLegs,
   systemBalance,
 } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { createTestApp } from '../support/engine';
+import { clientFor, createUserWithWallet } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 import {
   onboardForPayouts,
   payableWallet,
@@ -18,17 +18,11 @@ import {
 } from '../support/payouts';
 import { awaitRoomInWindow } from '../support/rate-limit';
 
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
-
-beforeAll(async () => {
-  engine = await startTestEngine();
-  app = await createTestApp(engine.pool, { currency: 'USD' });
-  await updateApplication(engine.pool, app.id, { feeBps: { card_payout: 100 } });
-  api = clientFor(engine.url, app);
+const engine = useTestEngine();
+const { app, api } = useTestApp(engine, {
+  currency: 'USD',
+  settings: { feeBps: { card_payout: 100 } },
 });
-afterAll(async () => engine?.close());
 
 const PAYOUT = '/api/v1/transactions/wallet/card-payout';
 const NOT_ENABLED = { detail: 'Payouts are not enabled for this wallet' };

@@ -1,4 +1,3 @@
-import { updateApplication } from '../../db/applications';
 import { createProviders } from '../../providers';
 import { workflowIds } from '../../workflows/ids';
 import {
@@ -9,27 +8,14 @@ import {
   ledgerLegs,
   systemBalance,
 } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import {
-  clientFor,
-  createFundedWallet,
-  createUserWithWallet,
-  type ApiClient,
-} from '../support/http';
+import { createTestApp } from '../support/engine';
+import { clientFor, createFundedWallet, createUserWithWallet } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 import { awaitRoomInWindow } from '../support/rate-limit';
 import { sandboxMobileMoneyPayouts } from '../support/payouts';
 
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
-
-beforeAll(async () => {
-  engine = await startTestEngine();
-  app = await createTestApp(engine.pool);
-  await updateApplication(engine.pool, app.id, { feeBps: { mobile_money_cashout: 200 } });
-  api = clientFor(engine.url, app);
-});
-afterAll(async () => engine?.close());
+const engine = useTestEngine();
+const { app, api } = useTestApp(engine, { settings: { feeBps: { mobile_money_cashout: 200 } } });
 
 const CASHOUT = '/api/v1/transactions/wallet/mobile-money-cashout';
 const SIMULATE = '/api/v1/testing/simulate-mobile-money-webhook';

@@ -1,8 +1,8 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { createUserWithWallet } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 
 /**
  * decisions.md "Currency changes and conversions": a wallet left in another currency than its
@@ -10,16 +10,8 @@ import { clientFor, createUserWithWallet, type ApiClient } from '../support/http
  * amount that converts to less than a cent is refused; each at once, before any provider is
  * asked, with nothing written.
  */
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
-
-beforeAll(async () => {
-  engine = await startTestEngine();
-  app = await createTestApp(engine.pool, { currency: 'USD' });
-  api = clientFor(engine.url, app);
-});
-afterAll(async () => engine?.close());
+const engine = useTestEngine();
+const { app, api } = useTestApp(engine, { currency: 'USD' });
 
 const MISMATCH = { detail: 'Wallets hold different currencies' };
 

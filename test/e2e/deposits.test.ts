@@ -1,6 +1,5 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { updateApplication } from '../../db/applications';
 import { parseMajorDecimal } from '../../domain/money';
 import { workflowIds } from '../../workflows/ids';
 import {
@@ -9,20 +8,12 @@ import {
   eventsOf as eventsOfPayment,
   systemBalance,
 } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { createTestApp } from '../support/engine';
+import { clientFor, createUserWithWallet } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
-
-beforeAll(async () => {
-  engine = await startTestEngine();
-  app = await createTestApp(engine.pool);
-  await updateApplication(engine.pool, app.id, { feeBps: { mobile_money: 150 } });
-  api = clientFor(engine.url, app);
-});
-afterAll(async () => engine?.close());
+const engine = useTestEngine();
+const { app, api } = useTestApp(engine, { settings: { feeBps: { mobile_money: 150 } } });
 
 const DEPOSIT = '/api/v1/transactions/wallet/mobile-money-deposit';
 const SIMULATE = '/api/v1/testing/simulate-mobile-money-webhook';

@@ -1,27 +1,20 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { updateApplication } from '../../db/applications';
 import { assertLedgerInvariant, balanceOf, statementsOf } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { createTestApp } from '../support/engine';
 import {
   clientFor,
   createFundedWallet,
   createUserWithWallet,
   type ApiClient,
 } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
-
-beforeAll(async () => {
-  engine = await startTestEngine();
-  app = await createTestApp(engine.pool);
+const engine = useTestEngine();
+const { app, api } = useTestApp(engine, {
   // 2.5% + 0.10 on each release.
-  await updateApplication(engine.pool, app.id, { escrowFeeBps: 250, escrowFeeFixed: 10n });
-  api = clientFor(engine.url, app);
+  settings: { escrowFeeBps: 250, escrowFeeFixed: 10n },
 });
-afterAll(async () => engine?.close());
 
 const TRANSACTION_FIELDS = [
   'amount',

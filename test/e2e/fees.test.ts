@@ -3,19 +3,12 @@ import { z } from 'zod';
 import { updateApplication } from '../../db/applications';
 import { computeDepositFees } from '../../domain/fees';
 import { minorToDecimalString } from '../../domain/money';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, type ApiClient } from '../support/http';
+import { createTestApp } from '../support/engine';
+import { clientFor } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
-
-beforeAll(async () => {
-  engine = await startTestEngine();
-  app = await createTestApp(engine.pool);
-  api = clientFor(engine.url, app);
-});
-afterAll(async () => engine?.close());
+const engine = useTestEngine();
+const { app, api } = useTestApp(engine);
 
 const ESTIMATE = '/api/v1/fees/estimate/deposit';
 

@@ -13,7 +13,7 @@ import { parseJsonKeepingLiterals } from '../../api/middleware/json-number';
 import { PositiveAmount, PositiveMinorUnits } from '../../api/schemas';
 import { balanceOf, fundWallet } from '../support/database';
 import { awaitRoomInWindow, secondsLeftInWindow } from '../support/rate-limit';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { createTestApp, type TestApp } from '../support/engine';
 import {
   clientFor,
   createUserWithWallet,
@@ -22,10 +22,10 @@ import {
   type ApiClient,
   type Reply,
 } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
+const engine = useTestEngine();
+const { app, api } = useTestApp(engine);
 /** Every api key and secret key this file sends: none may reach a log line or a column. */
 const sentCredentials: string[] = [];
 
@@ -36,12 +36,9 @@ function remember(created: TestApp): TestApp {
   return created;
 }
 
-beforeAll(async () => {
-  engine = await startTestEngine();
-  app = remember(await createTestApp(engine.pool));
-  api = clientFor(engine.url, app);
+beforeAll(() => {
+  remember(app);
 });
-afterAll(async () => engine?.close());
 
 const USERS = '/api/v1/users/';
 const WALLETS = '/api/v1/wallets/';

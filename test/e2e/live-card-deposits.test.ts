@@ -1,9 +1,8 @@
-import { updateApplication } from '../../db/applications';
 import { SandboxCardProvider } from '../../providers/sandbox-card';
 import { assertLedgerInvariant, balanceOf, eventsOf } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { sandboxWebhookSecret } from '../../outbound/secret-box';
-import { clientFor, createUserWithWallet, waitForStatus, type ApiClient } from '../support/http';
+import { createUserWithWallet, waitForStatus } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 import { LOCALSTRIPE_CARDS, startLocalstripe, type Localstripe } from '../support/localstripe';
 
 /**
@@ -17,25 +16,18 @@ const DEPOSIT = '/api/v1/transactions/wallet/card-deposit';
 const WEBHOOK = '/api/v1/webhooks/providers/card';
 
 let localstripe: Localstripe;
-let engine: TestEngine;
-let app: TestApp;
-let live: ApiClient;
-
 beforeAll(async () => {
   localstripe = await startLocalstripe();
   await localstripe.reset();
-  engine = await startTestEngine({ env: localstripe.env(WEBHOOK_SECRET) });
+});
+const engine = useTestEngine(() => ({ env: localstripe.env(WEBHOOK_SECRET) }));
+beforeAll(async () => {
   await localstripe.registerWebhook(`${engine.url}${WEBHOOK}`, WEBHOOK_SECRET, {
     events: ['payment_intent.succeeded', 'payment_intent.payment_failed'],
   });
-  app = await createTestApp(engine.pool, { currency: 'USD' });
-  await updateApplication(engine.pool, app.id, { feeBps: { card: 100 } });
-  live = clientFor(engine.url, app, 'live');
 });
-afterAll(async () => {
-  await engine?.close();
-  await localstripe?.stop();
-});
+const { live } = useTestApp(engine, { currency: 'USD', settings: { feeBps: { card: 100 } } });
+afterAll(async () => localstripe?.stop());
 
 describe('Live Mode card deposits against localstripe', () => {
   it('charges the card through Stripe and credits the wallet (the emulator’s cards are FR: international)', async () => {

@@ -9,9 +9,9 @@ import {
   ledgerSteps,
   systemBalance,
 } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { FakeStripeConnect } from '../support/fake-stripe-connect';
-import { clientFor, type ApiClient } from '../support/http';
+import { clientFor } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 import { payableWallet } from '../support/payouts';
 
 /**
@@ -26,26 +26,18 @@ const PAYOUT = '/api/v1/transactions/wallet/card-payout';
 const WEBHOOK = '/api/v1/webhooks/providers/card';
 
 let fake: FakeStripeConnect;
-let engine: TestEngine;
-let app: TestApp;
-let live: ApiClient;
-
 beforeAll(async () => {
   fake = await FakeStripeConnect.start();
-  engine = await startTestEngine({
-    env: {
-      STRIPE_SECRET_KEY: fake.secretKey,
-      STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-      STRIPE_API_BASE: `http://127.0.0.1:${fake.api.port}`,
-    },
-  });
-  app = await createTestApp(engine.pool, { currency: 'USD' });
-  live = clientFor(engine.url, app, 'live');
 });
-afterAll(async () => {
-  await engine?.close();
-  await fake?.close();
-});
+const engine = useTestEngine(() => ({
+  env: {
+    STRIPE_SECRET_KEY: fake.secretKey,
+    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    STRIPE_API_BASE: `http://127.0.0.1:${fake.api.port}`,
+  },
+}));
+const { app, live } = useTestApp(engine, { currency: 'USD' });
+afterAll(async () => fake?.close());
 
 const balance = (kind: string) => systemBalance(engine.pool, app.id, kind, 'USD', 'live');
 const eventsOf = (transactionId: string) => eventsOfPayment(engine.pool, transactionId);

@@ -1,7 +1,7 @@
 import { findPayoutAccount } from '../../db/payout-accounts';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { FakeStripeConnect } from '../support/fake-stripe-connect';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { createUserWithWallet } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 
 /**
  * Live Mode onboarding end to end: the engine configured with STRIPE_* as in production, its
@@ -10,26 +10,18 @@ import { clientFor, createUserWithWallet, type ApiClient } from '../support/http
  */
 
 let fake: FakeStripeConnect;
-let engine: TestEngine;
-let app: TestApp;
-let live: ApiClient;
-
 beforeAll(async () => {
   fake = await FakeStripeConnect.start();
-  engine = await startTestEngine({
-    env: {
-      STRIPE_SECRET_KEY: fake.secretKey,
-      STRIPE_WEBHOOK_SECRET: 'whsec_live_onboarding_test',
-      STRIPE_API_BASE: `http://127.0.0.1:${fake.api.port}`,
-    },
-  });
-  app = await createTestApp(engine.pool, { currency: 'USD' });
-  live = clientFor(engine.url, app, 'live');
 });
-afterAll(async () => {
-  await engine?.close();
-  await fake?.close();
-});
+const engine = useTestEngine(() => ({
+  env: {
+    STRIPE_SECRET_KEY: fake.secretKey,
+    STRIPE_WEBHOOK_SECRET: 'whsec_live_onboarding_test',
+    STRIPE_API_BASE: `http://127.0.0.1:${fake.api.port}`,
+  },
+}));
+const { app, live } = useTestApp(engine, { currency: 'USD' });
+afterAll(async () => fake?.close());
 
 const COMPLETE = '/api/v1/transactions/wallet/complete-onboarding/';
 const CUSTOMER = { 'x-forwarded-for': '203.0.113.7' };

@@ -1,6 +1,7 @@
 import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { createTestApp } from '../support/engine';
+import { clientFor, createUserWithWallet } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 import { increase, scrape, series, type Samples } from '../support/metrics';
 import { workflowIds } from '../../workflows/ids';
 
@@ -10,16 +11,8 @@ import { workflowIds } from '../../workflows/ids';
  * increments. The worker runs in this process (startTestEngine), so the payments it ends and
  * the ledger writes it times are in the same registry as the API's counters.
  */
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
-
-beforeAll(async () => {
-  engine = await startTestEngine({ env: { API_METRICS_PORT: '0' } });
-  app = await createTestApp(engine.pool);
-  api = clientFor(engine.url, app);
-});
-afterAll(async () => engine?.close());
+const engine = useTestEngine({ env: { API_METRICS_PORT: '0' } });
+const { api } = useTestApp(engine);
 
 const TRANSFER = '/api/v1/transactions/wallet/transfer';
 const HOLD = '/api/v1/escrow/hold';
@@ -229,11 +222,7 @@ describe('GET /metrics', () => {
 });
 
 describe('METRICS_ENABLED=false', () => {
-  let off: TestEngine;
-  beforeAll(async () => {
-    off = await startTestEngine({ env: { METRICS_ENABLED: 'false', API_METRICS_PORT: '0' } });
-  });
-  afterAll(async () => off?.close());
+  const off = useTestEngine({ env: { METRICS_ENABLED: 'false', API_METRICS_PORT: '0' } });
 
   it('opens no metrics listener and answers 404 at /metrics; the rest of the API works', async () => {
     expect(off.metricsUrl).toBeUndefined();

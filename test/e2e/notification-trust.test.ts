@@ -18,20 +18,12 @@ import {
   fundWallet,
   ledgerSteps,
 } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 import { sandboxWebhookSecret } from '../../outbound/secret-box';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { createUserWithWallet } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
-
-beforeAll(async () => {
-  engine = await startTestEngine();
-  app = await createTestApp(engine.pool);
-  api = clientFor(engine.url, app);
-});
-afterAll(async () => engine?.close());
+const engine = useTestEngine();
+const { api } = useTestApp(engine);
 
 const DEPOSIT = '/api/v1/transactions/wallet/mobile-money-deposit';
 const CARD_DEPOSIT = '/api/v1/transactions/wallet/card-deposit';

@@ -10,22 +10,14 @@ import {
 } from '../../db/payout-accounts';
 import { isNotFound } from '../../temporal/connection';
 import { workflowIds } from '../../workflows/ids';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import type { TestApp } from '../support/engine';
+import { clientFor, createUserWithWallet } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 import { listWorkflowIds } from '../support/wait';
 
-let engine: TestEngine;
-let app: TestApp;
-let other: TestApp;
-let api: ApiClient;
-
-beforeAll(async () => {
-  engine = await startTestEngine({ env: { ONBOARDING_DOCUMENTS_PER_WALLET: '2' } });
-  app = await createTestApp(engine.pool, { currency: 'USD' });
-  other = await createTestApp(engine.pool, { currency: 'USD' });
-  api = clientFor(engine.url, app);
-});
-afterAll(async () => engine?.close());
+const engine = useTestEngine({ env: { ONBOARDING_DOCUMENTS_PER_WALLET: '2' } });
+const { app, api } = useTestApp(engine, { currency: 'USD' });
+const { app: other } = useTestApp(engine, { currency: 'USD' });
 
 const COMPLETE = '/api/v1/transactions/wallet/complete-onboarding/';
 const stateOf = (walletId: string) => `/api/v1/transactions/wallet/${walletId}/onboarding`;

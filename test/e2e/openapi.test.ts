@@ -7,29 +7,18 @@ import { createLogger } from '../../observability/logger';
 import { openApiPath, REQUEST_EXAMPLES } from '../../api/openapi';
 import { createProviders } from '../../providers';
 import { fundWallet } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import {
-  clientFor,
-  createUserWithWallet,
-  expectError,
-  type ApiClient,
-  type Reply,
-} from '../support/http';
+import { clientFor, createUserWithWallet, expectError, type Reply } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
+const engine = useTestEngine();
+const { api } = useTestApp(engine);
 let doc: any;
 
 beforeAll(async () => {
-  engine = await startTestEngine();
-  app = await createTestApp(engine.pool);
-  api = clientFor(engine.url, app);
   const reply = await bare().get('/api/v1/openapi.json');
   expect(reply.status).toBe(200);
   doc = reply.body;
 });
-afterAll(async () => engine?.close());
 
 const TRANSFER = '/api/v1/transactions/wallet/transfer';
 

@@ -9,22 +9,14 @@ import { z } from 'zod';
 import { createAdmin, type CreatedAdmin } from '../../db/admins';
 import { workflowIds } from '../../workflows/ids';
 import { balanceOf, fundWallet } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { clientFor, createUserWithWallet } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 import { onboardForPayouts, VERIFIED_INDIVIDUAL } from '../support/payouts';
 
 const UI_ORIGIN = 'https://temporal-ui.example';
 
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
-
-beforeAll(async () => {
-  engine = await startTestEngine({ env: { TEMPORAL_CODEC_ALLOWED_ORIGINS: UI_ORIGIN } });
-  app = await createTestApp(engine.pool);
-  api = clientFor(engine.url, app);
-});
-afterAll(async () => engine?.close());
+const engine = useTestEngine({ env: { TEMPORAL_CODEC_ALLOWED_ORIGINS: UI_ORIGIN } });
+const { app, api } = useTestApp(engine);
 
 const CASHOUT = '/api/v1/transactions/wallet/mobile-money-cashout';
 const DEPOSIT = '/api/v1/transactions/wallet/mobile-money-deposit';

@@ -4,13 +4,9 @@ import { createAdmin, type CreatedAdmin } from '../../db/admins';
 import { createDashboardAccount } from '../../db/dashboard-accounts';
 import { TOTAL_COUNTED_AHEAD } from '../../db/pages';
 import { awaitRoomInWindow } from '../support/rate-limit';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import {
-  clientFor,
-  createUserWithWallet,
-  expectRateLimited,
-  type ApiClient,
-} from '../support/http';
+import { createTestApp } from '../support/engine';
+import { clientFor, createUserWithWallet, expectRateLimited } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 
 /**
  * The throttles and caps of callers the per-credential rate limits do not reach: the sandbox's
@@ -18,10 +14,6 @@ import {
  * of the admin endpoints and the dashboard's sign-in, the caps per application and mode, and the
  * bounded `total` of lists. Low limits for this file: the defaults are the same rules.
  */
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
-
 const LIMITS = {
   RATE_LIMIT_CARD_AUTHENTICATION_PAGE: '5',
   RATE_LIMIT_DASHBOARD_SIGNED_OUT: '10',
@@ -36,14 +28,10 @@ const HOOKS = '/api/v1/webhooks/subscriptions';
 /** Loopback only: the allowlist lets 127.0.0.1 through the SSRF guard; nothing is sent to it. */
 const HOOK = 'http://127.0.0.1:9/hooks/wallet';
 
-beforeAll(async () => {
-  engine = await startTestEngine({
-    env: { TRUST_PROXY: 'true', WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1/32', ...LIMITS },
-  });
-  app = await createTestApp(engine.pool);
-  api = clientFor(engine.url, app);
+const engine = useTestEngine({
+  env: { TRUST_PROXY: 'true', WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1/32', ...LIMITS },
 });
-afterAll(async () => engine?.close());
+const { app, api } = useTestApp(engine);
 
 const anonymous = () => clientFor(engine.url, null);
 const from = (address: string) => ({ 'x-forwarded-for': address });

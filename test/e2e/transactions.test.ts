@@ -1,20 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { insertTransaction } from '../../db/transactions';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import {
-  clientFor,
-  createFundedWallet,
-  createUserWithWallet,
-  transfer,
-  type ApiClient,
-} from '../support/http';
+import { clientFor, createFundedWallet, createUserWithWallet, transfer } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
-let other: ApiClient;
-let live: ApiClient;
+const engine = useTestEngine();
+const { app, api, live } = useTestApp(engine);
+const { api: other } = useTestApp(engine);
 
 const LIST = '/api/v1/transactions/';
 const DEPOSIT = '/api/v1/transactions/wallet/mobile-money-deposit';
@@ -73,13 +65,6 @@ async function deposit(walletId: string, amount: number) {
 }
 
 beforeAll(async () => {
-  engine = await startTestEngine();
-  app = await createTestApp(engine.pool);
-  api = clientFor(engine.url, app);
-  const otherApp = await createTestApp(engine.pool);
-  other = clientFor(engine.url, otherApp);
-  live = clientFor(engine.url, app, 'live');
-
   const [a, b, c] = [
     (await createFundedWallet(api, engine.pool, 100_000n)).walletId,
     (await createUserWithWallet(api)).walletId,
@@ -109,7 +94,6 @@ beforeAll(async () => {
 
   data = { a, b, c, transfers, paid, failed: failed.id, pending, liveTransfer, otherTransfer };
 });
-afterAll(async () => engine?.close());
 
 const ids = (body: { data: { id: string }[] }) => body.data.map((t) => t.id);
 

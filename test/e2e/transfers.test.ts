@@ -1,24 +1,12 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import {
-  clientFor,
-  createFundedWallet,
-  createUserWithWallet,
-  type ApiClient,
-} from '../support/http';
+import { createTestApp } from '../support/engine';
+import { clientFor, createFundedWallet, createUserWithWallet } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
-
-beforeAll(async () => {
-  engine = await startTestEngine();
-  app = await createTestApp(engine.pool);
-  api = clientFor(engine.url, app);
-});
-afterAll(async () => engine?.close());
+const engine = useTestEngine();
+const { app, api } = useTestApp(engine);
 
 const TRANSFER = '/api/v1/transactions/wallet/transfer';
 
@@ -213,15 +201,10 @@ describe('wallet ids in request bodies', () => {
 });
 
 describe('a transfer that outlives the request deadline', () => {
-  let slow: TestEngine;
-  let slowApi: ApiClient;
-  beforeAll(async () => {
-    // No worker polls until told: every payment outlives the request's deadline.
-    slow = await startTestEngine({ requestTimeoutMs: 500 });
-    slowApi = clientFor(slow.url, await createTestApp(slow.pool));
-    await slow.stopWorker();
-  });
-  afterAll(async () => slow?.close());
+  const slow = useTestEngine({ requestTimeoutMs: 500 });
+  const { api: slowApi } = useTestApp(slow);
+  // No worker polls until told: every payment outlives the request's deadline.
+  beforeAll(async () => slow.stopWorker());
 
   it('answers 504 "retry with the same Idempotency-Key" only when a key was sent; the payments go on', async () => {
     const a = await createUserWithWallet(slowApi);

@@ -2,25 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { createTestApp } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
-let liveApi: ApiClient;
-let otherApp: TestApp;
-let otherApi: ApiClient;
-
-beforeAll(async () => {
-  engine = await startTestEngine();
-  app = await createTestApp(engine.pool);
-  api = clientFor(engine.url, app);
-  liveApi = clientFor(engine.url, app, 'live');
-  otherApp = await createTestApp(engine.pool);
-  otherApi = clientFor(engine.url, otherApp);
-});
-afterAll(async () => engine?.close());
+const engine = useTestEngine();
+const { app, api, live: liveApi } = useTestApp(engine);
+const { api: otherApi } = useTestApp(engine);
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;

@@ -3,8 +3,9 @@ import Ajv2020 from 'ajv/dist/2020';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { open, webhookSecretKey } from '../../outbound/secret-box';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
+import { createTestApp } from '../support/engine';
 import { clientFor, type ApiClient, type Reply } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 
 const PATH = '/api/v1/webhooks/subscriptions';
 const REFUSED = 'Webhook URL must not point to a private or internal address';
@@ -12,16 +13,8 @@ const REFUSED = 'Webhook URL must not point to a private or internal address';
 const HOOK = 'http://127.0.0.1:9/hooks/wallet';
 const INVALID_URL = 'Webhook URL must be a valid http or https URL without credentials';
 
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
-
-beforeAll(async () => {
-  engine = await startTestEngine({ env: { WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1/32' } });
-  app = await createTestApp(engine.pool);
-  api = clientFor(engine.url, app);
-});
-afterAll(async () => engine?.close());
+const engine = useTestEngine({ env: { WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1/32' } });
+const { app, api } = useTestApp(engine);
 
 const storedRow = z.object({ secret_sealed: z.string(), url: z.string() });
 
@@ -321,11 +314,7 @@ describe('the OpenAPI document', () => {
 });
 
 describe('without WEBHOOK_PRIVATE_ALLOWLIST', () => {
-  let bare: TestEngine;
-  beforeAll(async () => {
-    bare = await startTestEngine();
-  });
-  afterAll(async () => bare?.close());
+  const bare = useTestEngine();
 
   it('a loopback URL is refused with 400 and nothing is written', async () => {
     const client = clientFor(bare.url, await createTestApp(bare.pool));

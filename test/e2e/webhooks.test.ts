@@ -2,21 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { WebhookVerificationError } from 'standardwebhooks';
 import { z } from 'zod';
-import { updateApplication } from '../../db/applications';
 import { insertEvent } from '../../db/transactions';
 import { listenForEvents } from '../../db/webhook-listener';
 import { EVENT_TYPES, type EventType } from '../../domain/events';
 import { REFUSED_ADDRESS_ERROR } from '../../outbound/webhook-post';
 import { webhookDeliveryId, webhookRelayId } from '../../workflows/ids';
 import { maintenanceWorkflow } from '../../workflows/maintenance';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import {
-  clientFor,
-  createFundedWallet,
-  createUserWithWallet,
-  transfer,
-  type ApiClient,
-} from '../support/http';
+import { createTestApp } from '../support/engine';
+import { clientFor, createFundedWallet, createUserWithWallet, transfer } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 import { onboardForPayouts } from '../support/payouts';
 import { pollUntil, within } from '../support/wait';
 import { startReceiver, verify, type Receiver, type Received } from '../support/webhook-receiver';
@@ -28,17 +22,14 @@ import { mockLookup } from '../support/dns';
  * `standardwebhooks` package. Only loopback addresses are ever contacted.
  */
 
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
+const engine = useTestEngine({ env: { WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1/32' } });
+const { app, api } = useTestApp(engine, {
+  // A fee on every release, so the released event's application_fee is the record's.
+  settings: { escrowFeeBps: 250, escrowFeeFixed: 10n },
+});
 let receiver: Receiver;
 
 beforeAll(async () => {
-  engine = await startTestEngine({ env: { WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1/32' } });
-  app = await createTestApp(engine.pool);
-  // A fee on every release, so the released event's application_fee is the record's.
-  await updateApplication(engine.pool, app.id, { escrowFeeBps: 250, escrowFeeFixed: 10n });
-  api = clientFor(engine.url, app);
   receiver = await startReceiver();
 });
 // Each test subscribes for itself; what one leaves (a failure midway) must not reach the next.
@@ -50,10 +41,7 @@ afterEach(async () => {
 });
 // Deliveries wait for retries (seconds) and a worker restart.
 jest.setTimeout(120_000);
-afterAll(async () => {
-  await receiver?.close();
-  await engine?.close();
-});
+afterAll(async () => receiver?.close());
 
 const SUBSCRIPTIONS = '/api/v1/webhooks/subscriptions';
 const DEPOSIT = '/api/v1/transactions/wallet/mobile-money-deposit';

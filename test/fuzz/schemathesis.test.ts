@@ -5,8 +5,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { SANDBOX_CARDS } from '../../providers/sandbox-card';
 import { assertLedgerInvariant, fundWallet } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import type { TestApp } from '../support/engine';
+import { createUserWithWallet } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 
 /**
  * Schemathesis (installed by tools/scripts/ensure-deps.sh --test, pinned by
@@ -23,23 +24,17 @@ const HOOKS = path.join(__dirname, 'schemathesis-hooks.py');
 /** Past this the run is stopped and fails: it takes about two minutes here. */
 const RUN_LIMIT_MS = 5 * 60_000;
 
-let engine: TestEngine;
-let app: TestApp;
-let otherApp: TestApp;
-let api: ApiClient;
+// The sandbox 3-D Secure page is limited per client address, and every request comes from
+// loopback here: raised, as the applications' own limits are.
+const engine = useTestEngine({ env: { RATE_LIMIT_CARD_AUTHENTICATION_PAGE: '1000000' } });
+const { app, api } = useTestApp(engine);
+const { app: otherApp } = useTestApp(engine);
 let workDir: string;
 
 beforeAll(async () => {
-  // The sandbox 3-D Secure page is limited per client address, and every request comes from
-  // loopback here: raised, as the applications' own limits are.
-  engine = await startTestEngine({ env: { RATE_LIMIT_CARD_AUTHENTICATION_PAGE: '1000000' } });
-  app = await createTestApp(engine.pool);
-  otherApp = await createTestApp(engine.pool);
-  api = clientFor(engine.url, app);
   workDir = await mkdtemp(path.join(os.tmpdir(), 'wallet-fuzz-'));
 });
 afterAll(async () => {
-  await engine?.close();
   if (workDir) await rm(workDir, { recursive: true, force: true });
 });
 

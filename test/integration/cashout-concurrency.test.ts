@@ -1,15 +1,12 @@
 import { computeMoneyOutFees, CASHOUT_PROVIDER_FEE } from '../../domain/fees';
 import { assertLedgerInvariant, balanceOf, fundWallet, systemBalance } from '../support/database';
-import { createTestApp, startTestEngine, type TestEngine } from '../support/engine';
+import { createTestApp } from '../support/engine';
 import { workflowIds } from '../../workflows/ids';
 import { clientFor, createUserWithWallet, type Reply } from '../support/http';
+import { useTestEngine } from '../support/hooks';
 import { onboardForPayouts } from '../support/payouts';
 
-let engine: TestEngine;
-beforeAll(async () => {
-  engine = await startTestEngine();
-});
-afterAll(async () => engine?.close());
+const engine = useTestEngine();
 
 type Op =
   | { kind: 'transfer'; from: number; to: number; cents: number }

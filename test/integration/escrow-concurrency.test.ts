@@ -2,14 +2,11 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { updateApplication } from '../../db/applications';
 import { assertLedgerInvariant, fundWallet } from '../support/database';
-import { createTestApp, startTestEngine, type TestEngine } from '../support/engine';
+import { createTestApp } from '../support/engine';
 import { clientFor, createUserWithWallet, type Reply } from '../support/http';
+import { useTestEngine } from '../support/hooks';
 
-let engine: TestEngine;
-beforeAll(async () => {
-  engine = await startTestEngine();
-});
-afterAll(async () => engine?.close());
+const engine = useTestEngine();
 
 /** A seeded generator, so that a failing run can be replayed exactly. */
 function rng(seed: number) {

@@ -7,13 +7,10 @@ import {
   RECONCILIATION_SCHEDULE_ID,
   ensureSchedules,
 } from '../../worker/schedules';
-import { createTestApp, startTestEngine, type TestEngine } from '../support/engine';
+import { createTestApp } from '../support/engine';
+import { useTestEngine } from '../support/hooks';
 
-let engine: TestEngine;
-beforeAll(async () => {
-  engine = await startTestEngine();
-});
-afterAll(async () => engine?.close());
+const engine = useTestEngine();
 
 const maintenance = () => createMaintenanceActivities({ pool: engine.pool, config: engine.config });
 

@@ -16,8 +16,8 @@ import { decide, MONEY_STEPS, type MoneyStep, type Value } from '../../domain/mo
 import { createProviders } from '../../providers';
 import type { HoldInput, TransferInput } from '../../workflows/shared';
 import { fundWallet, statementsOf } from '../support/database';
-import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
-import { clientFor, createUserWithWallet, type ApiClient, type Reply } from '../support/http';
+import { createUserWithWallet, type ApiClient, type Reply } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
 import {
   answerOfActivity,
   answerOfGuard,
@@ -34,9 +34,9 @@ import { onboardForPayouts } from '../support/payouts';
  * on its own, and the activity trying that statement first (its memory primed); each answers the
  * same status and `detail`, and nothing is written.
  */
-let engine: TestEngine;
-let app: TestApp;
-let api: ApiClient;
+const engine = useTestEngine();
+const { app, api } = useTestApp(engine, { currency: 'USD' });
+const { api: other } = useTestApp(engine, { currency: 'USD' });
 let activities: ReturnType<typeof createActivities>;
 
 /** The wallets of the table, by what they are. */
@@ -78,10 +78,6 @@ async function apiHold(body: Record<string, unknown>): Promise<{ id: string; inp
 }
 
 beforeAll(async () => {
-  engine = await startTestEngine();
-  app = await createTestApp(engine.pool, { currency: 'USD' });
-  api = clientFor(engine.url, app);
-  const other = clientFor(engine.url, await createTestApp(engine.pool, { currency: 'USD' }));
   w.funded = await wallet(api, 10_000n);
   w.recipient = await wallet(api);
   w.disabled = await wallet(api, 10_000n);
@@ -142,7 +138,6 @@ beforeAll(async () => {
     sql.unsafe`UPDATE ledger_accounts SET currency = 'SLE' WHERE id = ${w.stranded}`,
   );
 });
-afterAll(async () => engine?.close());
 
 /** `remembering` reads the hold (its retried step finds it made): it remembers it as held. */
 const rememberHold = (hold: { input: HoldInput }) => remembering.holdFunds(hold.input);

@@ -1,13 +1,10 @@
 import { fundWallet } from '../support/database';
-import { createTestApp, startTestEngine, type TestEngine } from '../support/engine';
+import { createTestApp } from '../support/engine';
 import { clientFor, createUserWithWallet } from '../support/http';
+import { useTestEngine } from '../support/hooks';
 import { listWorkflowIds } from '../support/wait';
 
-let engine: TestEngine;
-beforeAll(async () => {
-  engine = await startTestEngine();
-});
-afterAll(async () => engine?.close());
+const engine = useTestEngine();
 
 /** Runs a List Filter as the operator's guide (docs/operations.md) writes it; visibility is eventually consistent. */
 const find = (query: string, expected: number) =>

@@ -2,15 +2,12 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { SearchAttributes } from '../../workflows/shared';
 import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
-import { createTestApp, startTestEngine, type TestEngine } from '../support/engine';
+import { createTestApp } from '../support/engine';
 import { clientFor, createUserWithWallet } from '../support/http';
+import { useTestEngine } from '../support/hooks';
 import { listWorkflowIds } from '../support/wait';
 
-let engine: TestEngine;
-beforeAll(async () => {
-  engine = await startTestEngine();
-});
-afterAll(async () => engine?.close());
+const engine = useTestEngine();
 
 describe('transfers under concurrency', () => {
   it('runs 240 transfers at once among 4 wallets without losing or inventing a cent', async () => {

@@ -31,13 +31,13 @@ export type TestEngine = {
   close: () => Promise<void>;
 };
 
+export type TestEngineOptions = { requestTimeoutMs?: number; env?: Record<string, string> };
+
 /**
  * The real engine for one test file: its own database (cloned from the template), a real
  * worker on its own task queue of the shared Temporal dev server, and the real API on port 0.
  */
-export async function startTestEngine(
-  options: { requestTimeoutMs?: number; env?: Record<string, string> } = {},
-): Promise<TestEngine> {
+export async function startTestEngine(options: TestEngineOptions = {}): Promise<TestEngine> {
   const address = process.env.TEST_TEMPORAL_ADDRESS;
   if (!address) throw new Error('TEST_TEMPORAL_ADDRESS is not set: run the tests with npm test');
   const database = await createTestDatabase();
@@ -100,11 +100,10 @@ export function quietTemporalRuntime(): void {
 
 export type TestApp = FixtureApplication;
 
+export type TestAppOptions = { currency?: Currency; rateLimits?: Record<string, number> | null };
+
 /** An application with Test and Live credentials; rate limits raised unless told otherwise. */
-export function createTestApp(
-  pool: DatabasePool,
-  options: { currency?: Currency; rateLimits?: Record<string, number> | null } = {},
-): Promise<TestApp> {
+export function createTestApp(pool: DatabasePool, options: TestAppOptions = {}): Promise<TestApp> {
   return createFixtureApplication(pool, {
     modes: ['test', 'live'] satisfies Mode[],
     currency: options.currency,
