@@ -7,7 +7,12 @@ import { insertPendingDeposit } from '../../activities/deposit';
 import { createEscrowActivities } from '../../activities/escrow';
 import { createTransferActivities } from '../../activities/transfer';
 import { holdGuard, releaseGuard } from '../../db/escrow';
-import { firstBrokenRule, type MoneyStepGuard } from '../../db/money-rules';
+import {
+  firstBrokenRule,
+  HOLD_FIELDS,
+  WALLET_FIELDS,
+  type MoneyStepGuard,
+} from '../../db/money-rules';
 import { findTransaction } from '../../db/transactions';
 import { transferGuard } from '../../db/transfers';
 import { setWalletActive } from '../../db/wallets';
@@ -686,17 +691,7 @@ describe('the compiled rules decide as `decide` does, over every combination of 
     balance: sql.fragment`int8`,
     escrow_amount: sql.fragment`int8`,
   };
-  const FIELDS = [
-    'id',
-    'application_id',
-    'mode',
-    'is_active',
-    'currency',
-    'base_currency',
-    'balance',
-    'status',
-    'escrow_amount',
-  ];
+  const FIELDS = [...new Set([...WALLET_FIELDS, ...HOLD_FIELDS])];
 
   /** The step's answer in SQL, its facts a one-row relation of `<subject>_<field>` columns. */
   async function inSql(
