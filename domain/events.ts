@@ -10,6 +10,11 @@ export const EVENT_TYPES = [
   'payout.failed',
   'cashout.completed',
   'cashout.failed',
+  'refund.completed',
+  'refund.failed',
+  'dispute.created',
+  'dispute.won',
+  'dispute.lost',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

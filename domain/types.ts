@@ -14,6 +14,9 @@ export const TRANSACTION_TYPES = [
   'card_payout',
   'mobile_money_cashout',
   'fee',
+  'card_refund',
+  'dispute_reserve',
+  'dispute_release',
 ] as const;
 export type TransactionType = (typeof TRANSACTION_TYPES)[number];
 
@@ -34,6 +37,7 @@ export const RATE_LIMIT_CATEGORIES = {
   transfers: 10,
   card_payouts: 5,
   mobile_money_cashouts: 2,
+  refunds: 5,
   admin: 5,
   /** An operator's Temporal UI decodes a page of a workflow's history at a time. */
   temporal_codec: 600,

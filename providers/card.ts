@@ -60,6 +60,65 @@ export type CardEvent = {
   reference: string | null;
 };
 
+/** Why a refund is made (decisions.md, Card refunds and disputes; Stripe's `reason`). */
+export type RefundReason = 'requested_by_customer' | 'duplicate' | 'fraudulent';
+
+/**
+ * Where a refund stands at the provider: `pending` (accepted, the card not yet credited),
+ * `succeeded`, or `failed` (the money must go back to the wallet).
+ */
+export type CardRefundStatus = 'pending' | 'succeeded' | 'failed';
+
+export type CardRefund = {
+  /** The provider's id of the refund (a Refund id for Stripe). */
+  id: string;
+  status: CardRefundStatus;
+  amount: bigint;
+  currency: Currency;
+  /** Why it failed, as the provider says, while `failed`. */
+  failureReason: string | null;
+};
+
+export type CardRefundRequest = {
+  /** Sent to the provider so that a retried call never refunds twice. */
+  idempotencyKey: string;
+  /** Our refund's transaction id, carried in the provider's metadata. */
+  reference: string;
+  /** The provider's id of the payment refunded (a PaymentIntent id for Stripe). */
+  paymentId: string;
+  amount: bigint;
+  currency: Currency;
+  reason: RefundReason | null;
+};
+
+/** A dispute's status at the provider, in the contract's words. */
+export type CardDisputeStatus = 'needs_response' | 'under_review' | 'won' | 'lost';
+
+/** A provider's signed event about a refund or a dispute, once its signature is verified. */
+export type CardCaseEvent =
+  | {
+      kind: 'refund';
+      /** The provider's event id. */
+      id: string;
+      refundId: string;
+      status: CardRefundStatus;
+      /** Our refund's transaction id, from the refund's metadata; null when absent. */
+      reference: string | null;
+    }
+  | {
+      kind: 'dispute';
+      id: string;
+      disputeId: string;
+      /** The disputed payment (a PaymentIntent id for Stripe). */
+      paymentId: string;
+      amount: bigint;
+      currency: Currency;
+      reason: string;
+      status: CardDisputeStatus;
+      /** When evidence is due, as the provider says (ISO 8601); null when it says none. */
+      evidenceDueBy: string | null;
+    };
+
 export interface CardProvider {
   readonly name: string;
   /** The card's metadata; throws `UnknownPaymentMethodError` for a payment method it does not know. */
@@ -75,6 +134,21 @@ export interface CardProvider {
   cancelPayment(paymentId: string): Promise<CardPayment>;
   /** Verifies and reads an inbound event; null when the signature does not match. */
   parseEvent(rawBody: string, headers: Record<string, string | undefined>): CardEvent | null;
+  /** Refunds `amount` of a charged payment to its card (idempotent by `idempotencyKey`). */
+  createRefund(request: CardRefundRequest): Promise<CardRefund>;
+  getRefund(refundId: string): Promise<CardRefund>;
+  /** Sends a dispute's evidence text to the provider and submits it for review. */
+  submitDisputeEvidence(disputeId: string, text: string): Promise<void>;
+  /** The dispute's status as the provider reports it now (the scheduled reconciliation). */
+  getDisputeStatus(disputeId: string): Promise<CardDisputeStatus>;
+  /**
+   * Verifies and reads an inbound event about a refund or a dispute; null when it is about
+   * neither or the signature does not match.
+   */
+  parseCaseEvent(
+    rawBody: string,
+    headers: Record<string, string | undefined>,
+  ): CardCaseEvent | null;
 }
 
 /** The payment method does not exist at the provider: 400 "No such payment method". */

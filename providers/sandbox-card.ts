@@ -2,6 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { DatabasePool } from '../db/pool';
 import {
+  findSandboxCardRefund,
+  insertSandboxCardRefund,
+  type SandboxCardRefundRow,
+} from '../db/sandbox-card-refunds';
+import {
   authenticateSandboxCardPayment,
   cancelSandboxCardPayment,
   findSandboxCardPayment,
@@ -10,7 +15,11 @@ import {
 } from '../db/sandbox-card-payments';
 import {
   UnknownPaymentMethodError,
+  type CardCaseEvent,
+  type CardDisputeStatus,
   type CardEvent,
+  type CardRefund,
+  type CardRefundRequest,
   type CardMetadata,
   type CardPayment,
   type CardPaymentRequest,
@@ -95,7 +104,24 @@ export const SANDBOX_CARDS: Readonly<Record<string, SandboxCard>> = {
     last4: '3184',
     behaviour: { kind: 'authentication_required' },
   },
+  // Its charges succeed; its refunds are accepted, then fail (decisions.md, Card refunds).
+  pm_card_refundFails: {
+    brand: 'visa',
+    country: 'US',
+    funding: 'credit',
+    last4: '5100',
+    behaviour: succeeds,
+  },
 };
+
+/** The payment method whose refunds the sandbox accepts and then fails. */
+export const SANDBOX_REFUND_FAILS_METHOD = 'pm_card_refundFails';
+
+/** How long the sandbox's failing refund reads pending: "a moment" (decisions.md). */
+export const SANDBOX_REFUND_FAILS_AFTER_MS = 1_000;
+
+/** Why the sandbox's failing refund failed, in Stripe's words for a refund it could not make. */
+export const SANDBOX_REFUND_FAILURE_REASON = 'expired_or_canceled_card';
 
 function sandboxCard(paymentMethodId: string): SandboxCard | undefined {
   return Object.hasOwn(SANDBOX_CARDS, paymentMethodId) ? SANDBOX_CARDS[paymentMethodId] : undefined;
@@ -265,4 +291,63 @@ export class SandboxCardProvider implements CardProvider {
       reference: object.metadata?.reference ?? null,
     };
   }
+
+  /**
+   * Refunds part or all of a charged payment, once per idempotency key. A payment of
+   * `pm_card_refundFails` has its refunds accepted and failed a moment later; a refund beyond
+   * what the payment has left is refused, as Stripe refuses it.
+   */
+  async createRefund(request: CardRefundRequest): Promise<CardRefund> {
+    const payment = await findSandboxCardPayment(this.pool, request.paymentId);
+    if (!payment) throw new ProviderRefusedError(`No such payment: ${request.paymentId}`);
+    const fails = payment.payment_method_id === SANDBOX_REFUND_FAILS_METHOD;
+    const row = await insertSandboxCardRefund(this.pool, {
+      id: `re_sandbox_${randomUUID().replace(/-/g, '')}`,
+      paymentId: payment.id,
+      idempotencyKey: request.idempotencyKey,
+      reference: request.reference,
+      amount: request.amount,
+      currency: request.currency,
+      failsAfterMs: fails ? SANDBOX_REFUND_FAILS_AFTER_MS : null,
+    });
+    if (!row) {
+      throw new ProviderRefusedError(
+        `Refund of ${request.amount} exceeds what payment ${payment.id} has left to refund`,
+      );
+    }
+    return toCardRefund(row);
+  }
+
+  async getRefund(refundId: string): Promise<CardRefund> {
+    const row = await findSandboxCardRefund(this.pool, refundId);
+    if (!row) throw new ProviderRefusedError(`No such refund: ${refundId}`);
+    return toCardRefund(row);
+  }
+
+  /** The sandbox takes the evidence as given; its decision comes from simulate-dispute-outcome. */
+  submitDisputeEvidence(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Test Mode disputes are decided by simulate-dispute-outcome, never asked of the sandbox. */
+  getDisputeStatus(disputeId: string): Promise<CardDisputeStatus> {
+    return Promise.reject(
+      new ProviderRefusedError(`The sandbox keeps no dispute ${disputeId}: it is simulated`),
+    );
+  }
+
+  /** The sandbox sends no refund or dispute events: the saga asks it, the simulate endpoints decide. */
+  parseCaseEvent(): CardCaseEvent | null {
+    return null;
+  }
+}
+
+function toCardRefund(row: SandboxCardRefundRow): CardRefund {
+  return {
+    id: row.id,
+    status: row.status,
+    amount: row.amount,
+    currency: row.currency,
+    failureReason: row.status === 'failed' ? SANDBOX_REFUND_FAILURE_REASON : null,
+  };
 }

@@ -3,7 +3,12 @@ import type { Config } from '../config';
 import { CURRENCIES, type Currency } from '../domain/money';
 import {
   UnknownPaymentMethodError,
+  type CardCaseEvent,
+  type CardDisputeStatus,
   type CardEvent,
+  type CardRefund,
+  type CardRefundRequest,
+  type CardRefundStatus,
   type CardMetadata,
   type CardPayment,
   type CardPaymentRequest,
@@ -44,6 +49,40 @@ const STATUS_MAP: Record<Stripe.PaymentIntent.Status, CardPaymentStatus> = {
   requires_capture: 'processing',
   requires_payment_method: 'failed',
   canceled: 'failed',
+};
+
+/** The refund and dispute events `parseCaseEvent` reads, for a webhook endpoint's subscription. */
+export const STRIPE_CASE_EVENT_TYPES = [
+  'refund.created',
+  'refund.updated',
+  'refund.failed',
+  'charge.refund.updated',
+  'charge.dispute.created',
+  'charge.dispute.updated',
+  'charge.dispute.closed',
+] as const;
+
+/** A Refund's status as the engine sees it: anything not yet final is pending. */
+const REFUND_STATUS: Record<string, CardRefundStatus> = {
+  pending: 'pending',
+  requires_action: 'pending',
+  succeeded: 'succeeded',
+  failed: 'failed',
+  canceled: 'failed',
+};
+
+/**
+ * A Dispute's status in the contract's words: an inquiry (`warning_*`) reads like a dispute, and
+ * one closed without a chargeback (`warning_closed`) is won.
+ */
+const DISPUTE_STATUS: Record<string, CardDisputeStatus> = {
+  warning_needs_response: 'needs_response',
+  needs_response: 'needs_response',
+  warning_under_review: 'under_review',
+  under_review: 'under_review',
+  warning_closed: 'won',
+  won: 'won',
+  lost: 'lost',
 };
 
 const FUNDING = new Set<CardMetadata['funding']>(['credit', 'debit', 'prepaid', 'unknown']);
@@ -199,6 +238,112 @@ export class StripeCardProvider implements CardProvider {
   }
 
   /**
+   * Refunds.create with the PaymentIntent, the amount and our idempotency key: a retried call
+   * answers the refund the first one made. Its outcome comes later in `refund.*` events.
+   */
+  async createRefund(request: CardRefundRequest): Promise<CardRefund> {
+    const amount = Number(request.amount);
+    if (!Number.isSafeInteger(amount) || amount <= 0) {
+      throw new ProviderRefusedError(`Cannot refund ${request.amount} minor units`);
+    }
+    try {
+      const refund = await this.client.refunds.create(
+        {
+          payment_intent: request.paymentId,
+          amount,
+          ...(request.reason ? { reason: request.reason } : {}),
+          metadata: { reference: request.reference },
+        },
+        { idempotencyKey: request.idempotencyKey },
+      );
+      return toCardRefund(refund);
+    } catch (error) {
+      throw refusalOrTransient(error);
+    }
+  }
+
+  async getRefund(refundId: string): Promise<CardRefund> {
+    try {
+      return toCardRefund(await this.client.refunds.retrieve(refundId));
+    } catch (error) {
+      if (isMissing(error)) {
+        throw new ProviderRefusedError(`No such refund: ${refundId}`, { cause: error });
+      }
+      throw refusalOrTransient(error);
+    }
+  }
+
+  /** Disputes.update with the text as uncategorized evidence, submitted for review at once. */
+  async submitDisputeEvidence(disputeId: string, text: string): Promise<void> {
+    try {
+      await this.client.disputes.update(disputeId, {
+        evidence: { uncategorized_text: text },
+        submit: true,
+      });
+    } catch (error) {
+      throw refusalOrTransient(error);
+    }
+  }
+
+  async getDisputeStatus(disputeId: string): Promise<CardDisputeStatus> {
+    let dispute: Stripe.Dispute;
+    try {
+      dispute = await this.client.disputes.retrieve(disputeId);
+    } catch (error) {
+      if (isMissing(error)) {
+        throw new ProviderRefusedError(`No such dispute: ${disputeId}`, { cause: error });
+      }
+      throw refusalOrTransient(error);
+    }
+    return disputeStatus(dispute.status);
+  }
+
+  parseCaseEvent(
+    rawBody: string,
+    headers: Record<string, string | undefined>,
+  ): CardCaseEvent | null {
+    const event = verifiedStripeEvent(this.client, rawBody, headers, this.webhookSecret);
+    if (!event || !(STRIPE_CASE_EVENT_TYPES as readonly string[]).includes(event.type)) {
+      return null;
+    }
+    if (event.type.startsWith('charge.dispute.')) {
+      const dispute = event.data.object as Partial<Stripe.Dispute>;
+      const paymentId =
+        typeof dispute.payment_intent === 'string'
+          ? dispute.payment_intent
+          : dispute.payment_intent?.id;
+      const currency = dispute.currency?.toUpperCase() as Currency | undefined;
+      if (typeof dispute.id !== 'string' || !paymentId || typeof dispute.amount !== 'number') {
+        return null;
+      }
+      if (!currency || !CURRENCIES.includes(currency) || !dispute.status) return null;
+      const dueBy = dispute.evidence_details?.due_by;
+      return {
+        kind: 'dispute',
+        id: event.id,
+        disputeId: dispute.id,
+        paymentId,
+        amount: BigInt(dispute.amount),
+        currency,
+        reason: dispute.reason ?? 'general',
+        status: disputeStatus(dispute.status),
+        evidenceDueBy: typeof dueBy === 'number' ? new Date(dueBy * 1000).toISOString() : null,
+      };
+    }
+    const refund = event.data.object as Partial<Stripe.Refund>;
+    const status = refund.status ? REFUND_STATUS[refund.status] : undefined;
+    if (typeof refund.id !== 'string' || !status) return null;
+    const reference = refund.metadata?.reference;
+    return {
+      kind: 'refund',
+      id: event.id,
+      refundId: refund.id,
+      status: event.type === 'refund.failed' ? 'failed' : status,
+      reference: typeof reference === 'string' ? reference : null,
+    };
+  }
+
+  /**
    * The PaymentIntent a card decline left behind. Stripe puts it in the error; an error that
    * names only the charge (the emulator's) leads to it through the charge.
    */
@@ -283,6 +428,31 @@ function nextActionUrl(intent: Stripe.PaymentIntent): string | null {
   if (action.redirect_to_url?.url) return action.redirect_to_url.url;
   const sdk = action.use_stripe_sdk as { stripe_js?: unknown } | undefined;
   return typeof sdk?.stripe_js === 'string' && sdk.stripe_js !== '' ? sdk.stripe_js : null;
+}
+
+function toCardRefund(refund: Stripe.Refund): CardRefund {
+  const status = refund.status ? REFUND_STATUS[refund.status] : undefined;
+  if (!status) {
+    throw new StripeResponseError(`Stripe answered an unknown Refund status "${refund.status}"`);
+  }
+  const currency = refund.currency.toUpperCase() as Currency;
+  if (!CURRENCIES.includes(currency)) {
+    throw new StripeResponseError(`Stripe answered a refund in ${refund.currency}`);
+  }
+  return {
+    id: refund.id,
+    status,
+    amount: BigInt(refund.amount),
+    currency,
+    failureReason: status === 'failed' ? (refund.failure_reason ?? 'unknown') : null,
+  };
+}
+
+function disputeStatus(status: string): CardDisputeStatus {
+  const known = Object.hasOwn(DISPUTE_STATUS, status) ? DISPUTE_STATUS[status] : undefined;
+  if (!known)
+    throw new StripeResponseError(`Stripe answered an unknown Dispute status "${status}"`);
+  return known;
 }
 
 /** The Live Mode card provider, or null when its keys are not both configured (503). */

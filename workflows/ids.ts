@@ -10,6 +10,8 @@ export const WORKFLOW_ID_PREFIXES = {
   cardDeposit: 'card-deposit-',
   payout: 'payout-',
   cashout: 'cashout-',
+  refund: 'refund-',
+  dispute: 'dispute-',
   onboarding: 'onboarding-',
   webhook: 'webhook-',
 } as const;

@@ -55,6 +55,11 @@ function sandboxWith(createPayment: CardProvider['createPayment']): Providers {
     getPayment: (id) => sandbox.getPayment(id),
     cancelPayment: (id) => sandbox.cancelPayment(id),
     parseEvent: (raw, headers) => sandbox.parseEvent(raw, headers),
+    createRefund: (request) => sandbox.createRefund(request),
+    getRefund: (id) => sandbox.getRefund(id),
+    submitDisputeEvidence: () => sandbox.submitDisputeEvidence(),
+    getDisputeStatus: (id) => sandbox.getDisputeStatus(id),
+    parseCaseEvent: () => sandbox.parseCaseEvent(),
   };
   return { ...base, card: () => card };
 }
