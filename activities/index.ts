@@ -7,6 +7,7 @@ import { createCardDepositActivities } from './card-deposit';
 import { cardPayoutSpec } from './card-payout';
 import { cashoutSpec } from './cashout';
 import { declinePermanentDatabaseErrors } from './declines';
+import { createDisputeActivities } from './disputes';
 import { createDepositActivities } from './deposit';
 import { createEscrowActivities } from './escrow';
 import { createMaintenanceActivities } from './maintenance';
@@ -35,6 +36,7 @@ export function createActivities(dependencies: ActivityDeps) {
       ...createEscrowActivities(deps),
       ...createMoneyOutActivities(deps, { cashout: cashoutSpec, payout: cardPayoutSpec }),
       ...createOnboardingActivities(deps),
+      ...createDisputeActivities(deps),
     }),
     ...createMaintenanceActivities(deps),
     ...createWebhookActivities(deps),

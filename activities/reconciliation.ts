@@ -1,5 +1,6 @@
 import { Context } from '@temporalio/activity';
 import type { Config } from '../config';
+import { listOpenProviderDisputes } from '../db/disputes';
 import type { DatabasePool } from '../db/pool';
 import {
   listUnmatchedNotifications,
@@ -21,6 +22,8 @@ import {
   type NotificationKind,
   type TemporalDeps,
 } from '../intake/notifications';
+import { closeDispute } from '../intake/disputes';
+import type { Providers } from '../providers';
 
 /** What a run of the reconciliation workflow found and did. */
 export type ReconciliationPlan = {
@@ -34,8 +37,12 @@ export type PaymentChange = ReconciliationRunRecord['changes'][number];
 const RUN_LIMIT = 500;
 
 /** The `reconciliation` schedule's activities (workflows/reconciliation.ts). */
-export function createReconciliationActivities(deps: { pool: DatabasePool; config: Config }) {
-  const { pool, config } = deps;
+export function createReconciliationActivities(deps: {
+  pool: DatabasePool;
+  config: Config;
+  providers: Providers;
+}) {
+  const { pool, config, providers } = deps;
   /** The worker's own Temporal client, for the payment workflows' updates. */
   const temporalDeps = (): TemporalDeps => ({
     pool,
@@ -91,6 +98,28 @@ export function createReconciliationActivities(deps: { pool: DatabasePool; confi
     return { retried: kept.length, matched };
   }
 
+  /**
+   * Asks the provider about every dispute still open that it decides (Live Mode: the dispute
+   * carries its reference) and closes those it says are won or lost, through each dispute's
+   * workflow, as its `charge.dispute.closed` event would. One the provider cannot answer now
+   * waits for the next run.
+   */
+  async function syncOpenDisputes(): Promise<{ checked: number; closed: number }> {
+    const open = await listOpenProviderDisputes(pool, RUN_LIMIT);
+    const intake = { ...temporalDeps(), taskQueue: Context.current().info.taskQueue };
+    let closed = 0;
+    for (const dispute of open) {
+      const status = await providers
+        .card(dispute.mode)
+        .getDisputeStatus(dispute.provider_reference!)
+        .catch(() => null);
+      if (status !== 'won' && status !== 'lost') continue;
+      const after = await closeDispute(intake, { disputeId: dispute.id, status }).catch(() => null);
+      if (after?.status === status) closed += 1;
+    }
+    return { checked: open.length, closed };
+  }
+
   /** Keeps the run's result for operators (table `reconciliation_runs`). */
   async function recordReconciliationRun(
     run: Omit<ReconciliationRunRecord, 'workflowId' | 'runId'>,
@@ -107,6 +136,7 @@ export function createReconciliationActivities(deps: { pool: DatabasePool; confi
     findStalePayments,
     reconcilePayment,
     retryUnmatchedNotifications,
+    syncOpenDisputes,
     recordReconciliationRun,
   };
 }

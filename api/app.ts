@@ -13,6 +13,7 @@ import { analyticsRoutes } from './routes/analytics';
 import { cardDepositRoutes } from './routes/card-deposits';
 import { cardPayoutRoutes } from './routes/card-payouts';
 import { cashoutRoutes } from './routes/cashouts';
+import { disputeRoutes } from './routes/disputes';
 import { feeRoutes } from './routes/fees';
 import { depositRoutes } from './routes/deposits';
 import { escrowRoutes } from './routes/escrow';
@@ -45,6 +46,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...escrowRoutes(deps),
     ...feeRoutes(deps),
     ...transactionRoutes(deps),
+    ...disputeRoutes(deps),
     ...webhookSubscriptionRoutes(deps),
     ...eventRoutes(deps),
     ...onboardingRoutes(deps),

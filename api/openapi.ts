@@ -231,6 +231,17 @@ export const REQUEST_EXAMPLES: Record<string, Json> = {
     amount: 25,
     payment_method_id: 'pm_card_amex',
   },
+  'post /api/v1/disputes/{dispute_id}/evidence': {
+    text: 'Delivered on 2026-03-02 to the cardholder’s address; signed receipt attached by email.',
+  },
+  'post /api/v1/testing/simulate-dispute': {
+    transaction_id: '7c3e1a9b-2d4f-4a6b-8c0d-1e2f3a4b5c6d',
+    amount: 25,
+  },
+  'post /api/v1/testing/simulate-dispute-outcome': {
+    dispute_id: '3f2a9c7e-5b1d-4e8a-9c6f-0a1b2c3d4e5f',
+    status: 'won',
+  },
   'post /api/v1/testing/simulate-card-authentication': {
     transaction_id: '7c3e1a9b-2d4f-4a6b-8c0d-1e2f3a4b5c6d',
     status: 'successful',

@@ -260,3 +260,23 @@ export function depositEstimateBody(
       'no money has moved',
   };
 }
+
+export const DisputeBody = z
+  .object({
+    id: z.string(),
+    transaction_id: z.string().meta({ description: 'The disputed card deposit' }),
+    wallet_id: z.string().meta({ description: 'The wallet the deposit credited' }),
+    amount: z.number().meta({ description: 'The disputed amount (base currency, major units)' }),
+    reserved_amount: z
+      .number()
+      .meta({ description: 'What left the wallet for the dispute reserve at opening' }),
+    uncovered_amount: z.number().meta({
+      description: 'What the wallet lacked at opening: owed by the application, for the operator',
+    }),
+    reason: z.string(),
+    status: z.enum(['needs_response', 'under_review', 'won', 'lost']),
+    evidence_due_by: z.string(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ id: 'Dispute' });

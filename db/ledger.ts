@@ -20,7 +20,8 @@ export type SystemAccountKind =
   | 'provider_clearing_mobile_money'
   | 'provider_clearing_card'
   | 'payouts'
-  | 'fx';
+  | 'fx'
+  | 'dispute_reserve';
 
 const lockedAccount = z.object({
   id: z.string(),

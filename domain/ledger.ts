@@ -246,3 +246,34 @@ export function moneyOutReversalPostings(
   const settled = moneyOutSettlementPostings({ ...input, clearingAccountId: input.walletId });
   return settled.map((p) => ({ ...p, amount: -p.amount }));
 }
+
+/** Which way a dispute's reserve moves: in at opening, back to the wallet, or out when lost. */
+export type DisputeStep = 'reserve' | 'won' | 'lost';
+
+/**
+ * A dispute's money (decisions.md, Card refunds and disputes). Opening: what the wallet holds of
+ * the disputed amount (`reserved`) leaves it for the application's dispute reserve. Won: the
+ * reserve gives it back to the wallet. Lost: the reserve pays it to the card provider's clearing
+ * account. Null when `reserved` is zero: nothing moves (the uncovered part is only recorded).
+ */
+export function disputePostings(input: {
+  step: DisputeStep;
+  walletId: string;
+  reserveAccountId: string;
+  /** The card clearing account, for a lost dispute. */
+  providerAccountId: string | null;
+  currency: Currency;
+  reserved: bigint;
+}): Posting[] | null {
+  const { step, currency, reserved } = input;
+  if (reserved < 0n) throw new Error('a dispute cannot reserve a negative amount');
+  if (reserved === 0n) return null;
+  if (step === 'reserve') {
+    return transferPostings(input.walletId, input.reserveAccountId, currency, reserved);
+  }
+  if (step === 'won') {
+    return transferPostings(input.reserveAccountId, input.walletId, currency, reserved);
+  }
+  if (!input.providerAccountId) throw new Error('a lost dispute pays the provider’s account');
+  return transferPostings(input.reserveAccountId, input.providerAccountId, currency, reserved);
+}

@@ -31,8 +31,21 @@ export type HoldFacts = {
   escrow_amount: bigint;
 };
 
-type SubjectFacts = WalletFacts | HoldFacts;
-type Field = keyof WalletFacts | keyof HoldFacts;
+/**
+ * What a dispute's opening reads of the card deposit it contests (db/card-cases.ts, under its
+ * lock): `left` is what neither a refund nor another dispute not won has taken.
+ */
+export type DepositFacts = {
+  id: string;
+  application_id: string;
+  mode: string;
+  transaction_type: string;
+  status: string;
+  left: bigint;
+};
+
+type SubjectFacts = WalletFacts | HoldFacts | DepositFacts;
+type Field = keyof WalletFacts | keyof HoldFacts | keyof DepositFacts;
 
 export type Term =
   { subject: string; field: Field } | { param: string } | { value: Exclude<Value, null> };
@@ -262,6 +275,47 @@ export const moneyOutReserveRules = step(
   ],
 );
 
+/**
+ * A dispute's opening on `deposit`: a completed card deposit of the caller's application and
+ * mode, of `amount` (null: all that is left) no more than what is left of it. The reserve then
+ * takes what the wallet holds of it, and what it lacks is recorded, never declined.
+ */
+export const disputeOpenRules = step(
+  'dispute open',
+  ['deposit'],
+  ['applicationId', 'mode', 'amount'],
+  [
+    { code: 'not_found', detail: 'Transaction not found', holds: exists('deposit') },
+    {
+      code: 'forbidden',
+      detail: 'You do not have permission to access this transaction',
+      holds: and(
+        eq(fact('deposit', 'application_id'), param('applicationId')),
+        eq(fact('deposit', 'mode'), param('mode')),
+      ),
+    },
+    {
+      code: 'dispute_not_allowed',
+      holds: and(
+        eq(fact('deposit', 'transaction_type'), value('card_deposit')),
+        eq(fact('deposit', 'status'), value('completed')),
+      ),
+    },
+    {
+      code: 'validation_failed',
+      detail: 'amount must be greater than 0',
+      holds: or(absent('amount'), gt(param('amount'), value(0n))),
+    },
+    {
+      code: 'dispute_exceeds_disputable',
+      holds: and(
+        gt(fact('deposit', 'left'), value(0n)),
+        or(absent('amount'), le(param('amount'), fact('deposit', 'left'))),
+      ),
+    },
+  ],
+);
+
 /** Every money step's rules, for the documentation and the parity test. */
 export const MONEY_STEPS = {
   transfer: transferRules,
@@ -271,6 +325,7 @@ export const MONEY_STEPS = {
   deposit: depositRules,
   depositCompletion: depositCompletionRules,
   moneyOutReserve: moneyOutReserveRules,
+  disputeOpen: disputeOpenRules,
 } as const;
 
 /** SQL's three values, and `undefined` for a fact not known here. */

@@ -3,6 +3,7 @@
  * (decisions.md, "Card refunds and disputes"). No I/O here.
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import type { Declined } from './shared';
 
 export type DisputeStatus = 'needs_response' | 'under_review' | 'won' | 'lost';
 
@@ -13,8 +14,11 @@ export type DisputeInput = {
   mode: 'test' | 'live';
   /** The disputed card deposit. */
   transactionId: string;
-  /** Minor units of the deposit's currency, as a decimal string. */
-  amount: string;
+  /**
+   * Minor units of the deposit's currency, as a decimal string; null disputes all that is left
+   * of the deposit.
+   */
+  amount: string | null;
   reason: string;
   /** ISO 8601: when the evidence is due (a timer of the workflow). */
   evidenceDueBy: string;
@@ -22,9 +26,44 @@ export type DisputeInput = {
   providerDisputeId: string | null;
 };
 
+/** A dispute row as JSON (db/disputes.ts `disputeRecord`): amounts in minor units, as strings. */
+export type DisputeRecord = {
+  id: string;
+  application_id: string;
+  mode: 'test' | 'live';
+  transaction_id: string;
+  wallet_id: string;
+  currency: 'USD' | 'SLE';
+  amount: string;
+  reserved_amount: string;
+  uncovered_amount: string;
+  reason: string;
+  status: DisputeStatus;
+  evidence: string | null;
+  evidence_due_by: string;
+  provider_reference: string | null;
+  workflow_id: string;
+  created_at: string;
+  updated_at: string;
+};
+
+/** What opening answers: the dispute as its first step wrote it. */
+export type DisputeOpened = { status: 'opened'; dispute: DisputeRecord };
+
+/** How a dispute's workflow ends: decided by the provider, or never opened (a decline). */
+export type DisputeOutcome = 'won' | 'lost' | 'declined';
+
+/** The longest evidence text taken (decisions.md: 1 to 20,000 characters). */
+export const MAX_EVIDENCE_CHARS = 20_000;
+
 export const disputeUpdates = {
-  /** The merchant's evidence text: sent to the provider; the dispute is then `under_review`. */
-  evidence: defineUpdate<DisputeStatus, [{ text: string }]>('evidence'),
+  /** The answer of the opening step (update-with-start): the Dispute, or why it was declined. */
+  open: defineUpdate<DisputeOpened | Declined>('open'),
+  /**
+   * The merchant's evidence text: sent to the provider; the dispute is then `under_review`.
+   * Declined when the dispute is closed, or its evidence is past due.
+   */
+  evidence: defineUpdate<DisputeStatus | Declined, [{ text: string }]>('evidence'),
   /** The provider's decision (its event, the simulate endpoint or the reconciliation). */
   close: defineUpdate<DisputeStatus, [{ status: 'won' | 'lost' }]>('close'),
 };

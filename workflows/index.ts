@@ -8,3 +8,4 @@ export { cardPayoutWorkflow } from './card-payout';
 export { webhookDeliveryWorkflow, webhookRelayWorkflow } from './webhook';
 export { onboardingWorkflow } from './onboarding';
 export { reconciliationWorkflow } from './reconciliation';
+export { disputeWorkflow } from './dispute';

@@ -1,4 +1,4 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { patched, proxyActivities } from '@temporalio/workflow';
 import type { Activities } from './activities-types';
 import { activityPresets } from './retry';
 
@@ -25,7 +25,8 @@ export type ReconciliationResult = {
  * Run by the `reconciliation` schedule: every payment a provider settles that is still pending
  * past the grace period is synced with its provider (at most `concurrency` at once, each through
  * its own workflow's `sync` update, as `POST /api/v1/transactions/sync/{reference}` does), the
- * kept unmatched provider notifications are tried again, and what changed is recorded. One
+ * kept unmatched provider notifications are tried again, open Live Mode disputes are synced with
+ * their provider (closed when it decided), and what changed is recorded. One
  * payment that cannot be synced is recorded as an error and does not stop the others.
  */
 export async function reconciliationWorkflow(
@@ -51,6 +52,8 @@ export async function reconciliationWorkflow(
   const lanes = Math.min(plan.concurrency, plan.payments.length);
   await Promise.all(Array.from({ length: lanes }, lane));
   const notifications = await steps.retryUnmatchedNotifications();
+  // Runs recorded before disputes existed did not ask about them.
+  if (patched('dispute-sync')) await steps.syncOpenDisputes();
   const result: ReconciliationResult = {
     graceSeconds: plan.graceSeconds,
     paymentsChecked: plan.payments.length,

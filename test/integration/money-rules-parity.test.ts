@@ -59,6 +59,19 @@ const holds = {} as Record<
 const currencies = new Map<string, Currency>();
 const systemAccounts = new Map<string, string>();
 let remembering: ReturnType<typeof createEscrowActivities>;
+/** Transactions a dispute may be asked of: a card deposit (ours, another's, pending), a transfer. */
+const disputable = {} as Record<'card' | 'foreign' | 'pending' | 'transfer' | 'missing', string>;
+
+async function cardDeposit(client: ApiClient, paymentMethodId = 'pm_card_visa'): Promise<string> {
+  const { walletId } = await createUserWithWallet(client);
+  const res = await client.post('/api/v1/transactions/wallet/card-deposit', {
+    wallet_id: walletId,
+    amount: 12.5,
+    payment_method_id: paymentMethodId,
+  });
+  if (res.status !== 200) throw new Error(`card deposit: ${res.status}`);
+  return res.body.id as string;
+}
 
 async function wallet(client: ApiClient, fund = 0n): Promise<string> {
   const { walletId } = await createUserWithWallet(client);
@@ -142,6 +155,18 @@ beforeAll(async () => {
   await engine.pool.query(
     sql.unsafe`UPDATE ledger_accounts SET currency = 'SLE' WHERE id = ${w.stranded}`,
   );
+  disputable.card = await cardDeposit(api);
+  disputable.foreign = await cardDeposit(other);
+  disputable.pending = await cardDeposit(api, 'pm_card_authenticationRequired');
+  const { walletId: payer } = await createUserWithWallet(api);
+  await fundWallet(engine.pool, payer, 500n);
+  const moved = await api.post('/api/v1/transactions/wallet/transfer', {
+    from_wallet_id: payer,
+    to_wallet_id: w.recipient,
+    amount: 1,
+  });
+  disputable.transfer = moved.body.id as string;
+  disputable.missing = randomUUID();
 });
 
 /** `remembering` reads the hold (its retried step finds it made): it remembers it as held. */
@@ -461,6 +486,47 @@ function moneyOutCase(name: string, target: keyof typeof w, expected: Answer): C
   ];
 }
 
+// -- dispute opening -----------------------------------------------------------------------------
+
+function disputeCase(
+  name: string,
+  transaction: keyof typeof disputable,
+  expected: Answer,
+  amount: number | null = null,
+  paths: readonly (keyof Paths)[] = ['api', 'activity'],
+): Case {
+  return {
+    step: 'disputeOpen',
+    name,
+    expected,
+    paths: () => {
+      const all: Paths = {
+        api: () =>
+          reply(
+            api.post('/api/v1/testing/simulate-dispute', {
+              transaction_id: disputable[transaction],
+              ...(amount !== null && { amount }),
+            }),
+          ),
+        activity: () =>
+          answerOfActivity(
+            activities.openDispute({
+              disputeId: randomUUID(),
+              applicationId: app.id,
+              mode: 'test',
+              transactionId: disputable[transaction],
+              amount: amount === null ? null : Math.round(amount * 100).toString(),
+              reason: 'general',
+              evidenceDueBy: new Date(Date.now() + 86_400_000).toISOString(),
+              providerDisputeId: null,
+            }),
+          ),
+      };
+      return Object.fromEntries(paths.map((p) => [p, all[p]]));
+    },
+  };
+}
+
 const TOO_SMALL = { status: 422, detail: 'amount: too small to convert to the base currency' };
 
 /** A mobile-money amount of 5 SLE cents, less than a cent of the USD application's currency. */
@@ -625,6 +691,34 @@ const CASES: Case[] = [
   ...moneyOutCase('a disabled wallet', 'disabled', DISABLED),
   ...moneyOutCase('a wallet in another currency', 'legacy', MISMATCH),
   ...moneyOutCase('more than the balance', 'onboarded', FUNDS),
+
+  disputeCase('a missing transaction', 'missing', { status: 404, detail: 'Transaction not found' }),
+  disputeCase('another application’s card deposit', 'foreign', {
+    status: 403,
+    detail: 'You do not have permission to access this transaction',
+  }),
+  disputeCase('a transfer', 'transfer', {
+    status: 400,
+    detail: 'Only a completed card deposit can be disputed',
+  }),
+  disputeCase('a card deposit still pending', 'pending', {
+    status: 400,
+    detail: 'Only a completed card deposit can be disputed',
+  }),
+  disputeCase(
+    'more than is left of the deposit',
+    'card',
+    { status: 400, detail: 'Dispute amount exceeds the disputable amount' },
+    12.51,
+  ),
+  // The API refuses such an amount by its schema (422 naming the field) before any rule.
+  disputeCase(
+    'an amount not above 0',
+    'card',
+    { status: 422, detail: 'amount must be greater than 0' },
+    0,
+    ['activity'],
+  ),
 
   ...tooSmallCases('an amount too small to convert', 'funded', TOO_SMALL),
   // The wallet's currency is asked first, by every path.

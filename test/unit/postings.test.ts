@@ -2,6 +2,7 @@ import { computeEscrowFee } from '../../domain/fees';
 import {
   assertBalanced,
   depositCompletionPostings,
+  disputePostings,
   holdPostings,
   refundPostings,
   releasePostings,
@@ -156,5 +157,60 @@ describe('depositCompletionPostings', () => {
         fx: null,
       }),
     ).toThrow(/do not balance/);
+  });
+});
+
+describe('dispute postings: the reserve in, back to the wallet, or out to the provider', () => {
+  const accounts = { walletId: 'w', reserveAccountId: 'r', currency: 'USD' as const };
+  it.each([
+    [
+      'opening reserves what the wallet holds of it',
+      { ...accounts, step: 'reserve' as const, providerAccountId: null, reserved: 2_500n },
+      [
+        { accountId: 'w', currency: 'USD', amount: -2_500n },
+        { accountId: 'r', currency: 'USD', amount: 2_500n },
+      ],
+    ],
+    [
+      'won gives the reserve back to the wallet',
+      { ...accounts, step: 'won' as const, providerAccountId: null, reserved: 2_500n },
+      [
+        { accountId: 'r', currency: 'USD', amount: -2_500n },
+        { accountId: 'w', currency: 'USD', amount: 2_500n },
+      ],
+    ],
+    [
+      'lost pays the reserve to the card provider’s clearing account',
+      { ...accounts, step: 'lost' as const, providerAccountId: 'c', reserved: 1n },
+      [
+        { accountId: 'r', currency: 'USD', amount: -1n },
+        { accountId: 'c', currency: 'USD', amount: 1n },
+      ],
+    ],
+    [
+      'nothing reserved (all uncovered): nothing moves at opening',
+      { ...accounts, step: 'reserve' as const, providerAccountId: null, reserved: 0n },
+      null,
+    ],
+    [
+      'nothing reserved: nothing moves when won',
+      { ...accounts, step: 'won' as const, providerAccountId: null, reserved: 0n },
+      null,
+    ],
+    [
+      'nothing reserved: nothing moves when lost',
+      { ...accounts, step: 'lost' as const, providerAccountId: 'c', reserved: 0n },
+      null,
+    ],
+  ])('%s', (_name, input, expected) => {
+    const postings = disputePostings(input);
+    expect(postings).toEqual(expected);
+    if (postings) expect(() => assertBalanced(postings)).not.toThrow();
+  });
+
+  it('refuses a negative reserve, and a lost dispute without the provider’s account', () => {
+    const base = { ...accounts, providerAccountId: null };
+    expect(() => disputePostings({ ...base, step: 'reserve', reserved: -1n })).toThrow(/negative/);
+    expect(() => disputePostings({ ...base, step: 'lost', reserved: 5n })).toThrow(/provider/);
   });
 });

@@ -48,6 +48,7 @@ describe('reconciliationWorkflow', () => {
     };
     expect(result).toEqual(expected);
     expect(activities.retryUnmatchedNotifications).toHaveBeenCalledTimes(1);
+    expect(activities.syncOpenDisputes).toHaveBeenCalledTimes(1);
     expect(activities.recordReconciliationRun).toHaveBeenCalledWith({
       startedAt: expect.any(String),
       ...expected,

@@ -30,6 +30,13 @@ import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
 import { escrowWorkflow } from '../../workflows/escrow';
 import { maintenanceWorkflow } from '../../workflows/maintenance';
 import { reconciliationWorkflow } from '../../workflows/reconciliation';
+import { disputeWorkflow } from '../../workflows/dispute';
+import {
+  disputeUpdates,
+  type DisputeInput,
+  type DisputeRecord,
+  type DisputeStatus,
+} from '../../workflows/dispute-shared';
 import {
   moneyOutUpdates,
   type MoneyOutInput,
@@ -660,6 +667,87 @@ export async function submitOnboarding(
   return { submitted: answer, handle: await start.workflowHandle() };
 }
 
+// --- disputes ---
+
+export const disputeInput = (
+  disputeId: string,
+  nowMs: number,
+  mode: 'test' | 'live' = 'test',
+): DisputeInput => ({
+  disputeId,
+  applicationId: APP,
+  mode,
+  transactionId: fixtureId(90),
+  amount: '2500',
+  reason: 'general',
+  evidenceDueBy: new Date(nowMs + SEVEN_DAYS).toISOString(),
+  providerDisputeId: mode === 'live' ? `dp_${disputeId.slice(0, 8)}` : null,
+});
+
+/**
+ * The dispute's activities: opening reserves 2500 of it (all covered) unless `declined`;
+ * evidence puts it under review; closing answers the decision.
+ */
+export function disputeActivities(options: { declined?: boolean } = {}) {
+  return {
+    openDispute: (input: DisputeInput) => {
+      if (options.declined) {
+        return Promise.reject(
+          ApplicationFailure.nonRetryable('dispute_not_allowed', 'dispute_not_allowed'),
+        );
+      }
+      const at = '2026-01-01T00:00:00.000Z';
+      const dispute: DisputeRecord = {
+        id: input.disputeId,
+        application_id: input.applicationId,
+        mode: input.mode,
+        transaction_id: input.transactionId,
+        wallet_id: SENDER,
+        currency: 'USD',
+        amount: input.amount ?? '2500',
+        reserved_amount: input.amount ?? '2500',
+        uncovered_amount: '0',
+        reason: input.reason,
+        status: 'needs_response',
+        evidence: null,
+        evidence_due_by: input.evidenceDueBy,
+        provider_reference: input.providerDisputeId,
+        workflow_id: workflowIds.dispute(input.disputeId),
+        created_at: at,
+        updated_at: at,
+      };
+      return Promise.resolve({ status: 'opened' as const, dispute });
+    },
+    submitDisputeEvidence: (_: { disputeId: string; text: string }) =>
+      Promise.resolve<DisputeStatus>('under_review'),
+    closeDispute: (input: { disputeId: string; status: 'won' | 'lost' }) =>
+      Promise.resolve<DisputeStatus>(input.status),
+  } satisfies Partial<Activities>;
+}
+
+/** Opens a dispute as the API does: update-with-start of `open` on `dispute-<id>`. */
+export async function openDisputeWorkflow(
+  env: TestWorkflowEnvironment,
+  taskQueue: string,
+  input: DisputeInput,
+) {
+  const { answer, handle } = await startWithUpdate(env, disputeUpdates.open, disputeWorkflow, {
+    workflowId: workflowIds.dispute(input.disputeId),
+    taskQueue,
+    args: [input],
+    typedSearchAttributes: paymentAttributes('dispute_reserve', [SENDER]),
+  });
+  return { opened: answer, handle };
+}
+
+export type DisputeHandle = Awaited<ReturnType<typeof openDisputeWorkflow>>['handle'];
+
+export const disputeEvidence = (handle: DisputeHandle, text: string) =>
+  handle.executeUpdate(disputeUpdates.evidence, { args: [{ text }] });
+
+export const closeDisputeWorkflow = (handle: DisputeHandle, status: 'won' | 'lost') =>
+  handle.executeUpdate(disputeUpdates.close, { args: [{ status }] });
+
 // --- the named scenarios ---
 
 /**
@@ -1011,6 +1099,7 @@ export const reconciliation = scenario({
         };
       },
       retryUnmatchedNotifications: () => Promise.resolve({ retried: 2, matched: 1 }),
+      syncOpenDisputes: () => Promise.resolve({ checked: 1, closed: 1 }),
       recordReconciliationRun: () => Promise.resolve(),
     } satisfies Partial<Activities>;
   },
@@ -1022,6 +1111,36 @@ export const reconciliation = scenario({
     });
     return { handle, result: await handle.result() };
   },
+});
+
+/** A dispute: opened, evidence sent (under review), then won by the provider's decision. */
+export const disputeEvidenceWon = scenario({
+  name: 'dispute-evidence-won',
+  input: (nowMs) => disputeInput(fixtureId(91), nowMs),
+  activities: () => disputeActivities(),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openDisputeWorkflow(env, taskQueue, input), async (handle) => ({
+      evidence: await disputeEvidence(handle, 'Signed delivery receipt'),
+      closed: await closeDisputeWorkflow(handle, 'won'),
+    })),
+});
+
+/** A Test Mode dispute with no evidence by its due date: lost then. */
+export const disputeExpired = scenario({
+  name: 'dispute-expired',
+  input: (nowMs) => disputeInput(fixtureId(92), nowMs),
+  activities: () => disputeActivities(),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openDisputeWorkflow(env, taskQueue, input), () => Promise.resolve()),
+});
+
+/** A dispute of what cannot be disputed: declined as data, nothing moves. */
+export const disputeDeclined = scenario({
+  name: 'dispute-declined',
+  input: (nowMs) => disputeInput(fixtureId(93), nowMs),
+  activities: () => disputeActivities({ declined: true }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openDisputeWorkflow(env, taskQueue, input), () => Promise.resolve()),
 });
 
 /** What the recorder needs of a scenario, whatever its workflow. */
@@ -1060,5 +1179,8 @@ export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
   onboardingDocument,
   onboardingCardRefused,
   reconciliation,
+  disputeEvidenceWon,
+  disputeExpired,
+  disputeDeclined,
   ...WEBHOOK_SCENARIOS,
 ];

@@ -1,0 +1,209 @@
+/**
+ * Disputes' intake (decisions.md, Card refunds and disputes), shared by every way news of a
+ * dispute arrives: the Test Mode simulate endpoints, a live provider's events
+ * (`charge.dispute.created`, `charge.dispute.closed`) and the scheduled reconciliation. Each
+ * reaches the dispute's own workflow, `dispute-<dispute id>`, which moves the money.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import {
+  WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
+} from '@temporalio/client';
+import {
+  disputeRecord,
+  findDispute,
+  findDisputeByProviderReference,
+  type DisputeRow,
+} from '../db/disputes';
+import { findTransaction } from '../db/transactions';
+import type { Mode } from '../domain/types';
+import { isNotFound } from '../temporal/connection';
+import {
+  disputeUpdates,
+  type DisputeInput,
+  type DisputeOpened,
+  type DisputeStatus,
+} from '../workflows/dispute-shared';
+import { workflowIds } from '../workflows/ids';
+import { SearchAttributes, type Declined } from '../workflows/shared';
+import type { TemporalDeps } from './notifications';
+
+/** The dispute workflow's type (workflows/dispute.ts `disputeWorkflow`). */
+export const DISPUTE_WORKFLOW = 'disputeWorkflow';
+
+/** What starting a dispute's workflow needs beyond reaching one: the worker's task queue. */
+export type DisputeDeps = TemporalDeps & { taskQueue: string };
+
+/**
+ * How long a Test Mode dispute waits for evidence (its `evidence_due_by`, from its opening):
+ * seven days, about what a card network gives a merchant to answer.
+ */
+export const TEST_EVIDENCE_DAYS = 7;
+const DAY_MS = 24 * 60 * 60 * 1000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Our id of the dispute a provider knows as `providerDisputeId`: the same every time (a
+ * name-based UUID of the application, the mode and that id), so that a repeated
+ * `charge.dispute.created` attaches to the dispute's running workflow instead of opening
+ * another.
+ */
+export function disputeIdOf(owner: { applicationId: string; mode: Mode }, providerId: string) {
+  const digest = createHash('sha256')
+    .update(`${owner.applicationId}\n${owner.mode}\ndispute\n${providerId}`)
+    .digest();
+  digest[6] = (digest[6]! & 0x0f) | 0x50; // version 5 (name-based)
+  digest[8] = (digest[8]! & 0x3f) | 0x80; // RFC 4122 variant
+  const h = digest.subarray(0, 16).toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+/** Bounds a wait on a workflow by `deps.timeoutMs`; null when the workflow is not running. */
+async function bounded<T>(deps: DisputeDeps, what: string, run: () => Promise<T>) {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          deps.timeoutError?.() ?? new Error(`${what} did not answer in ${deps.timeoutMs} ms`),
+        ),
+      deps.timeoutMs,
+    );
+  });
+  try {
+    return await Promise.race([run(), deadline]);
+  } catch (error) {
+    if (isNotFound(error)) return null;
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Opens a dispute of a card deposit and answers once its first step is done: the Dispute as
+ * written (its reserve moved, `dispute.created` written), or why it was declined (not a
+ * completed card deposit of the application and mode: `dispute_not_allowed`, `not_found`,
+ * `forbidden`; more than is left of it: `dispute_exceeds_disputable`).
+ *
+ * - `transactionId`: our id of the card deposit (lowercase UUID; the caller finds it by the
+ *   provider's payment id).
+ * - `amount`: minor units of the deposit's currency; null disputes all that is left.
+ * - `providerDisputeId`: the provider's dispute id (Live Mode; null for a simulated one). The
+ *   dispute's id is derived from it, so a repeated event answers the same dispute.
+ * - `evidenceDueBy`: ISO 8601, as the provider says; null: `TEST_EVIDENCE_DAYS` from now.
+ */
+export async function openDispute(
+  deps: DisputeDeps,
+  request: {
+    applicationId: string;
+    mode: Mode;
+    transactionId: string;
+    amount: bigint | null;
+    reason: string;
+    providerDisputeId: string | null;
+    evidenceDueBy: string | null;
+  },
+): Promise<DisputeOpened | Declined> {
+  const { applicationId, mode, providerDisputeId } = request;
+  const disputeId = providerDisputeId
+    ? disputeIdOf({ applicationId, mode }, providerDisputeId)
+    : randomUUID();
+  if (!UUID.test(request.transactionId)) {
+    return { status: 'declined', code: 'not_found', detail: 'Transaction not found' };
+  }
+  const deposit = await findTransaction(deps.pool, request.transactionId);
+  const workflowId = workflowIds.dispute(disputeId);
+  const input: DisputeInput = {
+    disputeId,
+    applicationId,
+    mode,
+    transactionId: request.transactionId,
+    amount: request.amount?.toString() ?? null,
+    reason: request.reason,
+    evidenceDueBy:
+      request.evidenceDueBy ?? new Date(Date.now() + TEST_EVIDENCE_DAYS * DAY_MS).toISOString(),
+    providerDisputeId,
+  };
+  // By its name: the worker's activities import this module, so the workflow's code (which
+  // sees them by type) is not imported here.
+  const start = new WithStartWorkflowOperation(DISPUTE_WORKFLOW, {
+    workflowId,
+    taskQueue: deps.taskQueue,
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    args: [input],
+    typedSearchAttributes: [
+      { key: SearchAttributes.ApplicationId, value: applicationId },
+      { key: SearchAttributes.PaymentMode, value: mode },
+      { key: SearchAttributes.WalletId, value: deposit?.wallet_id ? [deposit.wallet_id] : [] },
+      { key: SearchAttributes.PaymentType, value: 'dispute_reserve' },
+      { key: SearchAttributes.PaymentStatus, value: 'pending' },
+    ],
+  });
+  const made = async (): Promise<DisputeOpened> => {
+    const row = await findDispute(deps.pool, disputeId);
+    if (!row) throw new Error(`dispute ${disputeId} has no record yet`);
+    return { status: 'opened', dispute: disputeRecord(row) };
+  };
+  // A repeated event of a dispute opened already answers it as it stands.
+  if (providerDisputeId && (await findDispute(deps.pool, disputeId))) return made();
+  try {
+    const answer = await bounded(deps, workflowId, () =>
+      deps.temporal.workflow.executeUpdateWithStart(disputeUpdates.open, {
+        startWorkflowOperation: start,
+      }),
+    );
+    return answer ?? (await made());
+  } catch (error) {
+    // Its workflow ended already (a closed dispute's event, repeated): never a second one.
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return made();
+    throw error;
+  }
+}
+
+/**
+ * The provider's decision on a dispute, named by our id or (with its application and mode) by
+ * the provider's: its workflow moves the reserve (won: back to the wallet; lost: to the
+ * provider). Answers the dispute as it then stands; null when there is no such dispute. A
+ * dispute already closed stays as it is.
+ */
+export async function closeDispute(
+  deps: DisputeDeps,
+  request: (
+    { disputeId: string } | { providerDisputeId: string; applicationId: string; mode: Mode }
+  ) & { status: 'won' | 'lost' },
+): Promise<DisputeRow | null> {
+  const row =
+    'disputeId' in request
+      ? await findDispute(deps.pool, request.disputeId)
+      : await findDisputeByProviderReference(deps.pool, request, request.providerDisputeId);
+  if (!row) return null;
+  if (row.status !== 'won' && row.status !== 'lost') {
+    await bounded(deps, row.workflow_id, () =>
+      deps.temporal.workflow
+        .getHandle(row.workflow_id)
+        .executeUpdate(disputeUpdates.close, { args: [{ status: request.status }] }),
+    );
+  }
+  return findDispute(deps.pool, row.id);
+}
+
+/**
+ * The merchant's evidence for a dispute, sent to its provider through the dispute's workflow:
+ * the dispute's new status, or a decline (closed: `dispute_closed`; past its due date).
+ */
+export async function submitDisputeEvidence(
+  deps: DisputeDeps,
+  dispute: DisputeRow,
+  text: string,
+): Promise<DisputeStatus | Declined> {
+  const closed: Declined = { status: 'declined', code: 'dispute_closed', detail: null };
+  if (dispute.status === 'won' || dispute.status === 'lost') return closed;
+  const answer = await bounded(deps, dispute.workflow_id, () =>
+    deps.temporal.workflow
+      .getHandle(dispute.workflow_id)
+      .executeUpdate(disputeUpdates.evidence, { args: [{ text }] }),
+  );
+  return answer ?? closed;
+}

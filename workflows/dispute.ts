@@ -1,0 +1,124 @@
+import { allHandlersFinished, condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import type { Activities } from './activities-types';
+import { asDeclined } from './declines';
+import {
+  disputeStateQuery,
+  disputeUpdates,
+  MAX_EVIDENCE_CHARS,
+  type DisputeInput,
+  type DisputeOpened,
+  type DisputeOutcome,
+  type DisputeStatus,
+} from './dispute-shared';
+import { activityPresets } from './retry';
+import type { Declined } from './shared';
+import { setPaymentStatus } from './status';
+
+const ledger = proxyActivities<Activities>(activityPresets.ledger);
+const provider = proxyActivities<Activities>(activityPresets.provider);
+
+const PAST_DUE: Declined = {
+  status: 'declined',
+  code: 'invalid_request',
+  detail: 'The evidence is past its due date',
+};
+const CLOSED: Declined = { status: 'declined', code: 'dispute_closed', detail: null };
+
+/**
+ * A card deposit's dispute (decisions.md, Card refunds and disputes), `dispute-<dispute id>`,
+ * started with the `open` update:
+ *
+ * 1. Open: the disputed amount leaves the wallet for the dispute reserve (what it lacks is
+ *    recorded as uncovered), with the Dispute's row and `dispute.created`; or a decline.
+ * 2. Wait for the evidence (`evidence`, sent to the provider: the dispute is then under review)
+ *    and for the provider's decision (`close`: its event, the simulate endpoint or the
+ *    reconciliation). In Test Mode the sandbox is the provider: a dispute with no evidence by
+ *    `evidenceDueBy` is lost then. A live provider decides on its own: the workflow waits.
+ * 3. Close: won gives the reserve back to the wallet, lost pays it to the provider.
+ */
+export async function disputeWorkflow(input: DisputeInput): Promise<DisputeOutcome> {
+  const id = { disputeId: input.disputeId };
+  let answer: DisputeOpened | Declined | undefined;
+  let status: DisputeStatus = 'needs_response';
+  let decision: 'won' | 'lost' | null = null;
+  /** Evidence being sent, so that the deadline does not close the dispute meanwhile. */
+  let sending = false;
+  let evidenceGiven = false;
+
+  const opened = () => answer?.status === 'opened';
+  const isClosed = () => status === 'won' || status === 'lost' || decision !== null;
+  const pastDue = () => Date.now() >= Date.parse(input.evidenceDueBy);
+
+  setHandler(disputeUpdates.open, async () => {
+    await condition(() => answer !== undefined);
+    return answer!;
+  });
+  setHandler(
+    disputeUpdates.evidence,
+    async ({ text }) => {
+      await condition(() => answer !== undefined && !sending);
+      if (!opened() || isClosed()) return CLOSED;
+      if (pastDue()) return PAST_DUE;
+      sending = true;
+      try {
+        status = await provider.submitDisputeEvidence({ ...id, text });
+        evidenceGiven = true;
+        return status;
+      } catch (error) {
+        const declined = asDeclined(error);
+        if (!declined) throw error;
+        return declined;
+      } finally {
+        sending = false;
+      }
+    },
+    {
+      validator: ({ text }: { text: string }) => {
+        if (typeof text !== 'string' || text.length < 1 || text.length > MAX_EVIDENCE_CHARS) {
+          throw new Error(`text: 1 to ${MAX_EVIDENCE_CHARS} characters`);
+        }
+      },
+    },
+  );
+  setHandler(
+    disputeUpdates.close,
+    async ({ status: decided }) => {
+      await condition(() => answer !== undefined);
+      if (!opened()) return status;
+      decision ??= decided;
+      await condition(() => status === 'won' || status === 'lost');
+      return status;
+    },
+    {
+      validator: ({ status: decided }: { status: string }) => {
+        if (decided !== 'won' && decided !== 'lost') throw new Error(`unknown status ${decided}`);
+      },
+    },
+  );
+  setHandler(disputeStateQuery, () => status);
+
+  try {
+    answer = await ledger.openDispute(input);
+  } catch (error) {
+    const declined = asDeclined(error);
+    if (!declined) throw error;
+    answer = declined;
+    setPaymentStatus('failed');
+    await condition(allHandlersFinished);
+    return 'declined';
+  }
+
+  if (input.mode === 'test') {
+    // The sandbox decides nothing itself: no evidence by the deadline loses the dispute.
+    const dueInMs = Math.max(Date.parse(input.evidenceDueBy) - Date.now(), 0);
+    const answeredBy = () => decision !== null || evidenceGiven || sending;
+    const answered = dueInMs > 0 ? await condition(answeredBy, dueInMs) : answeredBy();
+    if (!answered) decision = 'lost';
+  }
+  await condition(() => decision !== null && !sending);
+  status = await ledger.closeDispute({ ...id, status: decision! });
+  // Won: the wallet has its money back; lost: it went to the provider.
+  setPaymentStatus(status === 'won' ? 'completed' : 'failed');
+  await condition(allHandlersFinished);
+  return status === 'won' ? 'won' : 'lost';
+}
