@@ -109,9 +109,9 @@ export function createReconciliationActivities(deps: {
     const intake = { ...temporalDeps(), taskQueue: Context.current().info.taskQueue };
     let closed = 0;
     for (const dispute of open) {
-      const status = await providers
-        .card(dispute.mode)
-        .getDisputeStatus(dispute.provider_reference!)
+      // A provider not configured (it throws at once) or not answering: the next run asks.
+      const status = await Promise.resolve()
+        .then(() => providers.card(dispute.mode).getDisputeStatus(dispute.provider_reference!))
         .catch(() => null);
       if (status !== 'won' && status !== 'lost') continue;
       const after = await closeDispute(intake, { disputeId: dispute.id, status }).catch(() => null);

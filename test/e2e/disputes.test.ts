@@ -4,6 +4,10 @@ import { z } from 'zod';
 import { lockCardCase, readCardCase } from '../../db/card-cases';
 import { listOpenProviderDisputes } from '../../db/disputes';
 import { insertTransaction } from '../../db/transactions';
+import { createReconciliationActivities } from '../../activities/reconciliation';
+import { createProviders } from '../../providers';
+import type { CardProvider } from '../../providers/card';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { closeDispute, disputeIdOf, openDispute } from '../../intake/disputes';
 import { workflowIds } from '../../workflows/ids';
 import { disputeStateQuery } from '../../workflows/dispute-shared';
@@ -438,5 +442,67 @@ describe('disputes', () => {
       status: 'lost',
     });
     expect(unknown).toBeNull();
+  });
+
+  it('the reconciliation closes an open Live Mode dispute its provider has decided', async () => {
+    const { walletId } = await createUserWithWallet(live);
+    await fundWallet(engine.pool, walletId, 60_00n);
+    const depositId = randomUUID();
+    await insertTransaction(engine.pool, {
+      id: depositId,
+      applicationId: app.id,
+      mode: 'live',
+      type: 'card_deposit',
+      status: 'completed',
+      currency: 'USD',
+      amount: 60_00n,
+      walletId,
+      providerReference: `pi_live_${depositId.slice(0, 8)}`,
+    });
+    const taskQueue = engine.config.temporal.taskQueue;
+    const deps = { pool: engine.pool, temporal: engine.temporal, taskQueue, timeoutMs: 20_000 };
+    const providerDisputeId = `dp_${randomUUID().slice(0, 12)}`;
+    const opened = await openDispute(deps, {
+      applicationId: app.id,
+      mode: 'live',
+      transactionId: depositId,
+      amount: null,
+      reason: 'product_not_received',
+      providerDisputeId,
+      evidenceDueBy: null,
+    });
+    const id = (opened as { dispute: { id: string } }).dispute.id;
+    const clearingBefore = await systemBalance(
+      engine.pool,
+      app.id,
+      'provider_clearing_card',
+      'USD',
+      'live',
+    );
+    // The live provider (Stripe's adapter is tested on its own): ours is lost, others undecided.
+    const providers = createProviders({ config: engine.config, pool: engine.pool });
+    const getDisputeStatus = (disputeId: string) =>
+      Promise.resolve(disputeId === providerDisputeId ? 'lost' : 'under_review');
+    const reconciliation = createReconciliationActivities({
+      pool: engine.pool,
+      config: engine.config,
+      providers: { ...providers, card: () => ({ getDisputeStatus }) as unknown as CardProvider },
+    });
+    const run = new MockActivityEnvironment({ taskQueue }, { client: engine.temporal });
+    const sync = () =>
+      run.run<[], { checked: number; closed: number }, typeof reconciliation.syncOpenDisputes>(
+        reconciliation.syncOpenDisputes,
+      );
+    const synced = await sync();
+    expect(synced.checked).toBeGreaterThanOrEqual(1);
+    expect(synced.closed).toBe(1);
+    expect((await live.get(`/api/v1/disputes/${id}`)).body).toMatchObject({ status: 'lost' });
+    expect(await balanceOf(engine.pool, walletId)).toBe(0n);
+    expect(
+      (await systemBalance(engine.pool, app.id, 'provider_clearing_card', 'USD', 'live')) -
+        clearingBefore,
+    ).toBe(60_00n);
+    // A second run finds nothing of ours left open.
+    expect((await sync()).closed).toBe(0);
   });
 });
