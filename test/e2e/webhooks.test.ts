@@ -155,6 +155,32 @@ async function cardPayout(amount: number): Promise<string> {
 }
 
 /**
+ * A dispute of a card deposit, decided `outcome` (null: left open): answers the dispute's id,
+ * which its events name (its `dispute_reserve` record has it).
+ */
+async function dispute(outcome: 'won' | 'lost' | null): Promise<string> {
+  const { walletId } = await createUserWithWallet(api);
+  const deposit = await api.post('/api/v1/transactions/wallet/card-deposit', {
+    wallet_id: walletId,
+    amount: 20,
+    payment_method_id: 'pm_card_visa',
+  });
+  expect(deposit.body.status).toBe('completed');
+  const opened = await api.post('/api/v1/testing/simulate-dispute', {
+    transaction_id: deposit.body.id,
+  });
+  expect(opened.status).toBe(200);
+  if (outcome) {
+    const closed = await api.post('/api/v1/testing/simulate-dispute-outcome', {
+      dispute_id: opened.body.id,
+      status: outcome,
+    });
+    expect(closed.body.status).toBe(outcome);
+  }
+  return opened.body.id as string;
+}
+
+/**
  * Every event kind of decisions.md and how to make its money movement: each answers the
  * transaction id of the payment the event must speak of.
  */
@@ -204,10 +230,13 @@ const MOVEMENTS: Record<string, () => Promise<string>> = {
   'cashout.failed': () => cashout('failed'),
   'payout.completed': () => cardPayout(25),
   'payout.failed': () => cardPayout(40.4),
+  'dispute.created': () => dispute(null),
+  'dispute.won': () => dispute('won'),
+  'dispute.lost': () => dispute('lost'),
 };
 
-/** Event kinds of decisions.md whose money movement is not built yet: none any more. */
-const NOT_YET_MOVED: readonly EventType[] = [];
+/** Event kinds of decisions.md whose money movement is not built yet: card refunds. */
+const NOT_YET_MOVED: readonly EventType[] = ['refund.completed', 'refund.failed'];
 
 describe('webhook deliveries', () => {
   it('covers every event kind: each is moved here, none left unbuilt', () => {
@@ -235,8 +264,18 @@ describe('webhook deliveries', () => {
       expect(request.headers['webhook-id']).toBe(eventId);
       expect(request.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
       expect(request.headers['content-type']).toBe('application/json');
-      const record = await api.get(`/api/v1/transactions/${transactionId}`);
-      if (type.startsWith('deposit.')) {
+      const record = await api.get(
+        type.startsWith('dispute.')
+          ? `/api/v1/disputes/${transactionId}`
+          : `/api/v1/transactions/${transactionId}`,
+      );
+      if (type.startsWith('dispute.')) {
+        // The Dispute, as it was when its money moved.
+        const { updated_at: _updated, status: _status, ...stable } = record.body;
+        const status =
+          type === 'dispute.created' ? 'needs_response' : type.slice('dispute.'.length);
+        expect(request.payload!.data).toMatchObject({ ...stable, status });
+      } else if (type.startsWith('deposit.')) {
         // A deposit's figures are SLE cents (decisions.md), the record's as the deposit shows it.
         expect(request.payload!.data).toMatchObject({
           id: transactionId,
