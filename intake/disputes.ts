@@ -131,7 +131,9 @@ export async function openDispute(
     workflowId,
     taskQueue: deps.taskQueue,
     workflowIdConflictPolicy: 'USE_EXISTING',
-    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    // A closed workflow with a dispute answered above; one without declined it: a repeated
+    // event decides again (the deposit may be disputable now).
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
     args: [input],
     typedSearchAttributes: [
       { key: SearchAttributes.ApplicationId, value: applicationId },
@@ -156,7 +158,7 @@ export async function openDispute(
     );
     return answer ?? (await made());
   } catch (error) {
-    // Its workflow ended already (a closed dispute's event, repeated): never a second one.
+    // Started meanwhile by a racing event: the dispute it opened.
     if (error instanceof WorkflowExecutionAlreadyStartedError) return made();
     throw error;
   }

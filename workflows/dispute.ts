@@ -1,6 +1,6 @@
 import { allHandlersFinished, condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from './activities-types';
-import { asDeclined } from './declines';
+import { asDeclined, exhausted } from './declines';
 import {
   disputeStateQuery,
   disputeUpdates,
@@ -21,6 +21,11 @@ const PAST_DUE: Declined = {
   status: 'declined',
   code: 'invalid_request',
   detail: 'The evidence is past its due date',
+};
+const UNREACHABLE: Declined = {
+  status: 'declined',
+  code: 'provider_unavailable',
+  detail: 'The provider did not take the evidence; send it again',
 };
 const CLOSED: Declined = { status: 'declined', code: 'dispute_closed', detail: null };
 
@@ -66,8 +71,10 @@ export async function disputeWorkflow(input: DisputeInput): Promise<DisputeOutco
         return status;
       } catch (error) {
         const declined = asDeclined(error);
-        if (!declined) throw error;
-        return declined;
+        if (declined) return declined;
+        // The provider stayed unreachable: nothing changed, the merchant may send it again.
+        if (exhausted(error)) return UNREACHABLE;
+        throw error;
       } finally {
         sending = false;
       }

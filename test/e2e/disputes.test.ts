@@ -505,4 +505,55 @@ describe('disputes', () => {
     // A second run finds nothing of ours left open.
     expect((await sync()).closed).toBe(0);
   });
+
+  it('decides a live dispute again on a repeated event once its first opening was declined', async () => {
+    const { walletId } = await createUserWithWallet(live);
+    await fundWallet(engine.pool, walletId, 30_00n);
+    const depositId = randomUUID();
+    await insertTransaction(engine.pool, {
+      id: depositId,
+      applicationId: app.id,
+      mode: 'live',
+      type: 'card_deposit',
+      status: 'pending',
+      currency: 'USD',
+      amount: 30_00n,
+      walletId,
+      providerReference: `pi_live_${depositId.slice(0, 8)}`,
+    });
+    const deps = {
+      pool: engine.pool,
+      temporal: engine.temporal,
+      taskQueue: engine.config.temporal.taskQueue,
+      timeoutMs: 20_000,
+    };
+    const event = {
+      applicationId: app.id,
+      mode: 'live' as const,
+      transactionId: depositId,
+      amount: null,
+      reason: 'duplicate',
+      providerDisputeId: `dp_${randomUUID().slice(0, 12)}`,
+      evidenceDueBy: null,
+    };
+    expect(await openDispute(deps, event)).toEqual({
+      status: 'declined',
+      code: 'dispute_not_allowed',
+      detail: null,
+    });
+    expect(await balanceOf(engine.pool, walletId)).toBe(30_00n);
+    await engine.pool.query(
+      sql.unsafe`UPDATE transactions SET status = 'completed' WHERE id = ${depositId}`,
+    );
+    expect(await openDispute(deps, event)).toMatchObject({
+      status: 'opened',
+      dispute: { amount: '3000', reserved_amount: '3000', status: 'needs_response' },
+    });
+    expect(await balanceOf(engine.pool, walletId)).toBe(0n);
+    expect(await openDispute(deps, { ...event, transactionId: 'pi_not_ours' })).toEqual({
+      status: 'declined',
+      code: 'not_found',
+      detail: 'Transaction not found',
+    });
+  });
 });
