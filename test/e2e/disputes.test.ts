@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { lockCardCase, readCardCase } from '../../db/card-cases';
 import { listOpenProviderDisputes } from '../../db/disputes';
 import { insertTransaction } from '../../db/transactions';
+import { createDisputeActivities } from '../../activities/disputes';
 import { createReconciliationActivities } from '../../activities/reconciliation';
 import { createProviders } from '../../providers';
 import type { CardProvider } from '../../providers/card';
@@ -554,6 +555,46 @@ describe('disputes', () => {
       status: 'declined',
       code: 'not_found',
       detail: 'Transaction not found',
+    });
+  });
+
+  it('moves money once when a step runs again (an activity retried after its commit)', async () => {
+    const { walletId, depositId } = await depositedWallet(40);
+    const activities = createDisputeActivities({
+      pool: engine.pool,
+      providers: createProviders({ config: engine.config, pool: engine.pool }),
+    });
+    const input = {
+      disputeId: randomUUID(),
+      applicationId: app.id,
+      mode: 'test' as const,
+      transactionId: depositId,
+      amount: '1500',
+      reason: 'general',
+      evidenceDueBy: new Date(Date.now() + 86_400_000).toISOString(),
+      providerDisputeId: null,
+    };
+    const first = await activities.openDispute(input);
+    expect(await activities.openDispute(input)).toEqual(first);
+    expect(await balanceOf(engine.pool, walletId)).toBe(25_00n);
+    const evidence = { disputeId: input.disputeId, text: 'Receipt' };
+    expect(await activities.submitDisputeEvidence(evidence)).toBe('under_review');
+    expect(await activities.submitDisputeEvidence(evidence)).toBe('under_review');
+    const close = { disputeId: input.disputeId, status: 'won' as const };
+    expect(await activities.closeDispute(close)).toBe('won');
+    expect(await activities.closeDispute(close)).toBe('won');
+    expect(await activities.closeDispute({ ...close, status: 'lost' })).toBe('won');
+    expect(await balanceOf(engine.pool, walletId)).toBe(40_00n);
+    expect((await disputeRecordsOf(walletId)).map((r) => r.transaction_type)).toEqual([
+      'dispute_reserve',
+      'dispute_release',
+    ]);
+    expect((await disputeEvents(depositId)).map((e) => e.type)).toEqual([
+      'dispute.created',
+      'dispute.won',
+    ]);
+    await expect(activities.submitDisputeEvidence(evidence)).rejects.toMatchObject({
+      type: 'dispute_closed',
     });
   });
 });
