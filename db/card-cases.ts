@@ -23,10 +23,10 @@ const factsOf = (row: z.infer<typeof factsRow>): CardCaseFacts => {
 
 const select = (id: string, lock: boolean) => sql.type(factsRow)`
   SELECT ${transactionColumns},
-    (SELECT coalesce(sum(r.amount), 0) FROM transactions r
+    (SELECT coalesce(sum(r.amount), 0)::int8 FROM transactions r
       WHERE r.parent_id = t.id AND r.transaction_type = 'card_refund'
         AND r.status IN ('pending', 'completed')) AS refunded,
-    (SELECT coalesce(sum(d.amount), 0) FROM disputes d
+    (SELECT coalesce(sum(d.amount), 0)::int8 FROM disputes d
       WHERE d.transaction_id = t.id AND d.status <> 'won') AS disputed
   FROM transactions t
   WHERE t.id = ${id}

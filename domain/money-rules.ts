@@ -31,8 +31,22 @@ export type HoldFacts = {
   escrow_amount: bigint;
 };
 
-type SubjectFacts = WalletFacts | HoldFacts;
-type Field = keyof WalletFacts | keyof HoldFacts;
+/**
+ * What a card refund reads of its deposit (db/card-cases.ts, under its lock in the activity):
+ * `refundable` is what is left, neither refunded (pending or completed) nor disputed.
+ */
+export type DepositFacts = {
+  id: string;
+  application_id: string;
+  mode: string;
+  transaction_type: string;
+  status: string;
+  currency: string;
+  refundable: bigint;
+};
+
+type SubjectFacts = WalletFacts | HoldFacts | DepositFacts;
+type Field = keyof WalletFacts | keyof HoldFacts | keyof DepositFacts;
 
 export type Term =
   { subject: string; field: Field } | { param: string } | { value: Exclude<Value, null> };
@@ -262,6 +276,52 @@ export const moneyOutReserveRules = step(
   ],
 );
 
+/**
+ * A card refund of `amount` (null: all that is left) of `deposit`, paid back by `wallet`, the
+ * wallet it credited. The API decides it over what it reads without a lock, then names the
+ * amount; the reserve decides it again under the deposit's lock (db/card-cases.ts).
+ */
+export const cardRefundRules = step(
+  'card refund',
+  ['deposit', 'wallet'],
+  ['applicationId', 'mode', 'amount'],
+  [
+    { code: 'not_found', detail: 'Transaction not found', holds: exists('deposit') },
+    {
+      code: 'forbidden',
+      detail: 'You do not have permission to access this transaction',
+      holds: and(
+        eq(fact('deposit', 'application_id'), param('applicationId')),
+        eq(fact('deposit', 'mode'), param('mode')),
+      ),
+    },
+    {
+      code: 'refund_not_allowed',
+      holds: and(
+        eq(fact('deposit', 'transaction_type'), value('card_deposit')),
+        eq(fact('deposit', 'status'), value('completed')),
+      ),
+    },
+    ...walletUsable('wallet'),
+    walletInCurrency('wallet', fact('deposit', 'currency')),
+    {
+      // Nothing left refuses a refund of all that is left the same way.
+      code: 'refund_exceeds_refundable',
+      holds: or(
+        and(absent('amount'), gt(fact('deposit', 'refundable'), value(0n))),
+        le(param('amount'), fact('deposit', 'refundable')),
+      ),
+    },
+    {
+      code: 'insufficient_funds',
+      holds: or(
+        and(absent('amount'), ge(fact('wallet', 'balance'), fact('deposit', 'refundable'))),
+        ge(fact('wallet', 'balance'), param('amount')),
+      ),
+    },
+  ],
+);
+
 /** Every money step's rules, for the documentation and the parity test. */
 export const MONEY_STEPS = {
   transfer: transferRules,
@@ -271,6 +331,7 @@ export const MONEY_STEPS = {
   deposit: depositRules,
   depositCompletion: depositCompletionRules,
   moneyOutReserve: moneyOutReserveRules,
+  cardRefund: cardRefundRules,
 } as const;
 
 /** SQL's three values, and `undefined` for a fact not known here. */
