@@ -21,7 +21,7 @@ const factsOf = (row: z.infer<typeof factsRow>): CardCaseFacts => {
   return { deposit, refunded, disputed, left: deposit.amount - refunded - disputed };
 };
 
-const select = (id: string, lock: boolean) => sql.type(factsRow)`
+const select = (id: string) => sql.type(factsRow)`
   SELECT ${transactionColumns},
     (SELECT coalesce(sum(r.amount), 0)::int8 FROM transactions r
       WHERE r.parent_id = t.id AND r.transaction_type = 'card_refund'
@@ -29,8 +29,7 @@ const select = (id: string, lock: boolean) => sql.type(factsRow)`
     (SELECT coalesce(sum(d.amount), 0)::int8 FROM disputes d
       WHERE d.transaction_id = t.id AND d.status <> 'won') AS disputed
   FROM transactions t
-  WHERE t.id = ${id}
-  ${lock ? sql.fragment`FOR NO KEY UPDATE OF t` : sql.fragment``}`;
+  WHERE t.id = ${id}`;
 
 /**
  * The deposit's facts, its row locked: every refund and every dispute of one deposit takes
@@ -40,7 +39,12 @@ export async function lockCardCase(
   trx: DatabaseTransactionConnection,
   depositId: string,
 ): Promise<CardCaseFacts | null> {
-  const row = await trx.maybeOne(select(depositId, true));
+  // The lock first, then the facts in a statement of their own: a statement that waited for
+  // the lock still reads the sums as of its start, without the refund its holder committed.
+  const locked = await trx.maybeOne(sql.type(z.object({ id: z.string() }))`
+    SELECT id FROM transactions WHERE id = ${depositId} FOR NO KEY UPDATE`);
+  if (!locked) return null;
+  const row = await trx.maybeOne(select(depositId));
   return row ? factsOf(row) : null;
 }
 
@@ -49,6 +53,6 @@ export async function readCardCase(
   db: CommonQueryMethods,
   depositId: string,
 ): Promise<CardCaseFacts | null> {
-  const row = await db.maybeOne(select(depositId, false));
+  const row = await db.maybeOne(select(depositId));
   return row ? factsOf(row) : null;
 }
