@@ -1,7 +1,10 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { setWalletActive } from '../../db/wallets';
+import { paymentSyncs } from '../../intake/notifications';
 import { workflowIds } from '../../workflows/ids';
+import { moneyOutUpdates } from '../../workflows/money-out-shared';
 import {
   assertLedgerInvariant,
   balanceOf,
@@ -198,6 +201,21 @@ describe('card refunds', () => {
     ]);
     // A failed refund counts nothing: all of the deposit is refundable again.
     expect((await api.get(`/api/v1/transactions/${depositId}`)).body.amount_refunded).toBe(0);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('is synced with the provider like a payout (the sync endpoint, the reconciliation)', async () => {
+    expect(paymentSyncs.card_refund).toEqual({ workflow: 'refund', sync: moneyOutUpdates.sync });
+    const { walletId, depositId } = await deposited(20, 'pm_card_refundFails');
+    const res = await api.post(refundOf(depositId), {});
+    expect(res.body).toMatchObject({ status: 'pending', amount: 20 });
+    // Past the sandbox's moment: asked now, the provider says failed (if the saga has not
+    // asked it first); either way the answer is the refund's status, the money back.
+    await sleep(1_100);
+    const synced = await api.post(`/api/v1/transactions/sync/${res.body.provider_reference}`);
+    expect(synced.status).toBe(200);
+    expect(synced.body).toMatchObject({ status: 'failed', transaction_id: res.body.id });
+    expect(await balanceOf(engine.pool, walletId)).toBe(20_00n);
     await assertLedgerInvariant(engine.pool);
   });
 
