@@ -298,6 +298,22 @@ describe('card refunds', () => {
     expect(await refundRows(depositId)).toEqual([]);
   });
 
+  it('forgets a refund’s request metadata with its user', async () => {
+    const { walletId, depositId } = await deposited(10);
+    const res = await api.post(refundOf(depositId), { metadata: { email: 'payer@example.com' } });
+    expect(res.body).toMatchObject({
+      status: 'completed',
+      metadata: { email: 'payer@example.com' },
+    });
+    const { user_id: userId } = await engine.pool.one(sql.type(z.object({ user_id: z.string() }))`
+        SELECT user_id FROM wallets WHERE id = ${walletId}`);
+    expect((await api.del(`/api/v1/users/${userId}/`)).status).toBe(200);
+    const kept = await engine.pool.oneFirst(sql.type(z.object({ metadata: z.any() }))`
+      SELECT metadata FROM transactions WHERE id = ${res.body.id}`);
+    expect(kept).not.toHaveProperty('metadata');
+    expect(kept).toMatchObject({ kind: 'refund', amount: '1000' });
+  });
+
   it('answers a retried request with the same refund (Idempotency-Key)', async () => {
     const { walletId, depositId } = await deposited(10);
     const key = { 'idempotency-key': `refund-${depositId}` };
