@@ -1,5 +1,8 @@
+import Stripe from 'stripe';
+import { sql } from 'slonik';
+import { z } from 'zod';
 import { assertLedgerInvariant, balanceOf, eventsOf } from '../support/database';
-import { createUserWithWallet } from '../support/http';
+import { clientFor, createUserWithWallet } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
 import { LOCALSTRIPE_CARDS, startLocalstripe, type Localstripe } from '../support/localstripe';
 
@@ -10,6 +13,26 @@ import { LOCALSTRIPE_CARDS, startLocalstripe, type Localstripe } from '../suppor
 
 const WEBHOOK_SECRET = 'whsec_live_refunds_test';
 const DEPOSIT = '/api/v1/transactions/wallet/card-deposit';
+const WEBHOOK = '/api/v1/webhooks/providers/card';
+
+/** Stripe's signed `refund.failed` event about a refund, as Stripe would send it. */
+function sendRefundFailed(refundId: string, reference: string) {
+  const body = JSON.stringify({
+    id: `evt_refund_failed_${refundId}`,
+    object: 'event',
+    type: 'refund.failed',
+    created: Math.floor(Date.now() / 1000),
+    data: { object: { id: refundId, object: 'refund', status: 'failed', metadata: { reference } } },
+  });
+  const signature = new Stripe('sk_test_unused').webhooks.generateTestHeaderString({
+    payload: body,
+    secret: WEBHOOK_SECRET,
+  });
+  return clientFor(engine.url, null).request('POST', WEBHOOK, {
+    raw: body,
+    headers: { 'stripe-signature': signature },
+  });
+}
 
 let localstripe: Localstripe;
 beforeAll(async () => {
@@ -55,6 +78,21 @@ describe('Live Mode card refunds against localstripe', () => {
     ]);
     const record = await live.get(`/api/v1/transactions/${deposit.body.id}`);
     expect(record.body).toMatchObject({ amount_refunded: 15 });
+
+    // A signed `refund.failed` reaches the refund's saga, which asks Stripe before it moves
+    // money: the emulator says the refund succeeded, so nothing is reversed.
+    const event = await sendRefundFailed(res.body.provider_reference as string, res.body.id);
+    expect(event.status).toBe(200);
+    expect(event.body).toEqual({
+      received: true,
+      transaction_id: res.body.id,
+      status: 'completed',
+    });
+    const kept = await engine.pool.oneFirst(sql.type(z.object({ outcome: z.string() }))`
+      SELECT outcome FROM provider_notifications
+      WHERE kind = 'refund' AND transaction_id = ${res.body.id}`);
+    expect(kept).toBe('matched');
+    expect(await balanceOf(engine.pool, walletId)).toBe(25_00n);
     await assertLedgerInvariant(engine.pool);
   });
 });
