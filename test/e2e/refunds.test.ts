@@ -1,6 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'slonik';
 import { z } from 'zod';
+import { randomUUID } from 'node:crypto';
+import { insertTransaction } from '../../db/transactions';
 import { setWalletActive } from '../../db/wallets';
 import { paymentSyncs } from '../../intake/notifications';
 import { workflowIds } from '../../workflows/ids';
@@ -14,11 +16,16 @@ import {
   systemBalance,
   writtenFor,
 } from '../support/database';
-import { createUserWithWallet, type ApiClient } from '../support/http';
+import { createTestApp } from '../support/engine';
+import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { awaitRoomInWindow } from '../support/rate-limit';
 import { useTestApp, useTestEngine } from '../support/hooks';
 
 const engine = useTestEngine();
-const { app, api } = useTestApp(engine, { currency: 'USD', settings: { feeBps: { card: 150 } } });
+const { app, api, live } = useTestApp(engine, {
+  currency: 'USD',
+  settings: { feeBps: { card: 150 } },
+});
 const { api: other } = useTestApp(engine, { currency: 'USD' });
 
 const DEPOSIT = '/api/v1/transactions/wallet/card-deposit';
@@ -312,6 +319,43 @@ describe('card refunds', () => {
       SELECT metadata FROM transactions WHERE id = ${res.body.id}`);
     expect(kept).not.toHaveProperty('metadata');
     expect(kept).toMatchObject({ kind: 'refund', amount: '1000' });
+  });
+
+  it('limits refunds to 5 a minute per credential by default (429)', async () => {
+    const limited = await createTestApp(engine.pool, { rateLimits: null, currency: 'USD' });
+    const client = clientFor(engine.url, limited);
+    const { walletId, depositId } = await deposited(10, 'pm_card_visa', client);
+    await awaitRoomInWindow(engine.pool);
+    for (let i = 0; i < 5; i += 1) {
+      expect((await client.post(refundOf(depositId), { amount: 1 })).status).toBe(200);
+    }
+    const sixth = await client.post(refundOf(depositId), { amount: 1 });
+    expect(sixth.status).toBe(429);
+    expect(sixth.headers.get('retry-after')).toEqual(expect.any(String));
+    expect(await balanceOf(engine.pool, walletId)).toBe(5_00n);
+  });
+
+  it('answers 503 in Live Mode without the Stripe keys, writing nothing', async () => {
+    const { walletId } = await createUserWithWallet(live);
+    await fundWallet(engine.pool, walletId, 10_00n);
+    // A Live Mode deposit as the Stripe adapter would have written it.
+    const depositId = randomUUID();
+    await insertTransaction(engine.pool, {
+      id: depositId,
+      applicationId: app.id,
+      mode: 'live',
+      type: 'card_deposit',
+      status: 'completed',
+      currency: 'USD',
+      amount: 10_00n,
+      walletId,
+      providerReference: 'pi_live_unconfigured',
+    });
+    const res = await live.post(refundOf(depositId), {});
+    expect(res.status).toBe(503);
+    expect(res.body.detail).toMatch(/not configured/);
+    expect(await refundRows(depositId)).toEqual([]);
+    expect(await balanceOf(engine.pool, walletId)).toBe(10_00n);
   });
 
   it('answers a retried request with the same refund (Idempotency-Key)', async () => {
