@@ -1,12 +1,21 @@
+import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
+import { createActivities } from '../../activities';
+import { createProviders } from '../../providers';
 import { workflowIds } from '../../workflows/ids';
-import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
+import type { MoneyOutInput } from '../../workflows/money-out-shared';
+import {
+  assertLedgerInvariant,
+  balanceOf,
+  fundWallet,
+  ledgerTransactionCount,
+} from '../support/database';
 import { createUserWithWallet, type Reply } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
 
 const engine = useTestEngine();
-const { api } = useTestApp(engine, { currency: 'USD' });
+const { app, api } = useTestApp(engine, { currency: 'USD' });
 
 const EXCEEDS = { detail: 'Refund amount exceeds the refundable amount' };
 
@@ -118,4 +127,38 @@ describe('refunds of one deposit at once', () => {
       await assertLedgerInvariant(engine.pool);
     },
   );
+});
+
+describe('a refund’s steps retried (a worker that died after its commit)', () => {
+  it('reserve, provider and settle each move money once, the retry declining nothing', async () => {
+    const { walletId, depositId } = await deposit('pm_card_visa');
+    const activities = createActivities({
+      pool: engine.pool,
+      config: engine.config,
+      providers: createProviders({ config: engine.config, pool: engine.pool }),
+    });
+    const input: MoneyOutInput = {
+      kind: 'refund',
+      transactionId: randomUUID(),
+      applicationId: app.id,
+      mode: 'test',
+      walletId,
+      amount: '10000',
+      destination: { deposit_id: depositId },
+    };
+    const id = { transactionId: input.transactionId };
+    await activities.reserveMoneyOut(input);
+    // All of the deposit is taken now: the retried reserve finds its own record first.
+    await activities.reserveMoneyOut(input);
+    const sent = await activities.sendMoneyOut(id);
+    expect(await activities.sendMoneyOut(id)).toEqual(sent);
+    await activities.settleMoneyOut(id);
+    await activities.settleMoneyOut(id);
+    expect(await ledgerTransactionCount(engine.pool, input.transactionId)).toBe(2);
+    expect(await balanceOf(engine.pool, walletId)).toBe(OTHER_FUNDS);
+    const refunds = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM sandbox_card_refunds WHERE reference = ${input.transactionId}`);
+    expect(refunds).toBe(1);
+    await assertLedgerInvariant(engine.pool);
+  });
 });
