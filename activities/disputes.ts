@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { lockCardCase } from '../db/card-cases';
+import { depositFacts, lockCardCase } from '../db/card-cases';
 import {
   disputeAnswer,
   disputeRecord,
@@ -54,7 +54,7 @@ export function createDisputeActivities(deps: {
       if (made) return made;
       const amount = input.amount === null ? null : BigInt(input.amount);
       refuseUnlessAll(disputeOpenRules, {
-        subjects: { deposit: facts && { ...facts.deposit, left: facts.left } },
+        subjects: { deposit: facts && depositFacts(facts) },
         params: { applicationId: input.applicationId, mode: input.mode, amount },
       });
       const { deposit, left } = facts!;

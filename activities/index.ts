@@ -5,6 +5,7 @@ import type { WalletCurrencyMemory } from '../db/wallets';
 import type { Providers } from '../providers';
 import { createCardDepositActivities } from './card-deposit';
 import { cardPayoutSpec } from './card-payout';
+import { cardRefundSpec } from './card-refund';
 import { cashoutSpec } from './cashout';
 import { declinePermanentDatabaseErrors } from './declines';
 import { createDisputeActivities } from './disputes';
@@ -34,7 +35,11 @@ export function createActivities(dependencies: ActivityDeps) {
       ...createDepositActivities(deps),
       ...createCardDepositActivities(deps),
       ...createEscrowActivities(deps),
-      ...createMoneyOutActivities(deps, { cashout: cashoutSpec, payout: cardPayoutSpec }),
+      ...createMoneyOutActivities(deps, {
+        cashout: cashoutSpec,
+        payout: cardPayoutSpec,
+        refund: cardRefundSpec,
+      }),
       ...createOnboardingActivities(deps),
       ...createDisputeActivities(deps),
     }),

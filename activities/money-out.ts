@@ -14,7 +14,7 @@ import {
   type MoneyOutMetadata,
   type MoneyOutRecord,
 } from '../db/money-out';
-import type { DatabasePool } from '../db/pool';
+import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import type { TransactionRow } from '../db/transactions';
 import { walletStates } from '../db/wallets';
 import {
@@ -24,6 +24,7 @@ import {
   moneyOutSettlementPostings,
 } from '../domain/ledger';
 import type { Currency } from '../domain/money';
+import type { WalletFacts } from '../domain/money-rules';
 import { minorToMajorNumber } from '../domain/money';
 import type { Mode, TransactionType } from '../domain/types';
 import type { Providers } from '../providers';
@@ -59,9 +60,22 @@ export type MoneyOutPrice = Omit<MoneyOutMetadata, 'kind' | 'destination' | 'pro
   currency: Currency;
 };
 
+/**
+ * A kind that pays back another payment (a card refund: its deposit) decides its reserve over
+ * that payment, under its lock, instead of `moneyOutReserveRules` (see `MoneyOutSpec.reserveCase`).
+ */
+export type MoneyOutCase = {
+  /** The payment paid back: the record's parent. */
+  parentId: string;
+  /** What the port needs of it, added to the record's `destination`. */
+  destination: Record<string, string>;
+  /** Declines unless the kind's rules hold over the wallet, read under its lock (null: none). */
+  decide(wallet: Partial<WalletFacts> | null): void;
+};
+
 /** What a kind of money out tells the saga: its record, its events, its fees, its provider. */
 export type MoneyOutSpec = {
-  type: Extract<TransactionType, 'mobile_money_cashout' | 'card_payout'>;
+  type: Extract<TransactionType, 'mobile_money_cashout' | 'card_payout' | 'card_refund'>;
   description: string;
   events: { completed: string; failed: string };
   /** The detail of a refusal at once (400). */
@@ -83,6 +97,12 @@ export type MoneyOutSpec = {
   /** Null: the amount converts to less than a cent of the base currency. */
   price(app: ApplicationRow, input: MoneyOutInput, config: Config): MoneyOutPrice | null;
   port(providers: Providers, mode: 'test' | 'live'): MoneyOutPort;
+  /**
+   * Called first in the reserve's database transaction (before the accounts' locks) by a kind
+   * that pays back another payment: takes that payment's lock and reads it, so that two
+   * reserves racing for what is left of it decide one after the other.
+   */
+  reserveCase?(trx: DatabaseTransactionConnection, input: MoneyOutInput): Promise<MoneyOutCase>;
 };
 
 /** A money-out event: the payment as the API shows it, and its fees. */
@@ -90,6 +110,7 @@ export function moneyOutEventData(row: TransactionRow, meta: MoneyOutMetadata) {
   return {
     ...transactionEventData(row),
     provider_reference: row.provider_reference,
+    ...(meta.kind === 'refund' && { source_transaction_id: meta.destination.deposit_id ?? null }),
     provider_fee: minorToMajorNumber(BigInt(meta.provider_fee)),
     application_fee: minorToMajorNumber(BigInt(meta.application_fee)),
     total_amount: minorToMajorNumber(BigInt(meta.total)),
@@ -148,23 +169,29 @@ export function createMoneyOutActivities(
       throw new Error(`money out ${input.transactionId}: too small, yet its rules passed`);
     }
     const { currency, ...figures } = price;
-    const meta: MoneyOutMetadata = {
-      kind: input.kind,
-      ...figures,
-      destination: input.destination,
-      provider: null,
-    };
     return pool.transaction(async (trx) => {
+      const paidBack = await spec.reserveCase?.(trx, input);
+      const meta: MoneyOutMetadata = {
+        kind: input.kind,
+        ...figures,
+        destination: { ...input.destination, ...paidBack?.destination },
+        provider: null,
+        ...(input.metadata && { metadata: input.metadata }),
+      };
       const clearing = await systemAccount(trx, app.id, input.mode, 'payouts', currency);
       const locked = await lockAccounts(trx, [input.walletId, clearing]);
       if (await findMoneyOut(trx, input.transactionId)) return done;
       const wallet = (await walletStates(trx, [input.walletId])).get(input.walletId);
       const total = BigInt(meta.total);
       const balance = locked.get(input.walletId)?.balance;
-      refuseUnlessAll(moneyOutReserveRules, {
-        subjects: { wallet: wallet ? { ...wallet, balance } : null },
-        params: { ...input, converted: BigInt(meta.amount), total },
-      });
+      if (paidBack) {
+        paidBack.decide(wallet ? { ...wallet, balance } : null);
+      } else {
+        refuseUnlessAll(moneyOutReserveRules, {
+          subjects: { wallet: wallet ? { ...wallet, balance } : null },
+          params: { ...input, converted: BigInt(meta.amount), total },
+        });
+      }
       await recordMoneyStep(trx, {
         transaction: {
           id: input.transactionId,
@@ -178,6 +205,7 @@ export function createMoneyOutActivities(
           applicationFee: BigInt(meta.application_fee),
           description: spec.description,
           workflowId: workflowIds[input.kind](input.transactionId),
+          parentId: paidBack?.parentId ?? null,
           metadata: meta,
         },
         ledger: {

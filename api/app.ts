@@ -19,6 +19,7 @@ import { depositRoutes } from './routes/deposits';
 import { escrowRoutes } from './routes/escrow';
 import { eventRoutes } from './routes/events';
 import { onboardingRoutes, streamsOwnBody } from './routes/onboarding';
+import { refundRoutes } from './routes/refunds';
 import { providerWebhookRoutes } from './routes/provider-webhooks';
 import { syncRoutes } from './routes/sync';
 import { temporalCodecEdge, temporalCodecRoutes } from './routes/temporal-codec';
@@ -41,6 +42,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...cardDepositRoutes(deps),
     ...cashoutRoutes(deps),
     ...cardPayoutRoutes(deps),
+    ...refundRoutes(deps),
     ...providerWebhookRoutes(deps),
     ...syncRoutes(deps),
     ...escrowRoutes(deps),

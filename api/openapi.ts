@@ -202,6 +202,11 @@ export const REQUEST_EXAMPLES: Record<string, Json> = {
     phone_number: '+23276123456',
   },
   'post /api/v1/transactions/wallet/card-payout': { wallet_id: WALLET_A, amount: 25 },
+  'post /api/v1/transactions/{transaction_id}/refund': {
+    amount: 12.5,
+    reason: 'requested_by_customer',
+    metadata: { order_id: 'A-1042' },
+  },
   'post /api/v1/testing/simulate-mobile-money-webhook': {
     transaction_id: '7c3e1a9b-2d4f-4a6b-8c0d-1e2f3a4b5c6d',
     status: 'successful',

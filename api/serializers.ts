@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ApplicationRow } from '../db/applications';
+import { paymentLinks, type PaymentLinks } from '../db/card-refunds';
 import type { MoneyOutRecord } from '../db/money-out';
 import type { CommonQueryMethods } from '../db/pool';
 import { madeStepRow, transactionAnswer, type TransactionRow } from '../db/transactions';
@@ -76,6 +77,14 @@ export const TransactionBody = z
     description: z.string(),
     created_at: z.string(),
     updated_at: z.string(),
+    source_transaction_id: z.string().nullable().optional().meta({
+      description:
+        'The card deposit this record comes from: on `card_refund`, `dispute_reserve` and `dispute_release` only',
+    }),
+    amount_refunded: z.number().optional().meta({
+      description:
+        'What the deposit has refunded, pending and completed refunds (a failed one counts nothing): on `card_deposit` only',
+    }),
   })
   .meta({ id: 'Transaction' });
 
@@ -116,8 +125,31 @@ export function walletBody(w: WalletRow): z.infer<typeof WalletBody> {
 }
 
 /** The record as the API shows it; a money step stores it as its request's answer. */
-export function transactionBody(t: TransactionRow): z.infer<typeof TransactionBody> {
-  return transactionAnswer(t);
+export function transactionBody(
+  t: TransactionRow,
+  links?: PaymentLinks,
+): z.infer<typeof TransactionBody> {
+  return {
+    ...transactionAnswer(t),
+    ...(links?.source_transaction_id !== undefined && {
+      source_transaction_id: links.source_transaction_id,
+    }),
+    ...(links?.amount_refunded !== undefined && {
+      amount_refunded: minorToMajorNumber(links.amount_refunded),
+    }),
+  };
+}
+
+/**
+ * Records as the API shows them when it reads them (one, a page): with the deposit a refund or
+ * dispute record comes from and what a card deposit has refunded, read in one query.
+ */
+export async function transactionBodies(
+  db: CommonQueryMethods,
+  rows: readonly TransactionRow[],
+): Promise<z.infer<typeof TransactionBody>[]> {
+  const links = await paymentLinks(db, rows);
+  return rows.map((row) => transactionBody(row, links.get(row.id)));
 }
 
 /**
@@ -190,6 +222,36 @@ export function moneyOutBody({ row, meta }: MoneyOutRecord): z.infer<typeof Mone
     provider_fee: minorToMajorNumber(BigInt(meta.provider_fee)),
     total_amount: minorToMajorNumber(BigInt(meta.total)),
     provider_reference: row.provider_reference,
+  };
+}
+
+/** A card refund's record: the Transaction record with its deposit and the provider's refund. */
+export const RefundBody = TransactionBody.extend({
+  currency: z.enum(['USD', 'SLE']),
+  source_transaction_id: z.string().meta({ description: 'The card deposit refunded' }),
+  provider_reference: z.string().nullable().meta({ description: 'The provider’s refund id' }),
+  reason: z
+    .enum(['requested_by_customer', 'duplicate', 'fraudulent'])
+    .nullable()
+    .meta({ description: 'Why, as the request said' }),
+  metadata: z
+    .record(z.string(), z.unknown())
+    .nullable()
+    .meta({ description: 'The request’s metadata, as given' }),
+}).meta({ id: 'Refund' });
+
+export function refundBody({ row, meta }: MoneyOutRecord): z.infer<typeof RefundBody> {
+  const reason = meta.destination.reason;
+  return {
+    ...transactionBody(row),
+    currency: row.currency,
+    source_transaction_id: meta.destination.deposit_id ?? '',
+    provider_reference: row.provider_reference,
+    reason:
+      reason === 'requested_by_customer' || reason === 'duplicate' || reason === 'fraudulent'
+        ? reason
+        : null,
+    metadata: meta.metadata ?? null,
   };
 }
 

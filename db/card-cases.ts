@@ -1,5 +1,6 @@
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
+import type { DepositFacts } from '../domain/money-rules';
 import { transactionColumns, transactionRow, type TransactionRow } from './transactions';
 
 /**
@@ -21,8 +22,7 @@ const factsOf = (row: z.infer<typeof factsRow>): CardCaseFacts => {
   return { deposit, refunded, disputed, left: deposit.amount - refunded - disputed };
 };
 
-// sum() of int8 is numeric: cast back so that the row reads bigints.
-const select = (id: string, lock: boolean) => sql.type(factsRow)`
+const select = (id: string) => sql.type(factsRow)`
   SELECT ${transactionColumns},
     (SELECT coalesce(sum(r.amount), 0)::int8 FROM transactions r
       WHERE r.parent_id = t.id AND r.transaction_type = 'card_refund'
@@ -30,8 +30,7 @@ const select = (id: string, lock: boolean) => sql.type(factsRow)`
     (SELECT coalesce(sum(d.amount), 0)::int8 FROM disputes d
       WHERE d.transaction_id = t.id AND d.status <> 'won') AS disputed
   FROM transactions t
-  WHERE t.id = ${id}
-  ${lock ? sql.fragment`FOR NO KEY UPDATE OF t` : sql.fragment``}`;
+  WHERE t.id = ${id}`;
 
 /**
  * The deposit's facts, its row locked: every refund and every dispute of one deposit takes
@@ -41,7 +40,12 @@ export async function lockCardCase(
   trx: DatabaseTransactionConnection,
   depositId: string,
 ): Promise<CardCaseFacts | null> {
-  const row = await trx.maybeOne(select(depositId, true));
+  // The lock first, then the facts in a statement of their own: a statement that waited for
+  // the lock still reads the sums as of its start, without the refund its holder committed.
+  const locked = await trx.maybeOne(sql.type(z.object({ id: z.string() }))`
+    SELECT id FROM transactions WHERE id = ${depositId} FOR NO KEY UPDATE`);
+  if (!locked) return null;
+  const row = await trx.maybeOne(select(depositId));
   return row ? factsOf(row) : null;
 }
 
@@ -50,6 +54,19 @@ export async function readCardCase(
   db: CommonQueryMethods,
   depositId: string,
 ): Promise<CardCaseFacts | null> {
-  const row = await db.maybeOne(select(depositId, false));
+  const row = await db.maybeOne(select(depositId));
   return row ? factsOf(row) : null;
+}
+
+/** A card deposit's facts as the refund and dispute rules read them (domain/money-rules.ts). */
+export function depositFacts({ deposit, left }: CardCaseFacts): DepositFacts {
+  return {
+    id: deposit.id,
+    application_id: deposit.application_id,
+    mode: deposit.mode,
+    transaction_type: deposit.transaction_type,
+    status: deposit.status,
+    currency: deposit.currency,
+    left,
+  };
 }

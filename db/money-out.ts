@@ -17,7 +17,7 @@ export type MoneyOutProviderMetadata = z.infer<typeof moneyOutProviderMetadata>;
  * when the two differ.
  */
 export const moneyOutMetadata = z.object({
-  kind: z.enum(['cashout', 'payout']),
+  kind: z.enum(['cashout', 'payout', 'refund']),
   amount: z.string(),
   provider_fee: z.string(),
   application_fee: z.string(),
@@ -28,13 +28,15 @@ export const moneyOutMetadata = z.object({
   fx_sle_per_usd: z.string().nullable(),
   destination: z.record(z.string(), z.string()),
   provider: moneyOutProviderMetadata.nullable(),
+  /** The request's own `metadata` (a card refund's), kept as given. */
+  metadata: z.record(z.string(), z.unknown()).optional(),
 });
 export type MoneyOutMetadata = z.infer<typeof moneyOutMetadata>;
 
 export type MoneyOutRecord = { row: TransactionRow; meta: MoneyOutMetadata };
 
 /** The payment types of the money-out saga. */
-export const MONEY_OUT_TYPES = ['mobile_money_cashout', 'card_payout'] as const;
+export const MONEY_OUT_TYPES = ['mobile_money_cashout', 'card_payout', 'card_refund'] as const;
 
 const moneyOutRow = transactionRow.extend({ metadata: z.unknown() });
 

@@ -108,9 +108,10 @@ export async function blockerToDelete(
 /**
  * Erases the user and the personal data kept of them outside their row: the payments of their
  * wallets keep their amounts and ids (the ledger must add up), but lose the destination of a
- * cashout or payout (a phone number, a payout account), the sandbox provider's copy of that
- * phone number, and the bodies of the provider notifications about them. The wallet, its
- * payout account and its identity documents go with the user (ON DELETE CASCADE).
+ * cashout or payout (a phone number, a payout account), a refund's request metadata (the
+ * merchant's, whatever it holds), the sandbox provider's copy of that phone number, and the
+ * bodies of the provider notifications about them. The wallet, its payout account and its
+ * identity documents go with the user (ON DELETE CASCADE).
  */
 export async function deleteUser(trx: DatabaseTransactionConnection, id: string): Promise<void> {
   const payments = sql.fragment`
@@ -129,7 +130,7 @@ export async function deleteUser(trx: DatabaseTransactionConnection, id: string)
       UPDATE sandbox_mobile_money_payouts SET phone_number = '', updated_at = now()
       WHERE reference IN (SELECT id::text FROM payment) AND phone_number <> ''
     )
-    UPDATE transactions SET metadata = jsonb_set(metadata, '{destination}', '{}'::jsonb)
+    UPDATE transactions SET metadata = jsonb_set(metadata, '{destination}', '{}'::jsonb) - 'metadata'
     WHERE id IN (SELECT id FROM payment) AND metadata ? 'destination'`);
   await trx.query(sql.unsafe`DELETE FROM users WHERE id = ${id}`);
 }

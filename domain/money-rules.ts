@@ -32,8 +32,9 @@ export type HoldFacts = {
 };
 
 /**
- * What a dispute's opening reads of the card deposit it contests (db/card-cases.ts, under its
- * lock): `left` is what neither a refund nor another dispute not won has taken.
+ * What a card refund or a dispute's opening reads of the card deposit it concerns
+ * (db/card-cases.ts, under its lock in the activity): `left` is what neither a refund (pending or
+ * completed) nor a dispute not won has taken.
  */
 export type DepositFacts = {
   id: string;
@@ -41,6 +42,7 @@ export type DepositFacts = {
   mode: string;
   transaction_type: string;
   status: string;
+  currency: string;
   left: bigint;
 };
 
@@ -275,6 +277,28 @@ export const moneyOutReserveRules = step(
   ],
 );
 
+/** The card deposit a refund or a dispute concerns: found, the caller's application's and mode's. */
+const depositOfCaller: MoneyRule[] = [
+  { code: 'not_found', detail: 'Transaction not found', holds: exists('deposit') },
+  {
+    code: 'forbidden',
+    detail: 'You do not have permission to access this transaction',
+    holds: and(
+      eq(fact('deposit', 'application_id'), param('applicationId')),
+      eq(fact('deposit', 'mode'), param('mode')),
+    ),
+  },
+];
+
+/** A completed card deposit: the only payment a refund or a dispute may concern. */
+const completedCardDeposit = (code: ErrorCode): MoneyRule => ({
+  code,
+  holds: and(
+    eq(fact('deposit', 'transaction_type'), value('card_deposit')),
+    eq(fact('deposit', 'status'), value('completed')),
+  ),
+});
+
 /**
  * A dispute's opening on `deposit`: a completed card deposit of the caller's application and
  * mode, of `amount` (null: all that is left) no more than what is left of it. The reserve then
@@ -285,22 +309,8 @@ export const disputeOpenRules = step(
   ['deposit'],
   ['applicationId', 'mode', 'amount'],
   [
-    { code: 'not_found', detail: 'Transaction not found', holds: exists('deposit') },
-    {
-      code: 'forbidden',
-      detail: 'You do not have permission to access this transaction',
-      holds: and(
-        eq(fact('deposit', 'application_id'), param('applicationId')),
-        eq(fact('deposit', 'mode'), param('mode')),
-      ),
-    },
-    {
-      code: 'dispute_not_allowed',
-      holds: and(
-        eq(fact('deposit', 'transaction_type'), value('card_deposit')),
-        eq(fact('deposit', 'status'), value('completed')),
-      ),
-    },
+    ...depositOfCaller,
+    completedCardDeposit('dispute_not_allowed'),
     {
       code: 'validation_failed',
       detail: 'amount must be greater than 0',
@@ -316,6 +326,38 @@ export const disputeOpenRules = step(
   ],
 );
 
+/**
+ * A card refund of `amount` (null: all that is left) of `deposit`, paid back by `wallet`, the
+ * wallet it credited. The API decides it over what it reads without a lock, then names the
+ * amount; the reserve decides it again under the deposit's lock (db/card-cases.ts).
+ */
+export const cardRefundRules = step(
+  'card refund',
+  ['deposit', 'wallet'],
+  ['applicationId', 'mode', 'amount'],
+  [
+    ...depositOfCaller,
+    completedCardDeposit('refund_not_allowed'),
+    ...walletUsable('wallet'),
+    walletInCurrency('wallet', fact('deposit', 'currency')),
+    {
+      // Nothing left refuses a refund of all that is left the same way.
+      code: 'refund_exceeds_refundable',
+      holds: or(
+        and(absent('amount'), gt(fact('deposit', 'left'), value(0n))),
+        le(param('amount'), fact('deposit', 'left')),
+      ),
+    },
+    {
+      code: 'insufficient_funds',
+      holds: or(
+        and(absent('amount'), ge(fact('wallet', 'balance'), fact('deposit', 'left'))),
+        ge(fact('wallet', 'balance'), param('amount')),
+      ),
+    },
+  ],
+);
+
 /** Every money step's rules, for the documentation and the parity test. */
 export const MONEY_STEPS = {
   transfer: transferRules,
@@ -326,6 +368,7 @@ export const MONEY_STEPS = {
   depositCompletion: depositCompletionRules,
   moneyOutReserve: moneyOutReserveRules,
   disputeOpen: disputeOpenRules,
+  cardRefund: cardRefundRules,
 } as const;
 
 /** SQL's three values, and `undefined` for a fact not known here. */

@@ -42,7 +42,7 @@ export type TemporalDeps = {
   timeoutError?: () => Error;
 };
 
-type WorkflowKind = 'deposit' | 'cardDeposit' | 'payout' | 'cashout';
+type WorkflowKind = 'deposit' | 'cardDeposit' | 'payout' | 'cashout' | 'refund';
 
 /** How a pending payment of one kind is synced with its provider: its workflow's `sync` update. */
 type PaymentSync = { workflow: WorkflowKind; sync: UpdateDefinition<string, []> };
@@ -57,6 +57,7 @@ export const paymentSyncs: Partial<Record<TransactionType, PaymentSync>> = {
   card_deposit: { workflow: 'cardDeposit', sync: cardDepositUpdates.sync },
   mobile_money_cashout: { workflow: 'cashout', sync: moneyOutUpdates.sync },
   card_payout: { workflow: 'payout', sync: moneyOutUpdates.sync },
+  card_refund: { workflow: 'refund', sync: moneyOutUpdates.sync },
 };
 
 /** The payment kinds the reconciliation looks at. */
@@ -188,6 +189,7 @@ export const notificationTargets = {
   },
   cashout: moneyOutTarget('mobile_money_cashout', 'cashout'),
   payout: moneyOutTarget('card_payout', 'payout'),
+  refund: moneyOutTarget('card_refund', 'refund'),
 } as const satisfies Record<string, NotificationTarget>;
 
 export type NotificationKind = keyof typeof notificationTargets;

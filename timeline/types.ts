@@ -79,6 +79,8 @@ export const PROVIDER_ACTIVITIES: ReadonlySet<string> = new Set([
   'checkPaymentCode',
   'openCardDeposit',
   'checkCardPayment',
+  'sendMoneyOut',
+  'checkMoneyOut',
 ]);
 
 export type TimelineContext = {

@@ -5,6 +5,7 @@ export { escrowWorkflow } from './escrow';
 export { maintenanceWorkflow } from './maintenance';
 export { mobileMoneyCashoutWorkflow } from './cashout';
 export { cardPayoutWorkflow } from './card-payout';
+export { cardRefundWorkflow } from './card-refund';
 export { webhookDeliveryWorkflow, webhookRelayWorkflow } from './webhook';
 export { onboardingWorkflow } from './onboarding';
 export { reconciliationWorkflow } from './reconciliation';

@@ -1,13 +1,13 @@
 /**
  * What the API (client side) and the money-out workflows share: the saga's input, its answers,
  * updates and query. One saga serves every way money leaves a wallet through a provider
- * (mobile-money cashouts, card payouts); `kind` names which. No I/O here.
+ * (mobile-money cashouts, card payouts, card refunds); `kind` names which. No I/O here.
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { Declined } from './shared';
 
 /** The ways money leaves a wallet through a provider; each has its workflow id prefix. */
-export type MoneyOutKind = 'cashout' | 'payout';
+export type MoneyOutKind = 'cashout' | 'payout' | 'refund';
 
 export type MoneyOutInput = {
   kind: MoneyOutKind;
@@ -20,8 +20,13 @@ export type MoneyOutInput = {
    * request names (SLE cents for a mobile-money cashout).
    */
   amount: string;
-  /** Where the money goes, as the kind's provider needs it (a cashout: `phone_number`). */
+  /**
+   * Where the money goes, as the kind's provider needs it (a cashout: `phone_number`; a refund:
+   * `deposit_id`, the card deposit refunded, and `reason` when given).
+   */
   destination: Record<string, string>;
+  /** The request's own metadata, kept on the record (a card refund's). */
+  metadata?: Record<string, unknown>;
 };
 
 /** Where the provider's payout stands (providers/mobile-money.ts `PayoutStatus`). */

@@ -36,8 +36,8 @@ const PROVIDER_STATUSES: readonly string[] = [
 ] satisfies MoneyOutProviderStatus[];
 
 /**
- * The money-out saga, shared by every kind (mobile-money cashouts, card payouts): each kind's
- * workflow is this function under its own name. Started with the `open` update.
+ * The money-out saga, shared by every kind (mobile-money cashouts, card payouts, card refunds):
+ * each kind's workflow is this function under its own name. Started with the `open` update.
  *
  * 1. Reserve: the amount and every fee leave the wallet for the payouts clearing account (one
  *    ledger transaction). Insufficient funds or a disabled wallet: a decline, nothing written.
@@ -47,9 +47,9 @@ const PROVIDER_STATUSES: readonly string[] = [
  *    everything back when it says failed: now, or later through a notification (`notify`), a
  *    `sync`, or the provider's answer when the pending TTL passes (asked again each TTL while it
  *    says pending). Each step is its own balanced ledger transaction and event, and runs once.
- * 4. For a kind whose provider may report a paid payout failed later (card payouts), the saga
- *    stays for that window after a settlement; such a report reverses the settlement, everything
- *    back to the wallet. Mobile-money cashouts have no window: paid is final.
+ * 4. For a kind whose provider may report a paid payout failed later (Live Mode card payouts
+ *    and refunds), the saga stays for that window after a settlement; such a report reverses
+ *    the settlement, everything back to the wallet. Mobile-money cashouts have no window.
  */
 export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcome> {
   const id = { transactionId: input.transactionId };

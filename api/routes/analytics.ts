@@ -74,7 +74,7 @@ export function analyticsRoutes({ pool }: ApiDeps): Route[] {
               volume: minorToMajorNumber(day.volume),
               count: day.count,
             })),
-            recent_activity: a.recent_activity.map(transactionBody),
+            recent_activity: a.recent_activity.map((t) => transactionBody(t)),
           },
         };
       },

@@ -22,7 +22,7 @@ import {
   depositEstimateBody,
   StatusBody,
   TransactionBody,
-  transactionBody,
+  transactionBodies,
 } from '../serializers';
 import { startPaymentWithUpdate } from '../temporal';
 import { deliverCardEvent } from '../provider-notifications';
@@ -266,7 +266,7 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
         const url = opened.payment.nextActionUrl;
         return {
           body: {
-            ...transactionBody(row),
+            ...(await transactionBodies(pool, [row]))[0]!,
             provider_fee: minorToMajorNumber(BigInt(meta.provider_fee)),
             total_amount_paid: minorToMajorNumber(BigInt(meta.total_amount_paid)),
             provider_reference: row.provider_reference,

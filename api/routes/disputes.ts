@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { readCardCase } from '../../db/card-cases';
+import { depositFacts, readCardCase } from '../../db/card-cases';
 import { disputeAnswer, disputeFromRecord, findDispute, listDisputes } from '../../db/disputes';
 import { disputeOpenRules } from '../../domain/money-rules';
 import type { Caller } from '../../domain/types';
@@ -176,7 +176,7 @@ export function disputeRoutes(deps: ApiDeps): Route[] {
         // What the deposit shows now; the workflow decides again under the deposit's lock.
         await answerEarly(pool, caller, disputeOpenRules, {
           wallets: {},
-          subjects: { deposit: facts && { ...facts.deposit, left: facts.left } },
+          subjects: { deposit: facts && depositFacts(facts) },
           params: { amount },
         });
         const opened = unlessDeclined(

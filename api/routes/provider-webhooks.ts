@@ -1,14 +1,16 @@
 import { z } from 'zod';
 import type { Mode } from '../../domain/types';
-import type { CardEvent, CardPayoutEvent } from '../../providers/card';
+import type { CardCaseEvent, CardEvent, CardPayoutEvent } from '../../providers/card';
 import { SANDBOX_SIGNATURE_HEADER } from '../../providers/sandbox-mobile-money';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
 import {
   deliverCardEvent,
   deliverCardPayoutEvent,
+  deliverCardRefundEvent,
   deliverNotification,
   deliverPayoutNotification,
+  type CardRefundEvent,
   type Delivered,
 } from '../provider-notifications';
 import { defineRoute, type Route } from '../route';
@@ -89,6 +91,12 @@ function webhookRoute<M>(spec: {
   });
 }
 
+/** A refund's event; any other case event (a dispute's) is not taken here. */
+const refundEvent = (event: CardCaseEvent | null): CardRefundEvent | null =>
+  event?.kind === 'refund' ? event : null;
+
+type AnyCardEvent = CardEvent | CardPayoutEvent | CardRefundEvent;
+
 export function providerWebhookRoutes(deps: ApiDeps): Route[] {
   const { providers } = deps;
   const { sandboxMobileMoney, liveMobileMoney, sandboxCard, liveCard, liveConnect } = providers;
@@ -120,23 +128,28 @@ export function providerWebhookRoutes(deps: ApiDeps): Route[] {
       path: '/api/v1/webhooks/providers/card',
       summary:
         'Inbound card provider event (signed: `Stripe-Signature` in Live Mode, ' +
-        '`sandbox-signature` from the Test Mode sandbox): a card deposit’s payment, or a card ' +
-        'payout paid or failed (a payout reported paid and later failed is reversed); 200 once ' +
-        'recorded',
+        '`sandbox-signature` from the Test Mode sandbox): a card deposit’s payment, a card ' +
+        'payout paid or failed (a payout reported paid and later failed is reversed), or a ' +
+        'card refund made or failed; 200 once recorded',
       sandbox: {
         name: sandboxCard.name,
-        verify: (r, h): CardEvent | CardPayoutEvent | null => sandboxCard.parseEvent(r, h),
+        // The sandbox sends no refund events: the saga asks it.
+        verify: (r, h): AnyCardEvent | null => sandboxCard.parseEvent(r, h),
       },
       live: liveCard && {
         name: liveCard.name,
-        verify: (r, h) =>
-          liveCard.parseEvent(r, h) ?? liveConnect?.parsePayoutEvent?.(r, h) ?? null,
+        verify: (r, h): AnyCardEvent | null =>
+          liveCard.parseEvent(r, h) ??
+          liveConnect?.parsePayoutEvent?.(r, h) ??
+          refundEvent(liveCard.parseCaseEvent(r, h)),
       },
-      // A payout's event (`payout.*`) goes to its card payout's saga.
+      // A payout's event (`payout.*`) goes to its card payout's saga, a refund's to its refund's.
       deliver: (provider, event, body) =>
         'payoutId' in event
           ? deliverCardPayoutEvent(deps, provider, event, body)
-          : deliverCardEvent(deps, provider, event, body),
+          : 'refundId' in event
+            ? deliverCardRefundEvent(deps, provider, event, body)
+            : deliverCardEvent(deps, provider, event, body),
       refusal: 'Invalid event signature',
     }),
   ];

@@ -9,7 +9,7 @@ import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
 import { PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
-import { TransactionBody, transactionBody } from '../serializers';
+import { TransactionBody, transactionBodies } from '../serializers';
 import { isNotFound } from '../../temporal/connection';
 import { buildTimeline, TimelineStep, WORKFLOW_STATUSES } from '../../timeline';
 import { decodePayloadsIn } from '../../temporal/data-converter';
@@ -143,7 +143,7 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
           },
           pageWindow(query),
         );
-        return { body: toPage(rows.map(transactionBody), total, query) };
+        return { body: toPage(await transactionBodies(pool, rows), total, query) };
       },
     }),
     defineRoute({
@@ -160,7 +160,7 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
         404: errorResponse('Transaction not found'),
       },
       handler: async ({ caller, params }) => ({
-        body: transactionBody(await owned(caller, params.transaction_id)),
+        body: (await transactionBodies(pool, [await owned(caller, params.transaction_id)]))[0]!,
       }),
     }),
     defineRoute({

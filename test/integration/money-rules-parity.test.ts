@@ -13,7 +13,7 @@ import {
   WALLET_FIELDS,
   type MoneyStepGuard,
 } from '../../db/money-rules';
-import { findTransaction } from '../../db/transactions';
+import { findTransaction, insertTransaction } from '../../db/transactions';
 import { transferGuard } from '../../db/transfers';
 import { setWalletActive } from '../../db/wallets';
 import type { Currency } from '../../domain/money';
@@ -50,6 +50,23 @@ const w = {} as Record<
   string
 >;
 let escrowAccount: string;
+/**
+ * Card deposits to refund, by what is wrong with refunding them: each with the wallet it
+ * credited (`wallet`) and its amount in minor units.
+ */
+const deposits = {} as Record<
+  | 'refundable'
+  | 'refunded'
+  | 'spent'
+  | 'disabled'
+  | 'legacy'
+  | 'foreign'
+  | 'hold'
+  | 'missing'
+  | 'walletMissing'
+  | 'walletForeign',
+  { id: string; wallet: string; amount: bigint }
+>;
 /** A hold of 20.00 naming `recipient`, one naming no one, and one refunded. */
 const holds = {} as Record<
   'named' | 'anyone' | 'refunded' | 'stranded',
@@ -62,7 +79,11 @@ let remembering: ReturnType<typeof createEscrowActivities>;
 /** Transactions a dispute may be asked of: a card deposit (ours, another's, pending), a transfer. */
 const disputable = {} as Record<'card' | 'foreign' | 'pending' | 'transfer' | 'missing', string>;
 
-async function cardDeposit(client: ApiClient, paymentMethodId = 'pm_card_visa'): Promise<string> {
+/** A card deposit of 12.50 for the dispute cases (`pm_card_authenticationRequired`: pending). */
+async function disputableDeposit(
+  client: ApiClient,
+  paymentMethodId = 'pm_card_visa',
+): Promise<string> {
   const { walletId } = await createUserWithWallet(client);
   const res = await client.post('/api/v1/transactions/wallet/card-deposit', {
     wallet_id: walletId,
@@ -149,15 +170,16 @@ beforeAll(async () => {
   await rememberHold(holds.refunded);
   const refund = await api.post(`/api/v1/escrow/${holds.refunded.id}/refund`, {});
   if (refund.status !== 200) throw new Error(`refund: ${refund.status}`);
+  await cardDeposits();
   // A sender emptied by its hold, then left in SLE (as data from before the rule could be).
   w.stranded = await wallet(api, 2_000n);
   holds.stranded = await apiHold({ wallet_id: w.stranded, amount: 20 });
   await engine.pool.query(
     sql.unsafe`UPDATE ledger_accounts SET currency = 'SLE' WHERE id = ${w.stranded}`,
   );
-  disputable.card = await cardDeposit(api);
-  disputable.foreign = await cardDeposit(other);
-  disputable.pending = await cardDeposit(api, 'pm_card_authenticationRequired');
+  disputable.card = await disputableDeposit(api);
+  disputable.foreign = await disputableDeposit(other);
+  disputable.pending = await disputableDeposit(api, 'pm_card_authenticationRequired');
   const { walletId: payer } = await createUserWithWallet(api);
   await fundWallet(engine.pool, payer, 500n);
   const moved = await api.post('/api/v1/transactions/wallet/transfer', {
@@ -168,6 +190,63 @@ beforeAll(async () => {
   disputable.transfer = moved.body.id as string;
   disputable.missing = randomUUID();
 });
+
+/** A completed card deposit of 10.00 into a new wallet of `client`'s application. */
+async function cardDeposit(client: ApiClient) {
+  const wallet = await createUserWithWallet(client).then((u) => u.walletId);
+  const res = await client.post('/api/v1/transactions/wallet/card-deposit', {
+    wallet_id: wallet,
+    amount: 10,
+    payment_method_id: 'pm_card_visa',
+  });
+  if (res.body?.status !== 'completed') throw new Error(`card deposit: ${res.status}`);
+  return { id: res.body.id as string, wallet, amount: 1_000n };
+}
+
+/** A completed card deposit's row crediting `wallet` (no money moved: data as it may be). */
+async function depositRow(wallet: string) {
+  const id = randomUUID();
+  await insertTransaction(engine.pool, {
+    id,
+    applicationId: app.id,
+    mode: 'test',
+    type: 'card_deposit',
+    status: 'completed',
+    currency: 'USD',
+    amount: 1_000n,
+    walletId: wallet,
+    providerReference: `pi_parity_${id}`,
+  });
+  return { id, wallet, amount: 1_000n };
+}
+
+async function cardDeposits() {
+  deposits.refundable = await cardDeposit(api);
+  deposits.refunded = await cardDeposit(api);
+  const all = await api.post(`/api/v1/transactions/${deposits.refunded.id}/refund`, {});
+  if (all.body?.status !== 'completed') throw new Error(`refund: ${all.status}`);
+  deposits.spent = await cardDeposit(api);
+  const spent = await api.post('/api/v1/transactions/wallet/transfer', {
+    from_wallet_id: deposits.spent.wallet,
+    to_wallet_id: w.recipient,
+    amount: 8,
+  });
+  if (spent.status !== 200) throw new Error(`transfer: ${spent.status}`);
+  deposits.disabled = await cardDeposit(api);
+  await setWalletActive(engine.pool, deposits.disabled.wallet, false);
+  deposits.legacy = await cardDeposit(api);
+  await engine.pool.query(
+    sql.unsafe`UPDATE ledger_accounts SET currency = 'SLE' WHERE id = ${deposits.legacy.wallet}`,
+  );
+  deposits.foreign = await cardDeposit(other);
+  const hold = holds.anyone;
+  deposits.hold = { id: hold.id, wallet: hold.input.walletId, amount: 2_000n };
+  deposits.missing = { id: randomUUID(), wallet: w.funded, amount: 1_000n };
+  // Rows no request could write: a deposit crediting a ledger account that is no wallet, and
+  // one crediting another application's wallet.
+  deposits.walletMissing = await depositRow(escrowAccount);
+  deposits.walletForeign = await depositRow(w.foreign);
+}
 
 /** `remembering` reads the hold (its retried step finds it made): it remembers it as held. */
 const rememberHold = (hold: { input: HoldInput }) => remembering.holdFunds(hold.input);
@@ -192,6 +271,7 @@ const FORBIDDEN = { status: 403, detail: 'You do not have permission to access t
 const DISABLED = { status: 403, detail: 'Wallet is disabled' };
 const MISMATCH = { status: 400, detail: 'Wallets hold different currencies' };
 const FUNDS = { status: 400, detail: 'Insufficient funds' };
+const EXCEEDS = { status: 400, detail: 'Refund amount exceeds the refundable amount' };
 const NOT_HELD = { status: 400, detail: 'The escrow transaction is not in held status' };
 
 type Paths = Partial<Record<'api' | 'activity' | 'guard' | 'atOnce', () => Promise<Answer | null>>>;
@@ -527,6 +607,44 @@ function disputeCase(
   };
 }
 
+// -- card refunds -------------------------------------------------------------------------------
+
+/** A refund of `amount` major units (absent: all that is left) through the API and the reserve. */
+function cardRefundCase(
+  name: string,
+  deposit: keyof typeof deposits,
+  expected: Answer,
+  amount?: number,
+): Case {
+  return {
+    step: 'cardRefund',
+    name,
+    expected,
+    paths: () => {
+      const { id, wallet, amount: credited } = deposits[deposit];
+      return {
+        api: () =>
+          reply(
+            api.post(`/api/v1/transactions/${id}/refund`, amount === undefined ? {} : { amount }),
+          ),
+        // The API names the amount it found left when the request names none: all of it.
+        activity: () =>
+          answerOfActivity(
+            activities.reserveMoneyOut({
+              kind: 'refund',
+              transactionId: randomUUID(),
+              applicationId: app.id,
+              mode: 'test',
+              walletId: wallet,
+              amount: (amount === undefined ? credited : BigInt(amount * 100)).toString(),
+              destination: { deposit_id: id },
+            }),
+          ),
+      };
+    },
+  };
+}
+
 const TOO_SMALL = { status: 422, detail: 'amount: too small to convert to the base currency' };
 
 /** A mobile-money amount of 5 SLE cents, less than a cent of the USD application's currency. */
@@ -719,6 +837,23 @@ const CASES: Case[] = [
     0,
     ['activity'],
   ),
+  cardRefundCase('no such deposit', 'missing', { status: 404, detail: 'Transaction not found' }),
+  cardRefundCase('another application’s deposit', 'foreign', {
+    status: 403,
+    detail: 'You do not have permission to access this transaction',
+  }),
+  cardRefundCase('an escrow hold, not a card deposit', 'hold', {
+    status: 400,
+    detail: 'Only a completed card deposit can be refunded',
+  }),
+  cardRefundCase('a deposit crediting no wallet', 'walletMissing', NOT_FOUND),
+  cardRefundCase('a deposit crediting another application’s wallet', 'walletForeign', FORBIDDEN),
+  cardRefundCase('a disabled wallet', 'disabled', DISABLED),
+  cardRefundCase('a wallet now in another currency', 'legacy', MISMATCH),
+  cardRefundCase('more than is left', 'refundable', EXCEEDS, 10.01),
+  cardRefundCase('all that is left, nothing left', 'refunded', EXCEEDS),
+  cardRefundCase('more than the wallet holds', 'spent', FUNDS, 5),
+  cardRefundCase('all that is left, more than the wallet holds', 'spent', FUNDS),
 
   ...tooSmallCases('an amount too small to convert', 'funded', TOO_SMALL),
   // The wallet's currency is asked first, by every path.
@@ -735,7 +870,11 @@ describe('every decline of every money step, through every path that reaches it'
   it.each(CASES.map((c) => [`${c.step}: ${c.name}`, c] as const))(
     '%s answers the same everywhere and writes nothing',
     async (_name, { expected, paths }) => {
-      const accounts = [...Object.values(w), escrowAccount];
+      const accounts = [
+        ...Object.values(w),
+        escrowAccount,
+        ...Object.values(deposits).map((d) => d.wallet),
+      ];
       const before = await writtenState(engine.pool, accounts);
       const answers: Record<string, Answer | null> = {};
       for (const [path, run] of Object.entries(paths())) answers[path] = await run();

@@ -73,6 +73,7 @@ export async function writtenState(
       cards: z.number(),
       payouts: z.number(),
       connect: z.number(),
+      refunds: z.number(),
     }),
   )`
     SELECT (SELECT count(*)::int FROM transactions) AS transactions,
@@ -82,7 +83,8 @@ export async function writtenState(
       (SELECT count(*)::int FROM sandbox_payment_codes) AS codes,
       (SELECT count(*)::int FROM sandbox_card_payments) AS cards,
       (SELECT count(*)::int FROM sandbox_mobile_money_payouts) AS payouts,
-      (SELECT count(*)::int FROM sandbox_connect_payouts) AS connect`);
+      (SELECT count(*)::int FROM sandbox_connect_payouts) AS connect,
+      (SELECT count(*)::int FROM sandbox_card_refunds) AS refunds`);
   const balances = await pool.any(sql.type(z.object({ id: z.string(), balance: z.bigint() }))`
     SELECT id, balance FROM ledger_accounts WHERE id = ANY(${sql.array([...accounts], 'uuid')})
     ORDER BY id`);

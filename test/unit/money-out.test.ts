@@ -1,5 +1,6 @@
 import { loadConfig } from '../../config';
 import type { ApplicationRow } from '../../db/applications';
+import { priceCardRefund } from '../../activities/card-refund';
 import { priceCashout } from '../../activities/cashout';
 import { CASHOUT_PROVIDER_FEE, computeMoneyOutFees } from '../../domain/fees';
 import {
@@ -178,5 +179,105 @@ describe('money-out postings', () => {
       { accountId: 'fx-sle', currency: 'SLE', amount: 24_240n },
       { accountId: 'p', currency: 'SLE', amount: -24_240n },
     ]);
+  });
+});
+
+describe('card refunds: the amount, no fee, between the wallet and the card provider', () => {
+  const refund = (amount: string): MoneyOutInput => ({
+    kind: 'refund',
+    transactionId: 't',
+    applicationId: 'a',
+    mode: 'test',
+    walletId: 'w',
+    amount,
+    destination: { deposit_id: 'd' },
+  });
+
+  it.each([
+    // currency, amount refunded (minor units)
+    ['USD', '1'],
+    ['USD', '2025'],
+    ['SLE', '10000'],
+    ['SLE', '9007199254740993'],
+  ] as const)(
+    'prices a %s refund of %s: the wallet pays the amount, no fee',
+    (currency, amount) => {
+      expect(priceCardRefund(app(currency), refund(amount))).toEqual({
+        currency,
+        amount,
+        provider_fee: '0',
+        application_fee: '0',
+        total: amount,
+        provider_currency: currency,
+        provider_amount: amount,
+        provider_fee_provider: '0',
+        fx_sle_per_usd: null,
+      });
+    },
+  );
+
+  it.each([
+    // step, postings
+    [
+      'reserve',
+      moneyOutReservePostings({
+        walletId: 'w',
+        clearingAccountId: 'c',
+        currency: 'USD',
+        total: 2_025n,
+      }),
+      [
+        { accountId: 'w', currency: 'USD', amount: -2_025n },
+        { accountId: 'c', currency: 'USD', amount: 2_025n },
+      ],
+    ],
+    [
+      'settle',
+      moneyOutSettlementPostings({
+        clearingAccountId: 'c',
+        feeAccountId: 'f',
+        providerAccountId: 'p',
+        currency: 'USD',
+        providerShare: 2_025n,
+        applicationFee: 0n,
+        fx: null,
+      }),
+      [
+        { accountId: 'c', currency: 'USD', amount: -2_025n },
+        { accountId: 'p', currency: 'USD', amount: 2_025n },
+      ],
+    ],
+    [
+      'give back',
+      moneyOutGiveBackPostings({
+        clearingAccountId: 'c',
+        walletId: 'w',
+        currency: 'USD',
+        total: 2_025n,
+      }),
+      [
+        { accountId: 'c', currency: 'USD', amount: -2_025n },
+        { accountId: 'w', currency: 'USD', amount: 2_025n },
+      ],
+    ],
+    [
+      'reverse',
+      moneyOutReversalPostings({
+        walletId: 'w',
+        feeAccountId: 'f',
+        providerAccountId: 'p',
+        currency: 'USD',
+        providerShare: 2_025n,
+        applicationFee: 0n,
+        fx: null,
+      }),
+      [
+        { accountId: 'w', currency: 'USD', amount: 2_025n },
+        { accountId: 'p', currency: 'USD', amount: -2_025n },
+      ],
+    ],
+  ])('%s: two legs, balanced, no fee leg', (_step, postings, expected) => {
+    expect(() => assertBalanced(postings)).not.toThrow();
+    expect(postings).toEqual(expected);
   });
 });

@@ -25,6 +25,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Activities } from '../../workflows/activities-types';
 import { cardDepositWorkflow } from '../../workflows/card-deposit';
 import { cardPayoutWorkflow } from '../../workflows/card-payout';
+import { cardRefundWorkflow } from '../../workflows/card-refund';
 import { mobileMoneyCashoutWorkflow } from '../../workflows/cashout';
 import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
 import { escrowWorkflow } from '../../workflows/escrow';
@@ -572,6 +573,42 @@ export async function openPayout(
   return { opened: answer, handle };
 }
 
+// --- card refund (the same saga, kind `refund`) ---
+
+/** A refund of 10.00 USD of a card deposit, paid back by the wallet it credited. */
+export const refundInput = (transactionId: string): MoneyOutInput => ({
+  kind: 'refund',
+  transactionId,
+  applicationId: APP,
+  mode: 'test',
+  walletId: SENDER,
+  amount: '1000',
+  destination: { deposit_id: fixtureId(40), reason: 'requested_by_customer' },
+});
+
+/** Test Mode asks the sandbox again after 1 second (activities/card-refund.ts). */
+export const SANDBOX_REFUND_CHECK_MS = 1_000;
+
+/** The saga's activities for a card refund (see `cashoutActivities`). */
+export function refundActivities(options: Parameters<typeof cashoutActivities>[0] = {}) {
+  return cashoutActivities({ pendingTtlMs: SANDBOX_REFUND_CHECK_MS, ...options });
+}
+
+/** Starts a card refund with its `open` update, as the API does. */
+export async function openRefund(
+  env: TestWorkflowEnvironment,
+  taskQueue: string,
+  input: MoneyOutInput,
+) {
+  const { answer, handle } = await startWithUpdate(env, moneyOutUpdates.open, cardRefundWorkflow, {
+    workflowId: workflowIds.refund(input.transactionId),
+    taskQueue,
+    args: [input],
+    typedSearchAttributes: paymentAttributes('card_refund', [input.walletId]),
+  });
+  return { opened: answer, handle };
+}
+
 // --- payout onboarding ---
 
 export const onboardingInput = (walletId: string): OnboardingInput => ({
@@ -1010,6 +1047,24 @@ export const payoutReversed = scenario({
     thenToEnd(await openPayout(env, taskQueue, input), (handle) => notifyCashout(handle, 'failed')),
 });
 
+/** The sandbox refunds at once: settled in the request. */
+export const refundCompleted = scenario({
+  name: 'refund-completed',
+  input: () => refundInput(fixtureId(41)),
+  activities: () => refundActivities({ sent: 'completed' }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openRefund(env, taskQueue, input), () => Promise.resolve()),
+});
+
+/** `pm_card_refundFails`: accepted (pending), failed at the next look; the amount given back. */
+export const refundFailedLater = scenario({
+  name: 'refund-failed-later',
+  input: () => refundInput(fixtureId(42)),
+  activities: () => refundActivities({ sent: 'pending', checked: 'failed' }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openRefund(env, taskQueue, input), () => Promise.resolve()),
+});
+
 export const maintenance = scenario({
   name: 'maintenance',
   input: () => undefined,
@@ -1174,6 +1229,8 @@ export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
   payoutRefusedAtOnce,
   payoutFailedLater,
   payoutReversed,
+  refundCompleted,
+  refundFailedLater,
   maintenance,
   onboardingVerified,
   onboardingDocument,
