@@ -42,7 +42,7 @@ export type TemporalDeps = {
   timeoutError?: () => Error;
 };
 
-type WorkflowKind = 'deposit' | 'cardDeposit' | 'payout' | 'cashout';
+type WorkflowKind = 'deposit' | 'cardDeposit' | 'payout' | 'cashout' | 'refund';
 
 /** How a pending payment of one kind is synced with its provider: its workflow's `sync` update. */
 type PaymentSync = { workflow: WorkflowKind; sync: UpdateDefinition<string, []> };
@@ -188,6 +188,8 @@ export const notificationTargets = {
   },
   cashout: moneyOutTarget('mobile_money_cashout', 'cashout'),
   payout: moneyOutTarget('card_payout', 'payout'),
+  // A card refund is a money-out saga too: its provider events (intake/card-cases.ts) notify it.
+  refund: moneyOutTarget('card_refund', 'refund'),
 } as const satisfies Record<string, NotificationTarget>;
 
 export type NotificationKind = keyof typeof notificationTargets;

@@ -329,7 +329,7 @@ export class StripeCardProvider implements CardProvider {
     const object: unknown = event.data?.object;
     if (typeof object !== 'object' || object === null) return null;
     if (event.type.startsWith('charge.dispute.')) {
-      return disputeEvent(event.id, object);
+      return disputeEvent(event.id, event.type.slice('charge.dispute.'.length), object);
     }
     const refund = object as Partial<Stripe.Refund>;
     const status =
@@ -435,7 +435,12 @@ function nextActionUrl(intent: Stripe.PaymentIntent): string | null {
 }
 
 /** A dispute event's object as the engine reads it; null when it lacks what is needed. */
-function disputeEvent(eventId: string, object: object): CardCaseEvent | null {
+const DISPUTE_CHANGES = ['created', 'updated', 'closed'] as const;
+const isDisputeChange = (change: string): change is (typeof DISPUTE_CHANGES)[number] =>
+  (DISPUTE_CHANGES as readonly string[]).includes(change);
+
+function disputeEvent(eventId: string, change: string, object: object): CardCaseEvent | null {
+  if (!isDisputeChange(change)) return null;
   const dispute = object as Partial<Stripe.Dispute>;
   const paymentId =
     typeof dispute.payment_intent === 'string'
@@ -454,6 +459,7 @@ function disputeEvent(eventId: string, object: object): CardCaseEvent | null {
   return {
     kind: 'dispute',
     id: eventId,
+    change,
     disputeId: dispute.id,
     paymentId,
     amount: BigInt(dispute.amount as number),

@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import type { Mode } from '../../domain/types';
-import type { CardEvent, CardPayoutEvent } from '../../providers/card';
+import {
+  applyDisputeEvent,
+  applyRefundEvent,
+  disputeIntakeToConnect,
+  type Applied,
+} from '../../intake/card-cases';
+import type { CardCaseEvent, CardEvent, CardPayoutEvent } from '../../providers/card';
 import { SANDBOX_SIGNATURE_HEADER } from '../../providers/sandbox-mobile-money';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
@@ -37,7 +43,7 @@ function webhookRoute<M>(spec: {
     provider: { name: string; mode: Mode },
     message: M,
     body: unknown,
-  ) => Promise<Delivered>;
+  ) => Promise<Delivered | Applied>;
   refusal: string;
 }): Route {
   return defineRoute({
@@ -92,6 +98,12 @@ function webhookRoute<M>(spec: {
 export function providerWebhookRoutes(deps: ApiDeps): Route[] {
   const { providers } = deps;
   const { sandboxMobileMoney, liveMobileMoney, sandboxCard, liveCard, liveConnect } = providers;
+  const caseDeps = {
+    pool: deps.pool,
+    temporal: deps.temporal,
+    timeoutMs: deps.config.api.requestTimeoutMs,
+    timeoutError: () => new AppError('timeout'),
+  };
   return [
     webhookRoute({
       path: '/api/v1/webhooks/providers/mobile-money',
@@ -125,18 +137,27 @@ export function providerWebhookRoutes(deps: ApiDeps): Route[] {
         'recorded',
       sandbox: {
         name: sandboxCard.name,
-        verify: (r, h): CardEvent | CardPayoutEvent | null => sandboxCard.parseEvent(r, h),
+        // The sandbox sends no refund or dispute events (providers/sandbox-card.ts).
+        verify: (r, h): CardEvent | CardPayoutEvent | CardCaseEvent | null =>
+          sandboxCard.parseEvent(r, h),
       },
       live: liveCard && {
         name: liveCard.name,
         verify: (r, h) =>
-          liveCard.parseEvent(r, h) ?? liveConnect?.parsePayoutEvent?.(r, h) ?? null,
+          liveCard.parseEvent(r, h) ??
+          liveConnect?.parsePayoutEvent?.(r, h) ??
+          liveCard.parseCaseEvent(r, h),
       },
-      // A payout's event (`payout.*`) goes to its card payout's saga.
-      deliver: (provider, event, body) =>
-        'payoutId' in event
-          ? deliverCardPayoutEvent(deps, provider, event, body)
-          : deliverCardEvent(deps, provider, event, body),
+      // A payout's event (`payout.*`) goes to its card payout's saga; a refund's to its refund
+      // saga, a dispute's to the dispute workflow's intake (intake/card-cases.ts).
+      deliver: (provider, event, body) => {
+        if ('payoutId' in event) return deliverCardPayoutEvent(deps, provider, event, body);
+        if (!('kind' in event)) return deliverCardEvent(deps, provider, event, body);
+        const source = { provider: provider.name, mode: provider.mode, body };
+        return event.kind === 'refund'
+          ? applyRefundEvent(caseDeps, event, source)
+          : applyDisputeEvent(caseDeps, event, source, disputeIntakeToConnect);
+      },
       refusal: 'Invalid event signature',
     }),
   ];

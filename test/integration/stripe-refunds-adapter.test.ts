@@ -359,6 +359,7 @@ describe('refund and dispute events', () => {
     expect(parse(body)).toEqual({
       kind: 'dispute',
       id: JSON.parse(body).id,
+      change: 'created',
       disputeId,
       paymentId,
       amount: 4_000n,
@@ -378,7 +379,12 @@ describe('refund and dispute events', () => {
   ] as const)('reads %s of a %s dispute as %s', (type, status, expected) => {
     const disputeId = fake.addDispute(paymentId, status);
     const body = fake.eventBody(type, fake.disputeObject(disputeId));
-    expect(parse(body)).toMatchObject({ kind: 'dispute', disputeId, status: expected });
+    expect(parse(body)).toMatchObject({
+      kind: 'dispute',
+      change: type.slice('charge.dispute.'.length),
+      disputeId,
+      status: expected,
+    });
     expect(adapter.parseEvent(body, signed(body))).toBeNull();
   });
 

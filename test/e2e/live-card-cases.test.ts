@@ -1,0 +1,287 @@
+import { sql } from 'slonik';
+import Stripe from 'stripe';
+import {
+  DisputeIntakeNotConnectedError,
+  disputeIntakeToConnect,
+  type DisputeAnswer,
+  type DisputeClosing,
+  type DisputeOpening,
+} from '../../intake/card-cases';
+import { balanceOf } from '../support/database';
+import { clientFor, createUserWithWallet } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
+import { LOCALSTRIPE_CARDS, startLocalstripe, type Localstripe } from '../support/localstripe';
+
+/**
+ * Stripe's refund and dispute events through POST /api/v1/webhooks/providers/card: signed with
+ * the `stripe` package's own test header, parsed by the Live Mode adapter's `parseCaseEvent`,
+ * handed to intake/card-cases.ts. The card deposit disputed is a real Live Mode one, charged
+ * through localstripe; localstripe sends no refund or dispute events, so the test sends them in
+ * Stripe's JSON. The dispute workflow's intake is mocked only at its boundary
+ * (`disputeIntakeToConnect`), typed against its signature.
+ */
+
+const WEBHOOK_SECRET = 'whsec_live_card_cases_test';
+const DEPOSIT = '/api/v1/transactions/wallet/card-deposit';
+const WEBHOOK = '/api/v1/webhooks/providers/card';
+
+let localstripe: Localstripe;
+beforeAll(async () => {
+  localstripe = await startLocalstripe();
+  await localstripe.reset();
+});
+const engine = useTestEngine(() => ({ env: localstripe.env(WEBHOOK_SECRET) }));
+const { app, live } = useTestApp(engine, { currency: 'USD' });
+afterAll(async () => localstripe?.stop());
+
+let eventCount = 0;
+function eventBody(type: string, object: unknown): string {
+  eventCount += 1;
+  return JSON.stringify({
+    id: `evt_cases_${eventCount}`,
+    object: 'event',
+    api_version: Stripe.API_VERSION,
+    created: Math.floor(Date.now() / 1000),
+    livemode: true,
+    type,
+    data: { object },
+  });
+}
+
+const refund = (id: string, status: string, reference: string | null) => ({
+  id,
+  object: 'refund',
+  amount: 500,
+  currency: 'usd',
+  payment_intent: 'pi_refunded',
+  status,
+  metadata: reference ? { reference } : {},
+});
+
+const dispute = (id: string, paymentIntent: string, status: string, amount = 2_000) => ({
+  id,
+  object: 'dispute',
+  amount,
+  currency: 'usd',
+  charge: 'ch_disputed',
+  payment_intent: paymentIntent,
+  reason: 'product_not_received',
+  status,
+  evidence_details: { due_by: 1_800_000_000, has_evidence: false, submission_count: 0 },
+});
+
+function post(body: string, secret = WEBHOOK_SECRET) {
+  const signature = new Stripe('sk_test_any').webhooks.generateTestHeaderString({
+    payload: body,
+    secret,
+  });
+  return clientFor(engine.url, null).request('POST', WEBHOOK, {
+    raw: body,
+    headers: { 'stripe-signature': signature },
+  });
+}
+
+const notificationsFor = (paymentReference: string) =>
+  engine.pool.any(sql.unsafe`
+    SELECT kind, mode, status, reference, transaction_id, outcome
+    FROM provider_notifications WHERE payment_reference = ${paymentReference}
+    ORDER BY received_at`);
+
+/** A Live Mode card deposit charged through localstripe: its id and PaymentIntent id. */
+async function liveDeposit(amount: number) {
+  const { walletId } = await createUserWithWallet(live);
+  const pm = await localstripe.createCard(LOCALSTRIPE_CARDS.succeeds);
+  const res = await live.post(DEPOSIT, { wallet_id: walletId, amount, payment_method_id: pm });
+  expect(res.status).toBe(200);
+  expect(res.body.status).toBe('completed');
+  return {
+    id: res.body.id as string,
+    paymentIntent: res.body.provider_reference as string,
+    walletId,
+  };
+}
+
+afterEach(() => jest.restoreAllMocks());
+
+describe('refund events', () => {
+  it('refuses a bad signature (400) and keeps nothing', async () => {
+    const body = eventBody('refund.updated', refund('re_badsig', 'succeeded', null));
+    const res = await post(body, 'whsec_someone_else');
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ detail: 'Invalid event signature' });
+    expect(await notificationsFor('re_badsig')).toEqual([]);
+  });
+
+  it('keeps an outcome for a refund it does not know as unmatched and answers 200', async () => {
+    const reference = 'a1b2c3d4-0000-4000-8000-00000000beef';
+    for (const [type, status, expected] of [
+      ['refund.updated', 'succeeded', 'completed'],
+      ['refund.failed', 'failed', 'failed'],
+      ['charge.refund.updated', 'succeeded', 'completed'],
+    ] as const) {
+      const id = `re_unknown_${type.replace(/\./g, '_')}`;
+      const res = await post(eventBody(type, refund(id, status, reference)));
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ received: true, transaction_id: null, status: null });
+      expect(await notificationsFor(id)).toEqual([
+        {
+          kind: 'refund',
+          mode: 'live',
+          status: expected,
+          reference,
+          transaction_id: null,
+          outcome: 'unmatched',
+        },
+      ]);
+    }
+  });
+
+  it('keeps a pending refund only (ignored): it says nothing new', async () => {
+    const res = await post(eventBody('refund.created', refund('re_pending', 'pending', null)));
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ received: true, transaction_id: null, status: null });
+    expect(await notificationsFor('re_pending')).toEqual([
+      expect.objectContaining({ kind: 'refund', status: 'pending', outcome: 'ignored' }),
+    ]);
+  });
+
+  it('never takes a refund event for a deposit: its reference names no refund', async () => {
+    const deposit = await liveDeposit(12);
+    const res = await post(eventBody('refund.updated', refund('re_wrong', 'failed', deposit.id)));
+    expect(res.status).toBe(200);
+    expect(res.body.transaction_id).toBeNull();
+    expect((await notificationsFor('re_wrong'))[0]).toMatchObject({ outcome: 'unmatched' });
+    expect((await live.get(`/api/v1/transactions/${deposit.id}`)).body.status).toBe('completed');
+    expect(await balanceOf(engine.pool, deposit.walletId)).toBe(1_200n);
+  });
+});
+
+describe('dispute events', () => {
+  let deposit: Awaited<ReturnType<typeof liveDeposit>>;
+  beforeAll(async () => {
+    deposit = await liveDeposit(20);
+  });
+
+  function mockIntake() {
+    const open = jest
+      .spyOn(disputeIntakeToConnect, 'open')
+      .mockImplementation((o: DisputeOpening): Promise<DisputeAnswer> =>
+        Promise.resolve({ transaction_id: o.transactionId, status: 'needs_response' }),
+      );
+    const close = jest
+      .spyOn(disputeIntakeToConnect, 'close')
+      .mockImplementation((c: DisputeClosing): Promise<DisputeAnswer> =>
+        Promise.resolve({ transaction_id: deposit.id, status: c.status }),
+      );
+    return { open, close };
+  }
+
+  it('opens a dispute on our Live Mode deposit found by its PaymentIntent', async () => {
+    const { open, close } = mockIntake();
+    const body = eventBody(
+      'charge.dispute.created',
+      dispute('dp_open', deposit.paymentIntent, 'needs_response', 1_500),
+    );
+    const res = await post(body);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      received: true,
+      transaction_id: deposit.id,
+      status: 'needs_response',
+    });
+    expect(open.mock.calls).toEqual([
+      [
+        {
+          applicationId: app.id,
+          mode: 'live',
+          transactionId: deposit.id,
+          amount: 1_500n,
+          reason: 'product_not_received',
+          providerDisputeId: 'dp_open',
+          evidenceDueBy: new Date(1_800_000_000 * 1000).toISOString(),
+        },
+      ],
+    ]);
+    expect(close).not.toHaveBeenCalled();
+    expect(await notificationsFor('dp_open')).toEqual([
+      {
+        kind: 'dispute',
+        mode: 'live',
+        status: 'needs_response',
+        reference: deposit.paymentIntent,
+        transaction_id: deposit.id,
+        outcome: 'matched',
+      },
+    ]);
+  });
+
+  it('closes it as won or lost; an update opens and closes nothing', async () => {
+    const { open, close } = mockIntake();
+    for (const status of ['won', 'lost'] as const) {
+      const res = await post(
+        eventBody('charge.dispute.closed', dispute(`dp_${status}`, deposit.paymentIntent, status)),
+      );
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ received: true, transaction_id: deposit.id, status });
+    }
+    expect(close.mock.calls).toEqual([
+      [{ providerDisputeId: 'dp_won', status: 'won' }],
+      [{ providerDisputeId: 'dp_lost', status: 'lost' }],
+    ]);
+    const updated = await post(
+      eventBody('charge.dispute.updated', dispute('dp_upd', deposit.paymentIntent, 'under_review')),
+    );
+    expect(updated.status).toBe(200);
+    expect(updated.body).toEqual({ received: true, transaction_id: null, status: null });
+    expect(open).not.toHaveBeenCalled();
+    expect(close).toHaveBeenCalledTimes(2);
+    expect((await notificationsFor('dp_upd'))[0]).toMatchObject({ outcome: 'ignored' });
+  });
+
+  it('keeps a close the intake does not know as unmatched', async () => {
+    jest.spyOn(disputeIntakeToConnect, 'close').mockResolvedValue(null);
+    const res = await post(
+      eventBody('charge.dispute.closed', dispute('dp_unknown', deposit.paymentIntent, 'won')),
+    );
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ received: true, transaction_id: null, status: null });
+    expect((await notificationsFor('dp_unknown'))[0]).toMatchObject({ outcome: 'unmatched' });
+  });
+
+  it('ignores a dispute about a payment that is not one of our deposits, or another currency', async () => {
+    const { open } = mockIntake();
+    const stranger = await post(
+      eventBody('charge.dispute.created', dispute('dp_stranger', 'pi_not_ours', 'needs_response')),
+    );
+    expect(stranger.status).toBe(200);
+    expect(stranger.body).toEqual({ received: true, transaction_id: null, status: null });
+    const leones = await post(
+      eventBody('charge.dispute.created', {
+        ...dispute('dp_sle', deposit.paymentIntent, 'needs_response'),
+        currency: 'sle',
+      }),
+    );
+    expect(leones.status).toBe(200);
+    expect(leones.body.transaction_id).toBeNull();
+    expect(open).not.toHaveBeenCalled();
+    expect((await notificationsFor('dp_stranger'))[0]).toMatchObject({ outcome: 'ignored' });
+    expect((await notificationsFor('dp_sle'))[0]).toMatchObject({ outcome: 'ignored' });
+  });
+
+  it('answers 500 while the dispute intake is not connected, so that Stripe sends it again', async () => {
+    await expect(disputeIntakeToConnect.open({} as DisputeOpening)).rejects.toBeInstanceOf(
+      DisputeIntakeNotConnectedError,
+    );
+    const res = await post(
+      eventBody(
+        'charge.dispute.created',
+        dispute('dp_later', deposit.paymentIntent, 'needs_response'),
+      ),
+    );
+    expect(res.status).toBe(500);
+    expect((await notificationsFor('dp_later'))[0]).toMatchObject({
+      outcome: 'unmatched',
+      transaction_id: deposit.id,
+    });
+  });
+});
