@@ -114,7 +114,8 @@ export const disputeIntakeToConnect: DisputeIntake = {
  * A dispute event to the dispute workflow's intake: `created` opens a dispute on our card
  * deposit (found by the provider's payment id, in the provider's mode), `closed` as won or lost
  * closes it, anything else (`updated`) is kept only. A dispute about a payment that is not one
- * of our card deposits of that mode, or in another currency, is kept `ignored`.
+ * of our card deposits of that mode, or in another currency, or that the intake does not know,
+ * is kept `ignored`.
  */
 export async function applyDisputeEvent(
   deps: Pick<TemporalDeps, 'pool'>,
@@ -122,7 +123,9 @@ export async function applyDisputeEvent(
   source: CaseEventSource,
   disputes: DisputeIntake,
 ): Promise<Applied> {
-  const keep = (outcome: 'matched' | 'unmatched' | 'ignored', transactionId: string | null) =>
+  // Never `unmatched`: the reconciliation retries no dispute kind, and such a row would take one
+  // of its retry slots for nothing. A refused event comes again from the provider's own retry.
+  const keep = (outcome: 'matched' | 'ignored', transactionId: string | null) =>
     insertProviderNotification(deps.pool, {
       provider: source.provider,
       kind: 'dispute',
@@ -161,11 +164,11 @@ export async function applyDisputeEvent(
     }
   } catch (error) {
     // Kept as it came; the provider gets no 200 and sends it again.
-    await keep('unmatched', transactionId);
+    await keep('ignored', transactionId);
     throw error;
   }
   const reached = answer?.transaction_id ?? null;
-  await keep(answer ? 'matched' : 'unmatched', reached ?? transactionId);
+  await keep(answer ? 'matched' : 'ignored', reached ?? transactionId);
   return { transactionId: reached, status: answer?.status ?? null };
 }
 

@@ -238,14 +238,14 @@ describe('dispute events', () => {
     expect((await notificationsFor('dp_upd'))[0]).toMatchObject({ outcome: 'ignored' });
   });
 
-  it('keeps a close the intake does not know as unmatched', async () => {
+  it('keeps a close the intake does not know as ignored (no reconciliation retries disputes)', async () => {
     jest.spyOn(disputeIntakeToConnect, 'close').mockResolvedValue(null);
     const res = await post(
       eventBody('charge.dispute.closed', dispute('dp_unknown', deposit.paymentIntent, 'won')),
     );
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ received: true, transaction_id: null, status: null });
-    expect((await notificationsFor('dp_unknown'))[0]).toMatchObject({ outcome: 'unmatched' });
+    expect((await notificationsFor('dp_unknown'))[0]).toMatchObject({ outcome: 'ignored' });
   });
 
   it('ignores a dispute about a payment that is not one of our deposits, or another currency', async () => {
@@ -280,7 +280,7 @@ describe('dispute events', () => {
     );
     expect(res.status).toBe(500);
     expect((await notificationsFor('dp_later'))[0]).toMatchObject({
-      outcome: 'unmatched',
+      outcome: 'ignored',
       transaction_id: deposit.id,
     });
   });
