@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import Stripe from 'stripe';
 import {
@@ -7,6 +8,7 @@ import {
   type DisputeClosing,
   type DisputeOpening,
 } from '../../intake/card-cases';
+import { insertTransaction } from '../../db/transactions';
 import { balanceOf } from '../support/database';
 import { clientFor, createUserWithWallet } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
@@ -153,6 +155,65 @@ describe('refund events', () => {
     expect((await notificationsFor('re_wrong'))[0]).toMatchObject({ outcome: 'unmatched' });
     expect((await live.get(`/api/v1/transactions/${deposit.id}`)).body.status).toBe('completed');
     expect(await balanceOf(engine.pool, deposit.walletId)).toBe(1_200n);
+  });
+});
+
+describe('refund events reaching a refund record', () => {
+  // The refund saga is not written yet: its record is inserted as the saga writes it (pending,
+  // with Stripe's refund id once Stripe answered), so that the lookup is what is tested. With
+  // no `refund-<id>` workflow running, the answer is the record's own status.
+  async function refundRecord(mode: 'test' | 'live', providerReference: string | null) {
+    const deposit = await liveDeposit(9);
+    const row = await insertTransaction(engine.pool, {
+      id: randomUUID(),
+      applicationId: app.id,
+      mode,
+      type: 'card_refund',
+      status: 'pending',
+      currency: 'USD',
+      amount: 400n,
+      walletId: deposit.walletId,
+      providerReference,
+      parentId: deposit.id,
+    });
+    return row.id;
+  }
+
+  it('finds our refund by Stripe’s refund id and hands it on (matched)', async () => {
+    const id = await refundRecord('live', 're_ours');
+    const res = await post(eventBody('refund.updated', refund('re_ours', 'succeeded', null)));
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ received: true, transaction_id: id, status: 'pending' });
+    expect(await notificationsFor('re_ours')).toEqual([
+      {
+        kind: 'refund',
+        mode: 'live',
+        status: 'completed',
+        reference: null,
+        transaction_id: id,
+        outcome: 'matched',
+      },
+    ]);
+  });
+
+  it('keeps one whose refund id is not stored yet unmatched, for the reconciliation', async () => {
+    const id = await refundRecord('live', null);
+    const res = await post(eventBody('refund.failed', refund('re_not_stored', 'failed', id)));
+    expect(res.status).toBe(200);
+    expect(res.body.transaction_id).toBeNull();
+    expect((await notificationsFor('re_not_stored'))[0]).toMatchObject({
+      status: 'failed',
+      reference: id,
+      outcome: 'unmatched',
+    });
+  });
+
+  it('ignores one about a Test Mode refund: Stripe speaks for Live Mode only', async () => {
+    await refundRecord('test', 're_test_mode');
+    const res = await post(eventBody('refund.updated', refund('re_test_mode', 'succeeded', null)));
+    expect(res.status).toBe(200);
+    expect(res.body.transaction_id).toBeNull();
+    expect((await notificationsFor('re_test_mode'))[0]).toMatchObject({ outcome: 'ignored' });
   });
 });
 
