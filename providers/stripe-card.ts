@@ -530,3 +530,22 @@ export function verifiedStripeEvent(
     return null;
   }
 }
+
+/**
+ * The id of an event signed with the endpoint's secret, whatever its type: the card webhook
+ * answers 200 to one that no reader takes (an event type it does not act on), so that Stripe
+ * neither retries it nor disables the endpoint; null when the signature does not match.
+ */
+export function signedStripeEventId(
+  rawBody: string,
+  headers: Record<string, string | undefined>,
+  webhookSecret: string | null | undefined,
+): string | null {
+  const signature = headerValue(headers, STRIPE_SIGNATURE_HEADER);
+  if (!signature || !webhookSecret) return null;
+  try {
+    return Stripe.webhooks.constructEvent(rawBody, signature, webhookSecret).id ?? null;
+  } catch {
+    return null;
+  }
+}

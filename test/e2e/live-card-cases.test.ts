@@ -114,6 +114,22 @@ describe('refund events', () => {
     expect(await notificationsFor('re_badsig')).toEqual([]);
   });
 
+  it('answers 200 to a signed event of a type it does not act on, and keeps nothing', async () => {
+    for (const body of [
+      eventBody('customer.created', { id: 'cus_unread', object: 'customer' }),
+      eventBody('charge.dispute.funds_withdrawn', dispute('dp_unread', 'pi_x', 'needs_response')),
+      // One it reads, but whose object lacks what the engine needs.
+      eventBody('refund.updated', { id: 're_unread', object: 'refund', status: 'sideways' }),
+    ]) {
+      const res = await post(body);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ received: true, transaction_id: null, status: null });
+    }
+    for (const reference of ['cus_unread', 'dp_unread', 're_unread']) {
+      expect(await notificationsFor(reference)).toEqual([]);
+    }
+  });
+
   it('keeps an outcome for a refund it does not know as unmatched and answers 200', async () => {
     const reference = 'a1b2c3d4-0000-4000-8000-00000000beef';
     for (const [type, status, expected] of [
