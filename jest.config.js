@@ -17,6 +17,7 @@ const shared = {
 const serverless = [
   '<rootDir>/test/integration/monime-adapter.test.ts',
   '<rootDir>/test/integration/address-guard.test.ts',
+  '<rootDir>/test/integration/stripe-refunds-adapter.test.ts',
 ];
 
 /** @type {import('jest').Config} */

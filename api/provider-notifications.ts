@@ -6,7 +6,7 @@ import {
 import { findMoneyOut } from '../db/money-out';
 import type { TransactionRow } from '../db/transactions';
 import type { Mode } from '../domain/types';
-import type { CardCaseEvent, CardEvent, CardPayoutEvent } from '../providers/card';
+import type { CardEvent, CardPayoutEvent } from '../providers/card';
 import type { MobileMoneyNotification, PayoutNotification } from '../providers/mobile-money';
 import type { MoneyOutOutcome } from '../workflows/money-out-shared';
 import type { DepositOutcome } from '../workflows/shared';
@@ -107,34 +107,6 @@ export function deliverCardPayoutEvent(
       paymentReference: payoutId,
       reference,
       status: status === 'paid' ? 'completed' : 'failed',
-    },
-    body,
-  );
-}
-
-/** A card provider's event about a refund (`refund.*`). */
-export type CardRefundEvent = Extract<CardCaseEvent, { kind: 'refund' }>;
-
-/**
- * A card provider's event about a refund, to its refund's saga (kind `refund`), which asks the
- * provider before it moves money; a refund reported made may still fail later (Live Mode).
- */
-export function deliverCardRefundEvent(
-  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,
-  provider: { name: string; mode: Mode },
-  event: CardRefundEvent,
-  body: unknown,
-): Promise<Delivered> {
-  const { refundId, reference, status } = event;
-  return deliver(
-    deps,
-    'refund',
-    {
-      provider: provider.name,
-      mode: provider.mode,
-      paymentReference: refundId,
-      reference,
-      status: status === 'succeeded' ? 'completed' : status,
     },
     body,
   );

@@ -189,6 +189,7 @@ export const notificationTargets = {
   },
   cashout: moneyOutTarget('mobile_money_cashout', 'cashout'),
   payout: moneyOutTarget('card_payout', 'payout'),
+  // A card refund is a money-out saga too: its provider events (intake/card-cases.ts) notify it.
   refund: moneyOutTarget('card_refund', 'refund'),
 } as const satisfies Record<string, NotificationTarget>;
 

@@ -108,6 +108,8 @@ export type CardCaseEvent =
   | {
       kind: 'dispute';
       id: string;
+      /** What the event says happened: opened, changed (evidence, inquiry) or decided. */
+      change: 'created' | 'updated' | 'closed';
       disputeId: string;
       /** The disputed payment (a PaymentIntent id for Stripe). */
       paymentId: string;

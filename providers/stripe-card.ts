@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import Stripe from 'stripe';
 import type { Config } from '../config';
 import { CURRENCIES, type Currency } from '../domain/money';
@@ -73,7 +74,8 @@ const REFUND_STATUS: Record<string, CardRefundStatus> = {
 
 /**
  * A Dispute's status in the contract's words: an inquiry (`warning_*`) reads like a dispute, and
- * one closed without a chargeback (`warning_closed`) is won.
+ * one closed without a chargeback (`warning_closed`, `prevented`) is won. An appeal follows a
+ * lost decision whose money is gone: it reads lost until Stripe says won.
  */
 const DISPUTE_STATUS: Record<string, CardDisputeStatus> = {
   warning_needs_response: 'needs_response',
@@ -81,8 +83,11 @@ const DISPUTE_STATUS: Record<string, CardDisputeStatus> = {
   warning_under_review: 'under_review',
   under_review: 'under_review',
   warning_closed: 'won',
+  prevented: 'won',
   won: 'won',
   lost: 'lost',
+  appeal_needs_response: 'lost',
+  appeal_under_review: 'lost',
 };
 
 const FUNDING = new Set<CardMetadata['funding']>(['credit', 'debit', 'prepaid', 'unknown']);
@@ -124,6 +129,10 @@ export type StripeCardOptions = {
  *   of tolerance). Only the four PaymentIntent events that say where a payment stands are read
  *   (succeeded, payment_failed, requires_action, processing; canceled reads as failed); any other
  *   event, like a bad signature, is null: subscribe the endpoint to those event types only.
+ * - Refunds and disputes (`parseCaseEvent`, STRIPE_CASE_EVENT_TYPES): Refunds.create with the
+ *   PaymentIntent, amount, reason, metadata.reference and our idempotency key; a refund's outcome
+ *   comes in its events. Dispute evidence goes as uncategorized text, submitted at once. An event
+ *   object lacking what the engine needs reads null, never an error.
  */
 export class StripeCardProvider implements CardProvider {
   readonly name = 'stripe';
@@ -273,13 +282,19 @@ export class StripeCardProvider implements CardProvider {
     }
   }
 
-  /** Disputes.update with the text as uncategorized evidence, submitted for review at once. */
+  /**
+   * Disputes.update with the text as uncategorized evidence, submitted for review at once. The
+   * idempotency key is the dispute and the text: a retry after a lost answer replays the first
+   * answer instead of being refused for a dispute already submitted.
+   */
   async submitDisputeEvidence(disputeId: string, text: string): Promise<void> {
+    const digest = createHash('sha256').update(text, 'utf8').digest('hex');
     try {
-      await this.client.disputes.update(disputeId, {
-        evidence: { uncategorized_text: text },
-        submit: true,
-      });
+      await this.client.disputes.update(
+        disputeId,
+        { evidence: { uncategorized_text: text }, submit: true },
+        { idempotencyKey: `dispute-evidence-${disputeId}-${digest}` },
+      );
     } catch (error) {
       throw refusalOrTransient(error);
     }
@@ -298,6 +313,11 @@ export class StripeCardProvider implements CardProvider {
     return disputeStatus(dispute.status);
   }
 
+  /**
+   * A refund or dispute event, read defensively: an event whose object lacks what the engine
+   * needs, or carries a status this adapter does not know, is null like an unrelated one, so
+   * that the webhook answers and Stripe does not retry it forever.
+   */
   parseCaseEvent(
     rawBody: string,
     headers: Record<string, string | undefined>,
@@ -306,33 +326,17 @@ export class StripeCardProvider implements CardProvider {
     if (!event || !(STRIPE_CASE_EVENT_TYPES as readonly string[]).includes(event.type)) {
       return null;
     }
+    const object: unknown = event.data?.object;
+    if (typeof object !== 'object' || object === null) return null;
     if (event.type.startsWith('charge.dispute.')) {
-      const dispute = event.data.object as Partial<Stripe.Dispute>;
-      const paymentId =
-        typeof dispute.payment_intent === 'string'
-          ? dispute.payment_intent
-          : dispute.payment_intent?.id;
-      const currency = dispute.currency?.toUpperCase() as Currency | undefined;
-      if (typeof dispute.id !== 'string' || !paymentId || typeof dispute.amount !== 'number') {
-        return null;
-      }
-      if (!currency || !CURRENCIES.includes(currency) || !dispute.status) return null;
-      const dueBy = dispute.evidence_details?.due_by;
-      return {
-        kind: 'dispute',
-        id: event.id,
-        disputeId: dispute.id,
-        paymentId,
-        amount: BigInt(dispute.amount),
-        currency,
-        reason: dispute.reason ?? 'general',
-        status: disputeStatus(dispute.status),
-        evidenceDueBy: typeof dueBy === 'number' ? new Date(dueBy * 1000).toISOString() : null,
-      };
+      return disputeEvent(event.id, event.type.slice('charge.dispute.'.length), object);
     }
-    const refund = event.data.object as Partial<Stripe.Refund>;
-    const status = refund.status ? REFUND_STATUS[refund.status] : undefined;
-    if (typeof refund.id !== 'string' || !status) return null;
+    const refund = object as Partial<Stripe.Refund>;
+    const status =
+      typeof refund.status === 'string' && Object.hasOwn(REFUND_STATUS, refund.status)
+        ? REFUND_STATUS[refund.status]
+        : undefined;
+    if (typeof refund.id !== 'string' || refund.object !== 'refund' || !status) return null;
     const reference = refund.metadata?.reference;
     return {
       kind: 'refund',
@@ -430,8 +434,50 @@ function nextActionUrl(intent: Stripe.PaymentIntent): string | null {
   return typeof sdk?.stripe_js === 'string' && sdk.stripe_js !== '' ? sdk.stripe_js : null;
 }
 
+/** A dispute event's object as the engine reads it; null when it lacks what is needed. */
+const DISPUTE_CHANGES = ['created', 'updated', 'closed'] as const;
+const isDisputeChange = (change: string): change is (typeof DISPUTE_CHANGES)[number] =>
+  (DISPUTE_CHANGES as readonly string[]).includes(change);
+
+function disputeEvent(eventId: string, change: string, object: object): CardCaseEvent | null {
+  if (!isDisputeChange(change)) return null;
+  const dispute = object as Partial<Stripe.Dispute>;
+  const paymentId =
+    typeof dispute.payment_intent === 'string'
+      ? dispute.payment_intent
+      : dispute.payment_intent?.id;
+  const currency =
+    typeof dispute.currency === 'string' ? (dispute.currency.toUpperCase() as Currency) : null;
+  const status =
+    typeof dispute.status === 'string' && Object.hasOwn(DISPUTE_STATUS, dispute.status)
+      ? DISPUTE_STATUS[dispute.status]
+      : undefined;
+  if (typeof dispute.id !== 'string' || typeof paymentId !== 'string' || !status) return null;
+  if (!Number.isSafeInteger(dispute.amount) || (dispute.amount as number) <= 0) return null;
+  if (!currency || !CURRENCIES.includes(currency)) return null;
+  const dueBy = dispute.evidence_details?.due_by;
+  return {
+    kind: 'dispute',
+    id: eventId,
+    change,
+    disputeId: dispute.id,
+    paymentId,
+    amount: BigInt(dispute.amount as number),
+    currency,
+    reason: typeof dispute.reason === 'string' ? dispute.reason : 'general',
+    status,
+    evidenceDueBy:
+      typeof dueBy === 'number' && Number.isSafeInteger(dueBy)
+        ? new Date(dueBy * 1000).toISOString()
+        : null,
+  };
+}
+
 function toCardRefund(refund: Stripe.Refund): CardRefund {
-  const status = refund.status ? REFUND_STATUS[refund.status] : undefined;
+  const status =
+    refund.status && Object.hasOwn(REFUND_STATUS, refund.status)
+      ? REFUND_STATUS[refund.status]
+      : undefined;
   if (!status) {
     throw new StripeResponseError(`Stripe answered an unknown Refund status "${refund.status}"`);
   }
@@ -444,7 +490,10 @@ function toCardRefund(refund: Stripe.Refund): CardRefund {
     status,
     amount: BigInt(refund.amount),
     currency,
-    failureReason: status === 'failed' ? (refund.failure_reason ?? 'unknown') : null,
+    failureReason:
+      status === 'failed'
+        ? (refund.failure_reason ?? (refund.status === 'canceled' ? 'canceled' : 'unknown'))
+        : null,
   };
 }
 
@@ -477,6 +526,25 @@ export function verifiedStripeEvent(
   if (!signature || !webhookSecret) return null;
   try {
     return client.webhooks.constructEvent(rawBody, signature, webhookSecret);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The id of an event signed with the endpoint's secret, whatever its type: the card webhook
+ * answers 200 to one that no reader takes (an event type it does not act on), so that Stripe
+ * neither retries it nor disables the endpoint; null when the signature does not match.
+ */
+export function signedStripeEventId(
+  rawBody: string,
+  headers: Record<string, string | undefined>,
+  webhookSecret: string | null | undefined,
+): string | null {
+  const signature = headerValue(headers, STRIPE_SIGNATURE_HEADER);
+  if (!signature || !webhookSecret) return null;
+  try {
+    return Stripe.webhooks.constructEvent(rawBody, signature, webhookSecret).id ?? null;
   } catch {
     return null;
   }

@@ -1,16 +1,21 @@
 import { z } from 'zod';
 import type { Mode } from '../../domain/types';
+import {
+  applyDisputeEvent,
+  applyRefundEvent,
+  disputeIntake,
+  type Applied,
+} from '../../intake/card-cases';
 import type { CardCaseEvent, CardEvent, CardPayoutEvent } from '../../providers/card';
 import { SANDBOX_SIGNATURE_HEADER } from '../../providers/sandbox-mobile-money';
+import { signedStripeEventId } from '../../providers/stripe-card';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
 import {
   deliverCardEvent,
   deliverCardPayoutEvent,
-  deliverCardRefundEvent,
   deliverNotification,
   deliverPayoutNotification,
-  type CardRefundEvent,
   type Delivered,
 } from '../provider-notifications';
 import { defineRoute, type Route } from '../route';
@@ -25,6 +30,8 @@ export const MAX_NOTIFICATION_BYTES = 64 * 1024;
 /** A provider that can verify its own signed messages. */
 type Verifier<M> = { name: string; verify: (raw: string, headers: Headers) => M | null };
 type Headers = Record<string, string | undefined>;
+/** A provider's signed event that the engine does not act on (its id). */
+type UnreadEvent = { unread: string };
 
 /**
  * A provider's webhook: the sandbox's messages (`sandbox-signature`) reach Test Mode, any other
@@ -39,7 +46,7 @@ function webhookRoute<M>(spec: {
     provider: { name: string; mode: Mode },
     message: M,
     body: unknown,
-  ) => Promise<Delivered>;
+  ) => Promise<Delivered | Applied>;
   refusal: string;
 }): Route {
   return defineRoute({
@@ -91,15 +98,21 @@ function webhookRoute<M>(spec: {
   });
 }
 
-/** A refund's event; any other case event (a dispute's) is not taken here. */
-const refundEvent = (event: CardCaseEvent | null): CardRefundEvent | null =>
-  event?.kind === 'refund' ? event : null;
-
-type AnyCardEvent = CardEvent | CardPayoutEvent | CardRefundEvent;
-
 export function providerWebhookRoutes(deps: ApiDeps): Route[] {
   const { providers } = deps;
   const { sandboxMobileMoney, liveMobileMoney, sandboxCard, liveCard, liveConnect } = providers;
+  // Signed by Stripe but of a type no reader takes: answered 200, kept nowhere.
+  const unreadEvent = (r: string, h: Headers): UnreadEvent | null => {
+    const id = signedStripeEventId(r, h, deps.config.providers.stripe.webhookSecret);
+    return id ? { unread: id } : null;
+  };
+  const caseDeps = {
+    pool: deps.pool,
+    temporal: deps.temporal,
+    timeoutMs: deps.config.api.requestTimeoutMs,
+    timeoutError: () => new AppError('timeout'),
+  };
+  const disputes = disputeIntake({ ...caseDeps, taskQueue: deps.config.temporal.taskQueue });
   return [
     webhookRoute({
       path: '/api/v1/webhooks/providers/mobile-money',
@@ -129,27 +142,34 @@ export function providerWebhookRoutes(deps: ApiDeps): Route[] {
       summary:
         'Inbound card provider event (signed: `Stripe-Signature` in Live Mode, ' +
         '`sandbox-signature` from the Test Mode sandbox): a card deposit’s payment, a card ' +
-        'payout paid or failed (a payout reported paid and later failed is reversed), or a ' +
-        'card refund made or failed; 200 once recorded',
+        'payout paid or failed (a payout reported paid and later failed is reversed), or a card ' +
+        'refund’s or dispute’s event; 200 once recorded, and for a signed event of a type it ' +
+        'does not act on',
       sandbox: {
         name: sandboxCard.name,
-        // The sandbox sends no refund events: the saga asks it.
-        verify: (r, h): AnyCardEvent | null => sandboxCard.parseEvent(r, h),
+        // The sandbox sends no refund or dispute events (providers/sandbox-card.ts).
+        verify: (r, h): CardEvent | CardPayoutEvent | CardCaseEvent | UnreadEvent | null =>
+          sandboxCard.parseEvent(r, h),
       },
       live: liveCard && {
         name: liveCard.name,
-        verify: (r, h): AnyCardEvent | null =>
+        verify: (r, h) =>
           liveCard.parseEvent(r, h) ??
           liveConnect?.parsePayoutEvent?.(r, h) ??
-          refundEvent(liveCard.parseCaseEvent(r, h)),
+          liveCard.parseCaseEvent(r, h) ??
+          unreadEvent(r, h),
       },
-      // A payout's event (`payout.*`) goes to its card payout's saga, a refund's to its refund's.
-      deliver: (provider, event, body) =>
-        'payoutId' in event
-          ? deliverCardPayoutEvent(deps, provider, event, body)
-          : 'refundId' in event
-            ? deliverCardRefundEvent(deps, provider, event, body)
-            : deliverCardEvent(deps, provider, event, body),
+      // A payout's event (`payout.*`) goes to its card payout's saga; a refund's to its refund
+      // saga, a dispute's to the dispute workflow's intake (intake/card-cases.ts).
+      deliver: (provider, event, body) => {
+        if ('unread' in event) return Promise.resolve({ transactionId: null, status: null });
+        if ('payoutId' in event) return deliverCardPayoutEvent(deps, provider, event, body);
+        if (!('kind' in event)) return deliverCardEvent(deps, provider, event, body);
+        const source = { provider: provider.name, mode: provider.mode, body };
+        return event.kind === 'refund'
+          ? applyRefundEvent(caseDeps, event, source)
+          : applyDisputeEvent(caseDeps, event, source, disputes);
+      },
       refusal: 'Invalid event signature',
     }),
   ];

@@ -1,0 +1,208 @@
+/**
+ * A card provider's refund and dispute events (`CardProvider.parseCaseEvent`), once verified,
+ * into the engine: the integration points between the card webhook and the refund saga and the
+ * dispute workflow. Each event is kept in `provider_notifications` with what became of it, as
+ * the payment events are (intake/notifications.ts).
+ */
+import { findNotifiedPayment, insertProviderNotification } from '../db/provider-notifications';
+import { findTransaction } from '../db/transactions';
+import type { Mode } from '../domain/types';
+import type { CardCaseEvent } from '../providers/card';
+import type { DisputeStatus } from '../workflows/dispute-shared';
+import { closeDispute, openDispute, type DisputeDeps } from './disputes';
+import { receiveNotification, type Resolution, type TemporalDeps } from './notifications';
+
+export type RefundEvent = Extract<CardCaseEvent, { kind: 'refund' }>;
+export type DisputeEvent = Extract<CardCaseEvent, { kind: 'dispute' }>;
+
+/** Where the event came from: its provider and the mode that provider speaks for. */
+export type CaseEventSource = { provider: string; mode: Mode; body: unknown };
+
+/** What the webhook answers: the payment the event reached, and its status then. */
+export type Applied = { transactionId: string | null; status: string | null };
+
+/**
+ * A refund's outcome to its money-out saga (`refund-<transaction id>`, the `notify` update), by
+ * the path every provider message takes (`receiveNotification`, kind `refund`): found by the
+ * provider's refund id, else by our transaction id in its metadata; kept `unmatched` for the
+ * reconciliation when no refund can take it yet. A pending refund says nothing new: kept only.
+ */
+export async function applyRefundEvent(
+  deps: TemporalDeps,
+  event: RefundEvent,
+  source: CaseEventSource,
+): Promise<Applied> {
+  const message = {
+    provider: source.provider,
+    mode: source.mode,
+    paymentReference: event.refundId,
+    reference: event.reference,
+  };
+  if (event.status === 'pending') {
+    const payment = await findNotifiedPayment(deps.pool, {
+      transactionType: 'card_refund',
+      paymentReference: event.refundId,
+      transactionId: uuidOrNull(event.reference),
+    });
+    const ours = payment && payment.mode === source.mode ? payment : null;
+    await insertProviderNotification(deps.pool, {
+      ...message,
+      kind: 'refund',
+      status: 'pending',
+      transactionId: ours?.id ?? null,
+      outcome: 'ignored',
+      body: source.body,
+    });
+    return { transactionId: ours?.id ?? null, status: ours?.status ?? null };
+  }
+  const resolution: Resolution = await receiveNotification(
+    deps,
+    'refund',
+    { ...message, status: event.status === 'succeeded' ? 'completed' : 'failed' },
+    source.body,
+  );
+  return { transactionId: resolution.transactionId, status: resolution.status };
+}
+
+/** A dispute to open: the provider's, on one of our Live Mode card deposits. */
+export type DisputeOpening = {
+  applicationId: string;
+  mode: Mode;
+  /** Our card deposit that is disputed. */
+  transactionId: string;
+  /** Minor units of the deposit's currency. */
+  amount: bigint;
+  reason: string;
+  providerDisputeId: string;
+  /** ISO 8601; null when the provider gives no due date. */
+  evidenceDueBy: string | null;
+};
+
+export type DisputeClosing = {
+  applicationId: string;
+  mode: Mode;
+  providerDisputeId: string;
+  status: 'won' | 'lost';
+};
+
+/** What the dispute workflow's intake answers: the Dispute, or null for a dispute it lacks. */
+export type DisputeAnswer = { transaction_id: string; status: DisputeStatus } | null;
+
+/**
+ * The dispute workflow's intake (intake/disputes.ts `openDispute` / `closeDispute`), as the
+ * card webhook calls it: opening is idempotent by `providerDisputeId`, closing a closed dispute
+ * changes nothing.
+ */
+export type DisputeIntake = {
+  open(opening: DisputeOpening): Promise<DisputeAnswer>;
+  close(closing: DisputeClosing): Promise<DisputeAnswer>;
+};
+
+/** The dispute workflow's intake (intake/disputes.ts) as the card webhook calls it. */
+export function disputeIntake(deps: DisputeDeps): DisputeIntake {
+  return {
+    open: async (opening) => {
+      const answer = await openDispute(deps, opening);
+      if (answer.status !== 'opened') return null;
+      return { transaction_id: answer.dispute.transaction_id, status: answer.dispute.status };
+    },
+    close: async ({ status, ...named }) => {
+      const row = await closeDispute(deps, { ...named, status });
+      return row && { transaction_id: row.transaction_id, status: row.status };
+    },
+  };
+}
+
+/**
+ * A dispute event to the dispute workflow's intake: `created` opens a dispute on our card
+ * deposit (found by the provider's payment id, in the provider's mode), `closed` as won or lost
+ * closes it, anything else (`updated`) is kept only. A dispute about a payment that is not one
+ * of our card deposits of that mode, or in another currency, or that the intake does not know,
+ * is kept `ignored`.
+ */
+export async function applyDisputeEvent(
+  deps: Pick<TemporalDeps, 'pool'>,
+  event: DisputeEvent,
+  source: CaseEventSource,
+  disputes: DisputeIntake,
+): Promise<Applied> {
+  // Never `unmatched`: the reconciliation retries no dispute kind, and such a row would take one
+  // of its retry slots for nothing. A refused event comes again from the provider's own retry.
+  const keep = (outcome: 'matched' | 'ignored', transactionId: string | null) =>
+    insertProviderNotification(deps.pool, {
+      provider: source.provider,
+      kind: 'dispute',
+      mode: source.mode,
+      paymentReference: event.disputeId,
+      reference: event.paymentId,
+      status: event.status,
+      transactionId,
+      outcome,
+      body: source.body,
+    });
+  let answer: DisputeAnswer;
+  let transactionId: string | null = null;
+  try {
+    if (event.change === 'created') {
+      const deposit = await disputedDeposit(deps, event, source.mode);
+      if (!deposit) {
+        await keep('ignored', null);
+        return { transactionId: null, status: null };
+      }
+      transactionId = deposit.id;
+      answer = await disputes.open({
+        applicationId: deposit.application_id,
+        mode: deposit.mode,
+        transactionId: deposit.id,
+        amount: event.amount,
+        reason: event.reason,
+        providerDisputeId: event.disputeId,
+        evidenceDueBy: event.evidenceDueBy,
+      });
+    } else if (event.change === 'closed' && (event.status === 'won' || event.status === 'lost')) {
+      const deposit = await disputedDeposit(deps, event, source.mode);
+      if (!deposit) {
+        await keep('ignored', null);
+        return { transactionId: null, status: null };
+      }
+      transactionId = deposit.id;
+      answer = await disputes.close({
+        applicationId: deposit.application_id,
+        mode: deposit.mode,
+        providerDisputeId: event.disputeId,
+        status: event.status,
+      });
+    } else {
+      await keep('ignored', null);
+      return { transactionId: null, status: null };
+    }
+  } catch (error) {
+    // Kept as it came; the provider gets no 200 and sends it again.
+    await keep('ignored', transactionId);
+    throw error;
+  }
+  const reached = answer?.transaction_id ?? null;
+  await keep(answer ? 'matched' : 'ignored', reached ?? transactionId);
+  return { transactionId: reached, status: answer?.status ?? null };
+}
+
+/** Our card deposit the dispute is about: that provider payment, that mode, that currency. */
+async function disputedDeposit(deps: Pick<TemporalDeps, 'pool'>, event: DisputeEvent, mode: Mode) {
+  const payment = await findNotifiedPayment(deps.pool, {
+    transactionType: 'card_deposit',
+    paymentReference: event.paymentId,
+    transactionId: null,
+  });
+  if (!payment || payment.providerReference !== event.paymentId || payment.mode !== mode) {
+    return null;
+  }
+  const deposit = await findTransaction(deps.pool, payment.id);
+  return deposit && deposit.currency === event.currency ? deposit : null;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function uuidOrNull(reference: string | null): string | null {
+  const lowered = reference?.toLowerCase() ?? null;
+  return lowered && UUID.test(lowered) ? lowered : null;
+}
