@@ -128,7 +128,7 @@ function EvidenceForm(props: { path: string; dispute: Dispute; onSubmitted: () =
       .finally(() => setBusy(false));
   };
   return (
-    <form class="stack" aria-label="Evidence" onSubmit={submit}>
+    <form class="stack" onSubmit={submit}>
       {closed && (
         <p class="muted">This dispute is closed ({props.dispute.status}): it takes no evidence.</p>
       )}

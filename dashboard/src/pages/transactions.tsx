@@ -186,7 +186,7 @@ function RefundForm(props: {
       .finally(() => setBusy(false));
   };
   return (
-    <form class="inline" aria-label="Refund" onSubmit={submit}>
+    <form class="inline" onSubmit={submit}>
       <label>
         Refund amount
         <input
