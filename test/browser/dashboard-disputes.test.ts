@@ -257,7 +257,12 @@ describe('card refunds on the dashboard', () => {
     await page.getByRole('link', { name: deposit }).click();
     await page.locator('dd[data-amount-refunded]', { hasText: '0.00' }).waitFor();
     expect(await page.getByLabel('Refund amount').inputValue()).toBe('40.00');
-    expect(await balanceOf(engine.pool, walletId)).toBe(4_000n);
+    const balance = await pollUntil(
+      () => balanceOf(engine.pool, walletId),
+      (b) => b === 4_000n,
+    );
+    expect(balance).toBe(4_000n);
+    await assertLedgerInvariant(engine.pool);
     expect(errors).toEqual([]);
   });
 });
