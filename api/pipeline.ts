@@ -327,10 +327,12 @@ export function mountRoutes(
           reading.refused = error;
         }
       };
-      let caller: Caller | null = null;
+      let caller: Caller | null;
       let counted: ClaimResult | null | undefined;
-      if (route.auth === null || route.admin) readAs(null);
-      else {
+      if (route.auth === null || route.admin) {
+        caller = route.auth === null && route.sessionCaller ? route.sessionCaller(ctx) : null;
+        readAs(caller);
+      } else {
         ({ caller, claim: counted } = await authenticateRequest(
           ctx,
           pool,

@@ -51,6 +51,11 @@ export type Route<B = unknown, Q = unknown, P = unknown> = {
   /** An unauthenticated route's limit, counted per client address (its /64 for IPv6). */
   throttle?: Throttle;
   testModeOnly?: boolean;
+  /**
+   * An unauthenticated route's caller found otherwise (the dashboard's session), so that its
+   * Idempotency-Key is honoured under that application and mode.
+   */
+  sessionCaller?: (ctx: Koa.Context) => Caller;
   /** Accepts `Idempotency-Key` (every POST that moves money). */
   idempotent?: boolean;
   body?: z.ZodType<B>;

@@ -14,8 +14,9 @@ import { isDashboardApi, serveDashboard } from './static';
  * The dashboard's JSON endpoints, under /dashboard/api, authenticated by the session cookie.
  * What they show comes from the public API's own routes, run as the signed-in application in
  * the mode of the path (`/dashboard/api/test/...`, `/dashboard/api/live/...`): the same
- * validation, queries and serializers, not a copy. Only reads are exposed, plus the webhook
- * subscriptions (with their SSRF guard); nothing here moves money.
+ * validation, queries and serializers, not a copy. Reads are exposed, plus the webhook
+ * subscriptions (with their SSRF guard), dispute evidence and one move of money: refunding a
+ * card deposit, under the request's Idempotency-Key like the public route.
  */
 const EXPOSED = new Set([
   'get /api/v1/analytics/dashboard',
@@ -26,6 +27,10 @@ const EXPOSED = new Set([
   'get /api/v1/transactions/',
   'get /api/v1/transactions/:transaction_id',
   'get /api/v1/transactions/:transaction_id/timeline',
+  'post /api/v1/transactions/:transaction_id/refund',
+  'get /api/v1/disputes',
+  'get /api/v1/disputes/:dispute_id',
+  'post /api/v1/disputes/:dispute_id/evidence',
   'get /api/v1/webhooks/subscriptions',
   'post /api/v1/webhooks/subscriptions',
   'get /api/v1/webhooks/subscriptions/:subscription_id',
@@ -43,7 +48,8 @@ function asDashboardRoute(route: Route): Route {
     ...route,
     path: `${MODE_PREFIX}${route.path.replace(/^\/api/, '')}`,
     auth: null,
-    idempotent: false,
+    idempotent: route.idempotent === true,
+    sessionCaller: (ctx) => dashboardCaller(ctx, (ctx.params as { mode: string }).mode),
     handler: (input) =>
       route.handler({
         ...input,

@@ -6,6 +6,7 @@ import { Overview } from './pages/overview';
 import { Credentials } from './pages/credentials';
 import { Webhooks } from './pages/webhooks';
 import { TransactionPage, Transactions } from './pages/transactions';
+import { DisputePage, Disputes } from './pages/disputes';
 import { UserPage, Users } from './pages/users';
 
 const PAGES = [
@@ -13,6 +14,7 @@ const PAGES = [
   { path: '/credentials', label: 'Credentials' },
   { path: '/webhooks', label: 'Webhooks' },
   { path: '/transactions', label: 'Transactions' },
+  { path: '/disputes', label: 'Disputes' },
   { path: '/users', label: 'Users and wallets' },
 ] as const;
 
@@ -75,6 +77,8 @@ function Page(props: { path: string; mode: Mode; session: Session }) {
   const { path, mode } = props;
   const transaction = /^\/transactions\/([^/]+)$/.exec(path);
   if (transaction) return <TransactionPage mode={mode} id={transaction[1]!} />;
+  const dispute = /^\/disputes\/([^/]+)$/.exec(path);
+  if (dispute) return <DisputePage mode={mode} id={dispute[1]!} />;
   const user = /^\/users\/([^/]+)$/.exec(path);
   if (user) return <UserPage mode={mode} id={user[1]!} />;
   switch (path) {
@@ -86,6 +90,8 @@ function Page(props: { path: string; mode: Mode; session: Session }) {
       return <Webhooks mode={mode} />;
     case '/transactions':
       return <Transactions mode={mode} />;
+    case '/disputes':
+      return <Disputes mode={mode} />;
     case '/users':
       return <Users mode={mode} />;
     default:

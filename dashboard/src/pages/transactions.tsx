@@ -1,6 +1,14 @@
 import { useState } from 'preact/hooks';
 import { TRANSACTION_STATUSES, TRANSACTION_TYPES } from '../../../domain/types';
-import { modePath, request, type Mode, type Page, type Transaction } from '../api';
+import {
+  idempotencyKey,
+  modePath,
+  REFUND_REASONS,
+  request,
+  type Mode,
+  type Page,
+  type Transaction,
+} from '../api';
 import { ErrorBox, Link, money, Pager, Status, useLoad, when } from '../ui';
 
 type Step = {
@@ -42,11 +50,26 @@ export function TransactionTable(props: { rows: Transaction[] }) {
               <td>
                 <Link to={`/transactions/${t.id}`}>{when(t.created_at)}</Link>
               </td>
-              <td>{t.transaction_type}</td>
+              <td>
+                {t.transaction_type}
+                {t.source_transaction_id && (
+                  <div class="muted">
+                    of{' '}
+                    <Link to={`/transactions/${t.source_transaction_id}`}>
+                      {t.source_transaction_id.slice(0, 8)}
+                    </Link>
+                  </div>
+                )}
+              </td>
               <td>
                 <Status value={t.status} />
               </td>
-              <td class="num">{money(t.amount)}</td>
+              <td class="num">
+                {money(t.amount)}
+                {Boolean(t.amount_refunded) && (
+                  <div class="muted">refunded {money(t.amount_refunded)}</div>
+                )}
+              </td>
               <td>{t.description ?? ''}</td>
             </tr>
           ))}
@@ -127,6 +150,105 @@ export function Transactions(props: { mode: Mode }) {
   );
 }
 
+/** In cents, so that a partly refunded deposit's remainder has no float error. */
+function leftToRefund(t: Transaction): number {
+  return Math.max(0, Math.round(t.amount * 100) - Math.round((t.amount_refunded ?? 0) * 100));
+}
+
+type RefundOutcome = { refund: Transaction } | { error: string };
+
+/**
+ * Refunds a completed card deposit, by default all that is left. Each submission carries a
+ * fresh Idempotency-Key; the button stays disabled while one is under way.
+ */
+function RefundForm(props: {
+  path: string;
+  deposit: Transaction;
+  onOutcome: (outcome: RefundOutcome) => void;
+}) {
+  const left = leftToRefund(props.deposit);
+  const [amount, setAmount] = useState(left > 0 ? (left / 100).toFixed(2) : '');
+  const [reason, setReason] = useState('');
+  const [busy, setBusy] = useState(false);
+  const submit = (event: Event) => {
+    event.preventDefault();
+    const body: { amount?: number; reason?: string } = {};
+    if (amount.trim()) body.amount = Number(amount);
+    if (reason) body.reason = reason;
+    setBusy(true);
+    request<Transaction>(`${props.path}/refund`, {
+      method: 'POST',
+      body,
+      headers: { 'Idempotency-Key': idempotencyKey() },
+    })
+      .then((refund) => props.onOutcome({ refund }))
+      .catch((e: unknown) => props.onOutcome({ error: e instanceof Error ? e.message : String(e) }))
+      .finally(() => setBusy(false));
+  };
+  return (
+    <form class="inline" onSubmit={submit}>
+      <label>
+        Refund amount
+        <input
+          type="number"
+          name="amount"
+          inputMode="decimal"
+          min="0.01"
+          step="0.01"
+          placeholder="all that is left"
+          value={amount}
+          onInput={(e) => setAmount(e.currentTarget.value)}
+        />
+      </label>
+      <label>
+        Reason
+        <select name="reason" value={reason} onChange={(e) => setReason(e.currentTarget.value)}>
+          <option value="">Not given</option>
+          {REFUND_REASONS.map((r) => (
+            <option value={r}>{r}</option>
+          ))}
+        </select>
+      </label>
+      <button type="submit" disabled={busy}>
+        Refund
+      </button>
+    </form>
+  );
+}
+
+function Refund(props: { path: string; deposit: Transaction; onRefunded: () => void }) {
+  const [outcome, setOutcome] = useState<RefundOutcome | null>(null);
+  const t = props.deposit;
+  return (
+    <>
+      <h2>Refund</h2>
+      <p class="muted">
+        Left to refund: <span data-refundable>{money(leftToRefund(t) / 100)}</span>. The wallet pays
+        it back; the fees already paid stay paid.
+      </p>
+      <RefundForm
+        key={String(t.amount_refunded ?? 0)}
+        path={props.path}
+        deposit={t}
+        onOutcome={(next) => {
+          setOutcome(next);
+          if ('refund' in next) props.onRefunded();
+        }}
+      />
+      {outcome && 'error' in outcome && <ErrorBox error={outcome.error} />}
+      {outcome && 'refund' in outcome && (
+        <p class="once" role="status" data-refund={outcome.refund.id}>
+          Refund of {money(outcome.refund.amount)} <Status value={outcome.refund.status} />{' '}
+          <Link to={`/transactions/${outcome.refund.id}`}>{outcome.refund.id}</Link>
+          {outcome.refund.provider_reference && (
+            <span class="muted"> · provider {outcome.refund.provider_reference}</span>
+          )}
+        </p>
+      )}
+    </>
+  );
+}
+
 export function TransactionPage(props: { mode: Mode; id: string }) {
   const base = modePath(props.mode, `/v1/transactions/${encodeURIComponent(props.id)}`);
   const record = useLoad(() => request<Transaction>(base), [base]);
@@ -153,6 +275,22 @@ export function TransactionPage(props: { mode: Mode; id: string }) {
           </dd>
           <dt>Amount</dt>
           <dd>{money(t.amount)}</dd>
+          {t.amount_refunded !== undefined && (
+            <>
+              <dt>Refunded</dt>
+              <dd data-amount-refunded>{money(t.amount_refunded)}</dd>
+            </>
+          )}
+          {t.source_transaction_id && (
+            <>
+              <dt>Source transaction</dt>
+              <dd>
+                <Link to={`/transactions/${t.source_transaction_id}`}>
+                  <code>{t.source_transaction_id}</code>
+                </Link>
+              </dd>
+            </>
+          )}
           <dt>Application fee</dt>
           <dd>{money(t.application_fee)}</dd>
           <dt>Wallet</dt>
@@ -170,6 +308,14 @@ export function TransactionPage(props: { mode: Mode; id: string }) {
           <dt>Updated</dt>
           <dd>{when(t.updated_at)}</dd>
         </dl>
+      )}
+      {t?.transaction_type === 'card_deposit' && (
+        <p>
+          <Link to={`/disputes?transaction_id=${t.id}`}>Disputes of this deposit</Link>
+        </p>
+      )}
+      {t?.transaction_type === 'card_deposit' && t.status === 'completed' && (
+        <Refund path={base} deposit={t} onRefunded={record.reload} />
       )}
       <h2>Timeline</h2>
       <ErrorBox error={timeline.error} />

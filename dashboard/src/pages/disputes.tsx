@@ -1,0 +1,224 @@
+import { useState } from 'preact/hooks';
+import {
+  DISPUTE_STATUSES,
+  modePath,
+  request,
+  type Dispute,
+  type DisputeStatus,
+  type Mode,
+  type Page,
+} from '../api';
+import { ErrorBox, Link, money, Pager, Status, useLoad, when } from '../ui';
+
+const CLOSED: readonly DisputeStatus[] = ['won', 'lost'];
+const EVIDENCE_MAX = 20_000;
+
+/** The list opens filtered by `?transaction_id=`, as a card deposit's page links to it. */
+function linkedTransaction(): string {
+  return new URLSearchParams(location.search).get('transaction_id') ?? '';
+}
+
+export function Disputes(props: { mode: Mode }) {
+  const [status, setStatus] = useState('');
+  const [transaction, setTransaction] = useState(linkedTransaction());
+  const [applied, setApplied] = useState({ status: '', transaction: linkedTransaction() });
+  const [page, setPage] = useState(1);
+  const query = new URLSearchParams({ page: String(page), per_page: '20' });
+  if (applied.status) query.set('status', applied.status);
+  if (applied.transaction) query.set('transaction_id', applied.transaction);
+  const list = useLoad(
+    () => request<Page<Dispute>>(modePath(props.mode, `/v1/disputes?${query}`)),
+    [props.mode, query.toString()],
+  );
+  return (
+    <section>
+      <h1>Disputes</h1>
+      <form
+        class="inline filters"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setPage(1);
+          setApplied({ status, transaction: transaction.trim() });
+        }}
+      >
+        <label>
+          Status
+          <select name="status" value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
+            <option value="">Any</option>
+            {DISPUTE_STATUSES.map((s) => (
+              <option value={s}>{s}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Transaction id
+          <input
+            name="transaction_id"
+            value={transaction}
+            placeholder="the card deposit"
+            onInput={(e) => setTransaction(e.currentTarget.value)}
+          />
+        </label>
+        <button type="submit">Filter</button>
+      </form>
+      <ErrorBox error={list.error} />
+      {list.data && (
+        <>
+          <p class="muted">{list.data.total} disputes</p>
+          <div class="scroll">
+            <table>
+              <thead>
+                <tr>
+                  <th>Opened</th>
+                  <th>Status</th>
+                  <th class="num">Amount</th>
+                  <th>Reason</th>
+                  <th>Evidence due by</th>
+                  <th>Card deposit</th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.data.data.map((d) => (
+                  <tr data-dispute={d.id}>
+                    <td>
+                      <Link to={`/disputes/${d.id}`}>{when(d.created_at)}</Link>
+                    </td>
+                    <td>
+                      <Status value={d.status} />
+                    </td>
+                    <td class="num">{money(d.amount)}</td>
+                    <td>{d.reason}</td>
+                    <td>{when(d.evidence_due_by)}</td>
+                    <td>
+                      <Link to={`/transactions/${d.transaction_id}`}>
+                        <code>{d.transaction_id.slice(0, 8)}</code>
+                      </Link>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+            {list.data.data.length === 0 && <p class="muted">No disputes.</p>}
+          </div>
+          <Pager page={page} totalPages={list.data.total_pages} onPage={setPage} />
+        </>
+      )}
+    </section>
+  );
+}
+
+/** The evidence for the provider; a closed dispute takes none (the API answers 400). */
+function EvidenceForm(props: { path: string; dispute: Dispute; onSubmitted: () => void }) {
+  const closed = CLOSED.includes(props.dispute.status);
+  const [text, setText] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [sent, setSent] = useState<Dispute | null>(null);
+  const submit = (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    request<Dispute>(`${props.path}/evidence`, { method: 'POST', body: { text } })
+      .then((answer) => {
+        setSent(answer);
+        setError(null);
+        setText('');
+        props.onSubmitted();
+      })
+      .catch((e: unknown) => setError(e instanceof Error ? e.message : String(e)))
+      .finally(() => setBusy(false));
+  };
+  return (
+    <form class="stack" onSubmit={submit}>
+      {closed && (
+        <p class="muted">This dispute is closed ({props.dispute.status}): it takes no evidence.</p>
+      )}
+      <label>
+        Evidence
+        <textarea
+          name="text"
+          rows={8}
+          required
+          minLength={1}
+          maxLength={EVIDENCE_MAX}
+          disabled={closed}
+          placeholder="Receipts, delivery confirmation, correspondence with the payer"
+          value={text}
+          onInput={(e) => setText(e.currentTarget.value)}
+        />
+      </label>
+      <p class="muted">
+        {text.length} of {EVIDENCE_MAX.toLocaleString('en-US')} characters
+      </p>
+      <div class="actions">
+        <button type="submit" disabled={closed || busy || text.length === 0}>
+          Submit evidence
+        </button>
+      </div>
+      <ErrorBox error={error} />
+      {sent && (
+        <p class="once" role="status">
+          Evidence submitted: the dispute is <Status value={sent.status} />
+        </p>
+      )}
+    </form>
+  );
+}
+
+export function DisputePage(props: { mode: Mode; id: string }) {
+  const path = modePath(props.mode, `/v1/disputes/${encodeURIComponent(props.id)}`);
+  const record = useLoad(() => request<Dispute>(path), [path]);
+  const d = record.data;
+  const overdue = d && d.status === 'needs_response' && Date.parse(d.evidence_due_by) < Date.now();
+  return (
+    <section>
+      <p>
+        <Link to="/disputes">← Disputes</Link>
+      </p>
+      <h1>Dispute</h1>
+      <ErrorBox error={record.error} />
+      {d && (
+        <>
+          <dl class="record">
+            <dt>Id</dt>
+            <dd>
+              <code>{d.id}</code>
+            </dd>
+            <dt>Status</dt>
+            <dd data-dispute-status>
+              <Status value={d.status} />
+            </dd>
+            <dt>Reason</dt>
+            <dd>{d.reason}</dd>
+            <dt>Amount</dt>
+            <dd>{money(d.amount)}</dd>
+            <dt>Reserved from the wallet</dt>
+            <dd>{money(d.reserved_amount)}</dd>
+            <dt>Uncovered</dt>
+            <dd>{money(d.uncovered_amount)}</dd>
+            <dt>Evidence due by</dt>
+            <dd>
+              {when(d.evidence_due_by)}
+              {overdue && <span class="error"> overdue</span>}
+            </dd>
+            <dt>Card deposit</dt>
+            <dd>
+              <Link to={`/transactions/${d.transaction_id}`}>
+                <code>{d.transaction_id}</code>
+              </Link>
+            </dd>
+            <dt>Wallet</dt>
+            <dd>
+              <code>{d.wallet_id}</code>
+            </dd>
+            <dt>Opened</dt>
+            <dd>{when(d.created_at)}</dd>
+            <dt>Updated</dt>
+            <dd>{when(d.updated_at)}</dd>
+          </dl>
+          <h2>Evidence</h2>
+          <EvidenceForm path={path} dispute={d} onSubmitted={record.reload} />
+        </>
+      )}
+    </section>
+  );
+}
