@@ -9,7 +9,8 @@
  *   (3) transfers through the real API and worker, open-model load at a few arrival rates;
  *       (3h) every transfer out of one hot wallet;
  *   (4) escrow hold-then-release through the API (n/a while POST /api/v1/escrow/hold is 404);
- *   (5) card deposits through the API, charged at once by the Test Mode card sandbox;
+ *   (5) card deposits through the API, charged at once by the Test Mode card sandbox; (5r)
+ *   partial refunds of card deposits, refunded at once by the sandbox;
  *   (6) webhook deliveries to a loopback endpoint while transfers run (tools/bench/webhooks.ts);
  *   (7) the dashboard's analytics with a million payments seeded in SQL (tools/bench/analytics.ts).
  *
@@ -60,6 +61,7 @@ import {
   addRatios,
   analyticsScenarios,
   cardScenarios,
+  refundScenarios,
   escrowScenarios,
   hotWalletScenarios,
   interleavedScenarios,
@@ -188,7 +190,10 @@ async function measureRows(
   // Before (5) and (6): the webhook row's subscription stays, and every later payment's event
   // then starts deliveries to its closed endpoint, which would share the machine with the bursts.
   if (wanted('interleaved')) rows.push(...ofShape(await interleavedScenarios(bench)));
-  if (wanted('card')) rows.push(...ofShape(await cardScenarios(bench, fractions)));
+  if (wanted('card')) {
+    rows.push(...ofShape(await cardScenarios(bench, fractions)));
+    rows.push(...ofShape(await refundScenarios(bench, fractions)));
+  }
   if (wanted('webhooks')) rows.push(...ofShape([await webhookScenario(bench)]));
   if (!at.last) return { rows, invariant: [] };
   progress('checking the ledger invariant');

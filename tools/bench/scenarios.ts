@@ -328,6 +328,17 @@ export const cardScenarios = (bench: Bench, fractions: readonly number[]) =>
     fractions,
   );
 
+/** (5r): partial refunds of card deposits, each a saga with the sandbox's refund step. */
+export const refundScenarios = (bench: Bench, fractions: readonly number[]) =>
+  apiScenarios(
+    bench,
+    '5r',
+    'card refund',
+    'req',
+    { kind: 'refund', ...apiTarget(bench), wallets: bench.fixture.wallets },
+    fractions,
+  );
+
 const ok = (status: number) => status >= 200 && status < 300;
 
 export async function escrowScenarios(bench: Bench, fractions: readonly number[]): Promise<Row[]> {

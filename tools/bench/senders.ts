@@ -147,6 +147,38 @@ export function cardDepositSender(api: HttpClient, wallets: readonly string[]): 
   };
 }
 
+/** How many card deposits the refund row refunds a cent at a time, one per wallet at most. */
+const REFUNDED_DEPOSITS = 64;
+
+/**
+ * A refund of 0.01 of a card deposit: the saga's reserve, the sandbox's refund and the
+ * settlement. The deposits (10.00 each) are made on the first send, one per wallet, so that
+ * refunds spread over many deposits as over many wallets.
+ */
+export function refundSender(api: HttpClient, wallets: readonly string[]): Send {
+  let deposits: Promise<string[]> | undefined;
+  const deposit = async (wallet: string) => {
+    const reply = await api.post(
+      '/api/v1/transactions/wallet/card-deposit',
+      { wallet_id: wallet, amount: 10, payment_method_id: 'pm_card_visa' },
+      { 'idempotency-key': randomUUID() },
+    );
+    if (!ok(reply.status)) throw failure('card deposit to refund', reply);
+    return idOf(reply.body, 'card deposit');
+  };
+  return async () => {
+    deposits ??= Promise.all(wallets.slice(0, REFUNDED_DEPOSITS).map(deposit));
+    const ids = await deposits;
+    const id = ids[Math.floor(Math.random() * ids.length)]!;
+    const refund = await api.post(
+      `/api/v1/transactions/${id}/refund`,
+      { amount: 0.01, reason: 'requested_by_customer' },
+      { 'idempotency-key': randomUUID() },
+    );
+    if (!ok(refund.status)) throw failure('refund', refund);
+  };
+}
+
 /** The dashboard's analytics; throws unless they count at least `minimumCount` payments. */
 export function dashboardSender(api: HttpClient, minimumCount: number): Send {
   return async () => {
@@ -166,7 +198,7 @@ export type ApiTarget = { apiUrl: string; headers: Record<string, string> };
 
 export type SenderSpec =
   | (ApiTarget & { kind: 'transfer'; wallets: string[]; from?: string })
-  | (ApiTarget & { kind: 'escrow' | 'card'; wallets: string[] })
+  | (ApiTarget & { kind: 'escrow' | 'card' | 'refund'; wallets: string[] })
   | (ApiTarget & { kind: 'dashboard'; minimumCount: number })
   | {
       kind: 'workflow';
@@ -219,6 +251,8 @@ export function senders(): Senders {
           return escrowSender(api(spec), spec.wallets);
         case 'card':
           return cardDepositSender(api(spec), spec.wallets);
+        case 'refund':
+          return refundSender(api(spec), spec.wallets);
         case 'dashboard':
           return dashboardSender(api(spec), spec.minimumCount);
         case 'workflow': {
