@@ -153,7 +153,7 @@ export const envSchema = z.object({
   }),
   STRIPE_WEBHOOK_SECRET: z.string().optional().meta({
     description:
-      'Signing secret that checks the `Stripe-Signature` of `POST /api/v1/webhooks/providers/card`. Subscribe the endpoint to the `payment_intent` events `succeeded`, `payment_failed`, `requires_action`, `processing` and `canceled`, and to `payout.paid`, `payout.failed` and `payout.canceled`.',
+      'Signing secret that checks the `Stripe-Signature` of `POST /api/v1/webhooks/providers/card`. Subscribe the endpoint to the `payment_intent` events `succeeded`, `payment_failed`, `requires_action`, `processing` and `canceled`, to `payout.paid`, `payout.failed` and `payout.canceled`, and to the refund and dispute events (`refund.created`, `refund.updated`, `refund.failed`, `charge.refund.updated`, `charge.dispute.created`, `charge.dispute.updated`, `charge.dispute.closed`).',
   }),
   STRIPE_API_BASE: z
     .preprocess(

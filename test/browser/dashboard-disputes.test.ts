@@ -284,7 +284,7 @@ describe('disputes on the dashboard', () => {
     const { page, requests, errors } = await signedIn();
     await go(page, 'Disputes');
     await page.getByRole('heading', { name: 'Disputes' }).waitFor();
-    await page.getByText('21 disputes').waitFor();
+    await page.getByText('21 disputes', { exact: true }).waitFor();
     expect(await page.locator('tr[data-dispute]').count()).toBe(20);
     await page.getByText('Page 1 of 2').waitFor();
     await page.getByRole('button', { name: 'Next' }).click();
@@ -295,7 +295,7 @@ describe('disputes on the dashboard', () => {
 
     await page.getByLabel('Status').selectOption('lost');
     await page.getByRole('button', { name: 'Filter' }).click();
-    await page.getByText('1 disputes').waitFor();
+    await page.getByText('1 disputes', { exact: true }).waitFor();
     expect(
       requests.some((url) => /\/v1\/disputes\?page=1&per_page=20&status=lost$/.test(url)),
     ).toBe(true);
@@ -303,12 +303,12 @@ describe('disputes on the dashboard', () => {
     await lost.getByText('lost', { exact: true }).waitFor();
     await page.getByLabel('Status').selectOption('needs_response');
     await page.getByRole('button', { name: 'Filter' }).click();
-    await page.getByText('19 disputes').waitFor();
+    await page.getByText('19 disputes', { exact: true }).waitFor();
 
     // From a deposit's page: the list filtered by its id.
     await page.goto(`${engine.url}/dashboard/transactions/${deposits[2]}`);
     await page.getByRole('link', { name: 'Disputes of this deposit' }).click();
-    await page.getByText('1 disputes').waitFor();
+    await page.getByText('1 disputes', { exact: true }).waitFor();
     expect(await page.getByLabel('Transaction id').inputValue()).toBe(deposits[2]);
     await page.locator(`tr[data-dispute="${disputes[2]}"]`).waitFor();
 

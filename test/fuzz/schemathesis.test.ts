@@ -39,7 +39,15 @@ afterAll(async () => {
 });
 
 type Seeded = Record<
-  'users' | 'wallets' | 'transactions' | 'holds' | 'deposits' | 'cardPayments' | 'paymentMethods',
+  | 'users'
+  | 'wallets'
+  | 'transactions'
+  | 'holds'
+  | 'deposits'
+  | 'cardDeposits'
+  | 'disputes'
+  | 'cardPayments'
+  | 'paymentMethods',
   string[]
 >;
 
@@ -54,8 +62,9 @@ async function post(pathname: string, body: unknown): Promise<Record<string, unk
 /**
  * Something for every identifier to name: users with funded wallets, a transfer, an open
  * escrow hold, a pending mobile-money deposit and a card deposit waiting for 3-D Secure (and
- * the sandbox's payment methods), so that the fuzzed transfers, holds, releases,
- * refunds and simulated payments can succeed, not only answer 404.
+ * the sandbox's payment methods), completed card deposits and a dispute of one, so that the
+ * fuzzed transfers, holds, releases, refunds, disputes and simulated payments can succeed, not
+ * only answer 404.
  */
 async function seed(): Promise<Seeded> {
   const payer = await createUserWithWallet(api, { name: 'Fuzz payer' });
@@ -86,14 +95,32 @@ async function seed(): Promise<Seeded> {
     amount: 5,
     payment_method_id: 'pm_card_authenticationRequired',
   });
+  // Completed card deposits to refund and dispute, and a dispute open on one of them.
+  const charged = [];
+  for (let i = 0; i < 2; i += 1) {
+    charged.push(
+      await post('/api/v1/transactions/wallet/card-deposit', {
+        wallet_id: payee.walletId,
+        amount: 50,
+        payment_method_id: 'pm_card_visa',
+      }),
+    );
+  }
+  const chargedIds = charged.map((d) => String(d.id));
+  const dispute = await post('/api/v1/testing/simulate-dispute', {
+    transaction_id: chargedIds[0],
+    amount: 10,
+  });
   const holdIds = holds.map((hold) => String(hold.id));
   const depositIds = [String(deposit.transaction_id), String(cardDeposit.id)];
   return {
     users: [payer.userId, payee.userId],
     wallets: [payer.walletId, payee.walletId],
-    transactions: [String(transfer.id), ...holdIds, ...depositIds],
+    transactions: [String(transfer.id), ...holdIds, ...depositIds, ...chargedIds],
     holds: holdIds,
     deposits: depositIds,
+    cardDeposits: chargedIds,
+    disputes: [String(dispute.id)],
     cardPayments: [String(cardDeposit.provider_reference)],
     paymentMethods: Object.keys(SANDBOX_CARDS),
   };

@@ -9,8 +9,11 @@ import {
   SANDBOX_AUTHENTICATION_FAILED_MESSAGE,
   SANDBOX_CANCELED_MESSAGE,
   SANDBOX_CARDS,
+  SANDBOX_REFUND_FAILS_AFTER_MS,
+  SANDBOX_REFUND_FAILURE_REASON,
   SandboxCardProvider,
 } from '../../providers/sandbox-card';
+import { ProviderRefusedError } from '../../providers/mobile-money';
 import { SANDBOX_SIGNATURE_HEADER } from '../../providers/sandbox-mobile-money';
 import { createTestDatabase } from '../support/database';
 
@@ -61,6 +64,7 @@ describe('payment methods', () => {
     ['pm_card_chargeDeclined', 'visa', 'US', 'credit'],
     ['pm_card_insufficientFunds', 'visa', 'US', 'debit'],
     ['pm_card_authenticationRequired', 'visa', 'US', 'credit'],
+    ['pm_card_refundFails', 'visa', 'US', 'credit'],
   ])('%s is %s, %s, %s', async (paymentMethodId, brand, country, funding) => {
     const metadata = await sandbox.getCardMetadata(paymentMethodId);
     expect(metadata).toEqual({
@@ -73,7 +77,7 @@ describe('payment methods', () => {
   });
 
   it('has exactly the payment methods of decisions.md', () => {
-    expect(Object.keys(SANDBOX_CARDS)).toHaveLength(9);
+    expect(Object.keys(SANDBOX_CARDS)).toHaveLength(10);
   });
 
   it('refuses an unknown payment method, also for a payment, and writes nothing', async () => {
@@ -186,6 +190,68 @@ describe('idempotency', () => {
     );
     expect(new Set(payments.map((p) => p.id)).size).toBe(1);
     expect(await rowsWithKey(r.idempotencyKey)).toBe(1);
+  });
+});
+
+describe('refunds', () => {
+  const refundOf = (paymentId: string, key: string, amount: bigint) =>
+    sandbox.createRefund({
+      idempotencyKey: key,
+      reference: `refund-${key}`,
+      paymentId,
+      amount,
+      currency: 'USD',
+      reason: null,
+    });
+  const refundRows = (paymentId: string) =>
+    pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM sandbox_card_refunds WHERE payment_id = ${paymentId}`);
+
+  it('refunds a charged payment in parts, once per key, never beyond what it has left', async () => {
+    const payment = await sandbox.createPayment(request({ amount: 1_000n }));
+    const first = await refundOf(payment.id, `r-${payment.id}-1`, 600n);
+    expect(first).toMatchObject({ status: 'succeeded', amount: 600n, failureReason: null });
+    // The same key again answers the same refund.
+    expect(await refundOf(payment.id, `r-${payment.id}-1`, 600n)).toEqual(first);
+    await expect(refundOf(payment.id, `r-${payment.id}-2`, 401n)).rejects.toBeInstanceOf(
+      ProviderRefusedError,
+    );
+    expect(await refundOf(payment.id, `r-${payment.id}-3`, 400n)).toMatchObject({
+      status: 'succeeded',
+    });
+    expect(await sandbox.getRefund(first.id)).toEqual(first);
+    expect(await refundRows(payment.id)).toBe(2);
+  });
+
+  it('refuses a refund of a payment not charged, or unknown, and writes nothing', async () => {
+    const waiting = await sandbox.createPayment(
+      request({ paymentMethodId: 'pm_card_authenticationRequired' }),
+    );
+    await expect(refundOf(waiting.id, `r-${waiting.id}`, 100n)).rejects.toBeInstanceOf(
+      ProviderRefusedError,
+    );
+    await expect(refundOf('pi_sandbox_none', 'r-none', 100n)).rejects.toBeInstanceOf(
+      ProviderRefusedError,
+    );
+    expect(await refundRows(waiting.id)).toBe(0);
+  });
+
+  it('accepts the refunds of pm_card_refundFails, then fails them a moment later', async () => {
+    const payment = await sandbox.createPayment(
+      request({ paymentMethodId: 'pm_card_refundFails', amount: 1_000n }),
+    );
+    expect(payment.status).toBe('succeeded');
+    const refund = await refundOf(payment.id, `r-${payment.id}`, 1_000n);
+    expect(refund).toMatchObject({ status: 'pending', failureReason: null });
+    await new Promise((resolve) => setTimeout(resolve, SANDBOX_REFUND_FAILS_AFTER_MS + 100));
+    expect(await sandbox.getRefund(refund.id)).toMatchObject({
+      status: 'failed',
+      failureReason: SANDBOX_REFUND_FAILURE_REASON,
+    });
+    // A failed refund takes nothing: the whole payment can be refunded again.
+    expect(await refundOf(payment.id, `r-${payment.id}-again`, 1_000n)).toMatchObject({
+      status: 'pending',
+    });
   });
 });
 
