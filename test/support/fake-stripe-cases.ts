@@ -1,7 +1,10 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import Stripe from 'stripe';
-import { nestForm, type FakeStripeRequest } from './fake-stripe-connect';
+import {
+  FakeStripeServer,
+  stripeError,
+  type Answer,
+  type FakeStripeRequest,
+} from './fake-stripe-server';
 
 /**
  * A fake Stripe API on 127.0.0.1, port 0, for the refund and dispute calls of the Live Mode card
@@ -11,8 +14,6 @@ import { nestForm, type FakeStripeRequest } from './fake-stripe-connect';
  * fake-stripe-connect.ts does: bearer secret key, form-encoded bodies with bracketed keys, the
  * same key answering the same response, Stripe's error body; every request is recorded.
  */
-
-type Answer = { status: number; body: unknown };
 
 /** What a payment's refunds do: succeed at once, stay pending, or read failed once looked at. */
 export type FakeRefundBehaviour = 'succeeds' | 'pending' | 'fails_later';
@@ -57,54 +58,16 @@ type FakeDispute = {
 const REASONS = new Set(['duplicate', 'fraudulent', 'requested_by_customer']);
 const CLOSED = new Set(['won', 'lost', 'warning_closed', 'prevented']);
 
-const error = (status: number, type: string, message: string, code?: string): Answer => ({
-  status,
-  body: { error: { type, message, ...(code ? { code } : {}) } },
-});
+const error = stripeError;
 
-export class FakeStripeCases {
-  readonly requests: FakeStripeRequest[] = [];
+export class FakeStripeCases extends FakeStripeServer {
   readonly payments = new Map<string, FakePayment>();
   readonly refunds = new Map<string, FakeRefund>();
   readonly disputes = new Map<string, FakeDispute>();
   readonly secretKey = 'sk_test_fake_cases';
-  private readonly replies = new Map<string, Answer>();
-  private readonly faults: number[] = [];
-  private counter = 0;
 
-  private constructor(private readonly server: http.Server) {}
-
-  static async start(): Promise<FakeStripeCases> {
-    const server = http.createServer();
-    const fake = new FakeStripeCases(server);
-    server.on('request', (req, res) => {
-      fake.handle(req, res).catch((e: unknown) => {
-        res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { type: 'api_error', message: String(e) } }));
-      });
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve());
-    });
-    return fake;
-  }
-
-  get api(): { host: string; port: number; protocol: 'http' } {
-    return {
-      host: '127.0.0.1',
-      port: (this.server.address() as AddressInfo).port,
-      protocol: 'http',
-    };
-  }
-
-  /** The next `n` requests answer this status (a 5xx: Stripe is down; 429: rate limited). */
-  failNext(n: number, status: number): void {
-    for (let i = 0; i < n; i += 1) this.faults.push(status);
-  }
-
-  requestsTo(method: string, pattern: RegExp): FakeStripeRequest[] {
-    return this.requests.filter((r) => r.method === method && pattern.test(r.path));
+  static start(): Promise<FakeStripeCases> {
+    return FakeStripeServer.listen(new FakeStripeCases());
   }
 
   /** A succeeded PaymentIntent of `amount` minor units whose refunds behave as said. */
@@ -197,53 +160,7 @@ export class FakeStripeCases {
     });
   }
 
-  close(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-
-  private nextId(prefix: string): string {
-    this.counter += 1;
-    return `${prefix}_fake${String(this.counter).padStart(6, '0')}`;
-  }
-
-  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
-    const request: FakeStripeRequest = {
-      method: req.method ?? 'GET',
-      path: (req.url ?? '/').split('?')[0]!,
-      headers: req.headers,
-      form: nestForm(new URLSearchParams(text || ((req.url ?? '').split('?')[1] ?? ''))),
-    };
-    this.requests.push(request);
-    const answer = this.answer(request);
-    res.writeHead(answer.status, { 'content-type': 'application/json', 'request-id': 'req_fake' });
-    res.end(JSON.stringify(answer.body));
-  }
-
-  private answer(request: FakeStripeRequest): Answer {
-    if (request.headers.authorization !== `Bearer ${this.secretKey}`) {
-      return error(401, 'invalid_request_error', 'Invalid API Key provided');
-    }
-    const fault = this.faults.shift();
-    if (fault !== undefined) {
-      return fault === 429
-        ? error(429, 'invalid_request_error', 'Too many requests', 'rate_limit')
-        : error(fault, 'api_error', 'Something went wrong on our end');
-    }
-    const key = request.headers['idempotency-key'];
-    if (request.method === 'POST' && typeof key === 'string') {
-      const earlier = this.replies.get(key);
-      if (earlier) return earlier;
-      const answer = this.route(request);
-      if (answer.status < 500) this.replies.set(key, answer);
-      return answer;
-    }
-    return this.route(request);
-  }
-
-  private route(request: FakeStripeRequest): Answer {
+  protected route(request: FakeStripeRequest): Answer {
     const { method, path, form } = request;
     let match: RegExpMatchArray | null;
     if (method === 'POST' && path === '/v1/refunds') return this.createRefund(form);
