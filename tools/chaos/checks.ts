@@ -41,8 +41,10 @@ const minor = (value: unknown): bigint | null =>
  * (each balance equals its entries, zero sum per currency, no negative wallet), every
  * acknowledged payment applied exactly once, nothing moved without an acknowledgment (a 4xx
  * moves nothing), every wallet equal to what the acknowledged payments say it holds, what is
- * inside (wallets + escrow + fees + payouts reserved) equal to what came in less what went
- * out, and the API's view equal to the database's. Answers the violations (empty: all hold).
+ * inside (wallets + escrow + fees + payouts reserved + dispute reserve) equal to what came in
+ * less what went out, card deposits never refunded or disputed beyond what they credited, each
+ * dispute's amounts and records as its status says, and the API's view equal to the
+ * database's. Answers the violations (empty: all hold).
  */
 export async function checkBank(options: {
   pool: DatabasePool;
