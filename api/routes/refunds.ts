@@ -70,6 +70,12 @@ export function refundRoutes(deps: ApiDeps): Route[] {
         503: errorResponse('Live Mode card provider keys are not configured'),
       },
       handler: async ({ caller, params, body, idempotency }) => {
+        const transactionId = idFromKey(caller, idempotency, 'card_refund');
+        // A retry whose first attempt reserved the refund, then died before its answer was
+        // stored, answers that refund: the rules would now count it against what is left.
+        const made =
+          idempotency && !idempotency.fresh ? await findMoneyOut(pool, transactionId) : null;
+        if (made) return { body: refundBody(made) };
         const id = params.transaction_id.toLowerCase();
         const facts = uuidPattern.test(id) ? await readCardCase(pool, id) : null;
         await answerEarly(pool, caller, cardRefundRules, {
@@ -80,7 +86,6 @@ export function refundRoutes(deps: ApiDeps): Route[] {
         assertLiveProvider(caller, providers.liveCard, 'card refunds', 'the Stripe keys');
         const { deposit, left } = facts!;
         const walletId = deposit.wallet_id!;
-        const transactionId = idFromKey(caller, idempotency, 'card_refund');
         unlessDeclined(
           await startPaymentWithUpdate(deps, cardRefundWorkflow, {
             workflowId: workflowIds.refund(transactionId),

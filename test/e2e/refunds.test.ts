@@ -369,4 +369,19 @@ describe('card refunds', () => {
     expect(await balanceOf(engine.pool, walletId)).toBe(6_00n);
     expect(await writtenFor(engine.pool, first.body.id)).toBe(1 + 2 + 1);
   });
+
+  it('answers a retried refund of all that was left, its first answer never stored, with that refund', async () => {
+    const { walletId, depositId } = await deposited(10);
+    const key = `lost-${depositId}`;
+    const first = await api.post(refundOf(depositId), {}, { 'idempotency-key': key });
+    expect(first.status).toBe(200);
+    // As if the first request had died after the refund moved but before its answer was stored.
+    await engine.pool.query(sql.unsafe`
+      UPDATE idempotency_keys SET response_status = NULL, response_body = NULL WHERE key = ${key}`);
+    const retry = await api.post(refundOf(depositId), {}, { 'idempotency-key': key });
+    expect(retry.status).toBe(200);
+    expect(retry.body).toEqual(first.body);
+    expect(await refundRows(depositId)).toHaveLength(1);
+    expect(await balanceOf(engine.pool, walletId)).toBe(0n);
+  });
 });

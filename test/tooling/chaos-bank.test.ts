@@ -80,6 +80,14 @@ describe('the bank test under kill -9', () => {
     expect(report.notes.some((n) => /refused by the provider .*given back in full/.test(n))).toBe(
       true,
     );
+    // Card refunds beyond what is left were refused; disputes were both won and lost.
+    expect(
+      [...report.history.refusals.keys()].some((k) =>
+        k.startsWith('card_refund 400 "Refund amount exceeds the refundable amount"'),
+      ),
+    ).toBe(true);
+    const outcomes = new Set([...report.history.disputes.values()].map((d) => d.outcome));
+    expect([outcomes.has('won'), outcomes.has('lost')]).toEqual([true, true]);
   });
 
   it('left no process running and removed its folder', () => {

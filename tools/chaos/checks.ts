@@ -8,6 +8,9 @@ import type { ChaosClient } from './http';
 import type { History } from './workload';
 import { Wire } from './wire';
 
+/** The accounts whose money is inside the engine (not a provider's clearing or FX). */
+const INSIDE = ['user_wallet', 'escrow', 'application_fees', 'payouts', 'dispute_reserve'];
+
 /** A money out given back in full: reserved, then all of it back to the wallet. */
 const GIVEN_BACK = ['give_back', 'reserve'];
 
@@ -38,8 +41,10 @@ const minor = (value: unknown): bigint | null =>
  * (each balance equals its entries, zero sum per currency, no negative wallet), every
  * acknowledged payment applied exactly once, nothing moved without an acknowledgment (a 4xx
  * moves nothing), every wallet equal to what the acknowledged payments say it holds, what is
- * inside (wallets + escrow + fees + payouts reserved) equal to what came in less what went
- * out, and the API's view equal to the database's. Answers the violations (empty: all hold).
+ * inside (wallets + escrow + fees + payouts reserved + dispute reserve) equal to what came in
+ * less what went out, card deposits never refunded or disputed beyond what they credited, each
+ * dispute's amounts and records as its status says, and the API's view equal to the
+ * database's. Answers the violations (empty: all hold).
  */
 export async function checkBank(options: {
   pool: DatabasePool;
@@ -105,6 +110,38 @@ export async function checkBank(options: {
     }
   }
 
+  const disputeProblems = await checkDisputes({ pool, api, history, applicationId, notes });
+  violations.push(...disputeProblems.violations);
+  const { disputes, releases } = disputeProblems;
+  const refunded = await refundedByDeposit(pool, applicationId);
+  for (const [id, body] of apiView) {
+    if (stored.get(id)?.transaction_type !== 'card_deposit') continue;
+    const truth = refunded.get(id)?.refunded ?? 0n;
+    if (minor(body.amount_refunded ?? 0) !== truth) {
+      fail(
+        `card deposit ${id}: the API shows amount_refunded ${body.amount_refunded}, the database ${truth}`,
+      );
+    }
+  }
+  // Refunded never above credited: refunds pending or completed and disputes not won.
+  for (const [id, { amount, refunded: r, disputed }] of refunded) {
+    if (r + disputed > amount) {
+      fail(`card deposit ${id}: ${amount} credited, ${r} refunded and ${disputed} disputed`);
+    }
+  }
+
+  // Each refund ends as the sandbox's card says: refunded, or failed with the money given back.
+  const refundsEnded = { completed: 0, failed: 0, other: 0 };
+  for (const [id, end] of history.refundEnds) {
+    const status = stored.get(id)?.status;
+    if (status === 'completed' || status === 'failed') refundsEnded[status] += 1;
+    else refundsEnded.other += 1;
+    if (status !== end) fail(`card refund ${id}: ${status}, the sandbox's card says ${end}`);
+  }
+  notes.push(
+    `card refunds: ${refundsEnded.completed} completed, ${refundsEnded.failed} failed (given back), ${refundsEnded.other} neither`,
+  );
+
   // Nothing stuck: a payment whose provider outcome was delivered has settled.
   for (const id of history.decided) {
     if (stored.get(id)?.status === 'pending') fail(`payment ${id} is still pending once decided`);
@@ -139,6 +176,23 @@ export async function checkBank(options: {
       fail(`${row.transaction_type} ${id} (${row.status}): ${written.length} ledger transactions`);
     }
   }
+  // A dispute's own steps: its reserve, and the payment to the provider when lost; a won one's
+  // release record holds the release.
+  for (const dispute of disputes.values()) {
+    const written = [...(steps.get(dispute.id) ?? [])].sort();
+    const moved = dispute.reserved_amount > 0n;
+    const want = !moved ? [] : dispute.status === 'lost' ? ['lost', 'reserve'] : ['reserve'];
+    if (JSON.stringify(written) !== JSON.stringify(want)) {
+      fail(`dispute ${dispute.id} (${dispute.status}): ledger steps ${JSON.stringify(written)}`);
+    }
+  }
+  for (const release of releases) {
+    const written = steps.get(release.id) ?? [];
+    const want = release.amount > 0n ? ['won'] : [];
+    if (JSON.stringify(written) !== JSON.stringify(want)) {
+      fail(`dispute_release ${release.id}: ledger steps ${JSON.stringify(written)}`);
+    }
+  }
   // Nothing moved without an acknowledgment: a 4xx wrote no ledger transaction. But for one:
   // a payout the provider refused at once is answered 400 after the saga reserved the money and
   // gave all of it back (docs/architecture.md, "The money-out path"): a `failed` row whose two ledger
@@ -154,7 +208,7 @@ export async function checkBank(options: {
     );
   });
   const providerRefused = [...history.refusals]
-    .filter(([key]) => /^(cashout|card_payout) 400 "Provider refused/.test(key))
+    .filter(([key]) => /^(cashout|card_payout|card_refund) 400 "Provider refused/.test(key))
     .reduce((sum, [, n]) => sum + n, 0);
   const givenBack = new Set(refusedMoneyOut.length <= providerRefused ? refusedMoneyOut : []);
   if (givenBack.size) {
@@ -162,8 +216,10 @@ export async function checkBank(options: {
       `${givenBack.size} money out refused by the provider (400): reserved and given back in full`,
     );
   }
+  // A dispute's records count as acknowledged when its opening was (checkDisputes).
+  const ofDisputes = new Set([...disputes.keys(), ...releases.map((r) => r.id)]);
   const unacknowledged = [...steps.keys()].filter(
-    (id) => !history.acknowledged.has(id) && !givenBack.has(id),
+    (id) => !history.acknowledged.has(id) && !givenBack.has(id) && !ofDisputes.has(id),
   );
   if (unacknowledged.length) {
     const message = `${unacknowledged.length} payments moved money without a 2xx answer: ${unacknowledged.slice(0, 5).join(', ')}`;
@@ -204,6 +260,11 @@ export async function checkBank(options: {
       add(from, row.amount);
     }
   }
+  for (const dispute of disputes.values()) {
+    add(dispute.wallet_id, -dispute.reserved);
+    if (dispute.outcome === 'won') add(dispute.wallet_id, dispute.reserved);
+    if (dispute.outcome === 'lost') wentOut += dispute.reserved;
+  }
   const accounts = await pool.any(
     sql.type(
       z.object({ id: z.string(), kind: z.string(), balance: z.bigint() }),
@@ -234,11 +295,21 @@ export async function checkBank(options: {
 
   // What is inside equals what came in less what went out.
   const inside = accounts
-    .filter((a) => ['user_wallet', 'escrow', 'application_fees', 'payouts'].includes(a.kind))
+    .filter((a) => INSIDE.includes(a.kind))
     .reduce((sum, a) => sum + a.balance, 0n);
+  // Open disputes' reserves are what the dispute reserve holds.
+  const reserve = accounts
+    .filter((a) => a.kind === 'dispute_reserve')
+    .reduce((sum, a) => sum + a.balance, 0n);
+  const reservedOpen = [...disputes.values()]
+    .filter((d) => d.status !== 'won' && d.status !== 'lost')
+    .reduce((sum, d) => sum + d.reserved_amount, 0n);
+  if (reserve !== reservedOpen) {
+    fail(`the dispute reserve holds ${reserve}, the open disputes reserved ${reservedOpen}`);
+  }
   if (modelHolds && inside !== cameIn - wentOut) {
     fail(
-      `wallets + escrow + fees + payouts = ${inside}; deposits in ${cameIn} less money out ${wentOut} = ${cameIn - wentOut}`,
+      `wallets + escrow + fees + payouts + dispute reserve = ${inside}; deposits in ${cameIn} less money out ${wentOut} = ${cameIn - wentOut}`,
     );
   }
   notes.push(`inside the engine: ${inside} (deposits in ${cameIn}, money out ${wentOut})`);
@@ -247,3 +318,186 @@ export async function checkBank(options: {
 
 const big = (_key: string, value: unknown) =>
   typeof value === 'bigint' ? value.toString() : value;
+
+const disputeRow = z.object({
+  id: z.string(),
+  transaction_id: z.string(),
+  wallet_id: z.string(),
+  amount: z.bigint(),
+  reserved_amount: z.bigint(),
+  uncovered_amount: z.bigint(),
+  status: z.string(),
+  reason: z.string(),
+});
+type CheckedDispute = z.infer<typeof disputeRow> & {
+  /** The reserve as the model counts it, and the outcome acknowledged (null: none). */
+  reserved: bigint;
+  outcome: string | null;
+};
+
+/** Per card deposit: what it credited, its refunds pending or completed, its disputes not won. */
+async function refundedByDeposit(pool: DatabasePool, applicationId: string) {
+  const rows = await pool.any(sql.type(
+    z.object({ id: z.string(), amount: z.bigint(), refunded: z.bigint(), disputed: z.bigint() }),
+  )`SELECT t.id, t.amount,
+      (SELECT coalesce(sum(r.amount), 0)::int8 FROM transactions r
+        WHERE r.parent_id = t.id AND r.transaction_type = 'card_refund'
+          AND r.status IN ('pending', 'completed')) AS refunded,
+      (SELECT coalesce(sum(d.amount), 0)::int8 FROM disputes d
+        WHERE d.transaction_id = t.id AND d.status <> 'won') AS disputed
+    FROM transactions t
+    WHERE t.application_id = ${applicationId} AND t.transaction_type = 'card_deposit'`);
+  return new Map(rows.map((row) => [row.id, row]));
+}
+
+/**
+ * The disputes: each one's amounts add up, the API shows what the database holds and what the
+ * clients were answered, a won one has one release record of its reserve, a lost one none, and
+ * every dispute (so every dispute record and ledger transaction) was opened by a request the
+ * clients sent and saw acknowledged. Answers the disputes and release records the ledger checks
+ * count as acknowledged.
+ */
+async function checkDisputes(options: {
+  pool: DatabasePool;
+  api: ChaosClient;
+  history: History;
+  applicationId: string;
+  notes: string[];
+}) {
+  const { pool, api, history, applicationId, notes } = options;
+  const violations: string[] = [];
+  const fail = (message: string) => violations.push(message);
+  const rows = await pool.any(sql.type(disputeRow)`
+    SELECT id, transaction_id, wallet_id, amount, reserved_amount, uncovered_amount, status, reason
+    FROM disputes WHERE application_id = ${applicationId}`);
+  const releaseRows = await pool.any(sql.type(
+    z.object({ id: z.string(), amount: z.bigint(), dispute_id: z.string().nullable() }),
+  )`SELECT t.id, t.amount, coalesce(t.metadata->>'dispute_id',
+      (SELECT l.metadata->>'dispute_id' FROM ledger_transactions l
+        WHERE l.transaction_id = t.id LIMIT 1)) AS dispute_id
+    FROM transactions t
+    WHERE t.application_id = ${applicationId} AND t.transaction_type = 'dispute_release'`);
+  const reserveRecords = new Set(
+    (
+      await pool.any(sql.type(z.object({ id: z.string() }))`
+        SELECT id FROM transactions
+        WHERE application_id = ${applicationId} AND transaction_type = 'dispute_reserve'`)
+    ).map((r) => r.id),
+  );
+  const lostToProvider = new Map(
+    (
+      await pool.any(sql.type(z.object({ id: z.string(), n: z.number() }))`
+        SELECT l.transaction_id AS id, count(*)::int AS n FROM ledger_transactions l
+        WHERE l.application_id = ${applicationId} AND l.metadata->>'step' = 'lost'
+          AND EXISTS (SELECT 1 FROM ledger_entries e JOIN ledger_accounts a ON a.id = e.account_id
+            WHERE e.ledger_transaction_id = l.id AND a.kind = 'provider_clearing_card'
+              AND e.amount > 0)
+        GROUP BY l.transaction_id`)
+    ).map((r) => [r.id, r.n]),
+  );
+
+  const disputes = new Map<string, CheckedDispute>();
+  let retried = 0;
+  for (const row of rows) {
+    const seen = history.disputes.get(row.id);
+    if (!seen) {
+      // simulate-dispute takes no Idempotency-Key: an attempt whose answer was lost may have
+      // opened one before the retry that was answered. Its tag names the request.
+      if (!history.disputeTags.has(row.reason)) {
+        fail(`dispute ${row.id} was opened by no request the clients sent`);
+        continue;
+      }
+      retried += 1;
+    }
+    disputes.set(row.id, {
+      ...row,
+      reserved: seen ? seen.reserved : row.reserved_amount,
+      outcome: seen ? seen.outcome : null,
+    });
+    if (row.reserved_amount + row.uncovered_amount !== row.amount) {
+      fail(
+        `dispute ${row.id}: reserved ${row.reserved_amount} + uncovered ${row.uncovered_amount} is not its amount ${row.amount}`,
+      );
+    }
+    if (!reserveRecords.has(row.id)) fail(`dispute ${row.id} has no dispute_reserve record`);
+    if (seen) {
+      const answered = { amount: seen.amount, reserved: seen.reserved, deposit: seen.deposit };
+      const truth = {
+        amount: row.amount,
+        reserved: row.reserved_amount,
+        deposit: row.transaction_id,
+      };
+      if (JSON.stringify(answered, big) !== JSON.stringify(truth, big)) {
+        fail(
+          `dispute ${row.id}: opened as ${JSON.stringify(answered, big)}, the database ${JSON.stringify(truth, big)}`,
+        );
+      }
+      const open = row.status === 'needs_response' || row.status === 'under_review';
+      if (seen.outcome ? seen.outcome !== row.status : !open) {
+        fail(`dispute ${row.id}: answered ${seen.outcome ?? 'open'}, the database ${row.status}`);
+      }
+    }
+    const released = releaseRows.filter((r) => r.dispute_id === row.id);
+    const lost = lostToProvider.get(row.id) ?? 0;
+    const moved = row.reserved_amount > 0n;
+    if (row.status === 'won') {
+      if (released.length !== 1 || released[0]!.amount !== row.reserved_amount) {
+        fail(
+          `dispute ${row.id} (won, reserved ${row.reserved_amount}): release records ${JSON.stringify(released, big)}`,
+        );
+      }
+    } else if (released.length) {
+      fail(`dispute ${row.id} (${row.status}) has ${released.length} release records`);
+    }
+    if (lost !== (row.status === 'lost' && moved ? 1 : 0)) {
+      fail(`dispute ${row.id} (${row.status}): ${lost} ledger transactions to the provider`);
+    }
+  }
+  for (const release of releaseRows) {
+    if (!release.dispute_id || !disputes.has(release.dispute_id)) {
+      fail(`dispute_release ${release.id} belongs to no acknowledged dispute`);
+    }
+  }
+  for (const id of history.disputes.keys()) {
+    if (!rows.some((row) => row.id === id)) fail(`acknowledged dispute ${id}: no row`);
+  }
+  const byStatus = (status: string) => rows.filter((row) => row.status === status).length;
+  notes.push(
+    `disputes: ${byStatus('won')} won, ${byStatus('lost')} lost, ${rows.length - byStatus('won') - byStatus('lost')} open; uncovered ${rows.reduce((sum, row) => sum + row.uncovered_amount, 0n)}`,
+  );
+  if (retried) {
+    notes.push(
+      `${retried} disputes opened by a simulate-dispute attempt whose answer was lost (the endpoint takes no Idempotency-Key; counted in the model)`,
+    );
+  }
+
+  // The API's view of every acknowledged dispute.
+  for (const id of history.disputes.keys()) {
+    const row = disputes.get(id);
+    if (!row) continue;
+    const outcome = await api.get(`/api/v1/disputes/${id}`);
+    if (outcome.kind !== 'ok') {
+      fail(`acknowledged dispute ${id} not readable: ${JSON.stringify(outcome)}`);
+      continue;
+    }
+    const body = Wire.dispute.parse(outcome.body);
+    const seen = {
+      status: body.status,
+      amount: minor(body.amount),
+      reserved: minor(body.reserved_amount),
+      uncovered: minor(body.uncovered_amount),
+    };
+    const truth = {
+      status: row.status,
+      amount: row.amount,
+      reserved: row.reserved_amount,
+      uncovered: row.uncovered_amount,
+    };
+    if (JSON.stringify(seen, big) !== JSON.stringify(truth, big)) {
+      fail(
+        `dispute ${id}: the API says ${JSON.stringify(seen, big)}, the database ${JSON.stringify(truth, big)}`,
+      );
+    }
+  }
+  return { violations, disputes, releases: releaseRows };
+}

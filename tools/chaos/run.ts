@@ -111,6 +111,8 @@ async function createApplication(engine: ChaosEngine, runId: string, currency: '
     'mobile_money_deposits',
     'mobile_money_cashouts',
     'card_payouts',
+    'card_deposits',
+    'refunds',
   ];
   await cli(engine.databaseUrl, [
     'apps',

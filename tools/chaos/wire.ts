@@ -16,6 +16,22 @@ export const Wire = {
     total_amount: z.number(),
     application_fee: z.number().nullable(),
   }),
+  cardDeposit: z.object({
+    id: z.string(),
+    status: z.string(),
+    amount: z.number(),
+    application_fee: z.number().nullable(),
+  }),
+  refund: z.object({ id: z.string(), status: z.string(), amount: z.number() }),
+  dispute: z.object({
+    id: z.string(),
+    transaction_id: z.string(),
+    wallet_id: z.string(),
+    amount: z.number(),
+    reserved_amount: z.number(),
+    uncovered_amount: z.number(),
+    status: z.string(),
+  }),
   transaction: z.object({
     id: z.string(),
     transaction_type: z.string(),
@@ -24,6 +40,7 @@ export const Wire = {
     escrow_amount: z.number(),
     wallet_id: z.string().nullable(),
     recipient_wallet_id: z.string().nullable(),
+    amount_refunded: z.number().optional(),
   }),
   wallets: z.array(z.object({ id: z.string(), balance: z.number() })),
 };

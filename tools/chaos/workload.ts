@@ -13,6 +13,9 @@ export const OPERATIONS = [
   'deposit',
   'cashout',
   'card_payout',
+  'card_deposit',
+  'card_refund',
+  'dispute',
 ] as const;
 export type Operation = (typeof OPERATIONS)[number];
 
@@ -26,7 +29,14 @@ const WEIGHTS: Record<Operation, number> = {
   deposit: 10,
   cashout: 8,
   card_payout: 6,
+  card_deposit: 5,
+  card_refund: 4,
+  dispute: 3,
 };
+
+/** Requests that follow an operation, tallied on their own. */
+const FOLLOW_UPS = ['simulate', 'evidence', 'dispute_outcome'] as const;
+type FollowUp = (typeof FOLLOW_UPS)[number];
 
 export const PATHS = {
   transfer: '/api/v1/transactions/wallet/transfer',
@@ -36,7 +46,13 @@ export const PATHS = {
   payout: '/api/v1/transactions/wallet/card-payout',
   simulate: '/api/v1/testing/simulate-mobile-money-webhook',
   onboarding: '/api/v1/transactions/wallet/complete-onboarding/',
+  cardDeposit: '/api/v1/transactions/wallet/card-deposit',
+  simulateDispute: '/api/v1/testing/simulate-dispute',
+  simulateDisputeOutcome: '/api/v1/testing/simulate-dispute-outcome',
 };
+
+/** The sandbox's card whose refunds are accepted, then fail a moment later. */
+const REFUND_FAILS = 'pm_card_refundFails';
 
 /** An owner's identity the Test Mode sandbox verifies at once, with a debit card for payouts. */
 const VERIFIED_OWNER = {
@@ -58,15 +74,29 @@ export type Tally = { ok: number; refused: number; indefinite: number };
 
 /** What the clients saw: every acknowledged payment, with what its creation answered. */
 export type History = {
-  tally: Record<Operation | 'simulate', Tally>;
+  tally: Record<Operation | FollowUp, Tally>;
   /** 4xx answers by status and detail. */
   refusals: Map<string, number>;
   /** Transaction id -> the operation whose 2xx answer named it. */
   acknowledged: Map<string, Operation>;
   /** Mobile-money deposits acknowledged: what the payer pays in (amount + application fee). */
   deposits: Map<string, { wallet: string; amount: bigint; applicationFee: bigint }>;
-  /** Cashouts and card payouts acknowledged: the wallet's total and the application fee in it. */
+  /**
+   * Cashouts, card payouts and card refunds acknowledged: the wallet's total and the application
+   * fee in it (a refund: its amount, no fee).
+   */
   moneyOut: Map<string, { wallet: string; total: bigint; applicationFee: bigint }>;
+  /** Card deposits acknowledged `completed` (also in `deposits`): refundable and disputable. */
+  cardDeposits: Map<string, { wallet: string; amount: bigint; refundFails: boolean }>;
+  /** Card refunds acknowledged: how the sandbox ends each (its deposit's card says). */
+  refundEnds: Map<string, 'completed' | 'failed'>;
+  /** Disputes whose opening was acknowledged, with the outcome acknowledged (null: left open). */
+  disputes: Map<
+    string,
+    { deposit: string; wallet: string; amount: bigint; reserved: bigint; outcome: string | null }
+  >;
+  /** The tag (`reason`) of every simulate-dispute request sent: its retries carry the same. */
+  disputeTags: Set<string>;
   /** Holds that may still hold money. */
   openHolds: string[];
   /** Payments whose provider outcome the sandbox answered: none of them may stay pending. */
@@ -75,7 +105,7 @@ export type History = {
 
 export function newHistory(): History {
   const tally = {} as History['tally'];
-  for (const op of [...OPERATIONS, 'simulate'] as const) {
+  for (const op of [...OPERATIONS, ...FOLLOW_UPS] as const) {
     tally[op] = { ok: 0, refused: 0, indefinite: 0 };
   }
   return {
@@ -84,6 +114,10 @@ export function newHistory(): History {
     acknowledged: new Map(),
     deposits: new Map(),
     moneyOut: new Map(),
+    cardDeposits: new Map(),
+    refundEnds: new Map(),
+    disputes: new Map(),
+    disputeTags: new Set(),
     openHolds: [],
     decided: new Set(),
   };
@@ -104,7 +138,7 @@ const TOO_MUCH = 20_000_000;
 const amount = (random: Random, min: number, max: number): number =>
   random.next() < 0.05 ? TOO_MUCH : random.int(min, max);
 
-function count(history: History, op: Operation | 'simulate', outcome: Outcome): void {
+function count(history: History, op: Operation | FollowUp, outcome: Outcome): void {
   history.tally[op][outcome.kind === 'ok' ? 'ok' : outcome.kind] += 1;
   if (outcome.kind === 'refused') {
     const detail = JSON.stringify(Wire.refusal.safeParse(outcome.body).data?.detail ?? '').slice(
@@ -135,6 +169,9 @@ export async function runOperation(options: {
     !history.openHolds.length
   ) {
     op = 'hold';
+  }
+  if ((op === 'card_refund' || op === 'dispute') && !history.cardDeposits.size) {
+    op = 'card_deposit';
   }
   const wallet = random.pick(wallets.all);
   const other = random.pick(wallets.all.filter((w) => w !== wallet));
@@ -231,8 +268,136 @@ export async function runOperation(options: {
       }
       break;
     }
+    case 'card_deposit': {
+      const fails = random.next() < 0.2;
+      const body = {
+        wallet_id: wallet,
+        amount: major(random.int(100, 50_000)),
+        payment_method_id: fails ? REFUND_FAILS : 'pm_card_visa',
+      };
+      const outcome = await api.post(PATHS.cardDeposit, body, key);
+      count(history, op, outcome);
+      if (outcome.kind !== 'ok') break;
+      const reply = Wire.cardDeposit.parse(outcome.body);
+      acknowledge(reply.id);
+      const credited = minor(reply.amount);
+      history.deposits.set(reply.id, {
+        wallet,
+        amount: credited,
+        applicationFee: minor(reply.application_fee ?? 0),
+      });
+      if (reply.status === 'completed') {
+        history.cardDeposits.set(reply.id, { wallet, amount: credited, refundFails: fails });
+      }
+      break;
+    }
+    case 'card_refund': {
+      const depositId = random.pick([...history.cardDeposits.keys()]);
+      const deposit = history.cardDeposits.get(depositId)!;
+      // None: all that is left; now and then more than the deposit credited (a 400).
+      const roll = random.next();
+      const body =
+        roll < 0.2
+          ? {}
+          : {
+              amount: major(
+                roll < 0.3
+                  ? Number(deposit.amount) + random.int(1, 1_000)
+                  : random.int(1, Math.max(1, Math.floor(Number(deposit.amount) / 2))),
+              ),
+            };
+      const outcome = await api.post(`/api/v1/transactions/${depositId}/refund`, body, key);
+      count(history, op, outcome);
+      if (outcome.kind !== 'ok') break;
+      const reply = Wire.refund.parse(outcome.body);
+      acknowledge(reply.id);
+      history.moneyOut.set(reply.id, {
+        wallet: deposit.wallet,
+        total: minor(reply.amount),
+        applicationFee: 0n,
+      });
+      history.refundEnds.set(reply.id, deposit.refundFails ? 'failed' : 'completed');
+      // The sandbox decided it: a failing refund reads failed a moment later.
+      if (reply.status === 'pending') history.decided.add(reply.id);
+      break;
+    }
+    case 'dispute': {
+      const depositId = random.pick([...history.cardDeposits.keys()]);
+      const deposit = history.cardDeposits.get(depositId)!;
+      const roll = random.next();
+      const amount =
+        roll < 0.3
+          ? undefined
+          : roll < 0.4
+            ? Number(deposit.amount) + random.int(1, 1_000)
+            : random.int(1, Math.max(1, Math.floor(Number(deposit.amount) / 3)));
+      // Now and then the wallet first spends all it holds: the dispute is partly or wholly uncovered.
+      if (random.next() < 0.2) await drain(api, history, deposit.wallet, random, wallets, key);
+      // The endpoint takes no Idempotency-Key: the tag names the request in every dispute it opened.
+      const tag = `chaos ${key}`;
+      history.disputeTags.add(tag);
+      const outcome = await api.post(PATHS.simulateDispute, {
+        transaction_id: depositId,
+        ...(amount !== undefined && { amount: major(amount) }),
+        reason: tag,
+      });
+      count(history, op, outcome);
+      if (outcome.kind !== 'ok') break;
+      const opened = Wire.dispute.parse(outcome.body);
+      const record = {
+        deposit: depositId,
+        wallet: opened.wallet_id,
+        amount: minor(opened.amount),
+        reserved: minor(opened.reserved_amount),
+        outcome: null as string | null,
+      };
+      history.disputes.set(opened.id, record);
+      if (random.next() < 0.6) {
+        const evidence = await api.post(`/api/v1/disputes/${opened.id}/evidence`, {
+          text: `Delivered, receipt ${key}`,
+        });
+        count(history, 'evidence', evidence);
+      }
+      const decision = random.next();
+      if (decision < 0.75) {
+        const status = decision < 0.4 ? 'won' : 'lost';
+        const closed = await api.post(PATHS.simulateDisputeOutcome, {
+          dispute_id: opened.id,
+          status,
+        });
+        count(history, 'dispute_outcome', closed);
+        if (closed.kind === 'ok') record.outcome = Wire.dispute.parse(closed.body).status;
+      }
+      break;
+    }
   }
   return op;
+}
+
+/** Transfers all that `wallet` holds (as its balance reads now) to another wallet. */
+async function drain(
+  api: ChaosClient,
+  history: History,
+  wallet: string,
+  random: Random,
+  wallets: Wallets,
+  key: string,
+): Promise<void> {
+  const read = await api.get('/api/v1/wallets/?per_page=100');
+  const listed = read.kind === 'ok' ? Wire.wallets.parse(read.body) : [];
+  const held = minor(listed.find((w) => w.id === wallet)?.balance ?? 0);
+  if (held <= 0n) return;
+  const outcome = await api.post(
+    PATHS.transfer,
+    {
+      from_wallet_id: wallet,
+      to_wallet_id: random.pick(wallets.all.filter((w) => w !== wallet)),
+      amount: major(Number(held)),
+    },
+    `${key}-drain`,
+  );
+  count(history, 'transfer', outcome);
+  if (outcome.kind === 'ok') history.acknowledged.set(Wire.id.parse(outcome.body).id, 'transfer');
 }
 
 /** An acknowledged deposit: what the payer pays in (amount and application fee). */
