@@ -103,12 +103,18 @@ export async function openDispute(
     reason: string;
     providerDisputeId: string | null;
     evidenceDueBy: string | null;
+    /**
+     * Our id of a simulated dispute, derived from its request's Idempotency-Key so that a retry
+     * answers the dispute the first attempt opened; random when absent.
+     */
+    disputeId?: string;
   },
 ): Promise<DisputeOpened | Declined> {
   const { applicationId, mode, providerDisputeId } = request;
-  const disputeId = providerDisputeId
+  const named = providerDisputeId
     ? disputeIdOf({ applicationId, mode }, providerDisputeId)
-    : randomUUID();
+    : request.disputeId;
+  const disputeId = named ?? randomUUID();
   if (!UUID.test(request.transactionId)) {
     return { status: 'declined', code: 'not_found', detail: 'Transaction not found' };
   }
@@ -148,8 +154,8 @@ export async function openDispute(
     if (!row) throw new Error(`dispute ${disputeId} has no record yet`);
     return { status: 'opened', dispute: disputeRecord(row) };
   };
-  // A repeated event of a dispute opened already answers it as it stands.
-  if (providerDisputeId && (await findDispute(deps.pool, disputeId))) return made();
+  // A repeated event, or a retried request, of a dispute opened already answers it as it stands.
+  if (named && (await findDispute(deps.pool, disputeId))) return made();
   try {
     const answer = await bounded(deps, workflowId, () =>
       deps.temporal.workflow.executeUpdateWithStart(disputeUpdates.open, {

@@ -13,6 +13,7 @@ import { MAX_EVIDENCE_CHARS } from '../../workflows/dispute-shared';
 import { answerEarly, assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, unlessDeclined } from '../errors';
+import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import {
   BodyId,
@@ -158,6 +159,7 @@ export function disputeRoutes(deps: ApiDeps): Route[] {
       tag: 'Testing',
       auth: 'default',
       testModeOnly: true,
+      idempotent: true,
       body: SimulateDisputeRequest,
       responses: {
         200: { description: 'The dispute, opened', schema: DisputeBody },
@@ -169,7 +171,7 @@ export function disputeRoutes(deps: ApiDeps): Route[] {
         404: errorResponse('Transaction not found'),
         422: errorResponse('Validation failure'),
       },
-      handler: async ({ caller, body }) => {
+      handler: async ({ caller, body, idempotency }) => {
         const id = body.transaction_id.toLowerCase();
         const facts = uuidPattern.test(id) ? await readCardCase(pool, id) : null;
         const amount = body.amount ?? null;
@@ -188,6 +190,7 @@ export function disputeRoutes(deps: ApiDeps): Route[] {
             reason: body.reason ?? 'general',
             providerDisputeId: null,
             evidenceDueBy: null,
+            ...(idempotency && { disputeId: idFromKey(caller, idempotency, 'dispute') }),
           }),
         );
         return { body: disputeAnswer(disputeFromRecord(opened.dispute)) };

@@ -313,6 +313,38 @@ describe('disputes', () => {
     expect(bad.status).toBe(422);
   });
 
+  it('answers a retried simulate-dispute with the dispute its first attempt opened', async () => {
+    const { walletId, depositId } = await depositedWallet(10);
+    const key = `dispute-${depositId}`;
+    const first = await api.post(
+      SIMULATE,
+      { transaction_id: depositId, amount: 4 },
+      { 'idempotency-key': key },
+    );
+    expect(first.status).toBe(200);
+    const replayed = await api.post(
+      SIMULATE,
+      { transaction_id: depositId, amount: 4 },
+      { 'idempotency-key': key },
+    );
+    expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+    expect(replayed.body).toEqual(first.body);
+    // As if the first request had died after the dispute opened but before its answer was stored.
+    await engine.pool.query(sql.unsafe`
+      UPDATE idempotency_keys SET response_status = NULL, response_body = NULL WHERE key = ${key}`);
+    const retry = await api.post(
+      SIMULATE,
+      { transaction_id: depositId, amount: 4 },
+      { 'idempotency-key': key },
+    );
+    expect(retry.status).toBe(200);
+    expect(retry.body).toEqual(first.body);
+    const listed = await api.get(`/api/v1/disputes?transaction_id=${depositId}`);
+    expect(listed.body.data).toHaveLength(1);
+    expect(await balanceOf(engine.pool, walletId)).toBe(6_00n);
+    await assertLedgerInvariant(engine.pool);
+  });
+
   it('lists disputes newest first, in pages, filtered by status and transaction', async () => {
     const { depositId: first } = await depositedWallet(30);
     const { depositId: second } = await depositedWallet(30);

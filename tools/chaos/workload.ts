@@ -95,8 +95,6 @@ export type History = {
     string,
     { deposit: string; wallet: string; amount: bigint; reserved: bigint; outcome: string | null }
   >;
-  /** The tag (`reason`) of every simulate-dispute request sent: its retries carry the same. */
-  disputeTags: Set<string>;
   /** Holds that may still hold money. */
   openHolds: string[];
   /** Payments whose provider outcome the sandbox answered: none of them may stay pending. */
@@ -117,7 +115,6 @@ export function newHistory(): History {
     cardDeposits: new Map(),
     refundEnds: new Map(),
     disputes: new Map(),
-    disputeTags: new Set(),
     openHolds: [],
     decided: new Set(),
   };
@@ -333,14 +330,11 @@ export async function runOperation(options: {
             : random.int(1, Math.max(1, Math.floor(Number(deposit.amount) / 3)));
       // Now and then the wallet first spends all it holds: the dispute is partly or wholly uncovered.
       if (random.next() < 0.2) await drain(api, history, deposit.wallet, random, wallets, key);
-      // The endpoint takes no Idempotency-Key: the tag names the request in every dispute it opened.
-      const tag = `chaos ${key}`;
-      history.disputeTags.add(tag);
-      const outcome = await api.post(PATHS.simulateDispute, {
-        transaction_id: depositId,
-        ...(amount !== undefined && { amount: major(amount) }),
-        reason: tag,
-      });
+      const outcome = await api.post(
+        PATHS.simulateDispute,
+        { transaction_id: depositId, ...(amount !== undefined && { amount: major(amount) }) },
+        key,
+      );
       count(history, op, outcome);
       if (outcome.kind !== 'ok') break;
       const opened = Wire.dispute.parse(outcome.body);
