@@ -1,0 +1,225 @@
+import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken } from 'slonik';
+import { z } from 'zod';
+import { TRANSACTION_TYPES } from '../domain/types';
+
+/**
+ * A wallet's statements and balances at an instant, read from its ledger entries by the time
+ * the ledger recorded them, to the millisecond as every time of the API: each query is a range
+ * of `ledger_entries_by_time_idx` (account, time, id), its sums read from the index alone.
+ */
+
+/** The wallet as these queries need it: its id (its ledger account's) and when it opened. */
+export type StatementAccount = { id: string; created_at: string };
+
+/** `from` inclusive, `to` exclusive, both whole milliseconds. */
+export type StatementWindow = { from: Date; to: Date };
+
+export type StatementSummary = {
+  opening: bigint;
+  closing: bigint;
+  credits: bigint;
+  debits: bigint;
+  count: number;
+};
+
+export type StatementEntry = {
+  transaction_id: string | null;
+  transaction_type: (typeof TRANSACTION_TYPES)[number] | null;
+  created_at: string;
+  amount: bigint;
+  balance_after: bigint;
+  description: string;
+};
+
+const ms = (d: Date) => d.toISOString();
+
+const sumRow = z.object({ balance: z.bigint(), side: z.bigint() });
+
+/**
+ * The balance of `account` before `at` (`through`: at or before it, to the millisecond): the sum
+ * of its entries on one side of that bound, with the stored balance read in the same statement.
+ * The side nearer in time is read (fewer entries, as payments come at a steady pace): the sum
+ * itself, or the stored balance less it.
+ */
+async function balanceBefore(
+  db: CommonQueryMethods,
+  account: StatementAccount,
+  at: Date,
+  now: Date,
+  through = false,
+): Promise<bigint> {
+  const before = at.getTime() - Date.parse(account.created_at) <= now.getTime() - at.getTime();
+  // Added in SQL: the millisecond after the last one written out may be past year 9999.
+  const bound = through
+    ? sql.fragment`${ms(at)}::timestamptz + interval '1 millisecond'`
+    : sql.fragment`${ms(at)}::timestamptz`;
+  const row = await db.one(sql.type(sumRow)`
+    SELECT a.balance, coalesce((
+      SELECT sum(e.amount) FROM ledger_entries e
+      WHERE e.account_id = a.id
+        AND ${before ? sql.fragment`e.created_at < ${bound}` : sql.fragment`e.created_at >= ${bound}`}
+    ), 0)::int8 AS side
+    FROM ledger_accounts a WHERE a.id = ${account.id}`);
+  return before ? row.side : row.balance - row.side;
+}
+
+/** What `account` held at `at`: every entry recorded at or before it (to the millisecond). */
+export async function balanceAt(
+  db: CommonQueryMethods,
+  account: StatementAccount,
+  at: Date,
+  now: Date = new Date(),
+): Promise<bigint> {
+  return balanceBefore(db, account, at, now, true);
+}
+
+/** The stored balance and the database's clock, to the millisecond, read together. */
+export async function balanceNow(
+  db: CommonQueryMethods,
+  accountId: string,
+): Promise<{ balance: bigint; at: string }> {
+  return db.one(sql.type(z.object({ balance: z.bigint(), at: z.string() }))`
+    SELECT balance, date_trunc('milliseconds', now()) AS at
+    FROM ledger_accounts WHERE id = ${accountId}`);
+}
+
+const windowRow = z.object({ credits: z.bigint(), debits: z.bigint(), count: z.number() });
+
+/** The window's totals, its entry count and the balances at its two ends. */
+export async function statementSummary(
+  db: CommonQueryMethods,
+  account: StatementAccount,
+  window: StatementWindow,
+  now: Date = new Date(),
+): Promise<StatementSummary> {
+  const inWindow = windowCondition(account.id, window);
+  // Read in one snapshot (`readSnapshot`) with the page, or opening + entries may not be closing.
+  const opening = await balanceBefore(db, account, window.from, now);
+  const totals = await db.one(sql.type(windowRow)`
+      SELECT coalesce(sum(amount) FILTER (WHERE amount > 0), 0)::int8 AS credits,
+        coalesce(-sum(amount) FILTER (WHERE amount < 0), 0)::int8 AS debits,
+        count(*)::int AS count
+      FROM ledger_entries e WHERE ${inWindow}`);
+  return {
+    opening,
+    closing: opening + totals.credits - totals.debits,
+    credits: totals.credits,
+    debits: totals.debits,
+    count: totals.count,
+  };
+}
+
+/**
+ * `run` in one repeatable-read, read-only transaction: its reads share one snapshot, so that a
+ * payment committed between them cannot break opening + entries = closing.
+ */
+export async function readSnapshot<T>(
+  pool: DatabasePool,
+  run: (db: CommonQueryMethods) => Promise<T>,
+): Promise<T> {
+  return pool.transaction(async (trx) => {
+    await trx.query(sql.unsafe`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`);
+    return run(trx);
+  });
+}
+
+function windowCondition(accountId: string, window: StatementWindow): FragmentSqlToken {
+  return sql.fragment`e.account_id = ${accountId}
+    AND e.created_at >= ${ms(window.from)}::timestamptz AND e.created_at < ${ms(window.to)}::timestamptz`;
+}
+
+const entryRow = z.object({
+  transaction_id: z.string().nullable(),
+  transaction_type: z.enum(TRANSACTION_TYPES).nullable(),
+  created_at: z.string(),
+  exact_at: z.string(),
+  id: z.bigint(),
+  amount: z.bigint(),
+  running: z.bigint(),
+  description: z.string(),
+});
+
+/**
+ * The window's entries from `offset`, oldest first, at most `limit`, each with the balance after
+ * it: `opening` plus the window's entries up to it, summed by a window function over the rows
+ * up to the end of the page (the rows before the page are read for the page anyway).
+ */
+export async function statementEntries(
+  db: CommonQueryMethods,
+  accountId: string,
+  window: StatementWindow,
+  opening: bigint,
+  page: { limit: number; offset: number },
+): Promise<StatementEntry[]> {
+  const rows = await db.any(sql.type(entryRow)`
+    ${entriesFrom(sql.fragment`
+      SELECT id, ledger_transaction_id, created_at, amount,
+        sum(amount) OVER (ORDER BY created_at, id)::int8 AS running
+      FROM (
+        SELECT e.id, e.ledger_transaction_id, e.created_at, e.amount FROM ledger_entries e
+        WHERE ${windowCondition(accountId, window)}
+        ORDER BY e.created_at, e.id LIMIT ${page.offset + page.limit}
+      ) upto
+      ORDER BY created_at, id OFFSET ${page.offset}`)}`);
+  return rows.map((r) => entry(r, opening));
+}
+
+/**
+ * Every entry of the window, oldest first, in batches of `batch` read by keyset (the exact time
+ * and id of the last one), each with the balance after it; for the CSV, whatever its length.
+ */
+export async function* allStatementEntries(
+  db: CommonQueryMethods,
+  accountId: string,
+  window: StatementWindow,
+  opening: bigint,
+  batch = 5000,
+): AsyncGenerator<StatementEntry[]> {
+  let before = opening;
+  let after: { at: string; id: bigint } | null = null;
+  for (;;) {
+    const past: FragmentSqlToken = after
+      ? sql.fragment`AND (e.created_at, e.id) > (${after.at}::timestamptz, ${after.id.toString()}::int8)`
+      : sql.fragment``;
+    const rows: readonly z.infer<typeof entryRow>[] = await db.any(sql.type(entryRow)`
+      ${entriesFrom(sql.fragment`
+        SELECT id, ledger_transaction_id, created_at, amount,
+          sum(amount) OVER (ORDER BY created_at, id)::int8 AS running
+        FROM (
+          SELECT e.id, e.ledger_transaction_id, e.created_at, e.amount FROM ledger_entries e
+          WHERE ${windowCondition(accountId, window)} ${past}
+          ORDER BY e.created_at, e.id LIMIT ${batch}
+        ) upto`)}`);
+    if (rows.length === 0) return;
+    yield rows.map((r) => entry(r, before));
+    const last = rows[rows.length - 1]!;
+    before += last.running;
+    after = { at: last.exact_at, id: last.id };
+    if (rows.length < batch) return;
+  }
+}
+
+/** The entries of `ranked` with what the statement shows of their ledger and payment records. */
+function entriesFrom(ranked: FragmentSqlToken): FragmentSqlToken {
+  // The ledger's description says which leg it is ("…: give back"); the payment's is the
+  // client's words, shown where the ledger wrote none.
+  return sql.fragment`
+    SELECT lt.transaction_id, t.transaction_type, e.created_at, e.created_at::text AS exact_at,
+      e.id, e.amount, e.running,
+      coalesce(nullif(lt.description, ''), t.description, '') AS description
+    FROM (${ranked}) e
+    JOIN ledger_transactions lt ON lt.id = e.ledger_transaction_id
+    LEFT JOIN transactions t ON t.id = lt.transaction_id
+    ORDER BY e.created_at, e.id`;
+}
+
+function entry(r: z.infer<typeof entryRow>, before: bigint): StatementEntry {
+  return {
+    transaction_id: r.transaction_id,
+    transaction_type: r.transaction_type,
+    created_at: r.created_at,
+    amount: r.amount,
+    balance_after: before + r.running,
+    description: r.description,
+  };
+}
