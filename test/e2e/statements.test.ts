@@ -210,6 +210,16 @@ describe('statements and balances at an instant', () => {
       ['escrow_hold', -1],
       ['escrow_refund', 1],
     ]);
+    // The ledger's words name the step; the payment's stand in where the ledger wrote none.
+    expect(entries.map((e) => e.description)).toEqual([
+      'Card deposit',
+      RENT,
+      'order 17',
+      '',
+      'Card refund: reserve',
+      '',
+      '',
+    ]);
     expect(entries.find((e) => e.transaction_id === transferId)).toMatchObject({
       amount: -30,
       description: RENT,
