@@ -1,4 +1,4 @@
-import { sql, type CommonQueryMethods, type DatabasePool, type FragmentSqlToken } from 'slonik';
+import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 import { TRANSACTION_TYPES } from '../domain/types';
 
@@ -33,34 +33,30 @@ export type StatementEntry = {
 
 const ms = (d: Date) => d.toISOString();
 
-const sumRow = z.object({ balance: z.bigint(), side: z.bigint() });
-
 /**
- * The balance of `account` before `at` (`through`: at or before it, to the millisecond): the sum
- * of its entries on one side of that bound, with the stored balance read in the same statement.
- * The side nearer in time is read (fewer entries, as payments come at a steady pace): the sum
- * itself, or the stored balance less it.
+ * The balance of `account` before `at` (`through`: at or before it, to the millisecond), as a SQL
+ * expression: the sum of its entries on one side of that bound. The side nearer in time is read
+ * (fewer entries, as payments come at a steady pace): the sum itself, or the stored balance less
+ * it, both read by the one statement the expression is part of, so in one snapshot.
  */
-async function balanceBefore(
-  db: CommonQueryMethods,
+function balanceBefore(
   account: StatementAccount,
   at: Date,
   now: Date,
   through = false,
-): Promise<bigint> {
+): FragmentSqlToken {
   const before = at.getTime() - Date.parse(account.created_at) <= now.getTime() - at.getTime();
   // Added in SQL: the millisecond after the last one written out may be past year 9999.
   const bound = through
     ? sql.fragment`${ms(at)}::timestamptz + interval '1 millisecond'`
     : sql.fragment`${ms(at)}::timestamptz`;
-  const row = await db.one(sql.type(sumRow)`
-    SELECT a.balance, coalesce((
-      SELECT sum(e.amount) FROM ledger_entries e
-      WHERE e.account_id = a.id
-        AND ${before ? sql.fragment`e.created_at < ${bound}` : sql.fragment`e.created_at >= ${bound}`}
-    ), 0)::int8 AS side
-    FROM ledger_accounts a WHERE a.id = ${account.id}`);
-  return before ? row.side : row.balance - row.side;
+  const side = (condition: FragmentSqlToken) => sql.fragment`(
+    SELECT coalesce(sum(amount), 0) FROM ledger_entries
+    WHERE account_id = ${account.id} AND ${condition})`;
+  return before
+    ? sql.fragment`${side(sql.fragment`created_at < ${bound}`)}::int8`
+    : sql.fragment`((SELECT balance FROM ledger_accounts WHERE id = ${account.id})
+        - ${side(sql.fragment`created_at >= ${bound}`)})::int8`;
 }
 
 /** What `account` held at `at`: every entry recorded at or before it (to the millisecond). */
@@ -70,7 +66,8 @@ export async function balanceAt(
   at: Date,
   now: Date = new Date(),
 ): Promise<bigint> {
-  return balanceBefore(db, account, at, now, true);
+  return db.oneFirst(sql.type(z.object({ balance: z.bigint() }))`
+    SELECT ${balanceBefore(account, at, now, true)} AS balance`);
 }
 
 /** The stored balance and the database's clock, to the millisecond, read together. */
@@ -83,7 +80,36 @@ export async function balanceNow(
     FROM ledger_accounts WHERE id = ${accountId}`);
 }
 
-const windowRow = z.object({ credits: z.bigint(), debits: z.bigint(), count: z.number() });
+const summaryColumns = {
+  opening: z.bigint(),
+  credits: z.bigint(),
+  debits: z.bigint(),
+  count: z.number(),
+};
+
+/** The window's totals, its entry count and the balances at its two ends, in one statement. */
+function summaryOf(
+  account: StatementAccount,
+  window: StatementWindow,
+  now: Date,
+): FragmentSqlToken {
+  return sql.fragment`
+    SELECT ${balanceBefore(account, window.from, now)} AS opening,
+      coalesce(sum(amount) FILTER (WHERE amount > 0), 0)::int8 AS credits,
+      coalesce(-sum(amount) FILTER (WHERE amount < 0), 0)::int8 AS debits,
+      count(*)::int AS count
+    FROM ledger_entries e WHERE ${windowCondition(account.id, window)}`;
+}
+
+function summary(row: { opening: bigint; credits: bigint; debits: bigint; count: number }) {
+  return {
+    opening: row.opening,
+    closing: row.opening + row.credits - row.debits,
+    credits: row.credits,
+    debits: row.debits,
+    count: row.count,
+  };
+}
 
 /** The window's totals, its entry count and the balances at its two ends. */
 export async function statementSummary(
@@ -92,35 +118,9 @@ export async function statementSummary(
   window: StatementWindow,
   now: Date = new Date(),
 ): Promise<StatementSummary> {
-  const inWindow = windowCondition(account.id, window);
-  // Read in one snapshot (`readSnapshot`) with the page, or opening + entries may not be closing.
-  const opening = await balanceBefore(db, account, window.from, now);
-  const totals = await db.one(sql.type(windowRow)`
-      SELECT coalesce(sum(amount) FILTER (WHERE amount > 0), 0)::int8 AS credits,
-        coalesce(-sum(amount) FILTER (WHERE amount < 0), 0)::int8 AS debits,
-        count(*)::int AS count
-      FROM ledger_entries e WHERE ${inWindow}`);
-  return {
-    opening,
-    closing: opening + totals.credits - totals.debits,
-    credits: totals.credits,
-    debits: totals.debits,
-    count: totals.count,
-  };
-}
-
-/**
- * `run` in one repeatable-read, read-only transaction: its reads share one snapshot, so that a
- * payment committed between them cannot break opening + entries = closing.
- */
-export async function readSnapshot<T>(
-  pool: DatabasePool,
-  run: (db: CommonQueryMethods) => Promise<T>,
-): Promise<T> {
-  return pool.transaction(async (trx) => {
-    await trx.query(sql.unsafe`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`);
-    return run(trx);
-  });
+  return summary(
+    await db.one(sql.type(z.object(summaryColumns))`${summaryOf(account, window, now)}`),
+  );
 }
 
 function windowCondition(accountId: string, window: StatementWindow): FragmentSqlToken {
@@ -138,30 +138,52 @@ const entryRow = z.object({
   running: z.bigint(),
   description: z.string(),
 });
+type EntryRow = z.infer<typeof entryRow>;
+
+/** A summary with one entry of the page, or none (an empty page: the entry's columns null). */
+const pageRow = z.object({
+  ...summaryColumns,
+  transaction_id: z.string().nullable(),
+  transaction_type: z.enum(TRANSACTION_TYPES).nullable(),
+  created_at: z.string().nullable(),
+  exact_at: z.string().nullable(),
+  id: z.bigint().nullable(),
+  amount: z.bigint().nullable(),
+  running: z.bigint().nullable(),
+  description: z.string().nullable(),
+});
 
 /**
- * The window's entries from `offset`, oldest first, at most `limit`, each with the balance after
- * it: `opening` plus the window's entries up to it, summed by a window function over the rows
- * up to the end of the page (the rows before the page are read for the page anyway).
+ * The window's summary and its entries from `offset`, oldest first, at most `limit`, each with
+ * the balance after it: the opening balance plus the window's entries up to it, summed by a
+ * window function over the rows up to the end of the page (which the page reads anyway). One
+ * statement, so one snapshot: opening + entries = closing even while payments commit.
  */
-export async function statementEntries(
+export async function statementPage(
   db: CommonQueryMethods,
-  accountId: string,
+  account: StatementAccount,
   window: StatementWindow,
-  opening: bigint,
   page: { limit: number; offset: number },
-): Promise<StatementEntry[]> {
-  const rows = await db.any(sql.type(entryRow)`
-    ${entriesFrom(sql.fragment`
+  now: Date = new Date(),
+): Promise<{ summary: StatementSummary; entries: StatementEntry[] }> {
+  const rows = await db.many(sql.type(pageRow)`
+    WITH summary AS (${summaryOf(account, window, now)}),
+    page AS (${entriesFrom(sql.fragment`
       SELECT id, ledger_transaction_id, created_at, amount,
         sum(amount) OVER (ORDER BY created_at, id)::int8 AS running
       FROM (
         SELECT e.id, e.ledger_transaction_id, e.created_at, e.amount FROM ledger_entries e
-        WHERE ${windowCondition(accountId, window)}
+        WHERE ${windowCondition(account.id, window)}
         ORDER BY e.created_at, e.id LIMIT ${page.offset + page.limit}
       ) upto
-      ORDER BY created_at, id OFFSET ${page.offset}`)}`);
-  return rows.map((r) => entry(r, opening));
+      ORDER BY created_at, id OFFSET ${page.offset}`)})
+    SELECT s.opening, s.credits, s.debits, s.count, p.transaction_id, p.transaction_type,
+      p.created_at, p.exact_at, p.id, p.amount, p.running, p.description
+    FROM summary s LEFT JOIN page p ON true
+    ORDER BY p.created_at, p.id`);
+  const first = rows[0]!;
+  const entries = rows.flatMap((r) => (r.id === null ? [] : [entry(r as EntryRow, first.opening)]));
+  return { summary: summary(first), entries };
 }
 
 /**
@@ -181,7 +203,7 @@ export async function* allStatementEntries(
     const past: FragmentSqlToken = after
       ? sql.fragment`AND (e.created_at, e.id) > (${after.at}::timestamptz, ${after.id.toString()}::int8)`
       : sql.fragment``;
-    const rows: readonly z.infer<typeof entryRow>[] = await db.any(sql.type(entryRow)`
+    const rows: readonly EntryRow[] = await db.any(sql.type(entryRow)`
       ${entriesFrom(sql.fragment`
         SELECT id, ledger_transaction_id, created_at, amount,
           sum(amount) OVER (ORDER BY created_at, id)::int8 AS running
@@ -213,7 +235,7 @@ function entriesFrom(ranked: FragmentSqlToken): FragmentSqlToken {
     ORDER BY e.created_at, e.id`;
 }
 
-function entry(r: z.infer<typeof entryRow>, before: bigint): StatementEntry {
+function entry(r: EntryRow, before: bigint): StatementEntry {
   return {
     transaction_id: r.transaction_id,
     transaction_type: r.transaction_type,

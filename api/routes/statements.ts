@@ -4,8 +4,7 @@ import {
   allStatementEntries,
   balanceAt,
   balanceNow,
-  readSnapshot,
-  statementEntries,
+  statementPage,
   statementSummary,
   type StatementEntry,
   type StatementWindow,
@@ -73,11 +72,15 @@ const BalanceBody = z
   })
   .meta({ id: 'BalanceAt' });
 
+const INSTANT = 'An ISO 8601 time with an offset, or a date (its midnight UTC), to the millisecond';
+
 const StatementQuery = PageQuery.extend({
   from: InstantQuery.optional().meta({
-    description: `The window’s start, inclusive; default: ${DEFAULT_DAYS} days before \`to\``,
+    description: `${INSTANT}: the window’s start, inclusive; default: ${DEFAULT_DAYS} days before \`to\``,
   }),
-  to: InstantQuery.optional().meta({ description: 'The window’s end, exclusive; default: now' }),
+  to: InstantQuery.optional().meta({
+    description: `${INSTANT}: the window’s end, exclusive; default: now`,
+  }),
 });
 
 const ACCESS_RESPONSES = {
@@ -142,17 +145,7 @@ export function statementRoutes(deps: ApiDeps): Route[] {
             },
           };
         }
-        const { summary, entries } = await readSnapshot(pool, async (db) => {
-          const summary = await statementSummary(db, account, window);
-          const entries = await statementEntries(
-            db,
-            wallet.id,
-            window,
-            summary.opening,
-            pageWindow(query),
-          );
-          return { summary, entries };
-        });
+        const { summary, entries } = await statementPage(pool, account, window, pageWindow(query));
         return {
           body: {
             ...head,
@@ -183,7 +176,7 @@ export function statementRoutes(deps: ApiDeps): Route[] {
       query: z.object({
         at: InstantQuery.optional().meta({
           description:
-            'The instant: entries recorded at or before it (to the millisecond) count; ' +
+            `${INSTANT}: entries recorded at or before it count; ` +
             'default: now. An instant to come answers what the ledger holds now',
         }),
       }),

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import {
   allStatementEntries,
   balanceAt,
-  statementEntries,
+  statementPage,
   statementSummary,
 } from '../../db/statements';
 import { findWallet } from '../../db/wallets';
@@ -275,6 +275,18 @@ describe('statements and balances at an instant', () => {
       closing_balance: major(await balanceOf(engine.pool, a)),
       total: 7,
     });
+    const empty = await ok(api, statementOf(a, window('2001-01-01', '2001-02-01')));
+    expect(empty).toMatchObject({
+      from: '2001-01-01T00:00:00.000Z',
+      to: '2001-02-01T00:00:00.000Z',
+      opening_balance: 0,
+      closing_balance: 0,
+      total_credits: 0,
+      total_debits: 0,
+      entries: [],
+      total: 0,
+      total_pages: 0,
+    });
     // Only `from`: up to now. Only `to`: the 30 days before it.
     const since = await ok(api, statementOf(a, `from=${encodeURIComponent(held[5]!.at)}`));
     expect(since).toMatchObject({ opening_balance: major(held[5]!.a), total: 3 });
@@ -371,10 +383,15 @@ describe('statements and balances at an instant', () => {
     const after = await statementSummary(engine.pool, wallet, window, window.to);
     expect(after).toEqual(before);
     expect(before).toMatchObject({ opening: held[1]!.a, closing: held[7]!.a, count: 6 });
-    const page = await statementEntries(engine.pool, a, window, before.opening, {
-      limit: 100,
-      offset: 0,
-    });
+    const { summary, entries: page } = await statementPage(
+      engine.pool,
+      wallet,
+      window,
+      { limit: 100, offset: 0 },
+      far,
+    );
+    expect(summary).toEqual(before);
+    expect(page).toHaveLength(6);
     const batches = [];
     for await (const batch of allStatementEntries(engine.pool, a, window, before.opening, 4)) {
       batches.push(batch);
