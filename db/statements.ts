@@ -1,6 +1,7 @@
 import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 import { TRANSACTION_TYPES } from '../domain/types';
+import { prepare } from './pool';
 
 /**
  * A wallet's statements and balances at an instant, read from its ledger entries by the time
@@ -66,8 +67,10 @@ export async function balanceAt(
   at: Date,
   now: Date = new Date(),
 ): Promise<bigint> {
-  return db.oneFirst(sql.type(z.object({ balance: z.bigint() }))`
-    SELECT ${balanceBefore(account, at, now, true)} AS balance`);
+  return db.oneFirst(
+    prepare(sql.type(z.object({ balance: z.bigint() }))`
+      SELECT ${balanceBefore(account, at, now, true)} AS balance`),
+  );
 }
 
 /** The stored balance and the database's clock, to the millisecond, read together. */
@@ -75,9 +78,11 @@ export async function balanceNow(
   db: CommonQueryMethods,
   accountId: string,
 ): Promise<{ balance: bigint; at: string }> {
-  return db.one(sql.type(z.object({ balance: z.bigint(), at: z.string() }))`
-    SELECT balance, date_trunc('milliseconds', now()) AS at
-    FROM ledger_accounts WHERE id = ${accountId}`);
+  return db.one(
+    prepare(sql.type(z.object({ balance: z.bigint(), at: z.string() }))`
+      SELECT balance, date_trunc('milliseconds', now()) AS at
+      FROM ledger_accounts WHERE id = ${accountId}`),
+  );
 }
 
 const summaryColumns = {
@@ -166,7 +171,8 @@ export async function statementPage(
   page: { limit: number; offset: number },
   now: Date = new Date(),
 ): Promise<{ summary: StatementSummary; entries: StatementEntry[] }> {
-  const rows = await db.many(sql.type(pageRow)`
+  const rows = await db.many(
+    prepare(sql.type(pageRow)`
     WITH summary AS (${summaryOf(account, window, now)}),
     page AS (${entriesFrom(sql.fragment`
       SELECT id, ledger_transaction_id, created_at, amount,
@@ -180,7 +186,8 @@ export async function statementPage(
     SELECT s.opening, s.credits, s.debits, s.count, p.transaction_id, p.transaction_type,
       p.created_at, p.exact_at, p.id, p.amount, p.running, p.description
     FROM summary s LEFT JOIN page p ON true
-    ORDER BY p.created_at, p.id`);
+    ORDER BY p.created_at, p.id`),
+  );
   const first = rows[0]!;
   const entries = rows.flatMap((r) => (r.id === null ? [] : [entry(r as EntryRow, first.opening)]));
   return { summary: summary(first), entries };
