@@ -400,6 +400,40 @@ describe('statements and balances at an instant', () => {
     expect(batches.flat()).toEqual(page);
   });
 
+  it('holds opening + entries = closing on every page read while payments commit', async () => {
+    const { walletId: c } = await createUserWithWallet(api);
+    await fundWallet(engine.pool, c, 100_00n);
+    const query = `${window('2001-01-01', '2999-01-01')}&per_page=100`;
+    let paying = true;
+    const payments = (async () => {
+      try {
+        for (let i = 0; i < 12; i += 1) await transfer(api, c, i % 2 ? a : b, 1.25);
+      } finally {
+        paying = false;
+      }
+    })();
+    let reads = 0;
+    while (paying || reads < 4) {
+      // From the start, the opening sums the entries before it; from a moment ago, it is the
+      // stored balance less the entries since: both read in the page's one snapshot.
+      const recent = new Date(Date.now() - 150).toISOString();
+      const path = reads % 2 ? statementOf(c, query) : statementOf(c, window(recent, '2999-01-01'));
+      const body = await ok(api, path);
+      const entries = body.entries as Entry[];
+      const sum = entries.reduce((total, e) => total + Math.round(e.amount * 100), 0);
+      expect(Math.round(body.opening_balance * 100) + sum).toBe(
+        Math.round(body.closing_balance * 100),
+      );
+      expect(entries.at(-1)?.balance_after ?? body.opening_balance).toBe(body.closing_balance);
+      expect(body.total).toBe(entries.length);
+      reads += 1;
+    }
+    await payments;
+    expect(reads).toBeGreaterThan(3);
+    const settled = await ok(api, statementOf(c, query));
+    expect(settled).toMatchObject({ total: 13, opening_balance: 0, closing_balance: 85 });
+  });
+
   it('keeps the ledger balanced through it all', async () => {
     await assertLedgerInvariant(engine.pool);
   });
