@@ -6,7 +6,7 @@ import { prepare } from './pool';
 /**
  * A wallet's statements and balances at an instant, read from its ledger entries by the time
  * the ledger recorded them, to the millisecond as every time of the API: each query is a range
- * of `ledger_entries_by_time_idx` (account, time, id), its sums read from the index alone.
+ * of `ledger_entries_by_time_idx` (account, time, id), which carries the amounts to sum.
  */
 
 /** The wallet as these queries need it: its id (its ledger account's) and when it opened. */
