@@ -27,6 +27,7 @@ import { systemRoutes } from './routes/system';
 import { transactionRoutes } from './routes/transactions';
 import { transferRoutes } from './routes/transfers';
 import { userRoutes } from './routes/users';
+import { statementRoutes } from './routes/statements';
 import { walletRoutes } from './routes/wallets';
 import { webhookSubscriptionRoutes } from './routes/webhook-subscriptions';
 
@@ -37,6 +38,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...systemRoutes(deps, () => routes),
     ...userRoutes(deps),
     ...walletRoutes(deps),
+    ...statementRoutes(deps),
     ...transferRoutes(deps),
     ...depositRoutes(deps),
     ...cardDepositRoutes(deps),

@@ -117,9 +117,13 @@ function responsesOf(
   const responses: Record<string, Json> = {};
   for (const [status, spec] of Object.entries(route.responses)) {
     const schema = schemaOf(status);
+    const content = {
+      ...(schema ? { 'application/json': { schema } } : {}),
+      ...spec.otherContent,
+    };
     responses[status] = {
       description: spec.description,
-      ...(schema ? { content: { 'application/json': { schema } } } : {}),
+      ...(Object.keys(content).length ? { content } : {}),
     };
   }
   for (const [status, description] of Object.entries(edgeResponses(route, readsBody))) {

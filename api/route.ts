@@ -2,7 +2,12 @@ import type Koa from 'koa';
 import type { z } from 'zod';
 import type { Caller, RateLimitCategory } from '../domain/types';
 
-export type ResponseSpec = { description: string; schema?: z.ZodType };
+export type ResponseSpec = {
+  description: string;
+  schema?: z.ZodType;
+  /** Media types answered besides JSON (by the request's Accept), as OpenAPI media objects. */
+  otherContent?: Record<string, Record<string, unknown>>;
+};
 
 export type HandlerResult = {
   status?: number;

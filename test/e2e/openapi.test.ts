@@ -256,6 +256,14 @@ describe('real answers against their documented schemas', () => {
       await api.get(`/api/v1/transactions/${transfer.body.id}`),
     );
     conforms('get', '/api/v1/transactions/', await api.get('/api/v1/transactions/'));
+    const statement = await api.get(`/api/v1/wallets/${a.walletId}/statement`);
+    expect(statement.body.entries).toHaveLength(2);
+    conforms('get', '/api/v1/wallets/{wallet_id}/statement', statement);
+    conforms(
+      'get',
+      '/api/v1/wallets/{wallet_id}/balance',
+      await api.get(`/api/v1/wallets/${a.walletId}/balance?at=2026-01-01`),
+    );
     conforms(
       'post',
       '/api/v1/fees/estimate/deposit',

@@ -1,0 +1,20 @@
+/**
+ * RFC 4180 text: a field is quoted when it holds a comma, a double quote, CR or LF, its quotes
+ * doubled; records end with CRLF.
+ */
+export function csvField(value: string): string {
+  return /[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;
+}
+
+export function csvRecord(fields: readonly string[]): string {
+  return `${fields.map(csvField).join(',')}\r\n`;
+}
+
+export const STATEMENT_CSV_HEADER = [
+  'transaction_id',
+  'transaction_type',
+  'created_at',
+  'amount',
+  'balance_after',
+  'description',
+] as const;

@@ -1,0 +1,68 @@
+import { parseInstant } from '../../api/instant';
+import { csvField, csvRecord, STATEMENT_CSV_HEADER } from '../../api/statement-csv';
+
+describe('csvField quotes as RFC 4180 says', () => {
+  it.each([
+    ['plain', 'plain'],
+    ['', ''],
+    ['-12.50', '-12.50'],
+    ['Rent, May', '"Rent, May"'],
+    ['say "hi"', '"say ""hi"""'],
+    ['Rent, "May"', '"Rent, ""May"""'],
+    ['two\nlines', '"two\nlines"'],
+    ['cr\rhere', '"cr\rhere"'],
+    ['"', '""""'],
+    ['  spaced  ', '  spaced  '],
+  ])('%p -> %p', (value, written) => {
+    expect(csvField(value)).toBe(written);
+  });
+
+  it('ends each record with CRLF; the header is exactly the contract’s', () => {
+    expect(csvRecord(['a', 'b,c', ''])).toBe('a,"b,c",\r\n');
+    expect(csvRecord(STATEMENT_CSV_HEADER)).toBe(
+      'transaction_id,transaction_type,created_at,amount,balance_after,description\r\n',
+    );
+  });
+});
+
+describe('parseInstant reads ISO 8601 instants to the millisecond', () => {
+  it.each([
+    ['2026-01-31T12:00:00Z', '2026-01-31T12:00:00.000Z'],
+    ['2026-01-31T12:00:00.5Z', '2026-01-31T12:00:00.500Z'],
+    ['2026-01-31T12:00:00.123Z', '2026-01-31T12:00:00.123Z'],
+    // Finer digits are cut, never rounded up past an instant the API showed.
+    ['2026-01-31T12:00:00.123999Z', '2026-01-31T12:00:00.123Z'],
+    ['2026-01-31T12:00Z', '2026-01-31T12:00:00.000Z'],
+    ['2026-01-31t12:00:00z', '2026-01-31T12:00:00.000Z'],
+    ['2026-01-31T12:00:00+01:00', '2026-01-31T11:00:00.000Z'],
+    ['2026-01-01T00:30:00-05:30', '2026-01-01T06:00:00.000Z'],
+    ['2026-01-31', '2026-01-31T00:00:00.000Z'],
+    ['2024-02-29', '2024-02-29T00:00:00.000Z'],
+    ['1970-01-01', '1970-01-01T00:00:00.000Z'],
+    ['9999-12-31T23:59:59.999Z', '9999-12-31T23:59:59.999Z'],
+  ])('%p -> %p', (text, iso) => {
+    expect(parseInstant(text)?.toISOString()).toBe(iso);
+  });
+
+  it.each([
+    'yesterday',
+    '',
+    '1700000000',
+    '2026-01-31T12:00:00', // no offset: which clock's noon?
+    '2026-01-31 12:00:00Z',
+    '2026-02-30',
+    '2025-02-29',
+    '2026-13-01T00:00:00Z',
+    '2026-02-30T00:00:00Z',
+    '2026-01-31T24:00:00Z',
+    '2026-01-31T12:60:00Z',
+    '2026-01-31T12:00:00+24:00',
+    '2026-1-31',
+    '+002026-01-31T00:00:00Z',
+    '0000-01-01',
+    '1969-12-31T23:59:59.999Z',
+    '1970-01-01T00:30:00+01:00',
+  ])('refuses %p', (text) => {
+    expect(parseInstant(text)).toBeNull();
+  });
+});
