@@ -126,6 +126,20 @@ describe('GET /api/v1/transactions/ filters', () => {
         ),
       ),
     ).toEqual([t3.id, t2.id]);
+    // Sent and received rows merge in order, by page and by cursor.
+    const byPage = [];
+    for (const page of [1, 2, 3]) {
+      const res = await list(`wallet_id=${data.b}&per_page=2&page=${page}`);
+      expect(res.total).toBe(4);
+      byPage.push(...ids(res));
+    }
+    expect(byPage).toEqual([data.failed, t4.id, t3.id, t1.id]);
+    const byCursor = await list(`wallet_id=${data.b}&per_page=2&starting_after=${data.failed}`);
+    expect(byCursor).toMatchObject({ has_more: true });
+    expect(ids(byCursor)).toEqual([t4.id, t3.id]);
+    const last = await list(`wallet_id=${data.b}&per_page=2&starting_after=${t3.id}`);
+    expect(last).toMatchObject({ has_more: false });
+    expect(ids(last)).toEqual([t1.id]);
     expect(ids(await list(`provider_reference=${q(data.reference)}`))).toEqual([data.paid]);
     expect(ids(await list(`provider_reference=${q(data.reference)}&status=failed`))).toEqual([]);
     expect(ids(await list('provider_reference=nothing-has-this'))).toEqual([]);
