@@ -4,7 +4,7 @@ import { clientFor, createFundedWallet, createUserWithWallet, transfer } from '.
 import { useTestApp, useTestEngine } from '../support/hooks';
 
 const engine = useTestEngine();
-const { api } = useTestApp(engine);
+const { api, live } = useTestApp(engine);
 const { api: other } = useTestApp(engine);
 
 const LIST = '/api/v1/transactions/';
@@ -151,8 +151,14 @@ describe('GET /api/v1/transactions/ filters', () => {
     ]);
     const theirs = await other.get(`${LIST}?transaction_type=transfer`);
     expect(ids(theirs.body)).toEqual([data.foreign.id]);
-    const cursor = await other.get(`${LIST}?starting_after=${data.t[3].id}`);
-    expect(cursor.status).toBe(404);
+    // A cursor of another application's or mode's answers as one that names nothing.
+    for (const client of [other, live]) {
+      const cursor = await client.get(`${LIST}?starting_after=${data.t[3].id}`);
+      expect(cursor.status).toBe(404);
+      expect(cursor.body).toEqual({
+        detail: 'starting_after: no transaction of this application and mode has this id',
+      });
+    }
   });
 
   it('answers 422 naming the parameter for every malformed filter', async () => {
