@@ -141,3 +141,66 @@ export function toPage<T>(
 export function pageWindow(page: { page: number; per_page: number }) {
   return { limit: page.per_page, offset: (page.page - 1) * page.per_page };
 }
+
+/**
+ * A query parameter of one or several of `values`, comma-separated (`status=pending,held`);
+ * parsed into the distinct values. Documented with a pattern, so a client can see the shape.
+ */
+export function commaListQuery<T extends string>(values: readonly T[], description: string) {
+  const one = `(${values.join('|')})`;
+  return z
+    .string({ error: `must be one of ${values.join(', ')}` })
+    .regex(new RegExp(`^${one}(,${one})*$`), `must be one of ${values.join(', ')}`)
+    .transform((v) => [...new Set(v.split(','))] as T[])
+    .meta({ description: `${description}: one value or several, comma-separated` });
+}
+
+const ISO_DATE = /^(\d{4})-(\d\d)-(\d\d)$/;
+const ISO_DATE_TIME =
+  /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)(:(\d\d)(\.\d{1,9})?)?(Z|[+-]\d\d:?\d\d)$/i;
+
+/**
+ * A real instant (or a day, from its start in UTC) in ISO 8601, handed to Postgres as written
+ * so its precision is kept; a date that does not exist (February 30) is refused here, not there.
+ */
+function isoInstant(text: string): boolean {
+  const match = ISO_DATE_TIME.exec(text) ?? ISO_DATE.exec(text);
+  if (!match) return false;
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  const days = new Date(Date.UTC(2000, month, 0)).getUTCDate();
+  if (year < 1 || month < 1 || month > 12 || day < 1 || day > days) return false;
+  if (month === 2 && day === 29 && new Date(Date.UTC(year, 1, 29)).getUTCMonth() !== 1) {
+    return false;
+  }
+  if (match.length > 4 && match[4] !== undefined) {
+    const [hour, minute, second] = [Number(match[4]), Number(match[5]), Number(match[7] ?? 0)];
+    if (hour > 23 || minute > 59 || second > 59) return false;
+    const offset = match[9]!.toUpperCase();
+    if (offset !== 'Z') {
+      const digits = offset.replace(':', '');
+      if (Number(digits.slice(1, 3)) > 15 || Number(digits.slice(3, 5)) > 59) return false;
+    }
+  }
+  return true;
+}
+
+export const InstantQuery = (description: string) =>
+  z
+    .string({ error: 'must be an ISO 8601 date-time such as 2026-01-31T12:00:00Z' })
+    .refine(isoInstant, 'must be an ISO 8601 date-time such as 2026-01-31T12:00:00Z')
+    .transform((v) => (ISO_DATE.test(v) ? `${v}T00:00:00Z` : v.toUpperCase()))
+    .meta({
+      format: 'date-time',
+      description: `${description} (ISO 8601 with Z or an offset; a date alone is its start in UTC)`,
+    });
+
+/** An amount bound in major units, at least 0, at most 2 decimals; parsed into minor units. */
+export const AmountQuery = (description: string) =>
+  z
+    .string({ error: 'must be an amount in major units, at least 0, at most 2 decimals' })
+    .regex(
+      /^\d{1,16}(\.\d{1,2})?$/,
+      'must be an amount in major units, at least 0, at most 2 decimals',
+    )
+    .transform((v) => parseMajorDecimal(v)!)
+    .meta({ description: `${description}, in major units (12.50)` });

@@ -14,7 +14,7 @@ import type { TransactionRecord } from '../workflows/shared';
 import { prepare } from './pool';
 import { compileRules, factColumns } from './money-rules';
 import { depositRules } from '../domain/money-rules';
-import { pageTotal } from './pages';
+import { pageTotal, TOTAL_COUNTED_AHEAD } from './pages';
 
 export const transactionRow = z.object({
   id: z.string(),
@@ -233,26 +233,130 @@ export async function madeStepRow(
   return row;
 }
 
+/** The filters of a transaction list (decisions.md, "Metadata, search, statements and exports"). */
+export type TransactionFilter = {
+  status?: readonly TransactionStatus[] | undefined;
+  transaction_type?: readonly TransactionType[] | undefined;
+  /** Sender or recipient. */
+  wallet_id?: string | undefined;
+  /** ISO 8601 instants: `created_gte` inclusive, `created_lt` exclusive. */
+  created_gte?: string | undefined;
+  created_lt?: string | undefined;
+  /** Minor units, both bounds inclusive. */
+  amount_gte?: bigint | undefined;
+  amount_lte?: bigint | undefined;
+  provider_reference?: string | undefined;
+};
+
+/** `column` is one of `values`: an equality when one, so an index gives its rows in order. */
+function oneOf(column: FragmentSqlToken, values: readonly string[]): FragmentSqlToken {
+  return values.length === 1
+    ? sql.fragment`${column} = ${values[0]!}`
+    : sql.fragment`${column} = ANY(${sql.array([...values], 'text')})`;
+}
+
+/** The conditions of `filter` but the wallet's (see `matching`), and the caller's scope. */
+function transactionWhere(caller: Caller, filter: TransactionFilter): FragmentSqlToken[] {
+  const parts = [sql.fragment`application_id = ${caller.applicationId} AND mode = ${caller.mode}`];
+  if (filter.status?.length) parts.push(oneOf(sql.fragment`status`, filter.status));
+  if (filter.transaction_type?.length) {
+    parts.push(oneOf(sql.fragment`transaction_type`, filter.transaction_type));
+  }
+  if (filter.created_gte !== undefined) {
+    parts.push(sql.fragment`created_at >= ${filter.created_gte}::timestamptz`);
+  }
+  if (filter.created_lt !== undefined) {
+    parts.push(sql.fragment`created_at < ${filter.created_lt}::timestamptz`);
+  }
+  if (filter.amount_gte !== undefined) {
+    parts.push(sql.fragment`amount >= ${filter.amount_gte.toString()}::bigint`);
+  }
+  if (filter.amount_lte !== undefined) {
+    parts.push(sql.fragment`amount <= ${filter.amount_lte.toString()}::bigint`);
+  }
+  if (filter.provider_reference !== undefined) {
+    parts.push(sql.fragment`provider_reference = ${filter.provider_reference}`);
+  }
+  return parts;
+}
+
+/** Newest first; the id breaks ties, so that a cursor names one place in the order. */
+const NEWEST_FIRST = sql.fragment`ORDER BY created_at DESC, id DESC`;
+
+const and = (parts: FragmentSqlToken[]) => sql.fragment`${sql.join(parts, sql.fragment` AND `)}`;
+
+/**
+ * The rows that match, as a FROM item, of which the first `first` in the list's order are
+ * exact. A wallet's are its sent and its received ones, each read newest first from its own
+ * index and merged, so that a busy wallet costs no more than a page (an OR cannot do that).
+ */
+function matching(
+  caller: Caller,
+  filter: TransactionFilter,
+  more: FragmentSqlToken[],
+  first: number,
+): FragmentSqlToken {
+  const where = [...transactionWhere(caller, filter), ...more];
+  const wallet = filter.wallet_id;
+  if (wallet === undefined) {
+    return sql.fragment`(SELECT ${transactionColumns} FROM transactions WHERE ${and(where)}) AS t`;
+  }
+  return sql.fragment`(
+    (SELECT ${transactionColumns} FROM transactions
+      WHERE ${and([...where, sql.fragment`wallet_id = ${wallet}::uuid`])}
+      ${NEWEST_FIRST} LIMIT ${first})
+    UNION ALL
+    (SELECT ${transactionColumns} FROM transactions
+      WHERE ${and([
+        ...where,
+        sql.fragment`recipient_wallet_id = ${wallet}::uuid`,
+        sql.fragment`wallet_id IS DISTINCT FROM ${wallet}::uuid`,
+      ])}
+      ${NEWEST_FIRST} LIMIT ${first})) AS t`;
+}
+
 export async function listTransactions(
   db: CommonQueryMethods,
   caller: Caller,
-  filter: {
-    status?: string | undefined;
-    transaction_type?: string | undefined;
-    wallet_id?: string | undefined;
-  },
+  filter: TransactionFilter,
   page: { limit: number; offset: number },
 ): Promise<{ rows: readonly TransactionRow[]; total: number }> {
-  const where = sql.fragment`application_id = ${caller.applicationId} AND mode = ${caller.mode}
-    AND (${filter.status ?? null}::text IS NULL OR status = ${filter.status ?? null}::text)
-    AND (${filter.transaction_type ?? null}::text IS NULL OR transaction_type = ${filter.transaction_type ?? null}::text)
-    AND (${filter.wallet_id ?? null}::uuid IS NULL OR wallet_id = ${filter.wallet_id ?? null}::uuid
-         OR recipient_wallet_id = ${filter.wallet_id ?? null}::uuid)`;
-  const total = await pageTotal(db, sql.fragment`transactions`, where, page);
+  const counted = page.offset + page.limit + TOTAL_COUNTED_AHEAD;
+  const total = await pageTotal(
+    db,
+    matching(caller, filter, [], counted),
+    sql.fragment`true`,
+    page,
+  );
   const rows = await db.any(sql.type(transactionRow)`
-    SELECT ${transactionColumns} FROM transactions WHERE ${where}
-    ORDER BY created_at DESC, id LIMIT ${page.limit} OFFSET ${page.offset}`);
+    SELECT ${transactionColumns} FROM ${matching(caller, filter, [], page.offset + page.limit)}
+    ${NEWEST_FIRST} LIMIT ${page.limit} OFFSET ${page.offset}`);
   return { rows, total };
+}
+
+/**
+ * The matching transactions older than the cursor (`starting_after`) in the list's order, at
+ * most `limit`, and whether more follow; null when the cursor is no transaction of the caller's
+ * application and mode. A keyset, not an offset: payments made meanwhile are all newer than the
+ * cursor, so a walk neither repeats nor skips a row.
+ */
+export async function listTransactionsAfter(
+  db: CommonQueryMethods,
+  caller: Caller,
+  filter: TransactionFilter,
+  cursor: string,
+  limit: number,
+): Promise<{ rows: readonly TransactionRow[]; hasMore: boolean } | null> {
+  const found = await db.maybeOne(sql.type(z.object({ id: z.string() }))`
+    SELECT id FROM transactions
+    WHERE id = ${cursor} AND application_id = ${caller.applicationId} AND mode = ${caller.mode}`);
+  if (!found) return null;
+  const after = sql.fragment`(created_at, id) < (
+    SELECT created_at, id FROM transactions WHERE id = ${cursor})`;
+  const rows = await db.any(sql.type(transactionRow)`
+    SELECT ${transactionColumns} FROM ${matching(caller, filter, [after], limit + 1)}
+    ${NEWEST_FIRST} LIMIT ${limit + 1}`);
+  return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
 }
 
 /**

@@ -55,14 +55,45 @@ export async function lockUser(
   return trx.maybeOne(sql.type(userRow)`SELECT ${columns} FROM users WHERE id = ${id} FOR UPDATE`);
 }
 
+/** The filters of the user list (decisions.md, "Metadata, search, statements and exports"). */
+export type UserFilter = {
+  is_active?: boolean | undefined;
+  /** Exact, case-insensitive (emails are unique so, db/migrations/0001_platform.sql). */
+  email?: string | undefined;
+  phone_number?: string | undefined;
+  app_user_id?: string | undefined;
+  /** Case-insensitive substring of the name, email, phone number or app_user_id. */
+  q?: string | undefined;
+};
+
+/** `text` as a LIKE pattern that matches it anywhere, its wildcards taken literally. */
+function containing(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
 export async function listUsers(
   db: CommonQueryMethods,
   caller: Caller,
-  filter: { is_active?: boolean | undefined },
+  filter: UserFilter,
   page: { limit: number; offset: number },
 ): Promise<{ rows: readonly UserRow[]; total: number }> {
-  const where = sql.fragment`application_id = ${caller.applicationId} AND mode = ${caller.mode}
-    AND (${filter.is_active ?? null}::boolean IS NULL OR is_active = ${filter.is_active ?? null}::boolean)`;
+  const parts = [sql.fragment`application_id = ${caller.applicationId} AND mode = ${caller.mode}`];
+  if (filter.is_active !== undefined) parts.push(sql.fragment`is_active = ${filter.is_active}`);
+  if (filter.email !== undefined) {
+    parts.push(sql.fragment`lower(email) = lower(${filter.email})`);
+  }
+  if (filter.phone_number !== undefined) {
+    parts.push(sql.fragment`phone_number = ${filter.phone_number}`);
+  }
+  if (filter.app_user_id !== undefined) {
+    parts.push(sql.fragment`app_user_id = ${filter.app_user_id}`);
+  }
+  if (filter.q !== undefined) {
+    const pattern = containing(filter.q);
+    parts.push(sql.fragment`(name ILIKE ${pattern} OR email ILIKE ${pattern}
+      OR phone_number ILIKE ${pattern} OR app_user_id ILIKE ${pattern})`);
+  }
+  const where = sql.fragment`${sql.join(parts, sql.fragment` AND `)}`;
   const total = await pageTotal(db, sql.fragment`users`, where, page);
   const rows = await db.any(sql.type(userRow)`
     SELECT ${columns} FROM users WHERE ${where}

@@ -2,32 +2,91 @@ import type { Client } from '@temporalio/client';
 import { z } from 'zod';
 import { findAccountOwner } from '../../db/ledger';
 import type { CommonQueryMethods } from '../../db/pool';
-import { findTransaction, listTransactions, type TransactionRow } from '../../db/transactions';
+import {
+  findTransaction,
+  listTransactions,
+  listTransactionsAfter,
+  type TransactionFilter,
+  type TransactionRow,
+} from '../../db/transactions';
 import { TRANSACTION_STATUSES, TRANSACTION_TYPES, type Caller } from '../../domain/types';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
-import { PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
+import {
+  AmountQuery,
+  commaListQuery,
+  InstantQuery,
+  PageQuery,
+  pageEnvelope,
+  pageWindow,
+  toPage,
+  uuidPattern,
+} from '../schemas';
 import { TransactionBody, transactionBodies } from '../serializers';
 import { isNotFound } from '../../temporal/connection';
 import { buildTimeline, TimelineStep, WORKFLOW_STATUSES } from '../../timeline';
 import { decodePayloadsIn } from '../../temporal/data-converter';
 
 const ListQuery = PageQuery.extend({
-  status: z
-    .enum(TRANSACTION_STATUSES, { error: `must be one of ${TRANSACTION_STATUSES.join(', ')}` })
-    .optional(),
-  transaction_type: z
-    .enum(TRANSACTION_TYPES, { error: `must be one of ${TRANSACTION_TYPES.join(', ')}` })
-    .optional(),
+  // No default here: the handler must tell an explicit page from none (not with starting_after).
+  page: PageQuery.shape.page
+    .removeDefault()
+    .optional()
+    .meta({ description: 'The page, from 1 (default 1); not with starting_after' }),
+  status: commaListQuery(TRANSACTION_STATUSES, 'Only transactions in this status').optional(),
+  transaction_type: commaListQuery(TRANSACTION_TYPES, 'Only transactions of this type').optional(),
   wallet_id: z
     .string({ error: 'must be a wallet id' })
     .regex(uuidPattern, 'must be a wallet id (a UUID)')
     .transform((v) => v.toLowerCase())
     .optional()
     .meta({ description: 'Transactions this wallet sent or received' }),
+  'created[gte]': InstantQuery('Created at or after this instant').optional(),
+  'created[lt]': InstantQuery('Created before this instant').optional(),
+  'amount[gte]': AmountQuery('An amount at least this').optional(),
+  'amount[lte]': AmountQuery('An amount at most this').optional(),
+  provider_reference: z
+    .string({ error: 'must be a provider reference' })
+    .min(1, 'must be a provider reference')
+    .max(255, 'must be at most 255 characters')
+    .optional()
+    .meta({ description: 'The provider’s reference of the payment, exactly' }),
+  starting_after: z
+    .string({ error: 'must be a transaction id' })
+    .regex(uuidPattern, 'must be a transaction id (a UUID)')
+    .transform((v) => v.toLowerCase())
+    .optional()
+    .meta({
+      format: 'uuid',
+      description:
+        'A cursor: the transactions after this one in the list’s order (older), answered as ' +
+        '{data, per_page, has_more}; an id that is no transaction of the application and ' +
+        'mode answers 404; not with page',
+    }),
 });
+type ListQuery = z.infer<typeof ListQuery>;
+
+/** A cursor page: `starting_after` answers this instead of the page envelope. */
+const CursorPage = z.object({
+  data: z.array(TransactionBody),
+  per_page: z.number().int(),
+  has_more: z.boolean().meta({ description: 'Whether older matching transactions follow' }),
+});
+
+function filterOf(query: ListQuery): TransactionFilter {
+  return {
+    status: query.status,
+    transaction_type: query.transaction_type,
+    wallet_id: query.wallet_id,
+    created_gte: query['created[gte]'],
+    created_lt: query['created[lt]'],
+    amount_gte: query['amount[gte]'],
+    amount_lte: query['amount[lte]'],
+    provider_reference: query.provider_reference,
+  };
+}
 
 const TransactionParams = z.object({ transaction_id: z.string() });
 
@@ -121,29 +180,55 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
       path: '/api/v1/transactions/',
       summary:
         'List transactions of the application and mode, newest first (page envelope); ' +
-        'filter by status, transaction_type and wallet_id (sender or recipient)',
+        'filters (all combinable): status, transaction_type, wallet_id (sender or recipient), ' +
+        'created[gte], created[lt], amount[gte], amount[lte], provider_reference; with ' +
+        'starting_after, a cursor page {data, per_page, has_more} instead',
       tag: 'Transactions',
       auth: 'default',
       query: ListQuery,
       responses: {
-        200: { description: 'A page of transactions', schema: pageEnvelope(TransactionBody) },
+        200: {
+          description: 'A page of transactions, or a cursor page with starting_after',
+          schema: z.union([pageEnvelope(TransactionBody), CursorPage]),
+        },
         401: errorResponse('Missing or invalid credentials'),
         403: errorResponse('wallet_id names a wallet of another application or mode'),
-        422: errorResponse('Invalid paging or filter'),
+        404: errorResponse('starting_after names no transaction of the application and mode'),
+        422: errorResponse('Invalid paging or filter, or page with starting_after'),
       },
       handler: async ({ caller, query }) => {
+        if (query.starting_after !== undefined && query.page !== undefined) {
+          throw new AppError(
+            'validation_failed',
+            'page: not with starting_after; a list pages by one or the other',
+          );
+        }
         if (query.wallet_id) await assertWalletFilter(pool, caller, query.wallet_id);
+        if (query.starting_after !== undefined) {
+          const found = await listTransactionsAfter(
+            pool,
+            caller,
+            filterOf(query),
+            query.starting_after,
+            query.per_page,
+          );
+          if (!found) {
+            throw new AppError(
+              'not_found',
+              'starting_after: no transaction of this application and mode has this id',
+            );
+          }
+          const data = await transactionBodies(pool, found.rows);
+          return { body: { data, per_page: query.per_page, has_more: found.hasMore } };
+        }
+        const paging = { page: query.page ?? 1, per_page: query.per_page };
         const { rows, total } = await listTransactions(
           pool,
           caller,
-          {
-            status: query.status,
-            transaction_type: query.transaction_type,
-            wallet_id: query.wallet_id,
-          },
-          pageWindow(query),
+          filterOf(query),
+          pageWindow(paging),
         );
-        return { body: toPage(await transactionBodies(pool, rows), total, query) };
+        return { body: toPage(await transactionBodies(pool, rows), total, paging) };
       },
     }),
     defineRoute({

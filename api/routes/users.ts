@@ -35,6 +35,26 @@ const CreateUser = z.object({
   is_active: z.boolean().default(true),
 });
 
+/** A text filter: 1 to `max` characters. */
+const TextQuery = (max: number, description: string) =>
+  z
+    .string({ error: `must be 1 to ${max} characters` })
+    .min(1, `must be 1 to ${max} characters`)
+    .max(max, `must be 1 to ${max} characters`)
+    .optional()
+    .meta({ description });
+
+const UserListQuery = PageQuery.extend({
+  is_active: BooleanQuery.optional(),
+  email: TextQuery(254, 'The user with this email (case-insensitive)'),
+  phone_number: TextQuery(32, 'Users with this phone number, exactly'),
+  app_user_id: TextQuery(255, 'The user with this app_user_id, exactly'),
+  q: TextQuery(
+    200,
+    'Users whose name, email, phone number or app_user_id contains this (case-insensitive)',
+  ),
+});
+
 const UserParams = z.object({ user_id: z.string() });
 
 export function userRoutes(deps: ApiDeps): Route[] {
@@ -75,10 +95,12 @@ export function userRoutes(deps: ApiDeps): Route[] {
     defineRoute({
       method: 'get',
       path: '/api/v1/users/',
-      summary: 'List users (page envelope)',
+      summary:
+        'List users (page envelope); filters (all combinable): is_active, email, phone_number, ' +
+        'app_user_id, q',
       tag: 'Users',
       auth: 'default',
-      query: PageQuery.extend({ is_active: BooleanQuery.optional() }),
+      query: UserListQuery,
       responses: {
         200: { description: 'A page of users', schema: pageEnvelope(UserBody) },
         401: errorResponse('Missing or invalid credentials'),
@@ -88,7 +110,13 @@ export function userRoutes(deps: ApiDeps): Route[] {
         const { rows, total } = await listUsers(
           pool,
           caller,
-          { is_active: query.is_active },
+          {
+            is_active: query.is_active,
+            email: query.email,
+            phone_number: query.phone_number,
+            app_user_id: query.app_user_id,
+            q: query.q,
+          },
           pageWindow(query),
         );
         return { body: toPage(rows.map(userBody), total, query) };

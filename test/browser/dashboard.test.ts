@@ -388,6 +388,10 @@ describe('the dashboard', () => {
     await page.getByRole('link', { name: 'Ibrahim Sesay' }).waitFor();
     await page.getByLabel('Search').fill('aminata');
     await page.getByRole('link', { name: 'Ibrahim Sesay' }).waitFor({ state: 'detached' });
+    // The API searched every user, not the page in the browser.
+    expect(requests.some((url) => url.includes('/v1/users/?') && url.endsWith('&q=aminata'))).toBe(
+      true,
+    );
     await page.getByRole('link', { name: 'Aminata Kamara' }).click();
     const wallet = (await api.get(`/api/v1/wallets/${userA}/`)).body;
     await page.locator('dd[data-balance]').waitFor();

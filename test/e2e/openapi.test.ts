@@ -118,6 +118,41 @@ describe('the OpenAPI document', () => {
     expect(missing).toEqual([]);
   });
 
+  it('documents the lists’ filters and the transactions’ cursor page', () => {
+    const names = (path: string) =>
+      (doc.paths[path].get.parameters as { name: string }[]).map((p) => p.name).sort();
+    expect(names('/api/v1/transactions/')).toEqual(
+      [
+        'amount[gte]',
+        'amount[lte]',
+        'created[gte]',
+        'created[lt]',
+        'page',
+        'per_page',
+        'provider_reference',
+        'starting_after',
+        'status',
+        'transaction_type',
+        'wallet_id',
+      ].sort(),
+    );
+    expect(names('/api/v1/users/')).toEqual(
+      ['app_user_id', 'email', 'is_active', 'page', 'per_page', 'phone_number', 'q'].sort(),
+    );
+    const list = doc.paths['/api/v1/transactions/'].get;
+    const parameters = list.parameters as { name: string; schema: unknown }[];
+    const created = parameters.find((p) => p.name === 'created[gte]')!;
+    expect(created.schema).toMatchObject({ type: 'string', format: 'date-time' });
+    const variants = list.responses['200'].content['application/json'].schema.anyOf as {
+      required: string[];
+    }[];
+    expect(variants.map((v) => v.required.sort())).toEqual([
+      ['data', 'page', 'per_page', 'total', 'total_pages'],
+      ['data', 'has_more', 'per_page'],
+    ]);
+    expect(Object.keys(list.responses)).toEqual(expect.arrayContaining(['404', '422']));
+  });
+
   it('says which path ids must be UUIDs, and which operations accept an Idempotency-Key', () => {
     const user = doc.paths['/api/v1/users/{user_id}/'].get.parameters;
     expect(user).toEqual([

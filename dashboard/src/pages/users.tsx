@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { ApiError, modePath, request, type Mode, type Page, type Transaction } from '../api';
 import { navigate } from '../router';
 import { ErrorBox, Link, money, Pager, Status, useLoad, when } from '../ui';
@@ -23,26 +23,30 @@ type Wallet = {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** How long typing pauses before the search asks the API. */
+const SEARCH_DELAY_MS = 250;
+
 /**
- * The API lists users by page and finds one by id; it has no text search. The search box opens
- * a user by id, and otherwise narrows the page shown by name, email, phone or your own user id.
+ * The search box asks the API (`q`: name, email, phone number or your own user id, ignoring
+ * case) over every user, not only the page shown; a user id opens that user.
  */
 export function Users(props: { mode: Mode }) {
   const [page, setPage] = useState(1);
   const [search, setSearch] = useState('');
+  const [query, setQuery] = useState('');
   const [error, setError] = useState<string | null>(null);
-  const list = useLoad(
-    () => request<Page<User>>(modePath(props.mode, `/v1/users/?page=${page}&per_page=50`)),
-    [props.mode, page],
-  );
-  const needle = search.trim().toLowerCase();
-  const shown = (list.data?.data ?? []).filter(
-    (u) =>
-      !needle ||
-      [u.id, u.app_user_id, u.name, u.email, u.phone_number].some((v) =>
-        v?.toLowerCase().includes(needle),
-      ),
-  );
+  useEffect(() => {
+    const timer = setTimeout(() => {
+      setQuery(search.trim().slice(0, 200));
+      setPage(1);
+    }, SEARCH_DELAY_MS);
+    return () => clearTimeout(timer);
+  }, [search]);
+  const list = useLoad(() => {
+    const q = query ? `&q=${encodeURIComponent(query)}` : '';
+    return request<Page<User>>(modePath(props.mode, `/v1/users/?page=${page}&per_page=50${q}`));
+  }, [props.mode, page, query]);
+  const shown = list.data?.data ?? [];
   return (
     <section>
       <h1>Users and wallets</h1>
