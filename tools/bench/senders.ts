@@ -152,11 +152,10 @@ const REFUNDED_DEPOSITS = 64;
 
 /**
  * A refund of 0.01 of a card deposit: the saga's reserve, the sandbox's refund and the
- * settlement. The deposits (10.00 each) are made on the first send, one per wallet, so that
- * refunds spread over many deposits as over many wallets.
+ * settlement. The deposits (10.00 each, one per wallet) are made before the load starts, so
+ * that refunds spread over many deposits as over many wallets.
  */
-export function refundSender(api: HttpClient, wallets: readonly string[]): Send {
-  let deposits: Promise<string[]> | undefined;
+export async function refundSender(api: HttpClient, wallets: readonly string[]): Promise<Send> {
   const deposit = async (wallet: string) => {
     const reply = await api.post(
       '/api/v1/transactions/wallet/card-deposit',
@@ -166,9 +165,8 @@ export function refundSender(api: HttpClient, wallets: readonly string[]): Send 
     if (!ok(reply.status)) throw failure('card deposit to refund', reply);
     return idOf(reply.body, 'card deposit');
   };
+  const ids = await Promise.all(wallets.slice(0, REFUNDED_DEPOSITS).map(deposit));
   return async () => {
-    deposits ??= Promise.all(wallets.slice(0, REFUNDED_DEPOSITS).map(deposit));
-    const ids = await deposits;
     const id = ids[Math.floor(Math.random() * ids.length)]!;
     const refund = await api.post(
       `/api/v1/transactions/${id}/refund`,
