@@ -342,3 +342,11 @@ export const DisputeBody = z
     updated_at: z.string(),
   })
   .meta({ id: 'Dispute' });
+
+/**
+ * A payment's merchant metadata as the API shows it. Payments carry none yet, so every record
+ * answers `{}`; the change that stores it fills this, and the export's column follows.
+ */
+export function transactionMetadata(_row: TransactionRow): Record<string, string> {
+  return {};
+}

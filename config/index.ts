@@ -316,6 +316,13 @@ export const envSchema = z.object({
     description:
       'Active credentials (not revoked, not expired) an application may have per mode; one more answers 400.',
   }),
+  EXPORT_MAX_ROWS: z.coerce.number().int().min(1).max(1_000_000).default(1_000_000).meta({
+    description:
+      'Rows a transactions export may hold; a filter selecting more answers 422 naming the limit.',
+  }),
+  EXPORT_BATCH_ROWS: z.coerce.number().int().min(1).max(50_000).default(5_000).meta({
+    description: 'Rows a transactions export reads from the database at a time.',
+  }),
   MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE: z.coerce.number().int().min(1).default(16).meta({
     description:
       'Webhook subscriptions, inactive ones included, an application may have per mode; one more answers 400.',
@@ -388,6 +395,11 @@ export type Config = {
    * (`MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE`: each one is another signed POST of every event).
    */
   caps: { credentials: number; webhookSubscriptions: number };
+  /**
+   * The transactions export (`EXPORT_MAX_ROWS`, at most the contract's limit) and how many rows
+   * it reads at a time (`EXPORT_BATCH_ROWS`): each batch is written before the next is read.
+   */
+  exports: { maxRows: number; batchRows: number };
   /**
    * Prometheus metrics (observability/metrics.ts), counted when `enabled`, each process's on a
    * listener of its own, never the API's public port: the API's on `apiPort`, the worker's
@@ -593,6 +605,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       credentials: e.MAX_CREDENTIALS_PER_MODE,
       webhookSubscriptions: e.MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE,
     },
+    exports: { maxRows: e.EXPORT_MAX_ROWS, batchRows: e.EXPORT_BATCH_ROWS },
     metrics: {
       enabled: e.METRICS_ENABLED,
       workerPort: e.WORKER_METRICS_PORT,

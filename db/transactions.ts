@@ -295,18 +295,19 @@ function matching(
   filter: TransactionFilter,
   more: FragmentSqlToken[],
   first: number,
+  columns: FragmentSqlToken = transactionColumns,
 ): FragmentSqlToken {
   const where = [...transactionWhere(caller, filter), ...more];
   const wallet = filter.wallet_id;
   if (wallet === undefined) {
-    return sql.fragment`(SELECT ${transactionColumns} FROM transactions WHERE ${and(where)}) AS t`;
+    return sql.fragment`(SELECT ${columns} FROM transactions WHERE ${and(where)}) AS t`;
   }
   return sql.fragment`(
-    (SELECT ${transactionColumns} FROM transactions
+    (SELECT ${columns} FROM transactions
       WHERE ${and([...where, sql.fragment`wallet_id = ${wallet}::uuid`])}
       ${NEWEST_FIRST} LIMIT ${first})
     UNION ALL
-    (SELECT ${transactionColumns} FROM transactions
+    (SELECT ${columns} FROM transactions
       WHERE ${and([
         ...where,
         sql.fragment`recipient_wallet_id = ${wallet}::uuid`,
@@ -357,6 +358,59 @@ export async function listTransactionsAfter(
     SELECT ${transactionColumns} FROM ${matching(caller, filter, [after], limit + 1)}
     ${NEWEST_FIRST} LIMIT ${limit + 1}`);
   return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
+}
+
+/** A row of the transactions export: the record and the provider's fee where it has one. */
+export const exportRow = transactionRow.extend({ provider_fee: z.string().nullable() });
+export type ExportRow = z.infer<typeof exportRow>;
+
+/** The payment types that record a provider's fee: card deposits and the money-out saga's. */
+const exportColumns = sql.fragment`${transactionColumns},
+  CASE WHEN transaction_type IN ('card_deposit', 'mobile_money_cashout', 'card_payout', 'card_refund')
+    THEN metadata->>'provider_fee' END AS provider_fee`;
+
+/** How many transactions match, counted no further than `limit`. */
+export async function countTransactionsUpTo(
+  db: CommonQueryMethods,
+  caller: Caller,
+  filter: TransactionFilter,
+  limit: number,
+): Promise<number> {
+  return db.oneFirst(sql.type(z.object({ n: z.number() }))`
+    SELECT count(*)::int AS n FROM (
+      SELECT 1 FROM ${matching(caller, filter, [], limit)} LIMIT ${limit}) AS c`);
+}
+
+/**
+ * The matching transactions in the list's order, `batchRows` at a time, at most `maxRows`.
+ * A keyset on the last row read, so that payments made meanwhile neither repeat nor shift
+ * rows; each batch is its own query, so no connection is held while the caller writes.
+ */
+export async function* transactionBatches(
+  db: CommonQueryMethods,
+  caller: Caller,
+  filter: TransactionFilter,
+  batchRows: number,
+  maxRows: number,
+): AsyncGenerator<readonly ExportRow[]> {
+  let last: string | null = null;
+  let left = maxRows;
+  while (left > 0) {
+    const size = Math.min(batchRows, left);
+    const after: FragmentSqlToken[] = last
+      ? [
+          sql.fragment`(created_at, id) < (SELECT created_at, id FROM transactions WHERE id = ${last})`,
+        ]
+      : [];
+    const rows: readonly ExportRow[] = await db.any(sql.type(exportRow)`
+      SELECT ${transactionColumns}, provider_fee
+      FROM ${matching(caller, filter, after, size, exportColumns)}
+      ${NEWEST_FIRST} LIMIT ${size}`);
+    if (rows.length > 0) yield rows;
+    if (rows.length < size) return;
+    left -= rows.length;
+    last = rows[rows.length - 1]!.id;
+  }
 }
 
 /**

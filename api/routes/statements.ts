@@ -17,7 +17,7 @@ import { AppError, errorResponse } from '../errors';
 import { InstantQuery } from '../instant';
 import { defineRoute, type Route } from '../route';
 import { PageQuery, pageWindow } from '../schemas';
-import { csvRecord, STATEMENT_CSV_HEADER } from '../statement-csv';
+import { csvRecord, STATEMENT_CSV_HEADER } from '../csv';
 
 /** The window of a statement asked without `from`. */
 const DEFAULT_DAYS = 30;

@@ -1,14 +1,22 @@
+import { Readable } from 'node:stream';
 import type { Client } from '@temporalio/client';
+import type Koa from 'koa';
 import { z } from 'zod';
 import { findAccountOwner } from '../../db/ledger';
 import type { CommonQueryMethods } from '../../db/pool';
 import {
+  countTransactionsUpTo,
   findTransaction,
   listTransactions,
   listTransactionsAfter,
+  transactionBatches,
+  type ExportRow,
   type TransactionFilter,
   type TransactionRow,
 } from '../../db/transactions';
+import { minorToMajorNumber } from '../../domain/money';
+import type { Logger } from '../../observability/logger';
+import { csvRecord, TRANSACTIONS_CSV_HEADER } from '../csv';
 import { TRANSACTION_STATUSES, TRANSACTION_TYPES, type Caller } from '../../domain/types';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
@@ -24,7 +32,7 @@ import {
   toPage,
   uuidPattern,
 } from '../schemas';
-import { TransactionBody, transactionBodies } from '../serializers';
+import { TransactionBody, transactionBodies, transactionMetadata } from '../serializers';
 import { isNotFound } from '../../temporal/connection';
 import { buildTimeline, TimelineStep, WORKFLOW_STATUSES } from '../../timeline';
 import { decodePayloadsIn } from '../../temporal/data-converter';
@@ -68,6 +76,9 @@ const ListQuery = PageQuery.extend({
 });
 type ListQuery = z.infer<typeof ListQuery>;
 
+/** The export takes the list's filters, the very same schema, without its paging. */
+const ExportQuery = ListQuery.omit({ page: true, per_page: true, starting_after: true });
+
 /** A cursor page: `starting_after` answers this instead of the page envelope. */
 const CursorPage = z.object({
   data: z.array(TransactionBody),
@@ -75,7 +86,7 @@ const CursorPage = z.object({
   has_more: z.boolean().meta({ description: 'Whether older matching transactions follow' }),
 });
 
-function filterOf(query: ListQuery): TransactionFilter {
+function filterOf(query: z.infer<typeof ExportQuery>): TransactionFilter {
   return {
     status: query.status,
     transaction_type: query.transaction_type,
@@ -171,7 +182,7 @@ async function timelineOf(temporal: Client, row: TransactionRow): Promise<Timeli
 }
 
 export function transactionRoutes(deps: ApiDeps): Route[] {
-  const { pool, temporal } = deps;
+  const { pool, temporal, config, logger } = deps;
   const owned = async (caller: Caller, id: string) =>
     assertOwned(caller, await findTransaction(pool, id), 'Transaction');
   return [
@@ -231,6 +242,55 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
         return { body: toPage(await transactionBodies(pool, rows), total, paging) };
       },
     }),
+    // Before `:transaction_id`, which would otherwise take `export` for an id.
+    defineRoute({
+      method: 'get',
+      path: '/api/v1/transactions/export',
+      summary:
+        'Every transaction the list’s filters select, newest first, as CSV (RFC 4180) streamed ' +
+        'batch by batch; at most the export’s limit of rows',
+      tag: 'Transactions',
+      auth: 'default',
+      query: ExportQuery,
+      responses: {
+        200: {
+          description: 'The transactions as CSV, a header row first; `metadata` a JSON object',
+          otherContent: {
+            'text/csv': {
+              schema: { type: 'string' },
+              example: `${TRANSACTIONS_CSV_HEADER.join(',')}\r\n`,
+            },
+          },
+        },
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('wallet_id names a wallet of another application or mode'),
+        422: errorResponse(
+          `Invalid filter, or a filter selecting more than ${config.exports.maxRows} transactions`,
+        ),
+      },
+      handler: async ({ ctx, caller, query }) => {
+        if (query.wallet_id) await assertWalletFilter(pool, caller, query.wallet_id);
+        const filter = filterOf(query);
+        const { maxRows, batchRows } = config.exports;
+        // Counted before any byte is sent, so that too wide a filter is still a 422.
+        if ((await countTransactionsUpTo(pool, caller, filter, maxRows + 1)) > maxRows) {
+          throw new AppError(
+            'validation_failed',
+            `The filters select more than ${maxRows} transactions, the most an export holds: narrow them (created[gte], created[lt])`,
+          );
+        }
+        const batches = transactionBatches(pool, caller, filter, batchRows, maxRows);
+        // Not object mode: a batch is read only once the previous one has drained to the socket.
+        const body = Readable.from(exportLines(ctx, batches, logger), { objectMode: false });
+        return {
+          body,
+          headers: {
+            'Content-Type': 'text/csv; charset=utf-8',
+            'Content-Disposition': 'attachment; filename="transactions.csv"',
+          },
+        };
+      },
+    }),
     defineRoute({
       method: 'get',
       path: '/api/v1/transactions/:transaction_id',
@@ -271,4 +331,45 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
       }),
     }),
   ];
+}
+
+function exportRecord(row: ExportRow): string {
+  const major = (minor: bigint | null) => (minor === null ? '' : String(minorToMajorNumber(minor)));
+  return csvRecord([
+    row.id,
+    row.created_at,
+    row.transaction_type,
+    row.status,
+    major(row.amount),
+    row.currency,
+    major(row.application_fee),
+    major(row.provider_fee === null ? null : BigInt(row.provider_fee)),
+    row.wallet_id ?? '',
+    row.recipient_wallet_id ?? '',
+    row.description,
+    row.provider_reference ?? '',
+    JSON.stringify(transactionMetadata(row)),
+  ]);
+}
+
+/** The CSV, batch by batch; a client gone stops the reading before the next batch. */
+async function* exportLines(
+  ctx: Koa.Context,
+  batches: AsyncGenerator<readonly ExportRow[]>,
+  logger: Logger,
+): AsyncGenerator<string> {
+  let rows = 0;
+  let finished = false;
+  try {
+    yield csvRecord(TRANSACTIONS_CSV_HEADER);
+    for await (const batch of batches) {
+      if (ctx.res.destroyed || ctx.req.destroyed) break;
+      rows += batch.length;
+      yield batch.map(exportRecord).join('');
+    }
+    finished = !ctx.res.destroyed;
+  } finally {
+    await batches.return(undefined);
+    if (!finished) logger.info({ rows }, 'transactions export stopped: the client went away');
+  }
 }

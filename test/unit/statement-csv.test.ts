@@ -1,5 +1,5 @@
 import { parseInstant } from '../../api/instant';
-import { csvField, csvRecord, STATEMENT_CSV_HEADER } from '../../api/statement-csv';
+import { csvField, csvRecord, STATEMENT_CSV_HEADER } from '../../api/csv';
 
 describe('csvField quotes as RFC 4180 says', () => {
   it.each([

@@ -1,4 +1,6 @@
 /**
+ * CSV for the statement and the transactions export.
+ *
  * RFC 4180 text: a field is quoted when it holds a comma, a double quote, CR or LF, its quotes
  * doubled; records end with CRLF.
  */
@@ -17,4 +19,21 @@ export const STATEMENT_CSV_HEADER = [
   'amount',
   'balance_after',
   'description',
+] as const;
+
+/** The transactions export's header row (decisions.md, "Metadata, search, statements and exports"). */
+export const TRANSACTIONS_CSV_HEADER = [
+  'id',
+  'created_at',
+  'transaction_type',
+  'status',
+  'amount',
+  'currency',
+  'application_fee',
+  'provider_fee',
+  'wallet_id',
+  'recipient_wallet_id',
+  'description',
+  'provider_reference',
+  'metadata',
 ] as const;
