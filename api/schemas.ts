@@ -204,3 +204,78 @@ export const AmountQuery = (description: string) =>
     )
     .transform((v) => parseMajorDecimal(v)!)
     .meta({ description: `${description}, in major units (12.50)` });
+
+/** The limits of merchant metadata (decisions.md, "Metadata, search, statements and exports"). */
+export const METADATA_MAX_KEYS = 50;
+export const METADATA_MAX_KEY_LENGTH = 40;
+export const METADATA_MAX_VALUE_LENGTH = 500;
+
+/**
+ * Metadata as given: each problem is reported at its key (`metadata.order_id: ...`), so the
+ * detail names the key. `removable` lets a value be "" or null, which a merge reads as removal.
+ */
+function metadataSchema(removable: boolean) {
+  return z
+    .record(z.string(), z.unknown(), { error: 'must be an object of string values' })
+    .superRefine((value, ctx) => {
+      const keys = Object.keys(value);
+      if (keys.length > METADATA_MAX_KEYS) {
+        ctx.addIssue({ code: 'custom', message: `at most ${METADATA_MAX_KEYS} keys` });
+      }
+      for (const key of keys) {
+        const v = value[key];
+        if (key.length < 1 || key.length > METADATA_MAX_KEY_LENGTH || /[[\]]/.test(key)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [key],
+            message: `keys must be 1 to ${METADATA_MAX_KEY_LENGTH} characters, without [ or ]`,
+          });
+        } else if (v === null && removable) {
+          continue;
+        } else if (typeof v !== 'string') {
+          ctx.addIssue({ code: 'custom', path: [key], message: 'must be a string' });
+        } else if (v.length > METADATA_MAX_VALUE_LENGTH) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [key],
+            message: `at most ${METADATA_MAX_VALUE_LENGTH} characters`,
+          });
+        }
+      }
+    });
+}
+
+const METADATA_DOC =
+  `At most ${METADATA_MAX_KEYS} keys, each 1 to ${METADATA_MAX_KEY_LENGTH} characters ` +
+  `without [ or ], each value a string of at most ${METADATA_MAX_VALUE_LENGTH} characters`;
+
+/** Merchant metadata on creation: string values only. */
+export const Metadata = metadataSchema(false)
+  .transform((v) => v as Record<string, string>)
+  .meta({
+    type: 'object',
+    maxProperties: METADATA_MAX_KEYS,
+    propertyNames: { minLength: 1, maxLength: METADATA_MAX_KEY_LENGTH, pattern: '^[^\\[\\]]*$' },
+    additionalProperties: { type: 'string', maxLength: METADATA_MAX_VALUE_LENGTH },
+    description: METADATA_DOC,
+    example: { order_id: '6735' },
+  });
+
+/**
+ * Metadata merged into what is stored: a key set to "" or null is removed. The limits hold for
+ * each key here and for the merged whole in the statement that writes it (db/metadata.ts).
+ */
+export const MetadataPatch = metadataSchema(true)
+  .transform((v) => v as Record<string, string | null>)
+  .meta({
+    type: 'object',
+    propertyNames: { minLength: 1, maxLength: METADATA_MAX_KEY_LENGTH, pattern: '^[^\\[\\]]*$' },
+    additionalProperties: {
+      anyOf: [{ type: 'string', maxLength: METADATA_MAX_VALUE_LENGTH }, { type: 'null' }],
+    },
+    description: `${METADATA_DOC}, merged into the stored metadata; a key set to "" or null is removed; the limits apply to the merged result`,
+    example: { order_id: '6736', coupon: '' },
+  });
+
+/** The body of a PATCH that changes an object's metadata: nothing else. */
+export const MetadataPatchBody = z.strictObject({ metadata: MetadataPatch });
