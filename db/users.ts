@@ -161,7 +161,8 @@ export async function blockerToDelete(
  * cashout or payout (a phone number, a payout account), a refund's request metadata (the
  * merchant's, whatever it holds), the sandbox provider's copy of that phone number, and the
  * bodies of the provider notifications about them. The wallet, its payout account and its
- * identity documents go with the user (ON DELETE CASCADE).
+ * identity documents go with the user (ON DELETE CASCADE), and so does the merchant metadata of
+ * both rows, which may hold personal data.
  */
 export async function deleteUser(trx: DatabaseTransactionConnection, id: string): Promise<void> {
   const payments = sql.fragment`
