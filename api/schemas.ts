@@ -210,6 +210,13 @@ export const METADATA_MAX_KEYS = 50;
 export const METADATA_MAX_KEY_LENGTH = 40;
 export const METADATA_MAX_VALUE_LENGTH = 500;
 
+/** Characters as JSON Schema and Postgres count them: code points, not UTF-16 units. */
+function characters(text: string): number {
+  let n = 0;
+  for (const _ of text) n += 1;
+  return n;
+}
+
 /**
  * Metadata as given: each problem is reported at its key (`metadata.order_id: ...`), so the
  * detail names the key. `removable` lets a value be "" or null, which a merge reads as removal.
@@ -224,7 +231,8 @@ function metadataSchema(removable: boolean) {
       }
       for (const key of keys) {
         const v = value[key];
-        if (key.length < 1 || key.length > METADATA_MAX_KEY_LENGTH || /[[\]]/.test(key)) {
+        const keyLength = characters(key);
+        if (keyLength < 1 || keyLength > METADATA_MAX_KEY_LENGTH || /[[\]]/.test(key)) {
           ctx.addIssue({
             code: 'custom',
             path: [key],
@@ -234,7 +242,7 @@ function metadataSchema(removable: boolean) {
           continue;
         } else if (typeof v !== 'string') {
           ctx.addIssue({ code: 'custom', path: [key], message: 'must be a string' });
-        } else if (v.length > METADATA_MAX_VALUE_LENGTH) {
+        } else if (characters(v) > METADATA_MAX_VALUE_LENGTH) {
           ctx.addIssue({
             code: 'custom',
             path: [key],

@@ -129,6 +129,19 @@ describe('metadata on creation', () => {
     expect(res.status).toBe(200);
     expect(await userMetadata(res.body.id)).toEqual(metadata);
   });
+
+  it('counts characters, not UTF-16 units, as JSON Schema and Postgres do', async () => {
+    const metadata = { ['🦁'.repeat(40)]: '🦁'.repeat(500) };
+    const res = await api.post('/api/v1/users/create/', userInput({ metadata }));
+    expect(res.status).toBe(200);
+    expect(await userMetadata(res.body.id)).toEqual(metadata);
+    const over = await api.post(
+      '/api/v1/users/create/',
+      userInput({ metadata: { lion: '🦁'.repeat(501) } }),
+    );
+    expect(over.status).toBe(422);
+    expect(over.body.detail).toMatch(/^metadata\.lion: at most 500 characters/);
+  });
 });
 
 describe.each([
