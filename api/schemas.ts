@@ -257,14 +257,26 @@ const METADATA_DOC =
   `At most ${METADATA_MAX_KEYS} keys, each 1 to ${METADATA_MAX_KEY_LENGTH} characters ` +
   `without [ or ], each value a string of at most ${METADATA_MAX_VALUE_LENGTH} characters`;
 
+// No NUL either: a Postgres text cannot hold it (refused at the edge, api/middleware/body.ts).
+const METADATA_KEY_DOC = {
+  minLength: 1,
+  maxLength: METADATA_MAX_KEY_LENGTH,
+  pattern: '^[^\\[\\]\\u0000]*$',
+};
+const METADATA_VALUE_DOC = {
+  type: 'string',
+  maxLength: METADATA_MAX_VALUE_LENGTH,
+  pattern: '^[^\\u0000]*$',
+};
+
 /** Merchant metadata on creation: string values only. */
 export const Metadata = metadataSchema(false)
   .transform((v) => v as Record<string, string>)
   .meta({
     type: 'object',
     maxProperties: METADATA_MAX_KEYS,
-    propertyNames: { minLength: 1, maxLength: METADATA_MAX_KEY_LENGTH, pattern: '^[^\\[\\]]*$' },
-    additionalProperties: { type: 'string', maxLength: METADATA_MAX_VALUE_LENGTH },
+    propertyNames: METADATA_KEY_DOC,
+    additionalProperties: METADATA_VALUE_DOC,
     description: METADATA_DOC,
     example: { order_id: '6735' },
   });
@@ -277,13 +289,14 @@ export const MetadataPatch = metadataSchema(true)
   .transform((v) => v as Record<string, string | null>)
   .meta({
     type: 'object',
-    propertyNames: { minLength: 1, maxLength: METADATA_MAX_KEY_LENGTH, pattern: '^[^\\[\\]]*$' },
-    additionalProperties: {
-      anyOf: [{ type: 'string', maxLength: METADATA_MAX_VALUE_LENGTH }, { type: 'null' }],
-    },
+    propertyNames: METADATA_KEY_DOC,
+    additionalProperties: { anyOf: [METADATA_VALUE_DOC, { type: 'null' }] },
     description: `${METADATA_DOC}, merged into the stored metadata; a key set to "" or null is removed; the limits apply to the merged result`,
     example: { order_id: '6736', coupon: '' },
   });
+
+/** The detail of a merge refused because its merged result would hold too many keys. */
+export const METADATA_TOO_MANY_KEYS = `metadata: at most ${METADATA_MAX_KEYS} keys once merged`;
 
 /** The body of a PATCH that changes an object's metadata: nothing else. */
 export const MetadataPatchBody = z.strictObject({ metadata: MetadataPatch });

@@ -19,7 +19,7 @@ import {
   BooleanQuery,
   MessageBody,
   Metadata,
-  METADATA_MAX_KEYS,
+  METADATA_TOO_MANY_KEYS,
   MetadataPatchBody,
   PageQuery,
   pageEnvelope,
@@ -69,8 +69,6 @@ const UserListQuery = PageQuery.extend({
 });
 
 const UserParams = z.object({ user_id: z.string() });
-
-const tooManyKeys = `metadata: at most ${METADATA_MAX_KEYS} keys once merged`;
 
 export function userRoutes(deps: ApiDeps): Route[] {
   const { pool } = deps;
@@ -176,7 +174,7 @@ export function userRoutes(deps: ApiDeps): Route[] {
         if (user) return { body: userBody(user) };
         // No row: deleted since, or the merged metadata broke the limit and nothing was written.
         assertOwned(caller, await findUser(pool, params.user_id), 'User');
-        throw new AppError('validation_failed', tooManyKeys);
+        throw new AppError('validation_failed', METADATA_TOO_MANY_KEYS);
       },
     }),
     defineRoute({

@@ -16,7 +16,7 @@ import { defineRoute, type Route } from '../route';
 import {
   BooleanQuery,
   Metadata,
-  METADATA_MAX_KEYS,
+  METADATA_TOO_MANY_KEYS,
   MetadataPatchBody,
   PageQuery,
   TOTAL_DESCRIPTION,
@@ -137,10 +137,7 @@ export function walletRoutes(deps: ApiDeps): Route[] {
         if (wallet) return { body: walletBody(wallet) };
         // No row: deleted since, or the merged metadata broke the limit and nothing was written.
         assertOwned(caller, await findWallet(pool, params.wallet_id), 'Wallet');
-        throw new AppError(
-          'validation_failed',
-          `metadata: at most ${METADATA_MAX_KEYS} keys once merged`,
-        );
+        throw new AppError('validation_failed', METADATA_TOO_MANY_KEYS);
       },
     }),
     ...(['enable', 'disable'] as const).map((action) =>
