@@ -57,6 +57,7 @@ const broken: [string, Record<string, unknown>, RegExp][] = [
   ['a 501-character value', { order_id: 'x'.repeat(501) }, /^metadata\.order_id: at most 500/],
   ['a number value', { order_id: 6735 }, /^metadata\.order_id: must be a string/],
   ['an object value', { order_id: { a: 'b' } }, /^metadata\.order_id: must be a string/],
+  ['a NUL in a value', { order_id: 'a\u0000b' }, /^metadata\.order_id: .*NUL/],
 ];
 
 describe('metadata on creation', () => {
