@@ -45,4 +45,4 @@ export const InstantQuery = z
     });
     return z.NEVER;
   })
-  .meta({ type: 'string', example: '2026-01-31T12:00:00Z' });
+  .meta({ type: 'string', format: 'date-time', example: '2026-01-31T12:00:00Z' });

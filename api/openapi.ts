@@ -192,7 +192,11 @@ export const REQUEST_EXAMPLES: Record<string, Json> = {
     name: 'Aminata Kamara',
     phone_number: '+23276123456',
     email: 'aminata@example.com',
+    metadata: { crm_id: 'C-1042' },
   },
+  'patch /api/v1/users/{user_id}/': { metadata: { tier: 'gold', crm_id: '' } },
+  'post /api/v1/wallets/create/{user_id}/': { metadata: { purpose: 'savings' } },
+  'patch /api/v1/wallets/{wallet_id}/': { metadata: { purpose: 'rent', note: null } },
   'post /api/v1/transactions/wallet/transfer': {
     from_wallet_id: WALLET_A,
     to_wallet_id: WALLET_B,

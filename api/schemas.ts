@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseInstant } from './instant';
 import { MAX_MINOR_UNITS, parseMajorDecimal } from '../domain/money';
 import { InexactNumber, plainDecimal } from './middleware/json-number';
 import { TOTAL_COUNTED_AHEAD } from '../db/pages';
@@ -156,38 +157,17 @@ export function commaListQuery<T extends string>(values: readonly T[], descripti
 }
 
 const ISO_DATE = /^(\d{4})-(\d\d)-(\d\d)$/;
-const ISO_DATE_TIME =
-  /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)(:(\d\d)(\.\d{1,9})?)?(Z|[+-]\d\d:?\d\d)$/i;
-
 /**
- * A real instant (or a day, from its start in UTC) in ISO 8601, handed to Postgres as written
- * so its precision is kept; a date that does not exist (February 30) is refused here, not there.
+ * An instant of a list's filter, valid as `parseInstant` says (api/instant.ts), handed to
+ * Postgres as written so that its precision is kept; a date alone is its start in UTC.
  */
-function isoInstant(text: string): boolean {
-  const match = ISO_DATE_TIME.exec(text) ?? ISO_DATE.exec(text);
-  if (!match) return false;
-  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
-  const days = new Date(Date.UTC(2000, month, 0)).getUTCDate();
-  if (year < 1 || month < 1 || month > 12 || day < 1 || day > days) return false;
-  if (month === 2 && day === 29 && new Date(Date.UTC(year, 1, 29)).getUTCMonth() !== 1) {
-    return false;
-  }
-  if (match.length > 4 && match[4] !== undefined) {
-    const [hour, minute, second] = [Number(match[4]), Number(match[5]), Number(match[7] ?? 0)];
-    if (hour > 23 || minute > 59 || second > 59) return false;
-    const offset = match[9]!.toUpperCase();
-    if (offset !== 'Z') {
-      const digits = offset.replace(':', '');
-      if (Number(digits.slice(1, 3)) > 15 || Number(digits.slice(3, 5)) > 59) return false;
-    }
-  }
-  return true;
-}
-
 export const InstantQuery = (description: string) =>
   z
     .string({ error: 'must be an ISO 8601 date-time such as 2026-01-31T12:00:00Z' })
-    .refine(isoInstant, 'must be an ISO 8601 date-time such as 2026-01-31T12:00:00Z')
+    .refine(
+      (text) => parseInstant(text) !== null,
+      'must be an ISO 8601 date-time such as 2026-01-31T12:00:00Z',
+    )
     .transform((v) => (ISO_DATE.test(v) ? `${v}T00:00:00Z` : v.toUpperCase()))
     .meta({
       format: 'date-time',
@@ -204,3 +184,99 @@ export const AmountQuery = (description: string) =>
     )
     .transform((v) => parseMajorDecimal(v)!)
     .meta({ description: `${description}, in major units (12.50)` });
+
+/** The limits of merchant metadata (decisions.md, "Metadata, search, statements and exports"). */
+export const METADATA_MAX_KEYS = 50;
+export const METADATA_MAX_KEY_LENGTH = 40;
+export const METADATA_MAX_VALUE_LENGTH = 500;
+
+/** Characters as JSON Schema and Postgres count them: code points, not UTF-16 units. */
+function characters(text: string): number {
+  let n = 0;
+  for (const _ of text) n += 1;
+  return n;
+}
+
+/**
+ * Metadata as given: each problem is reported at its key (`metadata.order_id: ...`), so the
+ * detail names the key. `removable` lets a value be "" or null, which a merge reads as removal.
+ */
+function metadataSchema(removable: boolean) {
+  return z
+    .record(z.string(), z.unknown(), { error: 'must be an object of string values' })
+    .superRefine((value, ctx) => {
+      const keys = Object.keys(value);
+      if (keys.length > METADATA_MAX_KEYS) {
+        ctx.addIssue({ code: 'custom', message: `at most ${METADATA_MAX_KEYS} keys` });
+      }
+      for (const key of keys) {
+        const v = value[key];
+        const keyLength = characters(key);
+        if (keyLength < 1 || keyLength > METADATA_MAX_KEY_LENGTH || /[[\]]/.test(key)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [key],
+            message: `keys must be 1 to ${METADATA_MAX_KEY_LENGTH} characters, without [ or ]`,
+          });
+        } else if (v === null && removable) {
+          continue;
+        } else if (typeof v !== 'string') {
+          ctx.addIssue({ code: 'custom', path: [key], message: 'must be a string' });
+        } else if (characters(v) > METADATA_MAX_VALUE_LENGTH) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [key],
+            message: `at most ${METADATA_MAX_VALUE_LENGTH} characters`,
+          });
+        }
+      }
+    });
+}
+
+const METADATA_DOC =
+  `At most ${METADATA_MAX_KEYS} keys, each 1 to ${METADATA_MAX_KEY_LENGTH} characters ` +
+  `without [ or ], each value a string of at most ${METADATA_MAX_VALUE_LENGTH} characters`;
+
+// No NUL either: a Postgres text cannot hold it (refused at the edge, api/middleware/body.ts).
+const METADATA_KEY_DOC = {
+  minLength: 1,
+  maxLength: METADATA_MAX_KEY_LENGTH,
+  pattern: '^[^\\[\\]\\u0000]*$',
+};
+const METADATA_VALUE_DOC = {
+  type: 'string',
+  maxLength: METADATA_MAX_VALUE_LENGTH,
+  pattern: '^[^\\u0000]*$',
+};
+
+/** Merchant metadata on creation: string values only. */
+export const Metadata = metadataSchema(false)
+  .transform((v) => v as Record<string, string>)
+  .meta({
+    type: 'object',
+    maxProperties: METADATA_MAX_KEYS,
+    propertyNames: METADATA_KEY_DOC,
+    additionalProperties: METADATA_VALUE_DOC,
+    description: METADATA_DOC,
+    example: { order_id: '6735' },
+  });
+
+/**
+ * Metadata merged into what is stored: a key set to "" or null is removed. The limits hold for
+ * each key here and for the merged whole in the statement that writes it (db/metadata.ts).
+ */
+export const MetadataPatch = metadataSchema(true)
+  .transform((v) => v as Record<string, string | null>)
+  .meta({
+    type: 'object',
+    propertyNames: METADATA_KEY_DOC,
+    additionalProperties: { anyOf: [METADATA_VALUE_DOC, { type: 'null' }] },
+    description: `${METADATA_DOC}, merged into the stored metadata; a key set to "" or null is removed; the limits apply to the merged result`,
+    example: { order_id: '6736', coupon: '' },
+  });
+
+/** The detail of a merge refused because its merged result would hold too many keys. */
+export const METADATA_TOO_MANY_KEYS = `metadata: at most ${METADATA_MAX_KEYS} keys once merged`;
+
+/** The body of a PATCH that changes an object's metadata: nothing else. */
+export const MetadataPatchBody = z.strictObject({ metadata: MetadataPatch });

@@ -33,6 +33,11 @@ export function exactMajorNumber(minor: bigint): number | RawJson {
     : rawJSON(minorToDecimalString(minor));
 }
 
+/** Merchant metadata as stored: `{}` when there is none (api/schemas.ts `Metadata`). */
+const MetadataRecord = z
+  .record(z.string(), z.string())
+  .meta({ description: 'The merchant’s metadata; {} when there is none' });
+
 export const UserBody = z
   .object({
     id: z.string(),
@@ -42,6 +47,7 @@ export const UserBody = z
     email: z.string().nullable(),
     username: z.string().nullable(),
     is_active: z.boolean(),
+    metadata: MetadataRecord,
     created_at: z.string(),
     updated_at: z.string(),
   })
@@ -59,6 +65,7 @@ export const WalletBody = z
     balance: z.number(),
     currency: z.enum(['USD', 'SLE']),
     is_active: z.boolean(),
+    metadata: MetadataRecord,
   })
   .meta({ id: 'Wallet' });
 
@@ -97,6 +104,7 @@ export function userBody(u: UserRow): z.infer<typeof UserBody> {
     email: u.email,
     username: u.username,
     is_active: u.is_active,
+    metadata: u.metadata,
     created_at: u.created_at,
     updated_at: u.updated_at,
   };
@@ -110,6 +118,7 @@ export function userDetailBody(u: UserRow): z.infer<typeof UserDetailBody> {
     email: u.email,
     phone_number: u.phone_number,
     is_active: u.is_active,
+    metadata: u.metadata,
     created_at: u.created_at,
   };
 }
@@ -121,6 +130,7 @@ export function walletBody(w: WalletRow): z.infer<typeof WalletBody> {
     balance: minorToMajorNumber(w.balance),
     currency: w.currency,
     is_active: w.is_active,
+    metadata: w.metadata,
   };
 }
 

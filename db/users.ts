@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import type { Caller } from '../domain/types';
+import { metadataMerge } from './metadata';
 import { pageTotal } from './pages';
 
 export const userRow = z.object({
@@ -14,12 +15,13 @@ export const userRow = z.object({
   email: z.string().nullable(),
   username: z.string().nullable(),
   is_active: z.boolean(),
+  metadata: z.record(z.string(), z.string()),
   created_at: z.string(),
   updated_at: z.string(),
 });
 export type UserRow = z.infer<typeof userRow>;
 
-const columns = sql.fragment`id, application_id, mode, app_user_id, name, phone_number, email, username, is_active, created_at, updated_at`;
+const columns = sql.fragment`id, application_id, mode, app_user_id, name, phone_number, email, username, is_active, metadata, created_at, updated_at`;
 
 /** The unique index that keeps an email to one user per application and mode. */
 export const USERS_EMAIL_UNIQUE = 'users_email_unique';
@@ -34,12 +36,13 @@ export async function insertUser(
     email: string | null;
     username: string | null;
     is_active: boolean;
+    metadata?: Readonly<Record<string, string>>;
   },
 ): Promise<UserRow> {
   return db.one(sql.type(userRow)`
-    INSERT INTO users (id, application_id, mode, app_user_id, name, phone_number, email, username, is_active)
+    INSERT INTO users (id, application_id, mode, app_user_id, name, phone_number, email, username, is_active, metadata)
     VALUES (${randomUUID()}, ${caller.applicationId}, ${caller.mode}, ${input.app_user_id}, ${input.name},
-            ${input.phone_number}, ${input.email}, ${input.username}, ${input.is_active})
+            ${input.phone_number}, ${input.email}, ${input.username}, ${input.is_active}, ${sql.jsonb(input.metadata ?? {})})
     RETURNING ${columns}`);
 }
 
@@ -53,6 +56,22 @@ export async function lockUser(
   id: string,
 ): Promise<UserRow | null> {
   return trx.maybeOne(sql.type(userRow)`SELECT ${columns} FROM users WHERE id = ${id} FOR UPDATE`);
+}
+
+/**
+ * Merges `patch` into the user's metadata in one statement (db/metadata.ts); null when the user
+ * is gone or the merged metadata would break the key limit, which the caller tells apart.
+ */
+export async function mergeUserMetadata(
+  db: CommonQueryMethods,
+  id: string,
+  patch: Readonly<Record<string, string | null>>,
+): Promise<UserRow | null> {
+  const merge = metadataMerge(patch);
+  return db.maybeOne(sql.type(userRow)`
+    UPDATE users SET metadata = ${merge.set}, updated_at = now()
+    WHERE id = ${id} AND ${merge.fits}
+    RETURNING ${columns}`);
 }
 
 /** The filters of the user list (decisions.md, "Metadata, search, statements and exports"). */
@@ -142,7 +161,8 @@ export async function blockerToDelete(
  * cashout or payout (a phone number, a payout account), a refund's request metadata (the
  * merchant's, whatever it holds), the sandbox provider's copy of that phone number, and the
  * bodies of the provider notifications about them. The wallet, its payout account and its
- * identity documents go with the user (ON DELETE CASCADE).
+ * identity documents go with the user (ON DELETE CASCADE), and so does the merchant metadata of
+ * both rows, which may hold personal data.
  */
 export async function deleteUser(trx: DatabaseTransactionConnection, id: string): Promise<void> {
   const payments = sql.fragment`

@@ -5,6 +5,7 @@ import type { Currency } from '../domain/money';
 import type { Caller } from '../domain/types';
 import { remember } from '../cache/bounded';
 import { prepare } from './pool';
+import { metadataMerge } from './metadata';
 import { pageTotal } from './pages';
 
 export const walletRow = z.object({
@@ -16,6 +17,7 @@ export const walletRow = z.object({
   currency: z.enum(['USD', 'SLE']),
   is_active: z.boolean(),
   user_is_active: z.boolean(),
+  metadata: z.record(z.string(), z.string()),
   created_at: z.string(),
   updated_at: z.string(),
 });
@@ -23,7 +25,7 @@ export type WalletRow = z.infer<typeof walletRow>;
 
 const select = sql.fragment`
   SELECT w.id, w.user_id, w.application_id, w.mode, a.balance, a.currency, w.is_active,
-    u.is_active AS user_is_active, w.created_at, w.updated_at
+    u.is_active AS user_is_active, w.metadata, w.created_at, w.updated_at
   FROM wallets w
   JOIN ledger_accounts a ON a.id = w.id
   JOIN users u ON u.id = w.user_id`;
@@ -35,14 +37,15 @@ export async function insertWallet(
   userId: string,
   currency: Currency,
   active: boolean,
+  metadata: Readonly<Record<string, string>> = {},
 ): Promise<WalletRow> {
   const id = randomUUID();
   await trx.query(sql.unsafe`
     INSERT INTO ledger_accounts (id, application_id, mode, kind, currency)
     VALUES (${id}, ${caller.applicationId}, ${caller.mode}, 'user_wallet', ${currency})`);
   await trx.query(sql.unsafe`
-    INSERT INTO wallets (id, user_id, application_id, mode, is_active)
-    VALUES (${id}, ${userId}, ${caller.applicationId}, ${caller.mode}, ${active})`);
+    INSERT INTO wallets (id, user_id, application_id, mode, is_active, metadata)
+    VALUES (${id}, ${userId}, ${caller.applicationId}, ${caller.mode}, ${active}, ${sql.jsonb(metadata)})`);
   return trx.one(sql.type(walletRow)`${select} WHERE w.id = ${id}`);
 }
 
@@ -84,6 +87,27 @@ export async function setWalletActive(
     sql.unsafe`UPDATE wallets SET is_active = ${active}, updated_at = now() WHERE id = ${id}`,
   );
   return db.one(sql.type(walletRow)`${select} WHERE w.id = ${id}`);
+}
+
+/**
+ * Merges `patch` into the wallet's metadata in one statement (db/metadata.ts); null when the
+ * wallet is gone or the merged metadata would break the key limit, which the caller tells apart.
+ */
+export async function mergeWalletMetadata(
+  db: CommonQueryMethods,
+  id: string,
+  patch: Readonly<Record<string, string | null>>,
+): Promise<WalletRow | null> {
+  const merge = metadataMerge(patch);
+  return db.maybeOne(sql.type(walletRow)`
+    WITH w AS (
+      UPDATE wallets SET metadata = ${merge.set}, updated_at = now()
+      WHERE id = ${id} AND ${merge.fits}
+      RETURNING *
+    )
+    SELECT w.id, w.user_id, w.application_id, w.mode, a.balance, a.currency, w.is_active,
+      u.is_active AS user_is_active, w.metadata, w.created_at, w.updated_at
+    FROM w JOIN ledger_accounts a ON a.id = w.id JOIN users u ON u.id = w.user_id`);
 }
 
 /**

@@ -3,7 +3,9 @@ import { uniqueViolation } from '../../db/errors';
 import {
   blockerToDelete,
   deleteUser,
+  findUser,
   insertUser,
+  mergeUserMetadata,
   USERS_EMAIL_UNIQUE,
   listUsers,
   lockUser,
@@ -13,7 +15,17 @@ import { assertOwned, ownedUser } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
-import { BooleanQuery, MessageBody, PageQuery, pageEnvelope, pageWindow, toPage } from '../schemas';
+import {
+  BooleanQuery,
+  MessageBody,
+  Metadata,
+  METADATA_TOO_MANY_KEYS,
+  MetadataPatchBody,
+  PageQuery,
+  pageEnvelope,
+  pageWindow,
+  toPage,
+} from '../schemas';
 import { UserBody, UserDetailBody, userBody, userDetailBody } from '../serializers';
 
 const CreateUser = z.object({
@@ -33,6 +45,7 @@ const CreateUser = z.object({
     .nullish(),
   username: z.string().max(100).nullish(),
   is_active: z.boolean().default(true),
+  metadata: Metadata.optional(),
 });
 
 /** A text filter: 1 to `max` characters. */
@@ -82,6 +95,7 @@ export function userRoutes(deps: ApiDeps): Route[] {
             email: body.email ?? null,
             username: body.username ?? null,
             is_active: body.is_active,
+            metadata: body.metadata ?? {},
           });
           return { body: userBody(user) };
         } catch (error) {
@@ -138,6 +152,30 @@ export function userRoutes(deps: ApiDeps): Route[] {
       handler: async ({ caller, params }) => ({
         body: userDetailBody(await ownedUser(pool, caller, params.user_id)),
       }),
+    }),
+    defineRoute({
+      method: 'patch',
+      path: '/api/v1/users/:user_id/',
+      summary: 'Update a user’s metadata: merged into what is stored; "" or null removes a key',
+      tag: 'Users',
+      auth: 'default',
+      params: UserParams,
+      body: MetadataPatchBody,
+      responses: {
+        200: { description: 'The updated user', schema: UserBody },
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('The user belongs to another application or mode'),
+        404: errorResponse('User not found'),
+        422: errorResponse('Another field than metadata, or metadata breaking a limit'),
+      },
+      handler: async ({ caller, params, body }) => {
+        await ownedUser(pool, caller, params.user_id);
+        const user = await mergeUserMetadata(pool, params.user_id, body.metadata);
+        if (user) return { body: userBody(user) };
+        // No row: deleted since, or the merged metadata broke the limit and nothing was written.
+        assertOwned(caller, await findUser(pool, params.user_id), 'User');
+        throw new AppError('validation_failed', METADATA_TOO_MANY_KEYS);
+      },
     }),
     defineRoute({
       method: 'delete',

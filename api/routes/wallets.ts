@@ -1,12 +1,29 @@
 import { z } from 'zod';
 import { findApplication } from '../../db/applications';
 import { lockUser } from '../../db/users';
-import { findWalletByUser, insertWallet, listWallets, setWalletActive } from '../../db/wallets';
+import {
+  findWallet,
+  findWalletByUser,
+  insertWallet,
+  listWallets,
+  mergeWalletMetadata,
+  setWalletActive,
+} from '../../db/wallets';
 import { assertOwned, ownedUser, ownedWallet } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
-import { BooleanQuery, PageQuery, TOTAL_DESCRIPTION } from '../schemas';
+import {
+  BooleanQuery,
+  Metadata,
+  METADATA_TOO_MANY_KEYS,
+  MetadataPatchBody,
+  PageQuery,
+  TOTAL_DESCRIPTION,
+} from '../schemas';
+
+/** The creation body is optional: an empty body is a wallet without metadata. */
+const CreateWallet = z.object({ metadata: Metadata.optional() }).optional();
 import { WalletBody, walletBody } from '../serializers';
 
 export function walletRoutes(deps: ApiDeps): Route[] {
@@ -19,14 +36,16 @@ export function walletRoutes(deps: ApiDeps): Route[] {
       tag: 'Wallets',
       auth: 'default',
       params: z.object({ user_id: z.string() }),
+      body: CreateWallet,
       responses: {
         200: { description: 'The wallet', schema: WalletBody },
         400: errorResponse('A wallet already exists for the user'),
         401: errorResponse('Missing or invalid credentials'),
         403: errorResponse('The user belongs to another application or mode'),
         404: errorResponse('User not found'),
+        422: errorResponse('Metadata breaking a limit'),
       },
-      handler: async ({ caller, params }) => {
+      handler: async ({ caller, params, body }) => {
         const app = await findApplication(pool, caller.applicationId);
         if (!app) throw new Error('the caller’s application does not exist');
         const wallet = await pool.transaction(async (trx) => {
@@ -34,7 +53,14 @@ export function walletRoutes(deps: ApiDeps): Route[] {
           if (await findWalletByUser(trx, user.id)) {
             throw new AppError('wallet_exists');
           }
-          return insertWallet(trx, caller, user.id, app.base_currency, user.is_active);
+          return insertWallet(
+            trx,
+            caller,
+            user.id,
+            app.base_currency,
+            user.is_active,
+            body?.metadata ?? {},
+          );
         });
         return { body: walletBody(wallet) };
       },
@@ -88,6 +114,30 @@ export function walletRoutes(deps: ApiDeps): Route[] {
         const wallet = await findWalletByUser(pool, params.user_id);
         if (!wallet) throw new AppError('wallet_not_found');
         return { body: walletBody(wallet) };
+      },
+    }),
+    defineRoute({
+      method: 'patch',
+      path: '/api/v1/wallets/:wallet_id/',
+      summary: 'Update a wallet’s metadata: merged into what is stored; "" or null removes a key',
+      tag: 'Wallets',
+      auth: 'default',
+      params: z.object({ wallet_id: z.string() }),
+      body: MetadataPatchBody,
+      responses: {
+        200: { description: 'The updated wallet', schema: WalletBody },
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('The wallet belongs to another application or mode'),
+        404: errorResponse('Wallet not found'),
+        422: errorResponse('Another field than metadata, or metadata breaking a limit'),
+      },
+      handler: async ({ caller, params, body }) => {
+        await ownedWallet(pool, caller, params.wallet_id);
+        const wallet = await mergeWalletMetadata(pool, params.wallet_id, body.metadata);
+        if (wallet) return { body: walletBody(wallet) };
+        // No row: deleted since, or the merged metadata broke the limit and nothing was written.
+        assertOwned(caller, await findWallet(pool, params.wallet_id), 'Wallet');
+        throw new AppError('validation_failed', METADATA_TOO_MANY_KEYS);
       },
     }),
     ...(['enable', 'disable'] as const).map((action) =>

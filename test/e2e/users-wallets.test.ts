@@ -96,6 +96,7 @@ describe('POST /api/v1/users/create/', () => {
       email: 'aminata@example.com',
       username: 'aminata',
       is_active: true,
+      metadata: {},
       created_at: expect.stringMatching(TIMESTAMP),
       updated_at: expect.stringMatching(TIMESTAMP),
     });
@@ -332,6 +333,7 @@ describe('GET /api/v1/users/{user_id}/', () => {
       email: 'detail@example.com',
       phone_number: created.body.phone_number,
       is_active: true,
+      metadata: {},
       created_at: created.body.created_at,
     });
     expect(res.body).not.toHaveProperty('updated_at');
@@ -543,6 +545,7 @@ describe('POST /api/v1/wallets/create/{user_id}/', () => {
         balance: 0,
         currency,
         is_active: true,
+        metadata: {},
       });
       const account = await engine.pool.one(
         sql.type(
@@ -636,7 +639,7 @@ describe('GET /api/v1/wallets/', () => {
     expect([...res.body].sort(byId)).toEqual([...created].sort(byId));
     for (const wallet of res.body) {
       expect(Object.keys(wallet).sort()).toEqual(
-        ['balance', 'currency', 'id', 'is_active', 'user_id'].sort(),
+        ['balance', 'currency', 'id', 'is_active', 'metadata', 'user_id'].sort(),
       );
     }
     expect(res.headers.get('x-total-count')).toBe('3');
@@ -736,6 +739,7 @@ describe('GET /api/v1/wallets/{user_id}/', () => {
       balance: 12.5,
       currency: 'SLE',
       is_active: true,
+      metadata: {},
     });
   });
 
@@ -781,6 +785,7 @@ describe('POST /api/v1/wallets/{wallet_id}/enable and /disable', () => {
       balance: 3,
       currency: 'SLE',
       is_active: false,
+      metadata: {},
     });
     expect(await activeFlags(userId)).toEqual({ user_active: true, wallet_active: false });
     expect((await api.get(`/api/v1/wallets/${userId}/`)).body.is_active).toBe(false);

@@ -1,0 +1,27 @@
+import { sql, type FragmentSqlToken } from 'slonik';
+
+/** The most keys merchant metadata may hold (api/schemas.ts `Metadata`, the tables' CHECK). */
+const MAX_KEYS = 50;
+
+/**
+ * A merge of merchant metadata into a row's `metadata` column: `set` is the merged value (the
+ * stored object, the patch's strings over it, less the keys the patch sets to "" or null), and
+ * `fits` holds when that merged value keeps the key limit. Both read the row being updated, so
+ * an UPDATE that sets one WHERE the other holds is atomic: a concurrent merge is re-read first.
+ */
+export function metadataMerge(patch: Readonly<Record<string, string | null>>): {
+  set: FragmentSqlToken;
+  fits: FragmentSqlToken;
+} {
+  const sets: Record<string, string> = {};
+  const removed: string[] = [];
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null || value === '') removed.push(key);
+    else sets[key] = value;
+  }
+  const merged = sql.fragment`((metadata || ${sql.jsonb(sets)}) - ${sql.array(removed, 'text')})`;
+  return {
+    set: merged,
+    fits: sql.fragment`(SELECT count(*) FROM jsonb_object_keys(${merged})) <= ${MAX_KEYS}`,
+  };
+}
