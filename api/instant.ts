@@ -1,8 +1,9 @@
 import { z } from 'zod';
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+// Offsets up to 15:59, as Postgres takes them (real ones span -12:00 to +14:00).
 const DATE_TIME =
-  /^(\d{4}-\d{2}-\d{2})T([01]\d|2[0-3]):([0-5]\d)(?::([0-5]\d)(?:\.(\d+))?)?(Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/i;
+  /^(\d{4}-\d{2}-\d{2})T([01]\d|2[0-3]):([0-5]\d)(?::([0-5]\d)(?:\.(\d+))?)?(Z|[+-](?:0\d|1[0-5]):[0-5]\d)$/i;
 
 /** A calendar date that exists (2026-02-30 does not; Date would roll it into March). */
 function realDate(date: string): boolean {
@@ -20,6 +21,15 @@ export function parseInstant(text: string): Date | null {
   const parsed = parse(text);
   // No ledger holds anything before the Unix epoch, and Postgres has no year 0 to compare with.
   return parsed && parsed.getTime() >= 0 ? parsed : null;
+}
+
+/**
+ * Whether `text` is an ISO 8601 instant or date of the format `parseInstant` reads, any year from
+ * 1 on (Postgres has no year 0): the lists' filters take any such instant as written.
+ */
+export function isInstant(text: string): boolean {
+  const parsed = parse(text);
+  return parsed !== null && parsed.getUTCFullYear() >= 1;
 }
 
 function parse(text: string): Date | null {

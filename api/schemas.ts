@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseInstant } from './instant';
+import { isInstant } from './instant';
 import { MAX_MINOR_UNITS, parseMajorDecimal } from '../domain/money';
 import { InexactNumber, plainDecimal } from './middleware/json-number';
 import { TOTAL_COUNTED_AHEAD } from '../db/pages';
@@ -158,16 +158,13 @@ export function commaListQuery<T extends string>(values: readonly T[], descripti
 
 const ISO_DATE = /^(\d{4})-(\d\d)-(\d\d)$/;
 /**
- * An instant of a list's filter, valid as `parseInstant` says (api/instant.ts), handed to
+ * An instant of a list's filter, valid as `isInstant` says (api/instant.ts), handed to
  * Postgres as written so that its precision is kept; a date alone is its start in UTC.
  */
 export const InstantQuery = (description: string) =>
   z
     .string({ error: 'must be an ISO 8601 date-time such as 2026-01-31T12:00:00Z' })
-    .refine(
-      (text) => parseInstant(text) !== null,
-      'must be an ISO 8601 date-time such as 2026-01-31T12:00:00Z',
-    )
+    .refine(isInstant, 'must be an ISO 8601 date-time such as 2026-01-31T12:00:00Z')
     .transform((v) => (ISO_DATE.test(v) ? `${v}T00:00:00Z` : v.toUpperCase()))
     .meta({
       format: 'date-time',
