@@ -1,5 +1,10 @@
 import { z } from 'zod';
 import { isInstant } from './instant';
+import {
+  METADATA_MAX_KEYS,
+  METADATA_MAX_KEY_LENGTH,
+  METADATA_MAX_VALUE_LENGTH,
+} from '../domain/metadata';
 import { MAX_MINOR_UNITS, parseMajorDecimal } from '../domain/money';
 import { InexactNumber, plainDecimal } from './middleware/json-number';
 import { TOTAL_COUNTED_AHEAD } from '../db/pages';
@@ -181,11 +186,6 @@ export const AmountQuery = (description: string) =>
     )
     .transform((v) => parseMajorDecimal(v)!)
     .meta({ description: `${description}, in major units (12.50)` });
-
-/** The limits of merchant metadata (decisions.md, "Metadata, search, statements and exports"). */
-export const METADATA_MAX_KEYS = 50;
-export const METADATA_MAX_KEY_LENGTH = 40;
-export const METADATA_MAX_VALUE_LENGTH = 500;
 
 /** Characters as JSON Schema and Postgres count them: code points, not UTF-16 units. */
 function characters(text: string): number {

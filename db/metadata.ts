@@ -1,7 +1,5 @@
 import { sql, type FragmentSqlToken } from 'slonik';
-
-/** The most keys merchant metadata may hold (api/schemas.ts `Metadata`, the tables' CHECK). */
-const MAX_KEYS = 50;
+import { METADATA_MAX_KEYS } from '../domain/metadata';
 
 /**
  * A merge of merchant metadata into a row's `metadata` column: `set` is the merged value (the
@@ -22,6 +20,6 @@ export function metadataMerge(patch: Readonly<Record<string, string | null>>): {
   const merged = sql.fragment`((metadata || ${sql.jsonb(sets)}) - ${sql.array(removed, 'text')})`;
   return {
     set: merged,
-    fits: sql.fragment`(SELECT count(*) FROM jsonb_object_keys(${merged})) <= ${MAX_KEYS}`,
+    fits: sql.fragment`(SELECT count(*) FROM jsonb_object_keys(${merged})) <= ${METADATA_MAX_KEYS}`,
   };
 }
