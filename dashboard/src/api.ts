@@ -53,6 +53,42 @@ export async function request<T>(
 }
 
 /**
+ * Downloads a file of the API (a CSV) through the session, as every other read: fetched, then
+ * handed to the browser as a file. A refusal throws the API's `detail`, which the page shows.
+ */
+export async function download(path: string, accept: string, fallbackName: string) {
+  const response = await fetch(`/dashboard/api${path}`, {
+    headers: { Accept: accept },
+    credentials: 'same-origin',
+  });
+  if (!response.ok) {
+    const text = await response.text();
+    let detail = `Request failed with status ${response.status}`;
+    try {
+      const data: unknown = JSON.parse(text);
+      if (data && typeof data === 'object' && 'detail' in data && typeof data.detail === 'string')
+        detail = data.detail;
+    } catch {
+      // Not the API's JSON: the status says enough.
+    }
+    throw new ApiError(response.status, detail);
+  }
+  const named = /filename="([^"]+)"/.exec(response.headers.get('Content-Disposition') ?? '');
+  const url = URL.createObjectURL(await response.blob());
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = named?.[1] ?? fallbackName;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  // After the click has handed the file over; revoking at once can cancel it in some browsers.
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+/** The merchant's own key/value pairs on a record; `{}` when there are none. */
+export type Metadata = Record<string, string>;
+
+/**
  * A fresh Idempotency-Key for one submission of a form that moves money: a retry of that very
  * request is answered once. From getRandomValues, which plain-HTTP pages have too.
  */
@@ -91,6 +127,7 @@ export type Transaction = {
   /** A card refund's or dispute record's: the card deposit it belongs to. */
   source_transaction_id?: string | null;
   provider_reference?: string | null;
+  metadata?: Metadata;
   created_at: string;
   updated_at: string;
 };
@@ -113,4 +150,28 @@ export type Dispute = {
   evidence_due_by: string;
   created_at: string;
   updated_at: string;
+};
+
+/** A wallet's statement over a window (`GET /api/v1/wallets/{wallet_id}/statement`). */
+export type Statement = {
+  wallet_id: string;
+  currency: string;
+  from: string;
+  to: string;
+  opening_balance: number;
+  closing_balance: number;
+  total_credits: number;
+  total_debits: number;
+  entries: {
+    transaction_id: string | null;
+    transaction_type: string | null;
+    created_at: string;
+    amount: number;
+    balance_after: number;
+    description: string;
+  }[];
+  page: number;
+  per_page: number;
+  total: number;
+  total_pages: number;
 };

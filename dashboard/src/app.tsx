@@ -8,6 +8,7 @@ import { Webhooks } from './pages/webhooks';
 import { TransactionPage, Transactions } from './pages/transactions';
 import { DisputePage, Disputes } from './pages/disputes';
 import { UserPage, Users } from './pages/users';
+import { StatementPage } from './pages/statement';
 
 const PAGES = [
   { path: '/', label: 'Overview' },
@@ -81,6 +82,8 @@ function Page(props: { path: string; mode: Mode; session: Session }) {
   if (dispute) return <DisputePage mode={mode} id={dispute[1]!} />;
   const user = /^\/users\/([^/]+)$/.exec(path);
   if (user) return <UserPage mode={mode} id={user[1]!} />;
+  const statement = /^\/wallets\/([^/]+)\/statement$/.exec(path);
+  if (statement) return <StatementPage mode={mode} walletId={statement[1]!} />;
   switch (path) {
     case '/':
       return <Overview mode={mode} />;

@@ -23,6 +23,20 @@ export function usePath(): string {
   return path;
 }
 
+/**
+ * The query of the address, kept current through back and forward: a page whose filters live
+ * there can be shared and reloaded.
+ */
+export function useSearch(): URLSearchParams {
+  const [search, setSearch] = useState(location.search);
+  useEffect(() => {
+    const update = () => setSearch(location.search);
+    addEventListener('popstate', update);
+    return () => removeEventListener('popstate', update);
+  }, []);
+  return new URLSearchParams(search);
+}
+
 /** A link that routes on the client, and is still a real link (keyboard, new tab). */
 export function href(path: string): string {
   return `${BASE}${path}`;

@@ -100,3 +100,33 @@ export function SecretOnce(props: { label: string; value: string }) {
     </div>
   );
 }
+
+/**
+ * A record's metadata as key/value pairs; "None" for `{}` or a record without it. `filterBy`
+ * makes each pair a link to the transactions carrying it.
+ */
+export function MetadataList(props: {
+  metadata: Record<string, string> | null | undefined;
+  filterBy?: boolean;
+}) {
+  const pairs = Object.entries(props.metadata ?? {});
+  if (pairs.length === 0) return <span class="muted">None</span>;
+  return (
+    <ul class="plain metadata" data-metadata>
+      {pairs.map(([key, value]) => {
+        const pair = (
+          <>
+            <code>{key}</code>: {value}
+          </>
+        );
+        if (!props.filterBy) return <li>{pair}</li>;
+        const query = new URLSearchParams({ [`metadata[${key}]`]: value });
+        return (
+          <li>
+            <Link to={`/transactions?${query}`}>{pair}</Link>
+          </li>
+        );
+      })}
+    </ul>
+  );
+}

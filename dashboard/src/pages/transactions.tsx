@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { TRANSACTION_STATUSES, TRANSACTION_TYPES } from '../../../domain/types';
 import {
+  download,
   idempotencyKey,
   modePath,
   REFUND_REASONS,
@@ -9,7 +10,8 @@ import {
   type Page,
   type Transaction,
 } from '../api';
-import { ErrorBox, Link, money, Pager, Status, useLoad, when } from '../ui';
+import { navigate, useSearch } from '../router';
+import { ErrorBox, Link, MetadataList, money, Pager, Status, useLoad, when } from '../ui';
 
 type Step = {
   name: string;
@@ -80,70 +82,250 @@ export function TransactionTable(props: { rows: Transaction[] }) {
   );
 }
 
+/**
+ * The list's filters, under the API's own names: the address of the page holds them as the API
+ * takes them, so a view can be shared or reloaded, and the API alone judges them (its 422 shown).
+ */
+type Filters = {
+  status: string[];
+  transaction_type: string[];
+  wallet_id: string;
+  created_gte: string;
+  created_lt: string;
+  amount_gte: string;
+  amount_lte: string;
+  provider_reference: string;
+  metadata: [string, string][];
+};
+
+const METADATA_PARAM = /^metadata\[(.*)\]$/;
+
+function commaList(value: string | null): string[] {
+  return value ? value.split(',').filter(Boolean) : [];
+}
+
+function filtersOf(search: URLSearchParams): Filters {
+  const metadata: [string, string][] = [];
+  search.forEach((value, name) => {
+    const key = METADATA_PARAM.exec(name)?.[1];
+    if (key !== undefined) metadata.push([key, value]);
+  });
+  return {
+    status: commaList(search.get('status')),
+    transaction_type: commaList(search.get('transaction_type')),
+    wallet_id: search.get('wallet_id') ?? '',
+    created_gte: search.get('created[gte]') ?? '',
+    created_lt: search.get('created[lt]') ?? '',
+    amount_gte: search.get('amount[gte]') ?? '',
+    amount_lte: search.get('amount[lte]') ?? '',
+    provider_reference: search.get('provider_reference') ?? '',
+    metadata,
+  };
+}
+
+/** The filters as the API's query; empty ones left out. */
+function filterQuery(f: Filters): URLSearchParams {
+  const query = new URLSearchParams();
+  const put = (name: string, value: string) => {
+    if (value.trim()) query.set(name, value.trim());
+  };
+  put('status', f.status.join(','));
+  put('transaction_type', f.transaction_type.join(','));
+  put('wallet_id', f.wallet_id);
+  put('created[gte]', f.created_gte);
+  put('created[lt]', f.created_lt);
+  put('amount[gte]', f.amount_gte);
+  put('amount[lte]', f.amount_lte);
+  put('provider_reference', f.provider_reference);
+  for (const [key, value] of f.metadata) {
+    if (key.trim()) query.append(`metadata[${key.trim()}]`, value);
+  }
+  return query;
+}
+
+function selected(select: HTMLSelectElement): string[] {
+  return Array.from(select.selectedOptions, (option) => option.value);
+}
+
+function FilterForm(props: { initial: Filters; onApply: (filters: Filters) => void }) {
+  const [f, setF] = useState<Filters>({
+    ...props.initial,
+    metadata: props.initial.metadata.length ? props.initial.metadata : [['', '']],
+  });
+  const set = (change: Partial<Filters>) => setF((old) => ({ ...old, ...change }));
+  const setPair = (index: number, pair: [string, string]) =>
+    set({ metadata: f.metadata.map((old, i) => (i === index ? pair : old)) });
+  const text = (label: string, name: keyof Filters, extra: Record<string, string> = {}) => (
+    <label>
+      {label}
+      <input
+        name={name}
+        value={f[name] as string}
+        {...extra}
+        onInput={(e) => set({ [name]: e.currentTarget.value })}
+      />
+    </label>
+  );
+  return (
+    <form
+      class="inline filters"
+      aria-label="Filters"
+      onSubmit={(e) => {
+        e.preventDefault();
+        props.onApply(f);
+      }}
+    >
+      <label>
+        Status
+        <select
+          name="status"
+          multiple
+          size={4}
+          onChange={(e) => set({ status: selected(e.currentTarget) })}
+        >
+          {TRANSACTION_STATUSES.map((s) => (
+            <option value={s} selected={f.status.includes(s)}>
+              {s}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Type
+        <select
+          name="transaction_type"
+          multiple
+          size={4}
+          onChange={(e) => set({ transaction_type: selected(e.currentTarget) })}
+        >
+          {TRANSACTION_TYPES.map((t) => (
+            <option value={t} selected={f.transaction_type.includes(t)}>
+              {t}
+            </option>
+          ))}
+        </select>
+      </label>
+      <div class="filter-group">
+        <label>
+          Created from (UTC)
+          <input
+            type="date"
+            name="created[gte]"
+            value={f.created_gte}
+            onInput={(e) => set({ created_gte: e.currentTarget.value })}
+          />
+        </label>
+        <label>
+          Created before (UTC)
+          <input
+            type="date"
+            name="created[lt]"
+            value={f.created_lt}
+            onInput={(e) => set({ created_lt: e.currentTarget.value })}
+          />
+        </label>
+      </div>
+      <div class="filter-group">
+        {text('Amount at least', 'amount_gte', { inputMode: 'decimal', placeholder: '0.00' })}
+        {text('Amount at most', 'amount_lte', { inputMode: 'decimal', placeholder: '0.00' })}
+      </div>
+      {text('Wallet id', 'wallet_id', { placeholder: 'sender or recipient' })}
+      {text('Provider reference', 'provider_reference')}
+      <fieldset class="metadata-filters">
+        <legend>Metadata (exact)</legend>
+        {f.metadata.map(([key, value], i) => (
+          <div class="filter-group">
+            <label>
+              Key
+              <input
+                aria-label={`Metadata key ${i + 1}`}
+                value={key}
+                onInput={(e) => setPair(i, [e.currentTarget.value, value])}
+              />
+            </label>
+            <label>
+              Value
+              <input
+                aria-label={`Metadata value ${i + 1}`}
+                value={value}
+                onInput={(e) => setPair(i, [key, e.currentTarget.value])}
+              />
+            </label>
+            <button
+              type="button"
+              aria-label={`Remove metadata pair ${i + 1}`}
+              onClick={() => set({ metadata: f.metadata.filter((_, j) => j !== i) })}
+            >
+              Remove
+            </button>
+          </div>
+        ))}
+        <button type="button" onClick={() => set({ metadata: [...f.metadata, ['', '']] })}>
+          Add a metadata pair
+        </button>
+      </fieldset>
+      <button type="submit">Filter</button>
+    </form>
+  );
+}
+
 export function Transactions(props: { mode: Mode }) {
-  const [status, setStatus] = useState('');
-  const [type, setType] = useState('');
-  const [wallet, setWallet] = useState('');
-  const [applied, setApplied] = useState({ status: '', type: '', wallet: '' });
-  const [page, setPage] = useState(1);
-  const query = new URLSearchParams({ page: String(page), per_page: '20' });
-  if (applied.status) query.set('status', applied.status);
-  if (applied.type) query.set('transaction_type', applied.type);
-  if (applied.wallet) query.set('wallet_id', applied.wallet);
+  const search = useSearch();
+  const filters = filtersOf(search);
+  const shown = filterQuery(filters);
+  const page = Math.max(1, Number.parseInt(search.get('page') ?? '1', 10) || 1);
+  const query = new URLSearchParams(shown);
+  query.set('page', String(page));
+  query.set('per_page', '20');
   const list = useLoad(
     () => request<Page<Transaction>>(modePath(props.mode, `/v1/transactions/?${query}`)),
     [props.mode, query.toString()],
   );
+  const [exporting, setExporting] = useState(false);
+  const [exportError, setExportError] = useState<string | null>(null);
+  const open = (next: URLSearchParams, nextPage: number) => {
+    if (nextPage > 1) next.set('page', String(nextPage));
+    const text = next.toString();
+    navigate(text ? `/transactions?${text}` : '/transactions');
+  };
+  const exportCsv = () => {
+    setExporting(true);
+    setExportError(null);
+    download(
+      modePath(props.mode, `/v1/transactions/export?${shown}`),
+      'text/csv',
+      'transactions.csv',
+    )
+      .catch((e: unknown) => setExportError(e instanceof Error ? e.message : String(e)))
+      .finally(() => setExporting(false));
+  };
   return (
     <section>
       <h1>Transactions</h1>
-      <form
-        class="inline filters"
-        onSubmit={(e) => {
-          e.preventDefault();
-          setPage(1);
-          setApplied({ status, type, wallet: wallet.trim() });
-        }}
-      >
-        <label>
-          Status
-          <select name="status" value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
-            <option value="">Any</option>
-            {TRANSACTION_STATUSES.map((s) => (
-              <option value={s}>{s}</option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Type
-          <select
-            name="transaction_type"
-            value={type}
-            onChange={(e) => setType(e.currentTarget.value)}
-          >
-            <option value="">Any</option>
-            {TRANSACTION_TYPES.map((t) => (
-              <option value={t}>{t}</option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Wallet id
-          <input
-            name="wallet_id"
-            value={wallet}
-            placeholder="sender or recipient"
-            onInput={(e) => setWallet(e.currentTarget.value)}
-          />
-        </label>
-        <button type="submit">Filter</button>
-      </form>
+      <FilterForm
+        key={shown.toString()}
+        initial={filters}
+        onApply={(next) => open(filterQuery(next), 1)}
+      />
+      <div class="actions">
+        <button type="button" onClick={exportCsv} disabled={exporting}>
+          {exporting ? 'Exporting…' : 'Export CSV'}
+        </button>
+        {shown.toString() && <Link to="/transactions">Clear the filters</Link>}
+      </div>
+      <ErrorBox error={exportError} />
       <ErrorBox error={list.error} />
-      {list.data && (
+      {list.data && !list.error && (
         <>
-          <p class="muted">{list.data.total} transactions</p>
+          <p class="muted" role="status">
+            {list.data.total} transactions
+          </p>
           <TransactionTable rows={list.data.data} />
-          <Pager page={page} totalPages={list.data.total_pages} onPage={setPage} />
+          <Pager
+            page={page}
+            totalPages={list.data.total_pages}
+            onPage={(next) => open(new URLSearchParams(shown), next)}
+          />
         </>
       )}
     </section>
@@ -303,6 +485,12 @@ export function TransactionPage(props: { mode: Mode; id: string }) {
           </dd>
           <dt>Description</dt>
           <dd>{t.description ?? '—'}</dd>
+          <dt>Provider reference</dt>
+          <dd>{t.provider_reference ? <code>{t.provider_reference}</code> : '—'}</dd>
+          <dt>Metadata</dt>
+          <dd>
+            <MetadataList metadata={t.metadata} filterBy />
+          </dd>
           <dt>Created</dt>
           <dd>{when(t.created_at)}</dd>
           <dt>Updated</dt>

@@ -1,7 +1,15 @@
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, modePath, request, type Mode, type Page, type Transaction } from '../api';
+import {
+  ApiError,
+  modePath,
+  request,
+  type Metadata,
+  type Mode,
+  type Page,
+  type Transaction,
+} from '../api';
 import { navigate } from '../router';
-import { ErrorBox, Link, money, Pager, Status, useLoad, when } from '../ui';
+import { ErrorBox, Link, MetadataList, money, Pager, Status, useLoad, when } from '../ui';
 import { TransactionTable } from './transactions';
 
 type User = {
@@ -11,6 +19,7 @@ type User = {
   email: string | null;
   phone_number: string | null;
   is_active: boolean;
+  metadata?: Metadata;
   created_at: string;
 };
 type Wallet = {
@@ -19,6 +28,7 @@ type Wallet = {
   balance: number;
   currency: string;
   is_active: boolean;
+  metadata?: Metadata;
 };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -145,6 +155,10 @@ export function UserPage(props: { mode: Mode; id: string }) {
           <dd>
             <Status value={u.is_active ? 'active' : 'disabled'} />
           </dd>
+          <dt>Metadata</dt>
+          <dd>
+            <MetadataList metadata={u.metadata} />
+          </dd>
         </dl>
       )}
       <h2>Wallet</h2>
@@ -161,7 +175,17 @@ export function UserPage(props: { mode: Mode; id: string }) {
           <dd>
             <Status value={wallet.data.is_active ? 'active' : 'disabled'} />
           </dd>
+          <dt>Metadata</dt>
+          <dd>
+            <MetadataList metadata={wallet.data.metadata} />
+          </dd>
         </dl>
+      )}
+      {wallet.data && (
+        <p class="actions">
+          <Link to={`/wallets/${wallet.data.id}/statement`}>Statement</Link>
+          <Link to={`/transactions?wallet_id=${wallet.data.id}`}>All its transactions</Link>
+        </p>
       )}
       <h2>Recent transactions</h2>
       <ErrorBox error={recent.error} />
