@@ -175,12 +175,16 @@ function FilterForm(props: { initial: Filters; onApply: (filters: Filters) => vo
         props.onApply(f);
       }}
     >
+      <p id="several-hint" class="muted hint">
+        Status and type take several values: Ctrl-click (⌘-click on a Mac).
+      </p>
       <label>
         Status
         <select
           name="status"
           multiple
           size={4}
+          aria-describedby="several-hint"
           onChange={(e) => set({ status: selected(e.currentTarget) })}
         >
           {TRANSACTION_STATUSES.map((s) => (
@@ -196,6 +200,7 @@ function FilterForm(props: { initial: Filters; onApply: (filters: Filters) => vo
           name="transaction_type"
           multiple
           size={4}
+          aria-describedby="several-hint"
           onChange={(e) => set({ transaction_type: selected(e.currentTarget) })}
         >
           {TRANSACTION_TYPES.map((t) => (
