@@ -437,6 +437,12 @@ describe('the dashboard’s search, exports and statements', () => {
     const found = await api.get<{ data: { name: string }[] }>('/api/v1/users/?q=crm-777');
     expect(found.body.data.map((u) => u.name)).toEqual(['Fatmata Bangura']);
     expect(await page.locator('tbody tr').count()).toBe(1);
+    // The address keeps the search: a reload shows the same users.
+    await page.waitForURL((url) => url.search === '?q=crm-777');
+    await page.reload();
+    await page.getByRole('link', { name: 'Fatmata Bangura' }).waitFor();
+    expect(await page.getByLabel('Search').inputValue()).toBe('crm-777');
+    expect(await page.locator('tbody tr').count()).toBe(1);
     // Part of a phone number.
     await page.getByLabel('Search').fill('7999');
     await page.getByRole('link', { name: 'Isatu Koroma' }).waitFor();

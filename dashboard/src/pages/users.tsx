@@ -8,7 +8,7 @@ import {
   type Page,
   type Transaction,
 } from '../api';
-import { navigate } from '../router';
+import { href, navigate } from '../router';
 import { ErrorBox, Link, MetadataList, money, Pager, Status, useLoad, when } from '../ui';
 import { TransactionTable } from './transactions';
 
@@ -38,20 +38,28 @@ const SEARCH_DELAY_MS = 250;
 
 /**
  * The search box asks the API (`q`: name, email, phone number or your own user id, ignoring
- * case) over every user, not only the page shown; a user id opens that user.
+ * case) over every user, not only the page shown; a user id opens that user. The address keeps
+ * the search (replaced, not one history entry a keystroke), so it can be shared or reloaded.
  */
 export function Users(props: { mode: Mode }) {
   const [page, setPage] = useState(1);
-  const [search, setSearch] = useState('');
-  const [query, setQuery] = useState('');
+  const [search, setSearch] = useState(() => new URLSearchParams(location.search).get('q') ?? '');
+  const [query, setQuery] = useState(() => search.trim().slice(0, 200));
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
     const timer = setTimeout(() => {
-      setQuery(search.trim().slice(0, 200));
+      const next = search.trim().slice(0, 200);
+      if (next === query) return;
+      setQuery(next);
       setPage(1);
+      history.replaceState(
+        null,
+        '',
+        href(next ? `/users?${new URLSearchParams({ q: next })}` : '/users'),
+      );
     }, SEARCH_DELAY_MS);
     return () => clearTimeout(timer);
-  }, [search]);
+  }, [search, query]);
   const list = useLoad(() => {
     const q = query ? `&q=${encodeURIComponent(query)}` : '';
     return request<Page<User>>(modePath(props.mode, `/v1/users/?page=${page}&per_page=50${q}`));
