@@ -129,6 +129,18 @@ describe('the TypeScript client against the real API', () => {
       SELECT count(*)::int AS n FROM users WHERE application_id = ${app.id} AND mode = 'test'`);
     expect(users).toHaveLength(count);
     expect(new Set(users).size).toBe(count);
+    // The wallet list is a bare array: its Link header leads from page to page.
+    const wallets = [];
+    for await (const w of client.paginate('/api/v1/wallets/', {
+      params: { query: { per_page: 2 } },
+    })) {
+      wallets.push(w.id);
+    }
+    const walletCount = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM wallets WHERE application_id = ${app.id} AND mode = 'test'`);
+    expect(walletCount).toBeGreaterThan(2);
+    expect(new Set(wallets).size).toBe(walletCount);
+    expect(wallets).toContain(sink.wallet.id);
 
     const query = { wallet_id: sink.wallet.id, per_page: 2 };
     const paged = [];

@@ -43,22 +43,30 @@ type Call<M extends Method> = <P extends PathOf<M>, I extends InitOf<P, M>>(
   ...init: Args<I>
 ) => Promise<Answer<P, M, I>>;
 
-/** GET paths that answer the page envelope `{data, page, per_page, total, total_pages}`. */
+type QueryOf<P extends keyof paths> = paths[P] extends { get: { parameters: { query?: infer Q } } }
+  ? NonNullable<Q>
+  : never;
+/**
+ * GET paths paged by `page`: they answer the page envelope `{data, page, per_page, total,
+ * total_pages}`, or a bare array with a `Link` header (`GET /api/v1/wallets/`).
+ */
 export type PagedPath = {
-  [P in PathOf<'get'>]: [Extract<Answer<P, 'get'>, { total_pages: number }>] extends [never]
-    ? never
-    : P;
+  [P in PathOf<'get'>]: 'page' extends keyof QueryOf<P> ? ListPath<P> : never;
 }[PathOf<'get'>];
 /** GET paths that page by cursor: `starting_after` answers `{data, per_page, has_more}`. */
 export type CursorPath = {
-  [P in PathOf<'get'>]: [Extract<Answer<P, 'get'>, { has_more: boolean }>] extends [never]
-    ? never
-    : P;
+  [P in PathOf<'get'>]: 'starting_after' extends keyof QueryOf<P> ? ListPath<P> : never;
 }[PathOf<'get'>];
-type ItemOf<P extends PathOf<'get'>> =
-  Extract<Answer<P, 'get'>, { data: readonly unknown[] }> extends { data: readonly (infer T)[] }
+/** P, when its answer is a list of items (a statement's `entries` is not one). */
+type ListPath<P extends PathOf<'get'>> = [ItemOf<P>] extends [never] ? never : P;
+/** The item of a list answer, bare array or envelope (distributes over a union of answers). */
+type ElementOf<A> = A extends readonly (infer T)[]
+  ? T
+  : A extends { data: readonly (infer T)[] }
     ? T
     : never;
+type ItemOf<P extends PathOf<'get'>> = ElementOf<Answer<P, 'get'>>;
+
 /** A list call's options; the client sets `page` and `starting_after` itself. */
 type ListInit<P extends PathOf<'get'>> = NonNullable<InitOf<P, 'get'>>;
 
@@ -120,7 +128,12 @@ export function createWalletClient(options: WalletClientOptions): WalletClient {
   });
   raw.use(idempotency(options.idempotencyKey ?? newKey));
 
-  async function call(method: Method, path: string, init: unknown): Promise<unknown> {
+  /** The 2xx answer's body and response; anything else thrown as a WalletApiError. */
+  async function send(
+    method: Method,
+    path: string,
+    init: unknown,
+  ): Promise<{ data: unknown; response: Response }> {
     let result: { data?: unknown; error?: unknown; response: Response };
     try {
       result = await (raw.request as (m: string, p: string, i: unknown) => Promise<typeof result>)(
@@ -132,8 +145,10 @@ export function createWalletClient(options: WalletClientOptions): WalletClient {
       throw error instanceof WalletApiError ? error : WalletApiError.fromNetwork(error);
     }
     if (!result.response.ok) throw WalletApiError.fromResponse(result.response, result.error);
-    return result.data;
+    return { data: result.data, response: result.response };
   }
+  const call = async (method: Method, path: string, init: unknown) =>
+    (await send(method, path, init)).data;
   const method =
     <M extends Method>(name: M): Call<M> =>
     (path, ...init) =>
@@ -153,7 +168,15 @@ export function createWalletClient(options: WalletClientOptions): WalletClient {
     delete: method('delete'),
     async *paginate(path, init) {
       for (let page = 1; ; page += 1) {
-        const answer = (await call('get', path, withQuery(init, { page }))) as Page;
+        const { data, response } = await send('get', path, withQuery(init, { page }));
+        if (Array.isArray(data)) {
+          // A bare array: the Link header names the next page while there is one.
+          yield* data as never[];
+          const link = response.headers.get('link') ?? '';
+          if (!data.length || !/rel="?next"?/.test(link)) return;
+          continue;
+        }
+        const answer = data as Page;
         yield* answer.data as never[];
         if (!answer.data.length || page >= (answer.total_pages ?? 0)) return;
       }
