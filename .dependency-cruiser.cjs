@@ -102,6 +102,12 @@ module.exports = {
       { path: TOOLING },
     ),
     forbid(
+      'client-stands-alone',
+      'clients/typescript is published alone: it imports itself and its two declared packages.',
+      { path: '^clients/typescript/' },
+      { pathNot: ['^clients/typescript/', pkg('(openapi-fetch|standardwebhooks)')] },
+    ),
+    forbid(
       'sdk-public-api-only',
       'The Temporal SDK’s public API only: its packages’ entry points, not their internals (the OpenTelemetry interceptors document their lib/ ones).',
       {},
@@ -123,7 +129,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules/' },
-    exclude: { path: '^(\\.data|\\.tools|coverage|dashboard)/' },
+    exclude: { path: '^(\\.data|\\.tools|coverage|dashboard|clients/typescript/dist)/' },
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
     moduleSystems: ['cjs', 'es6'],

@@ -22,6 +22,7 @@ export default tseslint.config(
       '.tools/**',
       'coverage/**',
       'dashboard/dist/**',
+      'clients/typescript/dist/**',
       'eslint.config.mjs',
       'jest.config.js',
       '.dependency-cruiser.cjs',

@@ -10,6 +10,8 @@ const shared = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2023' } }] },
+  // The TypeScript client's sources import each other as `./x.js`, as its ES module build needs.
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   setupFilesAfterEnv: ['<rootDir>/test/support/roarr-teardown.ts'],
 };
 
