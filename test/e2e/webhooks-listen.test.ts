@@ -1,4 +1,4 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import path from 'node:path';
 import { sql } from 'slonik';
 import { z } from 'zod';
@@ -41,7 +41,7 @@ type Listening = {
   lines: ListenLine[];
   /** The line of the event `id`, waiting for it as long as `timeoutMs`. */
   lineOf: (id: string, timeoutMs?: number) => Promise<ListenLine>;
-  /** Sends `signal` to the command as a terminal's Ctrl-C does (its process group). */
+  /** Sends `signal` to the command's own process (npm, its parent, dies of a signal itself). */
   stop: (signal?: NodeJS.Signals) => Promise<{ code: number | null; stdout: string }>;
 };
 
@@ -61,6 +61,20 @@ function spawnCli(args: string[]): ChildProcessWithoutNullStreams {
   running.add(child);
   child.once('close', () => running.delete(child));
   return child;
+}
+
+/** The node process npm started for the command, in npm's process group. */
+function commandPid(group: number): number {
+  const rows = execFileSync('ps', ['-e', '-o', 'pid=,pgid=,args='], { encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .map((row) => row.trim().split(/\s+/));
+  const node = rows.find(
+    ([, pgid, command, ...args]) =>
+      pgid === String(group) && /(^|\/)node$/.test(command ?? '') && args.includes('cli/main.ts'),
+  );
+  if (!node) throw new Error(`no command process in group ${group}`);
+  return Number(node[0]);
 }
 
 /** The command until it ends: its status and both outputs. */
@@ -110,7 +124,7 @@ async function listen(args: string[]): Promise<Listening> {
       }
     },
     stop: async (signal = 'SIGINT') => {
-      process.kill(-child.pid!, signal);
+      process.kill(commandPid(child.pid!), signal);
       return { code: await closed, stdout };
     },
   };
