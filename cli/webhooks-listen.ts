@@ -40,6 +40,9 @@ const POST_TIMEOUT_MS = 10_000;
 /** Loopback is the point of the command; the SSRF guard's other refusals stand. */
 const LOOPBACK_RANGES = ['127.0.0.0/8', '::1/128'];
 
+/** How the command's connections show in `pg_stat_activity`. */
+export const LISTEN_APPLICATION_NAME = 'cli webhooks listen';
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export type ListenOptions = {
@@ -231,7 +234,10 @@ export async function listenForWebhooks(options: ListenOptions, deps: ListenDeps
     mode: options.mode,
     types: options.types,
   });
-  let listener: EventListener | undefined = await listenForEvents(deps.databaseUrl);
+  const listenUrl = new URL(deps.databaseUrl);
+  listenUrl.searchParams.set('application_name', LISTEN_APPLICATION_NAME);
+  const connect = () => listenForEvents(listenUrl.toString());
+  let listener: EventListener | undefined = await connect();
   try {
     // Listening before the first read: an event committed in between is read, not missed.
     await feed.start();
@@ -245,7 +251,7 @@ export async function listenForWebhooks(options: ListenOptions, deps: ListenDeps
     while (!signal.aborted) {
       if (!listener || listener.lost()) {
         await listener?.close();
-        listener = await listenForEvents(deps.databaseUrl).catch((error: unknown) => {
+        listener = await connect().catch((error: unknown) => {
           warn(`listen: cannot listen for events (${message(error)}); retrying`);
           return undefined;
         });

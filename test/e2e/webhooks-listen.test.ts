@@ -2,6 +2,7 @@ import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:c
 import path from 'node:path';
 import { sql } from 'slonik';
 import { z } from 'zod';
+import { LISTEN_APPLICATION_NAME } from '../../cli/webhooks-listen';
 import { EVENT_TYPES } from '../../domain/events';
 import { createTestApp } from '../support/engine';
 import { clientFor, createFundedWallet, createUserWithWallet, transfer } from '../support/http';
@@ -294,6 +295,40 @@ describe('npm run --silent cli -- webhooks listen', () => {
     const request = await receiver.waitFor((r) => at('/quiet')(r) && r.payload?.id === id);
     expect(verify(session.secret, request)).toMatchObject({ id });
     expect((await session.stop()).code).toBe(0);
+  });
+
+  it('listens again after its connection is cut, and misses or repeats nothing', async () => {
+    const session = await listen([
+      '--app',
+      app.id,
+      '--mode',
+      'test',
+      '--forward-to',
+      receiver.url('/cut'),
+    ]);
+    const first = await transferEvent();
+    await session.lineOf(first);
+    const listeners = () =>
+      engine.pool.anyFirst(sql.type(z.object({ pid: z.number() }))`
+        SELECT pid FROM pg_stat_activity
+        WHERE datname = current_database() AND query = 'LISTEN webhook_events'
+          AND application_name = ${LISTEN_APPLICATION_NAME}`);
+    const cut = await listeners();
+    expect(cut).toHaveLength(1);
+    await engine.pool.query(sql.unsafe`
+      SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+      WHERE pid = ANY (${sql.array(cut, 'int4')})`);
+    const second = await transferEvent();
+    const third = await transferEvent();
+    await session.lineOf(second);
+    await session.lineOf(third);
+    const renewed = await listeners();
+    expect(renewed).toHaveLength(1);
+    expect(renewed).not.toEqual(cut);
+    expect((await session.stop()).code).toBe(0);
+    const forwarded = receiver.received.filter(at('/cut')).map((r) => r.payload?.id);
+    expect(forwarded).toEqual([first, second, third]);
+    expect(session.lines.map((l) => l.id)).toEqual([first, second, third]);
   });
 
   describe('refuses bad arguments: status 2, a reason on standard error, nothing on standard output', () => {
