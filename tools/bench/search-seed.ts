@@ -10,9 +10,10 @@
  * The mix: each wallet's opening deposit first, then transfers (45 %), mobile-money deposits
  * (30 %), card deposits (15 %) and mobile-money cashouts (10 %); 92 % completed, the others
  * failed (no ledger), or reversed for a few cashouts (no ledger either: reserved and given back
- * is shown as neither). The busy wallets, a tenth of a percent, send a fifth of the payments
- * and receive a fifth of the transfers. Merchant metadata on 30 %: `{"channel": "web"|"pos"|
- * "app"}`, and on payment k for every k a multiple of 10 also `{"order_id": "ord_<k>"}`.
+ * is shown as neither). The busy wallets, a tenth of a percent, are the paying or credited
+ * wallet of a fifth of the payments and the recipient of a fifth of the transfers. Merchant
+ * metadata on 30 %: `{"channel": "web"|"pos"|"app"}`, and on payment k for every k a multiple
+ * of 10 also `{"order_id": "ord_<k>"}`.
  */
 import { createHash } from 'node:crypto';
 import { sql, type DatabasePool, type DatabasePoolConnection } from 'slonik';
