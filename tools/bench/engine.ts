@@ -63,6 +63,8 @@ export type Engine = {
   client: Client;
   benchBundle: string;
   apiUrl: string;
+  /** The process the API runs in (this one in the single shape). */
+  apiPid: number;
   /** Stops the engine's worker (the profile replaces it with an instrumented one). */
   stopWorker: () => Promise<void>;
   close: () => Promise<void>;
@@ -110,7 +112,7 @@ export async function startWorker(
 }
 
 /** The servers of one configuration, which its shapes are measured on one after the other. */
-export type Servers = Omit<Engine, 'shape' | 'client' | 'apiUrl' | 'stopWorker'> & {
+export type Servers = Omit<Engine, 'shape' | 'client' | 'apiUrl' | 'apiPid' | 'stopWorker'> & {
   /** The engine's environment, as the split shape's processes are given it. */
   env: Record<string, string>;
 };
@@ -219,6 +221,7 @@ export async function startShape(
     shape,
     client: inProcess.client,
     apiUrl: inProcess.api.url,
+    apiPid: process.pid,
     stopWorker: inProcess.worker.stop,
     close: async () => {
       await engine.stopWorker();

@@ -8,14 +8,7 @@
  *   EXPORT_URL=http://127.0.0.1:8000 API_KEY=... SECRET_KEY=... API_PID=1234 \
  *     node --import tsx tools/bench/export-memory.ts [query]
  */
-import { readFileSync } from 'node:fs';
-
-function residentBytes(pid: string): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1];
-  if (!kb) throw new Error(`no VmRSS for process ${pid}`);
-  return Number(kb) * 1024;
-}
+import { residentBytes } from './rss';
 
 function required(name: string): string {
   const value = process.env[name];

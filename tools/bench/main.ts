@@ -12,7 +12,9 @@
  *   (5) card deposits through the API, charged at once by the Test Mode card sandbox; (5r)
  *   partial refunds of card deposits, refunded at once by the sandbox;
  *   (6) webhook deliveries to a loopback endpoint while transfers run (tools/bench/webhooks.ts);
- *   (7) the dashboard's analytics with a million payments seeded in SQL (tools/bench/analytics.ts).
+ *   (7) the dashboard's analytics with a million payments seeded in SQL (tools/bench/analytics.ts);
+ *   (8) lists, search, statements, balances at an instant and the export with ten million
+ *   payments seeded in SQL (tools/bench/search.ts; not in the default run: --only=search).
  *
  * The first configuration runs every row; a second one runs (2), (3) and (4) (the closed-loop
  * estimate and the open row at 50 %) and (3h). The load comes from a process of its own
@@ -30,7 +32,9 @@
  * fsync on in the memory configuration too; `file` always has it),
  * --shape=single,split (the shapes, in this order),
  * --tuning='{"maxConcurrentActivityTaskPolls":20}' (worker options for both workers; single shape),
- * --only=ledger,orchestration,api,hotwallet,escrow,card,webhooks,analytics,interleaved, --profile (see
+ * --only=ledger,orchestration,api,hotwallet,escrow,card,webhooks,analytics,interleaved,search,
+ * --search-payments=N (row 8's payments; also BENCH_SEARCH_PAYMENTS), --without-search-indexes
+ * (the write path without the list and search indexes of migrations 0017 and 0020), --profile (see
  * profile.ts; in the first configuration). Progress goes to stderr; stdout holds only the
  * result. The engine is started by engine.ts, the rows are scenarios.ts, the table render.ts,
  * the load loops load.ts, the trivial workflows workflows.ts, CPU accounting cpu.ts, the
@@ -55,6 +59,7 @@ import {
   type Shape,
 } from './engine';
 import { forkLoadProcess } from './generator';
+import { dropSearchIndexes, searchPayments, searchScenarios } from './search';
 import { runProfile, type ProfileReport } from './profile';
 import { render, sectionTitle, type ConfigurationReport, type Report } from './render';
 import {
@@ -86,8 +91,11 @@ const SECTIONS = [
   'webhooks',
   'analytics',
   'interleaved',
+  'search',
 ] as const;
 type Section = (typeof SECTIONS)[number];
+/** Row (8) seeds ten million payments: only when asked for by name. */
+const DEFAULT_SECTIONS = SECTIONS.filter((s) => s !== 'search');
 /** What a configuration after the first measures, and the open rows it keeps. */
 const SHORT_SECTIONS: ReadonlySet<Section> = new Set([
   'orchestration',
@@ -108,6 +116,8 @@ type Options = {
   profile: boolean;
   tuning: Partial<WorkerOptions>;
   only: Set<Section>;
+  searchPayments: number;
+  withoutSearchIndexes: boolean;
 };
 
 function parseOptions(argv: readonly string[]): Options {
@@ -118,7 +128,9 @@ function parseOptions(argv: readonly string[]): Options {
     durable: false,
     profile: false,
     tuning: {},
-    only: new Set(SECTIONS),
+    only: new Set(DEFAULT_SECTIONS),
+    searchPayments: searchPayments(undefined, process.env),
+    withoutSearchIndexes: false,
   };
   const list = <T extends string>(value: string, known: readonly T[], what: string): T[] => {
     const wanted = value.split(',');
@@ -139,7 +151,10 @@ function parseOptions(argv: readonly string[]): Options {
       options.tuning = JSON.parse(value) as Partial<WorkerOptions>;
     } else if (name === '--only' && value) {
       options.only = new Set(list(value, SECTIONS, 'section'));
-    } else throw new Error(`unknown option ${arg}`);
+    } else if (name === '--search-payments' && value) {
+      options.searchPayments = searchPayments(value, process.env);
+    } else if (name === '--without-search-indexes') options.withoutSearchIndexes = true;
+    else throw new Error(`unknown option ${arg}`);
   }
   if (options.profile && !options.shapes.includes('single')) {
     throw new Error('--profile instruments the in-process engine: it needs --shape=single');
@@ -170,14 +185,15 @@ const PER_SHAPE: ReadonlySet<Section> = new Set([
  */
 async function measureRows(
   bench: Bench,
-  only: Set<Section>,
+  options: Pick<Options, 'only' | 'searchPayments'>,
   at: { full: boolean; first: boolean; last: boolean },
 ): Promise<{ rows: Row[]; invariant: string[] }> {
+  const { only } = options;
   const wanted = (section: Section) =>
     only.has(section) &&
     (at.full || SHORT_SECTIONS.has(section)) &&
     (PER_SHAPE.has(section) ||
-      (section === 'webhooks' || section === 'analytics' ? at.last : at.first));
+      (['webhooks', 'analytics', 'search'].includes(section) ? at.last : at.first));
   const fractions = at.full ? RATE_FRACTIONS : SHORT_FRACTIONS;
   const rows: Row[] = [];
   const { shape } = bench.engine;
@@ -201,6 +217,12 @@ async function measureRows(
   if (wanted('analytics')) {
     const [api, query] = await analyticsScenarios(bench);
     rows.push({ ...api!, shape }, query!);
+  }
+  if (wanted('search')) {
+    const measured = await searchScenarios(bench, options.searchPayments);
+    rows.push(
+      ...measured.map((row) => (row.load.includes('in-process') ? row : { ...row, shape })),
+    );
   }
   return { rows, invariant };
 }
@@ -257,6 +279,10 @@ async function main(): Promise<void> {
         temporalFile: name === 'file',
         ledgerClients: LEDGER_CLIENTS,
       });
+      if (options.withoutSearchIndexes) {
+        progress('dropping the list and search indexes (migrations 0017 and 0020)');
+        await dropSearchIndexes(servers.pool);
+      }
       try {
         let fixture: Fixture | undefined;
         // The shapes one after the other on the same servers, each in the order asked for.
@@ -275,7 +301,7 @@ async function main(): Promise<void> {
               tuning: options.tuning,
               signal: interrupted.signal,
             };
-            const measured = await measureRows(bench, options.only, {
+            const measured = await measureRows(bench, options, {
               full: i === 0,
               first: s === 0,
               last: s === options.shapes.length - 1,

@@ -189,6 +189,52 @@ export function dashboardSender(api: HttpClient, minimumCount: number): Send {
   };
 }
 
+/**
+ * Row (8)'s reads: one of `paths` at random, GET, throws unless 200 and, given `rows`, unless
+ * the answer's list (`data` or a statement's `entries`) holds that many (at least 1 for
+ * `'some'`): a filter that is not applied would answer a full page instead.
+ */
+export function readSender(
+  api: HttpClient,
+  paths: readonly string[],
+  rows?: number | 'some',
+): Send {
+  return async () => {
+    const path = paths[Math.floor(Math.random() * paths.length)]!;
+    const reply = await api.get(path);
+    if (reply.status !== 200) throw failure(`GET ${path.split('?')[0]}`, reply);
+    if (rows === undefined) return;
+    const body = reply.body as { data?: unknown[]; entries?: unknown[] } | undefined;
+    const n = (body?.data ?? body?.entries)?.length ?? 0;
+    if (rows === 'some' ? n === 0 : n !== rows) {
+      throw new Error(`GET ${path.split('?')[0]}: ${n} rows, not ${rows}`);
+    }
+  };
+}
+
+/**
+ * The transactions export of `path`, streamed and counted without keeping it: throws unless
+ * 200 with `rows` lines after the header.
+ */
+export function exportSender(target: ApiTarget, path: string, rows: number): Send {
+  return () =>
+    new Promise<void>((resolve, reject) => {
+      const request = http.get(`${target.apiUrl}${path}`, { headers: target.headers }, (res) => {
+        let lines = 0;
+        res.on('data', (chunk: Buffer) => {
+          for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++;
+        });
+        res.on('error', reject);
+        res.on('end', () => {
+          if (res.statusCode !== 200) reject(new Error(`export: HTTP ${res.statusCode}`));
+          else if (lines - 1 !== rows) reject(new Error(`export: ${lines - 1} rows, not ${rows}`));
+          else resolve();
+        });
+      });
+      request.on('error', reject);
+    });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Senders as data, for the load generator's process.
 
@@ -198,6 +244,8 @@ export type SenderSpec =
   | (ApiTarget & { kind: 'transfer'; wallets: string[]; from?: string })
   | (ApiTarget & { kind: 'escrow' | 'card' | 'refund'; wallets: string[] })
   | (ApiTarget & { kind: 'dashboard'; minimumCount: number })
+  | (ApiTarget & { kind: 'read'; paths: string[]; rows?: number | 'some' })
+  | (ApiTarget & { kind: 'export'; path: string; rows: number })
   | {
       kind: 'workflow';
       address: string;
@@ -253,6 +301,10 @@ export function senders(): Senders {
           return refundSender(api(spec), spec.wallets);
         case 'dashboard':
           return dashboardSender(api(spec), spec.minimumCount);
+        case 'read':
+          return readSender(api(spec), spec.paths, spec.rows);
+        case 'export':
+          return exportSender(spec, spec.path, spec.rows);
         case 'workflow': {
           const client = await temporal(spec.address, spec.namespace, spec.payloadKeys);
           return async () => {

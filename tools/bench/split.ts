@@ -27,6 +27,7 @@ export async function startSplit(servers: {
 }): Promise<{
   client: Client;
   apiUrl: string;
+  apiPid: number;
   stopWorker: () => Promise<void>;
   close: () => Promise<void>;
 }> {
@@ -68,6 +69,7 @@ export async function startSplit(servers: {
         dataConverter: servers.dataConverter,
       }),
       apiUrl,
+      apiPid: api.pid,
       stopWorker: () => worker.stop(),
       close,
     };
