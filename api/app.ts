@@ -23,6 +23,7 @@ import { refundRoutes } from './routes/refunds';
 import { providerWebhookRoutes } from './routes/provider-webhooks';
 import { syncRoutes } from './routes/sync';
 import { temporalCodecEdge, temporalCodecRoutes } from './routes/temporal-codec';
+import { testClockRoutes } from './routes/test-clocks';
 import { systemRoutes } from './routes/system';
 import { transactionRoutes } from './routes/transactions';
 import { transferRoutes } from './routes/transfers';
@@ -51,6 +52,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...feeRoutes(deps),
     ...transactionRoutes(deps),
     ...disputeRoutes(deps),
+    ...testClockRoutes(deps),
     ...webhookSubscriptionRoutes(deps),
     ...eventRoutes(deps),
     ...onboardingRoutes(deps),

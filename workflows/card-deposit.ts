@@ -14,6 +14,7 @@ import {
   type DepositOutcome,
 } from './shared';
 import { setPaymentStatus } from './status';
+import { paymentClock } from './clock';
 
 const ledger = proxyActivities<Activities>(activityPresets.ledger);
 const provider = proxyActivities<Activities>(activityPresets.provider);
@@ -45,6 +46,7 @@ export async function cardDepositWorkflow(input: CardDepositInput): Promise<Depo
 
   /** Whether the provider's payment exists, or the deposit was refused before it did. */
   const isOpen = () => payment !== undefined || answer !== undefined;
+  const clock = paymentClock(input.mode);
 
   /** The provider's answer about the payment, or null when it cannot tell (a decline, a fault). */
   async function askProvider(ask: () => Promise<CardPaymentState>): Promise<DepositOutcome | null> {
@@ -132,21 +134,25 @@ export async function cardDepositWorkflow(input: CardDepositInput): Promise<Depo
   answer = { status: 'opened', outcome, payment };
 
   const untilExpiry = Math.max(1_000, Date.parse(payment.expiresAt) - Date.now());
-  const settled = await condition(() => outcome !== 'pending', untilExpiry);
-  if (!settled && !settling) {
-    // Nobody authenticated in time: one last look; a payment still waiting is canceled at the
-    // provider (so that a late authentication charges nobody) unless the cancel finds it
-    // charged after all, and the deposit expires.
-    const paymentId = payment.paymentId;
-    let last = await check(paymentId);
-    if (last !== 'completed' && last !== 'failed') {
-      const canceled = await askProvider(() =>
-        provider.cancelCardPayment({ mode: input.mode, paymentId }),
-      );
-      last = canceled === 'completed' ? 'completed' : 'expired';
-    }
-    await settle(last);
-  }
+  const paymentId = payment.paymentId;
+  await clock.wait(
+    () => outcome !== 'pending',
+    untilExpiry,
+    async () => {
+      if (settling) return;
+      // Nobody authenticated in time: one last look; a payment still waiting is canceled at the
+      // provider (so that a late authentication charges nobody) unless the cancel finds it
+      // charged after all, and the deposit expires.
+      let last = await check(paymentId);
+      if (last !== 'completed' && last !== 'failed') {
+        const canceled = await askProvider(() =>
+          provider.cancelCardPayment({ mode: input.mode, paymentId }),
+        );
+        last = canceled === 'completed' ? 'completed' : 'expired';
+      }
+      await settle(last);
+    },
+  );
   await condition(() => outcome !== 'pending' && allHandlersFinished());
   return outcome;
 }

@@ -12,6 +12,7 @@ import {
   type DepositOutcome,
 } from './shared';
 import { setPaymentStatus } from './status';
+import { paymentClock } from './clock';
 
 const ledger = proxyActivities<Activities>(activityPresets.ledger);
 const provider = proxyActivities<Activities>(activityPresets.provider);
@@ -32,6 +33,7 @@ export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<D
   let settling = false;
 
   const isOpen = () => opened !== undefined || refused !== undefined;
+  const clock = paymentClock(input.mode);
 
   /**
    * The provider's view of the payment code, or null when it cannot tell: it refused (a decline)
@@ -113,12 +115,17 @@ export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<D
 
   const untilExpiry =
     Math.max(0, Date.parse(opened.paymentCode.expiresAt) - Date.now()) + EXPIRY_GRACE_MS;
-  const settled = await condition(() => outcome !== 'pending', untilExpiry);
-  if (!settled && !settling) {
-    // The code has expired at the provider: one that cannot tell any more leaves it expired.
-    const last = await askProvider(opened.paymentCode.id);
-    await settle(last === 'completed' || last === 'failed' ? last : 'expired');
-  }
+  const paymentCodeId = opened.paymentCode.id;
+  await clock.wait(
+    () => outcome !== 'pending',
+    untilExpiry,
+    async () => {
+      if (settling) return;
+      // The code has expired at the provider: one that cannot tell any more leaves it expired.
+      const last = await askProvider(paymentCodeId);
+      await settle(last === 'completed' || last === 'failed' ? last : 'expired');
+    },
+  );
   await condition(() => outcome !== 'pending' && allHandlersFinished());
   return outcome;
 }

@@ -13,6 +13,7 @@ import {
 import { activityPresets } from './retry';
 import type { Declined } from './shared';
 import { setPaymentStatus } from './status';
+import { paymentClock } from './clock';
 
 const ledger = proxyActivities<Activities>(activityPresets.ledger);
 const provider = proxyActivities<Activities>(activityPresets.provider);
@@ -52,7 +53,8 @@ export async function disputeWorkflow(input: DisputeInput): Promise<DisputeOutco
 
   const opened = () => answer?.status === 'opened';
   const isClosed = () => status === 'won' || status === 'lost' || decision !== null;
-  const pastDue = () => Date.now() >= Date.parse(input.evidenceDueBy);
+  const clock = paymentClock(input.mode);
+  const pastDue = () => clock.now() >= Date.parse(input.evidenceDueBy);
 
   setHandler(disputeUpdates.open, async () => {
     await condition(() => answer !== undefined);
@@ -115,17 +117,31 @@ export async function disputeWorkflow(input: DisputeInput): Promise<DisputeOutco
     return 'declined';
   }
 
+  /** Closes once the decision is in and no evidence is being sent; run once, awaited twice. */
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      await condition(() => decision !== null && !sending);
+      status = await ledger.closeDispute({ ...id, status: decision! });
+      // Won: the wallet has its money back; lost: it went to the provider.
+      setPaymentStatus(status === 'won' ? 'completed' : 'failed');
+    })());
+
   if (input.mode === 'test') {
-    // The sandbox decides nothing itself: no evidence by the deadline loses the dispute.
+    // The sandbox decides nothing itself: no evidence by the deadline loses the dispute (closed
+    // within the deadline's step, so that an advance of the test clock answers once it is).
     const dueInMs = Math.max(Date.parse(input.evidenceDueBy) - Date.now(), 0);
     const answeredBy = () => decision !== null || evidenceGiven || sending;
-    const answered = dueInMs > 0 ? await condition(answeredBy, dueInMs) : answeredBy();
+    const lost = async () => {
+      decision = 'lost';
+      await close();
+    };
+    const answered = dueInMs > 0 ? await clock.wait(answeredBy, dueInMs, lost) : answeredBy();
     if (!answered) decision = 'lost';
   }
-  await condition(() => decision !== null && !sending);
-  status = await ledger.closeDispute({ ...id, status: decision! });
-  // Won: the wallet has its money back; lost: it went to the provider.
-  setPaymentStatus(status === 'won' ? 'completed' : 'failed');
+  await close();
   await condition(allHandlersFinished);
-  return status === 'won' ? 'won' : 'lost';
+  // Read through a function: `close` set it while this awaited.
+  const closedAs = (): DisputeStatus => status;
+  return closedAs() === 'won' ? 'won' : 'lost';
 }

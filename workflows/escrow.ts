@@ -18,6 +18,7 @@ import {
   type RefundRequest,
 } from './shared';
 import { addPaymentWallet, setPaymentStatus } from './status';
+import { paymentClock } from './clock';
 import { asDeclined } from './declines';
 import { activityPresets } from './retry';
 
@@ -50,6 +51,7 @@ export async function escrowWorkflow(input: HoldInput): Promise<{ held: string }
   // A start that says so (HoldInput `localSteps`) asks no `patched`: no marker, no upsert.
   const { holdFunds, releaseFunds, refundFunds } =
     input.localSteps || patched('escrow-local-ledger-steps') ? local : remote;
+  const clock = paymentClock(input.mode);
   let opened: EscrowStepResult | undefined;
   let held = 0n;
   // A ticket per money step, served in order. A `busy` flag is not enough: `condition` unblocks
@@ -127,9 +129,11 @@ export async function escrowWorkflow(input: HoldInput): Promise<{ held: string }
     await condition(() => held === 0n);
   } else {
     const untilExpiry = Math.max(0, Date.parse(input.expiresAt) - Date.now());
-    if (!(await condition(() => held === 0n, untilExpiry))) {
-      await refund({ refundId: uuid4(), reason: 'expired' });
-    }
+    await clock.wait(
+      () => held === 0n,
+      untilExpiry,
+      () => refund({ refundId: uuid4(), reason: 'expired' }),
+    );
   }
   await condition(() => !busy() && allHandlersFinished());
   // What an operator filters on: released in the end, or given back to the sender.

@@ -1,10 +1,4 @@
-import {
-  allHandlersFinished,
-  condition,
-  proxyActivities,
-  setHandler,
-  sleep,
-} from '@temporalio/workflow';
+import { allHandlersFinished, condition, proxyActivities, setHandler } from '@temporalio/workflow';
 import type { Activities } from './activities-types';
 import { asDeclined, exhausted } from './declines';
 import { asksProviderOnNotify } from './notifications';
@@ -19,6 +13,7 @@ import {
 import { activityPresets } from './retry';
 import type { Declined } from './shared';
 import { setPaymentStatus } from './status';
+import { paymentClock } from './clock';
 
 const ledger = proxyActivities<Activities>(activityPresets.ledger);
 const provider = proxyActivities<Activities>(activityPresets.provider);
@@ -27,7 +22,7 @@ const provider = proxyActivities<Activities>(activityPresets.provider);
  * A provider that stayed unreachable through a whole bounded retry may still have paid: the
  * payout is asked for again (same idempotency key) after this pause, never given back blind.
  */
-const RESEND_PAUSE = '1 minute';
+const RESEND_PAUSE_MS = 60_000;
 
 const PROVIDER_STATUSES: readonly string[] = [
   'pending',
@@ -60,6 +55,7 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
   /** After a settlement, while the kind's provider may still report the payout failed. */
   let lateWindowOpen = false;
   let lateFailure = false;
+  const clock = paymentClock(input.mode);
 
   const opened = (): MoneyOutOpened => ({
     status: 'opened',
@@ -167,17 +163,20 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
       if (!exhausted(error)) throw error;
       // Unreachable: the request is answered pending; the money stays reserved meanwhile.
       answer ??= opened();
-      await sleep(RESEND_PAUSE);
+      await clock.wait(() => false, RESEND_PAUSE_MS);
     }
   }
   accepted = true;
   if (payout.status !== 'pending') await settle(payout.status);
   answer ??= opened();
 
-  while (outcome === 'pending' && !settling) {
-    if (await condition(() => outcome !== 'pending' || settling, pendingTtlMs)) break;
+  /** The provider's answer when the pending TTL passes; still pending: another TTL. */
+  const askAtTtl = async () => {
     const last = await askProvider();
     if (last === 'completed' || last === 'failed') await settle(last);
+  };
+  while (outcome === 'pending' && !settling) {
+    if (await clock.wait(() => outcome !== 'pending' || settling, pendingTtlMs, askAtTtl)) break;
   }
   await condition(() => outcome !== 'pending');
   // Read through a function: the handlers change `outcome` while the saga awaits.
@@ -185,7 +184,7 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
   if (settledAs() === 'completed' && lateFailureMs > 0) {
     // Paid, but this kind's provider may still report the payout failed: then reverse.
     lateWindowOpen = true;
-    await condition(() => lateFailure, lateFailureMs);
+    await clock.wait(() => lateFailure, lateFailureMs);
     lateWindowOpen = false;
     if (lateFailure) {
       await ledger.reverseMoneyOut(id);

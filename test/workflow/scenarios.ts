@@ -32,6 +32,7 @@ import { escrowWorkflow } from '../../workflows/escrow';
 import { maintenanceWorkflow } from '../../workflows/maintenance';
 import { reconciliationWorkflow } from '../../workflows/reconciliation';
 import { disputeWorkflow } from '../../workflows/dispute';
+import { clockUpdates, type AdvanceTimeResult } from '../../workflows/clock-shared';
 import {
   disputeUpdates,
   type DisputeInput,
@@ -1198,6 +1199,74 @@ export const disputeDeclined = scenario({
     thenToEnd(await openDisputeWorkflow(env, taskQueue, input), () => Promise.resolve()),
 });
 
+// --- test clocks (workflows/clock.ts) ---
+
+/** Moves a Test Mode payment's clock, as `POST /api/v1/testing/advance-time` does. */
+export const advanceTime = (handle: WorkflowHandle, seconds: number): Promise<AdvanceTimeResult> =>
+  handle.executeUpdate(clockUpdates.advanceTime, { args: [{ seconds }] });
+
+const DAY_SECONDS = 24 * 60 * 60;
+
+/**
+ * A seven-day hold: an advance of three days falls short (the hold keeps its last four days),
+ * a second of four days and a second passes `expires_at`: refunded at once, before it answers.
+ */
+export const escrowExpiredByAdvance = scenario({
+  name: 'escrow-expired-by-advance',
+  input: (nowMs) =>
+    holdInput(fixtureId(100), { expiresAt: new Date(nowMs + SEVEN_DAYS).toISOString() }),
+  activities: () => fakeEscrow().activities,
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openHold(env, taskQueue, input), async (handle) => [
+      await advanceTime(handle, 3 * DAY_SECONDS),
+      await advanceTime(handle, 4 * DAY_SECONDS + 1),
+    ]),
+});
+
+/** A payment code advanced past its expiry (and the grace after it): expired at once. */
+export const depositExpiredByAdvance = scenario({
+  name: 'deposit-expired-by-advance',
+  input: () => depositInput(fixtureId(101)),
+  activities: (env) => depositActivities(env, 'pending'),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openDeposit(env, taskQueue, input), (handle) =>
+      advanceTime(handle, THIRTY_MINUTES / 1000 + 60),
+    ),
+});
+
+/** A card payment waiting on 3-D Secure, advanced past its hour: canceled, the deposit expired. */
+export const cardDepositExpiredByAdvance = scenario({
+  name: 'card-deposit-expired-by-advance',
+  input: () => cardDepositInput(fixtureId(102), 'pm_card_authenticationRequired'),
+  activities: (env) => cardActivities(env, { created: 'requires_action' }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openCardDeposit(env, taskQueue, input), (handle) =>
+      advanceTime(handle, 2 * 60 * 60),
+    ),
+});
+
+/** A Test Mode dispute advanced past its evidence deadline with none given: lost at once. */
+export const disputeExpiredByAdvance = scenario({
+  name: 'dispute-expired-by-advance',
+  input: (nowMs) => disputeInput(fixtureId(103), nowMs),
+  activities: () => disputeActivities(),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openDisputeWorkflow(env, taskQueue, input), (handle) =>
+      advanceTime(handle, 8 * DAY_SECONDS),
+    ),
+});
+
+/** A cashout still pending when an advance passes its TTL: the provider is asked, says failed. */
+export const cashoutAskedAtAdvance = scenario({
+  name: 'cashout-asked-at-advance',
+  input: () => cashoutInput(fixtureId(104)),
+  activities: () => cashoutActivities({ sent: 'pending', checked: 'failed' }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openCashout(env, taskQueue, input), (handle) =>
+      advanceTime(handle, THIRTY_MINUTES / 1000),
+    ),
+});
+
 /** What the recorder needs of a scenario, whatever its workflow. */
 export type RecordedScenario = {
   name: string;
@@ -1239,5 +1308,10 @@ export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
   disputeEvidenceWon,
   disputeExpired,
   disputeDeclined,
+  escrowExpiredByAdvance,
+  depositExpiredByAdvance,
+  cardDepositExpiredByAdvance,
+  disputeExpiredByAdvance,
+  cashoutAskedAtAdvance,
   ...WEBHOOK_SCENARIOS,
 ];

@@ -1,0 +1,82 @@
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { z } from 'zod';
+import { findTransaction } from '../../db/transactions';
+import { isNotFound } from '../../temporal/connection';
+import {
+  ADVANCE_SECONDS,
+  clockUpdates,
+  NOT_WAITING_ON_A_TIMER,
+} from '../../workflows/clock-shared';
+import type { ApiDeps } from '../deps';
+import { AppError, errorResponse, notFound } from '../errors';
+import { defineRoute, type Route } from '../route';
+import { BodyId, uuidPattern } from '../schemas';
+import { withDeadline } from '../temporal';
+
+const AdvanceTimeRequest = z.object({
+  transaction_id: BodyId,
+  seconds: z
+    .int({ error: `must be an integer from ${ADVANCE_SECONDS.min} to ${ADVANCE_SECONDS.max}` })
+    .min(ADVANCE_SECONDS.min)
+    .max(ADVANCE_SECONDS.max)
+    .meta({ description: 'How far the payment’s clock moves forward, in seconds' }),
+});
+
+const AdvanceTimeBody = z.object({
+  transaction_id: z.string(),
+  status: z.string().meta({ description: 'The transaction’s status once the payment has acted' }),
+});
+
+const notWaiting = () => new AppError('invalid_request', NOT_WAITING_ON_A_TIMER);
+
+export function testClockRoutes(deps: ApiDeps): Route[] {
+  const { pool, temporal, config } = deps;
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/testing/advance-time',
+      summary:
+        'Test Mode only: moves one payment’s own clock forward. Every timer it waits on (an ' +
+        'escrow hold’s `expires_at`, a payment code’s expiry, a card payment’s 3-D Secure ' +
+        'wait, a money-out’s pending wait, a dispute’s evidence deadline) fires at once when ' +
+        'the advance passes its deadline, and keeps what remains of it otherwise. Answers once ' +
+        'the payment has acted on it',
+      tag: 'Testing',
+      auth: 'default',
+      testModeOnly: true,
+      body: AdvanceTimeRequest,
+      responses: {
+        200: { description: 'The payment after the advance', schema: AdvanceTimeBody },
+        400: errorResponse('The payment is not waiting on a timer'),
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('Live Mode credentials used'),
+        404: errorResponse('Transaction not found'),
+        422: errorResponse('Validation failure: seconds must be an integer from 1 to 31,536,000'),
+      },
+      handler: async ({ caller, body }) => {
+        const id = body.transaction_id.toLowerCase();
+        const row = uuidPattern.test(id) ? await findTransaction(pool, id) : null;
+        if (!row || row.application_id !== caller.applicationId || row.mode !== caller.mode) {
+          throw notFound('Transaction');
+        }
+        // Only the payment's own workflow (an escrow release's row names its hold's, say).
+        if (!row.workflow_id?.endsWith(row.id)) throw notWaiting();
+        const handle = temporal.workflow.getHandle(row.workflow_id);
+        try {
+          await withDeadline(
+            handle.executeUpdate(clockUpdates.advanceTime, { args: [{ seconds: body.seconds }] }),
+            config.api.requestTimeoutMs,
+          );
+        } catch (error) {
+          // Refused by the workflow's validator (it waits on no timer), or the workflow ended.
+          if (error instanceof WorkflowUpdateFailedError || isNotFound(error)) {
+            throw notWaiting();
+          }
+          throw error;
+        }
+        const after = await findTransaction(pool, row.id);
+        return { body: { transaction_id: row.id, status: after?.status ?? row.status } };
+      },
+    }),
+  ];
+}

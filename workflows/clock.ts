@@ -1,0 +1,107 @@
+import { condition, setHandler } from '@temporalio/workflow';
+import {
+  ADVANCE_SECONDS,
+  clockUpdates,
+  LIVE_MODE_CLOCK,
+  NOT_WAITING_ON_A_TIMER,
+} from './clock-shared';
+
+/** The one way a payment workflow waits on time (see `paymentClock`). */
+export type PaymentClock = {
+  /**
+   * Waits until `done` holds (true) or `ms` of the payment's clock have passed (false): then
+   * `onDeadline` runs, the step the deadline calls for, before this answers. With no advance it
+   * is exactly `condition(done, ms)`: the same timer, the same commands.
+   */
+  wait(done: () => boolean, ms: number, onDeadline?: () => Promise<unknown>): Promise<boolean>;
+  /** The payment's time: workflow time plus its offset (ms since the epoch). */
+  now(): number;
+};
+
+/**
+ * A payment's own clock: workflow time plus an offset that only the `advanceTime` update moves,
+ * and only in Test Mode. The offset is workflow state: it is rebuilt from the accepted updates
+ * in the history on every replay, so it survives a worker restart without being stored.
+ *
+ * A wait re-reads its deadline on each advance: one that the advance passes fires at once (its
+ * timer is canceled), one that it does not pass starts a timer for what remains. The update
+ * answers once every wait has acted on it: re-armed, done, or (deadline passed) its
+ * `onDeadline` step finished. A history without an advance runs exactly the code it ran before
+ * the clock existed (one `condition` with the same timeout), so no `patched` branch is needed:
+ * the committed replay histories prove it.
+ */
+export function paymentClock(mode: 'test' | 'live'): PaymentClock {
+  let offsetMs = 0;
+  /** Advances accepted, and the last one every wait has acted on. */
+  let advances = 0;
+  let actedOn = 0;
+  /** Waits on a timer now, and deadline steps running now. */
+  let waiting = 0;
+  let acting = 0;
+
+  setHandler(
+    clockUpdates.advanceTime,
+    async ({ seconds }) => {
+      offsetMs += seconds * 1000;
+      const advance = ++advances;
+      await condition(() => actedOn >= advance || (waiting === 0 && acting === 0));
+      return { offsetMs };
+    },
+    {
+      validator: ({ seconds }: { seconds: number }) => {
+        if (mode !== 'test') throw new Error(LIVE_MODE_CLOCK);
+        if (
+          !Number.isInteger(seconds) ||
+          seconds < ADVANCE_SECONDS.min ||
+          seconds > ADVANCE_SECONDS.max
+        ) {
+          throw new Error(`seconds: ${ADVANCE_SECONDS.min} to ${ADVANCE_SECONDS.max}`);
+        }
+        if (waiting === 0) throw new Error(NOT_WAITING_ON_A_TIMER);
+      },
+    },
+  );
+
+  const now = () => Date.now() + offsetMs;
+
+  async function wait(
+    done: () => boolean,
+    ms: number,
+    onDeadline?: () => Promise<unknown>,
+  ): Promise<boolean> {
+    const deadline = now() + ms;
+    let seen = advances;
+    let timeout = ms;
+    let reached = false;
+    waiting++;
+    try {
+      for (;;) {
+        if (!(await condition(() => done() || advances !== seen, timeout))) break;
+        if (done()) {
+          reached = true;
+          break;
+        }
+        seen = advances;
+        timeout = deadline - now();
+        if (timeout <= 0) break;
+        actedOn = seen;
+      }
+    } finally {
+      waiting--;
+    }
+    if (reached) {
+      actedOn = advances;
+      return true;
+    }
+    acting++;
+    try {
+      await onDeadline?.();
+    } finally {
+      acting--;
+      actedOn = advances;
+    }
+    return false;
+  }
+
+  return { wait, now };
+}
