@@ -12,7 +12,7 @@ import {
 import { listenForEvents, type EventListener } from '../db/webhook-listener';
 import {
   eraseExpiredPreviousSecrets,
-  findWebhookSubscription,
+  findSubscriptionForDelivery,
   noteDeliveryOutcome,
   previousSecretBinding,
   resealWebhookSecret,
@@ -123,7 +123,7 @@ export function createWebhookActivities(deps: { pool: DatabasePool; config: Conf
     };
     const [event, subscription] = await Promise.all([
       findEvent(pool, input.eventId),
-      findWebhookSubscription(pool, input.subscriptionId),
+      findSubscriptionForDelivery(pool, target),
     ]);
     const reason = !event
       ? 'Event not found'
@@ -133,7 +133,9 @@ export function createWebhookActivities(deps: { pool: DatabasePool; config: Conf
           ? 'Subscription disabled'
           : !subscription.events.includes(event.type)
             ? 'Subscription no longer selects this event type'
-            : null;
+            : subscription.delivery_status === 'failed'
+              ? 'Delivery stopped when the subscription was turned off'
+              : null;
     if (reason || !event || !subscription) {
       const row = await stopDelivery(pool, target, reason ?? 'Stopped');
       return { status: 'stopped', attempts: row.attempts, statusCode: null, error: reason };

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Caller } from '../domain/types';
 import { insertWithinCap } from './caps';
 import { pageTotal } from './pages';
+import type { DatabasePool } from './pool';
 
 export const webhookSubscriptionRow = z.object({
   id: z.string(),
@@ -30,6 +31,9 @@ const columns = sql.fragment`id, application_id, mode, url, events, is_active, s
 
 /** What the previous secret is sealed bound to: never the value the current one is bound to. */
 export const previousSecretBinding = (id: string) => `${id}:previous`;
+
+/** Why a delivery stopped when its subscription was turned off as failing. */
+export const TURNED_OFF = 'Subscription turned off: every delivery failed for 72 hours';
 
 /** How long every delivery failed before the subscription is turned off (decisions.md). */
 export const FAILING_FOR_MS = 72 * 60 * 60 * 1000;
@@ -82,6 +86,24 @@ export async function listWebhookSubscriptions(
     SELECT ${columns} FROM webhook_subscriptions WHERE ${where}
     ORDER BY created_at, id LIMIT ${page.limit} OFFSET ${page.offset}`);
   return { rows, total };
+}
+
+/**
+ * A delivery's subscription as an attempt reads it, with the delivery's own status in the same
+ * round trip (`failed` before an attempt: it was stopped, by the subscription turned off).
+ */
+export async function findSubscriptionForDelivery(
+  db: CommonQueryMethods,
+  target: { eventId: string; subscriptionId: string; redelivery?: number },
+): Promise<(WebhookSubscriptionRow & { delivery_status: string | null }) | null> {
+  return db.maybeOne(sql.type(
+    webhookSubscriptionRow.extend({ delivery_status: z.string().nullable() }),
+  )`
+    SELECT ${columns}, (
+      SELECT d.status FROM webhook_deliveries d
+      WHERE d.event_id = ${target.eventId} AND d.subscription_id = ${target.subscriptionId}
+        AND d.redelivery = ${target.redelivery ?? 0}) AS delivery_status
+    FROM webhook_subscriptions WHERE id = ${target.subscriptionId}`);
 }
 
 /** The caller's active subscriptions that select events of `type`, oldest first. */
@@ -180,7 +202,7 @@ export async function eraseExpiredPreviousSecrets(
  * subscription off (`failing`) once it has run for FAILING_FOR_MS. Answers whether it did.
  */
 export async function noteDeliveryOutcome(
-  db: CommonQueryMethods,
+  db: DatabasePool,
   id: string,
   ok: boolean,
 ): Promise<{ disabled: boolean }> {
@@ -190,7 +212,8 @@ export async function noteDeliveryOutcome(
       WHERE id = ${id} AND failing_since IS NOT NULL`);
     return { disabled: false };
   }
-  const row = await db.maybeOne(sql.type(z.object({ disabled: z.boolean() }))`
+  return db.transaction(async (trx) => {
+    const row = await trx.maybeOne(sql.type(z.object({ disabled: z.boolean() }))`
     UPDATE webhook_subscriptions s SET
       failing_since = coalesce(s.failing_since, now()),
       is_active = NOT off.due,
@@ -201,5 +224,14 @@ export async function noteDeliveryOutcome(
           FROM webhook_subscriptions s2 WHERE s2.id = ${id}) off
     WHERE s.id = ${id} AND s.is_active
     RETURNING off.due AS disabled`);
-  return { disabled: row?.disabled ?? false };
+    const disabled = row?.disabled ?? false;
+    if (disabled) {
+      // Its deliveries still waiting stop here, so turning it on again sends nothing by itself.
+      await trx.query(sql.unsafe`
+      UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL,
+        last_error = ${TURNED_OFF}, updated_at = now()
+      WHERE subscription_id = ${id} AND status = 'pending'`);
+    }
+    return { disabled };
+  });
 }
