@@ -17,7 +17,7 @@ import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
-import { PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
+import { BodyId, PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
 
 const AttemptBody = z
   .object({
@@ -80,10 +80,9 @@ const ListQuery = PageQuery.extend({
 const EventParams = z.object({ event_id: z.string() });
 
 const RedeliverRequest = z.object({
-  subscription_id: z
-    .string()
-    .optional()
-    .meta({ description: 'Only to this subscription; absent: every active one that selects it' }),
+  subscription_id: BodyId.optional().meta({
+    description: 'Only to this subscription; absent: every active one that selects it',
+  }),
 });
 
 /** How far back an event may be sent again (decisions.md, "Webhook operations"). */
