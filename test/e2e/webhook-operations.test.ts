@@ -156,7 +156,7 @@ describe('POST /api/v1/events/{event_id}/redeliver', () => {
     const eventId = await newEvent();
     await waitForDeliveries(eventId, a.id, 1, (d) => d.status === 'delivered');
     await waitForDeliveries(eventId, b.id, 1, (d) => d.status === 'delivered');
-    const other = await subscribe('/all-other', ['deposit.completed']);
+    await subscribe('/all-other', ['deposit.completed']);
     const off = await subscribe('/all-off');
     await api.request('PATCH', `${SUBSCRIPTIONS}/${off.id}`, { body: { is_active: false } });
     // Created after the event: the relay did not send it, a redelivery to all does.
@@ -171,7 +171,6 @@ describe('POST /api/v1/events/{event_id}/redeliver', () => {
     expect(arrivals('/all-later', eventId)).toHaveLength(1);
     expect(arrivals('/all-other', eventId)).toHaveLength(0);
     expect(arrivals('/all-off', eventId)).toHaveLength(0);
-    expect(other.id).not.toBe(off.id);
   });
 
   it('refuses an event older than 30 days, unknown or others’ events and subscriptions, writing nothing', async () => {
