@@ -2,16 +2,19 @@ import type { Config } from '../config';
 import { pruneIdempotencyKeys, pruneRateLimitWindows } from '../db/maintenance';
 import type { DatabasePool } from '../db/pool';
 import { purgeProviderNotifications } from '../db/provider-notifications';
+import { eraseExpiredPreviousSecrets } from '../db/webhook-subscriptions';
 
 /**
  * Housekeeping: rate-limit windows that have ended, idempotency keys past their 24 hours,
- * provider notifications past their retention.
+ * provider notifications past their retention, webhook secrets replaced by a rotation whose
+ * overlap has ended.
  */
 export function createMaintenanceActivities(deps: { pool: DatabasePool; config: Config }) {
   async function pruneExpiredRows(): Promise<{
     rateLimitWindows: number;
     idempotencyKeys: number;
     providerNotifications: number;
+    webhookPreviousSecrets: number;
   }> {
     const rateLimitWindows = await pruneRateLimitWindows(deps.pool);
     const idempotencyKeys = await pruneIdempotencyKeys(deps.pool);
@@ -20,7 +23,8 @@ export function createMaintenanceActivities(deps: { pool: DatabasePool; config: 
       retentionHours: notificationRetentionHours,
       keepDays: notificationKeepDays,
     });
-    return { rateLimitWindows, idempotencyKeys, providerNotifications };
+    const webhookPreviousSecrets = await eraseExpiredPreviousSecrets(deps.pool);
+    return { rateLimitWindows, idempotencyKeys, providerNotifications, webhookPreviousSecrets };
   }
   return { pruneExpiredRows };
 }

@@ -1,9 +1,5 @@
 import { Context } from '@temporalio/activity';
-import {
-  WorkflowExecutionAlreadyStartedError,
-  WorkflowIdReusePolicy,
-  type Client,
-} from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { Config } from '../config';
 import type { DatabasePool } from '../db/pool';
 import {
@@ -14,16 +10,18 @@ import {
   type DeliveryTarget,
 } from '../db/webhook-deliveries';
 import { listenForEvents, type EventListener } from '../db/webhook-listener';
-import { findWebhookSubscription, resealWebhookSecret } from '../db/webhook-subscriptions';
 import {
-  isLegacySealed,
-  open,
-  seal,
-  SecretBoxError,
-  webhookSecretKey,
-} from '../outbound/secret-box';
+  eraseExpiredPreviousSecrets,
+  findSubscriptionForDelivery,
+  noteDeliveryOutcome,
+  previousSecretBinding,
+  resealWebhookSecret,
+} from '../db/webhook-subscriptions';
+import { seal, SecretBoxError, webhookSecretKey } from '../outbound/secret-box';
+import { webhookSigningSecrets } from '../outbound/webhook-secrets';
 import { postWebhook, signedDelivery } from '../outbound/webhook-post';
-import { webhookDeliveryId, webhookRelayId } from '../workflows/ids';
+import { startWebhookDelivery } from '../temporal/webhook-deliveries';
+import { webhookRelayId } from '../workflows/ids';
 
 /** Events claimed per relay transaction. */
 const RELAY_BATCH = 200;
@@ -63,25 +61,12 @@ export async function ensureWebhookRelay(client: Client, taskQueue: string): Pro
   });
 }
 
-/** Starts one delivery workflow; one that already exists (running or closed) is left alone. */
-async function startDelivery(client: Client, taskQueue: string, target: DeliveryTarget) {
-  try {
-    await client.workflow.start('webhookDeliveryWorkflow', {
-      workflowId: webhookDeliveryId(target.eventId, target.subscriptionId),
-      taskQueue,
-      args: [target],
-      // A relay that retries after a crash must not deliver a closed delivery again.
-      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-    });
-  } catch (error) {
-    if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-  }
-}
-
 async function startAll(client: Client, taskQueue: string, targets: readonly DeliveryTarget[]) {
   for (let i = 0; i < targets.length; i += START_CONCURRENCY) {
     await Promise.all(
-      targets.slice(i, i + START_CONCURRENCY).map((t) => startDelivery(client, taskQueue, t)),
+      targets
+        .slice(i, i + START_CONCURRENCY)
+        .map((t) => startWebhookDelivery(client, taskQueue, t)),
     );
   }
 }
@@ -131,10 +116,14 @@ export function createWebhookActivities(deps: { pool: DatabasePool; config: Conf
    * address guard, and the attempt and the delivery's new state recorded.
    */
   async function attemptWebhookDelivery(input: WebhookAttemptInput): Promise<WebhookAttemptResult> {
-    const target = { eventId: input.eventId, subscriptionId: input.subscriptionId };
+    const target = {
+      eventId: input.eventId,
+      subscriptionId: input.subscriptionId,
+      redelivery: input.redelivery ?? 0,
+    };
     const [event, subscription] = await Promise.all([
       findEvent(pool, input.eventId),
-      findWebhookSubscription(pool, input.subscriptionId),
+      findSubscriptionForDelivery(pool, target),
     ]);
     const reason = !event
       ? 'Event not found'
@@ -144,24 +133,33 @@ export function createWebhookActivities(deps: { pool: DatabasePool; config: Conf
           ? 'Subscription disabled'
           : !subscription.events.includes(event.type)
             ? 'Subscription no longer selects this event type'
-            : null;
+            : subscription.delivery_status === 'failed'
+              ? 'Delivery stopped when the subscription was turned off'
+              : null;
     if (reason || !event || !subscription) {
       const row = await stopDelivery(pool, target, reason ?? 'Stopped');
       return { status: 'stopped', attempts: row.attempts, statusCode: null, error: reason };
     }
-    let secret: string | undefined;
+    let secrets: string[] | undefined;
     try {
-      secret = open(secretKey(), subscription.secret_sealed, subscription.id);
+      const opened = webhookSigningSecrets(
+        secretKey(),
+        subscription,
+        previousSecretBinding(subscription.id),
+      );
+      secrets = opened.secrets;
+      // A rotated secret past its overlap is erased as soon as it is seen.
+      if (opened.previousExpired) await eraseExpiredPreviousSecrets(pool, subscription.id);
+      if (opened.legacy) {
+        // Sealed before secrets were bound to their subscription: bind it now.
+        const bound = seal(secretKey(), opened.secrets[0]!, subscription.id);
+        await resealWebhookSecret(pool, subscription.id, subscription.secret_sealed, bound);
+      }
     } catch (error) {
       // Not retried as a fault of ours for ever: the attempt fails and the schedule goes on.
       if (!(error instanceof SecretBoxError)) throw error;
     }
-    if (secret !== undefined && isLegacySealed(subscription.secret_sealed)) {
-      // Sealed before secrets were bound to their subscription: bind it now.
-      const bound = seal(secretKey(), secret, subscription.id);
-      await resealWebhookSecret(pool, subscription.id, subscription.secret_sealed, bound);
-    }
-    const outcome = secret
+    const outcome = secrets
       ? await postWebhook(
           subscription.url,
           signedDelivery(
@@ -172,7 +170,7 @@ export function createWebhookActivities(deps: { pool: DatabasePool; config: Conf
               mode: event.mode,
               data: event.data,
             },
-            secret,
+            secrets,
           ),
           {
             allowlist: config.webhooks.privateAllowlist,
@@ -194,6 +192,11 @@ export function createWebhookActivities(deps: { pool: DatabasePool; config: Conf
       status,
       retryInMs: input.retryInMs,
     });
+    // Turning a failing endpoint off is decided here, on the attempt's own outcome; a 2xx on a
+    // subscription that was not failing costs no write.
+    if (!ok || subscription.failing_since !== null) {
+      await noteDeliveryOutcome(pool, subscription.id, ok);
+    }
     return { status, attempts: row.attempts, statusCode: outcome.statusCode, error: outcome.error };
   }
 

@@ -187,6 +187,12 @@ export const REQUEST_EXAMPLES: Record<string, Json> = {
     events: ['escrow.held', 'escrow.released', 'escrow.refunded'],
     is_active: false,
   },
+  'post /api/v1/webhooks/subscriptions/{subscription_id}/rotate-secret': {
+    previous_secret_expires_in: 86400,
+  },
+  'post /api/v1/events/{event_id}/redeliver': {
+    subscription_id: '7d1c2b3a-4e5f-4a6b-8c7d-9e0f1a2b3c4d',
+  },
   'post /api/v1/users/create/': {
     app_user_id: 'customer-1042',
     name: 'Aminata Kamara',

@@ -190,6 +190,10 @@ export const WebhookSubscriptionBody = z
     url: z.string(),
     events: z.array(z.string()),
     is_active: z.boolean(),
+    disabled_reason: z.enum(['failing']).nullable().meta({
+      description:
+        'Why the engine turned it off: `failing`, every delivery failed for 72 hours; null otherwise, and once turned on again',
+    }),
     created_at: z.string(),
     updated_at: z.string(),
   })
@@ -210,6 +214,7 @@ export function webhookSubscriptionBody(
     url: s.url,
     events: [...s.events],
     is_active: s.is_active,
+    disabled_reason: s.disabled_reason,
     created_at: s.created_at,
     updated_at: s.updated_at,
   };

@@ -27,6 +27,8 @@ const eventColumns = sql.fragment`id, application_id, mode, type, data, created_
 export const deliveryRow = z.object({
   event_id: z.string(),
   subscription_id: z.string(),
+  /** 0: the relay's delivery; 1 and up: redeliveries asked for, in order. */
+  redelivery: z.number(),
   status: z.enum(DELIVERY_STATUSES),
   attempts: z.number(),
   last_status_code: z.number().nullable(),
@@ -36,10 +38,11 @@ export const deliveryRow = z.object({
 });
 export type DeliveryRow = z.infer<typeof deliveryRow>;
 
-const deliveryColumns = sql.fragment`event_id, subscription_id, status, attempts, last_status_code,
-  last_error, next_attempt_at, delivered_at`;
+const deliveryColumns = sql.fragment`event_id, subscription_id, redelivery, status, attempts,
+  last_status_code, last_error, next_attempt_at, delivered_at`;
 
-export type DeliveryTarget = { eventId: string; subscriptionId: string };
+/** One delivery; `redelivery` absent (workflows started before redeliveries existed) is 0. */
+export type DeliveryTarget = { eventId: string; subscriptionId: string; redelivery?: number };
 
 /**
  * One relay step, in one database transaction: claims the oldest unrelayed events (rows another
@@ -92,9 +95,7 @@ export async function findEvent(db: CommonQueryMethods, id: string): Promise<Eve
 }
 
 /** A delivery attempt's outcome, as the attempt activity records it. */
-export type AttemptRecord = {
-  eventId: string;
-  subscriptionId: string;
+export type AttemptRecord = DeliveryTarget & {
   attempt: number;
   url: string;
   statusCode: number | null;
@@ -114,7 +115,8 @@ export async function recordDeliveryAttempt(
   a: AttemptRecord,
 ): Promise<DeliveryRow> {
   return pool.transaction(async (trx) => {
-    const row = await upsertDelivery(trx, a.eventId, a.subscriptionId, {
+    const redelivery = a.redelivery ?? 0;
+    const row = await upsertDelivery(trx, a, {
       status: a.status,
       attempts: a.attempt,
       lastStatusCode: a.statusCode,
@@ -123,10 +125,10 @@ export async function recordDeliveryAttempt(
     });
     await trx.query(sql.unsafe`
       INSERT INTO webhook_delivery_attempts
-        (event_id, subscription_id, attempt, url, status_code, error, duration_ms)
-      VALUES (${a.eventId}, ${a.subscriptionId}, ${a.attempt}, ${a.url}, ${a.statusCode},
-              ${a.error}, ${Math.max(0, Math.round(a.durationMs))})
-      ON CONFLICT (event_id, subscription_id, attempt) DO UPDATE SET
+        (event_id, subscription_id, redelivery, attempt, url, status_code, error, duration_ms)
+      VALUES (${a.eventId}, ${a.subscriptionId}, ${redelivery}, ${a.attempt}, ${a.url},
+              ${a.statusCode}, ${a.error}, ${Math.max(0, Math.round(a.durationMs))})
+      ON CONFLICT (event_id, subscription_id, redelivery, attempt) DO UPDATE SET
         url = excluded.url, status_code = excluded.status_code, error = excluded.error,
         attempted_at = now(), duration_ms = excluded.duration_ms`);
     return row;
@@ -139,7 +141,7 @@ export async function stopDelivery(
   target: DeliveryTarget,
   reason: string,
 ): Promise<DeliveryRow> {
-  return upsertDelivery(pool, target.eventId, target.subscriptionId, {
+  return upsertDelivery(pool, target, {
     status: 'failed',
     lastError: reason,
     retryInMs: null,
@@ -148,8 +150,7 @@ export async function stopDelivery(
 
 async function upsertDelivery(
   db: CommonQueryMethods,
-  eventId: string,
-  subscriptionId: string,
+  target: DeliveryTarget,
   s: {
     status: DeliveryStatus;
     attempts?: number;
@@ -165,11 +166,11 @@ async function upsertDelivery(
   const delivered =
     s.status === 'delivered' ? sql.fragment`now()` : sql.fragment`NULL::timestamptz`;
   return db.one(sql.type(deliveryRow)`
-    INSERT INTO webhook_deliveries AS d (event_id, subscription_id, status, attempts,
+    INSERT INTO webhook_deliveries AS d (event_id, subscription_id, redelivery, status, attempts,
       last_status_code, last_error, next_attempt_at, delivered_at)
-    VALUES (${eventId}, ${subscriptionId}, ${s.status}, ${s.attempts ?? 0},
-      ${s.lastStatusCode ?? null}, ${s.lastError}, ${next}, ${delivered})
-    ON CONFLICT (event_id, subscription_id) DO UPDATE SET
+    VALUES (${target.eventId}, ${target.subscriptionId}, ${target.redelivery ?? 0}, ${s.status},
+      ${s.attempts ?? 0}, ${s.lastStatusCode ?? null}, ${s.lastError}, ${next}, ${delivered})
+    ON CONFLICT (event_id, subscription_id, redelivery) DO UPDATE SET
       status = excluded.status,
       attempts = greatest(d.attempts, excluded.attempts),
       last_status_code = CASE WHEN ${s.attempts === undefined}
@@ -205,24 +206,105 @@ export async function listDeliveryAttempts(
   )`
     SELECT attempt, url, status_code, error, attempted_at FROM webhook_delivery_attempts
     WHERE event_id = ${target.eventId} AND subscription_id = ${target.subscriptionId}
+      AND redelivery = ${target.redelivery ?? 0}
     ORDER BY attempt`);
 }
 
-export type EventWithDeliveries = EventRow & { deliveries: readonly DeliveryRow[] };
+/** The attempts a delivery shows (decisions.md, "Webhook operations"). */
+export const HISTORY_ATTEMPTS = 25;
+
+const historyRow = z.object({
+  event_id: z.string(),
+  subscription_id: z.string(),
+  redelivery: z.number(),
+  attempted_at: z.string(),
+  status_code: z.number().nullable(),
+  duration_ms: z.number(),
+  error: z.string().nullable(),
+});
+export type HistoryEntry = Pick<
+  z.infer<typeof historyRow>,
+  'attempted_at' | 'status_code' | 'duration_ms' | 'error'
+>;
+
+export type DeliveryWithHistory = DeliveryRow & { history: readonly HistoryEntry[] };
+export type EventWithDeliveries = EventRow & { deliveries: readonly DeliveryWithHistory[] };
+
+const deliveryKey = (d: { event_id: string; subscription_id: string; redelivery: number }) =>
+  `${d.event_id}/${d.subscription_id}/${d.redelivery}`;
 
 async function withDeliveries(
   db: CommonQueryMethods,
   events: readonly EventRow[],
 ): Promise<EventWithDeliveries[]> {
   if (events.length === 0) return [];
-  const rows = await db.any(sql.type(deliveryRow)`
-    SELECT ${deliveryColumns} FROM webhook_deliveries
-    WHERE event_id = ANY (${sql.array(
-      events.map((e) => e.id),
-      'uuid',
-    )})
-    ORDER BY created_at, subscription_id`);
-  return events.map((e) => ({ ...e, deliveries: rows.filter((d) => d.event_id === e.id) }));
+  const ids = sql.array(
+    events.map((e) => e.id),
+    'uuid',
+  );
+  const [rows, attempts] = await Promise.all([
+    db.any(sql.type(deliveryRow)`
+      SELECT ${deliveryColumns} FROM webhook_deliveries
+      WHERE event_id = ANY (${ids})
+      ORDER BY created_at, subscription_id, redelivery`),
+    // The last attempts of each delivery, given back oldest first.
+    db.any(sql.type(historyRow)`
+      SELECT event_id, subscription_id, redelivery, attempted_at, status_code, duration_ms, error
+      FROM (
+        SELECT *, row_number() OVER (
+          PARTITION BY event_id, subscription_id, redelivery ORDER BY attempt DESC) AS nth
+        FROM webhook_delivery_attempts WHERE event_id = ANY (${ids})
+      ) a
+      WHERE nth <= ${HISTORY_ATTEMPTS}
+      ORDER BY event_id, subscription_id, redelivery, attempt`),
+  ]);
+  const history = new Map<string, HistoryEntry[]>();
+  for (const a of attempts) {
+    const entry = {
+      attempted_at: a.attempted_at,
+      status_code: a.status_code,
+      duration_ms: a.duration_ms,
+      error: a.error,
+    };
+    const list = history.get(deliveryKey(a));
+    if (list) list.push(entry);
+    else history.set(deliveryKey(a), [entry]);
+  }
+  return events.map((e) => ({
+    ...e,
+    deliveries: rows
+      .filter((d) => d.event_id === e.id)
+      .map((d) => ({ ...d, history: history.get(deliveryKey(d)) ?? [] })),
+  }));
+}
+
+/**
+ * New deliveries of one event, one per subscription, each numbered after the last of its
+ * (event, subscription), written pending; `start` starts their workflows inside the same
+ * transaction, so a failed start leaves no delivery that nothing will ever attempt.
+ */
+export async function insertRedeliveries(
+  pool: DatabasePool,
+  eventId: string,
+  subscriptionIds: readonly string[],
+  start: (targets: readonly Required<DeliveryTarget>[]) => Promise<void>,
+): Promise<readonly Required<DeliveryTarget>[]> {
+  if (subscriptionIds.length === 0) return [];
+  return pool.transaction(async (trx) => {
+    // Redeliveries of one event wait for each other, so two never take the same number.
+    await trx.query(sql.unsafe`SELECT pg_advisory_xact_lock(hashtext(${`redeliver:${eventId}`}))`);
+    const targets = await trx.any(sql.type(
+      z.object({ eventId: z.string(), subscriptionId: z.string(), redelivery: z.number() }),
+    )`
+      INSERT INTO webhook_deliveries (event_id, subscription_id, redelivery)
+      SELECT ${eventId}, s.id, coalesce(
+        (SELECT max(redelivery) + 1 FROM webhook_deliveries d
+         WHERE d.event_id = ${eventId} AND d.subscription_id = s.id), 1)
+      FROM unnest(${sql.array(subscriptionIds, 'uuid')}::uuid[]) AS s (id)
+      RETURNING event_id AS "eventId", subscription_id AS "subscriptionId", redelivery`);
+    await start(targets);
+    return targets;
+  });
 }
 
 /**

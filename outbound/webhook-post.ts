@@ -12,10 +12,13 @@ export type WebhookPayload = {
   data: unknown;
 };
 
-/** The body and Standard Webhooks headers of one attempt, signed with the subscription's secret. */
+/**
+ * The body and Standard Webhooks headers of one attempt, signed with each of the subscription's
+ * secrets: the current one first, then a rotated one still in its overlap, space-separated.
+ */
 export function signedDelivery(
   payload: WebhookPayload,
-  secret: string,
+  secrets: string | readonly string[],
   now: Date = new Date(),
 ): { body: string; headers: Record<string, string> } {
   const body = JSON.stringify({
@@ -34,7 +37,9 @@ export function signedDelivery(
       'user-agent': 'wallet-payments-engine-webhooks/1',
       'webhook-id': payload.id,
       'webhook-timestamp': String(at.getTime() / 1000),
-      'webhook-signature': new Webhook(secret).sign(payload.id, at, body),
+      'webhook-signature': (typeof secrets === 'string' ? [secrets] : secrets)
+        .map((secret) => new Webhook(secret).sign(payload.id, at, body))
+        .join(' '),
     },
   };
 }

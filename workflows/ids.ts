@@ -31,9 +31,12 @@ export const workflowIds = {
   reconciliation: 'reconciliation',
 };
 
-/** One webhook delivery: `webhook-<event id>-<subscription id>` (issue 10). */
-export const webhookDeliveryId = (eventId: string, subscriptionId: string) =>
-  `${WORKFLOW_ID_PREFIXES.webhook}${eventId}-${subscriptionId}`;
+/**
+ * One webhook delivery: `webhook-<event id>-<subscription id>` (issue 10); a redelivery adds
+ * `-r<n>`, so it never collides with the delivery it repeats.
+ */
+export const webhookDeliveryId = (eventId: string, subscriptionId: string, redelivery = 0) =>
+  `${WORKFLOW_ID_PREFIXES.webhook}${eventId}-${subscriptionId}${redelivery > 0 ? `-r${redelivery}` : ''}`;
 
 /**
  * The outbox relay of a task queue: `webhook-relay` on the engine's default queue (`payments`);

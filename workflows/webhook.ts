@@ -3,8 +3,11 @@ import type { Activities } from './activities-types';
 import { activityPresets } from './retry';
 import { webhookNextRetryMs } from './webhook-schedule';
 
-/** One (event, subscription) pair; the workflow id is `webhook-<event id>-<subscription id>`. */
-export type WebhookDeliveryInput = { eventId: string; subscriptionId: string };
+/**
+ * One (event, subscription) pair; the workflow id is `webhook-<event id>-<subscription id>`, and
+ * `-r<n>` for redelivery n (absent: 0, the relay's delivery).
+ */
+export type WebhookDeliveryInput = { eventId: string; subscriptionId: string; redelivery?: number };
 
 export type WebhookDeliveryResult = {
   status: 'delivered' | 'failed' | 'stopped';

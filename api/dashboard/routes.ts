@@ -15,7 +15,7 @@ import { isDashboardApi, serveDashboard } from './static';
  * What they show comes from the public API's own routes, run as the signed-in application in
  * the mode of the path (`/dashboard/api/test/...`, `/dashboard/api/live/...`): the same
  * validation, queries and serializers, not a copy. Reads are exposed, plus the webhook
- * subscriptions (with their SSRF guard), dispute evidence and one move of money: refunding a
+ * subscriptions and their operations (with their SSRF guard), dispute evidence and one move of money: refunding a
  * card deposit, under the request's Idempotency-Key like the public route.
  */
 const EXPOSED = new Set([
@@ -38,8 +38,11 @@ const EXPOSED = new Set([
   'get /api/v1/webhooks/subscriptions/:subscription_id',
   'patch /api/v1/webhooks/subscriptions/:subscription_id',
   'delete /api/v1/webhooks/subscriptions/:subscription_id',
+  'post /api/v1/webhooks/subscriptions/:subscription_id/test',
+  'post /api/v1/webhooks/subscriptions/:subscription_id/rotate-secret',
   'get /api/v1/events',
   'get /api/v1/events/:event_id',
+  'post /api/v1/events/:event_id/redeliver',
 ]);
 
 const MODE_PREFIX = '/dashboard/api/:mode';

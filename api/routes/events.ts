@@ -1,15 +1,36 @@
 import { z } from 'zod';
 import {
   findEventWithDeliveries,
+  HISTORY_ATTEMPTS,
+  insertRedeliveries,
   listCallerEvents,
   type EventWithDeliveries,
 } from '../../db/webhook-deliveries';
+import {
+  findWebhookSubscription,
+  listActiveSubscriptionsFor,
+} from '../../db/webhook-subscriptions';
 import { EVENT_TYPES } from '../../domain/events';
+import type { Caller } from '../../domain/types';
+import { startWebhookDelivery } from '../../temporal/webhook-deliveries';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
-import { errorResponse } from '../errors';
+import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
-import { PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
+import { BodyId, PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
+
+const AttemptBody = z
+  .object({
+    attempted_at: z.string(),
+    status_code: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'HTTP status of the answer; null when none came' }),
+    duration_ms: z.number().int().meta({ description: 'From the request sent to the answer read' }),
+    error: z.string().nullable().meta({ description: 'Why the attempt failed; null after a 2xx' }),
+  })
+  .meta({ id: 'WebhookAttempt' });
 
 const DeliveryBody = z
   .object({
@@ -29,6 +50,9 @@ const DeliveryBody = z
       .nullable()
       .meta({ description: 'When the next attempt is due; null once delivered or failed' }),
     delivered_at: z.string().nullable(),
+    history: z.array(AttemptBody).meta({
+      description: `The last ${HISTORY_ATTEMPTS} attempts of this delivery, oldest first`,
+    }),
   })
   .meta({ id: 'WebhookDelivery' });
 
@@ -55,6 +79,15 @@ const ListQuery = PageQuery.extend({
 
 const EventParams = z.object({ event_id: z.string() });
 
+const RedeliverRequest = z.object({
+  subscription_id: BodyId.optional().meta({
+    description: 'Only to this subscription; absent: every active one that selects it',
+  }),
+});
+
+/** How far back an event may be sent again (decisions.md, "Webhook operations"). */
+const REDELIVERY_WINDOW_MS = 30 * 24 * 60 * 60 * 1000;
+
 function eventBody(e: EventWithDeliveries): z.infer<typeof EventBody> {
   return {
     id: e.id,
@@ -70,13 +103,38 @@ function eventBody(e: EventWithDeliveries): z.infer<typeof EventBody> {
       last_error: d.last_error,
       next_attempt_at: d.next_attempt_at,
       delivered_at: d.delivered_at,
+      history: d.history.map((a) => ({
+        attempted_at: a.attempted_at,
+        status_code: a.status_code,
+        duration_ms: a.duration_ms,
+        error: a.error,
+      })),
     })),
   };
 }
 
 /** The events of the caller's application and mode, each with its webhook deliveries. */
 export function eventRoutes(deps: ApiDeps): Route[] {
-  const { pool } = deps;
+  const { pool, temporal } = deps;
+  const { taskQueue } = deps.config.temporal;
+
+  /** The subscription a redelivery names: the caller's, active, and selecting `type`. */
+  async function namedSubscription(caller: Caller, id: string, type: string) {
+    const row = assertOwned(
+      caller,
+      uuidPattern.test(id) ? await findWebhookSubscription(pool, id.toLowerCase()) : null,
+      'Webhook subscription',
+    );
+    if (!row.is_active) throw new AppError('invalid_request', 'Webhook subscription is disabled');
+    if (!row.events.includes(type)) {
+      throw new AppError(
+        'invalid_request',
+        `Webhook subscription does not select events of type ${type}`,
+      );
+    }
+    return row;
+  }
+
   const tag = 'Events';
   const unauthenticated = errorResponse('Missing or invalid credentials');
   return [
@@ -120,6 +178,56 @@ export function eventRoutes(deps: ApiDeps): Route[] {
           ? await findEventWithDeliveries(pool, caller, params.event_id.toLowerCase())
           : null;
         return { body: eventBody(assertOwned(caller, row, 'Event')) };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/events/:event_id/redeliver',
+      summary:
+        'Send an event again, as a new delivery with attempts of its own, to one subscription or to every active one that selects its type',
+      tag,
+      auth: 'default',
+      params: EventParams,
+      body: RedeliverRequest,
+      responses: {
+        202: {
+          description: 'The event with its deliveries, the new ones pending',
+          schema: EventBody,
+        },
+        400: errorResponse(
+          'The event is older than 30 days, or the subscription named is disabled or does not select its type',
+        ),
+        401: unauthenticated,
+        403: errorResponse('The event or the subscription belongs to another application or mode'),
+        404: errorResponse('Event or webhook subscription not found'),
+        422: errorResponse('Validation failure'),
+      },
+      handler: async ({ caller, params, body }) => {
+        const id = params.event_id.toLowerCase();
+        const event = assertOwned(
+          caller,
+          uuidPattern.test(id) ? await findEventWithDeliveries(pool, caller, id) : null,
+          'Event',
+        );
+        const subscriptions = body.subscription_id
+          ? [await namedSubscription(caller, body.subscription_id, event.type)]
+          : await listActiveSubscriptionsFor(pool, caller, event.type);
+        if (Date.parse(event.created_at) < Date.now() - REDELIVERY_WINDOW_MS) {
+          throw new AppError(
+            'invalid_request',
+            'Event is older than 30 days and can no longer be redelivered',
+          );
+        }
+        await insertRedeliveries(
+          pool,
+          event.id,
+          subscriptions.map((s) => s.id),
+          async (targets) => {
+            for (const target of targets) await startWebhookDelivery(temporal, taskQueue, target);
+          },
+        );
+        const row = await findEventWithDeliveries(pool, caller, event.id);
+        return { status: 202, body: eventBody(row ?? event) };
       },
     }),
   ];

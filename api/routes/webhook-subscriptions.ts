@@ -2,9 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import {
   deleteWebhookSubscription,
+  eraseExpiredPreviousSecrets,
   findWebhookSubscription,
   insertWebhookSubscription,
   listWebhookSubscriptions,
+  previousSecretBinding,
+  rotateWebhookSecret,
   updateWebhookSubscription,
   type WebhookSubscriptionRow,
 } from '../../db/webhook-subscriptions';
@@ -15,7 +18,15 @@ import {
   ForbiddenAddressError,
   InvalidWebhookUrlError,
 } from '../../outbound/address-guard';
-import { newWebhookSecret, seal, webhookSecretKey } from '../../outbound/secret-box';
+import {
+  newWebhookSecret,
+  open,
+  seal,
+  SecretBoxError,
+  webhookSecretKey,
+} from '../../outbound/secret-box';
+import { webhookSigningSecrets } from '../../outbound/webhook-secrets';
+import { postWebhook, signedDelivery } from '../../outbound/webhook-post';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound, refuseOverCap } from '../errors';
@@ -82,6 +93,36 @@ const UpdateSubscription = z.object({
 });
 
 const SubscriptionParams = z.object({ subscription_id: z.string() });
+
+/** The longest overlap a rotation allows: a week (decisions.md, "Webhook operations"). */
+const MAX_OVERLAP_S = 604_800;
+
+const RotateSecret = z.object({
+  previous_secret_expires_in: z.number().int().min(0).max(MAX_OVERLAP_S).default(86_400).meta({
+    description:
+      'Seconds the replaced secret still signs deliveries beside the new one (0: not at all)',
+  }),
+});
+
+const TestSendBody = z
+  .object({
+    delivered: z.boolean().meta({ description: 'The endpoint answered 2xx' }),
+    status_code: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'HTTP status of the answer; null when none came' }),
+    duration_ms: z.number().int(),
+    error: z.string().nullable().meta({ description: 'Why it failed; null after a 2xx' }),
+  })
+  .meta({ id: 'WebhookTestResult' });
+
+/** A rotation lost to another one at the same time is read and done again, this many times. */
+const ROTATE_TRIES = 3;
+
+/** A test send's error when WEBHOOK_SECRET_KEY is not the key that sealed the secret. */
+const UNREADABLE =
+  'The subscription secret cannot be read with the configured WEBHOOK_SECRET_KEY; rotate it';
 
 const DNS_FAILURES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'ENODATA', 'EAI_FAIL', 'ESERVFAIL']);
 
@@ -241,6 +282,110 @@ export function webhookSubscriptionRoutes(deps: ApiDeps): Route[] {
         const row = await updateWebhookSubscription(pool, params.subscription_id, body);
         if (!row) throw notFound('Webhook subscription');
         return { body: webhookSubscriptionBody(row) };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: `${ONE}/test`,
+      summary:
+        'Send a signed `webhook.test` event to the subscription, one attempt, and answer how it went',
+      tag,
+      auth: 'default',
+      params: SubscriptionParams,
+      responses: {
+        200: {
+          description:
+            'The outcome of the one attempt (a refused address, no answer or a non-2xx is `delivered` false with its reason)',
+          schema: TestSendBody,
+        },
+        401: unauthenticated,
+        403: forbidden,
+        404: missing,
+      },
+      handler: async ({ caller, params }) => {
+        const row = await owned(caller, params.subscription_id);
+        let secrets: string[];
+        try {
+          const opened = webhookSigningSecrets(secretKey(), row, previousSecretBinding(row.id));
+          secrets = opened.secrets;
+          if (opened.previousExpired) await eraseExpiredPreviousSecrets(pool, row.id);
+        } catch (error) {
+          if (!(error instanceof SecretBoxError)) throw error;
+          return {
+            body: { delivered: false, status_code: null, duration_ms: 0, error: UNREADABLE },
+          };
+        }
+        const payload = {
+          id: randomUUID(),
+          type: 'webhook.test',
+          created_at: new Date().toISOString(),
+          mode: row.mode,
+          data: { subscription_id: row.id },
+        };
+        // The same guard, scheme rule, timeout and body limit as every delivery.
+        const outcome = await postWebhook(row.url, signedDelivery(payload, secrets), {
+          allowlist: config.webhooks.privateAllowlist,
+          httpsOnly: row.mode === 'live',
+          timeoutMs: 10_000,
+          maxBodyBytes: 64 * 1024,
+        });
+        return {
+          body: {
+            delivered: outcome.error === null,
+            status_code: outcome.statusCode,
+            duration_ms: Math.round(outcome.durationMs),
+            error: outcome.error,
+          },
+        };
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: `${ONE}/rotate-secret`,
+      summary:
+        'Replace the signing secret; the previous one keeps signing beside it until it expires',
+      tag,
+      auth: 'default',
+      params: SubscriptionParams,
+      body: RotateSecret,
+      responses: {
+        200: {
+          description: 'The subscription, with its new secret (shown only here)',
+          schema: CreatedWebhookSubscriptionBody,
+        },
+        401: unauthenticated,
+        403: forbidden,
+        404: missing,
+        422: errorResponse('Validation failure (`previous_secret_expires_in` out of range)'),
+      },
+      handler: async ({ caller, params, body }) => {
+        let row = await owned(caller, params.subscription_id);
+        const secret = newWebhookSecret();
+        for (let tries = 1; ; tries += 1) {
+          let previous: string;
+          try {
+            previous = open(secretKey(), row.secret_sealed, row.id);
+          } catch (error) {
+            if (!(error instanceof SecretBoxError)) throw error;
+            // Nothing can sign with it any more, so there is nothing to overlap with.
+            previous = '';
+          }
+          const rotated = await rotateWebhookSecret(
+            pool,
+            row.id,
+            {
+              was: row.secret_sealed,
+              current: seal(secretKey(), secret, row.id),
+              previous: seal(secretKey(), previous, previousSecretBinding(row.id)),
+            },
+            previous ? body.previous_secret_expires_in : 0,
+          );
+          if (rotated) return { body: { ...webhookSubscriptionBody(rotated), secret } };
+          if (tries >= ROTATE_TRIES) {
+            throw new Error('Webhook secret rotation kept losing to concurrent rotations');
+          }
+          row = await owned(caller, params.subscription_id);
+        }
       },
     }),
     defineRoute({

@@ -339,6 +339,46 @@ describe('the dashboard', () => {
       .waitFor();
     await shot(page, 'dashboard-webhooks.png');
 
+    // The operations: a test send shows its outcome (port 9 answers nothing), a redelivery adds
+    // a delivery, each delivery folds out its attempts, a rotation shows the new secret once.
+    const ops = page.locator(`li.card[data-subscription="${subscription.id}"]`);
+    await ops.getByRole('button', { name: 'Send test' }).click();
+    await ops
+      .getByRole('status')
+      .filter({ hasText: /Test: failed · no answer · \d+ ms · / })
+      .waitFor();
+    const eventRow = page.locator('tr', { hasText: 'transfer.completed' }).first();
+    await eventRow.getByText('History').first().click();
+    await eventRow.locator('details.history li').first().waitFor();
+    await eventRow.getByRole('button', { name: 'Redeliver' }).click();
+    await pollUntil(
+      async () =>
+        ((await api.get('/api/v1/events?type=transfer.completed')).body.data[0]?.deliveries
+          ?.length ?? 0) as number,
+      (n) => n === 2,
+      { timeoutMs: 10_000, intervalMs: 200 },
+    );
+    await page
+      .locator('tr', { hasText: 'transfer.completed' })
+      .first()
+      .locator('td ul.plain > li')
+      .nth(1)
+      .waitFor();
+    await ops.getByRole('button', { name: 'Rotate secret' }).click();
+    const rotated = await pollUntil(
+      () => page.getByLabel('Signing secret').inputValue(),
+      (value) => value !== secret,
+      { timeoutMs: 10_000, intervalMs: 100 },
+    );
+    expect(rotated).toMatch(/^whsec_/);
+    expect(rotated).not.toBe(secret);
+    const previous = await engine.pool.oneFirst(
+      sql.type(
+        z.object({ previous_secret_sealed: z.string().nullable() }),
+      )`SELECT previous_secret_sealed FROM webhook_subscriptions WHERE id = ${subscription.id}`,
+    );
+    expect(previous).toMatch(/^v2\./);
+
     // Edit, disable, delete: each through the API's own route.
     card = page.locator(`li.card[data-subscription="${subscription.id}"]`);
     await card.getByRole('button', { name: 'Edit' }).click();

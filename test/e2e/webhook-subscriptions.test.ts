@@ -60,6 +60,7 @@ describe('POST /api/v1/webhooks/subscriptions', () => {
       url: HOOK,
       events: ['escrow.held', 'deposit.completed'],
       is_active: true,
+      disabled_reason: null,
       secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]+={0,2}$/),
       created_at: expect.any(String),
       updated_at: expect.any(String),
@@ -200,6 +201,7 @@ describe('list, get, edit, delete', () => {
       url: 'http://127.0.0.1:10/elsewhere',
       events: ['escrow.released', 'escrow.refunded'],
       is_active: false,
+      disabled_reason: null,
       created_at: created.created_at,
       updated_at: expect.any(String),
     });

@@ -310,6 +310,14 @@ describe('webhook deliveries', () => {
         last_error: null,
         next_attempt_at: null,
         delivered_at: expect.any(String),
+        history: [
+          {
+            attempted_at: expect.any(String),
+            status_code: 200,
+            duration_ms: expect.any(Number),
+            error: null,
+          },
+        ],
       });
       expect(await attemptsOf(eventId, sub.id)).toEqual([
         { attempt: 1, status_code: 200, error: null, attempted_at: expect.any(String) },

@@ -36,7 +36,12 @@ describe('maintenance', () => {
       INSERT INTO idempotency_keys (application_id, mode, key, request_hash, response_status, created_at) VALUES
         ${key('25 hours', true)}, ${key('25 hours', false)}, ${key('49 hours', false)}, ${key('1 hour', true)}`);
     const result = await maintenance().pruneExpiredRows();
-    expect(result).toEqual({ rateLimitWindows: 1, idempotencyKeys: 2, providerNotifications: 0 });
+    expect(result).toEqual({
+      rateLimitWindows: 1,
+      idempotencyKeys: 2,
+      providerNotifications: 0,
+      webhookPreviousSecrets: 0,
+    });
     expect(await count('rate_limit_counters')).toBe(1);
     expect(await count('idempotency_keys')).toBe(2);
   });

@@ -1072,7 +1072,12 @@ export const maintenance = scenario({
   activities: () =>
     ({
       pruneExpiredRows: () =>
-        Promise.resolve({ rateLimitWindows: 2, idempotencyKeys: 3, providerNotifications: 1 }),
+        Promise.resolve({
+          rateLimitWindows: 2,
+          idempotencyKeys: 3,
+          providerNotifications: 1,
+          webhookPreviousSecrets: 0,
+        }),
       ensureWebhookRelayRuns: () => Promise.resolve(),
     }) satisfies Partial<Activities>,
   run: async (env, taskQueue) => {

@@ -8,8 +8,21 @@ type Subscription = {
   url: string;
   events: string[];
   is_active: boolean;
+  disabled_reason: 'failing' | null;
   created_at: string;
   updated_at: string;
+};
+type Attempt = {
+  attempted_at: string;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+};
+type TestResult = {
+  delivered: boolean;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
 };
 type Delivery = {
   subscription_id: string;
@@ -19,6 +32,7 @@ type Delivery = {
   last_error: string | null;
   next_attempt_at: string | null;
   delivered_at: string | null;
+  history: Attempt[];
 };
 type WebhookEvent = { id: string; type: string; created_at: string; deliveries: Delivery[] };
 
@@ -85,16 +99,43 @@ function SubscriptionForm(props: {
   );
 }
 
+/** Each attempt of one delivery, oldest first, folded away until asked for. */
+function History(props: { attempts: Attempt[] }) {
+  if (props.attempts.length === 0) return null;
+  return (
+    <details class="history">
+      <summary>History</summary>
+      <ol>
+        {props.attempts.map((a) => (
+          <li>
+            {when(a.attempted_at)} · {a.status_code ?? 'no answer'} · {a.duration_ms} ms
+            {a.error && ` · ${a.error}`}
+          </li>
+        ))}
+      </ol>
+    </details>
+  );
+}
+
 function Events(props: { mode: Mode }) {
   const [page, setPage] = useState(1);
+  const [error, setError] = useState<string | null>(null);
   const events = useLoad(
     () => request<Page<WebhookEvent>>(modePath(props.mode, `/v1/events?page=${page}&per_page=10`)),
     [props.mode, page],
   );
+  const redeliver = (id: string) =>
+    void request(modePath(props.mode, `/v1/events/${id}/redeliver`), { method: 'POST', body: {} })
+      .then(() => {
+        setError(null);
+        events.reload();
+      })
+      .catch((e: unknown) => setError(e instanceof Error ? e.message : String(e)));
   return (
     <section>
       <h2>Events and deliveries</h2>
       <ErrorBox error={events.error} />
+      <ErrorBox error={error} />
       <div class="scroll">
         <table>
           <thead>
@@ -102,6 +143,7 @@ function Events(props: { mode: Mode }) {
               <th>Event</th>
               <th>When</th>
               <th>Deliveries (subscription · status · attempts · last answer · next attempt)</th>
+              <th />
             </tr>
           </thead>
           <tbody>
@@ -121,9 +163,19 @@ function Events(props: { mode: Mode }) {
                         {d.last_status_code ?? d.last_error ?? '—'}
                         {d.next_attempt_at && ` · next ${when(d.next_attempt_at)}`}
                         {d.delivered_at && ` · delivered ${when(d.delivered_at)}`}
+                        <History attempts={d.history} />
                       </li>
                     ))}
                   </ul>
+                </td>
+                <td>
+                  <button
+                    type="button"
+                    title="Send it again to every active subscription that takes it"
+                    onClick={() => redeliver(event.id)}
+                  >
+                    Redeliver
+                  </button>
                 </td>
               </tr>
             ))}
@@ -135,6 +187,18 @@ function Events(props: { mode: Mode }) {
   );
 }
 
+function TestOutcome(props: { result: TestResult | 'sending' | undefined }) {
+  const r = props.result;
+  if (r === undefined) return null;
+  if (r === 'sending') return <p class="muted">Sending a test event…</p>;
+  return (
+    <p class="test-outcome" role="status">
+      Test: <Status value={r.delivered ? 'delivered' : 'failed'} /> · {r.status_code ?? 'no answer'}{' '}
+      · {r.duration_ms} ms{r.error && ` · ${r.error}`}
+    </p>
+  );
+}
+
 export function Webhooks(props: { mode: Mode }) {
   const path = modePath(props.mode, '/v1/webhooks/subscriptions');
   const list = useLoad(() => request<Page<Subscription>>(`${path}?per_page=100`), [path]);
@@ -142,6 +206,7 @@ export function Webhooks(props: { mode: Mode }) {
   const [editing, setEditing] = useState<string | null>(null);
   const [secret, setSecret] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [tests, setTests] = useState<Record<string, TestResult | 'sending'>>({});
   const done = () => {
     setError(null);
     list.reload();
@@ -206,6 +271,9 @@ export function Webhooks(props: { mode: Mode }) {
                 <p>
                   <code class="url">{s.url}</code>{' '}
                   <Status value={s.is_active ? 'active' : 'disabled'} />
+                  {s.disabled_reason === 'failing' && (
+                    <span class="muted"> Turned off: every delivery failed for 72 hours</span>
+                  )}
                 </p>
                 <p class="muted">{s.events.join(', ')}</p>
                 <div class="actions">
@@ -227,6 +295,47 @@ export function Webhooks(props: { mode: Mode }) {
                   </button>
                   <button
                     type="button"
+                    disabled={tests[s.id] === 'sending'}
+                    onClick={() => {
+                      setTests({ ...tests, [s.id]: 'sending' });
+                      request<TestResult>(`${path}/${s.id}/test`, { method: 'POST' })
+                        .then((result) => setTests((t) => ({ ...t, [s.id]: result })))
+                        .catch((e: unknown) => {
+                          setTests((t) => {
+                            const { [s.id]: _dropped, ...rest } = t;
+                            return rest;
+                          });
+                          fail(e);
+                        });
+                    }}
+                  >
+                    Send test
+                  </button>
+                  <button
+                    type="button"
+                    onClick={() => {
+                      if (
+                        !confirm(
+                          'Rotate the signing secret? The old one keeps signing for 24 hours.',
+                        )
+                      ) {
+                        return;
+                      }
+                      request<Subscription & { secret: string }>(`${path}/${s.id}/rotate-secret`, {
+                        method: 'POST',
+                        body: {},
+                      })
+                        .then((rotated) => {
+                          setSecret(rotated.secret);
+                          done();
+                        })
+                        .catch(fail);
+                    }}
+                  >
+                    Rotate secret
+                  </button>
+                  <button
+                    type="button"
                     class="danger"
                     onClick={() => {
                       if (!confirm(`Delete the subscription to ${s.url}?`)) return;
@@ -236,6 +345,7 @@ export function Webhooks(props: { mode: Mode }) {
                     Delete
                   </button>
                 </div>
+                <TestOutcome result={tests[s.id]} />
               </>
             )}
           </li>
