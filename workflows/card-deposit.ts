@@ -2,6 +2,7 @@ import { allHandlersFinished, condition, proxyActivities, setHandler } from '@te
 import type { Activities } from './activities-types';
 import { asDeclined, exhausted } from './declines';
 import { asksProviderOnNotify } from './notifications';
+import { handleResolution } from './resolution';
 import { activityPresets } from './retry';
 import {
   cardDepositUpdates,
@@ -105,6 +106,7 @@ export async function cardDepositWorkflow(input: CardDepositInput): Promise<Depo
     },
   );
   setHandler(cardDepositUpdates.sync, sync);
+  handleResolution(settle, () => ({ outcome, settling, waiting: payment !== undefined }));
   setHandler(depositStateQuery, () => outcome);
 
   try {

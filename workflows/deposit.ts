@@ -2,6 +2,7 @@ import { allHandlersFinished, condition, proxyActivities, setHandler } from '@te
 import type { Activities } from './activities-types';
 import { asDeclined, exhausted } from './declines';
 import { asksProviderOnNotify } from './notifications';
+import { handleResolution } from './resolution';
 import { activityPresets } from './retry';
 import {
   depositStateQuery,
@@ -94,6 +95,7 @@ export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<D
     },
   );
   setHandler(depositUpdates.sync, sync);
+  handleResolution(settle, () => ({ outcome, settling, waiting: opened !== undefined }));
   setHandler(depositStateQuery, () => outcome);
 
   try {

@@ -16,6 +16,7 @@ import {
   type MoneyOutOutcome,
   type MoneyOutProviderStatus,
 } from './money-out-shared';
+import { handleResolution } from './resolution';
 import { activityPresets } from './retry';
 import type { Declined } from './shared';
 import { setPaymentStatus } from './status';
@@ -139,6 +140,7 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
     },
   );
   setHandler(moneyOutUpdates.sync, sync);
+  handleResolution(settle, () => ({ outcome, settling, waiting: accepted }));
   setHandler(moneyOutStateQuery, () => outcome);
 
   let pendingTtlMs: number;
