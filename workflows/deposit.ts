@@ -23,7 +23,7 @@ const EXPIRY_GRACE_MS = 5_000;
 /**
  * A mobile-money deposit. Started with the `open` update, which answers the request as soon as
  * the provider has created the payment code; then it waits for the provider's outcome (a
- * notification, a sync, or the code's expiry) and settles exactly once: paid credits the wallet
+ * notification, a sync, an operator's resolution, or the code's expiry) and settles exactly once: paid credits the wallet
  * in one ledger transaction, failed or expired moves no money.
  */
 export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<DepositOutcome> {
