@@ -80,7 +80,7 @@ const ResolveRequest = z
   .meta({ id: 'PaymentResolution' });
 
 /** The platform's figures across every application, and stuck payments, for its admins. */
-export function adminRoutes({ pool, temporal, config }: ApiDeps): Route[] {
+export function adminRoutes({ pool, temporal, config, logger }: ApiDeps): Route[] {
   return [
     defineRoute({
       method: 'post',
@@ -132,6 +132,17 @@ export function adminRoutes({ pool, temporal, config }: ApiDeps): Route[] {
           if (answer.refused === 'not_found') throw notFound('Transaction');
           throw new AppError('invalid_request', answer.detail);
         }
+        // Beside the workflow's history: the API's log tells who resolved what, by admin id.
+        logger.info(
+          {
+            transaction_id: answer.transaction.id,
+            outcome: body.outcome,
+            status: answer.transaction.status,
+            operator: body.operator,
+            admin_id: admin.id,
+          },
+          'payment resolved by an operator',
+        );
         return { body: (await transactionBodies(pool, [answer.transaction]))[0]! };
       },
     }),

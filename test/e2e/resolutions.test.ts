@@ -157,6 +157,16 @@ describe('POST /api/v1/admin/payments/{transaction_id}/resolve', () => {
       .fetchHistory();
     await decodePayloadsIn(history, engine.temporal.options.loadedDataConverter.payloadCodecs);
     expect(JSON.stringify(history)).not.toContain(admin.secret_key);
+    const logged = engine.logs.filter((line) => line.includes('payment resolved by an operator'));
+    expect(logged.map((line) => JSON.parse(line) as unknown)).toEqual([
+      expect.objectContaining({
+        transaction_id: id,
+        outcome: 'completed',
+        operator: 'Ada Operator',
+        admin_id: admin.admin.id,
+      }),
+    ]);
+    expect(logged.join('\n')).not.toContain(admin.secret_key);
 
     const after = await scrape(engine.metricsUrl!);
     expect(increase(before, after, resolutions('mobile_money_deposit', 'completed'))).toBe(1);
