@@ -29,7 +29,7 @@ import { increase, scrape, series } from '../support/metrics';
  */
 jest.setTimeout(180_000);
 
-const engine = useTestEngine({ env: { API_METRICS_PORT: '0' } });
+const engine = useTestEngine({ env: { API_METRICS_PORT: '0', TRUST_PROXY: 'true' } });
 const { api } = useTestApp(engine);
 const { api: usd } = useTestApp(engine, { currency: 'USD' });
 
