@@ -250,6 +250,11 @@ export const REQUEST_EXAMPLES: Record<string, Json> = {
     amount: 25,
     payment_method_id: 'pm_card_amex',
   },
+  'post /api/v1/admin/payments/{transaction_id}/resolve': {
+    outcome: 'failed',
+    reason: 'Provider support confirmed the payout never left (ticket 4711)',
+    operator: 'Ada Lovelace',
+  },
   'post /api/v1/disputes/{dispute_id}/evidence': {
     text: 'Delivered on 2026-03-02 to the cardholder’s address; signed receipt attached by email.',
   },

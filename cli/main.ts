@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import { loadConfig, type Config } from '../config';
+import { Client, Connection } from '@temporalio/client';
+import { loadConfig, temporalAddress, type Config } from '../config';
 import { createLogger } from '../observability/logger';
 import {
   createApplication,
@@ -23,11 +24,21 @@ import { RATE_LIMIT_CATEGORIES } from '../domain/types';
 import { RefusedError, UsageError } from './errors';
 import { LISTEN_USAGE, listenForWebhooks, parseListenArgs } from './webhooks-listen';
 
+import { resolvePayment } from '../intake/resolutions';
+import { transactionBodies } from '../api/serializers';
+import { temporalDataConverter } from '../temporal/data-converter';
+import {
+  RESOLUTION_LIMITS,
+  RESOLUTION_OUTCOMES,
+  type ResolutionOutcome,
+} from '../workflows/resolution';
+
 /**
- * The dashboard of the specification, on the command line: applications, credentials and the
- * platform's admins.
+ * The dashboard of the specification, on the command line: applications, credentials, the
+ * platform's admins, and an operator's resolution of a payment stuck on its provider.
  * Each command prints one JSON document on standard output (`webhooks listen` streams lines
- * until interrupted); logs go to standard error; bad arguments exit with status 2.
+ * until interrupted); logs go to standard error; bad
+ * arguments exit with status 2.
  */
 
 const USAGE = `usage:
@@ -42,6 +53,7 @@ const USAGE = `usage:
   cli admins create --name NAME
   cli admins list
   cli admins revoke --admin ADMIN_ID | --api-key API_KEY
+  cli payments resolve --id TRANSACTION_ID --outcome completed|failed --reason TEXT --operator NAME
   ${LISTEN_USAGE}`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -104,10 +116,22 @@ function applicationJson(app: ApplicationRow) {
   };
 }
 
+/** What `payments resolve` needs besides the database: Temporal, opened only for it. */
+export type CliTemporal = { client: () => Promise<Client>; timeoutMs: number };
+
+/** An operator's text argument: trimmed, not empty, at most `max` characters. */
+function operatorText(value: string | undefined, flag: string, max: number): string {
+  const text = value?.trim();
+  if (!text) throw new UsageError(`${flag} is required`);
+  if (text.length > max) throw new UsageError(`${flag} must be at most ${max} characters`);
+  return text;
+}
+
 export async function runCli(
   argv: string[],
   pool: DatabasePool,
   caps: Config['caps'],
+  temporal?: CliTemporal,
 ): Promise<unknown> {
   const [group, command, ...rest] = argv;
   const { values } = (() => {
@@ -129,6 +153,10 @@ export async function runCli(
           email: { type: 'string' },
           'password-stdin': { type: 'boolean' },
           admin: { type: 'string' },
+          id: { type: 'string' },
+          outcome: { type: 'string' },
+          reason: { type: 'string' },
+          operator: { type: 'string' },
         },
       });
     } catch (error) {
@@ -270,6 +298,28 @@ export async function runCli(
       if (!revoked) throw new UsageError('no admin matches');
       return { admin: revoked };
     }
+    case 'payments resolve': {
+      const id = values.id;
+      if (!id || !UUID.test(id)) throw new UsageError('--id must be a transaction id');
+      const outcome = values.outcome as ResolutionOutcome | undefined;
+      if (!outcome || !RESOLUTION_OUTCOMES.includes(outcome)) {
+        throw new UsageError('--outcome must be completed or failed');
+      }
+      const reason = operatorText(values.reason, '--reason', RESOLUTION_LIMITS.reason);
+      const operator = operatorText(values.operator, '--operator', RESOLUTION_LIMITS.operator);
+      if (!temporal) throw new Error('payments resolve needs Temporal');
+      const answer = await resolvePayment(
+        { pool, temporal: await temporal.client(), timeoutMs: temporal.timeoutMs },
+        id.toLowerCase(),
+        { outcome, reason, operator, adminId: null, via: 'cli' },
+      );
+      if (!answer.ok) {
+        throw new RefusedError(
+          answer.refused === 'not_found' ? `no transaction ${id}` : answer.detail,
+        );
+      }
+      return (await transactionBodies(pool, [answer.transaction]))[0];
+    }
     default:
       throw new UsageError(`unknown command: ${key.trim() || '(none)'}`);
   }
@@ -296,6 +346,18 @@ async function main(): Promise<void> {
       argv[0] === 'webhooks' && argv[1] === 'listen' ? parseListenArgs(argv.slice(2)) : undefined;
     const database = await openLocalDatabase(config, logger);
     const pool = await createDatabasePool(database.url, { maximumPoolSize: 2 });
+    let connection: Connection | undefined;
+    const temporal: CliTemporal = {
+      client: async () => {
+        connection ??= await Connection.connect({ address: temporalAddress(config) });
+        return new Client({
+          connection,
+          namespace: config.temporal.namespace,
+          dataConverter: temporalDataConverter(config),
+        });
+      },
+      timeoutMs: config.api.requestTimeoutMs,
+    };
     try {
       if (listen) {
         await listenForWebhooks(listen, {
@@ -307,10 +369,11 @@ async function main(): Promise<void> {
           warn: (line) => process.stderr.write(`${line}\n`),
         });
       } else {
-        const out = await runCli(argv, pool, config.caps);
+        const out = await runCli(argv, pool, config.caps, temporal);
         process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
       }
     } finally {
+      await connection?.close();
       await pool.end();
       await database.stop();
     }

@@ -83,7 +83,7 @@ export async function syncPayment(
 type WorkflowHandle = ReturnType<Client['workflow']['getHandle']>;
 
 /** Runs a call on a workflow, bounded by `timeoutMs`; null when that workflow is not running. */
-async function onWorkflow<T>(
+export async function onWorkflow<T>(
   deps: Pick<TemporalDeps, 'temporal' | 'timeoutMs' | 'timeoutError'>,
   workflowId: string,
   run: (handle: WorkflowHandle) => Promise<T>,

@@ -58,6 +58,13 @@ export const paymentsEnded = new Counter({
   registers: [registry],
 });
 
+export const paymentResolutions = new Counter({
+  name: 'payment_resolutions_total',
+  help: 'Payments stuck on their provider that an operator resolved (the resolve update), by payment type and the outcome they ended with',
+  labelNames: ['type', 'outcome'] as const,
+  registers: [registry],
+});
+
 export const idempotentReplays = new Counter({
   name: 'idempotent_replays_total',
   help: 'Requests answered from a stored Idempotency-Key result instead of running again, by route template',

@@ -13,7 +13,7 @@ import {
   type MarkerTime,
 } from './convert';
 import type { EventPosition, TimelineDraft } from './draft';
-import type { HistoryEvent } from './types';
+import type { HistoryEvent, TimelineStep } from './types';
 
 /** The history event's attribute fields, one per event kind (a protobuf oneof). */
 export type EventKind = {
@@ -35,6 +35,19 @@ type LocalActivityMarker = {
   attempt?: number;
   original_schedule_time?: MarkerTime;
 };
+
+/**
+ * An update whose argument names an operator and a reason (an operator's resolution,
+ * workflows/resolution.ts) shows both on its step: they are what the history keeps of who
+ * ended the payment and why.
+ */
+function showResolution(step: TimelineStep, argument: unknown): void {
+  const { operator, reason } = (argument ?? {}) as { operator?: unknown; reason?: unknown };
+  if (typeof operator === 'string' && typeof reason === 'string') {
+    step.operator = operator;
+    step.reason = reason;
+  }
+}
 
 export const EVENT_HANDLERS: EventHandlers = {
   workflowExecutionStartedEventAttributes: (draft, a, { order, at }) => {
@@ -112,7 +125,9 @@ export const EVENT_HANDLERS: EventHandlers = {
   workflowExecutionUpdateAdmittedEventAttributes: (draft, { request }, event) => {
     const id = request?.meta?.updateId ?? `admitted-${event.order}`;
     const name = request?.input?.name ?? 'update';
-    draft.updates.set(id, draft.begin(event, name, 'update', 'scheduled'));
+    const open = draft.begin(event, name, 'update', 'scheduled');
+    showResolution(open.step, firstValue(request?.input?.args));
+    draft.updates.set(id, open);
   },
   workflowExecutionUpdateAcceptedEventAttributes: (draft, a, event) => {
     const request = a.acceptedRequest;
@@ -121,7 +136,9 @@ export const EVENT_HANDLERS: EventHandlers = {
     if (admitted) admitted.step.status = 'accepted';
     else {
       const name = request?.input?.name ?? 'update';
-      draft.updates.set(id, draft.begin(event, name, 'update', 'accepted'));
+      const open = draft.begin(event, name, 'update', 'accepted');
+      showResolution(open.step, firstValue(request?.input?.args));
+      draft.updates.set(id, open);
     }
   },
   workflowExecutionUpdateRejectedEventAttributes: (draft, a, event) => {

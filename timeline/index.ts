@@ -13,7 +13,8 @@
  *   workflow runs, Temporal reports the current attempt of an activity only in the workflow's
  *   description; pass its `pendingActivities` to see it. A local activity: one step, from its
  *   marker.
- * - An update (admitted or accepted, then completed or rejected): one step named by the update.
+ * - An update (admitted or accepted, then completed or rejected): one step named by the update;
+ *   an operator's resolution (`resolve`) also shows the operator and the reason it carries.
  * - A signal: one step named by the signal, completed when it was recorded.
  * - A timer: one step named `timer` and its duration as ISO 8601 (`timer PT30M5S`).
  * Workflow tasks, other markers and search attribute upserts are the engine's bookkeeping, not

@@ -60,6 +60,13 @@ export const TimelineStep = z
       description:
         'The message of the last failure: of a failed step, or of the attempt before a retry',
     }),
+    operator: z.string().optional().meta({
+      description:
+        'An operator’s resolution (the update `resolve`): who resolved the payment; absent on other steps',
+    }),
+    reason: z.string().optional().meta({
+      description: 'An operator’s resolution: the reason the operator gave; absent on other steps',
+    }),
   })
   .meta({ id: 'TimelineStep' });
 export type TimelineStep = z.infer<typeof TimelineStep>;

@@ -5,6 +5,7 @@ import { temporalAddress, type Config } from '../config';
 import { createActivities } from '../activities';
 import { ensureWebhookRelay } from '../activities/webhooks';
 import { createProviders, type Providers } from '../providers';
+import { resolutionSinks } from '../temporal/resolutions';
 import { paymentSinks } from '../temporal/settlements';
 import { createEngineWorker } from './engine-worker';
 import { preloadedModules } from './bundle';
@@ -59,7 +60,7 @@ export async function createWorker(options: {
     }),
     ...workflowSource,
     ...tracing,
-    sinks: { ...tracing.sinks, ...paymentSinks },
+    sinks: { ...tracing.sinks, ...paymentSinks, ...resolutionSinks },
     // Every activity holds at most one database connection: no more at once than the pool has,
     // so that none waits for a connection inside its start-to-close timeout.
     maxConcurrentActivityTaskExecutions: config.database.poolSize,

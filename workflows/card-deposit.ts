@@ -2,6 +2,7 @@ import { allHandlersFinished, condition, proxyActivities, setHandler } from '@te
 import type { Activities } from './activities-types';
 import { asDeclined, exhausted } from './declines';
 import { asksProviderOnNotify } from './notifications';
+import { handleResolution } from './resolution';
 import { activityPresets } from './retry';
 import {
   cardDepositUpdates,
@@ -34,7 +35,7 @@ const outcomeOf = (state: CardPaymentState): DepositOutcome =>
  * A card deposit. Started with the `open` update, which answers once the card has been charged
  * (the deposit is then completed) or the provider has asked for more (3-D Secure: pending, with
  * the URL where the payer authenticates). A pending payment waits for the provider's event, a
- * sync, or its expiry, and settles exactly once: charged credits the wallet in one ledger
+ * sync, an operator's resolution, or its expiry, and settles exactly once: charged credits the wallet in one ledger
  * transaction, failed or expired moves no money. A decline at creation is recorded failed by the
  * activity and answered as a decline.
  */
@@ -107,6 +108,7 @@ export async function cardDepositWorkflow(input: CardDepositInput): Promise<Depo
     },
   );
   setHandler(cardDepositUpdates.sync, sync);
+  handleResolution(settle, () => ({ outcome, settling, waiting: payment !== undefined }));
   setHandler(depositStateQuery, () => outcome);
 
   try {

@@ -2,6 +2,7 @@ import { allHandlersFinished, condition, proxyActivities, setHandler } from '@te
 import type { Activities } from './activities-types';
 import { asDeclined, exhausted } from './declines';
 import { asksProviderOnNotify } from './notifications';
+import { handleResolution } from './resolution';
 import { activityPresets } from './retry';
 import {
   depositStateQuery,
@@ -23,7 +24,7 @@ const EXPIRY_GRACE_MS = 5_000;
 /**
  * A mobile-money deposit. Started with the `open` update, which answers the request as soon as
  * the provider has created the payment code; then it waits for the provider's outcome (a
- * notification, a sync, or the code's expiry) and settles exactly once: paid credits the wallet
+ * notification, a sync, an operator's resolution, or the code's expiry) and settles exactly once: paid credits the wallet
  * in one ledger transaction, failed or expired moves no money.
  */
 export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<DepositOutcome> {
@@ -96,6 +97,7 @@ export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<D
     },
   );
   setHandler(depositUpdates.sync, sync);
+  handleResolution(settle, () => ({ outcome, settling, waiting: opened !== undefined }));
   setHandler(depositStateQuery, () => outcome);
 
   try {

@@ -10,6 +10,7 @@ import {
   type MoneyOutOutcome,
   type MoneyOutProviderStatus,
 } from './money-out-shared';
+import { handleResolution } from './resolution';
 import { activityPresets } from './retry';
 import type { Declined } from './shared';
 import { setPaymentStatus } from './status';
@@ -41,7 +42,7 @@ const PROVIDER_STATUSES: readonly string[] = [
  * 3. Settle (clearing to the provider and fee accounts) when the provider says paid, or give
  *    everything back when it says failed: now, or later through a notification (`notify`), a
  *    `sync`, or the provider's answer when the pending TTL passes (asked again each TTL while it
- *    says pending). Each step is its own balanced ledger transaction and event, and runs once.
+ *    says pending), or an operator's `resolve` (workflows/resolution.ts) taking its place. Each step is its own balanced ledger transaction and event, and runs once.
  * 4. For a kind whose provider may report a paid payout failed later (Live Mode card payouts
  *    and refunds), the saga stays for that window after a settlement; such a report reverses
  *    the settlement, everything back to the wallet. Mobile-money cashouts have no window.
@@ -135,6 +136,7 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
     },
   );
   setHandler(moneyOutUpdates.sync, sync);
+  handleResolution(settle, () => ({ outcome, settling, waiting: accepted }));
   setHandler(moneyOutStateQuery, () => outcome);
 
   let pendingTtlMs: number;

@@ -2,11 +2,13 @@ import { z } from 'zod';
 import { adminAnalytics } from '../../db/analytics';
 import { CURRENCIES, divideRoundHalfEven } from '../../domain/money';
 import { TRANSACTION_TYPES } from '../../domain/types';
+import { resolvePayment } from '../../intake/resolutions';
+import { RESOLUTION_LIMITS, RESOLUTION_OUTCOMES } from '../../workflows/resolution';
 import type { ApiDeps } from '../deps';
-import { errorResponse } from '../errors';
+import { AppError, errorResponse, notFound } from '../errors';
 import { defineRoute, type Route } from '../route';
 import { uuidPattern } from '../schemas';
-import { exactMajorNumber, type RawJson } from '../serializers';
+import { exactMajorNumber, TransactionBody, transactionBodies, type RawJson } from '../serializers';
 
 /** A real calendar day, `YYYY-MM-DD` (2026-02-30 is refused). */
 const Day = z
@@ -55,9 +57,95 @@ export const AdminAnalyticsBody = z
   })
   .meta({ id: 'AdminAnalytics' });
 
-/** The platform's figures across every application, for its admins. */
-export function adminRoutes({ pool }: ApiDeps): Route[] {
+/** Text an operator writes: trimmed, not empty, at most `max` characters. */
+const OperatorText = (max: number, description: string) =>
+  z
+    .string({ error: 'must be a string' })
+    .trim()
+    .min(1, 'must not be empty')
+    .max(max, `must be at most ${max} characters`)
+    .meta({ description });
+
+const ResolveRequest = z
+  .object({
+    outcome: z.enum(RESOLUTION_OUTCOMES, { error: 'must be completed or failed' }).meta({
+      description: 'What the provider would have answered: completed settles, failed gives back',
+    }),
+    reason: OperatorText(
+      RESOLUTION_LIMITS.reason,
+      'Why (what the provider said when asked); kept in the workflow’s history',
+    ),
+    operator: OperatorText(RESOLUTION_LIMITS.operator, 'Who resolves it; kept in the history'),
+  })
+  .meta({ id: 'PaymentResolution' });
+
+/** The platform's figures across every application, and stuck payments, for its admins. */
+export function adminRoutes({ pool, temporal, config, logger }: ApiDeps): Route[] {
   return [
+    defineRoute({
+      method: 'post',
+      path: '/api/v1/admin/payments/:transaction_id/resolve',
+      summary:
+        'Platform admins: end a payment stuck on its provider (a pending deposit, card ' +
+        'deposit, payout, cashout or refund) as if its provider had answered `outcome`: ' +
+        'completed settles it, failed gives the money back. Sent to the payment’s workflow as ' +
+        'the `resolve` update, validated before it is accepted; the operator, the reason and ' +
+        'the admin credential’s id are kept in its history and shown on its timeline',
+      tag: 'Admin',
+      auth: 'admin',
+      admin: true,
+      params: z.object({ transaction_id: z.string() }),
+      body: ResolveRequest,
+      responses: {
+        200: { description: 'The payment, settled as resolved', schema: TransactionBody },
+        400: errorResponse(
+          'The payment cannot be resolved: not pending, not waiting on its provider, or of a ' +
+            'kind no provider settles (a transfer, an escrow hold); the detail says why',
+        ),
+        401: errorResponse('Missing or invalid admin credentials'),
+        403: errorResponse('Application credentials (admin credentials only)'),
+        404: errorResponse('Transaction not found'),
+        429: errorResponse(
+          'The admin rate limit, or this address is locked out after 5 failed authentications ' +
+            'within 15 minutes (even with valid credentials); Retry-After gives the seconds',
+        ),
+      },
+      handler: async ({ ctx, params, body }) => {
+        const admin = (ctx.state as { admin?: { id: string } }).admin;
+        if (!admin) throw new AppError('forbidden', 'This endpoint needs admin credentials');
+        const answer = await resolvePayment(
+          {
+            pool,
+            temporal,
+            timeoutMs: config.api.requestTimeoutMs,
+            timeoutError: () =>
+              new AppError(
+                'timeout',
+                'The payment’s workflow did not answer in time: read the transaction to see ' +
+                  'whether the resolution took effect',
+              ),
+          },
+          params.transaction_id.toLowerCase(),
+          { ...body, adminId: admin.id, via: 'api' },
+        );
+        if (!answer.ok) {
+          if (answer.refused === 'not_found') throw notFound('Transaction');
+          throw new AppError('invalid_request', answer.detail);
+        }
+        // Beside the workflow's history: the API's log tells who resolved what, by admin id.
+        logger.info(
+          {
+            transaction_id: answer.transaction.id,
+            outcome: body.outcome,
+            status: answer.transaction.status,
+            operator: body.operator,
+            admin_id: admin.id,
+          },
+          'payment resolved by an operator',
+        );
+        return { body: (await transactionBodies(pool, [answer.transaction]))[0]! };
+      },
+    }),
     defineRoute({
       method: 'get',
       path: '/api/v1/transactions/admin/analytics',

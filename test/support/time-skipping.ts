@@ -9,6 +9,7 @@ import { bundleWorkflows } from '../../worker/bundle';
 import { temporalDataConverter } from '../../temporal/data-converter';
 import { createEngineWorker } from '../../worker/engine-worker';
 import { paymentSinks } from '../../temporal/settlements';
+import { resolutionSinks } from '../../temporal/resolutions';
 import { registerSearchAttributes } from '../workflow/scenarios';
 import { quietTemporalRuntime } from './engine';
 
@@ -60,7 +61,7 @@ export async function withWorker<R>(
     workflowBundle: await workflowBundle(),
     dataConverter: testDataConverter(),
     activities,
-    sinks: paymentSinks,
+    sinks: { ...paymentSinks, ...resolutionSinks },
   });
   return worker.runUntil(fn(taskQueue));
 }

@@ -7,7 +7,10 @@ import {
   TimelineStep,
   type TimelineContext,
 } from '../../timeline';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import recorded from './fixtures/deposit-history.json';
+import { historyFromJSON } from '../support/history-json';
 
 type EventObject = Record<string, unknown>;
 
@@ -493,5 +496,30 @@ describe('buildTimeline on a local activity', () => {
       status: 'failed',
       failure: 'Insufficient funds',
     });
+  });
+});
+
+describe('an operator’s resolution on the timeline', () => {
+  it('shows the resolve update with the operator and the reason its history keeps', () => {
+    const file = path.join(__dirname, '..', 'fixtures', 'histories', 'deposit-resolved.json');
+    const recordedHistory = historyFromJSON(JSON.parse(readFileSync(file, 'utf8')));
+    const result = timeline(recordedHistory.events as EventObject[]);
+    const resolve = result.steps.filter((s) => s.name === 'resolve');
+    expect(resolve).toEqual([
+      expect.objectContaining({
+        kind: 'update',
+        status: 'completed',
+        operator: 'Ada Operator',
+        reason: 'Provider support confirmed the outcome by phone (ticket 4711)',
+      }),
+    ]);
+    // The settlement the resolution made is the provider's path: the deposit completed.
+    expect(result.steps.map((s) => s.name)).toEqual(
+      expect.arrayContaining(['openDeposit', 'resolve', 'completeDeposit', 'end']),
+    );
+    for (const step of result.steps.filter((s) => s.name !== 'resolve')) {
+      expect(step).not.toHaveProperty('operator');
+      expect(step).not.toHaveProperty('reason');
+    }
   });
 });

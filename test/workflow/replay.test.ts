@@ -33,6 +33,7 @@ import * as workflows from '../../workflows';
 import { quietTemporalRuntime } from '../support/engine';
 import { historyFromJSON, historyToJSON, type History } from '../support/history-json';
 import { testDataConverter, workflowBundle } from '../support/time-skipping';
+import { resolutionSinks } from '../../temporal/resolutions';
 import { paymentSinks } from '../../temporal/settlements';
 
 const HISTORIES_DIR = path.join(__dirname, '..', 'fixtures', 'histories');
@@ -73,7 +74,7 @@ describe('workflow replay', () => {
       // With the engine's codec: histories recorded before encryption pass through it.
       {
         workflowBundle: await workflowBundle(),
-        sinks: paymentSinks,
+        sinks: { ...paymentSinks, ...resolutionSinks },
         dataConverter: testDataConverter(),
       },
       fixtures.map(({ workflowId, history }) => ({ workflowId, history })),

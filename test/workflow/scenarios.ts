@@ -50,6 +50,7 @@ import type {
   OnboardingSubmission,
 } from '../../domain/payout-accounts';
 import { onboardingUpdates, onboardingWorkflow } from '../../workflows/onboarding';
+import { resolveUpdate, type Resolution, type ResolutionOutcome } from '../../workflows/resolution';
 import {
   cardDepositUpdates,
   depositUpdates,
@@ -1272,6 +1273,39 @@ export const cashoutAskedAtAdvance = scenario({
     ),
 });
 
+// --- an operator's resolution (workflows/resolution.ts) ---
+
+/** What an operator sends from the admin endpoint: the admin credential's id is kept too. */
+export const resolutionOf = (outcome: ResolutionOutcome): Resolution => ({
+  outcome,
+  reason: 'Provider support confirmed the outcome by phone (ticket 4711)',
+  operator: 'Ada Operator',
+  adminId: 'c0000000-0000-4000-8000-000000000001',
+  via: 'api',
+});
+
+/** The provider never answers; an operator resolves the deposit completed: the wallet credited. */
+export const depositResolved = scenario({
+  name: 'deposit-resolved',
+  input: () => depositInput(fixtureId(110)),
+  activities: (env) => depositActivities(env, 'pending'),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openDeposit(env, taskQueue, input), (handle) =>
+      handle.executeUpdate(resolveUpdate, { args: [resolutionOf('completed')] }),
+    ),
+});
+
+/** The provider accepted the cashout and never told; resolved failed: everything given back. */
+export const cashoutResolvedFailed = scenario({
+  name: 'cashout-resolved-failed',
+  input: () => cashoutInput(fixtureId(111)),
+  activities: () => cashoutActivities({ sent: 'pending', checked: 'pending' }),
+  run: async (env, taskQueue, input) =>
+    thenToEnd(await openCashout(env, taskQueue, input), (handle) =>
+      handle.executeUpdate(resolveUpdate, { args: [resolutionOf('failed')] }),
+    ),
+});
+
 /** What the recorder needs of a scenario, whatever its workflow. */
 export type RecordedScenario = {
   name: string;
@@ -1305,6 +1339,8 @@ export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
   payoutReversed,
   refundCompleted,
   refundFailedLater,
+  depositResolved,
+  cashoutResolvedFailed,
   maintenance,
   onboardingVerified,
   onboardingDocument,

@@ -25,6 +25,7 @@ import { format, resolveConfig } from 'prettier';
 import { RECORDED_SCENARIOS, registerSearchAttributes } from '../../test/workflow/scenarios';
 import { findBinary } from '../harness/temporal';
 import { historyToJSON } from '../../test/support/history-json';
+import { resolutionSinks } from '../../temporal/resolutions';
 import { paymentSinks } from '../../temporal/settlements';
 
 const rootDir = path.resolve(__dirname, '..', '..');
@@ -63,7 +64,7 @@ async function main(): Promise<void> {
         // keys; the engine's codec passes plain payloads through (test/workflow/replay.test.ts).
         dataConverter: {},
         activities: scenario.activities(env),
-        sinks: paymentSinks,
+        sinks: { ...paymentSinks, ...resolutionSinks },
       });
       const { handle } = await worker.runUntil(scenario.play(env, taskQueue));
       const history = await handle.fetchHistory();

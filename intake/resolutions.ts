@@ -1,0 +1,70 @@
+/**
+ * An operator's resolution of a payment stuck on its provider, shared by the admin endpoint
+ * and the command line: the payment's own workflow gets the `resolve` update
+ * (workflows/resolution.ts), whose validator has the last word; the checks here only spare
+ * the workflow a request that the record already refuses.
+ */
+import { ApplicationFailure, WorkflowUpdateFailedError } from '@temporalio/client';
+import { findTransaction, type TransactionRow } from '../db/transactions';
+import { workflowIds } from '../workflows/ids';
+import {
+  RESOLUTION_REFUSED,
+  resolutionRefusal,
+  resolveUpdate,
+  type Resolution,
+} from '../workflows/resolution';
+import { onWorkflow, paymentSyncs, type TemporalDeps } from './notifications';
+
+export type ResolveAnswer =
+  | { ok: true; transaction: TransactionRow }
+  | { ok: false; refused: 'not_found' }
+  | { ok: false; refused: 'refused'; detail: string };
+
+const NOT_RESOLVABLE =
+  'Only a pending deposit, card deposit, payout, cashout or refund can be resolved';
+
+/**
+ * Resolves the payment `transactionId` as if its provider had answered `resolution.outcome`,
+ * and answers its record then. The kinds that can be resolved are the ones a provider settles
+ * (`paymentSyncs`): their workflows wait on a provider.
+ */
+export async function resolvePayment(
+  deps: TemporalDeps,
+  transactionId: string,
+  resolution: Resolution,
+): Promise<ResolveAnswer> {
+  const row = await findTransaction(deps.pool, transactionId);
+  if (!row) return { ok: false, refused: 'not_found' };
+  const how = paymentSyncs[row.transaction_type];
+  if (!how) return { ok: false, refused: 'refused', detail: NOT_RESOLVABLE };
+  const early = resolutionRefusal({ outcome: row.status, settling: false, waiting: true });
+  if (early) return { ok: false, refused: 'refused', detail: early };
+  let ended: string | null;
+  try {
+    ended = await onWorkflow(deps, workflowIds[how.workflow](row.id), (handle) =>
+      handle.executeUpdate(resolveUpdate, { args: [resolution] }),
+    );
+  } catch (error) {
+    const detail = refusalIn(error);
+    if (detail === null) throw error;
+    return { ok: false, refused: 'refused', detail };
+  }
+  const after = (await findTransaction(deps.pool, row.id)) ?? row;
+  if (ended === null) {
+    // Its workflow ended meanwhile (the provider answered first): nothing was resolved.
+    const detail =
+      resolutionRefusal({ outcome: after.status, settling: false, waiting: false }) ?? '';
+    return { ok: false, refused: 'refused', detail };
+  }
+  return { ok: true, transaction: after };
+}
+
+/** The reason of a resolution the workflow's validator refused; null for any other error. */
+function refusalIn(error: unknown): string | null {
+  if (!(error instanceof WorkflowUpdateFailedError)) return null;
+  const cause = error.cause;
+  if (cause instanceof ApplicationFailure && cause.type === RESOLUTION_REFUSED) {
+    return cause.message;
+  }
+  return null;
+}
