@@ -160,7 +160,9 @@ function parametersOf(route: Route, query: Json | undefined, params: Json | unde
   }
   const required = (query?.required ?? []) as string[];
   for (const [name, schema] of Object.entries((query?.properties ?? {}) as Record<string, Json>)) {
-    parameters.push({ name, in: 'query', required: required.includes(name), schema });
+    // An object (the metadata filters) is sent as `name[KEY]=VALUE` (api/pipeline.ts).
+    const deep = schema.type === 'object' ? { style: 'deepObject', explode: true } : {};
+    parameters.push({ name, in: 'query', required: required.includes(name), schema, ...deep });
   }
   if (route.idempotent) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
   parameters.push(...(HEADER_PARAMETERS[`${route.method} ${openApiPath(route.path)}`] ?? []));

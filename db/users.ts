@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import type { Caller } from '../domain/types';
-import { metadataMerge } from './metadata';
+import { metadataContains, metadataMerge } from './metadata';
 import { pageTotal } from './pages';
 
 export const userRow = z.object({
@@ -83,6 +83,8 @@ export type UserFilter = {
   app_user_id?: string | undefined;
   /** Case-insensitive substring of the name, email, phone number or app_user_id. */
   q?: string | undefined;
+  /** `metadata[KEY]=VALUE`: the user's metadata holds each pair exactly. */
+  metadata?: Readonly<Record<string, string>> | undefined;
 };
 
 /** `text` as a LIKE pattern that matches it anywhere, its wildcards taken literally. */
@@ -111,6 +113,9 @@ export async function listUsers(
     const pattern = containing(filter.q);
     parts.push(sql.fragment`(name ILIKE ${pattern} OR email ILIKE ${pattern}
       OR phone_number ILIKE ${pattern} OR app_user_id ILIKE ${pattern})`);
+  }
+  if (filter.metadata && Object.keys(filter.metadata).length > 0) {
+    parts.push(metadataContains(sql.identifier(['metadata']), filter.metadata));
   }
   const where = sql.fragment`${sql.join(parts, sql.fragment` AND `)}`;
   const total = await pageTotal(db, sql.fragment`users`, where, page);
