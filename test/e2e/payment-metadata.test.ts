@@ -315,6 +315,26 @@ describe('metadata validated at the edge', () => {
   });
 });
 
+describe('metadata and a deleted user', () => {
+  it('is erased from the payments their wallet made, which stay', async () => {
+    const { userId, walletId } = await createFundedWallet(api, engine.pool, 100n);
+    const to = (await createUserWithWallet(api)).walletId;
+    const res = await api.post(TRANSFER, {
+      from_wallet_id: walletId,
+      to_wallet_id: to,
+      amount: 1,
+      metadata: { email: 'payer@example.com' },
+    });
+    expect(res.status).toBe(200);
+    expect((await api.del(`/api/v1/users/${userId}/`)).status).toBe(200);
+    expect(await storedMetadata(res.body.id)).toEqual({});
+    expect((await api.get(`/api/v1/transactions/${res.body.id}`)).body).toMatchObject({
+      amount: 1,
+      metadata: {},
+    });
+  });
+});
+
 describe('metadata and Idempotency-Key', () => {
   it('a retry with the same body answers the first; with other metadata it is refused', async () => {
     const from = await funded();
