@@ -119,6 +119,7 @@ export function createCardDepositActivities(deps: {
       description: 'Card deposit',
       workflowId: workflowIds.cardDeposit(input.transactionId),
       metadata: meta,
+      merchantMetadata: input.metadata,
     });
     return { row, meta };
   }

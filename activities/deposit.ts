@@ -176,6 +176,7 @@ export function createDepositActivities(deps: {
       providerReference: code.id,
       workflowId: workflowIds.deposit(input.transactionId),
       metadata: meta,
+      merchantMetadata: input.metadata,
     });
     return opened({ row, meta });
   }

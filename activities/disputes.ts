@@ -86,6 +86,7 @@ export function createDisputeActivities(deps: {
         evidenceDueBy: input.evidenceDueBy,
         providerReference: input.providerDisputeId,
         workflowId,
+        metadata: input.metadata,
       });
       const postings = disputePostings({
         step: 'reserve',
@@ -109,6 +110,8 @@ export function createDisputeActivities(deps: {
           workflowId,
           parentId: deposit.id,
           metadata: { dispute_id: dispute.id },
+          // The reserve's record is the dispute's (its id): it carries the dispute's metadata.
+          merchantMetadata: input.metadata,
         },
         ...(postings && {
           ledger: { postings, metadata: { step: 'reserve', dispute_id: dispute.id } },

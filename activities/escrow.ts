@@ -102,6 +102,7 @@ export function createEscrowActivities(deps: {
         description: input.description,
         workflowId: workflowIds.escrow(input.holdId),
         metadata: { expires_at: input.expiresAt },
+        merchantMetadata: input.metadata,
       },
       ledger: {
         postings: holdPostings({
@@ -219,6 +220,7 @@ export function createEscrowActivities(deps: {
         workflowId: hold.workflow_id,
         parentId: hold.id,
         metadata: { released: moved.amount.toString() },
+        merchantMetadata: input.metadata,
       },
       ledger: {
         postings: releasePostings({
@@ -371,6 +373,7 @@ export function createEscrowActivities(deps: {
           workflowId: hold.workflow_id,
           parentId: hold.id,
           metadata: { reason: input.reason },
+          merchantMetadata: input.metadata,
         },
         ledger: {
           description: hold.description,

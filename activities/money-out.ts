@@ -176,7 +176,6 @@ export function createMoneyOutActivities(
         ...figures,
         destination: { ...input.destination, ...paidBack?.destination },
         provider: null,
-        ...(input.metadata && { metadata: input.metadata }),
       };
       const clearing = await systemAccount(trx, app.id, input.mode, 'payouts', currency);
       const locked = await lockAccounts(trx, [input.walletId, clearing]);
@@ -207,6 +206,7 @@ export function createMoneyOutActivities(
           workflowId: workflowIds[input.kind](input.transactionId),
           parentId: paidBack?.parentId ?? null,
           metadata: meta,
+          merchantMetadata: input.metadata,
         },
         ledger: {
           description: `${spec.description}: reserve`,

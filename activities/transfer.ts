@@ -43,6 +43,7 @@ export function createTransferActivities(deps: {
         walletId: input.fromWalletId,
         recipientWalletId: input.toWalletId,
         description: input.description,
+        merchantMetadata: input.metadata,
         workflowId: workflowIds.transfer(input.transactionId),
       },
       ledger: {

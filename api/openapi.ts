@@ -160,7 +160,9 @@ function parametersOf(route: Route, query: Json | undefined, params: Json | unde
   }
   const required = (query?.required ?? []) as string[];
   for (const [name, schema] of Object.entries((query?.properties ?? {}) as Record<string, Json>)) {
-    parameters.push({ name, in: 'query', required: required.includes(name), schema });
+    // An object (the metadata filters) is sent as `name[KEY]=VALUE` (api/pipeline.ts).
+    const deep = schema.type === 'object' ? { style: 'deepObject', explode: true } : {};
+    parameters.push({ name, in: 'query', required: required.includes(name), schema, ...deep });
   }
   if (route.idempotent) parameters.push({ $ref: '#/components/parameters/IdempotencyKey' });
   parameters.push(...(HEADER_PARAMETERS[`${route.method} ${openApiPath(route.path)}`] ?? []));
@@ -208,14 +210,27 @@ export const REQUEST_EXAMPLES: Record<string, Json> = {
     to_wallet_id: WALLET_B,
     amount: 12.5,
     description: 'Rent for March',
+    metadata: { invoice_id: 'INV-0312' },
   },
-  'post /api/v1/transactions/wallet/mobile-money-deposit': { wallet_id: WALLET_A, amount: 1000 },
+  'patch /api/v1/transactions/{transaction_id}': {
+    metadata: { shipped: 'yes', coupon: null },
+  },
+  'post /api/v1/transactions/wallet/mobile-money-deposit': {
+    wallet_id: WALLET_A,
+    amount: 1000,
+    metadata: { order_id: '6735' },
+  },
   'post /api/v1/transactions/wallet/mobile-money-cashout': {
     wallet_id: WALLET_A,
     amount: 1000,
     phone_number: '+23276123456',
+    metadata: { payout_batch: '2026-03' },
   },
-  'post /api/v1/transactions/wallet/card-payout': { wallet_id: WALLET_A, amount: 25 },
+  'post /api/v1/transactions/wallet/card-payout': {
+    wallet_id: WALLET_A,
+    amount: 25,
+    metadata: { payout_batch: '2026-03' },
+  },
   'post /api/v1/transactions/{transaction_id}/refund': {
     amount: 12.5,
     reason: 'requested_by_customer',
@@ -231,8 +246,10 @@ export const REQUEST_EXAMPLES: Record<string, Json> = {
     description: 'Order 1042, released on delivery',
     recipient_wallet_id: WALLET_B,
     expires_at: '2099-12-31T23:59:59Z',
+    metadata: { order_id: '1042' },
   },
-  'post /api/v1/escrow/{transaction_id}/release': { amount: 10 },
+  'post /api/v1/escrow/{transaction_id}/release': { amount: 10, metadata: { delivery: 'D-7' } },
+  'post /api/v1/escrow/{transaction_id}/refund': { metadata: { reason_code: 'cancelled' } },
   // A payload as the Temporal UI sends it: `"hello"` as json/plain, in protobuf JSON.
   'post /api/v1/temporal-codec/decode': {
     payloads: [{ metadata: { encoding: 'anNvbi9wbGFpbg==' }, data: 'ImhlbGxvIg==' }],
@@ -245,6 +262,7 @@ export const REQUEST_EXAMPLES: Record<string, Json> = {
     wallet_id: WALLET_A,
     amount: 25,
     payment_method_id: 'pm_card_visa',
+    metadata: { order_id: '6735' },
   },
   'post /api/v1/fees/estimate/deposit/card-metadata': {
     amount: 25,
@@ -261,6 +279,7 @@ export const REQUEST_EXAMPLES: Record<string, Json> = {
   'post /api/v1/testing/simulate-dispute': {
     transaction_id: '7c3e1a9b-2d4f-4a6b-8c0d-1e2f3a4b5c6d',
     amount: 25,
+    metadata: { case_ref: 'CB-77' },
   },
   'post /api/v1/testing/simulate-dispute-outcome': {
     dispute_id: '3f2a9c7e-5b1d-4e8a-9c6f-0a1b2c3d4e5f',

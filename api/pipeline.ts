@@ -252,6 +252,27 @@ async function settle(run: () => Promise<HandlerResult>): Promise<HandlerResult>
   }
 }
 
+/**
+ * The query with its `metadata[KEY]=VALUE` parameters gathered into one `metadata` object, as
+ * an OpenAPI deepObject parameter is sent (api/schemas.ts `MetadataFilter` checks it). Any key
+ * that opens with `metadata[` is one, so that a malformed one is refused, not ignored.
+ */
+export function gatherMetadataQuery(query: Record<string, unknown>): Record<string, unknown> {
+  const prefix = 'metadata[';
+  const names = Object.keys(query).filter((name) => name.startsWith(prefix));
+  if (names.length === 0) return query;
+  const gathered: Record<string, unknown> = { ...query };
+  const metadata: Record<string, unknown> = {};
+  for (const name of names) {
+    delete gathered[name];
+    // Without its closing bracket the key keeps a `[`: refused as malformed.
+    const key = name.endsWith(']') ? name.slice(prefix.length, -1) : name.slice(prefix.length - 1);
+    metadata[key] = query[name];
+  }
+  gathered.metadata = metadata;
+  return gathered;
+}
+
 type RequestRead = { params: unknown; query: unknown; body: unknown; key: string };
 
 /**
@@ -272,7 +293,7 @@ function readRequest(ctx: Koa.Context, route: Route, caller: Caller | null): Req
   const params = parse(route.params, ctx.params, 'path');
   // A route without query parameters ignores them: only one that reads them checks them.
   if (route.query) refuseUnstorableText(ctx.query, [], 'query');
-  const query = parse(route.query, ctx.query, 'query');
+  const query = parse(route.query, gatherMetadataQuery(ctx.query), 'query');
   // Present but empty (or only whitespace, which the HTTP parser trims away) is no key at
   // all: refused, not treated as absent, so that a retry can never move money twice.
   const sentKey = route.idempotent ? ctx.headers['idempotency-key'] : undefined;

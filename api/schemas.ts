@@ -194,6 +194,14 @@ function characters(text: string): number {
   return n;
 }
 
+const METADATA_KEY_PROBLEM = `keys must be 1 to ${METADATA_MAX_KEY_LENGTH} characters, without [ or ]`;
+
+/** Whether `key` breaks the key limits: the one rule for stored keys and filter keys alike. */
+function badMetadataKey(key: string): boolean {
+  const length = characters(key);
+  return length < 1 || length > METADATA_MAX_KEY_LENGTH || /[[\]]/.test(key);
+}
+
 /**
  * Metadata as given: each problem is reported at its key (`metadata.order_id: ...`), so the
  * detail names the key. `removable` lets a value be "" or null, which a merge reads as removal.
@@ -208,13 +216,8 @@ function metadataSchema(removable: boolean) {
       }
       for (const key of keys) {
         const v = value[key];
-        const keyLength = characters(key);
-        if (keyLength < 1 || keyLength > METADATA_MAX_KEY_LENGTH || /[[\]]/.test(key)) {
-          ctx.addIssue({
-            code: 'custom',
-            path: [key],
-            message: `keys must be 1 to ${METADATA_MAX_KEY_LENGTH} characters, without [ or ]`,
-          });
+        if (badMetadataKey(key)) {
+          ctx.addIssue({ code: 'custom', path: [key], message: METADATA_KEY_PROBLEM });
         } else if (v === null && removable) {
           continue;
         } else if (typeof v !== 'string') {
@@ -274,6 +277,33 @@ export const MetadataPatch = metadataSchema(true)
 
 /** The detail of a merge refused because its merged result would hold too many keys. */
 export const METADATA_TOO_MANY_KEYS = `metadata: at most ${METADATA_MAX_KEYS} keys once merged`;
+
+/**
+ * The `metadata[KEY]=VALUE` filters of a list, gathered into one object by the pipeline
+ * (api/pipeline.ts `gatherMetadataQuery`), as an OpenAPI deepObject parameter is sent: each an
+ * exact match of a stored key, all of them together (AND). A malformed key, or a key given twice,
+ * is named in the 422.
+ */
+export const MetadataFilter = z
+  .record(z.string(), z.unknown(), { error: 'must be given as metadata[KEY]=VALUE' })
+  .superRefine((value, ctx) => {
+    for (const [key, v] of Object.entries(value)) {
+      if (badMetadataKey(key)) {
+        ctx.addIssue({ code: 'custom', path: [key], message: METADATA_KEY_PROBLEM });
+      } else if (typeof v !== 'string') {
+        ctx.addIssue({ code: 'custom', path: [key], message: 'must be given once' });
+      }
+    }
+  })
+  .transform((v) => v as Record<string, string>)
+  .meta({
+    type: 'object',
+    propertyNames: METADATA_KEY_DOC,
+    additionalProperties: { type: 'string', pattern: '^[^\\u0000]*$' },
+    description:
+      'metadata[KEY]=VALUE: only those whose metadata holds KEY with exactly VALUE; several combine (AND)',
+    example: { order_id: '6735' },
+  });
 
 /** The body of a PATCH that changes an object's metadata: nothing else. */
 export const MetadataPatchBody = z.strictObject({ metadata: MetadataPatch });

@@ -34,7 +34,7 @@ export function exactMajorNumber(minor: bigint): number | RawJson {
 }
 
 /** Merchant metadata as stored: `{}` when there is none (api/schemas.ts `Metadata`). */
-const MetadataRecord = z
+export const MetadataRecord = z
   .record(z.string(), z.string())
   .meta({ description: 'The merchant’s metadata; {} when there is none' });
 
@@ -82,6 +82,7 @@ export const TransactionBody = z
     transaction_type: z.enum(TRANSACTION_TYPES),
     status: z.enum(TRANSACTION_STATUSES),
     description: z.string(),
+    metadata: MetadataRecord,
     created_at: z.string(),
     updated_at: z.string(),
     source_transaction_id: z.string().nullable().optional().meta({
@@ -249,10 +250,6 @@ export const RefundBody = TransactionBody.extend({
     .enum(['requested_by_customer', 'duplicate', 'fraudulent'])
     .nullable()
     .meta({ description: 'Why, as the request said' }),
-  metadata: z
-    .record(z.string(), z.unknown())
-    .nullable()
-    .meta({ description: 'The request’s metadata, as given' }),
 }).meta({ id: 'Refund' });
 
 export function refundBody({ row, meta }: MoneyOutRecord): z.infer<typeof RefundBody> {
@@ -266,7 +263,6 @@ export function refundBody({ row, meta }: MoneyOutRecord): z.infer<typeof Refund
       reason === 'requested_by_customer' || reason === 'duplicate' || reason === 'fraudulent'
         ? reason
         : null,
-    metadata: meta.metadata ?? null,
   };
 }
 
@@ -353,15 +349,13 @@ export const DisputeBody = z
     reason: z.string(),
     status: z.enum(['needs_response', 'under_review', 'won', 'lost']),
     evidence_due_by: z.string(),
+    metadata: MetadataRecord,
     created_at: z.string(),
     updated_at: z.string(),
   })
   .meta({ id: 'Dispute' });
 
-/**
- * A payment's merchant metadata as the API shows it. Payments carry none yet, so every record
- * answers `{}`; the change that stores it fills this, and the export's column follows.
- */
-export function transactionMetadata(_row: TransactionRow): Record<string, string> {
-  return {};
+/** A payment's merchant metadata as the API shows it (the export's column too). */
+export function transactionMetadata(row: TransactionRow): Record<string, string> {
+  return row.merchant_metadata;
 }

@@ -23,6 +23,8 @@ export const disputeRow = z.object({
   evidence_due_by: z.string(),
   provider_reference: z.string().nullable(),
   workflow_id: z.string(),
+  /** The merchant's metadata (api/schemas.ts `Metadata`). */
+  metadata: z.record(z.string(), z.string()),
   created_at: z.string(),
   updated_at: z.string(),
 });
@@ -30,7 +32,7 @@ export type DisputeRow = z.infer<typeof disputeRow>;
 
 const columns = sql.fragment`id, application_id, mode, transaction_id, wallet_id, currency, amount,
   reserved_amount, uncovered_amount, reason, status, evidence, evidence_due_by, provider_reference,
-  workflow_id, created_at, updated_at`;
+  workflow_id, metadata, created_at, updated_at`;
 
 /**
  * A Dispute as the API shows it and its events carry it (decisions.md, Card refunds and
@@ -47,6 +49,7 @@ export function disputeAnswer(d: DisputeRow) {
     reason: d.reason,
     status: d.status,
     evidence_due_by: d.evidence_due_by,
+    metadata: d.metadata,
     created_at: d.created_at,
     updated_at: d.updated_at,
   };
@@ -68,6 +71,8 @@ export function disputeFromRecord(record: DisputeRecord): DisputeRow {
     amount: BigInt(record.amount),
     reserved_amount: BigInt(record.reserved_amount),
     uncovered_amount: BigInt(record.uncovered_amount),
+    // Absent from records of answers recorded before disputes carried it.
+    metadata: record.metadata ?? {},
   };
 }
 
@@ -84,6 +89,7 @@ export type NewDispute = {
   evidenceDueBy: string;
   providerReference: string | null;
   workflowId: string;
+  metadata?: Readonly<Record<string, string>> | undefined;
 };
 
 export async function insertDispute(
@@ -93,11 +99,11 @@ export async function insertDispute(
   return trx.one(sql.type(disputeRow)`
     INSERT INTO disputes (id, application_id, mode, transaction_id, wallet_id, currency, amount,
       reserved_amount, uncovered_amount, reason, status, evidence_due_by, provider_reference,
-      workflow_id)
+      workflow_id, metadata)
     VALUES (${d.id}, ${d.applicationId}, ${d.mode}, ${d.transactionId}, ${d.walletId},
       ${d.currency}, ${d.amount.toString()}, ${d.reserved.toString()},
       ${(d.amount - d.reserved).toString()}, ${d.reason}, 'needs_response', ${d.evidenceDueBy},
-      ${d.providerReference}, ${d.workflowId})
+      ${d.providerReference}, ${d.workflowId}, ${sql.jsonb({ ...d.metadata })})
     RETURNING ${columns}`);
 }
 

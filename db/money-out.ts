@@ -28,7 +28,10 @@ export const moneyOutMetadata = z.object({
   fx_sle_per_usd: z.string().nullable(),
   destination: z.record(z.string(), z.string()),
   provider: moneyOutProviderMetadata.nullable(),
-  /** The request's own `metadata` (a card refund's), kept as given. */
+  /**
+   * A card refund's request metadata as rows written before the merchant's metadata had its own
+   * column kept it; read, never written (that is `merchant_metadata` now).
+   */
   metadata: z.record(z.string(), z.unknown()).optional(),
 });
 export type MoneyOutMetadata = z.infer<typeof moneyOutMetadata>;

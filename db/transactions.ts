@@ -14,6 +14,7 @@ import type { TransactionRecord } from '../workflows/shared';
 import { prepare } from './pool';
 import { compileRules, factColumns } from './money-rules';
 import { depositRules } from '../domain/money-rules';
+import { metadataContains, metadataMerge } from './metadata';
 import { pageTotal, TOTAL_COUNTED_AHEAD } from './pages';
 
 export const transactionRow = z.object({
@@ -33,6 +34,8 @@ export const transactionRow = z.object({
   description: z.string(),
   provider_reference: z.string().nullable(),
   workflow_id: z.string().nullable(),
+  /** The merchant's metadata; `metadata` is the engine's own provider facts, never shown as it. */
+  merchant_metadata: z.record(z.string(), z.string()),
   created_at: z.string(),
   updated_at: z.string(),
 });
@@ -55,13 +58,16 @@ export function transactionFromRecord(record: TransactionRecord): TransactionRow
     amount: BigInt(record.amount),
     escrow_amount: BigInt(record.escrow_amount),
     application_fee: record.application_fee === null ? null : BigInt(record.application_fee),
+    // Absent from records of results recorded before payments carried it.
+    merchant_metadata: record.merchant_metadata ?? {},
   };
 }
 
 /** The columns of `transactionRow`, for queries elsewhere that read or return a payment row. */
 export const transactionColumns = sql.fragment`id, application_id, mode, transaction_type, status, wallet_id,
   recipient_wallet_id, escrow_wallet_id, application_wallet_id, currency, amount, escrow_amount,
-  application_fee, description, provider_reference, workflow_id, created_at, updated_at`;
+  application_fee, description, provider_reference, workflow_id, merchant_metadata, created_at,
+  updated_at`;
 
 export type NewTransaction = {
   id: string;
@@ -82,6 +88,8 @@ export type NewTransaction = {
   workflowId?: string | null;
   parentId?: string | null;
   metadata?: Record<string, unknown>;
+  /** The merchant's metadata (api/schemas.ts `Metadata`), written with the row. */
+  merchantMetadata?: Readonly<Record<string, string>> | undefined;
   /**
    * The row's `created_at` and `updated_at`, when the caller sets them (a step written in one
    * statement, db/money-steps.ts `recordMoneyStepAtOnce`); else the transaction's `now()`.
@@ -181,6 +189,7 @@ export function writtenTransaction(t: NewTransaction, at: string): TransactionRo
     description: t.description ?? '',
     provider_reference: t.providerReference ?? null,
     workflow_id: t.workflowId ?? null,
+    merchant_metadata: { ...t.merchantMetadata },
     created_at: at,
     updated_at: at,
   };
@@ -190,7 +199,7 @@ function transactionValues(t: NewTransaction, guard?: FragmentSqlToken): Fragmen
   const at = t.createdAt;
   return sql.fragment`(id, application_id, mode, transaction_type, status, currency, amount,
       wallet_id, recipient_wallet_id, escrow_wallet_id, application_wallet_id, escrow_amount,
-      application_fee, description, provider_reference, workflow_id, parent_id, metadata${
+      application_fee, description, provider_reference, workflow_id, parent_id, metadata, merchant_metadata${
         at === undefined ? sql.fragment`` : sql.fragment`, created_at, updated_at`
       })
     ${insertedValues(
@@ -198,7 +207,8 @@ function transactionValues(t: NewTransaction, guard?: FragmentSqlToken): Fragmen
       ${t.amount.toString()}, ${t.walletId ?? null}, ${t.recipientWalletId ?? null},
       ${t.escrowWalletId ?? null}, ${t.applicationWalletId ?? null}, ${(t.escrowAmount ?? 0n).toString()},
       ${t.applicationFee?.toString() ?? null}, ${t.description ?? ''}, ${t.providerReference ?? null},
-      ${t.workflowId ?? null}, ${t.parentId ?? null}, ${sql.jsonb(JSON.parse(JSON.stringify(t.metadata ?? {})) as never)}${
+      ${t.workflowId ?? null}, ${t.parentId ?? null}, ${sql.jsonb(JSON.parse(JSON.stringify(t.metadata ?? {})) as never)},
+      ${sql.jsonb({ ...t.merchantMetadata })}${
         at === undefined ? sql.fragment`` : sql.fragment`, ${at}, ${at}`
       }`,
       guard,
@@ -246,6 +256,8 @@ export type TransactionFilter = {
   amount_gte?: bigint | undefined;
   amount_lte?: bigint | undefined;
   provider_reference?: string | undefined;
+  /** `metadata[KEY]=VALUE`: the merchant's metadata holds each pair exactly. */
+  metadata?: Readonly<Record<string, string>> | undefined;
 };
 
 /** `column` is one of `values`: an equality when one, so an index gives its rows in order. */
@@ -276,6 +288,9 @@ function transactionWhere(caller: Caller, filter: TransactionFilter): FragmentSq
   }
   if (filter.provider_reference !== undefined) {
     parts.push(sql.fragment`provider_reference = ${filter.provider_reference}`);
+  }
+  if (filter.metadata && Object.keys(filter.metadata).length > 0) {
+    parts.push(metadataContains(sql.identifier(['merchant_metadata']), filter.metadata));
   }
   return parts;
 }
@@ -431,6 +446,7 @@ export function transactionAnswer(t: TransactionRow) {
     transaction_type: t.transaction_type,
     status: t.status,
     description: t.description,
+    metadata: t.merchant_metadata,
     created_at: t.created_at,
     updated_at: t.updated_at,
   };
@@ -464,6 +480,22 @@ function eventValues(id: string, e: NewEvent, guard?: FragmentSqlToken): Fragmen
             ${sql.jsonb(JSON.parse(JSON.stringify(e.data)) as never)}`,
       guard,
     )}`;
+}
+
+/**
+ * Merges `patch` into the payment's merchant metadata in one statement (db/metadata.ts); null
+ * when the payment is gone or the merged metadata would break the key limit.
+ */
+export async function mergeTransactionMetadata(
+  db: CommonQueryMethods,
+  id: string,
+  patch: Readonly<Record<string, string | null>>,
+): Promise<TransactionRow | null> {
+  const merge = metadataMerge(patch, sql.identifier(['merchant_metadata']));
+  return db.maybeOne(sql.type(transactionRow)`
+    UPDATE transactions SET merchant_metadata = ${merge.set}, updated_at = now()
+    WHERE id = ${id} AND ${merge.fits}
+    RETURNING ${transactionColumns}`);
 }
 
 /** Moves a payment to a new status; returns the row as it now is. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import type { Caller } from '../domain/types';
-import { metadataMerge } from './metadata';
+import { metadataContains, metadataMerge } from './metadata';
 import { pageTotal } from './pages';
 
 export const userRow = z.object({
@@ -83,6 +83,8 @@ export type UserFilter = {
   app_user_id?: string | undefined;
   /** Case-insensitive substring of the name, email, phone number or app_user_id. */
   q?: string | undefined;
+  /** `metadata[KEY]=VALUE`: the user's metadata holds each pair exactly. */
+  metadata?: Readonly<Record<string, string>> | undefined;
 };
 
 /** `text` as a LIKE pattern that matches it anywhere, its wildcards taken literally. */
@@ -111,6 +113,9 @@ export async function listUsers(
     const pattern = containing(filter.q);
     parts.push(sql.fragment`(name ILIKE ${pattern} OR email ILIKE ${pattern}
       OR phone_number ILIKE ${pattern} OR app_user_id ILIKE ${pattern})`);
+  }
+  if (filter.metadata && Object.keys(filter.metadata).length > 0) {
+    parts.push(metadataContains(sql.identifier(['metadata']), filter.metadata));
   }
   const where = sql.fragment`${sql.join(parts, sql.fragment` AND `)}`;
   const total = await pageTotal(db, sql.fragment`users`, where, page);
@@ -158,9 +163,10 @@ export async function blockerToDelete(
 /**
  * Erases the user and the personal data kept of them outside their row: the payments of their
  * wallets keep their amounts and ids (the ledger must add up), but lose the destination of a
- * cashout or payout (a phone number, a payout account), a refund's request metadata (the
- * merchant's, whatever it holds), the sandbox provider's copy of that phone number, and the
- * bodies of the provider notifications about them. The wallet, its payout account and its
+ * cashout or payout (a phone number, a payout account), the merchant's metadata (of the
+ * payments, a refund's as rows written before its own column kept it, and of the disputes:
+ * whatever it holds), the sandbox provider's copy of that phone number, and the bodies of the
+ * provider notifications about them. The wallet, its payout account and its
  * identity documents go with the user (ON DELETE CASCADE), and so does the merchant metadata of
  * both rows, which may hold personal data.
  */
@@ -180,8 +186,16 @@ export async function deleteUser(trx: DatabaseTransactionConnection, id: string)
     sandbox_payout AS (
       UPDATE sandbox_mobile_money_payouts SET phone_number = '', updated_at = now()
       WHERE reference IN (SELECT id::text FROM payment) AND phone_number <> ''
+    ),
+    dispute AS (
+      UPDATE disputes SET metadata = '{}'::jsonb, updated_at = now()
+      WHERE wallet_id IN (SELECT id FROM wallets WHERE user_id = ${id}) AND metadata <> '{}'::jsonb
     )
-    UPDATE transactions SET metadata = jsonb_set(metadata, '{destination}', '{}'::jsonb) - 'metadata'
-    WHERE id IN (SELECT id FROM payment) AND metadata ? 'destination'`);
+    UPDATE transactions SET
+      metadata = CASE WHEN metadata ? 'destination'
+        THEN jsonb_set(metadata, '{destination}', '{}'::jsonb) - 'metadata' ELSE metadata END,
+      merchant_metadata = '{}'::jsonb
+    WHERE id IN (SELECT id FROM payment)
+      AND (metadata ? 'destination' OR merchant_metadata <> '{}'::jsonb)`);
   await trx.query(sql.unsafe`DELETE FROM users WHERE id = ${id}`);
 }

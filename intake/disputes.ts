@@ -108,6 +108,8 @@ export async function openDispute(
      * answers the dispute the first attempt opened; random when absent.
      */
     disputeId?: string;
+    /** The merchant's metadata (a simulated dispute's request). */
+    metadata?: Record<string, string>;
   },
 ): Promise<DisputeOpened | Declined> {
   const { applicationId, mode, providerDisputeId } = request;
@@ -130,6 +132,7 @@ export async function openDispute(
     evidenceDueBy:
       request.evidenceDueBy ?? new Date(Date.now() + TEST_EVIDENCE_DAYS * DAY_MS).toISOString(),
     providerDisputeId,
+    ...(request.metadata && { metadata: request.metadata }),
   };
   // By its name: the worker's activities import this module, so the workflow's code (which
   // sees them by type) is not imported here.

@@ -24,6 +24,8 @@ export type DisputeInput = {
   evidenceDueBy: string;
   /** The provider's dispute id (Live Mode); null for a Test Mode simulated dispute. */
   providerDisputeId: string | null;
+  /** The merchant's metadata (a simulated dispute's request), written with the dispute. */
+  metadata?: Record<string, string>;
 };
 
 /** A dispute row as JSON (db/disputes.ts `disputeRecord`): amounts in minor units, as strings. */
@@ -43,6 +45,8 @@ export type DisputeRecord = {
   evidence_due_by: string;
   provider_reference: string | null;
   workflow_id: string;
+  /** The merchant's metadata; absent in answers recorded before disputes carried it. */
+  metadata?: Record<string, string>;
   created_at: string;
   updated_at: string;
 };

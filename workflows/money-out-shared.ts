@@ -25,8 +25,8 @@ export type MoneyOutInput = {
    * `deposit_id`, the card deposit refunded, and `reason` when given).
    */
   destination: Record<string, string>;
-  /** The request's own metadata, kept on the record (a card refund's). */
-  metadata?: Record<string, unknown>;
+  /** The merchant's metadata (api/schemas.ts `Metadata`), written with the record. */
+  metadata?: Record<string, string>;
 };
 
 /** Where the provider's payout stands (providers/mobile-money.ts `PayoutStatus`). */

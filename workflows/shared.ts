@@ -49,6 +49,8 @@ export type TransferInput = LocalSteps & {
   /** Minor units as a decimal string: Temporal payloads are JSON, and JSON has no bigint. */
   amount: string;
   description: string;
+  /** The merchant's metadata (api/schemas.ts `Metadata`), written with the payment row. */
+  metadata?: Record<string, string>;
   /** The request's Idempotency-Key use, if it has one: the ledger step stores its answer. */
   answer?: PaymentAnswer;
 };
@@ -77,6 +79,8 @@ export type TransactionRecord = {
   description: string;
   provider_reference: string | null;
   workflow_id: string | null;
+  /** The merchant's metadata; absent in records of results recorded before it was carried. */
+  merchant_metadata?: Record<string, string>;
   created_at: string;
   updated_at: string;
 };
@@ -108,6 +112,8 @@ export type DepositInput = {
   walletId: string;
   /** SLE cents, as a decimal string. */
   amount: string;
+  /** The merchant's metadata (api/schemas.ts `Metadata`), written with the payment row. */
+  metadata?: Record<string, string>;
 };
 
 /** What the deposit request answers once the provider has created the payment code. */
@@ -154,6 +160,8 @@ export type CardDepositInput = {
   /** Minor units of the application's base currency, as a decimal string. */
   amount: string;
   paymentMethodId: string;
+  /** The merchant's metadata (api/schemas.ts `Metadata`), written with the payment row. */
+  metadata?: Record<string, string>;
 };
 
 /** Where a card payment stands at the provider (providers/card.ts `CardPaymentStatus`). */
@@ -199,6 +207,8 @@ export type HoldInput = LocalSteps & {
   recipientWalletId: string | null;
   /** ISO time; the hold is refunded automatically when it passes. */
   expiresAt: string | null;
+  /** The merchant's metadata, written with the hold's row. */
+  metadata?: Record<string, string>;
   /** The request's Idempotency-Key use, if it has one: the hold's step stores its answer. */
   answer?: PaymentAnswer;
 };
@@ -209,6 +219,8 @@ export type ReleaseRequest = {
   recipientWalletId: string;
   /** Minor units; null releases all that is still held. */
   amount: string | null;
+  /** The merchant's metadata, written with the release's row (the hold's is not copied). */
+  metadata?: Record<string, string>;
   /** The request's Idempotency-Key use, if it has one: the release's step stores its answer. */
   answer?: PaymentAnswer;
 };
@@ -216,6 +228,8 @@ export type ReleaseRequest = {
 export type RefundRequest = {
   refundId: string;
   reason: 'requested' | 'expired';
+  /** The merchant's metadata, written with the refund's row (the hold's is not copied). */
+  metadata?: Record<string, string>;
   /** The request's Idempotency-Key use (a refund the API asked for): its step stores its answer. */
   answer?: PaymentAnswer;
 };

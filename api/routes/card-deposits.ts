@@ -16,7 +16,7 @@ import type { ApiDeps } from '../deps';
 import { AppError, assertLiveProvider, errorResponse, notFound, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { BodyId, PositiveAmount, uuidPattern } from '../schemas';
+import { BodyId, Metadata, PositiveAmount, uuidPattern } from '../schemas';
 import {
   CardDepositEstimateBody,
   depositEstimateBody,
@@ -42,6 +42,7 @@ const CardDepositRequest = z.object({
   wallet_id: BodyId,
   amount: PositiveAmount,
   payment_method_id: PaymentMethodId,
+  metadata: Metadata.optional(),
 });
 
 const CardEstimateRequest = z.object({
@@ -252,6 +253,7 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
                 walletId: body.wallet_id,
                 amount: body.amount.toString(),
                 paymentMethodId: body.payment_method_id,
+                ...(body.metadata && { metadata: body.metadata }),
               },
             ],
             caller,

@@ -10,13 +10,14 @@ import type { ApiDeps } from '../deps';
 import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { BodyId, PositiveAmount } from '../schemas';
+import { BodyId, Metadata, PositiveAmount } from '../schemas';
 import { startPaymentWithUpdate } from '../temporal';
 import { MoneyOutBody, moneyOutBody } from '../serializers';
 
 const CardPayoutRequest = z.object({
   wallet_id: BodyId,
   amount: PositiveAmount,
+  metadata: Metadata.optional(),
 });
 
 /** decisions.md, Money out: no verified payout account with a payout card. */
@@ -73,6 +74,7 @@ export function cardPayoutRoutes(deps: ApiDeps): Route[] {
                 walletId: body.wallet_id,
                 amount: body.amount.toString(),
                 destination: { account_id: account.account_id },
+                ...(body.metadata && { metadata: body.metadata }),
               },
             ],
             caller,

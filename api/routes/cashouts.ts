@@ -9,7 +9,7 @@ import type { ApiDeps } from '../deps';
 import { assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { BodyId, PositiveMinorUnits } from '../schemas';
+import { BodyId, Metadata, PositiveMinorUnits } from '../schemas';
 import { MoneyOutBody, moneyOutBody } from '../serializers';
 import { startPaymentWithUpdate } from '../temporal';
 
@@ -20,6 +20,7 @@ const CashoutRequest = z.object({
     .string()
     .regex(/^\+?[0-9]{6,15}$/, 'must be a phone number with its country code, digits only')
     .meta({ example: '+23276123456' }),
+  metadata: Metadata.optional(),
 });
 
 export function cashoutRoutes(deps: ApiDeps): Route[] {
@@ -72,6 +73,7 @@ export function cashoutRoutes(deps: ApiDeps): Route[] {
                 walletId: body.wallet_id,
                 amount: body.amount.toString(),
                 destination: { phone_number: body.phone_number },
+                ...(body.metadata && { metadata: body.metadata }),
               },
             ],
             caller,

@@ -10,14 +10,15 @@ import type { ApiDeps } from '../deps';
 import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { BodyId, PositiveMinorUnits } from '../schemas';
-import { StatusBody } from '../serializers';
+import { BodyId, Metadata, PositiveMinorUnits } from '../schemas';
+import { MetadataRecord, StatusBody } from '../serializers';
 import { startPaymentWithUpdate } from '../temporal';
 import { deliverNotification, simulateCashout } from '../provider-notifications';
 
 const DepositRequest = z.object({
   wallet_id: BodyId,
   amount: PositiveMinorUnits,
+  metadata: Metadata.optional(),
 });
 
 const DepositResponse = z
@@ -43,11 +44,16 @@ const DepositResponse = z
       total_amount_paid: z.number().int(),
       provider_fee: z.number().int(),
       application_fee: z.number().int(),
+      metadata: MetadataRecord,
     }),
   })
   .meta({ id: 'MobileMoneyDeposit' });
 
-function depositBody(o: DepositOpened): z.infer<typeof DepositResponse> {
+/** `metadata` is the request's: the row was written with it (a retry's body is the same). */
+function depositBody(
+  o: DepositOpened,
+  metadata: Record<string, string>,
+): z.infer<typeof DepositResponse> {
   return {
     transaction_id: o.transactionId,
     payment_code: {
@@ -70,6 +76,7 @@ function depositBody(o: DepositOpened): z.infer<typeof DepositResponse> {
       total_amount_paid: minorTextToWireInteger(o.deposit.totalAmountPaid),
       provider_fee: minorTextToWireInteger(o.deposit.providerFee),
       application_fee: minorTextToWireInteger(o.deposit.applicationFee),
+      metadata,
     },
   };
 }
@@ -122,6 +129,7 @@ export function depositRoutes(deps: ApiDeps): Route[] {
                 mode: caller.mode,
                 walletId: body.wallet_id,
                 amount: body.amount.toString(),
+                ...(body.metadata && { metadata: body.metadata }),
               },
             ],
             caller,
@@ -130,7 +138,7 @@ export function depositRoutes(deps: ApiDeps): Route[] {
             update: depositUpdates.open,
           }),
         );
-        return { body: depositBody(opened) };
+        return { body: depositBody(opened, body.metadata ?? {}) };
       },
     }),
     defineRoute({

@@ -17,6 +17,7 @@ import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import {
   BodyId,
+  Metadata,
   PageQuery,
   PositiveAmount,
   pageEnvelope,
@@ -59,6 +60,7 @@ const SimulateDisputeRequest = z.object({
     .max(100)
     .optional()
     .meta({ description: 'The payer’s reason, as a card network names it; default `general`' }),
+  metadata: Metadata.optional(),
 });
 
 const SimulateOutcomeRequest = z.object({
@@ -190,6 +192,7 @@ export function disputeRoutes(deps: ApiDeps): Route[] {
             reason: body.reason ?? 'general',
             providerDisputeId: null,
             evidenceDueBy: null,
+            ...(body.metadata && { metadata: body.metadata }),
             ...(idempotency && { disputeId: idFromKey(caller, idempotency, 'dispute') }),
           }),
         );

@@ -15,7 +15,7 @@ import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound, unlessDeclined } from '../errors';
 import { answerUnderKey, idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { BodyId, PositiveAmount } from '../schemas';
+import { BodyId, Metadata, PositiveAmount } from '../schemas';
 import { TransactionBody, madeStepAnswer, transactionBody } from '../serializers';
 import { startPaymentWithUpdate, withDeadline } from '../temporal';
 
@@ -28,13 +28,21 @@ const HoldRequest = z.object({
     .datetime({ offset: true, error: 'expires_at must be an ISO 8601 time' })
     .refine((v) => Date.parse(v) > Date.now(), 'expires_at must be in the future')
     .nullish(),
+  metadata: Metadata.optional(),
 });
 
 const ReleaseRequest = z
   .object({
     recipient_wallet_id: BodyId.optional(),
     amount: PositiveAmount.optional(),
+    metadata: Metadata.optional(),
   })
+  .optional()
+  .transform((v) => v ?? {});
+
+/** The body is optional: a refund without metadata needs none. */
+const EscrowRefundRequest = z
+  .object({ metadata: Metadata.optional() })
   .optional()
   .transform((v) => v ?? {});
 
@@ -165,6 +173,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
               description: body.description,
               recipientWalletId: recipientId,
               expiresAt: body.expires_at ? new Date(body.expires_at).toISOString() : null,
+              ...(body.metadata && { metadata: body.metadata }),
               ...answerUnderKey(idempotency),
               localSteps: true,
             },
@@ -247,6 +256,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
                   releaseId,
                   recipientWalletId: recipientId!,
                   amount: body.amount?.toString() ?? null,
+                  ...(body.metadata && { metadata: body.metadata }),
                   ...answerUnderKey(idempotency),
                 },
               ],
@@ -264,6 +274,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
       auth: 'default',
       idempotent: true,
       params: idParams,
+      body: EscrowRefundRequest,
       responses: {
         200: {
           description: 'The refund (escrow_refund; wallet_id is the sender)',
@@ -273,8 +284,9 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
         401: errorResponse('Missing or invalid credentials'),
         403: errorResponse('Another application’s or mode’s hold'),
         404: errorResponse('Escrow transaction not found'),
+        422: errorResponse('Metadata breaking a limit'),
       },
-      handler: async ({ caller, params, idempotency }) => {
+      handler: async ({ caller, params, body, idempotency }) => {
         const hold = await heldFacts(caller, params.transaction_id);
         const refundId = idFromKey(caller, idempotency, `escrow_refund:${hold.id}`);
         const done = await unlessDone(refundId, idempotency, async () => {
@@ -282,7 +294,14 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           return step(hold, (handle) =>
             handle.executeUpdate(escrowUpdates.refund, {
               updateId: refundId,
-              args: [{ refundId, reason: 'requested', ...answerUnderKey(idempotency) }],
+              args: [
+                {
+                  refundId,
+                  reason: 'requested',
+                  ...(body.metadata && { metadata: body.metadata }),
+                  ...answerUnderKey(idempotency),
+                },
+              ],
             }),
           );
         });

@@ -11,7 +11,7 @@ import type { ApiDeps } from '../deps';
 import { assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { PositiveAmount, uuidPattern } from '../schemas';
+import { Metadata, PositiveAmount, uuidPattern } from '../schemas';
 import { RefundBody, refundBody } from '../serializers';
 import { startPaymentWithUpdate } from '../temporal';
 
@@ -25,10 +25,7 @@ const RefundRequest = z
     reason: z
       .enum(REFUND_REASONS, { error: `must be one of ${REFUND_REASONS.join(', ')}` })
       .optional(),
-    metadata: z
-      .record(z.string(), z.unknown())
-      .optional()
-      .meta({ description: 'Kept on the refund as given, and answered with it' }),
+    metadata: Metadata.optional(),
   })
   .optional()
   .transform((v) => v ?? {});

@@ -9,6 +9,7 @@ import {
   findTransaction,
   listTransactions,
   listTransactionsAfter,
+  mergeTransactionMetadata,
   transactionBatches,
   type ExportRow,
   type TransactionFilter,
@@ -26,6 +27,9 @@ import {
   AmountQuery,
   commaListQuery,
   InstantQuery,
+  MetadataFilter,
+  METADATA_TOO_MANY_KEYS,
+  MetadataPatchBody,
   PageQuery,
   pageEnvelope,
   pageWindow,
@@ -61,6 +65,7 @@ const ListQuery = PageQuery.extend({
     .max(255, 'must be at most 255 characters')
     .optional()
     .meta({ description: 'The provider’s reference of the payment, exactly' }),
+  metadata: MetadataFilter.optional(),
   starting_after: z
     .string({ error: 'must be a transaction id' })
     .regex(uuidPattern, 'must be a transaction id (a UUID)')
@@ -96,6 +101,7 @@ function filterOf(query: z.infer<typeof ExportQuery>): TransactionFilter {
     amount_gte: query['amount[gte]'],
     amount_lte: query['amount[lte]'],
     provider_reference: query.provider_reference,
+    metadata: query.metadata,
   };
 }
 
@@ -192,7 +198,8 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
       summary:
         'List transactions of the application and mode, newest first (page envelope); ' +
         'filters (all combinable): status, transaction_type, wallet_id (sender or recipient), ' +
-        'created[gte], created[lt], amount[gte], amount[lte], provider_reference; with ' +
+        'created[gte], created[lt], amount[gte], amount[lte], provider_reference, ' +
+        'metadata[KEY]=VALUE; with ' +
         'starting_after, a cursor page {data, per_page, has_more} instead',
       tag: 'Transactions',
       auth: 'default',
@@ -307,6 +314,31 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
       handler: async ({ caller, params }) => ({
         body: (await transactionBodies(pool, [await owned(caller, params.transaction_id)]))[0]!,
       }),
+    }),
+    defineRoute({
+      method: 'patch',
+      path: '/api/v1/transactions/:transaction_id',
+      summary:
+        'Update a payment’s metadata: merged into what is stored; "" or null removes a key. ' +
+        'Nothing else of a payment changes, and no event is sent (the answer is the record)',
+      tag: 'Transactions',
+      auth: 'default',
+      params: TransactionParams,
+      body: MetadataPatchBody,
+      responses: {
+        200: { description: 'The updated transaction', schema: TransactionBody },
+        401: errorResponse('Missing or invalid credentials'),
+        403: errorResponse('The transaction belongs to another application or mode'),
+        404: errorResponse('Transaction not found'),
+        422: errorResponse('Another field than metadata, or metadata breaking a limit'),
+      },
+      handler: async ({ caller, params, body }) => {
+        await owned(caller, params.transaction_id);
+        const row = await mergeTransactionMetadata(pool, params.transaction_id, body.metadata);
+        // No row: the merged metadata broke the key limit, and nothing was written.
+        if (!row) throw new AppError('validation_failed', METADATA_TOO_MANY_KEYS);
+        return { body: (await transactionBodies(pool, [row]))[0]! };
+      },
     }),
     defineRoute({
       method: 'get',

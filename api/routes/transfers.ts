@@ -7,7 +7,7 @@ import type { ApiDeps } from '../deps';
 import { unlessDeclined, errorResponse } from '../errors';
 import { answerUnderKey, idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { BodyId, PositiveAmount } from '../schemas';
+import { BodyId, Metadata, PositiveAmount } from '../schemas';
 import { TransactionBody, madeStepAnswer } from '../serializers';
 import { paymentSearchAttributes, runPaymentWorkflow } from '../temporal';
 
@@ -16,6 +16,7 @@ const TransferRequest = z.object({
   to_wallet_id: BodyId,
   amount: PositiveAmount,
   description: z.string().max(500).default(''),
+  metadata: Metadata.optional(),
 });
 
 export function transferRoutes(deps: ApiDeps): Route[] {
@@ -69,6 +70,7 @@ export function transferRoutes(deps: ApiDeps): Route[] {
                 toWalletId: body.to_wallet_id,
                 amount: body.amount.toString(),
                 description: body.description,
+                ...(body.metadata && { metadata: body.metadata }),
                 ...answerUnderKey(idempotency),
                 localSteps: true,
               },

@@ -19,6 +19,7 @@ import {
   BooleanQuery,
   MessageBody,
   Metadata,
+  MetadataFilter,
   METADATA_TOO_MANY_KEYS,
   MetadataPatchBody,
   PageQuery,
@@ -66,6 +67,7 @@ const UserListQuery = PageQuery.extend({
     200,
     'Users whose name, email, phone number or app_user_id contains this (case-insensitive)',
   ),
+  metadata: MetadataFilter.optional(),
 });
 
 const UserParams = z.object({ user_id: z.string() });
@@ -111,7 +113,7 @@ export function userRoutes(deps: ApiDeps): Route[] {
       path: '/api/v1/users/',
       summary:
         'List users (page envelope); filters (all combinable): is_active, email, phone_number, ' +
-        'app_user_id, q',
+        'app_user_id, q, metadata[KEY]=VALUE',
       tag: 'Users',
       auth: 'default',
       query: UserListQuery,
@@ -130,6 +132,7 @@ export function userRoutes(deps: ApiDeps): Route[] {
             phone_number: query.phone_number,
             app_user_id: query.app_user_id,
             q: query.q,
+            metadata: query.metadata,
           },
           pageWindow(query),
         );

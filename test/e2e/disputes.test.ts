@@ -88,6 +88,7 @@ describe('disputes', () => {
       reason: 'general',
       status: 'needs_response',
       evidence_due_by: expect.any(String),
+      metadata: {},
       created_at: expect.any(String),
       updated_at: expect.any(String),
     });

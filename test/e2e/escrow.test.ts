@@ -25,6 +25,7 @@ const TRANSACTION_FIELDS = [
   'escrow_amount',
   'escrow_wallet_id',
   'id',
+  'metadata',
   'recipient_wallet_id',
   'status',
   'transaction_type',

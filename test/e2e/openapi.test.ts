@@ -128,6 +128,7 @@ describe('the OpenAPI document', () => {
         'amount[lte]',
         'created[gte]',
         'created[lt]',
+        'metadata',
         'page',
         'per_page',
         'provider_reference',
@@ -138,8 +139,35 @@ describe('the OpenAPI document', () => {
       ].sort(),
     );
     expect(names('/api/v1/users/')).toEqual(
-      ['app_user_id', 'email', 'is_active', 'page', 'per_page', 'phone_number', 'q'].sort(),
+      [
+        'app_user_id',
+        'email',
+        'is_active',
+        'metadata',
+        'page',
+        'per_page',
+        'phone_number',
+        'q',
+      ].sort(),
     );
+    // metadata[KEY]=VALUE: an object sent as a deepObject, its keys under the stored keys' rules.
+    for (const path of ['/api/v1/transactions/', '/api/v1/users/', '/api/v1/transactions/export']) {
+      const metadata = (
+        doc.paths[path].get.parameters as { name: string; style?: string; schema: unknown }[]
+      ).find((p) => p.name === 'metadata');
+      expect([path, metadata]).toEqual([
+        path,
+        expect.objectContaining({
+          in: 'query',
+          style: 'deepObject',
+          explode: true,
+          schema: expect.objectContaining({
+            type: 'object',
+            propertyNames: expect.objectContaining({ maxLength: 40 }),
+          }),
+        }),
+      ]);
+    }
     const list = doc.paths['/api/v1/transactions/'].get;
     const parameters = list.parameters as { name: string; schema: unknown }[];
     const created = parameters.find((p) => p.name === 'created[gte]')!;

@@ -305,7 +305,7 @@ describe('card refunds', () => {
     expect(await refundRows(depositId)).toEqual([]);
   });
 
-  it('forgets a refund’s request metadata with its user', async () => {
+  it('forgets a refund’s merchant metadata with its user', async () => {
     const { walletId, depositId } = await deposited(10);
     const res = await api.post(refundOf(depositId), { metadata: { email: 'payer@example.com' } });
     expect(res.body).toMatchObject({
@@ -319,6 +319,9 @@ describe('card refunds', () => {
       SELECT metadata FROM transactions WHERE id = ${res.body.id}`);
     expect(kept).not.toHaveProperty('metadata');
     expect(kept).toMatchObject({ kind: 'refund', amount: '1000' });
+    const merchant = await engine.pool.oneFirst(sql.type(z.object({ m: z.any() }))`
+      SELECT merchant_metadata AS m FROM transactions WHERE id = ${res.body.id}`);
+    expect(merchant).toEqual({});
   });
 
   it('limits refunds to 5 a minute per credential by default (429)', async () => {
