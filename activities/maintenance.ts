@@ -1,17 +1,19 @@
 import type { Config } from '../config';
+import { pruneEventListeners } from '../db/event-listeners';
 import { pruneIdempotencyKeys, pruneRateLimitWindows } from '../db/maintenance';
 import type { DatabasePool } from '../db/pool';
 import { purgeProviderNotifications } from '../db/provider-notifications';
 
 /**
  * Housekeeping: rate-limit windows that have ended, idempotency keys past their 24 hours,
- * provider notifications past their retention.
+ * provider notifications past their retention, `cli webhooks listen` registrations that expired.
  */
 export function createMaintenanceActivities(deps: { pool: DatabasePool; config: Config }) {
   async function pruneExpiredRows(): Promise<{
     rateLimitWindows: number;
     idempotencyKeys: number;
     providerNotifications: number;
+    eventListeners: number;
   }> {
     const rateLimitWindows = await pruneRateLimitWindows(deps.pool);
     const idempotencyKeys = await pruneIdempotencyKeys(deps.pool);
@@ -20,7 +22,8 @@ export function createMaintenanceActivities(deps: { pool: DatabasePool; config: 
       retentionHours: notificationRetentionHours,
       keepDays: notificationKeepDays,
     });
-    return { rateLimitWindows, idempotencyKeys, providerNotifications };
+    const eventListeners = await pruneEventListeners(deps.pool);
+    return { rateLimitWindows, idempotencyKeys, providerNotifications, eventListeners };
   }
   return { pruneExpiredRows };
 }

@@ -12,6 +12,8 @@ export async function maintenanceWorkflow(): Promise<{
   idempotencyKeys: number;
   /** Absent from runs recorded before provider notifications were purged. */
   providerNotifications?: number;
+  /** Absent from runs recorded before `cli webhooks listen` registered. */
+  eventListeners?: number;
 }> {
   const pruned = await pruneExpiredRows();
   // The webhook outbox relay (issue 10) is started again should it ever have stopped.

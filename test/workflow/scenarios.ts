@@ -1071,7 +1071,12 @@ export const maintenance = scenario({
   activities: () =>
     ({
       pruneExpiredRows: () =>
-        Promise.resolve({ rateLimitWindows: 2, idempotencyKeys: 3, providerNotifications: 1 }),
+        Promise.resolve({
+          rateLimitWindows: 2,
+          idempotencyKeys: 3,
+          providerNotifications: 1,
+          eventListeners: 0,
+        }),
       ensureWebhookRelayRuns: () => Promise.resolve(),
     }) satisfies Partial<Activities>,
   run: async (env, taskQueue) => {
