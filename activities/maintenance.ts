@@ -1,4 +1,5 @@
 import type { Config } from '../config';
+import { pruneEventListeners } from '../db/event-listeners';
 import { pruneIdempotencyKeys, pruneRateLimitWindows } from '../db/maintenance';
 import type { DatabasePool } from '../db/pool';
 import { purgeProviderNotifications } from '../db/provider-notifications';
@@ -7,7 +8,8 @@ import { eraseExpiredPreviousSecrets } from '../db/webhook-subscriptions';
 /**
  * Housekeeping: rate-limit windows that have ended, idempotency keys past their 24 hours,
  * provider notifications past their retention, webhook secrets replaced by a rotation whose
- * overlap has ended.
+ * overlap has ended, `cli webhooks listen`
+ * registrations that expired.
  */
 export function createMaintenanceActivities(deps: { pool: DatabasePool; config: Config }) {
   async function pruneExpiredRows(): Promise<{
@@ -15,6 +17,7 @@ export function createMaintenanceActivities(deps: { pool: DatabasePool; config: 
     idempotencyKeys: number;
     providerNotifications: number;
     webhookPreviousSecrets: number;
+    eventListeners: number;
   }> {
     const rateLimitWindows = await pruneRateLimitWindows(deps.pool);
     const idempotencyKeys = await pruneIdempotencyKeys(deps.pool);
@@ -24,7 +27,14 @@ export function createMaintenanceActivities(deps: { pool: DatabasePool; config: 
       keepDays: notificationKeepDays,
     });
     const webhookPreviousSecrets = await eraseExpiredPreviousSecrets(deps.pool);
-    return { rateLimitWindows, idempotencyKeys, providerNotifications, webhookPreviousSecrets };
+    const eventListeners = await pruneEventListeners(deps.pool);
+    return {
+      rateLimitWindows,
+      idempotencyKeys,
+      providerNotifications,
+      webhookPreviousSecrets,
+      eventListeners,
+    };
   }
   return { pruneExpiredRows };
 }

@@ -364,6 +364,7 @@ async function main(): Promise<void> {
           pool,
           databaseUrl: database.url,
           allowlist: config.webhooks.privateAllowlist,
+          timing: config.webhooks.listen,
           signal: interruption(),
           out: (line) => process.stdout.write(`${line}\n`),
           warn: (line) => process.stderr.write(`${line}\n`),

@@ -1,7 +1,15 @@
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { findApplication } from '../db/applications';
 import { findEvents, readEventWindow, type FeedScope } from '../db/event-feed';
+import {
+  LISTENERS_CHANNEL,
+  listenersPayload,
+  pruneEventListeners,
+  removeEventListener,
+  renewEventListener,
+} from '../db/event-listeners';
 import type { DatabasePool } from '../db/pool';
 import type { EventRow } from '../db/webhook-deliveries';
 import { listenForEvents, type EventListener } from '../db/webhook-listener';
@@ -20,8 +28,9 @@ import { UsageError } from './errors';
 
 /**
  * `cli webhooks listen`: forwards an application's new events to a developer's server, signed
- * with a secret of its own, as `stripe listen` does. It wakes on the events table's NOTIFY and
- * then reads what committed since its last read; the slow poll only covers a lost notification.
+ * with a secret of its own, as `stripe listen` does. It registers in `event_listeners`, so the
+ * events table notifies it of its application's events, and then reads what committed since its
+ * last read; the slow read only covers a lost notification.
  */
 
 export const LISTEN_USAGE =
@@ -31,8 +40,6 @@ export const LISTEN_USAGE =
 const LOOKBACK_SECONDS = 120;
 /** A seen id is forgotten this long after it left the window, so clock rounding cannot resend it. */
 const FORGET_MARGIN_MS = 5_000;
-/** The read without a notification: a safety net, never the way events are found. */
-const FALLBACK_READ_MS = 5_000;
 /** The pause after a failed read or a failed reconnection before trying again. */
 const RETRY_MS = 1_000;
 /** The developer's server gets as long as a subscription's endpoint (decisions.md). */
@@ -167,6 +174,11 @@ export type ListenDeps = {
   databaseUrl: string;
   /** `WEBHOOK_PRIVATE_ALLOWLIST`. */
   allowlist: readonly string[];
+  /**
+   * `WEBHOOKS_LISTEN_SAFETY_READ_SECONDS`: the read without a notification, a safety net, never
+   * the way events are found; `WEBHOOKS_LISTEN_LEASE_SECONDS`: the registration's lifetime.
+   */
+  timing: { safetyReadSeconds: number; leaseSeconds: number };
   /** Aborted by SIGINT or SIGTERM: the command returns. */
   signal: AbortSignal;
   /** One line of standard output. */
@@ -234,11 +246,26 @@ export async function listenForWebhooks(options: ListenOptions, deps: ListenDeps
     mode: options.mode,
     types: options.types,
   });
+  const registration = {
+    id: randomUUID(),
+    applicationId: options.applicationId,
+    mode: options.mode,
+  };
+  const { leaseSeconds, safetyReadSeconds } = deps.timing;
+  await pruneEventListeners(pool);
+  await renewEventListener(pool, registration, leaseSeconds);
+  const heartbeat = new AbortController();
+  const renewing = renewEvery(pool, registration, leaseSeconds, heartbeat.signal, warn);
   const listenUrl = new URL(deps.databaseUrl);
   listenUrl.searchParams.set('application_name', LISTEN_APPLICATION_NAME);
-  const connect = () => listenForEvents(listenUrl.toString());
-  let listener: EventListener | undefined = await connect();
+  const on = {
+    channel: LISTENERS_CHANNEL,
+    payload: listenersPayload(options.applicationId, options.mode),
+  };
+  const connect = () => listenForEvents(listenUrl.toString(), on);
+  let listener: EventListener | undefined;
   try {
+    listener = await connect();
     // Listening before the first read: an event committed in between is read, not missed.
     await feed.start();
     const secret = newWebhookSecret();
@@ -273,9 +300,34 @@ export async function listenForWebhooks(options: ListenOptions, deps: ListenDeps
         if (!line) break;
         out(JSON.stringify(line));
       }
-      await listener.wait(FALLBACK_READ_MS, signal);
+      await listener.wait(safetyReadSeconds * 1000, signal);
     }
   } finally {
+    heartbeat.abort();
+    await renewing;
     await listener?.close();
+    await removeEventListener(pool, registration.id).catch((error: unknown) =>
+      warn(`listen: cannot remove its registration (${message(error)}); it expires by itself`),
+    );
+  }
+}
+
+/**
+ * Renews the registration every quarter of its lifetime until `signal` aborts: a few failed
+ * renewals in a row (a database restart) still leave it live.
+ */
+async function renewEvery(
+  pool: DatabasePool,
+  registration: Parameters<typeof renewEventListener>[1],
+  leaseSeconds: number,
+  signal: AbortSignal,
+  warn: (line: string) => void,
+): Promise<void> {
+  for (;;) {
+    await pause((leaseSeconds * 1000) / 4, signal);
+    if (signal.aborted) return;
+    await renewEventListener(pool, registration, leaseSeconds).catch((error: unknown) =>
+      warn(`listen: cannot renew its registration (${message(error)}); retrying`),
+    );
   }
 }

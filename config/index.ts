@@ -248,6 +248,14 @@ export const envSchema = z.object({
       'Comma-separated IPs or CIDR ranges (`127.0.0.1/32,::1`) that the webhook URL guard lets through although they are private or internal, for local development and tests. Leave it empty in production.',
     shownDefault: 'empty',
   }),
+  WEBHOOKS_LISTEN_SAFETY_READ_SECONDS: z.coerce.number().int().min(1).max(3600).default(5).meta({
+    description:
+      '`cli webhooks listen` (1 to 3600): how long it waits without a notification before reading the events table anyway, in case a notification was lost with its connection.',
+  }),
+  WEBHOOKS_LISTEN_LEASE_SECONDS: z.coerce.number().int().min(2).max(3600).default(120).meta({
+    description:
+      '`cli webhooks listen` (2 to 3600): how long its registration lasts (the events of its application and mode notify it while it does); it renews it every quarter of this, so a killed command stops being notified at most this long after.',
+  }),
   RECONCILIATION_INTERVAL_SECONDS: z.coerce
     .number()
     .int()
@@ -483,6 +491,8 @@ export type Config = {
     secretKey?: Buffer;
     /** IPs or CIDR ranges the SSRF guard lets through (local development, tests). */
     privateAllowlist: string[];
+    /** `cli webhooks listen`: its read without a notification, its registration's lifetime. */
+    listen: { safetyReadSeconds: number; leaseSeconds: number };
   };
   /** The `reconciliation` schedule (worker/schedules.ts, workflows/reconciliation.ts). */
   reconciliation: {
@@ -674,6 +684,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       privateAllowlist: e.WEBHOOK_PRIVATE_ALLOWLIST.split(',')
         .map((entry) => entry.trim())
         .filter(Boolean),
+      listen: {
+        safetyReadSeconds: e.WEBHOOKS_LISTEN_SAFETY_READ_SECONDS,
+        leaseSeconds: e.WEBHOOKS_LISTEN_LEASE_SECONDS,
+      },
     },
     reconciliation: {
       intervalSeconds: e.RECONCILIATION_INTERVAL_SECONDS,

@@ -1,7 +1,13 @@
 import pg from 'pg';
 
-/** The channel the `events` insert trigger notifies (migration 0005). */
-const CHANNEL = 'webhook_events';
+/** The channel the `events` insert trigger notifies for the relay (migrations 0005, 0011). */
+export const RELAY_CHANNEL = 'webhook_events';
+
+export type ListenOn = {
+  channel: string;
+  /** Only notifications with this payload wake the listener; absent: any. */
+  payload?: string;
+};
 
 export type EventListener = {
   /**
@@ -19,12 +25,16 @@ export type EventListener = {
  * a money movement commits instead of polling. The caller still reads the table after a timeout:
  * a notification lost with a dropped connection costs latency, never an event.
  */
-export async function listenForEvents(databaseUrl: string): Promise<EventListener> {
+export async function listenForEvents(
+  databaseUrl: string,
+  on: ListenOn = { channel: RELAY_CHANNEL },
+): Promise<EventListener> {
   const client = new pg.Client({ connectionString: databaseUrl });
   let notified = false;
   let wake: (() => void) | undefined;
   let lost = false;
-  client.on('notification', () => {
+  client.on('notification', (notification) => {
+    if (on.payload !== undefined && notification.payload !== on.payload) return;
     notified = true;
     wake?.();
   });
@@ -36,7 +46,7 @@ export async function listenForEvents(databaseUrl: string): Promise<EventListene
   client.on('error', broke);
   client.on('end', broke);
   await client.connect();
-  await client.query(`LISTEN ${CHANNEL}`);
+  await client.query(`LISTEN ${on.channel}`);
   return {
     wait: (timeoutMs, signal) => {
       if (notified || signal?.aborted) {

@@ -14,6 +14,8 @@ export async function maintenanceWorkflow(): Promise<{
   providerNotifications?: number;
   /** Absent from runs recorded before rotated webhook secrets were erased. */
   webhookPreviousSecrets?: number;
+  /** Absent from runs recorded before `cli webhooks listen` registered. */
+  eventListeners?: number;
 }> {
   const pruned = await pruneExpiredRows();
   // The webhook outbox relay (issue 10) is started again should it ever have stopped.

@@ -1,8 +1,12 @@
 import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'slonik';
 import { z } from 'zod';
+import { createMaintenanceActivities } from '../../activities/maintenance';
 import { LISTEN_APPLICATION_NAME } from '../../cli/webhooks-listen';
+import { LISTENERS_CHANNEL } from '../../db/event-listeners';
+import { listenForEvents } from '../../db/webhook-listener';
 import { EVENT_TYPES } from '../../domain/events';
 import { createTestApp } from '../support/engine';
 import { clientFor, createFundedWallet, createUserWithWallet, transfer } from '../support/http';
@@ -52,10 +56,13 @@ afterEach(() => {
   running.clear();
 });
 
-function spawnCli(args: string[]): ChildProcessWithoutNullStreams {
+function spawnCli(
+  args: string[],
+  env: Record<string, string> = {},
+): ChildProcessWithoutNullStreams {
   const child = spawn('npm', ['run', '--silent', 'cli', '--', ...args], {
     cwd: root,
-    env: { ...process.env, DATABASE_URL: engine.config.database.url, LOG_LEVEL: 'info' },
+    env: { ...process.env, DATABASE_URL: engine.config.database.url, LOG_LEVEL: 'info', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
     detached: true,
   });
@@ -91,8 +98,8 @@ function runToEnd(
 }
 
 /** Starts the command and answers once it printed its secret (it then forwards what commits). */
-async function listen(args: string[]): Promise<Listening> {
-  const child = spawnCli(['webhooks', 'listen', ...args]);
+async function listen(args: string[], env: Record<string, string> = {}): Promise<Listening> {
+  const child = spawnCli(['webhooks', 'listen', ...args], env);
   let stdout = '';
   let stderr = '';
   const lines: ListenLine[] = [];
@@ -154,6 +161,24 @@ function eventOf(transactionId: string, type: string): Promise<string> {
 }
 
 const at = (path: string) => (r: Received) => r.path === path;
+
+/** The `webhooks listen` registrations of an application (migration 0024). */
+const registrations = (applicationId: string) =>
+  engine.pool.any(sql.type(
+    z.object({ id: z.string(), mode: z.string(), expires_at: z.number(), live: z.boolean() }),
+  )`
+    SELECT id, mode, extract(epoch FROM expires_at)::float8 AS expires_at, expires_at > now() AS live
+    FROM event_listeners WHERE application_id = ${applicationId}`);
+
+/** The safety read far beyond any test: only a notification can bring an event in time. */
+const NO_SAFETY_READ = { WEBHOOKS_LISTEN_SAFETY_READ_SECONDS: '3600' };
+
+/** Whether `wait` ended before its timeout, i.e. a notification came. */
+async function notified(wait: (timeoutMs: number) => Promise<void>): Promise<boolean> {
+  const start = Date.now();
+  await wait(1_000);
+  return Date.now() - start < 900;
+}
 
 describe('npm run --silent cli -- webhooks listen', () => {
   it('forwards each new event once, signed with the secret it printed first, one line each', async () => {
@@ -279,22 +304,76 @@ describe('npm run --silent cli -- webhooks listen', () => {
     expect((await session.stop()).code).toBe(0);
   });
 
-  it('forwards the events of an application without subscriptions (no NOTIFY for them)', async () => {
+  it('forwards at once the events of an application without subscriptions, while registered', async () => {
     const quiet = await createTestApp(engine.pool);
     const client = clientFor(engine.url, quiet);
-    const session = await listen([
-      '--app',
-      quiet.id,
-      '--mode',
-      'test',
-      '--forward-to',
-      receiver.url('/quiet'),
-    ]);
+    const databaseUrl = engine.config.database.url!;
+    const relay = await listenForEvents(databaseUrl);
+    try {
+      const session = await listen(
+        ['--app', quiet.id, '--mode', 'test', '--forward-to', receiver.url('/quiet')],
+        NO_SAFETY_READ,
+      );
+      const [registered] = await registrations(quiet.id);
+      expect(registered).toMatchObject({ mode: 'test', live: true });
+      await relay.wait(0); // forget what came before
+      for (let i = 0; i < 2; i += 1) {
+        const id = await transferEvent(client);
+        // Well within the hour of the safety read: the registration's notification woke it.
+        expect(await session.lineOf(id, 10_000)).toEqual({
+          id,
+          type: 'transfer.completed',
+          status_code: 200,
+        });
+        const request = await receiver.waitFor((r) => at('/quiet')(r) && r.payload?.id === id);
+        expect(verify(session.secret, request)).toMatchObject({ id });
+      }
+      // The listeners' channel is its own: the relay, with nothing to deliver, slept on.
+      expect(await notified(relay.wait)).toBe(false);
+      expect((await session.stop('SIGINT')).code).toBe(0);
+      // A clean exit deletes the registration: the events notify no one again.
+      expect(await registrations(quiet.id)).toEqual([]);
+    } finally {
+      await relay.close();
+    }
+  });
+
+  it('renews its registration while it runs; killed, the registration expires and is pruned', async () => {
+    const quiet = await createTestApp(engine.pool);
+    const client = clientFor(engine.url, quiet, 'live');
+    const session = await listen(
+      ['--app', quiet.id, '--mode', 'live', '--forward-to', receiver.url('/killed')],
+      { ...NO_SAFETY_READ, WEBHOOKS_LISTEN_LEASE_SECONDS: '2' },
+    );
+    const [first] = await registrations(quiet.id);
+    expect(first).toMatchObject({ mode: 'live', live: true });
+    await sleep(3_000);
+    // Past its first lifetime, still live: renewed.
+    const [renewed] = await registrations(quiet.id);
+    expect(renewed).toMatchObject({ id: first!.id, live: true });
+    expect(renewed!.expires_at).toBeGreaterThan(first!.expires_at);
     const id = await transferEvent(client);
-    expect(await session.lineOf(id)).toEqual({ id, type: 'transfer.completed', status_code: 200 });
-    const request = await receiver.waitFor((r) => at('/quiet')(r) && r.payload?.id === id);
-    expect(verify(session.secret, request)).toMatchObject({ id });
-    expect((await session.stop()).code).toBe(0);
+    expect(await session.lineOf(id, 10_000)).toMatchObject({ id, status_code: 200 });
+
+    await session.stop('SIGKILL');
+    const listener = await listenForEvents(engine.config.database.url!, {
+      channel: LISTENERS_CHANNEL,
+    });
+    try {
+      await sleep(2_500);
+      // Nothing deleted it, but it expired: an event of its scope notifies no one.
+      expect(await registrations(quiet.id)).toEqual([
+        expect.objectContaining({ id: first!.id, live: false }),
+      ]);
+      await listener.wait(0);
+      await transferEvent(client);
+      expect(await notified(listener.wait)).toBe(false);
+    } finally {
+      await listener.close();
+    }
+    const pruned = await createMaintenanceActivities(engine).pruneExpiredRows();
+    expect(pruned.eventListeners).toBeGreaterThanOrEqual(1);
+    expect(await registrations(quiet.id)).toEqual([]);
   });
 
   it('listens again after its connection is cut, and misses or repeats nothing', async () => {
@@ -311,7 +390,7 @@ describe('npm run --silent cli -- webhooks listen', () => {
     const listeners = () =>
       engine.pool.anyFirst(sql.type(z.object({ pid: z.number() }))`
         SELECT pid FROM pg_stat_activity
-        WHERE datname = current_database() AND query = 'LISTEN webhook_events'
+        WHERE datname = current_database() AND query = 'LISTEN event_listeners'
           AND application_name = ${LISTEN_APPLICATION_NAME}`);
     const cut = await listeners();
     expect(cut).toHaveLength(1);

@@ -41,6 +41,7 @@ describe('maintenance', () => {
       idempotencyKeys: 2,
       providerNotifications: 0,
       webhookPreviousSecrets: 0,
+      eventListeners: 0,
     });
     expect(await count('rate_limit_counters')).toBe(1);
     expect(await count('idempotency_keys')).toBe(2);
@@ -68,6 +69,21 @@ describe('maintenance', () => {
     const left = await engine.pool.anyFirst(sql.type(z.object({ payment_reference: z.string() }))`
       SELECT payment_reference FROM provider_notifications ORDER BY payment_reference`);
     expect(left).toEqual(['ignored-kept', 'matched-kept', 'unmatched-retried']);
+  });
+
+  it('deletes expired `webhooks listen` registrations and keeps the live ones', async () => {
+    const app = await createTestApp(engine.pool);
+    const live = randomUUID();
+    const expired = randomUUID();
+    await engine.pool.query(sql.unsafe`
+      INSERT INTO event_listeners (id, application_id, mode, expires_at) VALUES
+        (${live}, ${app.id}, 'test', now() + interval '2 minutes'),
+        (${expired}, ${app.id}, 'live', now() - interval '1 second')`);
+    const result = await maintenance().pruneExpiredRows();
+    expect(result.eventListeners).toBe(1);
+    const left = await engine.pool.anyFirst(sql.type(z.object({ id: z.string() }))`
+      SELECT id FROM event_listeners WHERE application_id = ${app.id}`);
+    expect(left).toEqual([live]);
   });
 
   it('creates the maintenance schedule once', async () => {

@@ -1078,6 +1078,7 @@ export const maintenance = scenario({
           idempotencyKeys: 3,
           providerNotifications: 1,
           webhookPreviousSecrets: 0,
+          eventListeners: 0,
         }),
       ensureWebhookRelayRuns: () => Promise.resolve(),
     }) satisfies Partial<Activities>,
