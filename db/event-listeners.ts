@@ -3,11 +3,11 @@ import { z } from 'zod';
 import type { Mode } from '../domain/types';
 
 /**
- * The registrations of running `cli webhooks listen` commands (migration 0024): while one is
+ * The registrations of running `cli webhooks listen` commands (migration 0022): while one is
  * live, every event of its application and mode notifies `LISTENERS_CHANNEL`.
  */
 
-/** The channel the `events` insert trigger notifies for registered listeners (migration 0024). */
+/** The channel the `events` insert trigger notifies for registered listeners (migration 0022). */
 export const LISTENERS_CHANNEL = 'event_listeners';
 
 /** The payload of that channel's notifications for an application and mode. */

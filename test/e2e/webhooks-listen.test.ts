@@ -162,7 +162,7 @@ function eventOf(transactionId: string, type: string): Promise<string> {
 
 const at = (path: string) => (r: Received) => r.path === path;
 
-/** The `webhooks listen` registrations of an application (migration 0024). */
+/** The `webhooks listen` registrations of an application (migration 0022). */
 const registrations = (applicationId: string) =>
   engine.pool.any(sql.type(
     z.object({ id: z.string(), mode: z.string(), expires_at: z.number(), live: z.boolean() }),
