@@ -113,7 +113,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** List users (page envelope); filters (all combinable): is_active, email, phone_number, app_user_id, q */
+    /** List users (page envelope); filters (all combinable): is_active, email, phone_number, app_user_id, q, metadata[KEY]=VALUE */
     get: operations['get_api_v1_users'];
     put?: never;
     post?: never;
@@ -626,7 +626,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** List transactions of the application and mode, newest first (page envelope); filters (all combinable): status, transaction_type, wallet_id (sender or recipient), created[gte], created[lt], amount[gte], amount[lte], provider_reference; with starting_after, a cursor page {data, per_page, has_more} instead */
+    /** List transactions of the application and mode, newest first (page envelope); filters (all combinable): status, transaction_type, wallet_id (sender or recipient), created[gte], created[lt], amount[gte], amount[lte], provider_reference, metadata[KEY]=VALUE; with starting_after, a cursor page {data, per_page, has_more} instead */
     get: operations['get_api_v1_transactions'];
     put?: never;
     post?: never;
@@ -667,7 +667,8 @@ export interface paths {
     delete?: never;
     options?: never;
     head?: never;
-    patch?: never;
+    /** Update a payment’s metadata: merged into what is stored; "" or null removes a key. Nothing else of a payment changes, and no event is sent (the answer is the record) */
+    patch: operations['patch_api_v1_transactions_transaction_id'];
     trace?: never;
   };
   '/api/v1/transactions/{transaction_id}/timeline': {
@@ -772,6 +773,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/testing/advance-time': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Test Mode only: moves one payment’s own clock forward. Every timer it waits on (an escrow hold’s `expires_at`, a payment code’s expiry, a card payment’s 3-D Secure wait, a money-out’s pending wait, a dispute’s evidence deadline) fires at once when the advance passes its deadline, and keeps what remains of it otherwise. Answers once the payment has acted on it */
+    post: operations['post_api_v1_testing_advance_time'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/webhooks/subscriptions': {
     parameters: {
       query?: never;
@@ -809,6 +827,40 @@ export interface paths {
     patch: operations['patch_api_v1_webhooks_subscriptions_subscription_id'];
     trace?: never;
   };
+  '/api/v1/webhooks/subscriptions/{subscription_id}/test': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Send a signed `webhook.test` event to the subscription, one attempt, and answer how it went */
+    post: operations['post_api_v1_webhooks_subscriptions_subscription_id_test'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/webhooks/subscriptions/{subscription_id}/rotate-secret': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Replace the signing secret; the previous one keeps signing beside it until it expires */
+    post: operations['post_api_v1_webhooks_subscriptions_subscription_id_rotate_secret'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/events': {
     parameters: {
       query?: never;
@@ -837,6 +889,23 @@ export interface paths {
     get: operations['get_api_v1_events_event_id'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/events/{event_id}/redeliver': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Send an event again, as a new delivery with attempts of its own, to one subscription or to every active one that selects its type */
+    post: operations['post_api_v1_events_event_id_redeliver'];
     delete?: never;
     options?: never;
     head?: never;
@@ -922,6 +991,23 @@ export interface paths {
     get: operations['get_api_v1_analytics_dashboard'];
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/admin/payments/{transaction_id}/resolve': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Platform admins: end a payment stuck on its provider (a pending deposit, card deposit, payout, cashout or refund) as if its provider had answered `outcome`: completed settles it, failed gives the money back. Sent to the payment’s workflow as the `resolve` update, validated before it is accepted; the operator, the reason and the admin credential’s id are kept in its history and shown on its timeline */
+    post: operations['post_api_v1_admin_payments_transaction_id_resolve'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1053,6 +1139,10 @@ export interface components {
       /** @enum {string} */
       status: 'pending' | 'held' | 'completed' | 'failed' | 'expired' | 'reversed';
       description: string;
+      /** @description The merchant’s metadata; {} when there is none */
+      metadata: {
+        [key: string]: string;
+      };
       created_at: string;
       updated_at: string;
       /** @description The card deposit this record comes from: on `card_refund`, `dispute_reserve` and `dispute_release` only */
@@ -1099,6 +1189,8 @@ export interface components {
       url: string;
       events: string[];
       is_active: boolean;
+      /** @description Why the engine turned it off: `failing`, every delivery failed for 72 hours; null otherwise, and once turned on again */
+      disabled_reason: 'failing' | null;
       created_at: string;
       updated_at: string;
       /** @description `whsec_` and the base64 of 32 random bytes; shown only here, keep it */
@@ -1169,6 +1261,10 @@ export interface components {
       /** @enum {string} */
       status: 'needs_response' | 'under_review' | 'won' | 'lost';
       evidence_due_by: string;
+      /** @description The merchant’s metadata; {} when there is none */
+      metadata: {
+        [key: string]: string;
+      };
       created_at: string;
       updated_at: string;
     };
@@ -1262,6 +1358,10 @@ export interface components {
         total_amount_paid: number;
         provider_fee: number;
         application_fee: number;
+        /** @description The merchant’s metadata; {} when there is none */
+        metadata: {
+          [key: string]: string;
+        };
       };
     };
     MoneyOut: {
@@ -1290,6 +1390,10 @@ export interface components {
       /** @enum {string} */
       status: 'pending' | 'held' | 'completed' | 'failed' | 'expired' | 'reversed';
       description: string;
+      /** @description The merchant’s metadata; {} when there is none */
+      metadata: {
+        [key: string]: string;
+      };
       created_at: string;
       updated_at: string;
       /** @description The card deposit this record comes from: on `card_refund`, `dispute_reserve` and `dispute_release` only */
@@ -1317,6 +1421,17 @@ export interface components {
       /** @description What the provider received and is verifying */
       pending_verification: string[];
       disabled_reason: string | null;
+    };
+    PaymentResolution: {
+      /**
+       * @description What the provider would have answered: completed settles, failed gives back
+       * @enum {string}
+       */
+      outcome: 'completed' | 'failed';
+      /** @description Why (what the provider said when asked); kept in the workflow’s history */
+      reason: string;
+      /** @description Who resolves it; kept in the history */
+      operator: string;
     };
     PaymentTimeline: {
       transaction_id: string;
@@ -1401,6 +1516,10 @@ export interface components {
       /** @enum {string} */
       status: 'pending' | 'held' | 'completed' | 'failed' | 'expired' | 'reversed';
       description: string;
+      /** @description The merchant’s metadata; {} when there is none */
+      metadata: {
+        [key: string]: string;
+      };
       created_at: string;
       updated_at: string;
       /** @description The card deposit refunded */
@@ -1413,10 +1532,6 @@ export interface components {
       provider_reference: string | null;
       /** @description Why, as the request said */
       reason: ('requested_by_customer' | 'duplicate' | 'fraudulent') | null;
-      /** @description The request’s metadata, as given */
-      metadata: {
-        [key: string]: unknown;
-      } | null;
     };
     Statement: {
       wallet_id: string;
@@ -1517,6 +1632,10 @@ export interface components {
       provider_reference: string | null;
       /** @description The message of the last failure: of a failed step, or of the attempt before a retry */
       failure: string | null;
+      /** @description An operator’s resolution (the update `resolve`): who resolved the payment; absent on other steps */
+      operator?: string;
+      /** @description An operator’s resolution: the reason the operator gave; absent on other steps */
+      reason?: string;
     };
     Transaction: {
       id: string;
@@ -1544,6 +1663,10 @@ export interface components {
       /** @enum {string} */
       status: 'pending' | 'held' | 'completed' | 'failed' | 'expired' | 'reversed';
       description: string;
+      /** @description The merchant’s metadata; {} when there is none */
+      metadata: {
+        [key: string]: string;
+      };
       created_at: string;
       updated_at: string;
       /** @description The card deposit this record comes from: on `card_refund`, `dispute_reserve` and `dispute_release` only */
@@ -1591,6 +1714,15 @@ export interface components {
         [key: string]: string;
       };
     };
+    WebhookAttempt: {
+      attempted_at: string;
+      /** @description HTTP status of the answer; null when none came */
+      status_code: number | null;
+      /** @description From the request sent to the answer read */
+      duration_ms: number;
+      /** @description Why the attempt failed; null after a 2xx */
+      error: string | null;
+    };
     WebhookDelivery: {
       subscription_id: string;
       /** @enum {string} */
@@ -1604,14 +1736,27 @@ export interface components {
       /** @description When the next attempt is due; null once delivered or failed */
       next_attempt_at: string | null;
       delivered_at: string | null;
+      /** @description The last 25 attempts of this delivery, oldest first */
+      history: components['schemas']['WebhookAttempt'][];
     };
     WebhookSubscription: {
       id: string;
       url: string;
       events: string[];
       is_active: boolean;
+      /** @description Why the engine turned it off: `failing`, every delivery failed for 72 hours; null otherwise, and once turned on again */
+      disabled_reason: 'failing' | null;
       created_at: string;
       updated_at: string;
+    };
+    WebhookTestResult: {
+      /** @description The endpoint answered 2xx */
+      delivered: boolean;
+      /** @description HTTP status of the answer; null when none came */
+      status_code: number | null;
+      duration_ms: number;
+      /** @description Why it failed; null after a 2xx */
+      error: string | null;
     };
   };
   responses: never;
@@ -1890,6 +2035,9 @@ export interface operations {
         phone_number?: string;
         app_user_id?: string;
         q?: string;
+        metadata?: {
+          [key: string]: string;
+        };
       };
       header?: never;
       path?: never;
@@ -3163,7 +3311,10 @@ export interface operations {
          *       "from_wallet_id": "0b6f3c2e-8d1a-4f5b-9c7e-2a4d6e8f1b3c",
          *       "to_wallet_id": "5e9a7c1b-3f2d-4e6a-8b0c-9d1e2f3a4b5c",
          *       "amount": 12.5,
-         *       "description": "Rent for March"
+         *       "description": "Rent for March",
+         *       "metadata": {
+         *         "invoice_id": "INV-0312"
+         *       }
          *     }
          */
         'application/json': {
@@ -3178,6 +3329,15 @@ export interface operations {
           amount: number;
           /** @default  */
           description?: string;
+          /**
+           * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters
+           * @example {
+           *       "order_id": "6735"
+           *     }
+           */
+          metadata?: {
+            [key: string]: string;
+          };
         };
       };
     };
@@ -3292,7 +3452,10 @@ export interface operations {
         /**
          * @example {
          *       "wallet_id": "0b6f3c2e-8d1a-4f5b-9c7e-2a4d6e8f1b3c",
-         *       "amount": 1000
+         *       "amount": 1000,
+         *       "metadata": {
+         *         "order_id": "6735"
+         *       }
          *     }
          */
         'application/json': {
@@ -3303,6 +3466,15 @@ export interface operations {
            * @example 1000
            */
           amount: number;
+          /**
+           * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters
+           * @example {
+           *       "order_id": "6735"
+           *     }
+           */
+          metadata?: {
+            [key: string]: string;
+          };
         };
       };
     };
@@ -3532,7 +3704,10 @@ export interface operations {
          * @example {
          *       "wallet_id": "0b6f3c2e-8d1a-4f5b-9c7e-2a4d6e8f1b3c",
          *       "amount": 25,
-         *       "payment_method_id": "pm_card_visa"
+         *       "payment_method_id": "pm_card_visa",
+         *       "metadata": {
+         *         "order_id": "6735"
+         *       }
          *     }
          */
         'application/json': {
@@ -3548,6 +3723,15 @@ export interface operations {
            * @example pm_card_visa
            */
           payment_method_id: string;
+          /**
+           * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters
+           * @example {
+           *       "order_id": "6735"
+           *     }
+           */
+          metadata?: {
+            [key: string]: string;
+          };
         };
       };
     };
@@ -3995,7 +4179,10 @@ export interface operations {
          * @example {
          *       "wallet_id": "0b6f3c2e-8d1a-4f5b-9c7e-2a4d6e8f1b3c",
          *       "amount": 1000,
-         *       "phone_number": "+23276123456"
+         *       "phone_number": "+23276123456",
+         *       "metadata": {
+         *         "payout_batch": "2026-03"
+         *       }
          *     }
          */
         'application/json': {
@@ -4008,6 +4195,15 @@ export interface operations {
           amount: number;
           /** @example +23276123456 */
           phone_number: string;
+          /**
+           * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters
+           * @example {
+           *       "order_id": "6735"
+           *     }
+           */
+          metadata?: {
+            [key: string]: string;
+          };
         };
       };
     };
@@ -4122,7 +4318,10 @@ export interface operations {
         /**
          * @example {
          *       "wallet_id": "0b6f3c2e-8d1a-4f5b-9c7e-2a4d6e8f1b3c",
-         *       "amount": 25
+         *       "amount": 25,
+         *       "metadata": {
+         *         "payout_batch": "2026-03"
+         *       }
          *     }
          */
         'application/json': {
@@ -4133,6 +4332,15 @@ export interface operations {
            * @example 12.5
            */
           amount: number;
+          /**
+           * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters
+           * @example {
+           *       "order_id": "6735"
+           *     }
+           */
+          metadata?: {
+            [key: string]: string;
+          };
         };
       };
     };
@@ -4263,9 +4471,14 @@ export interface operations {
           amount?: number;
           /** @enum {string} */
           reason?: 'requested_by_customer' | 'duplicate' | 'fraudulent';
-          /** @description Kept on the refund as given, and answered with it */
+          /**
+           * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters
+           * @example {
+           *       "order_id": "6735"
+           *     }
+           */
           metadata?: {
-            [key: string]: unknown;
+            [key: string]: string;
           };
         };
       };
@@ -4584,7 +4797,10 @@ export interface operations {
          *       "amount": 25,
          *       "description": "Order 1042, released on delivery",
          *       "recipient_wallet_id": "5e9a7c1b-3f2d-4e6a-8b0c-9d1e2f3a4b5c",
-         *       "expires_at": "2099-12-31T23:59:59Z"
+         *       "expires_at": "2099-12-31T23:59:59Z",
+         *       "metadata": {
+         *         "order_id": "1042"
+         *       }
          *     }
          */
         'application/json': {
@@ -4599,6 +4815,15 @@ export interface operations {
           description?: string;
           recipient_wallet_id?: string | null;
           expires_at?: string | null;
+          /**
+           * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters
+           * @example {
+           *       "order_id": "6735"
+           *     }
+           */
+          metadata?: {
+            [key: string]: string;
+          };
         };
       };
     };
@@ -4781,7 +5006,10 @@ export interface operations {
       content: {
         /**
          * @example {
-         *       "amount": 10
+         *       "amount": 10,
+         *       "metadata": {
+         *         "delivery": "D-7"
+         *       }
          *     }
          */
         'application/json': {
@@ -4792,6 +5020,15 @@ export interface operations {
            * @example 12.5
            */
           amount?: number;
+          /**
+           * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters
+           * @example {
+           *       "order_id": "6735"
+           *     }
+           */
+          metadata?: {
+            [key: string]: string;
+          };
         };
       };
     };
@@ -4903,7 +5140,28 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody?: never;
+    requestBody?: {
+      content: {
+        /**
+         * @example {
+         *       "metadata": {
+         *         "reason_code": "cancelled"
+         *       }
+         *     }
+         */
+        'application/json': {
+          /**
+           * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters
+           * @example {
+           *       "order_id": "6735"
+           *     }
+           */
+          metadata?: {
+            [key: string]: string;
+          };
+        };
+      };
+    };
     responses: {
       /** @description The refund (escrow_refund; wallet_id is the sender) */
       200: {
@@ -4959,7 +5217,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A field is invalid or holds text the database cannot store (NUL); or a malformed Idempotency-Key */
+      /** @description Metadata breaking a limit; or a field is invalid or holds text the database cannot store (NUL); or a malformed Idempotency-Key */
       422: {
         headers: {
           [name: string]: unknown;
@@ -5119,6 +5377,9 @@ export interface operations {
         'amount[gte]'?: string;
         'amount[lte]'?: string;
         provider_reference?: string;
+        metadata?: {
+          [key: string]: string;
+        };
         starting_after?: string;
       };
       header?: never;
@@ -5217,6 +5478,9 @@ export interface operations {
         'amount[gte]'?: string;
         'amount[lte]'?: string;
         provider_reference?: string;
+        metadata?: {
+          [key: string]: string;
+        };
       };
       header?: never;
       path?: never;
@@ -5321,6 +5585,123 @@ export interface operations {
       };
       /** @description Transaction not found */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  patch_api_v1_transactions_transaction_id: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        transaction_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "metadata": {
+         *         "shipped": "yes",
+         *         "coupon": null
+         *       }
+         *     }
+         */
+        'application/json': {
+          /**
+           * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters, merged into the stored metadata; a key set to "" or null is removed; the limits apply to the merged result
+           * @example {
+           *       "order_id": "6736",
+           *       "coupon": ""
+           *     }
+           */
+          metadata: {
+            [key: string]: string | null;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description The updated transaction */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Transaction'];
+        };
+      };
+      /** @description The body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The transaction belongs to another application or mode; or admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Transaction not found */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body is larger than 1 MiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Another field than metadata, or metadata breaking a limit; or a field is invalid or holds text the database cannot store (NUL) */
+      422: {
         headers: {
           [name: string]: unknown;
         };
@@ -5683,7 +6064,10 @@ export interface operations {
         /**
          * @example {
          *       "transaction_id": "7c3e1a9b-2d4f-4a6b-8c0d-1e2f3a4b5c6d",
-         *       "amount": 25
+         *       "amount": 25,
+         *       "metadata": {
+         *         "case_ref": "CB-77"
+         *       }
          *     }
          */
         'application/json': {
@@ -5699,6 +6083,15 @@ export interface operations {
           amount?: number;
           /** @description The payer’s reason, as a card network names it; default `general` */
           reason?: string;
+          /**
+           * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters
+           * @example {
+           *       "order_id": "6735"
+           *     }
+           */
+          metadata?: {
+            [key: string]: string;
+          };
         };
       };
     };
@@ -5874,6 +6267,111 @@ export interface operations {
         };
       };
       /** @description Validation failure: status must be won or lost; or a field is invalid or holds text the database cannot store (NUL) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  post_api_v1_testing_advance_time: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** Format: uuid */
+          transaction_id: string;
+          /** @description How far the payment’s clock moves forward, in seconds */
+          seconds: number;
+        };
+      };
+    };
+    responses: {
+      /** @description The payment after the advance */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            transaction_id: string;
+            /** @description The transaction’s status once the payment has acted */
+            status: string;
+          };
+        };
+      };
+      /** @description The payment is not waiting on a timer; or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Live Mode credentials used; or admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Transaction not found */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body is larger than 1 MiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation failure: seconds must be an integer from 1 to 31,536,000; or a field is invalid or holds text the database cannot store (NUL) */
       422: {
         headers: {
           [name: string]: unknown;
@@ -6389,6 +6887,209 @@ export interface operations {
       };
     };
   };
+  post_api_v1_webhooks_subscriptions_subscription_id_test: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        subscription_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The outcome of the one attempt (a refused address, no answer or a non-2xx is `delivered` false with its reason) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WebhookTestResult'];
+        };
+      };
+      /** @description The body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The subscription belongs to another application or mode; or admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Webhook subscription not found */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body is larger than 1 MiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A field is invalid or holds text the database cannot store (NUL) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  post_api_v1_webhooks_subscriptions_subscription_id_rotate_secret: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        subscription_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "previous_secret_expires_in": 86400
+         *     }
+         */
+        'application/json': {
+          /**
+           * @description Seconds the replaced secret still signs deliveries beside the new one (0: not at all)
+           * @default 86400
+           */
+          previous_secret_expires_in?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description The subscription, with its new secret (shown only here) */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CreatedWebhookSubscription'];
+        };
+      };
+      /** @description The body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The subscription belongs to another application or mode; or admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Webhook subscription not found */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body is larger than 1 MiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation failure (`previous_secret_expires_in` out of range); or a field is invalid or holds text the database cannot store (NUL) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   get_api_v1_events: {
     parameters: {
       query?: {
@@ -6520,6 +7221,115 @@ export interface operations {
       };
       /** @description Event not found */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  post_api_v1_events_event_id_redeliver: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        event_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "subscription_id": "7d1c2b3a-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+         *     }
+         */
+        'application/json': {
+          /**
+           * Format: uuid
+           * @description Only to this subscription; absent: every active one that selects it
+           */
+          subscription_id?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description The event with its deliveries, the new ones pending */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Event'];
+        };
+      };
+      /** @description The event is older than 30 days, or the subscription named is disabled or does not select its type; or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The event or the subscription belongs to another application or mode; or admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Event or webhook subscription not found */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body is larger than 1 MiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation failure; or a field is invalid or holds text the database cannot store (NUL) */
+      422: {
         headers: {
           [name: string]: unknown;
         };
@@ -7044,6 +7854,111 @@ export interface operations {
         };
       };
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  post_api_v1_admin_payments_transaction_id_resolve: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        transaction_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "outcome": "failed",
+         *       "reason": "Provider support confirmed the payout never left (ticket 4711)",
+         *       "operator": "Ada Lovelace"
+         *     }
+         */
+        'application/json': components['schemas']['PaymentResolution'];
+      };
+    };
+    responses: {
+      /** @description The payment, settled as resolved */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Transaction'];
+        };
+      };
+      /** @description The payment cannot be resolved: not pending, not waiting on its provider, or of a kind no provider settles (a transfer, an escrow hold); the detail says why; or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing or invalid admin credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Application credentials (admin credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Transaction not found */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body is larger than 1 MiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A field is invalid or holds text the database cannot store (NUL) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The admin rate limit, or this address is locked out after 5 failed authentications within 15 minutes (even with valid credentials); Retry-After gives the seconds; or rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
           [name: string]: unknown;
