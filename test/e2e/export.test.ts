@@ -238,6 +238,11 @@ describe('a large export', () => {
     await reader.cancel().catch(() => undefined);
     const stopped = await waitForLog(before, 'transactions export stopped');
     expect(stopped.rows).toBeLessThan(SELECTED);
+    // And no export query is left running on the database.
+    const running = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE '%AS provider_fee%'`);
+    expect(running).toBe(0);
     // The whole selection streams when the client reads it.
     const all = await bulk.get(`${EXPORT}?created[gte]=${encodeURIComponent(since)}`);
     expect(parseCsv(all.body as string)).toHaveLength(SELECTED + 1);
