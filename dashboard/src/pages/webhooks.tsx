@@ -1,37 +1,21 @@
 import { useState } from 'preact/hooks';
 import { EVENT_TYPES } from '../../../domain/events';
-import { modePath, request, type Mode, type Page } from '../api';
+import { api, errorMessage, type Mode, type Schemas } from '../api';
 import { ErrorBox, Pager, SecretOnce, Status, useLoad, when } from '../ui';
 
-type Subscription = {
-  id: string;
-  url: string;
-  events: string[];
-  is_active: boolean;
-  created_at: string;
-  updated_at: string;
-};
-type Delivery = {
-  subscription_id: string;
-  status: string;
-  attempts: number;
-  last_status_code: number | null;
-  last_error: string | null;
-  next_attempt_at: string | null;
-  delivered_at: string | null;
-};
-type WebhookEvent = { id: string; type: string; created_at: string; deliveries: Delivery[] };
+type Subscription = Schemas['WebhookSubscription'];
+type EventType = Schemas['Event']['type'];
 
 function SubscriptionForm(props: {
   initial?: Subscription;
   submitLabel: string;
-  onSubmit: (value: { url: string; events: string[]; is_active: boolean }) => void;
+  onSubmit: (value: { url: string; events: EventType[]; is_active: boolean }) => void;
   onCancel?: () => void;
 }) {
   const [url, setUrl] = useState(props.initial?.url ?? '');
-  const [events, setEvents] = useState<string[]>(props.initial?.events ?? []);
+  const [events, setEvents] = useState<EventType[]>((props.initial?.events ?? []) as EventType[]);
   const [active, setActive] = useState(props.initial?.is_active ?? true);
-  const toggle = (kind: string) =>
+  const toggle = (kind: EventType) =>
     setEvents(events.includes(kind) ? events.filter((e) => e !== kind) : [...events, kind]);
   return (
     <form
@@ -88,7 +72,7 @@ function SubscriptionForm(props: {
 function Events(props: { mode: Mode }) {
   const [page, setPage] = useState(1);
   const events = useLoad(
-    () => request<Page<WebhookEvent>>(modePath(props.mode, `/v1/events?page=${page}&per_page=10`)),
+    () => api(props.mode).get('/api/v1/events', { params: { query: { page, per_page: 10 } } }),
     [props.mode, page],
   );
   return (
@@ -136,8 +120,11 @@ function Events(props: { mode: Mode }) {
 }
 
 export function Webhooks(props: { mode: Mode }) {
-  const path = modePath(props.mode, '/v1/webhooks/subscriptions');
-  const list = useLoad(() => request<Page<Subscription>>(`${path}?per_page=100`), [path]);
+  const client = api(props.mode);
+  const list = useLoad(
+    () => client.get('/api/v1/webhooks/subscriptions', { params: { query: { per_page: 100 } } }),
+    [props.mode],
+  );
   const [creating, setCreating] = useState(false);
   const [editing, setEditing] = useState<string | null>(null);
   const [secret, setSecret] = useState<string | null>(null);
@@ -146,7 +133,7 @@ export function Webhooks(props: { mode: Mode }) {
     setError(null);
     list.reload();
   };
-  const fail = (e: unknown) => setError(e instanceof Error ? e.message : String(e));
+  const fail = (e: unknown) => setError(errorMessage(e));
 
   return (
     <section>
@@ -161,7 +148,8 @@ export function Webhooks(props: { mode: Mode }) {
           submitLabel="Create subscription"
           onCancel={() => setCreating(false)}
           onSubmit={(value) =>
-            void request<Subscription & { secret: string }>(path, { method: 'POST', body: value })
+            void client
+              .post('/api/v1/webhooks/subscriptions', { body: value })
               .then((created) => {
                 setSecret(created.secret);
                 setCreating(false);
@@ -193,7 +181,11 @@ export function Webhooks(props: { mode: Mode }) {
                 submitLabel="Save"
                 onCancel={() => setEditing(null)}
                 onSubmit={(value) =>
-                  void request(`${path}/${s.id}`, { method: 'PATCH', body: value })
+                  void client
+                    .patch('/api/v1/webhooks/subscriptions/{subscription_id}', {
+                      params: { path: { subscription_id: s.id } },
+                      body: value,
+                    })
                     .then(() => {
                       setEditing(null);
                       done();
@@ -215,10 +207,11 @@ export function Webhooks(props: { mode: Mode }) {
                   <button
                     type="button"
                     onClick={() =>
-                      void request(`${path}/${s.id}`, {
-                        method: 'PATCH',
-                        body: { is_active: !s.is_active },
-                      })
+                      void client
+                        .patch('/api/v1/webhooks/subscriptions/{subscription_id}', {
+                          params: { path: { subscription_id: s.id } },
+                          body: { is_active: !s.is_active },
+                        })
                         .then(done)
                         .catch(fail)
                     }
@@ -230,7 +223,12 @@ export function Webhooks(props: { mode: Mode }) {
                     class="danger"
                     onClick={() => {
                       if (!confirm(`Delete the subscription to ${s.url}?`)) return;
-                      request(`${path}/${s.id}`, { method: 'DELETE' }).then(done).catch(fail);
+                      client
+                        .delete('/api/v1/webhooks/subscriptions/{subscription_id}', {
+                          params: { path: { subscription_id: s.id } },
+                        })
+                        .then(done)
+                        .catch(fail);
                     }}
                   >
                     Delete
