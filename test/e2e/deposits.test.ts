@@ -16,6 +16,7 @@ import { useTestApp, useTestEngine } from '../support/hooks';
 const engine = useTestEngine();
 const { app, api } = useTestApp(engine, { settings: { feeBps: { mobile_money: 150 } } });
 const client = useWalletClient(engine, app);
+const liveClient = useWalletClient(engine, app, 'live');
 
 const DEPOSIT = '/api/v1/transactions/wallet/mobile-money-deposit';
 const SIMULATE = '/api/v1/testing/simulate-mobile-money-webhook';
@@ -187,13 +188,17 @@ describe('mobile-money deposits', () => {
   it('answers 503 in Live Mode without live provider credentials, writing nothing', async () => {
     const live = clientFor(engine.url, app, 'live');
     const { walletId } = await createUserWithWallet(live);
-    const res = await live.post(DEPOSIT, { wallet_id: walletId, amount: 100 });
+    const res = await reply(
+      liveClient.raw.POST(DEPOSIT, { body: { wallet_id: walletId, amount: 100 } }),
+    );
     expect(res.status).toBe(503);
     expect(res.body.detail).toMatch(/not configured/);
     const rows = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
       SELECT count(*)::int AS n FROM transactions WHERE wallet_id = ${walletId}`);
     expect(rows).toBe(0);
-    expect((await live.post(SIMULATE, { transaction_id: walletId })).status).toBe(403);
+    expect(
+      (await reply(liveClient.raw.POST(SIMULATE, { body: { transaction_id: walletId } }))).status,
+    ).toBe(403);
   });
 
   it('sync completes a payment whose notification never arrived, exactly once, even racing a notification', async () => {

@@ -9,6 +9,7 @@ import { useTestApp, useTestEngine } from '../support/hooks';
 const engine = useTestEngine();
 const { app, api } = useTestApp(engine);
 const client = useWalletClient(engine, app);
+const liveClient = useWalletClient(engine, app, 'live');
 
 const TRANSFER = '/api/v1/transactions/wallet/transfer';
 
@@ -146,9 +147,14 @@ describe('POST /api/v1/transactions/wallet/transfer', () => {
         )
       ).status,
     ).toBe(403);
-    const liveApi = clientFor(engine.url, app, 'live');
     expect(
-      (await liveApi.post(TRANSFER, { from_wallet_id: from, to_wallet_id: to, amount: 1 })).status,
+      (
+        await reply(
+          liveClient.raw.POST(TRANSFER, {
+            body: { from_wallet_id: from, to_wallet_id: to, amount: 1 },
+          }),
+        )
+      ).status,
     ).toBe(403);
     expect(await balanceOf(engine.pool, from)).toBe(10_000n);
     await assertLedgerInvariant(engine.pool);
@@ -165,8 +171,7 @@ describe('POST /api/v1/transactions/wallet/transfer', () => {
     expect(refused.body).toEqual({ detail: 'Wallet is disabled' });
     // Another mode's caller is refused at once, memory or not.
     await engine.pool.query(sql.unsafe`UPDATE wallets SET is_active = true WHERE id = ${to}`);
-    const liveApi = clientFor(engine.url, app, 'live');
-    expect((await liveApi.post(TRANSFER, transfer)).status).toBe(403);
+    expect((await reply(liveClient.raw.POST(TRANSFER, { body: transfer }))).status).toBe(403);
     expect((await reply(client.raw.POST(TRANSFER, { body: transfer }))).status).toBe(200);
     expect(await balanceOf(engine.pool, from)).toBe(9_800n);
     expect(await balanceOf(engine.pool, to)).toBe(200n);
