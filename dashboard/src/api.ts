@@ -1,16 +1,30 @@
+import {
+  createWalletClient,
+  WalletApiError,
+  type components,
+  type WalletClient,
+} from '../../clients/typescript/src/index';
+
 /**
- * The dashboard's one way to the server: JSON to and from /dashboard/api, the session cookie
- * sent by the browser, the CSRF token in a header on every state-changing request, and a
- * failure turned into an Error carrying the server's `detail`.
+ * The dashboard's one way to the server. The public API's routes it may use go through the
+ * typed client (`api(mode)`): the browser's session cookie instead of a key, the CSRF token on
+ * every state-changing request, the path moved under /dashboard/api/{mode}. The dashboard's own
+ * endpoints (session, credentials), not in the OpenAPI document, go through `request`.
  */
 export type Mode = 'test' | 'live';
 
+/** The API's records, as the OpenAPI document describes them. */
+export type Schemas = components['schemas'];
+export type Transaction = Schemas['Transaction'];
+
+/** `GET /dashboard/api/session`: dashboard-only, so typed here. */
 export type Session = {
   email: string;
   application: { id: string; name: string; base_currency: string };
   csrf_token: string;
 };
 
+/** A refusal of the API or of a dashboard endpoint: `message` is the server's `detail`. */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -20,10 +34,49 @@ export class ApiError extends Error {
   }
 }
 
+/** What to show of a failure: the server's `detail`, without the client's status prefix. */
+export function errorMessage(error: unknown): string {
+  if (error instanceof WalletApiError) return error.detail;
+  return error instanceof Error ? error.message : String(error);
+}
+
 let csrf = '';
 
 export function setCsrfToken(token: string): void {
   csrf = token;
+}
+
+const clients = new Map<Mode, WalletClient>();
+
+/**
+ * The typed client of the public API as the session sees it in one mode: `/api/v1/...` is served
+ * at `/dashboard/api/{mode}/v1/...`, with the cookie (same origin) and the CSRF token.
+ */
+export function api(mode: Mode): WalletClient {
+  let client = clients.get(mode);
+  if (!client) {
+    client = createWalletClient({
+      baseUrl: location.origin,
+      idempotencyKey,
+      fetch: async (request) => {
+        const url = new URL(request.url);
+        url.pathname = url.pathname.replace(/^\/api\//, `/dashboard/api/${mode}/`);
+        const headers = new Headers(request.headers);
+        if (!headers.has('Accept')) headers.set('Accept', 'application/json');
+        const reads = request.method === 'GET' || request.method === 'HEAD';
+        if (!reads) headers.set('X-CSRF-Token', csrf);
+        return fetch(url, {
+          method: request.method,
+          headers,
+          credentials: 'same-origin',
+          body: reads ? undefined : await request.arrayBuffer(),
+          signal: request.signal,
+        });
+      },
+    });
+    clients.set(mode, client);
+  }
+  return client;
 }
 
 export async function request<T>(
@@ -53,28 +106,19 @@ export async function request<T>(
 }
 
 /**
- * Downloads a file of the API (a CSV) through the session, as every other read: fetched, then
- * handed to the browser as a file. A refusal throws the API's `detail`, which the page shows.
+ * Hands a file of the API (a CSV), read through the client as a blob, to the browser. A refusal
+ * throws the API's `detail`, which the page shows.
  */
-export async function download(path: string, accept: string, fallbackName: string) {
-  const response = await fetch(`/dashboard/api${path}`, {
-    headers: { Accept: accept },
-    credentials: 'same-origin',
-  });
-  if (!response.ok) {
-    const text = await response.text();
-    let detail = `Request failed with status ${response.status}`;
-    try {
-      const data: unknown = JSON.parse(text);
-      if (data && typeof data === 'object' && 'detail' in data && typeof data.detail === 'string')
-        detail = data.detail;
-    } catch {
-      // Not the API's JSON: the status says enough.
-    }
-    throw new ApiError(response.status, detail);
+export async function download(
+  answer: Promise<{ data?: unknown; error?: unknown; response: Response }>,
+  fallbackName: string,
+): Promise<void> {
+  const { data, error, response } = await answer;
+  if (!response.ok || !(data instanceof Blob)) {
+    throw WalletApiError.fromResponse(response, error);
   }
   const named = /filename="([^"]+)"/.exec(response.headers.get('Content-Disposition') ?? '');
-  const url = URL.createObjectURL(await response.blob());
+  const url = URL.createObjectURL(data);
   const link = document.createElement('a');
   link.href = url;
   link.download = named?.[1] ?? fallbackName;
@@ -85,8 +129,32 @@ export async function download(path: string, accept: string, fallbackName: strin
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
 
-/** The merchant's own key/value pairs on a record; `{}` when there are none. */
-export type Metadata = Record<string, string>;
+/**
+ * A list asked without a cursor answers the page envelope; the document's answer is a union
+ * with the cursor page, which the pages here never ask for.
+ */
+export async function pageOf<A extends object>(
+  answer: Promise<A>,
+): Promise<Extract<A, { total_pages: number }>> {
+  const value = await answer;
+  if (!('total_pages' in value)) throw new Error('The API answered a cursor page');
+  return value as Extract<A, { total_pages: number }>;
+}
+
+/** An answer that may be JSON or CSV (the Accept header chooses), asked as JSON. */
+export async function jsonOf<A>(answer: Promise<A>): Promise<Exclude<A, string>> {
+  const value = await answer;
+  if (typeof value === 'string') throw new Error('The API answered text, not JSON');
+  return value as Exclude<A, string>;
+}
+
+/**
+ * A field of a record that the document does not declare yet (a transaction's
+ * `provider_reference` and `metadata`): read when the API sends it, absent otherwise.
+ */
+export function undeclared(record: object, name: string): unknown {
+  return (record as Record<string, unknown>)[name];
+}
 
 /**
  * A fresh Idempotency-Key for one submission of a form that moves money: a retry of that very
@@ -102,76 +170,12 @@ export function modePath(mode: Mode, path: string): string {
   return `/${mode}${path}`;
 }
 
-export type Page<T> = {
-  data: T[];
-  page: number;
-  per_page: number;
-  total: number;
-  total_pages: number;
-};
-
-export type Transaction = {
-  id: string;
-  wallet_id: string | null;
-  recipient_wallet_id: string | null;
-  escrow_wallet_id: string | null;
-  application_wallet_id: string | null;
-  amount: number;
-  escrow_amount: number;
-  application_fee: number | null;
-  transaction_type: string;
-  status: string;
-  description: string | null;
-  /** A card deposit's: what its pending and completed refunds took back. */
-  amount_refunded?: number;
-  /** A card refund's or dispute record's: the card deposit it belongs to. */
-  source_transaction_id?: string | null;
-  provider_reference?: string | null;
-  metadata?: Metadata;
-  created_at: string;
-  updated_at: string;
-};
-
 export const REFUND_REASONS = ['requested_by_customer', 'duplicate', 'fraudulent'] as const;
 
-export const DISPUTE_STATUSES = ['needs_response', 'under_review', 'won', 'lost'] as const;
-export type DisputeStatus = (typeof DISPUTE_STATUSES)[number];
-
-/** A contested card deposit; amounts in the application's base currency. */
-export type Dispute = {
-  id: string;
-  transaction_id: string;
-  wallet_id: string;
-  amount: number;
-  reserved_amount: number;
-  uncovered_amount: number;
-  reason: string;
-  status: DisputeStatus;
-  evidence_due_by: string;
-  created_at: string;
-  updated_at: string;
-};
-
-/** A wallet's statement over a window (`GET /api/v1/wallets/{wallet_id}/statement`). */
-export type Statement = {
-  wallet_id: string;
-  currency: string;
-  from: string;
-  to: string;
-  opening_balance: number;
-  closing_balance: number;
-  total_credits: number;
-  total_debits: number;
-  entries: {
-    transaction_id: string | null;
-    transaction_type: string | null;
-    created_at: string;
-    amount: number;
-    balance_after: number;
-    description: string;
-  }[];
-  page: number;
-  per_page: number;
-  total: number;
-  total_pages: number;
-};
+export const DISPUTE_STATUSES = [
+  'needs_response',
+  'under_review',
+  'won',
+  'lost',
+] as const satisfies readonly Schemas['Dispute']['status'][];
+export type DisputeStatus = Schemas['Dispute']['status'];

@@ -1,6 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { href, onLink } from './router';
+import { errorMessage } from './api';
 
 export function Link(props: { to: string; children: ComponentChildren; class?: string }) {
   return (
@@ -33,7 +34,7 @@ export function useLoad<T>(load: () => Promise<T>, keys: unknown[]) {
         setData(value);
         setError(null);
       })
-      .catch((e: unknown) => setError(e instanceof Error ? e.message : String(e)))
+      .catch((e: unknown) => setError(errorMessage(e)))
       .finally(() => setLoading(false));
   }, [run]);
   useEffect(reload, [reload]);
@@ -105,11 +106,11 @@ export function SecretOnce(props: { label: string; value: string }) {
  * A record's metadata as key/value pairs; "None" for `{}` or a record without it. `filterBy`
  * makes each pair a link to the transactions carrying it.
  */
-export function MetadataList(props: {
-  metadata: Record<string, string> | null | undefined;
-  filterBy?: boolean;
-}) {
-  const pairs = Object.entries(props.metadata ?? {});
+export function MetadataList(props: { metadata: unknown; filterBy?: boolean }) {
+  const pairs =
+    props.metadata && typeof props.metadata === 'object'
+      ? Object.entries(props.metadata).map(([key, value]) => [key, String(value)] as const)
+      : [];
   if (pairs.length === 0) return <span class="muted">None</span>;
   return (
     <ul class="plain metadata" data-metadata>

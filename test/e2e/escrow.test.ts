@@ -8,6 +8,7 @@ import {
   createUserWithWallet,
   type ApiClient,
 } from '../support/http';
+import { reply, useWalletClient } from '../support/client';
 import { useTestApp, useTestEngine } from '../support/hooks';
 
 const engine = useTestEngine();
@@ -15,6 +16,7 @@ const { app, api } = useTestApp(engine, {
   // 2.5% + 0.10 on each release.
   settings: { escrowFeeBps: 250, escrowFeeFixed: 10n },
 });
+const client = useWalletClient(engine, app);
 
 const TRANSACTION_FIELDS = [
   'amount',
@@ -56,11 +58,15 @@ async function eventTypes(transactionId: string): Promise<string[]> {
 describe('escrow', () => {
   it('holds, then releases in full to the recipient minus the escrow fee', async () => {
     const { sender, recipient } = await parties();
-    const hold = await api.post('/api/v1/escrow/hold', {
-      wallet_id: sender,
-      amount: 40,
-      description: 'order 17',
-    });
+    const hold = await reply(
+      client.raw.POST('/api/v1/escrow/hold', {
+        body: {
+          wallet_id: sender,
+          amount: 40,
+          description: 'order 17',
+        },
+      }),
+    );
     expect(hold.status).toBe(200);
     expect(Object.keys(hold.body).sort()).toEqual(TRANSACTION_FIELDS);
     expect(hold.body).toMatchObject({
@@ -75,9 +81,14 @@ describe('escrow', () => {
     expect(await eventTypes(hold.body.id)).toEqual(['escrow.held']);
 
     const feesBefore = await feeBalance();
-    const release = await api.post(`/api/v1/escrow/${hold.body.id}/release`, {
-      recipient_wallet_id: recipient,
-    });
+    const release = await reply(
+      client.raw.POST('/api/v1/escrow/{transaction_id}/release', {
+        params: { path: { transaction_id: hold.body.id } },
+        body: {
+          recipient_wallet_id: recipient,
+        },
+      }),
+    );
     expect(release.status).toBe(200);
     // fee = 2.5% of 40.00 + 0.10 = 1.10; net 38.90
     expect(release.body).toMatchObject({
@@ -93,35 +104,74 @@ describe('escrow', () => {
     expect(await balanceOf(engine.pool, recipient)).toBe(3_890n);
     expect((await feeBalance()) - feesBefore).toBe(110n);
     expect(await eventTypes(release.body.id)).toEqual(['escrow.released']);
-    const now = await api.get(`/api/v1/escrow/${hold.body.id}`);
+    const now = await reply(
+      client.raw.GET('/api/v1/escrow/{transaction_id}', {
+        params: { path: { transaction_id: hold.body.id } },
+      }),
+    );
     expect(now.body).toMatchObject({ escrow_amount: 0, status: 'completed' });
-    const again = await api.post(`/api/v1/escrow/${hold.body.id}/release`, {
-      recipient_wallet_id: recipient,
-    });
+    const again = await reply(
+      client.raw.POST('/api/v1/escrow/{transaction_id}/release', {
+        params: { path: { transaction_id: hold.body.id } },
+        body: {
+          recipient_wallet_id: recipient,
+        },
+      }),
+    );
     expect(again.status).toBe(400);
-    const refund = await api.post(`/api/v1/escrow/${hold.body.id}/refund`);
+    const refund = await reply(
+      client.raw.POST('/api/v1/escrow/{transaction_id}/refund', {
+        params: { path: { transaction_id: hold.body.id } },
+      }),
+    );
     expect(refund.status).toBe(400);
     await assertLedgerInvariant(engine.pool);
   });
 
   it('releases partially, keeps the rest held, and refunds the rest without a fee', async () => {
     const { sender, recipient } = await parties();
-    const hold = await api.post('/api/v1/escrow/hold', {
-      wallet_id: sender,
-      amount: 50,
-      recipient_wallet_id: recipient,
-    });
-    const part = await api.post(`/api/v1/escrow/${hold.body.id}/release`, { amount: 20 });
+    const hold = await reply(
+      client.raw.POST('/api/v1/escrow/hold', {
+        body: {
+          wallet_id: sender,
+          amount: 50,
+          recipient_wallet_id: recipient,
+        },
+      }),
+    );
+    const part = await reply(
+      client.raw.POST('/api/v1/escrow/{transaction_id}/release', {
+        params: { path: { transaction_id: hold.body.id } },
+        body: { amount: 20 },
+      }),
+    );
     expect(part.status).toBe(200);
     expect(part.body).toMatchObject({ amount: 19.4, application_fee: 0.6, escrow_amount: 30 });
-    expect((await api.get(`/api/v1/escrow/${hold.body.id}`)).body).toMatchObject({
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/escrow/{transaction_id}', {
+            params: { path: { transaction_id: hold.body.id } },
+          }),
+        )
+      ).body,
+    ).toMatchObject({
       status: 'held',
       escrow_amount: 30,
     });
-    const tooMuch = await api.post(`/api/v1/escrow/${hold.body.id}/release`, { amount: 30.01 });
+    const tooMuch = await reply(
+      client.raw.POST('/api/v1/escrow/{transaction_id}/release', {
+        params: { path: { transaction_id: hold.body.id } },
+        body: { amount: 30.01 },
+      }),
+    );
     expect(tooMuch.status).toBe(400);
     expect(tooMuch.body).toEqual({ detail: 'Release amount exceeds the held amount' });
-    const refund = await api.post(`/api/v1/escrow/${hold.body.id}/refund`);
+    const refund = await reply(
+      client.raw.POST('/api/v1/escrow/{transaction_id}/refund', {
+        params: { path: { transaction_id: hold.body.id } },
+      }),
+    );
     expect(refund.status).toBe(200);
     expect(refund.body).toMatchObject({
       transaction_type: 'escrow_refund',
@@ -141,38 +191,59 @@ describe('escrow', () => {
 
   it('answers the statuses of the specification', async () => {
     const { sender, recipient } = await parties(1_000n);
-    const poor = await api.post('/api/v1/escrow/hold', { wallet_id: sender, amount: 10.01 });
+    const poor = await reply(
+      client.raw.POST('/api/v1/escrow/hold', { body: { wallet_id: sender, amount: 10.01 } }),
+    );
     expect(poor.status).toBe(400);
     expect(poor.body.detail).toBe('Insufficient funds');
     for (const amount of [0, -1, 1.005]) {
-      expect((await api.post('/api/v1/escrow/hold', { wallet_id: sender, amount })).status).toBe(
-        422,
-      );
+      expect(
+        (
+          await reply(
+            client.raw.POST('/api/v1/escrow/hold', { body: { wallet_id: sender, amount } }),
+          )
+        ).status,
+      ).toBe(422);
     }
     expect(
       (
-        await api.post('/api/v1/escrow/hold', {
-          wallet_id: sender,
-          amount: 1,
-          expires_at: '2001-01-01T00:00:00Z',
-        })
+        await reply(
+          client.raw.POST('/api/v1/escrow/hold', {
+            body: {
+              wallet_id: sender,
+              amount: 1,
+              expires_at: '2001-01-01T00:00:00Z',
+            },
+          }),
+        )
       ).status,
     ).toBe(422);
     expect(
       (
-        await api.post('/api/v1/escrow/hold', {
-          wallet_id: '00000000-0000-4000-8000-000000000000',
-          amount: 1,
-        })
+        await reply(
+          client.raw.POST('/api/v1/escrow/hold', {
+            body: {
+              wallet_id: '00000000-0000-4000-8000-000000000000',
+              amount: 1,
+            },
+          }),
+        )
       ).status,
     ).toBe(404);
-    const hold = await api.post('/api/v1/escrow/hold', { wallet_id: sender, amount: 5 });
+    const hold = await reply(
+      client.raw.POST('/api/v1/escrow/hold', { body: { wallet_id: sender, amount: 5 } }),
+    );
     expect(
       (
-        await api.post(`/api/v1/escrow/${hold.body.id}/release`, {
-          recipient_wallet_id: recipient,
-          amount: 0,
-        })
+        await reply(
+          client.raw.POST('/api/v1/escrow/{transaction_id}/release', {
+            params: { path: { transaction_id: hold.body.id } },
+            body: {
+              recipient_wallet_id: recipient,
+              amount: 0,
+            },
+          }),
+        )
       ).status,
     ).toBe(422);
     expect(
@@ -191,22 +262,53 @@ describe('escrow', () => {
     const foreign = await createUserWithWallet(otherApi);
     expect(
       (
-        await api.post(`/api/v1/escrow/${hold.body.id}/release`, {
-          recipient_wallet_id: foreign.walletId,
-        })
+        await reply(
+          client.raw.POST('/api/v1/escrow/{transaction_id}/release', {
+            params: { path: { transaction_id: hold.body.id } },
+            body: {
+              recipient_wallet_id: foreign.walletId,
+            },
+          }),
+        )
       ).status,
     ).toBe(403);
     expect((await otherApi.post(`/api/v1/escrow/${hold.body.id}/refund`)).status).toBe(403);
-    await api.post(`/api/v1/wallets/${recipient}/disable`);
-    expect(
-      (await api.post(`/api/v1/escrow/${hold.body.id}/release`, { recipient_wallet_id: recipient }))
-        .status,
-    ).toBe(403);
-    await api.post(`/api/v1/wallets/${sender}/disable`);
-    expect((await api.post('/api/v1/escrow/hold', { wallet_id: sender, amount: 1 })).status).toBe(
-      403,
+    await reply(
+      client.raw.POST('/api/v1/wallets/{wallet_id}/disable', {
+        params: { path: { wallet_id: recipient } },
+      }),
     );
-    expect((await api.get(`/api/v1/escrow/${hold.body.id}`)).body).toMatchObject({
+    expect(
+      (
+        await reply(
+          client.raw.POST('/api/v1/escrow/{transaction_id}/release', {
+            params: { path: { transaction_id: hold.body.id } },
+            body: { recipient_wallet_id: recipient },
+          }),
+        )
+      ).status,
+    ).toBe(403);
+    await reply(
+      client.raw.POST('/api/v1/wallets/{wallet_id}/disable', {
+        params: { path: { wallet_id: sender } },
+      }),
+    );
+    expect(
+      (
+        await reply(
+          client.raw.POST('/api/v1/escrow/hold', { body: { wallet_id: sender, amount: 1 } }),
+        )
+      ).status,
+    ).toBe(403);
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/escrow/{transaction_id}', {
+            params: { path: { transaction_id: hold.body.id } },
+          }),
+        )
+      ).body,
+    ).toMatchObject({
       status: 'held',
       escrow_amount: 5,
     });
@@ -215,11 +317,15 @@ describe('escrow', () => {
 
   it('releases a hold the API made without reading it first, and answers as a read hold would', async () => {
     const { sender, recipient } = await parties();
-    const hold = await api.post('/api/v1/escrow/hold', {
-      wallet_id: sender,
-      amount: 30,
-      recipient_wallet_id: recipient,
-    });
+    const hold = await reply(
+      client.raw.POST('/api/v1/escrow/hold', {
+        body: {
+          wallet_id: sender,
+          amount: 30,
+          recipient_wallet_id: recipient,
+        },
+      }),
+    );
     expect(hold.status).toBe(200);
     const holdReads = (sent: { text: string; values: unknown[] }[]) =>
       sent.filter(
@@ -227,7 +333,13 @@ describe('escrow', () => {
       );
     let part: Awaited<ReturnType<ApiClient['post']>> | undefined;
     const sent = await statementsOf(
-      async () => (part = await api.post(`/api/v1/escrow/${hold.body.id}/release`, { amount: 10 })),
+      async () =>
+        (part = await reply(
+          client.raw.POST('/api/v1/escrow/{transaction_id}/release', {
+            params: { path: { transaction_id: hold.body.id } },
+            body: { amount: 10 },
+          }),
+        )),
     );
     expect(part?.status).toBe(200);
     expect(part?.body).toMatchObject({
@@ -237,24 +349,56 @@ describe('escrow', () => {
     });
     expect(holdReads(sent)).toEqual([]);
     // More than it holds: the workflow's step declines, nothing is written.
-    const tooMuch = await api.post(`/api/v1/escrow/${hold.body.id}/release`, { amount: 20.01 });
+    const tooMuch = await reply(
+      client.raw.POST('/api/v1/escrow/{transaction_id}/release', {
+        params: { path: { transaction_id: hold.body.id } },
+        body: { amount: 20.01 },
+      }),
+    );
     expect(tooMuch.status).toBe(400);
     expect(tooMuch.body).toEqual({ detail: 'Release amount exceeds the held amount' });
-    expect((await api.post(`/api/v1/escrow/${hold.body.id}/release`, {})).status).toBe(200);
+    expect(
+      (
+        await reply(
+          client.raw.POST('/api/v1/escrow/{transaction_id}/release', {
+            params: { path: { transaction_id: hold.body.id } },
+            body: {},
+          }),
+        )
+      ).status,
+    ).toBe(200);
 
     // Nothing is held any more: that is the answer, before what is wrong with the recipient.
     const notHeld = { detail: 'The escrow transaction is not in held status' };
-    const again = await api.post(`/api/v1/escrow/${hold.body.id}/release`, {});
+    const again = await reply(
+      client.raw.POST('/api/v1/escrow/{transaction_id}/release', {
+        params: { path: { transaction_id: hold.body.id } },
+        body: {},
+      }),
+    );
     expect(again.status).toBe(400);
     expect(again.body).toEqual(notHeld);
     const other = await createUserWithWallet(api);
-    await api.post(`/api/v1/wallets/${other.walletId}/disable`);
-    const toDisabled = await api.post(`/api/v1/escrow/${hold.body.id}/release`, {
-      recipient_wallet_id: other.walletId,
-    });
+    await reply(
+      client.raw.POST('/api/v1/wallets/{wallet_id}/disable', {
+        params: { path: { wallet_id: other.walletId } },
+      }),
+    );
+    const toDisabled = await reply(
+      client.raw.POST('/api/v1/escrow/{transaction_id}/release', {
+        params: { path: { transaction_id: hold.body.id } },
+        body: {
+          recipient_wallet_id: other.walletId,
+        },
+      }),
+    );
     expect(toDisabled.status).toBe(400);
     expect(toDisabled.body).toEqual(notHeld);
-    const refund = await api.post(`/api/v1/escrow/${hold.body.id}/refund`);
+    const refund = await reply(
+      client.raw.POST('/api/v1/escrow/{transaction_id}/refund', {
+        params: { path: { transaction_id: hold.body.id } },
+      }),
+    );
     expect(refund.status).toBe(400);
     expect(refund.body).toEqual(notHeld);
     const steps = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
@@ -268,11 +412,11 @@ describe('escrow', () => {
     const { sender, recipient } = await parties();
     const hold = { wallet_id: sender, recipient_wallet_id: recipient, amount: 10 };
     // Both wallets seen active: the API's memory of them now spares the lookup.
-    expect((await api.post('/api/v1/escrow/hold', hold)).status).toBe(200);
+    expect((await reply(client.raw.POST('/api/v1/escrow/hold', { body: hold }))).status).toBe(200);
     await engine.pool.query(
       sql.unsafe`UPDATE wallets SET is_active = false WHERE id = ${recipient}`,
     );
-    const refused = await api.post('/api/v1/escrow/hold', hold);
+    const refused = await reply(client.raw.POST('/api/v1/escrow/hold', { body: hold }));
     expect(refused.status).toBe(403);
     expect(refused.body).toEqual({ detail: 'Wallet is disabled' });
     expect(await balanceOf(engine.pool, sender)).toBe(9_000n);
@@ -284,44 +428,86 @@ describe('escrow', () => {
 
   it('releases once for 50 concurrent identical releases with one Idempotency-Key', async () => {
     const { sender, recipient } = await parties();
-    const hold = await api.post('/api/v1/escrow/hold', { wallet_id: sender, amount: 30 });
+    const hold = await reply(
+      client.raw.POST('/api/v1/escrow/hold', { body: { wallet_id: sender, amount: 30 } }),
+    );
     const replies = await Promise.all(
       Array.from({ length: 50 }, () =>
-        api.post(
-          `/api/v1/escrow/${hold.body.id}/release`,
-          { recipient_wallet_id: recipient, amount: 10 },
-          { 'Idempotency-Key': 'rel-1' },
+        reply(
+          client.raw.POST('/api/v1/escrow/{transaction_id}/release', {
+            params: {
+              path: { transaction_id: hold.body.id },
+              header: { 'Idempotency-Key': 'rel-1' },
+            },
+            body: { recipient_wallet_id: recipient, amount: 10 },
+          }),
         ),
       ),
     );
     expect(replies.map((r) => r.status)).toEqual(Array(50).fill(200));
     expect(new Set(replies.map((r) => r.body.id)).size).toBe(1);
-    expect((await api.get(`/api/v1/escrow/${hold.body.id}`)).body.escrow_amount).toBe(20);
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/escrow/{transaction_id}', {
+            params: { path: { transaction_id: hold.body.id } },
+          }),
+        )
+      ).body.escrow_amount,
+    ).toBe(20);
     expect(await balanceOf(engine.pool, recipient)).toBe(1_000n - 35n);
     await assertLedgerInvariant(engine.pool);
   });
 
   it('never pays out more than was held when releases and refunds race', async () => {
     const { sender, recipient } = await parties();
-    const hold = await api.post('/api/v1/escrow/hold', { wallet_id: sender, amount: 20 });
+    const hold = await reply(
+      client.raw.POST('/api/v1/escrow/hold', { body: { wallet_id: sender, amount: 20 } }),
+    );
     const replies = await Promise.all([
-      api.post(`/api/v1/escrow/${hold.body.id}/release`, {
-        recipient_wallet_id: recipient,
-        amount: 15,
-      }),
-      api.post(`/api/v1/escrow/${hold.body.id}/refund`),
-      api.post(`/api/v1/escrow/${hold.body.id}/release`, {
-        recipient_wallet_id: recipient,
-        amount: 15,
-      }),
-      api.post(`/api/v1/escrow/${hold.body.id}/refund`),
+      reply(
+        client.raw.POST('/api/v1/escrow/{transaction_id}/release', {
+          params: { path: { transaction_id: hold.body.id } },
+          body: {
+            recipient_wallet_id: recipient,
+            amount: 15,
+          },
+        }),
+      ),
+      reply(
+        client.raw.POST('/api/v1/escrow/{transaction_id}/refund', {
+          params: { path: { transaction_id: hold.body.id } },
+        }),
+      ),
+      reply(
+        client.raw.POST('/api/v1/escrow/{transaction_id}/release', {
+          params: { path: { transaction_id: hold.body.id } },
+          body: {
+            recipient_wallet_id: recipient,
+            amount: 15,
+          },
+        }),
+      ),
+      reply(
+        client.raw.POST('/api/v1/escrow/{transaction_id}/refund', {
+          params: { path: { transaction_id: hold.body.id } },
+        }),
+      ),
     ]);
     expect(replies.every((r) => r.status === 200 || r.status === 400)).toBe(true);
     const paidOut = await engine.pool.oneFirst(sql.type(z.object({ total: z.bigint() }))`
       SELECT coalesce(sum(CASE WHEN transaction_type = 'escrow_release' THEN amount + coalesce(application_fee, 0) ELSE amount END), 0)::bigint AS total
       FROM transactions WHERE parent_id = ${hold.body.id}`);
     expect(paidOut).toBe(2_000n);
-    expect((await api.get(`/api/v1/escrow/${hold.body.id}`)).body.escrow_amount).toBe(0);
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/escrow/{transaction_id}', {
+            params: { path: { transaction_id: hold.body.id } },
+          }),
+        )
+      ).body.escrow_amount,
+    ).toBe(0);
     expect(
       (await balanceOf(engine.pool, sender)) + (await balanceOf(engine.pool, recipient)),
     ).toBeLessThanOrEqual(10_000n);
@@ -331,16 +517,28 @@ describe('escrow', () => {
   it('refunds automatically when expires_at passes', async () => {
     const { sender } = await parties();
     const expiresAt = new Date(Date.now() + 3000).toISOString();
-    const hold = await api.post('/api/v1/escrow/hold', {
-      wallet_id: sender,
-      amount: 25,
-      expires_at: expiresAt,
-    });
+    const hold = await reply(
+      client.raw.POST('/api/v1/escrow/hold', {
+        body: {
+          wallet_id: sender,
+          amount: 25,
+          expires_at: expiresAt,
+        },
+      }),
+    );
     expect(hold.status).toBe(200);
     expect(await balanceOf(engine.pool, sender)).toBe(7_500n);
     await engine.temporal.workflow.getHandle(`escrow-${hold.body.id}`).result();
     expect(await balanceOf(engine.pool, sender)).toBe(10_000n);
-    expect((await api.get(`/api/v1/escrow/${hold.body.id}`)).body).toMatchObject({
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/escrow/{transaction_id}', {
+            params: { path: { transaction_id: hold.body.id } },
+          }),
+        )
+      ).body,
+    ).toMatchObject({
       escrow_amount: 0,
     });
     const refunds = await engine.pool.any(sql.type(
@@ -355,18 +553,36 @@ describe('escrow', () => {
 describe('escrow retries', () => {
   it('answers a retried release whose first answer was never stored with that release, not a 400', async () => {
     const { sender, recipient } = await parties();
-    const hold = await api.post('/api/v1/escrow/hold', { wallet_id: sender, amount: 12 });
+    const hold = await reply(
+      client.raw.POST('/api/v1/escrow/hold', { body: { wallet_id: sender, amount: 12 } }),
+    );
     const body = { recipient_wallet_id: recipient };
-    const first = await api.post(`/api/v1/escrow/${hold.body.id}/release`, body, {
-      'Idempotency-Key': 'lost-answer',
-    });
+    const first = await reply(
+      client.raw.POST('/api/v1/escrow/{transaction_id}/release', {
+        params: {
+          path: { transaction_id: hold.body.id },
+          header: {
+            'Idempotency-Key': 'lost-answer',
+          },
+        },
+        body,
+      }),
+    );
     expect(first.status).toBe(200);
     // As if the first request had died after the money moved but before its answer was stored.
     await engine.pool.query(sql.unsafe`
       UPDATE idempotency_keys SET response_status = NULL, response_body = NULL WHERE key = 'lost-answer'`);
-    const retry = await api.post(`/api/v1/escrow/${hold.body.id}/release`, body, {
-      'Idempotency-Key': 'lost-answer',
-    });
+    const retry = await reply(
+      client.raw.POST('/api/v1/escrow/{transaction_id}/release', {
+        params: {
+          path: { transaction_id: hold.body.id },
+          header: {
+            'Idempotency-Key': 'lost-answer',
+          },
+        },
+        body,
+      }),
+    );
     expect(retry.status).toBe(200);
     expect(retry.body.id).toBe(first.body.id);
     expect(retry.headers.get('idempotent-replayed')).toBe('true');

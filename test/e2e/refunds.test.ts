@@ -19,6 +19,7 @@ import {
 import { createTestApp } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 import { awaitRoomInWindow } from '../support/rate-limit';
+import { reply, useWalletClient } from '../support/client';
 import { useTestApp, useTestEngine } from '../support/hooks';
 
 const engine = useTestEngine();
@@ -26,6 +27,7 @@ const { app, api, live } = useTestApp(engine, {
   currency: 'USD',
   settings: { feeBps: { card: 150 } },
 });
+const client = useWalletClient(engine, app);
 const { api: other } = useTestApp(engine, { currency: 'USD' });
 
 const DEPOSIT = '/api/v1/transactions/wallet/card-deposit';
@@ -79,10 +81,15 @@ describe('card refunds', () => {
   it('refunds a whole deposit: reserve, provider, settle, refund.completed; the deposit shows it', async () => {
     const { walletId, depositId, paymentId } = await deposited(100);
     const clearingBefore = await providerClearing();
-    const res = await api.post(refundOf(depositId), {
-      reason: 'requested_by_customer',
-      metadata: { order: 'A-17' },
-    });
+    const res = await reply(
+      client.raw.POST('/api/v1/transactions/{transaction_id}/refund', {
+        params: { path: { transaction_id: depositId } },
+        body: {
+          reason: 'requested_by_customer',
+          metadata: { order: 'A-17' },
+        },
+      }),
+    );
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       wallet_id: walletId,
@@ -121,19 +128,33 @@ describe('card refunds', () => {
     ]);
     expect(await sagaOf(id).result()).toBe('completed');
 
-    const deposit = await api.get(`/api/v1/transactions/${depositId}`);
+    const deposit = await reply(
+      client.raw.GET('/api/v1/transactions/{transaction_id}', {
+        params: { path: { transaction_id: depositId } },
+      }),
+    );
     expect(deposit.body).toMatchObject({ status: 'completed', amount_refunded: 100 });
-    const refund = await api.get(`/api/v1/transactions/${id}`);
+    const refund = await reply(
+      client.raw.GET('/api/v1/transactions/{transaction_id}', {
+        params: { path: { transaction_id: id } },
+      }),
+    );
     expect(refund.body).toMatchObject({ status: 'completed', source_transaction_id: depositId });
     expect(refund.body).not.toHaveProperty('amount_refunded');
-    const listed = await api.get(`/api/v1/transactions/?wallet_id=${walletId}`);
+    const listed = await reply(
+      client.raw.GET('/api/v1/transactions/', { params: { query: { wallet_id: walletId } } }),
+    );
     expect(listed.body.data).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ id: depositId, amount_refunded: 100 }),
         expect.objectContaining({ id, source_transaction_id: depositId }),
       ]),
     );
-    const timeline = await api.get(`/api/v1/transactions/${id}/timeline`);
+    const timeline = await reply(
+      client.raw.GET('/api/v1/transactions/{transaction_id}/timeline', {
+        params: { path: { transaction_id: id } },
+      }),
+    );
     expect(timeline.body).toMatchObject({
       workflow_id: workflowIds.refund(id),
       workflow_type: 'cardRefundWorkflow',
@@ -148,7 +169,12 @@ describe('card refunds', () => {
       ]),
     );
     // A fully refunded deposit stays completed; a further refund is more than is left.
-    const again = await api.post(refundOf(depositId), {});
+    const again = await reply(
+      client.raw.POST('/api/v1/transactions/{transaction_id}/refund', {
+        params: { path: { transaction_id: depositId } },
+        body: {},
+      }),
+    );
     expect(again.status).toBe(400);
     expect(again.body).toEqual(EXCEEDS);
     await assertLedgerInvariant(engine.pool);
@@ -157,17 +183,48 @@ describe('card refunds', () => {
   it('refunds in parts, then the rest; never more than was credited', async () => {
     const { walletId, depositId } = await deposited(50);
     await fundWallet(engine.pool, walletId, 100_00n);
-    const part = await api.post(refundOf(depositId), { amount: 20.25 });
+    const part = await reply(
+      client.raw.POST('/api/v1/transactions/{transaction_id}/refund', {
+        params: { path: { transaction_id: depositId } },
+        body: { amount: 20.25 },
+      }),
+    );
     expect(part.status).toBe(200);
     expect(part.body).toMatchObject({ status: 'completed', amount: 20.25, reason: null });
-    expect((await api.get(`/api/v1/transactions/${depositId}`)).body.amount_refunded).toBe(20.25);
-    const over = await api.post(refundOf(depositId), { amount: 29.76 });
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/transactions/{transaction_id}', {
+            params: { path: { transaction_id: depositId } },
+          }),
+        )
+      ).body.amount_refunded,
+    ).toBe(20.25);
+    const over = await reply(
+      client.raw.POST('/api/v1/transactions/{transaction_id}/refund', {
+        params: { path: { transaction_id: depositId } },
+        body: { amount: 29.76 },
+      }),
+    );
     expect(over.status).toBe(400);
     expect(over.body).toEqual(EXCEEDS);
-    const rest = await api.post(refundOf(depositId), {});
+    const rest = await reply(
+      client.raw.POST('/api/v1/transactions/{transaction_id}/refund', {
+        params: { path: { transaction_id: depositId } },
+        body: {},
+      }),
+    );
     expect(rest.status).toBe(200);
     expect(rest.body).toMatchObject({ status: 'completed', amount: 29.75 });
-    expect((await api.get(`/api/v1/transactions/${depositId}`)).body.amount_refunded).toBe(50);
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/transactions/{transaction_id}', {
+            params: { path: { transaction_id: depositId } },
+          }),
+        )
+      ).body.amount_refunded,
+    ).toBe(50);
     expect(await balanceOf(engine.pool, walletId)).toBe(100_00n);
     expect((await refundRows(depositId)).map((r) => r.amount)).toEqual([20_25n, 29_75n]);
     await assertLedgerInvariant(engine.pool);
@@ -175,7 +232,12 @@ describe('card refunds', () => {
 
   it('pm_card_refundFails: accepted, then failed; the wallet gets the amount back within seconds', async () => {
     const { walletId, depositId, paymentId } = await deposited(30, 'pm_card_refundFails');
-    const res = await api.post(refundOf(depositId), { amount: 10 });
+    const res = await reply(
+      client.raw.POST('/api/v1/transactions/{transaction_id}/refund', {
+        params: { path: { transaction_id: depositId } },
+        body: { amount: 10 },
+      }),
+    );
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       status: 'pending',
@@ -185,11 +247,27 @@ describe('card refunds', () => {
     const id = res.body.id as string;
     expect(await balanceOf(engine.pool, walletId)).toBe(20_00n);
     // A pending refund counts as refunded.
-    expect((await api.get(`/api/v1/transactions/${depositId}`)).body.amount_refunded).toBe(10);
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/transactions/{transaction_id}', {
+            params: { path: { transaction_id: depositId } },
+          }),
+        )
+      ).body.amount_refunded,
+    ).toBe(10);
     const started = Date.now();
     expect(await sagaOf(id).result()).toBe('failed');
     expect(Date.now() - started).toBeLessThan(10_000);
-    expect((await api.get(`/api/v1/transactions/${id}`)).body).toMatchObject({
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/transactions/{transaction_id}', {
+            params: { path: { transaction_id: id } },
+          }),
+        )
+      ).body,
+    ).toMatchObject({
       id,
       status: 'failed',
       transaction_type: 'card_refund',
@@ -207,19 +285,36 @@ describe('card refunds', () => {
       { id: res.body.provider_reference, status: 'failed' },
     ]);
     // A failed refund counts nothing: all of the deposit is refundable again.
-    expect((await api.get(`/api/v1/transactions/${depositId}`)).body.amount_refunded).toBe(0);
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/transactions/{transaction_id}', {
+            params: { path: { transaction_id: depositId } },
+          }),
+        )
+      ).body.amount_refunded,
+    ).toBe(0);
     await assertLedgerInvariant(engine.pool);
   });
 
   it('is synced with the provider like a payout (the sync endpoint, the reconciliation)', async () => {
     expect(paymentSyncs.card_refund).toEqual({ workflow: 'refund', sync: moneyOutUpdates.sync });
     const { walletId, depositId } = await deposited(20, 'pm_card_refundFails');
-    const res = await api.post(refundOf(depositId), {});
+    const res = await reply(
+      client.raw.POST('/api/v1/transactions/{transaction_id}/refund', {
+        params: { path: { transaction_id: depositId } },
+        body: {},
+      }),
+    );
     expect(res.body).toMatchObject({ status: 'pending', amount: 20 });
     // Past the sandbox's moment: asked now, the provider says failed (if the saga has not
     // asked it first); either way the answer is the refund's status, the money back.
     await sleep(1_100);
-    const synced = await api.post(`/api/v1/transactions/sync/${res.body.provider_reference}`);
+    const synced = await reply(
+      client.raw.POST('/api/v1/transactions/sync/{reference_id}', {
+        params: { path: { reference_id: res.body.provider_reference } },
+      }),
+    );
     expect(synced.status).toBe(200);
     expect(synced.body).toMatchObject({ status: 'failed', transaction_id: res.body.id });
     expect(await balanceOf(engine.pool, walletId)).toBe(20_00n);
@@ -228,30 +323,51 @@ describe('card refunds', () => {
 
   it('answers 400 for what is not a completed card deposit; nothing written', async () => {
     const { walletId } = await createUserWithWallet(api);
-    const declined = await api.post(DEPOSIT, {
-      wallet_id: walletId,
-      amount: 10,
-      payment_method_id: 'pm_card_chargeDeclined',
-    });
+    const declined = await reply(
+      client.raw.POST(DEPOSIT, {
+        body: {
+          wallet_id: walletId,
+          amount: 10,
+          payment_method_id: 'pm_card_chargeDeclined',
+        },
+      }),
+    );
     expect(declined.status).toBe(400);
-    const [failed] = (await api.get(`/api/v1/transactions/?wallet_id=${walletId}`)).body.data;
+    const [failed] = (
+      await reply(
+        client.raw.GET('/api/v1/transactions/', { params: { query: { wallet_id: walletId } } }),
+      )
+    ).body.data;
     expect(failed).toMatchObject({ status: 'failed', transaction_type: 'card_deposit' });
-    const pending = await api.post(DEPOSIT, {
-      wallet_id: walletId,
-      amount: 10,
-      payment_method_id: 'pm_card_authenticationRequired',
-    });
+    const pending = await reply(
+      client.raw.POST(DEPOSIT, {
+        body: {
+          wallet_id: walletId,
+          amount: 10,
+          payment_method_id: 'pm_card_authenticationRequired',
+        },
+      }),
+    );
     expect(pending.body).toMatchObject({ status: 'pending' });
     await fundWallet(engine.pool, walletId, 50_00n);
     const { walletId: to } = await createUserWithWallet(api);
-    const transfer = await api.post('/api/v1/transactions/wallet/transfer', {
-      from_wallet_id: walletId,
-      to_wallet_id: to,
-      amount: 5,
-    });
+    const transfer = await reply(
+      client.raw.POST('/api/v1/transactions/wallet/transfer', {
+        body: {
+          from_wallet_id: walletId,
+          to_wallet_id: to,
+          amount: 5,
+        },
+      }),
+    );
     expect(transfer.status).toBe(200);
     for (const id of [failed.id, pending.body.id, transfer.body.id]) {
-      const res = await api.post(refundOf(id), { amount: 1 });
+      const res = await reply(
+        client.raw.POST('/api/v1/transactions/{transaction_id}/refund', {
+          params: { path: { transaction_id: id } },
+          body: { amount: 1 },
+        }),
+      );
       expect(res.status).toBe(400);
       expect(res.body).toEqual(NOT_A_DEPOSIT);
       expect(await refundRows(id)).toEqual([]);
@@ -261,26 +377,45 @@ describe('card refunds', () => {
   it('answers 400 when the wallet spent the money; nothing written', async () => {
     const { walletId, depositId } = await deposited(40);
     const { walletId: to } = await createUserWithWallet(api);
-    const spent = await api.post('/api/v1/transactions/wallet/transfer', {
-      from_wallet_id: walletId,
-      to_wallet_id: to,
-      amount: 35,
-    });
+    const spent = await reply(
+      client.raw.POST('/api/v1/transactions/wallet/transfer', {
+        body: {
+          from_wallet_id: walletId,
+          to_wallet_id: to,
+          amount: 35,
+        },
+      }),
+    );
     expect(spent.status).toBe(200);
-    const res = await api.post(refundOf(depositId), {}, { 'idempotency-key': 'spent-1' });
+    const res = await reply(
+      client.raw.POST('/api/v1/transactions/{transaction_id}/refund', {
+        params: { path: { transaction_id: depositId }, header: { 'Idempotency-Key': 'spent-1' } },
+        body: {},
+      }),
+    );
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ detail: 'Insufficient funds' });
     expect(await refundRows(depositId)).toEqual([]);
     expect(await balanceOf(engine.pool, walletId)).toBe(5_00n);
     // What it holds can still be refunded.
-    const some = await api.post(refundOf(depositId), { amount: 5 });
+    const some = await reply(
+      client.raw.POST('/api/v1/transactions/{transaction_id}/refund', {
+        params: { path: { transaction_id: depositId } },
+        body: { amount: 5 },
+      }),
+    );
     expect(some.body).toMatchObject({ status: 'completed', amount: 5 });
   });
 
   it('answers 403 for a disabled wallet or another application’s deposit, 404 for none', async () => {
     const { walletId, depositId } = await deposited(10);
     await setWalletActive(engine.pool, walletId, false);
-    const disabled = await api.post(refundOf(depositId), {});
+    const disabled = await reply(
+      client.raw.POST('/api/v1/transactions/{transaction_id}/refund', {
+        params: { path: { transaction_id: depositId } },
+        body: {},
+      }),
+    );
     expect(disabled.status).toBe(403);
     expect(disabled.body).toEqual({ detail: 'Wallet is disabled' });
     const foreign = await other.post(refundOf(depositId), {});
@@ -289,7 +424,12 @@ describe('card refunds', () => {
       detail: 'You do not have permission to access this transaction',
     });
     for (const id of ['7d0c9a62-3f7e-4b7e-9d36-1f0a4a7c2b11', 'not-an-id']) {
-      const missing = await api.post(refundOf(id), {});
+      const missing = await reply(
+        client.raw.POST('/api/v1/transactions/{transaction_id}/refund', {
+          params: { path: { transaction_id: id } },
+          body: {},
+        }),
+      );
       expect(missing.status).toBe(404);
       expect(missing.body).toEqual({ detail: 'Transaction not found' });
     }
@@ -299,6 +439,7 @@ describe('card refunds', () => {
   it('validates the body: 422 for an amount not above 0 or an unknown reason', async () => {
     const { depositId } = await deposited(10);
     for (const body of [{ amount: 0 }, { amount: -1 }, { reason: 'because' }, { metadata: 3 }]) {
+      // Some of these bodies the typed client cannot send: raw HTTP.
       const res = await api.post(refundOf(depositId), body);
       expect(res.status).toBe(422);
     }
@@ -307,14 +448,25 @@ describe('card refunds', () => {
 
   it('forgets a refund’s merchant metadata with its user', async () => {
     const { walletId, depositId } = await deposited(10);
-    const res = await api.post(refundOf(depositId), { metadata: { email: 'payer@example.com' } });
+    const res = await reply(
+      client.raw.POST('/api/v1/transactions/{transaction_id}/refund', {
+        params: { path: { transaction_id: depositId } },
+        body: { metadata: { email: 'payer@example.com' } },
+      }),
+    );
     expect(res.body).toMatchObject({
       status: 'completed',
       metadata: { email: 'payer@example.com' },
     });
     const { user_id: userId } = await engine.pool.one(sql.type(z.object({ user_id: z.string() }))`
         SELECT user_id FROM wallets WHERE id = ${walletId}`);
-    expect((await api.del(`/api/v1/users/${userId}/`)).status).toBe(200);
+    expect(
+      (
+        await reply(
+          client.raw.DELETE('/api/v1/users/{user_id}/', { params: { path: { user_id: userId } } }),
+        )
+      ).status,
+    ).toBe(200);
     const kept = await engine.pool.oneFirst(sql.type(z.object({ metadata: z.any() }))`
       SELECT metadata FROM transactions WHERE id = ${res.body.id}`);
     expect(kept).not.toHaveProperty('metadata');
@@ -363,9 +515,19 @@ describe('card refunds', () => {
 
   it('answers a retried request with the same refund (Idempotency-Key)', async () => {
     const { walletId, depositId } = await deposited(10);
-    const key = { 'idempotency-key': `refund-${depositId}` };
-    const first = await api.post(refundOf(depositId), { amount: 4 }, key);
-    const second = await api.post(refundOf(depositId), { amount: 4 }, key);
+    const key = { 'Idempotency-Key': `refund-${depositId}` };
+    const first = await reply(
+      client.raw.POST('/api/v1/transactions/{transaction_id}/refund', {
+        params: { path: { transaction_id: depositId }, header: key },
+        body: { amount: 4 },
+      }),
+    );
+    const second = await reply(
+      client.raw.POST('/api/v1/transactions/{transaction_id}/refund', {
+        params: { path: { transaction_id: depositId }, header: key },
+        body: { amount: 4 },
+      }),
+    );
     expect(first.status).toBe(200);
     expect(second.body).toEqual(first.body);
     expect(await refundRows(depositId)).toHaveLength(1);
@@ -376,12 +538,22 @@ describe('card refunds', () => {
   it('answers a retried refund of all that was left, its first answer never stored, with that refund', async () => {
     const { walletId, depositId } = await deposited(10);
     const key = `lost-${depositId}`;
-    const first = await api.post(refundOf(depositId), {}, { 'idempotency-key': key });
+    const first = await reply(
+      client.raw.POST('/api/v1/transactions/{transaction_id}/refund', {
+        params: { path: { transaction_id: depositId }, header: { 'Idempotency-Key': key } },
+        body: {},
+      }),
+    );
     expect(first.status).toBe(200);
     // As if the first request had died after the refund moved but before its answer was stored.
     await engine.pool.query(sql.unsafe`
       UPDATE idempotency_keys SET response_status = NULL, response_body = NULL WHERE key = ${key}`);
-    const retry = await api.post(refundOf(depositId), {}, { 'idempotency-key': key });
+    const retry = await reply(
+      client.raw.POST('/api/v1/transactions/{transaction_id}/refund', {
+        params: { path: { transaction_id: depositId }, header: { 'Idempotency-Key': key } },
+        body: {},
+      }),
+    );
     expect(retry.status).toBe(200);
     expect(retry.body).toEqual(first.body);
     expect(await refundRows(depositId)).toHaveLength(1);

@@ -3,10 +3,13 @@ import { z } from 'zod';
 import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
 import { createTestApp } from '../support/engine';
 import { clientFor, createFundedWallet, createUserWithWallet } from '../support/http';
+import { reply, useWalletClient } from '../support/client';
 import { useTestApp, useTestEngine } from '../support/hooks';
 
 const engine = useTestEngine();
 const { app, api } = useTestApp(engine);
+const client = useWalletClient(engine, app);
+const liveClient = useWalletClient(engine, app, 'live');
 
 const TRANSFER = '/api/v1/transactions/wallet/transfer';
 
@@ -19,12 +22,16 @@ async function twoWallets(fundMinor = 10_000n) {
 describe('POST /api/v1/transactions/wallet/transfer', () => {
   it('moves the amount between wallets as one balanced ledger transaction and an event', async () => {
     const { from, to } = await twoWallets(10_000n);
-    const res = await api.post(TRANSFER, {
-      from_wallet_id: from,
-      to_wallet_id: to,
-      amount: 12.5,
-      description: 'rent',
-    });
+    const res = await reply(
+      client.raw.POST(TRANSFER, {
+        body: {
+          from_wallet_id: from,
+          to_wallet_id: to,
+          amount: 12.5,
+          description: 'rent',
+        },
+      }),
+    );
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
       wallet_id: from,
@@ -61,7 +68,11 @@ describe('POST /api/v1/transactions/wallet/transfer', () => {
 
   it('declines insufficient funds with 400 and moves nothing', async () => {
     const { from, to } = await twoWallets(1_000n);
-    const res = await api.post(TRANSFER, { from_wallet_id: from, to_wallet_id: to, amount: 10.01 });
+    const res = await reply(
+      client.raw.POST(TRANSFER, {
+        body: { from_wallet_id: from, to_wallet_id: to, amount: 10.01 },
+      }),
+    );
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ detail: 'Insufficient funds' });
     expect(await balanceOf(engine.pool, from)).toBe(1_000n);
@@ -71,40 +82,79 @@ describe('POST /api/v1/transactions/wallet/transfer', () => {
   it('answers 400 for the same wallet, 404 for a missing one, 403 for a disabled or foreign one', async () => {
     const { from, to } = await twoWallets();
     expect(
-      (await api.post(TRANSFER, { from_wallet_id: from, to_wallet_id: from, amount: 1 })).status,
+      (
+        await reply(
+          client.raw.POST(TRANSFER, {
+            body: { from_wallet_id: from, to_wallet_id: from, amount: 1 },
+          }),
+        )
+      ).status,
     ).toBe(400);
-    const missing = await api.post(TRANSFER, {
-      from_wallet_id: from,
-      to_wallet_id: '00000000-0000-4000-8000-000000000000',
-      amount: 1,
-    });
+    const missing = await reply(
+      client.raw.POST(TRANSFER, {
+        body: {
+          from_wallet_id: from,
+          to_wallet_id: '00000000-0000-4000-8000-000000000000',
+          amount: 1,
+        },
+      }),
+    );
     expect(missing.status).toBe(404);
     expect(missing.body.detail).toMatch(/not found/i);
 
-    expect((await api.post(`/api/v1/wallets/${to}/disable`)).status).toBe(200);
-    const disabled = await api.post(TRANSFER, {
-      from_wallet_id: from,
-      to_wallet_id: to,
-      amount: 1,
-    });
+    expect(
+      (
+        await reply(
+          client.raw.POST('/api/v1/wallets/{wallet_id}/disable', {
+            params: { path: { wallet_id: to } },
+          }),
+        )
+      ).status,
+    ).toBe(200);
+    const disabled = await reply(
+      client.raw.POST(TRANSFER, {
+        body: {
+          from_wallet_id: from,
+          to_wallet_id: to,
+          amount: 1,
+        },
+      }),
+    );
     expect(disabled.status).toBe(403);
-    expect((await api.post(`/api/v1/wallets/${to}/enable`)).status).toBe(200);
+    expect(
+      (
+        await reply(
+          client.raw.POST('/api/v1/wallets/{wallet_id}/enable', {
+            params: { path: { wallet_id: to } },
+          }),
+        )
+      ).status,
+    ).toBe(200);
 
     const other = await createTestApp(engine.pool);
     const otherApi = clientFor(engine.url, other);
     const foreign = await createUserWithWallet(otherApi);
     expect(
       (
-        await api.post(TRANSFER, {
-          from_wallet_id: from,
-          to_wallet_id: foreign.walletId,
-          amount: 1,
-        })
+        await reply(
+          client.raw.POST(TRANSFER, {
+            body: {
+              from_wallet_id: from,
+              to_wallet_id: foreign.walletId,
+              amount: 1,
+            },
+          }),
+        )
       ).status,
     ).toBe(403);
-    const liveApi = clientFor(engine.url, app, 'live');
     expect(
-      (await liveApi.post(TRANSFER, { from_wallet_id: from, to_wallet_id: to, amount: 1 })).status,
+      (
+        await reply(
+          liveClient.raw.POST(TRANSFER, {
+            body: { from_wallet_id: from, to_wallet_id: to, amount: 1 },
+          }),
+        )
+      ).status,
     ).toBe(403);
     expect(await balanceOf(engine.pool, from)).toBe(10_000n);
     await assertLedgerInvariant(engine.pool);
@@ -114,16 +164,15 @@ describe('POST /api/v1/transactions/wallet/transfer', () => {
     const { from, to } = await twoWallets();
     const transfer = { from_wallet_id: from, to_wallet_id: to, amount: 1 };
     // Both wallets seen active: the API's memory of them now spares the lookup.
-    expect((await api.post(TRANSFER, transfer)).status).toBe(200);
+    expect((await reply(client.raw.POST(TRANSFER, { body: transfer }))).status).toBe(200);
     await engine.pool.query(sql.unsafe`UPDATE wallets SET is_active = false WHERE id = ${to}`);
-    const refused = await api.post(TRANSFER, transfer);
+    const refused = await reply(client.raw.POST(TRANSFER, { body: transfer }));
     expect(refused.status).toBe(403);
     expect(refused.body).toEqual({ detail: 'Wallet is disabled' });
     // Another mode's caller is refused at once, memory or not.
     await engine.pool.query(sql.unsafe`UPDATE wallets SET is_active = true WHERE id = ${to}`);
-    const liveApi = clientFor(engine.url, app, 'live');
-    expect((await liveApi.post(TRANSFER, transfer)).status).toBe(403);
-    expect((await api.post(TRANSFER, transfer)).status).toBe(200);
+    expect((await reply(liveClient.raw.POST(TRANSFER, { body: transfer }))).status).toBe(403);
+    expect((await reply(client.raw.POST(TRANSFER, { body: transfer }))).status).toBe(200);
     expect(await balanceOf(engine.pool, from)).toBe(9_800n);
     expect(await balanceOf(engine.pool, to)).toBe(200n);
     const transfers = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
@@ -134,6 +183,7 @@ describe('POST /api/v1/transactions/wallet/transfer', () => {
 
   it.each([[0], [-1], [1.001], ['5'], [null]])('answers 422 for amount %p', async (amount) => {
     const { from, to } = await twoWallets(0n);
+    // Malformed amounts the typed client cannot send: raw HTTP.
     const res = await api.post(TRANSFER, { from_wallet_id: from, to_wallet_id: to, amount });
     expect(res.status).toBe(422);
     expect(typeof res.body.detail).toBe('string');
@@ -142,8 +192,18 @@ describe('POST /api/v1/transactions/wallet/transfer', () => {
   it('replays a retried Idempotency-Key with the first response and moves money once', async () => {
     const { from, to } = await twoWallets(10_000n);
     const body = { from_wallet_id: from, to_wallet_id: to, amount: 3 };
-    const first = await api.post(TRANSFER, body, { 'Idempotency-Key': 'replay-1' });
-    const second = await api.post(TRANSFER, body, { 'Idempotency-Key': 'replay-1' });
+    const first = await reply(
+      client.raw.POST(TRANSFER, {
+        params: { header: { 'Idempotency-Key': 'replay-1' } },
+        body,
+      }),
+    );
+    const second = await reply(
+      client.raw.POST(TRANSFER, {
+        params: { header: { 'Idempotency-Key': 'replay-1' } },
+        body,
+      }),
+    );
     expect(first.status).toBe(200);
     expect(first.headers.get('idempotent-replayed')).toBeNull();
     expect(second.status).toBe(200);
@@ -151,10 +211,11 @@ describe('POST /api/v1/transactions/wallet/transfer', () => {
     expect(second.body).toEqual(first.body);
     expect(await balanceOf(engine.pool, from)).toBe(9_700n);
 
-    const changed = await api.post(
-      TRANSFER,
-      { ...body, amount: 4 },
-      { 'Idempotency-Key': 'replay-1' },
+    const changed = await reply(
+      client.raw.POST(TRANSFER, {
+        params: { header: { 'Idempotency-Key': 'replay-1' } },
+        body: { ...body, amount: 4 },
+      }),
     );
     expect(changed.status).toBe(422);
     expect(changed.body).toEqual({
@@ -167,7 +228,14 @@ describe('POST /api/v1/transactions/wallet/transfer', () => {
     const { from, to } = await twoWallets(10_000n);
     const body = { from_wallet_id: from, to_wallet_id: to, amount: 1.25 };
     const replies = await Promise.all(
-      Array.from({ length: 50 }, () => api.post(TRANSFER, body, { 'Idempotency-Key': 'burst-1' })),
+      Array.from({ length: 50 }, () =>
+        reply(
+          client.raw.POST(TRANSFER, {
+            params: { header: { 'Idempotency-Key': 'burst-1' } },
+            body,
+          }),
+        ),
+      ),
     );
     expect(replies.map((r) => r.status)).toEqual(Array(50).fill(200));
     expect(new Set(replies.map((r) => r.body.id)).size).toBe(1);
@@ -184,18 +252,28 @@ describe('POST /api/v1/transactions/wallet/transfer', () => {
 describe('wallet ids in request bodies', () => {
   it('answers 404, not 500, for a wallet id that is not a UUID', async () => {
     const { from } = await twoWallets(100n);
-    const res = await api.post(TRANSFER, {
-      from_wallet_id: from,
-      to_wallet_id: 'not-a-uuid',
-      amount: 1,
-    });
+    const res = await reply(
+      client.raw.POST(TRANSFER, {
+        body: {
+          from_wallet_id: from,
+          to_wallet_id: 'not-a-uuid',
+          amount: 1,
+        },
+      }),
+    );
     expect(res.status).toBe(404);
-    const hold = await api.post('/api/v1/escrow/hold', { wallet_id: 'nope', amount: 1 });
+    const hold = await reply(
+      client.raw.POST('/api/v1/escrow/hold', { body: { wallet_id: 'nope', amount: 1 } }),
+    );
     expect(hold.status).toBe(404);
-    const deposit = await api.post('/api/v1/transactions/wallet/mobile-money-deposit', {
-      wallet_id: 'nope',
-      amount: 100,
-    });
+    const deposit = await reply(
+      client.raw.POST('/api/v1/transactions/wallet/mobile-money-deposit', {
+        body: {
+          wallet_id: 'nope',
+          amount: 100,
+        },
+      }),
+    );
     expect(deposit.status).toBe(404);
   });
 });

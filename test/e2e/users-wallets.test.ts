@@ -4,10 +4,12 @@ import { z } from 'zod';
 import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
 import { createTestApp } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
+import { reply, useWalletClient } from '../support/client';
 import { useTestApp, useTestEngine } from '../support/hooks';
 
 const engine = useTestEngine();
 const { app, api, live: liveApi } = useTestApp(engine);
+const client = useWalletClient(engine, app);
 const { api: otherApi } = useTestApp(engine);
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -86,7 +88,7 @@ async function activeFlags(userId: string) {
 describe('POST /api/v1/users/create/', () => {
   it('creates an active user and returns every User field', async () => {
     const input = userInput({ email: 'aminata@example.com', username: 'aminata' });
-    const res = await api.post('/api/v1/users/create/', input);
+    const res = await reply(client.raw.POST('/api/v1/users/create/', { body: input }));
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       id: expect.stringMatching(UUID),
@@ -144,11 +146,21 @@ describe('POST /api/v1/users/create/', () => {
   });
 
   it('stores is_active false when asked, and returns null for an omitted email and username', async () => {
-    const res = await api.post('/api/v1/users/create/', userInput({ is_active: false }));
+    const res = await reply(
+      client.raw.POST('/api/v1/users/create/', { body: userInput({ is_active: false }) }),
+    );
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ is_active: false, email: null, username: null });
     expect((await activeFlags(res.body.id)).user_active).toBe(false);
-    expect((await api.get(`/api/v1/users/${res.body.id}/`)).body.is_active).toBe(false);
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/users/{user_id}/', {
+            params: { path: { user_id: res.body.id } },
+          }),
+        )
+      ).body.is_active,
+    ).toBe(false);
   });
 
   it('rejects an email already used in the same application and mode with 400 and writes nothing', async () => {
@@ -320,11 +332,16 @@ describe('GET /api/v1/users/', () => {
 
 describe('GET /api/v1/users/{user_id}/', () => {
   it('returns the user with exactly the get-user fields and no updated_at', async () => {
-    const created = await api.post(
-      '/api/v1/users/create/',
-      userInput({ email: 'detail@example.com', username: 'detail' }),
+    const created = await reply(
+      client.raw.POST('/api/v1/users/create/', {
+        body: userInput({ email: 'detail@example.com', username: 'detail' }),
+      }),
     );
-    const res = await api.get(`/api/v1/users/${created.body.id}/`);
+    const res = await reply(
+      client.raw.GET('/api/v1/users/{user_id}/', {
+        params: { path: { user_id: created.body.id } },
+      }),
+    );
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       id: created.body.id,
@@ -342,7 +359,9 @@ describe('GET /api/v1/users/{user_id}/', () => {
   it('answers 404 for an unknown uuid, an id that is not a uuid and a wallet id', async () => {
     const { walletId } = await createUserWithWallet(api);
     for (const id of [randomUUID(), NOT_A_UUID, walletId]) {
-      const res = await api.get(`/api/v1/users/${id}/`);
+      const res = await reply(
+        client.raw.GET('/api/v1/users/{user_id}/', { params: { path: { user_id: id } } }),
+      );
       expect(res.status).toBe(404);
       expect(res.body).toEqual(anError);
     }
@@ -353,9 +372,13 @@ describe('GET /api/v1/users/{user_id}/', () => {
     const testUser = await createUser(api);
     const liveUser = await createUser(liveApi);
     for (const res of [
-      await api.get(`/api/v1/users/${foreign.id}/`),
+      await reply(
+        client.raw.GET('/api/v1/users/{user_id}/', { params: { path: { user_id: foreign.id } } }),
+      ),
       await liveApi.get(`/api/v1/users/${testUser.id}/`),
-      await api.get(`/api/v1/users/${liveUser.id}/`),
+      await reply(
+        client.raw.GET('/api/v1/users/{user_id}/', { params: { path: { user_id: liveUser.id } } }),
+      ),
     ]) {
       expect(res.status).toBe(403);
       expect(res.body).toEqual(anError);
@@ -368,11 +391,15 @@ describe('DELETE /api/v1/users/{user_id}/', () => {
     const leaving = await createUserWithWallet(api);
     const staying = await createUserWithWallet(api);
     await fundWallet(engine.pool, leaving.walletId, 1_250n);
-    const transfer = await api.post('/api/v1/transactions/wallet/transfer', {
-      from_wallet_id: leaving.walletId,
-      to_wallet_id: staying.walletId,
-      amount: 12.5,
-    });
+    const transfer = await reply(
+      client.raw.POST('/api/v1/transactions/wallet/transfer', {
+        body: {
+          from_wallet_id: leaving.walletId,
+          to_wallet_id: staying.walletId,
+          amount: 12.5,
+        },
+      }),
+    );
     expect(transfer.status).toBe(200);
     expect(await balanceOf(engine.pool, leaving.walletId)).toBe(0n);
     const entriesOf = () =>
@@ -380,14 +407,50 @@ describe('DELETE /api/v1/users/{user_id}/', () => {
         SELECT amount FROM ledger_entries WHERE account_id = ${leaving.walletId} ORDER BY id`);
     expect(await entriesOf()).toEqual([{ amount: 1_250n }, { amount: -1_250n }]);
 
-    const res = await api.del(`/api/v1/users/${leaving.userId}/`);
+    const res = await reply(
+      client.raw.DELETE('/api/v1/users/{user_id}/', {
+        params: { path: { user_id: leaving.userId } },
+      }),
+    );
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ message: expect.any(String) });
 
-    expect((await api.get(`/api/v1/users/${leaving.userId}/`)).status).toBe(404);
-    expect((await api.get(`/api/v1/wallets/${leaving.userId}/`)).status).toBe(404);
-    expect((await api.post(`/api/v1/wallets/${leaving.walletId}/enable`)).status).toBe(404);
-    expect((await api.del(`/api/v1/users/${leaving.userId}/`)).status).toBe(404);
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/users/{user_id}/', {
+            params: { path: { user_id: leaving.userId } },
+          }),
+        )
+      ).status,
+    ).toBe(404);
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/wallets/{user_id}/', {
+            params: { path: { user_id: leaving.userId } },
+          }),
+        )
+      ).status,
+    ).toBe(404);
+    expect(
+      (
+        await reply(
+          client.raw.POST('/api/v1/wallets/{wallet_id}/enable', {
+            params: { path: { wallet_id: leaving.walletId } },
+          }),
+        )
+      ).status,
+    ).toBe(404);
+    expect(
+      (
+        await reply(
+          client.raw.DELETE('/api/v1/users/{user_id}/', {
+            params: { path: { user_id: leaving.userId } },
+          }),
+        )
+      ).status,
+    ).toBe(404);
     expect(await userRows(leaving.userId)).toBe(0);
     expect(await walletRows(leaving.walletId)).toBe(0);
     expect(await entriesOf()).toEqual([{ amount: 1_250n }, { amount: -1_250n }]);
@@ -398,7 +461,9 @@ describe('DELETE /api/v1/users/{user_id}/', () => {
 
   it('deletes a user who has no wallet', async () => {
     const user = await createUser(api);
-    const res = await api.del(`/api/v1/users/${user.id}/`);
+    const res = await reply(
+      client.raw.DELETE('/api/v1/users/{user_id}/', { params: { path: { user_id: user.id } } }),
+    );
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ message: expect.any(String) });
     expect(await userRows(user.id)).toBe(0);
@@ -407,13 +472,17 @@ describe('DELETE /api/v1/users/{user_id}/', () => {
   it('refuses with 400 to delete a user whose wallet holds money, and deletes nothing', async () => {
     const { userId, walletId } = await createUserWithWallet(api);
     await fundWallet(engine.pool, walletId, 1n);
-    const res = await api.del(`/api/v1/users/${userId}/`);
+    const res = await reply(
+      client.raw.DELETE('/api/v1/users/{user_id}/', { params: { path: { user_id: userId } } }),
+    );
     expect(res.status).toBe(400);
     expect(res.body).toEqual(anError);
     expect(res.body.detail).toMatch(/money/i);
     expect(await userRows(userId)).toBe(1);
     expect(await walletRows(walletId)).toBe(1);
-    const wallet = await api.get(`/api/v1/wallets/${userId}/`);
+    const wallet = await reply(
+      client.raw.GET('/api/v1/wallets/{user_id}/', { params: { path: { user_id: userId } } }),
+    );
     expect(wallet.status).toBe(200);
     expect(wallet.body.balance).toBe(0.01);
     await assertLedgerInvariant(engine.pool);
@@ -427,7 +496,9 @@ describe('DELETE /api/v1/users/{user_id}/', () => {
         INSERT INTO transactions (id, application_id, mode, transaction_type, status, wallet_id, currency, amount)
         VALUES (${randomUUID()}, ${app.id}, 'test',
           ${status === 'held' ? 'escrow_hold' : 'mobile_money_deposit'}, ${status}, ${walletId}, 'SLE', 100)`);
-      const res = await api.del(`/api/v1/users/${userId}/`);
+      const res = await reply(
+        client.raw.DELETE('/api/v1/users/{user_id}/', { params: { path: { user_id: userId } } }),
+      );
       expect(res.status).toBe(400);
       expect(res.body).toEqual(anError);
       expect(res.body.detail).toMatch(/open/i);
@@ -438,7 +509,9 @@ describe('DELETE /api/v1/users/{user_id}/', () => {
 
   it('answers 404 for an unknown user and for an id that is not a uuid', async () => {
     for (const id of [randomUUID(), NOT_A_UUID]) {
-      const res = await api.del(`/api/v1/users/${id}/`);
+      const res = await reply(
+        client.raw.DELETE('/api/v1/users/{user_id}/', { params: { path: { user_id: id } } }),
+      );
       expect(res.status).toBe(404);
       expect(res.body).toEqual(anError);
     }
@@ -448,7 +521,11 @@ describe('DELETE /api/v1/users/{user_id}/', () => {
     const foreign = await createUserWithWallet(otherApi);
     const own = await createUserWithWallet(api);
     for (const res of [
-      await api.del(`/api/v1/users/${foreign.userId}/`),
+      await reply(
+        client.raw.DELETE('/api/v1/users/{user_id}/', {
+          params: { path: { user_id: foreign.userId } },
+        }),
+      ),
       await liveApi.del(`/api/v1/users/${own.userId}/`),
     ]) {
       expect(res.status).toBe(403);
@@ -465,19 +542,43 @@ describe('POST /api/v1/users/{user_id}/enable and /disable', () => {
   it('disables the user together with the wallet, and enables both again', async () => {
     const { userId, walletId } = await createUserWithWallet(api);
 
-    const off = await api.post(`/api/v1/users/${userId}/disable`);
+    const off = await reply(
+      client.raw.POST('/api/v1/users/{user_id}/disable', { params: { path: { user_id: userId } } }),
+    );
     expect(off.status).toBe(200);
     expect(off.body).toEqual({ message: expect.any(String) });
-    expect((await api.get(`/api/v1/users/${userId}/`)).body.is_active).toBe(false);
-    const disabledWallet = await api.get(`/api/v1/wallets/${userId}/`);
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/users/{user_id}/', { params: { path: { user_id: userId } } }),
+        )
+      ).body.is_active,
+    ).toBe(false);
+    const disabledWallet = await reply(
+      client.raw.GET('/api/v1/wallets/{user_id}/', { params: { path: { user_id: userId } } }),
+    );
     expect(disabledWallet.body).toMatchObject({ id: walletId, is_active: false });
     expect(await activeFlags(userId)).toEqual({ user_active: false, wallet_active: false });
 
-    const on = await api.post(`/api/v1/users/${userId}/enable`);
+    const on = await reply(
+      client.raw.POST('/api/v1/users/{user_id}/enable', { params: { path: { user_id: userId } } }),
+    );
     expect(on.status).toBe(200);
     expect(on.body).toEqual({ message: expect.any(String) });
-    expect((await api.get(`/api/v1/users/${userId}/`)).body.is_active).toBe(true);
-    expect((await api.get(`/api/v1/wallets/${userId}/`)).body).toMatchObject({
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/users/{user_id}/', { params: { path: { user_id: userId } } }),
+        )
+      ).body.is_active,
+    ).toBe(true);
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/wallets/{user_id}/', { params: { path: { user_id: userId } } }),
+        )
+      ).body,
+    ).toMatchObject({
       id: walletId,
       is_active: true,
     });
@@ -486,17 +587,49 @@ describe('POST /api/v1/users/{user_id}/enable and /disable', () => {
 
   it('enabling an active user also enables a wallet that was disabled on its own', async () => {
     const { userId, walletId } = await createUserWithWallet(api);
-    expect((await api.post(`/api/v1/wallets/${walletId}/disable`)).status).toBe(200);
+    expect(
+      (
+        await reply(
+          client.raw.POST('/api/v1/wallets/{wallet_id}/disable', {
+            params: { path: { wallet_id: walletId } },
+          }),
+        )
+      ).status,
+    ).toBe(200);
     expect(await activeFlags(userId)).toEqual({ user_active: true, wallet_active: false });
-    expect((await api.post(`/api/v1/users/${userId}/enable`)).status).toBe(200);
+    expect(
+      (
+        await reply(
+          client.raw.POST('/api/v1/users/{user_id}/enable', {
+            params: { path: { user_id: userId } },
+          }),
+        )
+      ).status,
+    ).toBe(200);
     expect(await activeFlags(userId)).toEqual({ user_active: true, wallet_active: true });
   });
 
   it('disables and enables a user who has no wallet', async () => {
     const user = await createUser(api);
-    expect((await api.post(`/api/v1/users/${user.id}/disable`)).status).toBe(200);
+    expect(
+      (
+        await reply(
+          client.raw.POST('/api/v1/users/{user_id}/disable', {
+            params: { path: { user_id: user.id } },
+          }),
+        )
+      ).status,
+    ).toBe(200);
     expect(await activeFlags(user.id)).toEqual({ user_active: false, wallet_active: null });
-    expect((await api.post(`/api/v1/users/${user.id}/enable`)).status).toBe(200);
+    expect(
+      (
+        await reply(
+          client.raw.POST('/api/v1/users/{user_id}/enable', {
+            params: { path: { user_id: user.id } },
+          }),
+        )
+      ).status,
+    ).toBe(200);
     expect(await activeFlags(user.id)).toEqual({ user_active: true, wallet_active: null });
   });
 
@@ -571,24 +704,40 @@ describe('POST /api/v1/wallets/create/{user_id}/', () => {
 
   it('creates a disabled wallet for a disabled user', async () => {
     const user = await createUser(api, { is_active: false });
-    const res = await api.post(`/api/v1/wallets/create/${user.id}/`);
+    const res = await reply(
+      client.raw.POST('/api/v1/wallets/create/{user_id}/', {
+        params: { path: { user_id: user.id } },
+      }),
+    );
     expect(res.status).toBe(200);
     expect(res.body.is_active).toBe(false);
   });
 
   it('rejects a second wallet for the same user with 400 and keeps one', async () => {
     const { userId, walletId } = await createUserWithWallet(api);
-    const res = await api.post(`/api/v1/wallets/create/${userId}/`);
+    const res = await reply(
+      client.raw.POST('/api/v1/wallets/create/{user_id}/', {
+        params: { path: { user_id: userId } },
+      }),
+    );
     expect(res.status).toBe(400);
     expect(res.body).toEqual(anError);
     expect(res.body.detail).toMatch(/already exists/i);
     expect(await walletRowsOfUser(userId)).toBe(1);
-    expect((await api.get(`/api/v1/wallets/${userId}/`)).body.id).toBe(walletId);
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/wallets/{user_id}/', { params: { path: { user_id: userId } } }),
+        )
+      ).body.id,
+    ).toBe(walletId);
   });
 
   it('answers 404 for an unknown user and for an id that is not a uuid', async () => {
     for (const id of [randomUUID(), NOT_A_UUID]) {
-      const res = await api.post(`/api/v1/wallets/create/${id}/`);
+      const res = await reply(
+        client.raw.POST('/api/v1/wallets/create/{user_id}/', { params: { path: { user_id: id } } }),
+      );
       expect(res.status).toBe(404);
       expect(res.body).toEqual(anError);
     }
@@ -598,7 +747,11 @@ describe('POST /api/v1/wallets/create/{user_id}/', () => {
     const foreign = await createUser(otherApi);
     const own = await createUser(api);
     for (const res of [
-      await api.post(`/api/v1/wallets/create/${foreign.id}/`),
+      await reply(
+        client.raw.POST('/api/v1/wallets/create/{user_id}/', {
+          params: { path: { user_id: foreign.id } },
+        }),
+      ),
       await liveApi.post(`/api/v1/wallets/create/${own.id}/`),
     ]) {
       expect(res.status).toBe(403);
@@ -731,7 +884,9 @@ describe('GET /api/v1/wallets/{user_id}/', () => {
   it('returns the user’s wallet with the balance in major units', async () => {
     const { userId, walletId } = await createUserWithWallet(api);
     await fundWallet(engine.pool, walletId, 1_250n);
-    const res = await api.get(`/api/v1/wallets/${userId}/`);
+    const res = await reply(
+      client.raw.GET('/api/v1/wallets/{user_id}/', { params: { path: { user_id: userId } } }),
+    );
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       id: walletId,
@@ -745,7 +900,9 @@ describe('GET /api/v1/wallets/{user_id}/', () => {
 
   it('answers 404 when the user has no wallet', async () => {
     const user = await createUser(api);
-    const res = await api.get(`/api/v1/wallets/${user.id}/`);
+    const res = await reply(
+      client.raw.GET('/api/v1/wallets/{user_id}/', { params: { path: { user_id: user.id } } }),
+    );
     expect(res.status).toBe(404);
     expect(res.body).toEqual(anError);
   });
@@ -753,7 +910,9 @@ describe('GET /api/v1/wallets/{user_id}/', () => {
   it('answers 404 for an unknown user, a malformed id and a wallet id given as the user id', async () => {
     const { walletId } = await createUserWithWallet(api);
     for (const id of [randomUUID(), NOT_A_UUID, walletId]) {
-      const res = await api.get(`/api/v1/wallets/${id}/`);
+      const res = await reply(
+        client.raw.GET('/api/v1/wallets/{user_id}/', { params: { path: { user_id: id } } }),
+      );
       expect(res.status).toBe(404);
       expect(res.body).toEqual(anError);
     }
@@ -763,7 +922,11 @@ describe('GET /api/v1/wallets/{user_id}/', () => {
     const foreign = await createUserWithWallet(otherApi);
     const own = await createUserWithWallet(api);
     for (const res of [
-      await api.get(`/api/v1/wallets/${foreign.userId}/`),
+      await reply(
+        client.raw.GET('/api/v1/wallets/{user_id}/', {
+          params: { path: { user_id: foreign.userId } },
+        }),
+      ),
       await liveApi.get(`/api/v1/wallets/${own.userId}/`),
     ]) {
       expect(res.status).toBe(403);
@@ -777,7 +940,11 @@ describe('POST /api/v1/wallets/{wallet_id}/enable and /disable', () => {
     const { userId, walletId } = await createUserWithWallet(api);
     await fundWallet(engine.pool, walletId, 300n);
 
-    const off = await api.post(`/api/v1/wallets/${walletId}/disable`);
+    const off = await reply(
+      client.raw.POST('/api/v1/wallets/{wallet_id}/disable', {
+        params: { path: { wallet_id: walletId } },
+      }),
+    );
     expect(off.status).toBe(200);
     expect(off.body).toEqual({
       id: walletId,
@@ -788,9 +955,19 @@ describe('POST /api/v1/wallets/{wallet_id}/enable and /disable', () => {
       metadata: {},
     });
     expect(await activeFlags(userId)).toEqual({ user_active: true, wallet_active: false });
-    expect((await api.get(`/api/v1/wallets/${userId}/`)).body.is_active).toBe(false);
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/wallets/{user_id}/', { params: { path: { user_id: userId } } }),
+        )
+      ).body.is_active,
+    ).toBe(false);
 
-    const on = await api.post(`/api/v1/wallets/${walletId}/enable`);
+    const on = await reply(
+      client.raw.POST('/api/v1/wallets/{wallet_id}/enable', {
+        params: { path: { wallet_id: walletId } },
+      }),
+    );
     expect(on.status).toBe(200);
     expect(on.body).toEqual({ ...off.body, is_active: true });
     expect(await activeFlags(userId)).toEqual({ user_active: true, wallet_active: true });
@@ -799,13 +976,31 @@ describe('POST /api/v1/wallets/{wallet_id}/enable and /disable', () => {
 
   it('refuses with 400 to enable the wallet of a disabled user, and the wallet stays disabled', async () => {
     const { userId, walletId } = await createUserWithWallet(api);
-    expect((await api.post(`/api/v1/users/${userId}/disable`)).status).toBe(200);
-    const res = await api.post(`/api/v1/wallets/${walletId}/enable`);
+    expect(
+      (
+        await reply(
+          client.raw.POST('/api/v1/users/{user_id}/disable', {
+            params: { path: { user_id: userId } },
+          }),
+        )
+      ).status,
+    ).toBe(200);
+    const res = await reply(
+      client.raw.POST('/api/v1/wallets/{wallet_id}/enable', {
+        params: { path: { wallet_id: walletId } },
+      }),
+    );
     expect(res.status).toBe(400);
     expect(res.body).toEqual(anError);
     expect(res.body.detail).toMatch(/disabled/i);
     expect(await activeFlags(userId)).toEqual({ user_active: false, wallet_active: false });
-    expect((await api.get(`/api/v1/wallets/${userId}/`)).body.is_active).toBe(false);
+    expect(
+      (
+        await reply(
+          client.raw.GET('/api/v1/wallets/{user_id}/', { params: { path: { user_id: userId } } }),
+        )
+      ).body.is_active,
+    ).toBe(false);
   });
 
   it.each([['enable'], ['disable']])(
@@ -829,7 +1024,15 @@ describe('POST /api/v1/wallets/{wallet_id}/enable and /disable', () => {
         expect((await otherApi.post(`/api/v1/wallets/${foreign.walletId}/disable`)).status).toBe(
           200,
         );
-        expect((await api.post(`/api/v1/wallets/${own.walletId}/disable`)).status).toBe(200);
+        expect(
+          (
+            await reply(
+              client.raw.POST('/api/v1/wallets/{wallet_id}/disable', {
+                params: { path: { wallet_id: own.walletId } },
+              }),
+            )
+          ).status,
+        ).toBe(200);
       }
       for (const res of [
         await api.post(`/api/v1/wallets/${foreign.walletId}/${action}`),

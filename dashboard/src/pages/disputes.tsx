@@ -1,13 +1,14 @@
 import { useState } from 'preact/hooks';
 import {
   DISPUTE_STATUSES,
-  modePath,
-  request,
-  type Dispute,
+  api,
+  errorMessage,
   type DisputeStatus,
   type Mode,
-  type Page,
+  type Schemas,
 } from '../api';
+
+type Dispute = Schemas['Dispute'];
 import { ErrorBox, Link, money, Pager, Status, useLoad, when } from '../ui';
 
 const CLOSED: readonly DisputeStatus[] = ['won', 'lost'];
@@ -23,12 +24,15 @@ export function Disputes(props: { mode: Mode }) {
   const [transaction, setTransaction] = useState(linkedTransaction());
   const [applied, setApplied] = useState({ status: '', transaction: linkedTransaction() });
   const [page, setPage] = useState(1);
-  const query = new URLSearchParams({ page: String(page), per_page: '20' });
-  if (applied.status) query.set('status', applied.status);
-  if (applied.transaction) query.set('transaction_id', applied.transaction);
+  const query = {
+    page,
+    per_page: 20,
+    ...(applied.status ? { status: applied.status as DisputeStatus } : {}),
+    ...(applied.transaction ? { transaction_id: applied.transaction } : {}),
+  };
   const list = useLoad(
-    () => request<Page<Dispute>>(modePath(props.mode, `/v1/disputes?${query}`)),
-    [props.mode, query.toString()],
+    () => api(props.mode).get('/api/v1/disputes', { params: { query } }),
+    [props.mode, JSON.stringify(query)],
   );
   return (
     <section>
@@ -108,7 +112,7 @@ export function Disputes(props: { mode: Mode }) {
 }
 
 /** The evidence for the provider; a closed dispute takes none (the API answers 400). */
-function EvidenceForm(props: { path: string; dispute: Dispute; onSubmitted: () => void }) {
+function EvidenceForm(props: { mode: Mode; dispute: Dispute; onSubmitted: () => void }) {
   const closed = CLOSED.includes(props.dispute.status);
   const [text, setText] = useState('');
   const [busy, setBusy] = useState(false);
@@ -117,14 +121,18 @@ function EvidenceForm(props: { path: string; dispute: Dispute; onSubmitted: () =
   const submit = (event: Event) => {
     event.preventDefault();
     setBusy(true);
-    request<Dispute>(`${props.path}/evidence`, { method: 'POST', body: { text } })
+    api(props.mode)
+      .post('/api/v1/disputes/{dispute_id}/evidence', {
+        params: { path: { dispute_id: props.dispute.id } },
+        body: { text },
+      })
       .then((answer) => {
         setSent(answer);
         setError(null);
         setText('');
         props.onSubmitted();
       })
-      .catch((e: unknown) => setError(e instanceof Error ? e.message : String(e)))
+      .catch((e: unknown) => setError(errorMessage(e)))
       .finally(() => setBusy(false));
   };
   return (
@@ -165,8 +173,13 @@ function EvidenceForm(props: { path: string; dispute: Dispute; onSubmitted: () =
 }
 
 export function DisputePage(props: { mode: Mode; id: string }) {
-  const path = modePath(props.mode, `/v1/disputes/${encodeURIComponent(props.id)}`);
-  const record = useLoad(() => request<Dispute>(path), [path]);
+  const record = useLoad(
+    () =>
+      api(props.mode).get('/api/v1/disputes/{dispute_id}', {
+        params: { path: { dispute_id: props.id } },
+      }),
+    [props.mode, props.id],
+  );
   const d = record.data;
   const overdue = d && d.status === 'needs_response' && Date.parse(d.evidence_due_by) < Date.now();
   return (
@@ -216,7 +229,7 @@ export function DisputePage(props: { mode: Mode; id: string }) {
             <dd>{when(d.updated_at)}</dd>
           </dl>
           <h2>Evidence</h2>
-          <EvidenceForm path={path} dispute={d} onSubmitted={record.reload} />
+          <EvidenceForm mode={props.mode} dispute={d} onSubmitted={record.reload} />
         </>
       )}
     </section>

@@ -1,21 +1,10 @@
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
-import { modePath, request, type Mode, type Transaction } from '../api';
+import { api, type Mode, type Schemas } from '../api';
 import { ErrorBox, Link, money, Status, useLoad, when } from '../ui';
 
 /** GET /api/v1/analytics/dashboard, as decisions.md "Analytics and admin" defines it. */
-type Analytics = {
-  currency: string;
-  total_volume: number;
-  net_revenue: number;
-  transaction_count: number;
-  total_users: number;
-  active_users: number;
-  wallets: { total: number; active: number };
-  total_balance: number;
-  volume_chart: { date: string; volume: number; count: number }[];
-  recent_activity: Transaction[];
-};
+type Analytics = Schemas['DashboardAnalytics'];
 
 function VolumeChart(props: { days: Analytics['volume_chart']; currency: string }) {
   const target = useRef<HTMLDivElement>(null);
@@ -72,7 +61,7 @@ function VolumeChart(props: { days: Analytics['volume_chart']; currency: string 
 
 export function Overview(props: { mode: Mode }) {
   const { data, error } = useLoad(
-    () => request<Analytics>(modePath(props.mode, '/v1/analytics/dashboard')),
+    () => api(props.mode).get('/api/v1/analytics/dashboard'),
     [props.mode],
   );
   if (error) return <ErrorBox error={error} />;

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { download, modePath, request, type Mode, type Statement } from '../api';
+import { api, download, errorMessage, jsonOf, type Mode } from '../api';
 import { navigate, useSearch } from '../router';
 import { ErrorBox, Link, money, Pager, useLoad, when } from '../ui';
 
@@ -14,10 +14,8 @@ function isoDate(time: number): string {
  * The period as the page shows it: whole UTC days, `to` included. The API's window ends before
  * its `to`, so the day after the last one shown is sent.
  */
-function windowOf(from: string, to: string): URLSearchParams {
-  const query = new URLSearchParams({ from });
-  query.set('to', DATE.test(to) ? isoDate(Date.parse(`${to}T00:00:00Z`) + DAY_MS) : to);
-  return query;
+function windowOf(from: string, to: string): { from: string; to: string } {
+  return { from, to: DATE.test(to) ? isoDate(Date.parse(`${to}T00:00:00Z`) + DAY_MS) : to };
 }
 
 /** The last 30 days, today included. */
@@ -78,12 +76,17 @@ export function StatementPage(props: { mode: Mode; walletId: string }) {
   const from = search.get('from') ?? fallback.from;
   const to = search.get('to') ?? fallback.to;
   const page = Math.max(1, Number.parseInt(search.get('page') ?? '1', 10) || 1);
-  const base = modePath(props.mode, `/v1/wallets/${encodeURIComponent(props.walletId)}/statement`);
   const period = windowOf(from, to);
-  const query = new URLSearchParams(period);
-  query.set('page', String(page));
-  query.set('per_page', '50');
-  const statement = useLoad(() => request<Statement>(`${base}?${query}`), [base, query.toString()]);
+  const path = { wallet_id: props.walletId };
+  const statement = useLoad(
+    () =>
+      jsonOf(
+        api(props.mode).get('/api/v1/wallets/{wallet_id}/statement', {
+          params: { path, query: { ...period, page, per_page: 50 } },
+        }),
+      ),
+    [props.mode, props.walletId, period.from, period.to, page],
+  );
   const [busy, setBusy] = useState(false);
   const [csvError, setCsvError] = useState<string | null>(null);
   const open = (nextFrom: string, nextTo: string, nextPage: number) => {
@@ -94,8 +97,15 @@ export function StatementPage(props: { mode: Mode; walletId: string }) {
   const csv = () => {
     setBusy(true);
     setCsvError(null);
-    download(`${base}?${period}`, 'text/csv', `statement-${props.walletId}.csv`)
-      .catch((e: unknown) => setCsvError(e instanceof Error ? e.message : String(e)))
+    download(
+      api(props.mode).raw.GET('/api/v1/wallets/{wallet_id}/statement', {
+        params: { path, query: period },
+        headers: { Accept: 'text/csv' },
+        parseAs: 'blob',
+      }),
+      `statement-${props.walletId}.csv`,
+    )
+      .catch((e: unknown) => setCsvError(errorMessage(e)))
       .finally(() => setBusy(false));
   };
   const s = statement.data;

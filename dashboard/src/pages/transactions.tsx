@@ -1,37 +1,19 @@
 import { useState } from 'preact/hooks';
 import { TRANSACTION_STATUSES, TRANSACTION_TYPES } from '../../../domain/types';
 import {
+  api,
   download,
+  errorMessage,
   idempotencyKey,
-  modePath,
+  pageOf,
+  undeclared,
   REFUND_REASONS,
-  request,
   type Mode,
-  type Page,
+  type Schemas,
   type Transaction,
 } from '../api';
 import { navigate, useSearch } from '../router';
 import { ErrorBox, Link, MetadataList, money, Pager, Status, useLoad, when } from '../ui';
-
-type Step = {
-  name: string;
-  kind: string;
-  status: string;
-  attempts: number;
-  started_at: string;
-  ended_at: string | null;
-  provider_reference: string | null;
-  failure: string | null;
-};
-type Timeline = {
-  workflow_id: string | null;
-  workflow_type: string | null;
-  workflow_status: string | null;
-  started_at: string | null;
-  ended_at: string | null;
-  steps: Step[];
-  note: string | null;
-};
 
 export function TransactionTable(props: { rows: Transaction[] }) {
   return (
@@ -283,7 +265,11 @@ export function Transactions(props: { mode: Mode }) {
   query.set('page', String(page));
   query.set('per_page', '20');
   const list = useLoad(
-    () => request<Page<Transaction>>(modePath(props.mode, `/v1/transactions/?${query}`)),
+    // The filters as the address holds them, unparsed: the API alone judges them.
+    () =>
+      pageOf(
+        api(props.mode).get('/api/v1/transactions/', { querySerializer: () => query.toString() }),
+      ),
     [props.mode, query.toString()],
   );
   const [exporting, setExporting] = useState(false);
@@ -297,11 +283,13 @@ export function Transactions(props: { mode: Mode }) {
     setExporting(true);
     setExportError(null);
     download(
-      modePath(props.mode, `/v1/transactions/export?${shown}`),
-      'text/csv',
+      api(props.mode).raw.GET('/api/v1/transactions/export', {
+        querySerializer: () => shown.toString(),
+        parseAs: 'blob',
+      }),
       'transactions.csv',
     )
-      .catch((e: unknown) => setExportError(e instanceof Error ? e.message : String(e)))
+      .catch((e: unknown) => setExportError(errorMessage(e)))
       .finally(() => setExporting(false));
   };
   return (
@@ -342,14 +330,15 @@ function leftToRefund(t: Transaction): number {
   return Math.max(0, Math.round(t.amount * 100) - Math.round((t.amount_refunded ?? 0) * 100));
 }
 
-type RefundOutcome = { refund: Transaction } | { error: string };
+type Reason = (typeof REFUND_REASONS)[number];
+type RefundOutcome = { refund: Schemas['Refund'] } | { error: string };
 
 /**
  * Refunds a completed card deposit, by default all that is left. Each submission carries a
  * fresh Idempotency-Key; the button stays disabled while one is under way.
  */
 function RefundForm(props: {
-  path: string;
+  mode: Mode;
   deposit: Transaction;
   onOutcome: (outcome: RefundOutcome) => void;
 }) {
@@ -359,17 +348,20 @@ function RefundForm(props: {
   const [busy, setBusy] = useState(false);
   const submit = (event: Event) => {
     event.preventDefault();
-    const body: { amount?: number; reason?: string } = {};
+    const body: { amount?: number; reason?: Reason } = {};
     if (amount.trim()) body.amount = Number(amount);
-    if (reason) body.reason = reason;
+    if (reason) body.reason = reason as Reason;
     setBusy(true);
-    request<Transaction>(`${props.path}/refund`, {
-      method: 'POST',
-      body,
-      headers: { 'Idempotency-Key': idempotencyKey() },
-    })
+    api(props.mode)
+      .post('/api/v1/transactions/{transaction_id}/refund', {
+        params: {
+          path: { transaction_id: props.deposit.id },
+          header: { 'Idempotency-Key': idempotencyKey() },
+        },
+        body,
+      })
       .then((refund) => props.onOutcome({ refund }))
-      .catch((e: unknown) => props.onOutcome({ error: e instanceof Error ? e.message : String(e) }))
+      .catch((e: unknown) => props.onOutcome({ error: errorMessage(e) }))
       .finally(() => setBusy(false));
   };
   return (
@@ -403,7 +395,7 @@ function RefundForm(props: {
   );
 }
 
-function Refund(props: { path: string; deposit: Transaction; onRefunded: () => void }) {
+function Refund(props: { mode: Mode; deposit: Transaction; onRefunded: () => void }) {
   const [outcome, setOutcome] = useState<RefundOutcome | null>(null);
   const t = props.deposit;
   return (
@@ -415,7 +407,7 @@ function Refund(props: { path: string; deposit: Transaction; onRefunded: () => v
       </p>
       <RefundForm
         key={String(t.amount_refunded ?? 0)}
-        path={props.path}
+        mode={props.mode}
         deposit={t}
         onOutcome={(next) => {
           setOutcome(next);
@@ -437,10 +429,18 @@ function Refund(props: { path: string; deposit: Transaction; onRefunded: () => v
 }
 
 export function TransactionPage(props: { mode: Mode; id: string }) {
-  const base = modePath(props.mode, `/v1/transactions/${encodeURIComponent(props.id)}`);
-  const record = useLoad(() => request<Transaction>(base), [base]);
-  const timeline = useLoad(() => request<Timeline>(`${base}/timeline`), [base]);
+  const client = api(props.mode);
+  const path = { transaction_id: props.id };
+  const record = useLoad(
+    () => client.get('/api/v1/transactions/{transaction_id}', { params: { path } }),
+    [props.mode, props.id],
+  );
+  const timeline = useLoad(
+    () => client.get('/api/v1/transactions/{transaction_id}/timeline', { params: { path } }),
+    [props.mode, props.id],
+  );
   const t = record.data;
+  const reference = t && undeclared(t, 'provider_reference');
   return (
     <section>
       <p>
@@ -491,10 +491,10 @@ export function TransactionPage(props: { mode: Mode; id: string }) {
           <dt>Description</dt>
           <dd>{t.description ?? '—'}</dd>
           <dt>Provider reference</dt>
-          <dd>{t.provider_reference ? <code>{t.provider_reference}</code> : '—'}</dd>
+          <dd>{reference ? <code>{reference}</code> : '—'}</dd>
           <dt>Metadata</dt>
           <dd>
-            <MetadataList metadata={t.metadata} filterBy />
+            <MetadataList metadata={t && undeclared(t, 'metadata')} filterBy />
           </dd>
           <dt>Created</dt>
           <dd>{when(t.created_at)}</dd>
@@ -508,7 +508,7 @@ export function TransactionPage(props: { mode: Mode; id: string }) {
         </p>
       )}
       {t?.transaction_type === 'card_deposit' && t.status === 'completed' && (
-        <Refund path={base} deposit={t} onRefunded={record.reload} />
+        <Refund mode={props.mode} deposit={t} onRefunded={record.reload} />
       )}
       <h2>Timeline</h2>
       <ErrorBox error={timeline.error} />

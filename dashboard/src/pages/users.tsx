@@ -1,35 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
-import {
-  ApiError,
-  modePath,
-  request,
-  type Metadata,
-  type Mode,
-  type Page,
-  type Transaction,
-} from '../api';
+import { api, errorMessage, type Mode } from '../api';
 import { href, navigate } from '../router';
 import { ErrorBox, Link, MetadataList, money, Pager, Status, useLoad, when } from '../ui';
 import { TransactionTable } from './transactions';
-
-type User = {
-  id: string;
-  app_user_id: string | null;
-  name: string | null;
-  email: string | null;
-  phone_number: string | null;
-  is_active: boolean;
-  metadata?: Metadata;
-  created_at: string;
-};
-type Wallet = {
-  id: string;
-  user_id: string;
-  balance: number;
-  currency: string;
-  is_active: boolean;
-  metadata?: Metadata;
-};
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -61,8 +34,9 @@ export function Users(props: { mode: Mode }) {
     return () => clearTimeout(timer);
   }, [search, query]);
   const list = useLoad(() => {
-    const q = query ? `&q=${encodeURIComponent(query)}` : '';
-    return request<Page<User>>(modePath(props.mode, `/v1/users/?page=${page}&per_page=50${q}`));
+    return api(props.mode).get('/api/v1/users/', {
+      params: { query: { page, per_page: 50, ...(query ? { q: query } : {}) } },
+    });
   }, [props.mode, page, query]);
   const shown = list.data?.data ?? [];
   return (
@@ -74,9 +48,10 @@ export function Users(props: { mode: Mode }) {
         onSubmit={(e) => {
           e.preventDefault();
           if (!UUID.test(search.trim())) return;
-          request<User>(modePath(props.mode, `/v1/users/${search.trim()}/`))
+          api(props.mode)
+            .get('/api/v1/users/{user_id}/', { params: { path: { user_id: search.trim() } } })
             .then((u) => navigate(`/users/${u.id}`))
-            .catch((err: unknown) => setError(err instanceof ApiError ? err.message : String(err)));
+            .catch((err: unknown) => setError(errorMessage(err)));
         }}
       >
         <label>
@@ -127,15 +102,20 @@ export function Users(props: { mode: Mode }) {
 
 export function UserPage(props: { mode: Mode; id: string }) {
   const id = encodeURIComponent(props.id);
-  const user = useLoad(() => request<User>(modePath(props.mode, `/v1/users/${id}/`)), [id]);
-  const wallet = useLoad(() => request<Wallet>(modePath(props.mode, `/v1/wallets/${id}/`)), [id]);
+  const client = api(props.mode);
+  const path = { user_id: props.id };
+  const user = useLoad(() => client.get('/api/v1/users/{user_id}/', { params: { path } }), [id]);
+  const wallet = useLoad(
+    () => client.get('/api/v1/wallets/{user_id}/', { params: { path } }),
+    [id],
+  );
   const walletId = wallet.data?.id;
   const recent = useLoad(
     () =>
       walletId
-        ? request<Page<Transaction>>(
-            modePath(props.mode, `/v1/transactions/?wallet_id=${walletId}&per_page=10`),
-          )
+        ? client.get('/api/v1/transactions/', {
+            params: { query: { wallet_id: walletId, per_page: 10 } },
+          })
         : Promise.resolve(null),
     [walletId],
   );

@@ -1,51 +1,23 @@
 import { useState } from 'preact/hooks';
 import { EVENT_TYPES } from '../../../domain/events';
-import { modePath, request, type Mode, type Page } from '../api';
+import { api, errorMessage, type Mode, type Schemas } from '../api';
 import { ErrorBox, Pager, SecretOnce, Status, useLoad, when } from '../ui';
 
-type Subscription = {
-  id: string;
-  url: string;
-  events: string[];
-  is_active: boolean;
-  disabled_reason: 'failing' | null;
-  created_at: string;
-  updated_at: string;
-};
-type Attempt = {
-  attempted_at: string;
-  status_code: number | null;
-  duration_ms: number;
-  error: string | null;
-};
-type TestResult = {
-  delivered: boolean;
-  status_code: number | null;
-  duration_ms: number;
-  error: string | null;
-};
-type Delivery = {
-  subscription_id: string;
-  status: string;
-  attempts: number;
-  last_status_code: number | null;
-  last_error: string | null;
-  next_attempt_at: string | null;
-  delivered_at: string | null;
-  history: Attempt[];
-};
-type WebhookEvent = { id: string; type: string; created_at: string; deliveries: Delivery[] };
+type Subscription = Schemas['WebhookSubscription'];
+type EventType = Schemas['Event']['type'];
+type Attempt = Schemas['WebhookAttempt'];
+type TestResult = Schemas['WebhookTestResult'];
 
 function SubscriptionForm(props: {
   initial?: Subscription;
   submitLabel: string;
-  onSubmit: (value: { url: string; events: string[]; is_active: boolean }) => void;
+  onSubmit: (value: { url: string; events: EventType[]; is_active: boolean }) => void;
   onCancel?: () => void;
 }) {
   const [url, setUrl] = useState(props.initial?.url ?? '');
-  const [events, setEvents] = useState<string[]>(props.initial?.events ?? []);
+  const [events, setEvents] = useState<EventType[]>((props.initial?.events ?? []) as EventType[]);
   const [active, setActive] = useState(props.initial?.is_active ?? true);
-  const toggle = (kind: string) =>
+  const toggle = (kind: EventType) =>
     setEvents(events.includes(kind) ? events.filter((e) => e !== kind) : [...events, kind]);
   return (
     <form
@@ -121,16 +93,17 @@ function Events(props: { mode: Mode }) {
   const [page, setPage] = useState(1);
   const [error, setError] = useState<string | null>(null);
   const events = useLoad(
-    () => request<Page<WebhookEvent>>(modePath(props.mode, `/v1/events?page=${page}&per_page=10`)),
+    () => api(props.mode).get('/api/v1/events', { params: { query: { page, per_page: 10 } } }),
     [props.mode, page],
   );
   const redeliver = (id: string) =>
-    void request(modePath(props.mode, `/v1/events/${id}/redeliver`), { method: 'POST', body: {} })
+    void api(props.mode)
+      .post('/api/v1/events/{event_id}/redeliver', { params: { path: { event_id: id } }, body: {} })
       .then(() => {
         setError(null);
         events.reload();
       })
-      .catch((e: unknown) => setError(e instanceof Error ? e.message : String(e)));
+      .catch((e: unknown) => setError(errorMessage(e)));
   return (
     <section>
       <h2>Events and deliveries</h2>
@@ -200,8 +173,11 @@ function TestOutcome(props: { result: TestResult | 'sending' | undefined }) {
 }
 
 export function Webhooks(props: { mode: Mode }) {
-  const path = modePath(props.mode, '/v1/webhooks/subscriptions');
-  const list = useLoad(() => request<Page<Subscription>>(`${path}?per_page=100`), [path]);
+  const client = api(props.mode);
+  const list = useLoad(
+    () => client.get('/api/v1/webhooks/subscriptions', { params: { query: { per_page: 100 } } }),
+    [props.mode],
+  );
   const [creating, setCreating] = useState(false);
   const [editing, setEditing] = useState<string | null>(null);
   const [secret, setSecret] = useState<string | null>(null);
@@ -211,7 +187,7 @@ export function Webhooks(props: { mode: Mode }) {
     setError(null);
     list.reload();
   };
-  const fail = (e: unknown) => setError(e instanceof Error ? e.message : String(e));
+  const fail = (e: unknown) => setError(errorMessage(e));
 
   return (
     <section>
@@ -226,7 +202,8 @@ export function Webhooks(props: { mode: Mode }) {
           submitLabel="Create subscription"
           onCancel={() => setCreating(false)}
           onSubmit={(value) =>
-            void request<Subscription & { secret: string }>(path, { method: 'POST', body: value })
+            void client
+              .post('/api/v1/webhooks/subscriptions', { body: value })
               .then((created) => {
                 setSecret(created.secret);
                 setCreating(false);
@@ -258,7 +235,11 @@ export function Webhooks(props: { mode: Mode }) {
                 submitLabel="Save"
                 onCancel={() => setEditing(null)}
                 onSubmit={(value) =>
-                  void request(`${path}/${s.id}`, { method: 'PATCH', body: value })
+                  void client
+                    .patch('/api/v1/webhooks/subscriptions/{subscription_id}', {
+                      params: { path: { subscription_id: s.id } },
+                      body: value,
+                    })
                     .then(() => {
                       setEditing(null);
                       done();
@@ -283,10 +264,11 @@ export function Webhooks(props: { mode: Mode }) {
                   <button
                     type="button"
                     onClick={() =>
-                      void request(`${path}/${s.id}`, {
-                        method: 'PATCH',
-                        body: { is_active: !s.is_active },
-                      })
+                      void client
+                        .patch('/api/v1/webhooks/subscriptions/{subscription_id}', {
+                          params: { path: { subscription_id: s.id } },
+                          body: { is_active: !s.is_active },
+                        })
                         .then(done)
                         .catch(fail)
                     }
@@ -298,7 +280,10 @@ export function Webhooks(props: { mode: Mode }) {
                     disabled={tests[s.id] === 'sending'}
                     onClick={() => {
                       setTests({ ...tests, [s.id]: 'sending' });
-                      request<TestResult>(`${path}/${s.id}/test`, { method: 'POST' })
+                      client
+                        .post('/api/v1/webhooks/subscriptions/{subscription_id}/test', {
+                          params: { path: { subscription_id: s.id } },
+                        })
                         .then((result) => setTests((t) => ({ ...t, [s.id]: result })))
                         .catch((e: unknown) => {
                           setTests((t) => {
@@ -321,10 +306,11 @@ export function Webhooks(props: { mode: Mode }) {
                       ) {
                         return;
                       }
-                      request<Subscription & { secret: string }>(`${path}/${s.id}/rotate-secret`, {
-                        method: 'POST',
-                        body: {},
-                      })
+                      client
+                        .post('/api/v1/webhooks/subscriptions/{subscription_id}/rotate-secret', {
+                          params: { path: { subscription_id: s.id } },
+                          body: {},
+                        })
                         .then((rotated) => {
                           setSecret(rotated.secret);
                           done();
@@ -339,7 +325,12 @@ export function Webhooks(props: { mode: Mode }) {
                     class="danger"
                     onClick={() => {
                       if (!confirm(`Delete the subscription to ${s.url}?`)) return;
-                      request(`${path}/${s.id}`, { method: 'DELETE' }).then(done).catch(fail);
+                      client
+                        .delete('/api/v1/webhooks/subscriptions/{subscription_id}', {
+                          params: { path: { subscription_id: s.id } },
+                        })
+                        .then(done)
+                        .catch(fail);
                     }}
                   >
                     Delete
