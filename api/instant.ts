@@ -1,9 +1,10 @@
 import { z } from 'zod';
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-// Offsets up to 15:59, as Postgres takes them (real ones span -12:00 to +14:00).
+// Any RFC 3339 offset (real ones span -12:00 to +14:00); `filterInstant` turns it into UTC,
+// since Postgres takes offsets only up to 15:59.
 const DATE_TIME =
-  /^(\d{4}-\d{2}-\d{2})T([01]\d|2[0-3]):([0-5]\d)(?::([0-5]\d)(?:\.(\d+))?)?(Z|[+-](?:0\d|1[0-5]):[0-5]\d)$/i;
+  /^(\d{4}-\d{2}-\d{2})T([01]\d|2[0-3]):([0-5]\d)(?::([0-5]\d)(?:\.(\d+))?)?(Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)$/i;
 
 /** A calendar date that exists (2026-02-30 does not; Date would roll it into March). */
 function realDate(date: string): boolean {
@@ -29,7 +30,20 @@ export function parseInstant(text: string): Date | null {
  */
 export function isInstant(text: string): boolean {
   const parsed = parse(text);
-  return parsed !== null && parsed.getUTCFullYear() >= 1;
+  if (parsed === null) return false;
+  const year = parsed.getUTCFullYear();
+  return year >= 1 && year <= 9999;
+}
+
+/**
+ * An instant `isInstant` accepts, as Postgres reads it: in UTC, with every digit of its fraction
+ * (an offset is whole minutes, so moving to UTC leaves the digits past the millisecond as they
+ * are); a date alone is its midnight UTC.
+ */
+export function filterInstant(text: string): string {
+  const utc = parse(text)!.toISOString();
+  const finer = DATE_TIME.exec(text)?.[5]?.slice(3) ?? '';
+  return `${utc.slice(0, -1)}${finer}Z`;
 }
 
 function parse(text: string): Date | null {

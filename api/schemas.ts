@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isInstant } from './instant';
+import { filterInstant, isInstant } from './instant';
 import {
   METADATA_MAX_KEYS,
   METADATA_MAX_KEY_LENGTH,
@@ -161,16 +161,15 @@ export function commaListQuery<T extends string>(values: readonly T[], descripti
     .meta({ description: `${description}: one value or several, comma-separated` });
 }
 
-const ISO_DATE = /^(\d{4})-(\d\d)-(\d\d)$/;
 /**
  * An instant of a list's filter, valid as `isInstant` says (api/instant.ts), handed to
- * Postgres as written so that its precision is kept; a date alone is its start in UTC.
+ * Postgres in UTC with its whole precision kept (`filterInstant`).
  */
 export const InstantQuery = (description: string) =>
   z
     .string({ error: 'must be an ISO 8601 date-time such as 2026-01-31T12:00:00Z' })
     .refine(isInstant, 'must be an ISO 8601 date-time such as 2026-01-31T12:00:00Z')
-    .transform((v) => (ISO_DATE.test(v) ? `${v}T00:00:00Z` : v.toUpperCase()))
+    .transform(filterInstant)
     .meta({
       format: 'date-time',
       description: `${description} (ISO 8601 with Z or an offset; a date alone is its start in UTC)`,

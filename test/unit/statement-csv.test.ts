@@ -1,4 +1,4 @@
-import { parseInstant } from '../../api/instant';
+import { filterInstant, isInstant, parseInstant } from '../../api/instant';
 import { csvField, csvRecord, STATEMENT_CSV_HEADER } from '../../api/csv';
 
 describe('csvField quotes as RFC 4180 says', () => {
@@ -64,5 +64,30 @@ describe('parseInstant reads ISO 8601 instants to the millisecond', () => {
     '1970-01-01T00:30:00+01:00',
   ])('refuses %p', (text) => {
     expect(parseInstant(text)).toBeNull();
+  });
+});
+
+describe('filterInstant hands Postgres a list filter in UTC, every digit kept', () => {
+  it.each([
+    ['2026-01-31', '2026-01-31T00:00:00.000Z'],
+    ['2026-01-31t12:00:00z', '2026-01-31T12:00:00.000Z'],
+    ['2026-01-31T12:00:00.123456Z', '2026-01-31T12:00:00.123456Z'],
+    ['2026-01-31T12:00:00.123456+01:00', '2026-01-31T11:00:00.123456Z'],
+    // Offsets past 15:59 are valid RFC 3339, yet Postgres refuses them as written.
+    ['7370-05-20T13:07:47.324+17:02', '7370-05-19T20:05:47.324Z'],
+    ['0253-04-17T08:09:10-23:59', '0253-04-18T08:08:10.000Z'],
+    ['0001-01-01T00:00:00Z', '0001-01-01T00:00:00.000Z'],
+  ])('%p -> %p', (text, utc) => {
+    expect(isInstant(text)).toBe(true);
+    expect(filterInstant(text)).toBe(utc);
+  });
+
+  it.each([
+    '0001-01-01T00:00:00+00:01', // year 0 in UTC
+    '9999-12-31T23:00:00-23:00', // year 10000 in UTC
+    '2026-01-31T12:00:00+24:00',
+    '0000-01-01',
+  ])('isInstant refuses %p', (text) => {
+    expect(isInstant(text)).toBe(false);
   });
 });
