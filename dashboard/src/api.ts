@@ -149,8 +149,8 @@ export async function jsonOf<A>(answer: Promise<A>): Promise<Exclude<A, string>>
 }
 
 /**
- * A field of a record that the document does not declare yet (a transaction's
- * `provider_reference` and `metadata`): read when the API sends it, absent otherwise.
+ * A field some records carry and the Transaction schema does not declare (`provider_reference`,
+ * sent on payout and refund records): read when the API sends it, absent otherwise.
  */
 export function undeclared(record: object, name: string): unknown {
   return (record as Record<string, unknown>)[name];

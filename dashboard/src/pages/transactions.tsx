@@ -494,7 +494,7 @@ export function TransactionPage(props: { mode: Mode; id: string }) {
           <dd>{reference ? <code>{reference}</code> : '—'}</dd>
           <dt>Metadata</dt>
           <dd>
-            <MetadataList metadata={t && undeclared(t, 'metadata')} filterBy />
+            <MetadataList metadata={t?.metadata} filterBy />
           </dd>
           <dt>Created</dt>
           <dd>{when(t.created_at)}</dd>
