@@ -285,6 +285,10 @@ export const REQUEST_EXAMPLES: Record<string, Json> = {
     dispute_id: '3f2a9c7e-5b1d-4e8a-9c6f-0a1b2c3d4e5f',
     status: 'won',
   },
+  'post /api/v1/testing/advance-time': {
+    transaction_id: '7c3e1a9b-2d4f-4a6b-8c0d-1e2f3a4b5c6d',
+    seconds: 86400,
+  },
   'post /api/v1/testing/simulate-card-authentication': {
     transaction_id: '7c3e1a9b-2d4f-4a6b-8c0d-1e2f3a4b5c6d',
     status: 'successful',

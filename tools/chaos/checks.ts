@@ -4,6 +4,7 @@ import { ledgerInvariantProblems } from '../../db/ledger-audit';
 import { MONEY_OUT_TYPES } from '../../db/money-out';
 import type { DatabasePool } from '../../db/pool';
 import { majorNumberToMinor } from '../../domain/money';
+import { checkStatements } from './statements';
 import type { ChaosClient } from './http';
 import type { History } from './workload';
 import { Wire } from './wire';
@@ -43,8 +44,9 @@ const minor = (value: unknown): bigint | null =>
  * moves nothing), every wallet equal to what the acknowledged payments say it holds, what is
  * inside (wallets + escrow + fees + payouts reserved + dispute reserve) equal to what came in
  * less what went out, card deposits never refunded or disputed beyond what they credited, each
- * dispute's amounts and records as its status says, and the API's view equal to the
- * database's. Answers the violations (empty: all hold).
+ * dispute's amounts and records as its status says, the API's view equal to the database's,
+ * and each wallet's statement and balances at instants equal to its entries. Answers the
+ * violations (empty: all hold).
  */
 export async function checkBank(options: {
   pool: DatabasePool;
@@ -298,6 +300,10 @@ export async function checkBank(options: {
         `wallet ${wallet.id}: the API shows ${shown.get(wallet.id)}, the ledger ${wallet.balance}`,
       );
     }
+  }
+
+  for (const problem of await checkStatements({ pool, api, wallets })) {
+    fail(`statement: ${problem}`);
   }
 
   // What is inside equals what came in less what went out.

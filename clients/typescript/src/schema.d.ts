@@ -6304,6 +6304,12 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "transaction_id": "7c3e1a9b-2d4f-4a6b-8c0d-1e2f3a4b5c6d",
+         *       "seconds": 86400
+         *     }
+         */
         'application/json': {
           /** Format: uuid */
           transaction_id: string;
