@@ -34,10 +34,11 @@ export async function checkStatements(options: {
 }): Promise<string[]> {
   const { pool, api } = options;
   const violations: string[] = [];
+  // Entries are signed (a debit is negative); the conversion takes magnitudes.
   const minor = (major: number): bigint => {
-    const value = majorNumberToMinor(major);
+    const value = majorNumberToMinor(Math.abs(major));
     if (value === null) throw new Error(`${major} is no amount`);
-    return value;
+    return major < 0 ? -value : value;
   };
   const to = new Date(Date.now() + 60 * 60 * 1000).toISOString();
   for (const wallet of options.wallets) {
