@@ -328,8 +328,9 @@ export const envSchema = z.object({
     description:
       'Rows a transactions export may hold; a filter selecting more answers 422 naming the limit.',
   }),
-  EXPORT_BATCH_ROWS: z.coerce.number().int().min(1).max(50_000).default(5_000).meta({
-    description: 'Rows a transactions export reads from the database at a time.',
+  EXPORT_BATCH_ROWS: z.coerce.number().int().min(1).max(50_000).default(500).meta({
+    description:
+      'Rows a transactions export writes to the client at a time, read from one database cursor.',
   }),
   MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE: z.coerce.number().int().min(1).default(16).meta({
     description:
@@ -405,9 +406,9 @@ export type Config = {
   caps: { credentials: number; webhookSubscriptions: number };
   /**
    * The transactions export (`EXPORT_MAX_ROWS`, at most the contract's limit) and how many rows
-   * it reads at a time (`EXPORT_BATCH_ROWS`): each batch is written before the next is read.
+   * it writes at a time (`EXPORT_BATCH_ROWS`): the cursor is read on once a chunk has drained.
    */
-  exports: { maxRows: number; batchRows: number };
+  exports: { maxRows: number; chunkRows: number };
   /**
    * Prometheus metrics (observability/metrics.ts), counted when `enabled`, each process's on a
    * listener of its own, never the API's public port: the API's on `apiPort`, the worker's
@@ -615,7 +616,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       credentials: e.MAX_CREDENTIALS_PER_MODE,
       webhookSubscriptions: e.MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE,
     },
-    exports: { maxRows: e.EXPORT_MAX_ROWS, batchRows: e.EXPORT_BATCH_ROWS },
+    exports: { maxRows: e.EXPORT_MAX_ROWS, chunkRows: e.EXPORT_BATCH_ROWS },
     metrics: {
       enabled: e.METRICS_ENABLED,
       workerPort: e.WORKER_METRICS_PORT,

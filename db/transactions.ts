@@ -11,7 +11,7 @@ import {
   type TransactionType,
 } from '../domain/types';
 import type { TransactionRecord } from '../workflows/shared';
-import { prepare } from './pool';
+import { prepare, type DatabasePool } from './pool';
 import { compileRules, factColumns } from './money-rules';
 import { depositRules } from '../domain/money-rules';
 import { metadataContains, metadataMerge } from './metadata';
@@ -397,39 +397,44 @@ export async function countTransactionsUpTo(
 }
 
 /**
- * The matching transactions in the list's order, `batchRows` at a time, at most `maxRows`.
- * A keyset on the last row read, so that payments made meanwhile neither repeat nor shift
- * rows; each batch is its own query, so no connection is held while the caller writes.
+ * The matching transactions in the list's order, at most `maxRows`, read through one database
+ * cursor: one statement and one snapshot, rows fetched only as the caller takes them, so memory
+ * stays flat. Handed over `chunkRows` at a time; returning early closes the cursor and gives
+ * the connection back.
  */
-export async function* transactionBatches(
-  db: CommonQueryMethods,
+export async function* transactionStream(
+  pool: DatabasePool,
   caller: Caller,
   filter: TransactionFilter,
-  batchRows: number,
+  chunkRows: number,
   maxRows: number,
 ): AsyncGenerator<readonly ExportRow[]> {
-  let last: string | null = null;
-  let left = maxRows;
-  while (left > 0) {
-    const size = Math.min(batchRows, left);
-    const after: FragmentSqlToken[] = last
-      ? [
-          sql.fragment`(created_at, id) < (SELECT created_at, id FROM transactions WHERE id = ${last})`,
-        ]
-      : [];
-    // Untyped, then the first row checked against the schema: a drifting column still fails at
-    // once, without the cost of a schema copy of every one of up to a million rows.
-    const rows = (await db.any(sql.unsafe`
-      SELECT ${transactionColumns}, provider_fee
-      FROM ${matching(caller, filter, after, size, exportColumns)}
-      ${NEWEST_FIRST} LIMIT ${size}`)) as readonly ExportRow[];
-    if (rows.length > 0) {
-      exportRow.parse(rows[0]);
-      yield rows;
+  // Untyped, then each chunk's first row checked against the schema: a drifting column still
+  // fails at once, without the cost of a schema copy of every one of up to a million rows.
+  const query = sql.unsafe`
+    SELECT ${transactionColumns}, provider_fee
+    FROM ${matching(caller, filter, [], maxRows, exportColumns)}
+    ${NEWEST_FIRST} LIMIT ${maxRows}`;
+  let open: (rows: AsyncIterable<{ data: unknown }> & { destroy(): void }) => void = () => {};
+  const opened = new Promise<Parameters<typeof open>[0]>((resolve) => (open = resolve));
+  const finished = pool.stream(query, (rows) => open(rows));
+  // The stream opens once a connection is taken; failing to take one ends `finished` first.
+  const rows = await Promise.race([opened, finished.then(() => opened)]);
+  let chunk: ExportRow[] = [];
+  try {
+    for await (const { data } of rows) {
+      if (chunk.length === 0) exportRow.parse(data);
+      chunk.push(data as ExportRow);
+      if (chunk.length === chunkRows) {
+        yield chunk;
+        chunk = [];
+      }
     }
-    if (rows.length < size) return;
-    left -= rows.length;
-    last = rows[rows.length - 1]!.id;
+    if (chunk.length > 0) yield chunk;
+    await finished;
+  } finally {
+    rows.destroy();
+    await finished.catch(() => undefined);
   }
 }
 

@@ -119,7 +119,8 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
     try {
       return await run();
     } catch (error) {
-      if (error instanceof AppError && (await findTransaction(pool, stepId))) return done;
+      // Made all the same (by a racing retry, or before the update's answer was lost): answered.
+      if (await findTransaction(pool, stepId)) return done;
       throw error;
     }
   }

@@ -10,7 +10,7 @@ import {
   listTransactions,
   listTransactionsAfter,
   mergeTransactionMetadata,
-  transactionBatches,
+  transactionStream,
   type ExportRow,
   type TransactionFilter,
   type TransactionRow,
@@ -278,7 +278,7 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
       handler: async ({ ctx, caller, query }) => {
         if (query.wallet_id) await assertWalletFilter(pool, caller, query.wallet_id);
         const filter = filterOf(query);
-        const { maxRows, batchRows } = config.exports;
+        const { maxRows, chunkRows } = config.exports;
         // Counted before any byte is sent, so that too wide a filter is still a 422.
         if ((await countTransactionsUpTo(pool, caller, filter, maxRows + 1)) > maxRows) {
           throw new AppError(
@@ -286,8 +286,8 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
             `The filters select more than ${maxRows} transactions, the most an export holds: narrow them (created[gte], created[lt])`,
           );
         }
-        const batches = transactionBatches(pool, caller, filter, batchRows, maxRows);
-        // Not object mode: a batch is read only once the previous one has drained to the socket.
+        const batches = transactionStream(pool, caller, filter, chunkRows, maxRows);
+        // Not object mode: the cursor is read on only once the last chunk has drained to the socket.
         const body = Readable.from(exportLines(ctx, batches, logger), { objectMode: false });
         return {
           body,
@@ -384,7 +384,7 @@ function exportRecord(row: ExportRow): string {
   ]);
 }
 
-/** The CSV, batch by batch; a client gone stops the reading before the next batch. */
+/** The CSV, chunk by chunk; a client gone stops the reading before the next chunk. */
 async function* exportLines(
   ctx: Koa.Context,
   batches: AsyncGenerator<readonly ExportRow[]>,
