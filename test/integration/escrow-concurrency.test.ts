@@ -17,6 +17,15 @@ function rng(seed: number) {
   };
 }
 
+/** Answers other than 200 and 400, with the engine's log of failed requests to say why. */
+function unexpected(replies: Reply[]): unknown[] {
+  const odd = replies
+    .filter((r) => r.status !== 200 && r.status !== 400)
+    .map((r) => ({ status: r.status, body: r.body }));
+  if (odd.length === 0) return [];
+  return [...odd, ...engine.logs.filter((l) => l.includes('request failed')).slice(-5)];
+}
+
 describe('escrow and transfers under concurrency', () => {
   it('keeps the books exact with holds, releases, refunds and transfers at once on one fee account', async () => {
     const app = await createTestApp(engine.pool);
@@ -60,11 +69,7 @@ describe('escrow and transfers under concurrency', () => {
       }),
     ]);
     const holds = holdReplies.filter((r) => r.status === 200).map((r) => r.body.id as string);
-    expect(
-      holdReplies
-        .filter((r) => r.status !== 200 && r.status !== 400)
-        .map((r) => ({ status: r.status, body: r.body })),
-    ).toEqual([]);
+    expect(unexpected(holdReplies)).toEqual([]);
     expect(holds.length).toBeGreaterThan(10);
 
     // Second wave: on every hold, a random mix of partial releases, full releases and refunds,
@@ -90,11 +95,7 @@ describe('escrow and transfers under concurrency', () => {
       );
     }
     const replies = await Promise.all(steps);
-    expect(
-      replies
-        .filter((r) => r.status !== 200 && r.status !== 400)
-        .map((r) => ({ status: r.status, body: r.body })),
-    ).toEqual([]);
+    expect(unexpected(replies)).toEqual([]);
 
     // No hold paid out more than it held, and every hold's remainder is what is left of it.
     const overpaid = await engine.pool.any(sql.type(z.object({ id: z.string() }))`
