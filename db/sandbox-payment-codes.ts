@@ -64,3 +64,18 @@ export async function settleSandboxPaymentCode(
     UPDATE sandbox_payment_codes SET status = ${status}, updated_at = now()
     WHERE id = ${id} AND status = 'pending' AND expires_at > now()`);
 }
+
+/**
+ * A test clock moved a deposit's clock forward (POST /api/v1/testing/advance-time): its code's
+ * expiry comes as much nearer, so that the provider's clock and the payment's stay one.
+ */
+export async function advanceSandboxPaymentCode(
+  db: CommonQueryMethods,
+  id: string,
+  seconds: number,
+): Promise<void> {
+  await db.query(sql.unsafe`
+    UPDATE sandbox_payment_codes
+    SET expires_at = expires_at - make_interval(secs => ${seconds}), updated_at = now()
+    WHERE id = ${id} AND status = 'pending'`);
+}

@@ -5,6 +5,7 @@ import {
   insertSandboxPaymentCode,
   settleSandboxPaymentCode,
   type SandboxCodeRow,
+  advanceSandboxPaymentCode,
 } from '../db/sandbox-payment-codes';
 import {
   findSandboxPayout,
@@ -108,6 +109,11 @@ export class SandboxMobileMoneyProvider implements MobileMoneyProvider {
   ): Promise<PaymentCode> {
     await settleSandboxPaymentCode(this.pool, id, status);
     return this.getPaymentCode(id);
+  }
+
+  /** A test clock's advance of the deposit's clock: the code expires as much sooner. */
+  async advance(id: string, seconds: number): Promise<void> {
+    await advanceSandboxPaymentCode(this.pool, id, seconds);
   }
 
   /**

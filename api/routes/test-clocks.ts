@@ -30,7 +30,7 @@ const AdvanceTimeBody = z.object({
 const notWaiting = () => new AppError('invalid_request', NOT_WAITING_ON_A_TIMER);
 
 export function testClockRoutes(deps: ApiDeps): Route[] {
-  const { pool, temporal, config } = deps;
+  const { pool, temporal, config, providers } = deps;
   return [
     defineRoute({
       method: 'post',
@@ -73,6 +73,11 @@ export function testClockRoutes(deps: ApiDeps): Route[] {
             throw notWaiting();
           }
           throw error;
+        }
+        // The sandbox provider's clock moves with the payment's: its payment code expires as
+        // much sooner, so that an expired deposit's code cannot be paid any more.
+        if (row.transaction_type === 'mobile_money_deposit' && row.provider_reference) {
+          await providers.sandboxMobileMoney.advance(row.provider_reference, body.seconds);
         }
         const after = await findTransaction(pool, row.id);
         return { body: { transaction_id: row.id, status: after?.status ?? row.status } };

@@ -87,9 +87,46 @@ describe('advance-time', () => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ transaction_id: id, status: 'expired' });
     expect((await api.get(`/api/v1/transactions/${id}`)).body.status).toBe('expired');
+    // The sandbox provider's code moved with the clock: it is expired too, and cannot be paid.
+    const code = () =>
+      engine.pool.oneFirst(sql.type(z.object({ status: z.string() }))`
+        SELECT CASE WHEN status = 'pending' AND expires_at <= now() THEN 'expired' ELSE status END
+          AS status FROM sandbox_payment_codes
+        WHERE id = (SELECT provider_reference FROM transactions WHERE id = ${id})`);
+    expect(await code()).toBe('expired');
+    const paid = await api.post('/api/v1/testing/simulate-mobile-money-webhook', {
+      transaction_id: id,
+      status: 'successful',
+    });
+    expect(paid.status).toBe(200);
+    expect(paid.body.status).toBe('expired');
+    expect(await code()).toBe('expired');
     expect((await eventsOf(engine.pool, id)).map((e) => e.type)).toEqual(['deposit.failed']);
     expect(await ledgerTransactionCount(engine.pool, id)).toBe(0);
     expect(await balanceOf(engine.pool, walletId)).toBe(0n);
+  });
+
+  it('moves the sandbox code’s expiry with an advance that falls short of it', async () => {
+    const { walletId } = await createUserWithWallet(api);
+    const deposit = await api.post('/api/v1/transactions/wallet/mobile-money-deposit', {
+      wallet_id: walletId,
+      amount: 500,
+    });
+    const id = deposit.body.transaction_id as string;
+    const expiry = () =>
+      engine.pool.oneFirst(sql.type(z.object({ at: z.number() }))`
+        SELECT extract(epoch FROM expires_at)::float8 AS at FROM sandbox_payment_codes
+        WHERE id = (SELECT provider_reference FROM transactions WHERE id = ${id})`);
+    const before = await expiry();
+    expect((await advance(id, 60)).body).toEqual({ transaction_id: id, status: 'pending' });
+    expect(before - (await expiry())).toBe(60);
+    // Still payable: the deposit completes as it would have.
+    const paid = await api.post('/api/v1/testing/simulate-mobile-money-webhook', {
+      transaction_id: id,
+      status: 'successful',
+    });
+    expect(paid.body.status).toBe('completed');
+    expect(await ledgerTransactionCount(engine.pool, id)).toBe(1);
   });
 
   it('lapses a card payment’s 3-D Secure wait: canceled at the provider, the deposit expired', async () => {
