@@ -7,17 +7,22 @@ import { z } from 'zod';
  * most a fixed amount more than the page, however big the list, and `total_pages` still shows
  * a next page whenever there is one.
  */
-export const TOTAL_COUNTED_AHEAD = 10_000;
+export const TOTAL_COUNTED_AHEAD = 1_000;
 
-/** The `total` of a page of the rows of `from` that match `where` (`TOTAL_COUNTED_AHEAD`). */
+/**
+ * The `total` of a page of the rows of `from` that match `where` (`TOTAL_COUNTED_AHEAD`). Given
+ * the list's `order`, the rows are counted in it: the planner may then walk the list's index and
+ * stop, instead of collecting every match of a filter that most rows pass.
+ */
 export async function pageTotal(
   db: CommonQueryMethods,
   from: FragmentSqlToken,
   where: FragmentSqlToken,
   page: { limit: number; offset: number },
+  order: FragmentSqlToken = sql.fragment``,
 ): Promise<number> {
   return db.oneFirst(sql.type(z.object({ count: z.number() }))`
     SELECT count(*)::int AS count FROM (
-      SELECT FROM ${from} WHERE ${where}
+      SELECT FROM ${from} WHERE ${where} ${order}
       LIMIT ${page.offset + page.limit + TOTAL_COUNTED_AHEAD}) AS counted`);
 }

@@ -343,6 +343,7 @@ export async function listTransactions(
     matching(caller, filter, [], counted),
     sql.fragment`true`,
     page,
+    NEWEST_FIRST,
   );
   const rows = await db.any(sql.type(transactionRow)`
     SELECT ${transactionColumns} FROM ${matching(caller, filter, [], page.offset + page.limit)}

@@ -2055,7 +2055,7 @@ export interface operations {
             data: components['schemas']['User'][];
             page: number;
             per_page: number;
-            /** @description The matching rows, counted exactly up to 10000 rows past the end of this page; beyond that, this lower bound (the end of this page plus 10000), which still shows a next page whenever there is one */
+            /** @description The matching rows, counted exactly up to 1000 rows past the end of this page; beyond that, this lower bound (the end of this page plus 1000), which still shows a next page whenever there is one */
             total: number;
             total_pages: number;
           };
@@ -2702,7 +2702,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Wallets. X-Total-Count: the matching rows, counted exactly up to 10000 rows past the end of this page; beyond that, this lower bound (the end of this page plus 10000), which still shows a next page whenever there is one */
+      /** @description Wallets. X-Total-Count: the matching rows, counted exactly up to 1000 rows past the end of this page; beyond that, this lower bound (the end of this page plus 1000), which still shows a next page whenever there is one */
       200: {
         headers: {
           [name: string]: unknown;
@@ -5399,7 +5399,7 @@ export interface operations {
                 data: components['schemas']['Transaction'][];
                 page: number;
                 per_page: number;
-                /** @description The matching rows, counted exactly up to 10000 rows past the end of this page; beyond that, this lower bound (the end of this page plus 10000), which still shows a next page whenever there is one */
+                /** @description The matching rows, counted exactly up to 1000 rows past the end of this page; beyond that, this lower bound (the end of this page plus 1000), which still shows a next page whenever there is one */
                 total: number;
                 total_pages: number;
               }
@@ -5820,7 +5820,7 @@ export interface operations {
             data: components['schemas']['Dispute'][];
             page: number;
             per_page: number;
-            /** @description The matching rows, counted exactly up to 10000 rows past the end of this page; beyond that, this lower bound (the end of this page plus 10000), which still shows a next page whenever there is one */
+            /** @description The matching rows, counted exactly up to 1000 rows past the end of this page; beyond that, this lower bound (the end of this page plus 1000), which still shows a next page whenever there is one */
             total: number;
             total_pages: number;
           };
@@ -6428,7 +6428,7 @@ export interface operations {
             data: components['schemas']['WebhookSubscription'][];
             page: number;
             per_page: number;
-            /** @description The matching rows, counted exactly up to 10000 rows past the end of this page; beyond that, this lower bound (the end of this page plus 10000), which still shows a next page whenever there is one */
+            /** @description The matching rows, counted exactly up to 1000 rows past the end of this page; beyond that, this lower bound (the end of this page plus 1000), which still shows a next page whenever there is one */
             total: number;
             total_pages: number;
           };
@@ -7134,7 +7134,7 @@ export interface operations {
             data: components['schemas']['Event'][];
             page: number;
             per_page: number;
-            /** @description The matching rows, counted exactly up to 10000 rows past the end of this page; beyond that, this lower bound (the end of this page plus 10000), which still shows a next page whenever there is one */
+            /** @description The matching rows, counted exactly up to 1000 rows past the end of this page; beyond that, this lower bound (the end of this page plus 1000), which still shows a next page whenever there is one */
             total: number;
             total_pages: number;
           };
