@@ -209,6 +209,19 @@ describe('a large export', () => {
     expect(bulkApp.id).toBeTruthy();
   });
 
+  it('gives the list of the same rows a total counted 1,000 rows past the page, a lower bound', async () => {
+    const rows = MAX_ROWS + 101; // the seed transfer and its copies
+    const first = await bulk.get(`${LIST}?per_page=20`);
+    expect(first.status).toBe(200);
+    expect([first.body.total, first.body.total_pages]).toEqual([1020, 51]);
+    // Near the end the count is exact again, and so is the last page.
+    const late = await bulk.get(`${LIST}?per_page=100&page=20`);
+    const pages = Math.ceil(rows / 100);
+    expect([late.body.total, late.body.total_pages]).toEqual([rows, pages]);
+    const last = await bulk.get(`${LIST}?per_page=100&page=${pages}`);
+    expect(last.body.data).toHaveLength(rows - (pages - 1) * 100);
+  });
+
   it('answers 422 naming the limit, before any byte of CSV, when the filter selects more', async () => {
     const detail = expectError(await bulk.get(EXPORT), 422);
     expect(detail).toContain(`${MAX_ROWS}`);
