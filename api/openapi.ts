@@ -123,6 +123,7 @@ function responsesOf(
     };
     responses[status] = {
       description: spec.description,
+      ...(spec.headers ? { headers: spec.headers } : {}),
       ...(Object.keys(content).length ? { content } : {}),
     };
   }
@@ -141,8 +142,47 @@ function responsesOf(
       };
     }
   }
+  for (const [status, response] of Object.entries(responses)) {
+    const headers = edgeHeaders(route, status);
+    if (headers) response.headers = { ...(response.headers as Json | undefined), ...headers };
+  }
   return Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)));
 }
+
+const HEADERS = '#/components/headers/';
+
+/** The headers the pipeline and the middleware set on an answer of `status`, by reference. */
+function edgeHeaders(route: Route, status: string): Json | undefined {
+  if (status === '429') return { 'Retry-After': { $ref: `${HEADERS}RetryAfter` } };
+  if (status === '503') return { 'Retry-After': { $ref: `${HEADERS}RetryAfterUnavailable` } };
+  if (route.idempotent && status.startsWith('2')) {
+    return { 'Idempotent-Replayed': { $ref: `${HEADERS}IdempotentReplayed` } };
+  }
+  return undefined;
+}
+
+/** The shared response headers (`edgeHeaders`). */
+const RESPONSE_HEADERS = {
+  RetryAfter: {
+    description: 'The seconds to wait before trying again',
+    required: true,
+    schema: { type: 'integer', minimum: 0 },
+    example: 30,
+  },
+  RetryAfterUnavailable: {
+    description:
+      'When Postgres or Temporal is not answering: the seconds to wait before trying again ' +
+      '(absent when a provider is not available)',
+    schema: { type: 'integer', minimum: 0 },
+    example: 2,
+  },
+  IdempotentReplayed: {
+    description:
+      '`true` when this is the stored answer of an earlier request with the same ' +
+      'Idempotency-Key (nothing moved again); absent on a first answer',
+    schema: { type: 'string', enum: ['true'] },
+  },
+};
 
 function parametersOf(route: Route, query: Json | undefined, params: Json | undefined): Json[] {
   const parameters: Json[] = [];
@@ -452,6 +492,7 @@ export function buildOpenApi(routes: readonly Route[], version: string): Json {
             'The secret half of the same credential (sk_test_..., sk_live_... or sk_admin_...); required',
         },
       },
+      headers: RESPONSE_HEADERS,
       parameters: {
         IdempotencyKey: {
           name: 'Idempotency-Key',

@@ -7,6 +7,8 @@ export type ResponseSpec = {
   schema?: z.ZodType;
   /** Media types answered besides JSON (by the request's Accept), as OpenAPI media objects. */
   otherContent?: Record<string, Record<string, unknown>>;
+  /** Response headers the handler sets, as OpenAPI header objects (the edge's are added). */
+  headers?: Record<string, Record<string, unknown>>;
 };
 
 export type HandlerResult = {

@@ -74,8 +74,22 @@ export function walletRoutes(deps: ApiDeps): Route[] {
       query: PageQuery.extend({ is_active: BooleanQuery.optional() }),
       responses: {
         200: {
-          description: `Wallets. X-Total-Count: ${TOTAL_DESCRIPTION.charAt(0).toLowerCase()}${TOTAL_DESCRIPTION.slice(1)}`,
+          description: 'Wallets, a page of them',
           schema: z.array(WalletBody),
+          headers: {
+            'X-Total-Count': {
+              description: TOTAL_DESCRIPTION,
+              required: true,
+              schema: { type: 'integer', minimum: 0 },
+            },
+            Link: {
+              description:
+                'RFC 8288 links to the next and previous pages (`rel="next"`, `rel="prev"`); ' +
+                'absent when there is neither',
+              schema: { type: 'string' },
+              example: '</api/v1/wallets/?page=2&per_page=20>; rel="next"',
+            },
+          },
         },
         401: errorResponse('Missing or invalid credentials'),
         422: errorResponse('Invalid paging or filter'),

@@ -119,6 +119,29 @@ describe('the OpenAPI document', () => {
     expect(missing).toEqual([]);
   });
 
+  it('declares the headers the edge and the handlers set on answers', () => {
+    const missing: string[] = [];
+    const need = (o: Operation, status: string, header: string) => {
+      const response = o.op.responses[status];
+      if (response && !response.headers?.[header]) {
+        missing.push(`${o.method} ${o.path}: ${status} ${header}`);
+      }
+    };
+    for (const o of operations()) {
+      need(o, '429', 'Retry-After');
+      need(o, '503', 'Retry-After');
+      const parameters = o.op.parameters as any[];
+      if (parameters.some((p) => p.$ref === '#/components/parameters/IdempotencyKey')) {
+        need(o, '200', 'Idempotent-Replayed');
+      }
+    }
+    expect(missing).toEqual([]);
+    expect(doc.components.headers.RetryAfter.required).toBe(true);
+    const wallets = doc.paths['/api/v1/wallets/'].get.responses['200'].headers;
+    expect(Object.keys(wallets).sort()).toEqual(['Link', 'X-Total-Count']);
+    expect(wallets['X-Total-Count'].required).toBe(true);
+  });
+
   it('documents the lists’ filters and the transactions’ cursor page', () => {
     const names = (path: string) =>
       (doc.paths[path].get.parameters as { name: string }[]).map((p) => p.name).sort();

@@ -1768,7 +1768,20 @@ export interface components {
     IdempotencyKey: string;
   };
   requestBodies: never;
-  headers: never;
+  headers: {
+    /**
+     * @description The seconds to wait before trying again
+     * @example 30
+     */
+    RetryAfter: number;
+    /**
+     * @description When Postgres or Temporal is not answering: the seconds to wait before trying again (absent when a provider is not available)
+     * @example 2
+     */
+    RetryAfterUnavailable: number;
+    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key (nothing moved again); absent on a first answer */
+    IdempotentReplayed: 'true';
+  };
   pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -1820,6 +1833,7 @@ export interface operations {
       /** @description A dependency does not answer */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -2008,6 +2022,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -2017,6 +2032,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -2091,6 +2107,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -2100,6 +2117,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -2158,6 +2176,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -2167,6 +2186,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -2252,6 +2272,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -2261,6 +2282,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -2369,6 +2391,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -2378,6 +2401,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -2463,6 +2487,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -2472,6 +2497,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -2557,6 +2583,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -2566,6 +2593,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -2672,6 +2700,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -2681,6 +2710,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -2702,9 +2732,16 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description Wallets. X-Total-Count: the matching rows, counted exactly up to 1000 rows past the end of this page; beyond that, this lower bound (the end of this page plus 1000), which still shows a next page whenever there is one */
+      /** @description Wallets, a page of them */
       200: {
         headers: {
+          /** @description The matching rows, counted exactly up to 1000 rows past the end of this page; beyond that, this lower bound (the end of this page plus 1000), which still shows a next page whenever there is one */
+          'X-Total-Count': number;
+          /**
+           * @description RFC 8288 links to the next and previous pages (`rel="next"`, `rel="prev"`); absent when there is neither
+           * @example </api/v1/wallets/?page=2&per_page=20>; rel="next"
+           */
+          Link?: string;
           [name: string]: unknown;
         };
         content: {
@@ -2741,6 +2778,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -2750,6 +2788,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -2808,6 +2847,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -2817,6 +2857,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -2925,6 +2966,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -2934,6 +2976,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -3019,6 +3062,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -3028,6 +3072,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -3113,6 +3158,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -3122,6 +3168,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -3196,6 +3243,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -3205,6 +3253,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -3274,6 +3323,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -3283,6 +3333,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -3345,6 +3396,7 @@ export interface operations {
       /** @description The completed transfer */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
           [name: string]: unknown;
         };
         content: {
@@ -3408,6 +3460,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -3417,6 +3470,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -3482,6 +3536,7 @@ export interface operations {
       /** @description The payment code and the pending deposit (amounts in SLE cents) */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
           [name: string]: unknown;
         };
         content: {
@@ -3545,6 +3600,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -3554,6 +3610,7 @@ export interface operations {
       /** @description Live Mode provider credentials are not configured; or postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -3668,6 +3725,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -3677,6 +3735,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -3739,6 +3798,7 @@ export interface operations {
       /** @description The deposit: `completed` once the card is charged, or `pending` with `next_action` while the payer must authenticate */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
           [name: string]: unknown;
         };
         content: {
@@ -3802,6 +3862,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -3811,6 +3872,7 @@ export interface operations {
       /** @description Live Mode card provider keys are not configured, or it is unreachable; or postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -3915,6 +3977,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -3924,6 +3987,7 @@ export interface operations {
       /** @description Live Mode card provider keys are not configured; or postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -4029,6 +4093,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -4038,6 +4103,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -4085,6 +4151,7 @@ export interface operations {
       /** @description Too many requests from this address; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -4152,6 +4219,7 @@ export interface operations {
       /** @description Too many requests from this address; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -4211,6 +4279,7 @@ export interface operations {
       /** @description The cashout, `pending` until the provider reports it paid (`completed`) or failed (`failed`, everything given back); amounts in the base currency */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
           [name: string]: unknown;
         };
         content: {
@@ -4274,6 +4343,7 @@ export interface operations {
       /** @description Rate limit exceeded (`mobile_money_cashouts`); or rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -4283,6 +4353,7 @@ export interface operations {
       /** @description Live Mode provider credentials are not configured; or postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -4348,6 +4419,7 @@ export interface operations {
       /** @description The payout: `completed` when the provider paid at once, `pending` while it has not told, `failed` (everything given back) when it failed after accepting it */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
           [name: string]: unknown;
         };
         content: {
@@ -4411,6 +4483,7 @@ export interface operations {
       /** @description Rate limit exceeded (`card_payouts`); or rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -4420,6 +4493,7 @@ export interface operations {
       /** @description Live Mode provider credentials are not configured; or postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -4487,6 +4561,7 @@ export interface operations {
       /** @description The refund: `completed` when the provider refunded at once, `pending` while it has not told, `failed` (the amount given back) when it failed after accepting it */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
           [name: string]: unknown;
         };
         content: {
@@ -4550,6 +4625,7 @@ export interface operations {
       /** @description Rate limit exceeded (`refunds`); or rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -4559,6 +4635,7 @@ export interface operations {
       /** @description Live Mode card provider keys are not configured; or postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -4759,6 +4836,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -4768,6 +4846,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -4831,6 +4910,7 @@ export interface operations {
       /** @description The hold (transaction_type escrow_hold, status held) */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
           [name: string]: unknown;
         };
         content: {
@@ -4894,6 +4974,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -4903,6 +4984,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -4970,6 +5052,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -4979,6 +5062,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -5036,6 +5120,7 @@ export interface operations {
       /** @description The release (escrow_release; amount is the net credited) */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
           [name: string]: unknown;
         };
         content: {
@@ -5099,6 +5184,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -5108,6 +5194,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -5166,6 +5253,7 @@ export interface operations {
       /** @description The refund (escrow_refund; wallet_id is the sender) */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
           [name: string]: unknown;
         };
         content: {
@@ -5229,6 +5317,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -5238,6 +5327,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -5347,6 +5437,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -5356,6 +5447,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -5450,6 +5542,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -5459,6 +5552,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -5528,6 +5622,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -5537,6 +5632,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -5595,6 +5691,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -5604,6 +5701,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -5712,6 +5810,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -5721,6 +5820,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -5779,6 +5879,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -5788,6 +5889,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -5856,6 +5958,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -5865,6 +5968,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -5923,6 +6027,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -5932,6 +6037,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -6029,6 +6135,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -6038,6 +6145,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -6099,6 +6207,7 @@ export interface operations {
       /** @description The dispute, opened */
       200: {
         headers: {
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
           [name: string]: unknown;
         };
         content: {
@@ -6162,6 +6271,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -6171,6 +6281,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -6278,6 +6389,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -6287,6 +6399,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -6389,6 +6502,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -6398,6 +6512,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -6464,6 +6579,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -6473,6 +6589,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -6585,6 +6702,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -6594,6 +6712,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -6652,6 +6771,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -6661,6 +6781,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -6746,6 +6867,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -6755,6 +6877,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -6876,6 +6999,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -6885,6 +7009,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -6970,6 +7095,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -6979,6 +7105,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -7079,6 +7206,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -7088,6 +7216,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -7170,6 +7299,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -7179,6 +7309,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -7237,6 +7368,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -7246,6 +7378,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -7346,6 +7479,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -7355,6 +7489,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -7494,6 +7629,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -7503,6 +7639,7 @@ export interface operations {
       /** @description Live Mode card provider keys are not configured, or it is unreachable; or postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -7570,6 +7707,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -7579,6 +7717,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -7673,6 +7812,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -7682,6 +7822,7 @@ export interface operations {
       /** @description Live Mode card provider keys are not configured, or it is unreachable; or postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -7797,6 +7938,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -7806,6 +7948,7 @@ export interface operations {
       /** @description Live Mode card provider keys are not configured, or it is unreachable; or postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -7862,6 +8005,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -7871,6 +8015,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -7967,6 +8112,7 @@ export interface operations {
       /** @description The admin rate limit, or this address is locked out after 5 failed authentications within 15 minutes (even with valid credentials); Retry-After gives the seconds; or rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -7976,6 +8122,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -8037,6 +8184,7 @@ export interface operations {
       /** @description The admin rate limit, or this address is locked out after 5 failed authentications within 15 minutes (even with valid credentials); Retry-After gives the seconds; or rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -8046,6 +8194,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -8136,6 +8285,7 @@ export interface operations {
       /** @description The rate limit, or this address is locked out; or rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -8145,6 +8295,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -8235,6 +8386,7 @@ export interface operations {
       /** @description The rate limit, or this address is locked out; or rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -8244,6 +8396,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
@@ -8293,6 +8446,7 @@ export interface operations {
       /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
+          'Retry-After': components['headers']['RetryAfter'];
           [name: string]: unknown;
         };
         content: {
@@ -8302,6 +8456,7 @@ export interface operations {
       /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
           [name: string]: unknown;
         };
         content: {
