@@ -38,6 +38,7 @@ export async function startApi(
 ): Promise<RunningApi> {
   const pool = await createDatabasePool(databaseUrl, {
     maximumPoolSize: config.database.poolSize,
+    connectTimeoutMs: config.database.connectTimeoutMs,
     preparedStatements: config.database.preparedStatements,
   });
   const connection = openTemporalConnection(temporalAddress(config));

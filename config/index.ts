@@ -51,6 +51,10 @@ export const envSchema = z.object({
     description:
       'Maximum connections of each pool (1 to 200); the API and the worker each have their own.',
   }),
+  DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).default(1_500).meta({
+    description:
+      'How long, in milliseconds (at least 100), opening a connection to Postgres may take before the request that needs it fails (503 at the API): a database that does not answer is noticed within this bound.',
+  }),
   DATABASE_PREPARED_STATEMENTS: onOff.default(true).meta({
     description:
       '`true` or `false` (also `1`, `0`): whether the statements every payment runs are named prepared statements, parsed once per connection. Set `false` behind a pooler in transaction mode that cannot keep them (PgBouncer before 1.21, or without `max_prepared_statements`).',
@@ -423,6 +427,8 @@ export type Config = {
   database: {
     url: string | undefined;
     poolSize: number;
+    /** How long opening a connection may take (`DATABASE_CONNECT_TIMEOUT_MS`). */
+    connectTimeoutMs: number;
     preparedStatements: boolean;
     embeddedPort: number;
   };
@@ -632,6 +638,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     database: {
       url: e.DATABASE_URL,
       poolSize: e.DATABASE_POOL_SIZE,
+      connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
       preparedStatements: e.DATABASE_PREPARED_STATEMENTS,
       embeddedPort: e.EMBEDDED_PG_PORT,
     },

@@ -126,7 +126,10 @@ const connectionLossInterceptor: Interceptor = {
   },
 };
 
-/** How long opening a connection may take before the query fails (an unreachable database). */
+/**
+ * How long opening a connection may take before the query fails (an unreachable database),
+ * unless the pool is given its own (`DATABASE_CONNECT_TIMEOUT_MS`).
+ */
 export const CONNECTION_TIMEOUT_MS = 1_500;
 
 export async function createDatabasePool(
@@ -135,6 +138,8 @@ export async function createDatabasePool(
     maximumPoolSize?: number;
     /** Whether `prepare`d statements are kept by the server (default true; see `prepare`). */
     preparedStatements?: boolean;
+    /** How long opening a connection may take (default `CONNECTION_TIMEOUT_MS`). */
+    connectTimeoutMs?: number;
   } = {},
 ): Promise<DatabasePool> {
   const pool = await createPool(url, {
@@ -149,7 +154,7 @@ export async function createDatabasePool(
     idleInTransactionSessionTimeout: 60_000,
     // A database that does not answer fails a request within this bound (503 at the API) instead
     // of hanging it; on loopback a healthy server connects in milliseconds.
-    connectionTimeout: CONNECTION_TIMEOUT_MS,
+    connectionTimeout: options.connectTimeoutMs ?? CONNECTION_TIMEOUT_MS,
     // No session state is ever left on a pooled connection (no SET, no temp tables, no advisory
     // locks: migrations use their own client), so the default `DISCARD ALL` on every release is
     // a wasted round trip on every statement-heavy payment path.

@@ -46,6 +46,7 @@ async function main(): Promise<void> {
     () =>
       createDatabasePool(requireDatabaseUrl(config), {
         maximumPoolSize: config.database.poolSize,
+        connectTimeoutMs: config.database.connectTimeoutMs,
         preparedStatements: config.database.preparedStatements,
       }),
     (error, retryInMs) => logger.warn({ err: error, retryInMs }, 'waiting for Postgres'),

@@ -6,6 +6,7 @@ import { createApplication } from '../../db/applications';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
 import { ledgerInvariantProblems } from '../../db/ledger-audit';
 import { fundWallet as fund } from '../../tools/harness/fixtures';
+import { SCRATCH_CONNECT_TIMEOUT_MS } from '../../tools/harness/engine';
 import { insertUser } from '../../db/users';
 import { insertWallet } from '../../db/wallets';
 import type { Currency } from '../../domain/money';
@@ -47,7 +48,11 @@ export async function createTestDatabase(): Promise<{
     await client.end();
   }
   const url = databaseUrl(name);
-  return { url, name, pool: await createDatabasePool(url, { maximumPoolSize: 30 }) };
+  const pool = await createDatabasePool(url, {
+    maximumPoolSize: 30,
+    connectTimeoutMs: SCRATCH_CONNECT_TIMEOUT_MS,
+  });
+  return { url, name, pool };
 }
 
 /** Money into a wallet for tests that need a balance (see tools/harness/fixtures.ts). */

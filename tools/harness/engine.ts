@@ -17,6 +17,9 @@ type ScratchOptions = {
   env?: Record<string, string>;
 };
 
+/** How long opening a database connection may take on throwaway servers (tests, benchmark). */
+export const SCRATCH_CONNECT_TIMEOUT_MS = 10_000;
+
 /**
  * The environment of an engine run against throwaway servers (tests, benchmark): the API on a
  * free loopback port, its own task queue, the prebuilt workflow bundle. The benchmark gives the
@@ -32,6 +35,9 @@ export function scratchEnv(options: ScratchOptions): Record<string, string> {
     TEMPORAL_TASK_QUEUE: `${options.taskQueuePrefix}-${randomUUID()}`,
     ...(options.workflowBundle ? { TEMPORAL_WORKFLOW_BUNDLE: options.workflowBundle } : {}),
     API_REQUEST_TIMEOUT_MS: String(options.requestTimeoutMs),
+    // Throwaway servers share a busy machine, where opening a connection can take seconds; a
+    // database that is down refuses at once, so outages are still answered in time.
+    DATABASE_CONNECT_TIMEOUT_MS: String(SCRATCH_CONNECT_TIMEOUT_MS),
     ...options.env,
   };
 }
