@@ -2,7 +2,7 @@ import type { Browser, Page } from 'playwright-core';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createDashboardAccount } from '../../db/dashboard-accounts';
-import { launchBrowser } from '../support/browser';
+import { goTo, launchBrowser, signedInDashboard } from '../support/browser';
 import { assertLedgerInvariant, balanceOf } from '../support/database';
 import { createUserWithWallet } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
@@ -63,38 +63,8 @@ async function closeDispute(disputeId: string, status: 'won' | 'lost'): Promise<
   expect(res.body.status).toBe(status);
 }
 
-/**
- * A signed-in page, recording every request and console error. Pages stay open until the
- * browser closes (with the package's --single-process, closing the last one ends it).
- */
-async function signedIn(): Promise<{ page: Page; requests: string[]; errors: string[] }> {
-  const page = await browser.newPage({ viewport: { width: 1200, height: 900 }, locale: 'en-US' });
-  const requests: string[] = [];
-  const errors: string[] = [];
-  page.on('request', (request) => requests.push(request.url()));
-  page.on('console', (message) => {
-    // A refused API call is shown on the page; the browser also logs it as a resource error.
-    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) {
-      errors.push(message.text());
-    }
-  });
-  page.on('pageerror', (error) => errors.push(error.message));
-  await page.goto(`${engine.url}/dashboard/`);
-  // The package's single process keeps one cookie store for every page: an earlier page's
-  // session may open this one already.
-  const signIn = page.getByRole('heading', { name: 'Sign in' });
-  await signIn.or(page.getByRole('heading', { name: 'Overview' })).waitFor();
-  if (await signIn.isVisible()) {
-    await page.getByLabel('Email').fill(EMAIL);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-  }
-  await page.locator('header .who', { hasText: EMAIL }).waitFor();
-  return { page, requests, errors };
-}
-
-const go = (page: Page, name: string) =>
-  page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name }).click();
+/** A signed-in dashboard page, recording every request and console errors. */
+const signedIn = () => signedInDashboard(browser, engine.url, { email: EMAIL, password: PASSWORD });
 
 /** Dollars as the dashboard writes them: `1,234.50`. */
 const dollars = (n: number) =>
@@ -178,7 +148,7 @@ describe('card refunds on the dashboard', () => {
     await page.getByText('Source transaction').waitFor();
     await page.getByRole('link', { name: deposit }).waitFor();
     expect(await page.getByRole('heading', { name: 'Refund' }).count()).toBe(0);
-    await go(page, 'Transactions');
+    await goTo(page, 'Transactions');
     await page.getByLabel('Type').selectOption('card_refund');
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.getByText('2 transactions').waitFor();
@@ -282,7 +252,7 @@ describe('disputes on the dashboard', () => {
 
   it('lists disputes by page and by status, and opens the disputes of one deposit', async () => {
     const { page, requests, errors } = await signedIn();
-    await go(page, 'Disputes');
+    await goTo(page, 'Disputes');
     await page.getByRole('heading', { name: 'Disputes' }).waitFor();
     await page.getByText('21 disputes', { exact: true }).waitFor();
     expect(await page.locator('tr[data-dispute]').count()).toBe(20);
@@ -313,7 +283,7 @@ describe('disputes on the dashboard', () => {
     await page.locator(`tr[data-dispute="${disputes[2]}"]`).waitFor();
 
     // The dispute's reserve and its release are records of the wallet, naming the deposit.
-    await go(page, 'Transactions');
+    await goTo(page, 'Transactions');
     await page.getByLabel('Type').selectOption('dispute_release');
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.getByText('1 transactions').waitFor();
@@ -328,7 +298,7 @@ describe('disputes on the dashboard', () => {
     const { page, errors } = await signedIn();
     const id = disputes[3]!;
     const before = (await api.get(`/api/v1/disputes/${id}`)).body;
-    await go(page, 'Disputes');
+    await goTo(page, 'Disputes');
     await page.locator(`tr[data-dispute="${id}"] a`).first().click();
     await page.getByRole('heading', { name: 'Dispute', exact: true }).waitFor();
     await page.getByText(id, { exact: true }).waitFor();

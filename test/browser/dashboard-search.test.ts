@@ -3,7 +3,8 @@ import type { Browser, Download, Page } from 'playwright-core';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createDashboardAccount } from '../../db/dashboard-accounts';
-import { launchBrowser } from '../support/browser';
+import { goTo, launchBrowser, signedInDashboard } from '../support/browser';
+import { csvRecords } from '../support/csv';
 import { fundWallet } from '../support/database';
 import { createUserWithWallet, transfer } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
@@ -75,40 +76,11 @@ beforeAll(async () => {
   expect(settled.body.status).toBe('completed');
 });
 
-/**
- * A signed-in page, recording the API requests and console errors. Pages stay open until the
- * browser closes (with the package's --single-process, closing the last one ends it).
- */
-async function signedIn(): Promise<{ page: Page; requests: string[]; errors: string[] }> {
-  const page = await browser.newPage({ viewport: { width: 1200, height: 900 }, locale: 'en-US' });
-  const requests: string[] = [];
-  const errors: string[] = [];
-  page.on('request', (request) => {
-    if (request.url().includes('/dashboard/api/')) requests.push(request.url());
-  });
-  page.on('console', (message) => {
-    // A refused API call is shown on the page; the browser also logs it as a resource error.
-    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) {
-      errors.push(message.text());
-    }
-  });
-  page.on('pageerror', (error) => errors.push(error.message));
-  await page.goto(`${engine.url}/dashboard/`);
-  // The package's single process keeps one cookie store for every page: an earlier page's
-  // session may open this one already.
-  const signIn = page.getByRole('heading', { name: 'Sign in' });
-  await signIn.or(page.getByRole('heading', { name: 'Overview' })).waitFor();
-  if (await signIn.isVisible()) {
-    await page.getByLabel('Email').fill(EMAIL);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-  }
-  await page.locator('header .who', { hasText: EMAIL }).waitFor();
-  return { page, requests, errors };
-}
-
-const go = (page: Page, name: string) =>
-  page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name }).click();
+/** A signed-in dashboard page, recording the dashboard's API requests and console errors. */
+const signedIn = () =>
+  signedInDashboard(browser, engine.url, { email: EMAIL, password: PASSWORD }, (url) =>
+    url.includes('/dashboard/api/'),
+  );
 
 /** The query of the last request the page made to a dashboard endpoint ending in `path`. */
 function lastQuery(requests: string[], path: string): URLSearchParams {
@@ -127,34 +99,10 @@ async function shownIds(page: Page, total: number): Promise<string[]> {
   return Promise.all(rows.map(async (row) => (await row.getAttribute('data-transaction')) ?? ''));
 }
 
-/** RFC 4180 records (quoted fields, doubled quotes, CRLF). */
+/** RFC 4180 records (quoted fields, doubled quotes, CRLF), a last one without CRLF too. */
 function parseCsv(text: string): string[][] {
-  const records: string[][] = [];
-  let field = '';
-  let record: string[] = [];
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') {
-        field += '"';
-        i++;
-      } else if (c === '"') quoted = false;
-      else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') {
-      record.push(field);
-      field = '';
-    } else if (c === '\r' && text[i + 1] === '\n') {
-      record.push(field);
-      records.push(record);
-      record = [];
-      field = '';
-      i++;
-    } else field += c;
-  }
-  if (field || record.length) records.push([...record, field]);
-  return records;
+  const { records, rest } = csvRecords(text);
+  return rest.length ? [...records, rest] : records;
 }
 
 async function downloaded(page: Page, click: () => Promise<void>): Promise<Download> {
@@ -171,7 +119,7 @@ const amount = (n: number, currency: string) =>
 describe('the dashboard’s search, exports and statements', () => {
   it('filters transactions by amount, type, wallet, dates and reference, in the address', async () => {
     const { page, requests, errors } = await signedIn();
-    await go(page, 'Transactions');
+    await goTo(page, 'Transactions');
     await shownIds(page, 4);
 
     await page.getByLabel('Type').selectOption(['transfer']);
@@ -433,7 +381,7 @@ describe('the dashboard’s search, exports and statements', () => {
 
   it('searches users through the API’s q and shows each record’s metadata', async () => {
     const { page, requests, errors } = await signedIn();
-    await go(page, 'Users and wallets');
+    await goTo(page, 'Users and wallets');
     await page.getByRole('link', { name: 'Isatu Koroma' }).waitFor();
     // Your own user id, in another letter case: the API's q, over every user.
     await page.getByLabel('Search').fill('crm-777');

@@ -9,6 +9,7 @@ import {
 } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
 import { pollUntil } from '../support/wait';
+import { csvRecords } from '../support/csv';
 
 // A small limit and batch, so that the cap and a stream cut short need thousands of rows, not more.
 const MAX_ROWS = 2500;
@@ -36,33 +37,10 @@ type Transaction = {
   description: string;
 };
 
-/** RFC 4180 records, as a spreadsheet reads them. */
+/** RFC 4180 records, as a spreadsheet reads them; the text ends its last record. */
 function parseCsv(text: string): string[][] {
-  const records: string[][] = [];
-  let field = '';
-  let record: string[] = [];
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i]!;
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') {
-        field += '"';
-        i++;
-      } else if (ch === '"') quoted = false;
-      else field += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === ',') {
-      record.push(field);
-      field = '';
-    } else if (ch === '\r' && text[i + 1] === '\n') {
-      record.push(field);
-      records.push(record);
-      field = '';
-      record = [];
-      i++;
-    } else field += ch;
-  }
-  expect([field, record]).toEqual(['', []]);
+  const { records, rest } = csvRecords(text);
+  expect(rest).toEqual([]);
   return records;
 }
 
