@@ -1,4 +1,10 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createSecretKey,
+  randomBytes,
+  type KeyObject,
+} from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { PayloadKey } from '../config';
@@ -32,9 +38,10 @@ const text = (bytes: Uint8Array | null | undefined) =>
  * that is not encrypted (recorded before encryption) passes through as it is.
  */
 export class AesGcmPayloadCodec implements PayloadCodec {
-  private readonly keys: ReadonlyMap<string, Buffer>;
-  private readonly current: PayloadKey;
-  private readonly currentId: Uint8Array;
+  // Key objects made once: a raw key given to each cipher is imported again every time.
+  private readonly keys: ReadonlyMap<string, { key: KeyObject; aad: Buffer }>;
+  private readonly current: KeyObject;
+  private readonly currentId: Buffer;
   private readonly encoding = Buffer.from(ENCRYPTED_ENCODING);
 
   constructor(keys: readonly PayloadKey[]) {
@@ -43,8 +50,10 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     for (const { id, key } of keys) {
       if (key.length !== KEY_BYTES) throw new PayloadCodecError(`The key ${id} must be 32 bytes`);
     }
-    this.keys = new Map(keys.map(({ id, key }) => [id, key]));
-    this.current = first;
+    this.keys = new Map(
+      keys.map(({ id, key }) => [id, { key: createSecretKey(key), aad: Buffer.from(id) }]),
+    );
+    this.current = createSecretKey(first.key);
     this.currentId = Buffer.from(first.id);
   }
 
@@ -58,7 +67,7 @@ export class AesGcmPayloadCodec implements PayloadCodec {
 
   private encrypt(payload: Payload): Payload {
     const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', this.current.key, iv);
+    const cipher = createCipheriv('aes-256-gcm', this.current, iv);
     // The key id is authenticated with the data: a payload cannot be passed off under another.
     cipher.setAAD(this.currentId);
     const plain = temporal.api.common.v1.Payload.encode(payload).finish();
@@ -72,8 +81,8 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   private decrypt(payload: Payload): Payload {
     if (text(payload.metadata?.encoding) !== ENCRYPTED_ENCODING) return payload;
     const id = text(payload.metadata?.[KEY_ID_METADATA]);
-    const key = id === undefined ? undefined : this.keys.get(id);
-    if (!key) {
+    const found = id === undefined ? undefined : this.keys.get(id);
+    if (!found) {
       throw new PayloadCodecError(
         `The payload was encrypted with key ${JSON.stringify(id ?? null)}, which is not configured`,
       );
@@ -81,8 +90,8 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     const data = Buffer.from(payload.data ?? new Uint8Array());
     if (data.length < IV_BYTES + TAG_BYTES) throw new PayloadCodecError('Malformed payload');
     try {
-      const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
-      decipher.setAAD(Buffer.from(id!));
+      const decipher = createDecipheriv('aes-256-gcm', found.key, data.subarray(0, IV_BYTES));
+      decipher.setAAD(found.aad);
       decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
       const plain = Buffer.concat([
         decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)),
