@@ -62,13 +62,17 @@ export const DURABLE_DEV_SERVER_FLAGS = [
  * Every dev server, in memory or on a file: eager workflow start (the API in the worker's
  * process hands a payment's first workflow task straight to that worker, api/temporal.ts) and
  * eager activity execution (an activity the workflow schedules comes back to the worker with
- * the workflow task's completion); both skip a trip through the server's task queues.
+ * the workflow task's completion); both skip a trip through the server's task queues. And the
+ * transfer queue read at once: its reads are capped per shard, and the dev server's one shard
+ * held each workflow started through the task queue until the next read the cap allowed.
  */
 export const DEV_SERVER_FLAGS = [
   '--dynamic-config-value',
   'system.enableEagerWorkflowStart=true',
   '--dynamic-config-value',
   'system.enableActivityEagerExecution=true',
+  '--dynamic-config-value',
+  'history.transferProcessorMaxPollRPS=1000',
 ] as const;
 
 /**
