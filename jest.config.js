@@ -20,6 +20,7 @@ const serverless = [
   '<rootDir>/test/integration/monime-adapter.test.ts',
   '<rootDir>/test/integration/address-guard.test.ts',
   '<rootDir>/test/integration/stripe-refunds-adapter.test.ts',
+  '<rootDir>/test/integration/late-errors.test.ts',
 ];
 
 /** @type {import('jest').Config} */

@@ -4,7 +4,7 @@ import Koa from 'koa';
 import { dashboard } from './dashboard/routes';
 import type { ApiDeps } from './deps';
 import { jsonBody } from './middleware/body';
-import { errorsAndAccessLog } from './middleware/errors';
+import { errorsAndAccessLog, logLateErrors } from './middleware/errors';
 import { httpMetrics } from '../observability/metrics';
 import { concretePathsWin, mountRoutes } from './pipeline';
 import type { Route } from './route';
@@ -76,6 +76,7 @@ export function createApp(deps: ApiDeps): Koa {
   // Outside the error handler, so that it sees the status every request is finally answered.
   if (deps.config.metrics.enabled) app.use(httpMetrics());
   app.use(errorsAndAccessLog(deps.logger));
+  logLateErrors(app, deps.logger);
   app.use(temporalCodecEdge(deps.config));
   app.use(jsonBody({ streamed: streamsOwnBody }));
   for (const middleware of dashboard(deps, routes)) app.use(middleware);

@@ -46,6 +46,31 @@ export function errorsAndAccessLog(logger: Logger): Koa.Middleware {
   };
 }
 
+const CLIENT_GONE = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ECONNRESET', 'EPIPE']);
+
+/**
+ * What Koa reports on the app once a response has begun (a streamed body that failed, or a
+ * client that left before its end): one log line of the engine's, in place of Koa's stack
+ * trace on stderr. A client that left is no failure of the engine's.
+ */
+export function logLateErrors(app: Koa, logger: Logger): void {
+  // Koa reports a failed body twice, from its pipeline and from the response's end.
+  const reported = new WeakSet<Koa.Context>();
+  app.on('error', (error: unknown, ctx?: Koa.Context) => {
+    if (ctx) {
+      if (reported.has(ctx)) return;
+      reported.add(ctx);
+    }
+    const where = ctx ? { method: ctx.method, path: ctx.path } : {};
+    const code = (error as { code?: unknown } | null)?.code;
+    if (typeof code === 'string' && CLIENT_GONE.has(code)) {
+      logger.info({ ...where, code }, 'client closed the connection before the response ended');
+      return;
+    }
+    logger.error({ ...where, err: error }, 'response failed after it began');
+  });
+}
+
 export class RateLimitedError extends AppError {
   constructor(readonly retryAfter: number) {
     super('rate_limited', `Rate limit exceeded, retry in ${retryAfter} seconds`);

@@ -230,6 +230,9 @@ describe('a large export', () => {
     await reader.cancel().catch(() => undefined);
     const stopped = await waitForLog(before, 'transactions export stopped');
     expect(stopped.rows).toBeLessThan(SELECTED);
+    // A client that left is logged as such, not as a failure (nor as Koa's trace on stderr).
+    const gone = await waitForLog(before, 'client closed the connection before the response ended');
+    expect(gone).toMatchObject({ level: 30, path: EXPORT, code: 'ERR_STREAM_PREMATURE_CLOSE' });
     // And the export's cursor is closed: no connection is left in its statement.
     const open = () =>
       engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
