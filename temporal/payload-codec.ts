@@ -32,6 +32,14 @@ export class PayloadCodecError extends Error {
 const text = (bytes: Uint8Array | null | undefined) =>
   bytes ? Buffer.from(bytes).toString('utf8') : undefined;
 
+/** A configured key as the ciphers take it: its key object, and its id as bytes. */
+type SealingKey = { key: KeyObject; id: Buffer };
+
+const sealingKey = ({ id, key }: PayloadKey): SealingKey => ({
+  key: createSecretKey(key),
+  id: Buffer.from(id),
+});
+
 /**
  * AES-256-GCM by key id: the first key encrypts, every key decrypts, so a key is rotated by
  * putting a new one first and dropping the old one once nothing it encrypted is kept. A payload
@@ -39,9 +47,8 @@ const text = (bytes: Uint8Array | null | undefined) =>
  */
 export class AesGcmPayloadCodec implements PayloadCodec {
   // Key objects made once: a raw key given to each cipher is imported again every time.
-  private readonly keys: ReadonlyMap<string, { key: KeyObject; aad: Buffer }>;
-  private readonly current: KeyObject;
-  private readonly currentId: Buffer;
+  private readonly keys: ReadonlyMap<string, SealingKey>;
+  private readonly current: SealingKey;
   private readonly encoding = Buffer.from(ENCRYPTED_ENCODING);
 
   constructor(keys: readonly PayloadKey[]) {
@@ -50,11 +57,8 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     for (const { id, key } of keys) {
       if (key.length !== KEY_BYTES) throw new PayloadCodecError(`The key ${id} must be 32 bytes`);
     }
-    this.keys = new Map(
-      keys.map(({ id, key }) => [id, { key: createSecretKey(key), aad: Buffer.from(id) }]),
-    );
-    this.current = createSecretKey(first.key);
-    this.currentId = Buffer.from(first.id);
+    this.keys = new Map(keys.map((key) => [key.id, sealingKey(key)]));
+    this.current = sealingKey(first);
   }
 
   encode(payloads: Payload[]): Promise<Payload[]> {
@@ -67,13 +71,13 @@ export class AesGcmPayloadCodec implements PayloadCodec {
 
   private encrypt(payload: Payload): Payload {
     const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', this.current, iv);
+    const cipher = createCipheriv('aes-256-gcm', this.current.key, iv);
     // The key id is authenticated with the data: a payload cannot be passed off under another.
-    cipher.setAAD(this.currentId);
+    cipher.setAAD(this.current.id);
     const plain = temporal.api.common.v1.Payload.encode(payload).finish();
     const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
     return {
-      metadata: { encoding: this.encoding, [KEY_ID_METADATA]: this.currentId },
+      metadata: { encoding: this.encoding, [KEY_ID_METADATA]: this.current.id },
       data: sealed,
     };
   }
@@ -91,7 +95,7 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     if (data.length < IV_BYTES + TAG_BYTES) throw new PayloadCodecError('Malformed payload');
     try {
       const decipher = createDecipheriv('aes-256-gcm', found.key, data.subarray(0, IV_BYTES));
-      decipher.setAAD(found.aad);
+      decipher.setAAD(found.id);
       decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
       const plain = Buffer.concat([
         decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)),

@@ -1,9 +1,11 @@
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable, Writable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Koa from 'koa';
 import { logLateErrors } from '../../api/middleware/errors';
 import { createLogger } from '../../observability/logger';
+import { pollUntil } from '../support/wait';
 
 /**
  * What Koa reports once a response has begun reaches the engine's log, not Koa's stack trace on
@@ -56,12 +58,12 @@ describe('errors after the response began', () => {
     consoleError.mockClear();
   });
 
-  const logged = async (msg: string) => {
-    for (let i = 0; i < 100 && !lines.some((l) => l.msg === msg); i += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    return lines.filter((l) => l.msg === msg);
-  };
+  const logged = (msg: string) =>
+    pollUntil(
+      () => lines.filter((l) => l.msg === msg),
+      (found) => found.length > 0,
+      { timeoutMs: 2_000, intervalMs: 20 },
+    );
 
   it('logs a streamed body that fails as an error, with its path', async () => {
     const body = await new Promise<string>((resolve) => {
@@ -79,7 +81,7 @@ describe('errors after the response began', () => {
     expect(line).toMatchObject({ level: 50, method: 'GET', path: '/fails' });
     expect((line!.err as { message: string }).message).toBe('the rows could not be read');
     // Koa reports it twice (the body's pipeline, then the response's end): logged once.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
     expect(lines).toHaveLength(1);
     expect(consoleError).not.toHaveBeenCalled();
   });
@@ -102,7 +104,7 @@ describe('errors after the response began', () => {
       path: '/endless',
       code: 'ERR_STREAM_PREMATURE_CLOSE',
     });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
     expect(lines).toHaveLength(1);
     expect(consoleError).not.toHaveBeenCalled();
   });
