@@ -1,10 +1,6 @@
 /**
- * Three projects. `unit` needs no server: it runs without any global setup, so
- * `npm run jest -- test/unit` (or `--selectProjects unit`) takes seconds. `engine` is the
- * engine's other tests: its global setup starts a throwaway Postgres and Temporal dev server and
- * bundles the workflows, and runs only when a test of this project is selected. `tooling` tests
- * what is not the engine (the benchmark, the chaos test, the dev harness behind `npm start`, the
- * scripts and the generated docs); its tests start whatever servers they need themselves.
+ * Three projects: `unit` needs no server; `engine` starts a throwaway Postgres and Temporal dev
+ * server first; `tooling` tests the benchmark, chaos test, harness and scripts (docs/testing.md).
  */
 const shared = {
   testEnvironment: 'node',

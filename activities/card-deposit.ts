@@ -125,11 +125,9 @@ export function createCardDepositActivities(deps: {
   }
 
   /**
-   * Reads the card (an unknown payment method writes nothing), records the pending deposit
-   * with its fees, then charges the card for the total with the workflow id as the provider's
-   * idempotency key, so that a retry after a timeout gets the same payment and never a second
-   * charge. A decline is recorded `failed` (with `deposit.failed`) and then raised. Running it
-   * again answers what it answered.
+   * Charges the card with the workflow id as the provider's idempotency key, so that a retry after
+   * a timeout gets the same payment and never a second charge; running it again answers what it
+   * answered. See docs/architecture.md, The card deposit path.
    */
   async function openCardDeposit(input: CardDepositInput): Promise<CardPaymentOpened> {
     const pending = await recordPending(input);

@@ -22,10 +22,9 @@ export const CARD_PAYOUT_PROVIDER_FEE: FeeRule = { bps: 0, fixed: 0n };
 export const SANDBOX_PAYOUT_CHECK_SECONDS = 2;
 
 /**
- * How long after the card provider reported a payout paid it may still report it failed (a
- * returned payout: Stripe reports `payout.failed` up to some business days later); the saga
- * stays for that window and reverses the settlement on such a report. The sandbox never fails
- * a payout it reported paid: no window in Test Mode.
+ * How long after reporting a payout paid the card provider may still report it failed (a returned
+ * payout): the saga stays that long to reverse the settlement on such a report. Live Mode only: the
+ * sandbox never fails a payout it reported paid.
  */
 export const LIVE_PAYOUT_LATE_FAILURE_SECONDS = 14 * 24 * 60 * 60;
 

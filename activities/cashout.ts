@@ -7,10 +7,9 @@ import type { MoneyOutInput } from '../workflows/money-out-shared';
 import type { MoneyOutPort, MoneyOutPrice, MoneyOutSpec } from './money-out';
 
 /**
- * A mobile-money cashout's figures. The request names SLE cents; the wallet pays the amount,
- * the provider's 1% and the application's fee (method `mobile_money_cashout`), each converted
- * to USD cents for a USD application (banker's rounding, the rate recorded). Null when the
- * amount converts to less than a cent (a decline of the reserve's rules, domain/money-rules.ts).
+ * A mobile-money cashout's figures (method `mobile_money_cashout`): the request's SLE cents, the
+ * provider's 1% and the application's fee, each converted to USD cents for a USD application
+ * (banker's rounding, the rate recorded). Null below a cent once converted (domain/money-rules.ts).
  */
 export function priceCashout(
   app: ApplicationRow,

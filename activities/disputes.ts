@@ -40,12 +40,9 @@ export function createDisputeActivities(deps: {
   const systemAccount = systemAccountsIn(deps.systemAccounts);
 
   /**
-   * Opening, in one database transaction under the deposit's card-case lock (refunds take the
-   * same one): the rules decide over what is left of the deposit; what the wallet holds of the
-   * amount moves to the dispute reserve, the rest is recorded as uncovered; the dispute row, its
-   * `dispute_reserve` record and `dispute.created` are written together. Running it again
-   * finds the dispute and answers it. The `dispute_reserve` record takes the dispute's own id:
-   * the dispute's events and ledger transactions name it (one event of a kind per record).
+   * One database transaction under the deposit's card-case lock, which refunds take too; running
+   * it again finds the dispute. The `dispute_reserve` record takes the dispute's own id: the
+   * dispute's events and ledger transactions name it (one event of a kind per record).
    */
   async function openDispute(input: DisputeInput): Promise<DisputeOpened> {
     const row = await pool.transaction(async (trx) => {
@@ -156,10 +153,9 @@ export function createDisputeActivities(deps: {
   }
 
   /**
-   * The provider's decision. Won: the reserve goes back to the wallet with a `dispute_release`
-   * record. Lost: the reserve goes to the card provider's clearing account, no record (the
-   * wallet already paid). The uncovered part stays recorded either way. Runs once: a second run
-   * finds the dispute closed and answers its status.
+   * The provider's decision: won, the reserve goes back to the wallet (`dispute_release`); lost, it
+   * goes to the card provider's clearing account with no record (the wallet already paid). The
+   * uncovered part stays either way. A second run finds the dispute closed and answers its status.
    */
   async function closeDispute(input: {
     disputeId: string;

@@ -8,8 +8,7 @@ import { eraseExpiredPreviousSecrets } from '../db/webhook-subscriptions';
 /**
  * Housekeeping: rate-limit windows that have ended, idempotency keys past their 24 hours,
  * provider notifications past their retention, webhook secrets replaced by a rotation whose
- * overlap has ended, `cli webhooks listen`
- * registrations that expired.
+ * overlap has ended, and `cli webhooks listen` registrations that expired.
  */
 export function createMaintenanceActivities(deps: { pool: DatabasePool; config: Config }) {
   async function pruneExpiredRows(): Promise<{

@@ -65,10 +65,9 @@ export function createOnboardingActivities(deps: { pool: DatabasePool; providers
   }
 
   /**
-   * Creates the owner's connected account (the workflow id is the provider's idempotency key, so
-   * a retry after a lost answer gets the same account) or resubmits the details to the one the
-   * wallet has, records it with the terms acceptance, then attaches the payout card. A card the
-   * provider refuses is a decline after the account is recorded: the details stand.
+   * Creates the owner's connected account or resubmits the details to it, with the workflow id as
+   * the provider's idempotency key: a retry after a lost answer gets the same account. A payout
+   * card the provider refuses is a decline after the account is recorded: the details stand.
    */
   async function submitOnboarding(
     input: OnboardingInput & OnboardingSubmission,

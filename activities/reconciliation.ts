@@ -99,10 +99,9 @@ export function createReconciliationActivities(deps: {
   }
 
   /**
-   * Asks the provider about every dispute still open that it decides (Live Mode: the dispute
-   * carries its reference) and closes those it says are won or lost, through each dispute's
-   * workflow, as its `charge.dispute.closed` event would. One the provider cannot answer now
-   * waits for the next run.
+   * Asks the provider about each open dispute it decides (Live Mode: one carrying its reference)
+   * and closes those won or lost through each dispute's workflow, as `charge.dispute.closed` would.
+   * One the provider cannot answer now waits for the next run.
    */
   async function syncOpenDisputes(): Promise<{ checked: number; closed: number }> {
     const open = await listOpenProviderDisputes(pool, RUN_LIMIT);

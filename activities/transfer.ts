@@ -12,15 +12,9 @@ import { refuseUnlessAll } from './money-rules';
 import { transferRules } from '../domain/money-rules';
 
 /**
- * Moves money between two wallets in one database transaction: locks both accounts in the
- * fixed order, checks them, writes the payment record, the balanced ledger transaction and the
- * `transfer.completed` event. Running it again for the same transaction id changes nothing.
- *
- * When both wallets have been seen before (their currency, which never changes, remembered),
- * the transfer is first tried in one statement that locks, checks and writes
- * (db/money-steps.ts `recordMoneyStepAtOnce`): one round trip and one commit instead of four
- * round trips. Where its checks do not all pass (a decline, a transfer already written) it
- * writes nothing, and the transfer runs the usual way, which says why.
+ * Moves money between two wallets in one database transaction, locking both accounts in the fixed
+ * order so that concurrent transfers cannot deadlock; running it again for the same transaction id
+ * changes nothing. See docs/architecture.md, The transfer path.
  */
 export function createTransferActivities(deps: {
   pool: DatabasePool;
@@ -61,7 +55,11 @@ export function createTransferActivities(deps: {
     ...(input.answer && { answered: true as const }),
   });
 
-  /** The transfer in one statement, or null when it must run the usual way. */
+  /**
+   * The transfer in one statement (db/money-steps.ts), one round trip and one commit, once both
+   * wallets' currencies, which never change, are remembered. Null when its checks do not all pass:
+   * it then wrote nothing (a decline, a transfer already written): the usual way runs and says why.
+   */
   async function atOnce(input: TransferInput) {
     const currency = currencies.get(input.fromWalletId);
     if (currency === undefined || currencies.get(input.toWalletId) !== currency) return null;

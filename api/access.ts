@@ -53,12 +53,9 @@ function assertActive(wallet: WalletRow): WalletRow {
 }
 
 /**
- * A money step's early answer (domain/money-rules.ts), before its workflow starts: the step's
- * rules decided over what is known (`subjects`, such as a hold, and the parameters), and, once a
- * rule asks them, over the wallets it names, read in one query (not read when `memory`,
- * cache/wallet-memory.ts, found each the caller's and active before). The first rule that does
- * not hold answers as the workflow's step would; a rule that needs what the API does not know (a
- * balance under its lock, a wallet from memory) is left to the step, with every rule after it.
+ * A money step's early answer, before its workflow starts (domain/money-rules.ts): the first rule
+ * that fails over what the API knows answers as the step would; a rule that needs what only the
+ * step knows (a balance under its lock, a wallet from memory) is left to it, with every rule after.
  */
 export async function answerEarly<S extends string, P extends string>(
   db: CommonQueryMethods,
@@ -87,7 +84,8 @@ export async function answerEarly<S extends string, P extends string>(
     ) as Facts<S, P>['subjects'];
     return decide(step, { subjects: { ...wallets, ...known.subjects }, params });
   };
-  // What is known without a read first: the wallets are read only if the next rule asks them.
+  // What is known without a read first: the wallets are read only if the next rule asks them, in
+  // one query, and not when `memory` found each the caller's and active before.
   let decision = decideWith(undefined);
   const ids = named.flatMap(([, id]) => (id ? [id] : []));
   const next = decision.status === 'unknown' ? decision.rule : undefined;

@@ -1,8 +1,6 @@
 /**
- * CSV for the statement and the transactions export.
- *
- * RFC 4180 text: a field is quoted when it holds a comma, a double quote, CR or LF, its quotes
- * doubled; records end with CRLF.
+ * CSV for the statement and the transactions export, RFC 4180: a field is quoted when it holds a
+ * comma, a double quote, CR or LF, its quotes doubled; records end with CRLF.
  */
 export function csvField(value: string): string {
   return /[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;

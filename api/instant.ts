@@ -13,10 +13,9 @@ function realDate(date: string): boolean {
 }
 
 /**
- * An ISO 8601 instant with its offset (`2026-01-31T12:00:00Z`, `…+01:00`), or a date taken as
- * its midnight UTC; read to the millisecond, as every time of the API (finer digits are cut,
- * not rounded, so an instant never moves past one that was shown). Null when it is neither,
- * or before 1970.
+ * An ISO 8601 instant with its offset (`2026-01-31T12:00:00Z`), or a date as its midnight UTC, cut
+ * (not rounded) to the millisecond like every API time, so it never moves past one that was shown.
+ * Null when it is neither, or before 1970.
  */
 export function parseInstant(text: string): Date | null {
   const parsed = parse(text);

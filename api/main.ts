@@ -4,10 +4,9 @@ import { createLogger } from '../observability/logger';
 import { startApi } from './server';
 
 /**
- * `npm run api`: the HTTP API alone (production); needs DATABASE_URL and a Temporal server. It
- * outlives their outages: started during one, it waits for Postgres (Temporal is reached on
- * first use); while one is down, requests that need it answer 503 with Retry-After, and it
- * serves again when the outage ends, without a restart.
+ * `npm run api`: the HTTP API alone (production; needs DATABASE_URL and Temporal). It outlives
+ * their outages without a restart: started during one, it waits for Postgres; while one lasts,
+ * requests that need it answer 503 with Retry-After (docs/operations.md, Supervision and outages).
  */
 async function main(): Promise<void> {
   const config = loadConfig();

@@ -16,11 +16,9 @@ import { AppError } from './errors';
 export type Delivered = { transactionId: string | null; status: DepositOutcome | null };
 
 /**
- * The one path of a provider's message into the engine, for a live provider's webhook and the
- * sandbox's simulated one alike (intake/notifications.ts `receiveNotification`): find the
- * payment (by the provider's reference, else by our reference in the message's metadata), hand
- * it to the payment's workflow, which settles it exactly once, and keep the message. One that
- * matches no payment yet is kept `unmatched` (the reconciliation retries it) and answered 200.
+ * The one path of a provider's message into the engine, live or sandbox (intake/notifications.ts
+ * `receiveNotification`): kept, and handed to its payment's workflow, which settles exactly once.
+ * One matching no payment yet is answered 200 and kept `unmatched` for the reconciliation to retry.
  */
 async function deliver(
   deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,
@@ -113,10 +111,9 @@ export function deliverCardPayoutEvent(
 }
 
 /**
- * A provider's payout notification (live webhook or the sandbox's simulated one), through the
- * engine's one path for provider messages (intake/notifications.ts `receiveNotification`,
- * kind `cashout`): kept, matched to the cashout and handed to its saga, which settles or gives
- * back exactly once. A provider speaks for its own mode only.
+ * A provider's payout notification, through the engine's one path for provider messages
+ * (`receiveNotification`, kind `cashout`): kept and handed to the cashout's saga, which settles or
+ * gives back exactly once. A provider speaks for its own mode only.
  */
 export async function deliverPayoutNotification(
   deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,

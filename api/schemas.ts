@@ -278,10 +278,9 @@ export const MetadataPatch = metadataSchema(true)
 export const METADATA_TOO_MANY_KEYS = `metadata: at most ${METADATA_MAX_KEYS} keys once merged`;
 
 /**
- * The `metadata[KEY]=VALUE` filters of a list, gathered into one object by the pipeline
- * (api/pipeline.ts `gatherMetadataQuery`), as an OpenAPI deepObject parameter is sent: each an
- * exact match of a stored key, all of them together (AND). A malformed key, or a key given twice,
- * is named in the 422.
+ * The `metadata[KEY]=VALUE` filters of a list, gathered into one object (api/pipeline.ts
+ * `gatherMetadataQuery`) as an OpenAPI deepObject is sent: exact matches of stored keys, all of
+ * them (AND). A malformed key, or a key given twice, is named in the 422.
  */
 export const MetadataFilter = z
   .record(z.string(), z.unknown(), { error: 'must be given as metadata[KEY]=VALUE' })

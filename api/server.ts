@@ -25,9 +25,8 @@ export type RunningApi = {
 };
 
 /**
- * Starts the API: its own pool and Temporal client, listening on the configured port. With
- * tracing configured, the client's interceptor starts a payment's trace at its workflow start.
- * `workerConnection` is the connection of a worker running in this process, while it runs
+ * Starts the API: its own pool and Temporal client; with tracing, a payment's trace starts at its
+ * workflow start. `workerConnection` is an in-process worker's connection while it runs
  * (`npm start`, the benchmark): payments started through it are started eagerly.
  */
 export async function startApi(
@@ -126,10 +125,9 @@ const CLIENT_ERRORS: Record<string, { status: number; detail: string }> = {
 };
 
 /**
- * Node answers a request it cannot parse (a URL over 16 KiB, bad header bytes) with an empty
- * body; like every other error, it gets `{"detail": ...}`. Written only when no response on
- * this connection has begun to go out, the test node's own handler makes (it reads the
- * socket's in-flight response, `_httpMessage`, the same way).
+ * Node answers a request it cannot parse (a URL over 16 KiB, bad header bytes) with an empty body;
+ * here it gets `{"detail": ...}` like every other error, written only while no response on this
+ * connection has begun, as Node's own handler checks (it reads the socket's `_httpMessage`).
  */
 function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, logger: Logger): void {
   const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;

@@ -15,10 +15,9 @@ import { GRPC_UNAVAILABLE } from '../temporal/connection';
 import { listenForSettlement } from '../temporal/settlements';
 
 /**
- * Runs a payment workflow and waits for its result, at most `timeoutMs`. The workflow id is the
- * payment's identity: a second caller with the same id (a retried request) attaches to the
- * running workflow, or reads the result of the finished one, instead of starting another.
- * With a worker in this process (`eagerTemporal`), the start is eager (see `eagerStart`).
+ * Runs a payment workflow and waits at most `timeoutMs` for its result. The workflow id is the
+ * payment's identity: a retried request attaches to the running workflow, or reads the finished
+ * one's result, instead of starting another. With an in-process worker the start is eager.
  */
 export async function runPaymentWorkflow<W extends Workflow>(
   deps: { temporal: Client; eagerTemporal?: () => Client | null },
@@ -66,10 +65,9 @@ export async function runPaymentWorkflow<W extends Workflow>(
 const LOCAL_SETTLEMENT_MS = 3_000;
 
 /**
- * Starts the payment eagerly on this process's worker (`eagerStart`), and when `answerLocally`
- * says so, answers with the settlement that worker reports (temporal/settlements.ts) instead of
- * asking the server: `answered` is then set. Null when there is no such worker or the start
- * failed; else the run, for the caller to wait on the server as usual.
+ * Starts the payment eagerly on this process's worker and, when `answerLocally` says so, answers
+ * with the settlement that worker reports (temporal/settlements.ts), `answered` set, instead of
+ * asking the server. Null without such a worker or if the start failed; else the run to wait on.
  */
 async function startAndListen<W extends Workflow, R>(
   deps: { eagerTemporal?: () => Client | null },
@@ -99,13 +97,9 @@ async function startAndListen<W extends Workflow, R>(
 const EAGER_START_DEADLINE_MS = 1_000;
 
 /**
- * Starts a workflow through the in-process worker's connection with `requestEagerStart`: the
- * server answers the start with the workflow's first task, which that worker runs at once,
- * instead of putting it on the task queue for a poller (the matching service's work and a
- * round trip saved; docs/benchmarks.md; the server may decline, and a workflow that already
- * exists is attached to). Answers the run, or null when there is no such worker or the call
- * failed or took too long: the caller then starts it with the regular client, and the workflow
- * id makes that second start attach to a first one that got through.
+ * Starts a workflow with `requestEagerStart` on the in-process worker's connection: the server
+ * hands its first task straight to that worker (docs/architecture.md, The transfer path). Null
+ * without it, or on failure or timeout: the caller's regular start then attaches by workflow id.
  */
 async function eagerStart<W extends Workflow>(
   eager: Client | null,

@@ -10,15 +10,9 @@ const MAX_ENTRIES = 10_000;
 export type CredentialCache = ExpiringMemory<CredentialRecord>;
 
 /**
- * The credentials this API process has accepted, kept in memory so that a request needs no
- * lookup of its own (one database round trip less per request). A record is never trusted on
- * its own: it carries the row versions (`xmin`) of the credential and its application it was
- * read from, and the request's rate-limit count (db/rate-limit.ts) is taken only if both rows
- * are still those versions, in the same statement. A change committed by anyone (a revocation,
- * a new expiry or secret, new rate limits) therefore applies to the very next request: the
- * count finds a newer version, and the credential is read again (db/credentials.ts
- * `authenticateAndCount`). A refusal is never answered from memory. The secret is compared in
- * constant time on every request; the cache holds its hash, never the secret.
+ * Accepted credentials, so a request needs no lookup of its own. A record holds only while the
+ * rate-limit count finds its rows' versions (`xmin`) unchanged; a refusal is never answered from
+ * memory, and only hashes are kept, never a secret. See docs/api.md, API conventions.
  */
 export function createCredentialCache(): CredentialCache {
   return expiringMemory({ limit: MAX_ENTRIES, ttlMs: TTL_MS });

@@ -18,14 +18,9 @@ export type WalletMemory = {
 };
 
 /**
- * The wallets this API process found active, so that a payment between wallets it has seen
- * needs no lookup before its workflow starts (one database round trip less per transfer or
- * escrow step). Memory only ever answers "go on": a wallet it does not know, or knows as
- * another application's, is read from the database and answered 404 or 403 at once, as before.
- * A wallet disabled since it was remembered is refused all the same, by the workflow's ledger
- * step, which asks the same rules again under its lock (domain/money-rules.ts) and declines
- * with the same 403; only the answer then costs a workflow. Which application and mode
- * a wallet belongs to never changes.
+ * Wallets this API process found active, so a payment between them needs no lookup first. Memory
+ * only ever answers "go on": a wallet disabled since is still refused with the same 403 by the
+ * ledger step, under its lock (domain/money-rules.ts). See docs/api.md, API conventions.
  */
 export function createWalletMemory(): WalletMemory {
   /** The scope (application and mode) of each wallet found active. */

@@ -34,11 +34,9 @@ import {
 } from '../workflows/resolution';
 
 /**
- * The dashboard of the specification, on the command line: applications, credentials, the
- * platform's admins, and an operator's resolution of a payment stuck on its provider.
- * Each command prints one JSON document on standard output (`webhooks listen` streams lines
- * until interrupted); logs go to standard error; bad
- * arguments exit with status 2.
+ * The specification's dashboard on the command line. Each command prints one JSON document on
+ * standard output (`webhooks listen` streams lines until interrupted); logs go to standard error;
+ * bad arguments exit with status 2.
  */
 
 const USAGE = `usage:

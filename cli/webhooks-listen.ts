@@ -27,10 +27,9 @@ import { postWebhook, signedDelivery } from '../outbound/webhook-post';
 import { UsageError } from './errors';
 
 /**
- * `cli webhooks listen`: forwards an application's new events to a developer's server, signed
- * with a secret of its own, as `stripe listen` does. It registers in `event_listeners`, so the
- * events table notifies it of its application's events, and then reads what committed since its
- * last read; the slow read only covers a lost notification.
+ * `cli webhooks listen`: forwards an application's new events to a developer's server, signed with
+ * a secret of its own. Registered in `event_listeners`, it reads what committed when notified; the
+ * slow read only covers a lost notification. See docs/cli.md, Webhooks on your machine.
  */
 
 export const LISTEN_USAGE =

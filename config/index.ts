@@ -392,10 +392,8 @@ export type Config = {
   log: { level: z.infer<typeof envSchema>['LOG_LEVEL'] };
   /**
    * Requests a minute of callers that no credential names, counted like the applications'
-   * (db/rate-limit.ts): per client address (its /64 for IPv6) on the sandbox's 3-D Secure page
-   * (`RATE_LIMIT_CARD_AUTHENTICATION_PAGE`) and on the dashboard without a session, signing in
-   * included (`RATE_LIMIT_DASHBOARD_SIGNED_OUT`); per dashboard account once signed in
-   * (`RATE_LIMIT_DASHBOARD_ACCOUNT`).
+   * (db/rate-limit.ts): per client address before a dashboard session (signing in included) and
+   * on the 3-D Secure page, per account after. See docs/security.md, Throttles and lockouts.
    */
   throttles: {
     cardAuthenticationPage: number;

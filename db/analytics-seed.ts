@@ -1,12 +1,9 @@
 import { sql, type DatabasePool } from 'slonik';
 
 /**
- * For the benchmark only: `count` completed payment records of an application and mode, each
- * with its ledger transaction of two balanced entries, spread over the last `days` UTC days,
- * written by `generate_series` in Postgres. A bulk load, with triggers off: each pair of payments
- * moves the same amount between the same two wallets and back, so every balance is unchanged and
- * still the sum of its entries; the `analytics_daily` rollup is then rebuilt from the records
- * (the trigger keeps it one payment at a time otherwise). One pair in ten is failed (no ledger).
+ * For the benchmark only: payments with balanced ledger entries, bulk-loaded with triggers off.
+ * That is safe because each pair moves the same amount there and back, so every balance is still
+ * the sum of its entries; the trigger's `analytics_daily` rollup is rebuilt afterwards.
  */
 /** Rows per statement, each well within the pool's statement timeout. */
 const SLICE = 50_000;

@@ -5,10 +5,9 @@ import { TRANSACTION_TYPES, type Mode, type TransactionType } from '../domain/ty
 import { transactionColumns, transactionRow, type TransactionRow } from './transactions';
 
 /**
- * The figures of the dashboard and of the platform's admins. Everything is summed in Postgres
- * from `analytics_daily` (migration 0009), which a trigger on `transactions` keeps in the same
- * database transaction as every money step: a few hundred rows per scope, whatever the number
- * of payments. Money is bigint minor units; the API turns it into major units for the wire.
+ * The dashboard's and the admins' figures, summed from `analytics_daily` (kept by a trigger in the
+ * same transaction as every money step), so their cost does not grow with the payments. Money is
+ * bigint minor units; the API turns it into major units. See docs/api.md, Analytics and admins.
  */
 
 export const CHART_DAYS = 14;

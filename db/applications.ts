@@ -65,10 +65,9 @@ export async function updateApplication(
 }
 
 /**
- * Applies the settings as `updateApplication` does, switching the base currency (and with it
- * every wallet of the application, in both modes) only while no wallet holds money and no
- * payment is open; otherwise nothing changes and the answer says why. The wallets are locked
- * for update first, so a money step on one of them waits for the switch or the switch for it.
+ * Applies the settings as `updateApplication` does, but switches the base currency (and every
+ * wallet, in both modes) only while no wallet holds money and no payment is open, else says why.
+ * The wallets are locked first, so a money step on one waits for the switch or the switch for it.
  */
 export async function updateApplicationSettings(
   pool: DatabasePool,

@@ -33,10 +33,9 @@ export async function lockedUntil(
 export type Admission = { attempt: string } | { retryAfter: number };
 
 /**
- * Admits one authentication attempt, counted as a failure before it is checked: under a lock
- * of the scope and address, so that attempts from one address are admitted one at a time and never
- * more than `limit` are checked in a window, concurrent ones included. Refused while locked out,
- * or while earlier failures and attempts in flight fill the window.
+ * Admits one authentication attempt, counted as a failure before it is checked, under a lock of
+ * the scope and address, so never more than `limit` are checked in a window, concurrent ones
+ * included. Refused while locked out, or while failures and attempts in flight fill the window.
  */
 export async function admitAttempt(
   db: CommonQueryMethods,

@@ -8,10 +8,9 @@ import { countAndClaim, type ClaimResult } from './idempotency';
 import { hitRateLimit, type RateLimitHit, type RowVersions } from './rate-limit';
 
 /**
- * Credentials are random (192 bits for the key, 256 for the secret), so a single SHA-256 is
- * the right hash at rest: nothing to brute-force, and cheap enough for every request. Only
- * hashes are stored; the API key hash is the lookup index and the secret hash is compared in
- * constant time.
+ * Credentials are random (192 bits for the key, 256 for the secret), so one SHA-256 is the right
+ * hash at rest: nothing to brute-force, and cheap for every request. Only hashes are stored; the
+ * API key hash is the lookup index and the secret hash is compared in constant time.
  */
 export function sha256(value: string): Buffer {
   return createHash('sha256').update(value, 'utf8').digest();
@@ -159,9 +158,8 @@ function refusal(row: CredentialRecord | null, secretKey: string, now: number) {
 
 /**
  * Authenticates an API key and secret; records `last_used` at most once a minute per credential.
- * With `cache` (cache/credential-cache.ts), a credential accepted before is not read again, and the
- * result says which row versions the caller must confirm (`authenticateAndCount` does); a
- * refusal is always read from the database. `fromDatabase` forgets what the cache holds first.
+ * A credential found in `cache` is not read again, but the result names the row versions the
+ * caller must confirm (`authenticateAndCount` does); a refusal is always read from the database.
  */
 export async function authenticate(
   db: CommonQueryMethods,
@@ -217,11 +215,9 @@ export type Authenticated = Extract<AuthResult, { ok: true }>;
 export type Admission = { key: string; requestHash: Buffer; limit: number };
 
 /**
- * Authenticates a request and counts it against its credential's rate limit for `category`.
- * An answer from memory is confirmed by the count itself: if the credential or its application
- * changed since it was read, nothing is counted, and the credential is read again. `admit`, given
- * the credential, may name an idempotency key: it is claimed in the same statement as the count
- * (`claim`; null over the limit, or when a racing claim leaves it to `claimIdempotencyKey`).
+ * Authenticates a request and counts it against its rate limit for `category`; the count confirms
+ * an answer from memory, or counts nothing and the credential is read again. A key `admit` names is
+ * claimed in the same statement (`claim` null: over the limit, or left to `claimIdempotencyKey`).
  */
 export async function authenticateAndCount(
   db: CommonQueryMethods,

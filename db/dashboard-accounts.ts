@@ -5,10 +5,9 @@ import { sha256 } from './credentials';
 import { uniqueViolation } from './errors';
 
 /**
- * Dashboard accounts and their sessions. A password is stored as scrypt (N=2^15, r=8, p=1,
- * 16-byte salt, 32-byte key) in the form `scrypt$N$r$p$salt$hash`, so that the cost can be
- * raised later without losing old hashes. A session token is 256 random bits: one SHA-256 is
- * enough at rest, as for API credentials.
+ * Dashboard accounts and their sessions. A password hash keeps its scrypt parameters
+ * (`scrypt$N$r$p$salt$hash`), so the cost can be raised without losing old hashes. A session token
+ * is 256 random bits: one SHA-256 is enough at rest, as for API credentials.
  */
 const SCRYPT = { N: 2 ** 15, r: 8, p: 1, keyLength: 32 } as const;
 

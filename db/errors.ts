@@ -37,12 +37,9 @@ export function uniqueViolation(error: unknown): string | null {
 }
 
 /**
- * An error that no retry can cure: the statement's data is refused (class 22, for example a NUL
- * character in text or an unsupported Unicode escape in JSON; or slonik's own InvalidInputError)
- * or breaks an integrity rule (class 23, for example a check constraint). A unique violation is
- * left out: in an idempotent step it means a concurrent attempt wrote the row first, and the
- * retry finds it. Connection errors, serialization failures (40001), deadlocks (40P01) and
- * timeouts stay retryable.
+ * An error that no retry can cure: refused data (class 22, or slonik's InvalidInputError) or a
+ * broken integrity rule (class 23). A unique violation is left out: in an idempotent step it means
+ * a concurrent attempt wrote the row first, and the retry finds it.
  */
 export function isPermanentDatabaseError(error: unknown): boolean {
   // Slonik refuses some values itself, before the statement is sent (a NUL character in a JSON

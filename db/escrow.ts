@@ -39,13 +39,9 @@ export type LockedHold = {
 };
 
 /**
- * The hold, locked for one money step (it must exist), and in the same round trip what the step
- * reads next: whether the step `stepId` is written already, the application's escrow fee, the
- * recipient wallet's state (a release) and the database transaction's `now()`. Every step of a
- * hold locks it first, so the lock orders the steps; a step written by an attempt that
- * committed while this one waited for the lock is not seen by this statement's snapshot, and
- * the step's insert then meets its primary key: a retryable error (db/errors.ts), and the
- * retry answers with that step.
+ * The hold (it must exist), locked for one money step, with what the step reads next. The lock
+ * orders a hold's steps; one committed while this waited is not in this snapshot, so the insert
+ * meets its primary key: a retryable error (db/errors.ts), whose retry answers with that step.
  */
 export async function lockHold(
   trx: DatabaseTransactionConnection,
@@ -117,14 +113,9 @@ export type HoldMemory = Map<string, TransactionRow>;
 export type EscrowFeeMemory = Map<string, { bps: number; fixed: bigint }>;
 
 /**
- * What a release written in one statement checks (db/money-steps.ts `recordMoneyStepAtOnce`),
- * given the hold and the fee as this process remembers them: the WITH parts that lock the hold
- * (only if it still is `held` with the amount remembered), then, in the order of
- * `lockAccounts`, the recipient's wallet, the escrow account and the fee account; and the guard:
- * the release's rules (domain/money-rules.ts `releaseRules`, compiled) over what the locks read,
- * the escrow and fee accounts the application's, its escrow fee the one remembered, and the
- * release not written yet. Locking the hold first, as `lockHold` does, keeps the usual order: the
- * accounts' lock reads the hold's lock as an init plan, run before any row of theirs is locked.
+ * What a release written in one statement checks, given the hold and fee as remembered (see
+ * docs/architecture.md, The escrow path). The hold is locked first, as `lockHold` does: the
+ * accounts' lock reads it as an init plan, run before any of their rows is locked.
  */
 export function releaseGuard(step: {
   releaseId: string;
@@ -184,11 +175,9 @@ export function releaseGuard(step: {
 const RECIPIENT_FIELDS = WALLET_FIELDS.filter((f) => f !== 'id' && f !== 'balance');
 
 /**
- * What a hold written in one statement checks (db/money-steps.ts `recordMoneyStepAtOnce`): the
- * WITH parts that lock the sender's wallet and the escrow account, in the order of
- * `lockAccounts`, and read a named recipient's wallet; and the guard: the hold's rules
- * (domain/money-rules.ts `holdRules`, compiled) over what they read, the sender still in the
- * currency remembered, the escrow account the application's for it, and the hold not written yet.
+ * What a hold written in one statement checks (db/money-steps.ts `recordMoneyStepAtOnce`): it locks
+ * the sender's wallet and the escrow account in `lockAccounts` order, and writes only where the
+ * hold's compiled rules hold. See docs/architecture.md, The escrow path.
  */
 export function holdGuard(step: {
   holdId: string;

@@ -103,11 +103,9 @@ const countedKeyRow = z.object({
 });
 
 /**
- * Counts a request against its rate limit (db/rate-limit.ts `countStatement`, `versions` as
- * there) and, if the count is within `limit`, claims its key as `claimIdempotencyKey` does: one
- * statement, one round trip, where the two took two. Over the limit nothing is claimed. Null
- * when `versions` changed (nothing counted, nothing claimed); `claim` is null over the limit, and
- * also within it when the claim raced another's insert (`claimIdempotencyKey` then settles it).
+ * Counts a request against its rate limit and, within `limit`, claims its key as
+ * `claimIdempotencyKey` does, in one statement. Null when `versions` changed (nothing counted or
+ * claimed); `claim` is null over the limit, or when it raced another's insert (settled there).
  */
 export async function countAndClaim(
   db: CommonQueryMethods,
@@ -147,11 +145,9 @@ export async function completeIdempotencyKey(
 }
 
 /**
- * `completeIdempotencyKey` as a part of another statement's WITH (db/ledger.ts `alongside`): a
- * money step stores the request's answer in the transaction that writes the payment, so that
- * the API need not store it in a round trip and a commit of their own. Only the use claimed at
- * `claimedAt` is answered: a key taken over after 24 hours belongs to another request. Given a
- * `guard`, only where it holds (db/money-steps.ts `recordMoneyStepAtOnce`).
+ * `completeIdempotencyKey` as a part of another statement's WITH, so a money step stores the
+ * answer in the transaction that writes the payment. Only the use claimed at `claimedAt` is
+ * answered: a key taken over after 24 hours belongs to another request.
  */
 export function answerKeyPart(
   use: KeyUse,

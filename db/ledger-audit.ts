@@ -2,10 +2,9 @@ import { sql, type DatabasePool, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 
 /**
- * The ledger invariant, as a list of problems (empty when the books are right): every account's
- * stored balance equals the sum of its entries; every ledger transaction, and the whole ledger,
- * sums to zero per currency; no user wallet is negative. Tests and the benchmark check it; an
- * operator can run the same queries.
+ * The ledger invariant, as a list of problems (empty when the books are right): each balance is the
+ * sum of its entries, each ledger transaction and the whole ledger sum to zero per currency, and no
+ * user wallet is negative. An operator can run the same queries.
  */
 export async function ledgerInvariantProblems(pool: DatabasePool): Promise<string[]> {
   const checks: [string, FragmentSqlToken][] = [

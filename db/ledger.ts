@@ -35,10 +35,8 @@ export type LockedAccount = z.infer<typeof lockedAccount>;
 
 /**
  * Locks the accounts a ledger transaction will touch, in the one fixed order of
- * `domain/ledger.lockOrder` (user wallets, then system accounts, each by id), and returns
- * them by id. Call it first in the database transaction. `FOR NO KEY UPDATE`, not `FOR UPDATE`:
- * the foreign keys of payment rows that name these accounts take key-share locks, which a
- * plain `FOR UPDATE` would block (and, under load, chain into long lock queues).
+ * `domain/ledger.lockOrder`; call it first. `FOR NO KEY UPDATE`, not `FOR UPDATE`, lets the
+ * foreign keys' key-share locks through (see docs/architecture.md, The ledger).
  */
 export async function lockAccounts(
   trx: DatabaseTransactionConnection,
@@ -58,11 +56,9 @@ export async function lockAccounts(
 }
 
 /**
- * Writes one balanced ledger transaction. The entries' trigger moves each stored balance in the
- * same statement; a deferred trigger checks the balance per currency at commit; the wallet
- * check constraint refuses a negative user balance. The accounts must be locked already.
- * `alongside` are more writes for the same statement, as `name AS (INSERT ...)` parts of its
- * WITH (the money step's event, db/money-steps.ts): one round trip for all of them.
+ * Writes one balanced ledger transaction, the accounts locked already; triggers and a check keep
+ * the balances (see docs/architecture.md, The ledger). `alongside` are more writes for the same
+ * statement, as `name AS (INSERT ...)` parts of its WITH.
  */
 export async function postLedgerTransaction(
   trx: DatabaseTransactionConnection,
@@ -75,11 +71,9 @@ export async function postLedgerTransaction(
 }
 
 /**
- * `postLedgerTransaction` in a statement of its own (no database transaction around it) that
- * first runs `prelude`, parts of its WITH that lock the accounts and read what `guard` (a
- * boolean SQL expression over them) needs: the ledger transaction, its entries and every part of
- * `alongside` (built with the same guard) are written only where the guard holds. Answers
- * whether it held: if not, nothing was written, and the locks were let go with the statement.
+ * `postLedgerTransaction` as a statement of its own, whose `prelude` locks and reads what `guard`
+ * needs; everything (`alongside` too) is written only where the guard holds. Answers whether it
+ * held: if not, nothing was written, and the locks were let go with the statement.
  */
 export async function postGuardedLedgerTransaction(
   db: CommonQueryMethods,
@@ -156,10 +150,9 @@ export type SystemAccountMemory = Map<string, string>;
 const MAX_REMEMBERED_SYSTEM_ACCOUNTS = 10_000;
 
 /**
- * The system account of an application, mode, kind and currency, opened on first use: one
- * read once it exists (every time but the first), an insert and a read the first time; none
- * when `memory` has it. An id is remembered only once the transaction that read it commits (a
- * first use rolled back takes its account with it).
+ * The system account of an application, mode, kind and currency, opened on first use. An id is
+ * remembered only once the transaction that read it commits (a first use rolled back takes its
+ * account with it).
  */
 export async function systemAccountId(
   db: CommonQueryMethods,

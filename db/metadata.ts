@@ -2,10 +2,8 @@ import { sql, type FragmentSqlToken, type IdentifierSqlToken } from 'slonik';
 import { METADATA_MAX_KEYS } from '../domain/metadata';
 
 /**
- * A merge of merchant metadata into a row's `metadata` column (or `column`: a payment's is
- * `merchant_metadata`): `set` is the merged value (the
- * stored object, the patch's strings over it, less the keys the patch sets to "" or null), and
- * `fits` holds when that merged value keeps the key limit. Both read the row being updated, so
+ * A merge of merchant metadata (docs/api.md, Metadata) into a row's `metadata` or `column`: `set`
+ * is the merged value, `fits` whether it keeps the key limit. Both read the row being updated, so
  * an UPDATE that sets one WHERE the other holds is atomic: a concurrent merge is re-read first.
  */
 export function metadataMerge(

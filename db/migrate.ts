@@ -8,10 +8,9 @@ const migrationsDir = path.join(__dirname, 'migrations');
 export type MigrationResult = { applied: string[]; skipped: string[] };
 
 /**
- * Applies the plain SQL migrations in name order, each in its own transaction, and records
- * them, so that running it twice is safe. An advisory lock keeps two processes from migrating at
- * once; a recorded migration whose file changed since is an error, not a silent skip. It uses a
- * plain `pg` client because a migration file is many statements, which slonik rightly refuses.
+ * Applies and records the SQL migrations in name order, each in its own transaction; an advisory
+ * lock keeps two processes apart, and a recorded migration whose file changed is an error. A plain
+ * `pg` client, because a migration file is many statements, which slonik rightly refuses.
  */
 export async function migrate(databaseUrl: string): Promise<MigrationResult> {
   const files = (await readdir(migrationsDir)).filter((f) => f.endsWith('.sql')).sort();

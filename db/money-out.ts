@@ -10,11 +10,9 @@ const moneyOutProviderMetadata = z.object({
 export type MoneyOutProviderMetadata = z.infer<typeof moneyOutProviderMetadata>;
 
 /**
- * What a payout or cashout records of itself beyond the transaction row. Figures are minor
- * units as text: `amount`, `provider_fee`, `application_fee` and `total` (what the wallet paid
- * into the payouts clearing account) in the record's currency; `provider_amount` and
- * `provider_fee_provider` in the provider's currency (SLE cents for mobile money), the FX rate
- * when the two differ.
+ * What a payout or cashout records of itself beyond its row: minor units as text, in the record's
+ * currency but for `provider_amount` and `provider_fee_provider`, in the provider's (SLE for mobile
+ * money; the FX rate when they differ). `total` is what the wallet paid into payouts clearing.
  */
 export const moneyOutMetadata = z.object({
   kind: z.enum(['cashout', 'payout', 'refund']),

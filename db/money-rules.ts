@@ -9,11 +9,9 @@ import {
 } from '../domain/money-rules';
 
 /**
- * A money step's rules (domain/money-rules.ts) compiled to one SQL boolean, for a step written in
- * one statement: the guard holds where `decide` would pass over the same facts, and a statement
- * whose guard does not hold writes nothing (the step then runs the usual way, which says why).
- * Facts are the columns `<subject>_<field>` of a one-row relation of the statement (`factsOf`);
- * parameters are bound values, and what depends on them alone is decided here, in TypeScript.
+ * A money step's rules (domain/money-rules.ts) compiled to one SQL boolean that holds where
+ * `decide` would pass over the same facts (columns `<subject>_<field>`, `factsOf`). What depends
+ * on the bound parameters alone is decided here, in TypeScript.
  */
 
 /** A compiled part: a truth decided here (SQL's three values), or SQL for the database. */
@@ -158,10 +156,9 @@ export function factColumns(
 }
 
 /**
- * A money step written in one statement (db/money-steps.ts `recordMoneyStepAtOnce`): `prelude`,
- * parts of its WITH, locks and reads the facts; `guard` holds where the step's rules all hold and
- * the step may be written; `declined` is the index of the rule that declines (`firstBrokenRule`),
- * or NULL.
+ * A money step written in one statement: `prelude` (parts of its WITH) locks and reads the facts;
+ * `guard` holds where every rule holds and the step may be written; `declined` is the index of the
+ * declining rule (`firstBrokenRule`), or NULL.
  */
 export type MoneyStepGuard = {
   prelude: FragmentSqlToken;

@@ -68,9 +68,8 @@ const answerOf = (row: TransactionRow, answer: StepAnswer) => ({
 
 /**
  * One money step, the same way every time, in the caller's database transaction (its accounts
- * already locked): the payment row (written, or moved to its new status), the balanced ledger
- * transaction when money moves, the event that tells of it and the answer of the request that
- * asked for it, all committed together.
+ * locked already): the payment row, the ledger transaction when money moves, the event and the
+ * request's answer, all committed together.
  */
 export async function recordMoneyStep(
   trx: DatabaseTransactionConnection,
@@ -125,15 +124,9 @@ export async function recordMoneyStep(
 }
 
 /**
- * A new payment's money step in one statement of its own, outside any database transaction:
- * `guard.prelude` (parts of its WITH) locks the accounts and reads them, and the payment row,
- * the ledger transaction, the event and the answer are written only where `guard.guard` holds
- * (every check of the step, rewritten in SQL over what the prelude read). One round trip and
- * one commit where `recordMoneyStep` in a database transaction takes four (BEGIN, the lock, the
- * ledger's statement, COMMIT). The row's time is the caller's `at` (as its answer and event
- * show it), not the database's. Answers the row as written, or null when nothing was written
- * (the guard did not hold, or another attempt of the step wrote it meanwhile): the caller then
- * runs the step the usual way, which says why.
+ * A new payment's money step as one statement outside any transaction, written only where
+ * `guard.guard` holds (docs/architecture.md, The transfer path); its time is the caller's `at`.
+ * Null when nothing was written: the caller then runs the step the usual way, which says why.
  */
 export async function recordMoneyStepAtOnce(
   db: CommonQueryMethods,

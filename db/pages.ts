@@ -3,9 +3,8 @@ import { z } from 'zod';
 
 /**
  * How many rows past the end of a page a list's `total` counts, at most: exact up to there, a
- * lower bound beyond. A page already reads the rows before it (OFFSET), so counting costs at
- * most a fixed amount more than the page, however big the list, and `total_pages` still shows
- * a next page whenever there is one.
+ * lower bound beyond. The page reads the rows before it anyway, so counting costs at most a fixed
+ * amount more, and `total_pages` still shows a next page whenever there is one.
  */
 export const TOTAL_COUNTED_AHEAD = 1_000;
 

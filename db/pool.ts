@@ -20,11 +20,9 @@ const timestamptzParser = {
 };
 
 /**
- * Validates every row of a `sql.type(schema)` query, so that a schema that drifts from the
- * database fails loudly at the first query. Synchronously (`transformRow`): slonik runs an
- * interceptor's `transformRowAsync` through a task queue of its own for every result, rows or
- * none, which cost more than the validation (measured by `npm run bench`). Every schema of ours is
- * synchronous; one that is not (an async refinement) fails its first query, here.
+ * Validates every row of a `sql.type(schema)` query, so a schema that drifts from the database
+ * fails loudly at its first query. Synchronously: slonik's `transformRowAsync` queues every result,
+ * which costs more than the validation; so a schema with an async refinement fails here.
  */
 const resultParserInterceptor: Interceptor = {
   name: 'result-parser',
@@ -48,14 +46,8 @@ const statementNames = new Map<string, string>();
 const MAX_PREPARED_STATEMENTS = 100;
 
 /**
- * `query` as a named prepared statement: the first time a pooled connection runs it, Postgres
- * parses and keeps it; every later run on that connection only binds and executes it, and after
- * five runs Postgres may keep its plan as well. For the statements every payment runs (the
- * request's count and key claim, the money step's locks and ledger statement), whose parse and
- * plan are much of what Postgres spends on a payment (measured by `npm run bench`). The name is a
- * hash of the text, so a text that varies (a statement built of optional parts) is one prepared
- * statement per variant, each checked by Postgres as any other. Only statements whose result
- * columns are spelled out (no `*` over a table): a prepared `SELECT *` fails once a migration
+ * `query` as a named prepared statement, for those every payment runs (see docs/architecture.md,
+ * The ledger). Only with result columns spelled out: a prepared `SELECT *` fails once a migration
  * adds a column. A pool opened with `preparedStatements: false` runs them unnamed.
  */
 export function prepare<T extends QuerySqlToken>(query: T): T {
@@ -208,10 +200,9 @@ export async function createDatabasePool(
 const afterCommitHooks = new WeakMap<object, (() => void)[]>();
 
 /**
- * Runs `fn` once the database transaction `trx` (opened by a pool's `transaction`) has
- * committed, never if it rolls back; at once on any other connection. For what must count
- * only what was written: a metric counted before the commit would count again when a failed
- * commit is retried.
+ * Runs `fn` once the database transaction `trx` (opened by a pool's `transaction`) has committed,
+ * never if it rolls back; at once on any other connection. A metric counted before the commit
+ * would count again when a failed commit is retried.
  */
 export function afterCommit(trx: CommonQueryMethods, fn: () => void): void {
   const hooks = afterCommitHooks.get(trx);
@@ -239,12 +230,9 @@ const UNREACHABLE_ERRORS = new Set([
 ]);
 
 /**
- * Whether `error` says that Postgres is unreachable rather than that a statement failed: slonik's
- * connection errors (by name: under Jest classes differ between realms), the driver's connection
- * cut, not opened in time or no longer queryable after a socket error, a socket failure of a
- * pooled connection (EPIPE, ECONNRESET...), SQLSTATE class 08 (connection exception) or
- * 57P01-57P03 (shut down, starting up). A socket error of anything else (a provider's HTTP call)
- * is not one of them.
+ * Whether `error` says that Postgres is unreachable rather than that a statement failed: a
+ * connection error (slonik's by name: under Jest classes differ between realms), SQLSTATE 08 or
+ * 57P01-57P03, or a pooled connection's socket failure, but not a socket error of anything else.
  */
 export function isDatabaseUnreachable(error: unknown): boolean {
   const seen = new Set<unknown>();

@@ -17,10 +17,8 @@ function counted(key: 'credential_id' | 'admin_id' | 'subject') {
 
 /**
  * Fixed one-minute windows per credential and category, counted in Postgres so that every API
- * process shares them. Returns the count after this request and the seconds left in the window.
- * With `versions` (a credential answered from memory, cache/credential-cache.ts), the request is
- * counted only if the credential's and its application's rows are still those versions, and
- * null is returned if either changed.
+ * process shares them. With `versions` (a credential answered from memory), the request is counted
+ * only if the credential's and its application's rows are still those versions; else null.
  */
 export async function hitRateLimit(
   db: CommonQueryMethods,

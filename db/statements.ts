@@ -35,10 +35,9 @@ export type StatementEntry = {
 const ms = (d: Date) => d.toISOString();
 
 /**
- * The balance of `account` before `at` (`through`: at or before it, to the millisecond), as a SQL
- * expression: the sum of its entries on one side of that bound. The side nearer in time is read
- * (fewer entries, as payments come at a steady pace): the sum itself, or the stored balance less
- * it, both read by the one statement the expression is part of, so in one snapshot.
+ * The balance of `account` before `at` (`through`: at or before it), as a SQL expression over the
+ * entries on the side nearer in time (fewer of them): their sum, or the stored balance less it,
+ * read by the one statement it is part of, so in one snapshot.
  */
 function balanceBefore(
   account: StatementAccount,
@@ -159,10 +158,9 @@ const pageRow = z.object({
 });
 
 /**
- * The window's summary and its entries from `offset`, oldest first, at most `limit`, each with
- * the balance after it: the opening balance plus the window's entries up to it, summed by a
- * window function over the rows up to the end of the page (which the page reads anyway). One
- * statement, so one snapshot: opening + entries = closing even while payments commit.
+ * The window's summary and its entries from `offset`, oldest first, each with the balance after it
+ * (a window function over the rows the page reads anyway). One statement, so one snapshot:
+ * opening + entries = closing even while payments commit.
  */
 export async function statementPage(
   db: CommonQueryMethods,

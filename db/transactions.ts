@@ -108,11 +108,9 @@ export async function insertTransaction(
 }
 
 /**
- * `insertTransaction` of a deposit, in one statement, only while the deposit's rules
- * (domain/money-rules.ts `depositRules`, compiled) hold of its wallet in the payment's currency,
- * key-share locking the account meanwhile: a currency switch
- * (db/applications.ts), which locks the accounts for update, then waits for it, or it for the
- * switch. Null when they do not hold (the caller's check says why).
+ * `insertTransaction` of a deposit, only while the deposit's compiled rules hold of its wallet in
+ * the payment's currency; the account's key-share lock makes a currency switch (db/applications.ts)
+ * wait for it, or it for the switch. Null when they do not hold (the caller's check says why).
  */
 export async function insertTransactionInCurrency(
   db: CommonQueryMethods,
@@ -352,9 +350,8 @@ export async function listTransactions(
 }
 
 /**
- * The matching transactions older than the cursor (`starting_after`) in the list's order, at
- * most `limit`, and whether more follow; null when the cursor is no transaction of the caller's
- * application and mode. A keyset, not an offset: payments made meanwhile are all newer than the
+ * The matching transactions older than the cursor, and whether more follow; null when the cursor
+ * is not the caller's. A keyset, not an offset: payments made meanwhile are all newer than the
  * cursor, so a walk neither repeats nor skips a row.
  */
 export async function listTransactionsAfter(
@@ -398,10 +395,9 @@ export async function countTransactionsUpTo(
 }
 
 /**
- * The matching transactions in the list's order, at most `maxRows`, read through one database
- * cursor: one statement and one snapshot, rows fetched only as the caller takes them, so memory
- * stays flat. Handed over `chunkRows` at a time; returning early closes the cursor and gives
- * the connection back.
+ * The matching transactions in the list's order, at most `maxRows`, through one database cursor:
+ * one snapshot, rows fetched only as the caller takes them, so memory stays flat. Returning early
+ * closes the cursor and gives the connection back.
  */
 export async function* transactionStream(
   pool: DatabasePool,

@@ -13,10 +13,9 @@ const transferWallet = walletState.extend({
 export type TransferWallet = z.infer<typeof transferWallet>;
 
 /**
- * One round trip: locks both wallets (user wallets only, so by id is the fixed order), reads
- * what the checks need, whether a previous attempt already wrote this transfer (`done`), and
- * the database transaction's `now()` (`at`: db/money-steps.ts writes the payment row with the
- * ledger's statement).
+ * One round trip: locks both wallets (user wallets only, so by id is the fixed order) and reads
+ * what the checks need, whether an earlier attempt wrote this transfer (`done`), and the database
+ * transaction's `now()` (`at`, for the payment row written with the ledger's statement).
  */
 export async function lockTransferWallets(
   trx: DatabaseTransactionConnection,
@@ -36,11 +35,9 @@ export async function lockTransferWallets(
 }
 
 /**
- * What a transfer written in one statement checks (db/money-steps.ts `recordMoneyStepAtOnce`):
- * the WITH parts that lock both wallets, in the same order as `lockTransferWallets`, and the
- * guard: the transfer's rules (domain/money-rules.ts `transferRules`, compiled) over what the
- * lock read, the sender still in the currency remembered, and the transfer not written yet.
- * Where it does not hold, the activity runs the usual way, which finds out why.
+ * What a transfer written in one statement checks: both wallets locked in `lockTransferWallets`
+ * order, then the transfer's compiled rules as its guard. Where it does not hold, the activity runs
+ * the usual way, which finds out why (see docs/architecture.md, The transfer path).
  */
 export function transferGuard(
   step: { transactionId: string; currency: string } & TransferParams,

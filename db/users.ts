@@ -161,20 +161,17 @@ export async function blockerToDelete(
 }
 
 /**
- * Erases the user and the personal data kept of them outside their row: the payments of their
- * wallets keep their amounts and ids (the ledger must add up), but lose the destination of a
- * cashout or payout (a phone number, a payout account), the merchant's metadata (of the
- * payments, a refund's as rows written before its own column kept it, and of the disputes:
- * whatever it holds), the sandbox provider's copy of that phone number, and the bodies of the
- * provider notifications about them. The wallet, its payout account and its
- * identity documents go with the user (ON DELETE CASCADE), and so does the merchant metadata of
- * both rows, which may hold personal data.
+ * Erases the user and the personal data kept of them outside their row (docs/temporal-codec.md,
+ * Deleting a user); their payments keep amounts and ids, as the ledger must add up. The wallet,
+ * its payout account and identity documents go with the user (ON DELETE CASCADE).
  */
 export async function deleteUser(trx: DatabaseTransactionConnection, id: string): Promise<void> {
   const payments = sql.fragment`
     SELECT t.id, t.provider_reference FROM transactions t JOIN wallets w
       ON w.id = t.wallet_id OR w.id = t.recipient_wallet_id
     WHERE w.user_id = ${id}`;
+  // Merchant metadata may hold personal data: it goes too, the disputes' included; a refund's
+  // older rows kept it inside `metadata`, hence `- 'metadata'`.
   await trx.query(sql.unsafe`
     WITH payment AS (${payments}),
     notification AS (

@@ -45,11 +45,9 @@ const deliveryColumns = sql.fragment`event_id, subscription_id, redelivery, stat
 export type DeliveryTarget = { eventId: string; subscriptionId: string; redelivery?: number };
 
 /**
- * One relay step, in one database transaction: claims the oldest unrelayed events (rows another
- * relay holds are skipped, not waited for), hands their (event, active matching subscription)
- * pairs to `start`, writes a pending delivery for each, and marks the events relayed. When
- * `start` throws, nothing is marked and the same events are claimed again next time; `start`
- * must therefore be idempotent (a workflow id per delivery). Answers how many events it claimed.
+ * One relay step, in one database transaction: claims the oldest unrelayed events (skipping rows
+ * another relay holds) and hands their deliveries to `start`. When `start` throws nothing is marked
+ * and the same events come again, so `start` must be idempotent (a workflow id per delivery).
  */
 export async function relayEventBatch(
   pool: DatabasePool,

@@ -35,15 +35,9 @@ export type DepositFees = {
 };
 
 /**
- * The fees of a deposit of `amount` minor units. The payer pays amount + provider fee +
- * application fee; the wallet receives the amount.
- *
- * - provider fee = round(amount × bps / 10 000) + fixed, by the method's rule (`international`
- *   only matters for card);
- * - application fee = round(amount × applicationFeeBps / 10 000), 0 when the application sets
- *   no fee (undefined or 0 basis points) for the method;
- *
- * where round is half to even on the exact quotient (bigint, no float anywhere).
+ * The fees of a deposit of `amount` minor units: the payer pays amount + provider fee + application
+ * fee (0 when unset for the method); the wallet receives the amount. Each fee is rounded half to
+ * even on the exact bigint quotient, no float anywhere. See docs/api.md, Fees.
  */
 export function computeDepositFees(input: {
   method: PaymentMethod;

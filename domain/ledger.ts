@@ -80,10 +80,9 @@ export function releasePostings(input: {
 }
 
 /**
- * A paid mobile-money deposit (SLE cents from the provider). The provider's clearing account
- * gives what the payer paid and keeps its fee; the application's fee account gets the
- * application fee; the wallet gets the deposit: directly in SLE, or for a USD wallet through
- * the FX accounts (SLE in, `creditedUsd` out).
+ * A paid mobile-money deposit (SLE cents from the provider). The provider's clearing account gives
+ * what the payer paid and keeps its fee; the fee account gets the application fee; the wallet the
+ * deposit, through the FX accounts for a USD wallet (SLE in, `creditedUsd` out).
  */
 export function depositCompletionPostings(input: {
   walletId: string;
@@ -176,11 +175,9 @@ export function moneyOutReservePostings(input: {
 }
 
 /**
- * Money out, step 3a (settle): the provider paid. The payouts clearing account gives all it
- * reserved: the application's fee account gets the application fee, the provider's clearing
- * account the provider's share (what it paid out and its fee). When the provider works in
- * another currency (a USD application's mobile-money cashout, paid in SLE), that share passes
- * through the FX accounts: `fx.providerAmount` in the provider's currency out of them.
+ * Money out, step 3a (settle): the payouts clearing account gives all it reserved, the application
+ * fee to the fee account and the provider's share to its clearing account, through the FX accounts
+ * when the provider works in another currency (a USD application's mobile-money cashout).
  */
 export function moneyOutSettlementPostings(input: {
   clearingAccountId: string;
@@ -232,11 +229,9 @@ export function moneyOutGiveBackPostings(input: {
 }
 
 /**
- * Money out, after a settlement (reverse): the provider reported the payout paid and later
- * failed (a card payout can fail days after). Everything the settlement moved comes back, to
- * the wallet this time: the provider's share (through the FX accounts when it was converted)
- * and the application fee. The settlement's legs, negated, with the wallet in the clearing
- * account's place.
+ * Money out, after a settlement (reverse): a payout reported paid failed later (a card payout can
+ * fail days after). The settlement's legs, negated, with the wallet in the clearing account's
+ * place: everything it moved comes back to the wallet.
  */
 export function moneyOutReversalPostings(
   input: Omit<Parameters<typeof moneyOutSettlementPostings>[0], 'clearingAccountId'> & {
@@ -251,10 +246,9 @@ export function moneyOutReversalPostings(
 export type DisputeStep = 'reserve' | 'won' | 'lost';
 
 /**
- * A dispute's money (decisions.md, Card refunds and disputes). Opening: what the wallet holds of
- * the disputed amount (`reserved`) leaves it for the application's dispute reserve. Won: the
- * reserve gives it back to the wallet. Lost: the reserve pays it to the card provider's clearing
- * account. Null when `reserved` is zero: nothing moves (the uncovered part is only recorded).
+ * A dispute's money (decisions.md, Card refunds and disputes): what the wallet holds of it
+ * (`reserved`) moves to the dispute reserve, then back when won or to the card provider when lost.
+ * Null when `reserved` is zero: nothing moves (the uncovered part is only recorded).
  */
 export function disputePostings(input: {
   step: DisputeStep;

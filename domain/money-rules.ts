@@ -1,10 +1,9 @@
 import type { ErrorCode } from './errors';
 
 /**
- * Every decline of every money step, written once, as data. A step's rules are tried in order;
- * the first that does not hold is the step's answer. The same list is read by `decide` below (the
- * activities and the API's early answers) and compiled to SQL (db/money-rules.ts) for the steps
- * written in one statement, so no path can decide a decline its own way.
+ * Every decline of every money step, written once, as data; the first rule that does not hold is
+ * the answer. `decide` reads the same list as the SQL compiled from it (db/money-rules.ts), so no
+ * path can decide a decline its own way. See docs/architecture.md, Money rules.
  */
 
 /** A fact's or parameter's value: text, minor units, a flag, or none. */
@@ -239,10 +238,9 @@ export const refundRules = step(
 );
 
 /**
- * A deposit (mobile money or card) opened into `wallet`, in `currency` (the application's base
- * currency when it opens), crediting `credited` in it (null: a mobile-money amount too small to
- * convert): refused before any provider is asked, since money that cannot be credited must not
- * be taken.
+ * A deposit opened into `wallet` in `currency` (the base currency when it opens), crediting
+ * `credited` (null: a mobile-money amount too small to convert): refused before any provider is
+ * asked, since money that cannot be credited must not be taken.
  */
 export const depositRules = step(
   'deposit',

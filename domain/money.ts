@@ -1,8 +1,7 @@
 /**
- * Money is an integer count of minor units (bigint) inside the service. On the wire, amounts
- * in an application's base currency are JSON numbers in major units with at most 2 decimals.
- * These functions are the only crossing between the two, and they never do float arithmetic
- * on money: a number is read through its shortest decimal string.
+ * Money is bigint minor units inside the service and JSON numbers in major units (at most 2
+ * decimals) on the wire. These functions are the only crossing, and never do float arithmetic on
+ * money: a number is read through its shortest decimal string.
  */
 
 export const CURRENCIES = ['USD', 'SLE'] as const;

@@ -1,8 +1,7 @@
 /**
- * The identity and business details of a payout account's owner, in the shape of the card
- * provider's (Stripe's) `individual` and `business_profile` objects. The API validates requests
- * with these schemas (422 on anything else, unknown fields included); the providers and the
- * onboarding workflow use their types.
+ * A payout account owner's identity and business details, shaped as Stripe's `individual` and
+ * `business_profile`. The API validates requests with these schemas (422 on anything else, unknown
+ * fields included); the providers and the onboarding workflow use their types.
  */
 import { z } from 'zod';
 

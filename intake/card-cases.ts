@@ -1,8 +1,7 @@
 /**
- * A card provider's refund and dispute events (`CardProvider.parseCaseEvent`), once verified,
- * into the engine: the integration points between the card webhook and the refund saga and the
- * dispute workflow. Each event is kept in `provider_notifications` with what became of it, as
- * the payment events are (intake/notifications.ts).
+ * A card provider's verified refund and dispute events (`CardProvider.parseCaseEvent`) into the
+ * refund saga and the dispute workflow. Each is kept in `provider_notifications` with what became
+ * of it, as the payment events are (intake/notifications.ts).
  */
 import { findNotifiedPayment, insertProviderNotification } from '../db/provider-notifications';
 import { findTransaction } from '../db/transactions';
@@ -22,10 +21,9 @@ export type CaseEventSource = { provider: string; mode: Mode; body: unknown };
 export type Applied = { transactionId: string | null; status: string | null };
 
 /**
- * A refund's outcome to its money-out saga (`refund-<transaction id>`, the `notify` update), by
- * the path every provider message takes (`receiveNotification`, kind `refund`): found by the
- * provider's refund id, else by our transaction id in its metadata; kept `unmatched` for the
- * reconciliation when no refund can take it yet. A pending refund says nothing new: kept only.
+ * A refund's outcome to its saga (`refund-<transaction id>`, `notify`) by the path every provider
+ * message takes (`receiveNotification`), so it is matched, or kept `unmatched`, as they are. A
+ * pending refund says nothing new: kept only.
  */
 export async function applyRefundEvent(
   deps: TemporalDeps,
@@ -114,11 +112,9 @@ export function disputeIntake(deps: DisputeDeps): DisputeIntake {
 }
 
 /**
- * A dispute event to the dispute workflow's intake: `created` opens a dispute on our card
- * deposit (found by the provider's payment id, in the provider's mode), `closed` as won or lost
- * closes it, anything else (`updated`) is kept only. A dispute about a payment that is not one
- * of our card deposits of that mode, or in another currency, or that the intake does not know,
- * is kept `ignored`.
+ * A dispute event to the dispute intake: `created` opens a dispute on our card deposit, `closed`
+ * (won or lost) closes it, anything else is kept only. A dispute on what is not our card deposit
+ * of that mode and currency, or that the intake does not know, is kept `ignored`.
  */
 export async function applyDisputeEvent(
   deps: Pick<TemporalDeps, 'pool'>,

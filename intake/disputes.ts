@@ -1,8 +1,7 @@
 /**
- * Disputes' intake (decisions.md, Card refunds and disputes), shared by every way news of a
- * dispute arrives: the Test Mode simulate endpoints, a live provider's events
- * (`charge.dispute.created`, `charge.dispute.closed`) and the scheduled reconciliation. Each
- * reaches the dispute's own workflow, `dispute-<dispute id>`, which moves the money.
+ * Disputes' intake, shared by every way news of a dispute arrives (simulate endpoints, a live
+ * provider's events, the reconciliation); each reaches the dispute's own workflow, which moves the
+ * money. See docs/architecture.md, The dispute path.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import {
@@ -43,10 +42,8 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
- * Our id of the dispute a provider knows as `providerDisputeId`: the same every time (a
- * name-based UUID of the application, the mode and that id), so that a repeated
- * `charge.dispute.created` attaches to the dispute's running workflow instead of opening
- * another.
+ * Our id of a provider's dispute: a name-based UUID of the application, mode and provider id, the
+ * same every time, so a repeated `charge.dispute.created` attaches to the running workflow.
  */
 export function disputeIdOf(owner: { applicationId: string; mode: Mode }, providerId: string) {
   const digest = createHash('sha256')
@@ -81,17 +78,9 @@ async function bounded<T>(deps: DisputeDeps, what: string, run: () => Promise<T>
 }
 
 /**
- * Opens a dispute of a card deposit and answers once its first step is done: the Dispute as
- * written (its reserve moved, `dispute.created` written), or why it was declined (not a
- * completed card deposit of the application and mode: `dispute_not_allowed`, `not_found`,
- * `forbidden`; more than is left of it: `dispute_exceeds_disputable`).
- *
- * - `transactionId`: our id of the card deposit (lowercase UUID; the caller finds it by the
- *   provider's payment id).
- * - `amount`: minor units of the deposit's currency; null disputes all that is left.
- * - `providerDisputeId`: the provider's dispute id (Live Mode; null for a simulated one). The
- *   dispute's id is derived from it, so a repeated event answers the same dispute.
- * - `evidenceDueBy`: ISO 8601, as the provider says; null: `TEST_EVIDENCE_DAYS` from now.
+ * Opens a dispute of a card deposit; answers it once its reserve has moved, or why it was declined.
+ * `amount` null disputes all that is left. The id derives from `providerDisputeId` (null when
+ * simulated), so a repeated event answers the same dispute.
  */
 export async function openDispute(
   deps: DisputeDeps,
@@ -174,10 +163,9 @@ export async function openDispute(
 }
 
 /**
- * The provider's decision on a dispute, named by our id or (with its application and mode) by
- * the provider's: its workflow moves the reserve (won: back to the wallet; lost: to the
- * provider). Answers the dispute as it then stands; null when there is no such dispute. A
- * dispute already closed stays as it is.
+ * The provider's decision on a dispute, named by our id or by the provider's: its workflow moves
+ * the reserve (won: to the wallet; lost: to the provider). Null when there is no such dispute; one
+ * already closed stays as it is.
  */
 export async function closeDispute(
   deps: DisputeDeps,

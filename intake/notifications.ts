@@ -1,14 +1,7 @@
 /**
- * The intake of provider news: bringing pending payments and provider messages up to date,
- * shared by the HTTP edge (the sync route, the providers' webhooks) and the `reconciliation`
- * schedule's activities, so that both take exactly the same path:
- *
- * - `paymentSyncs`: which payment kinds a provider settles, and the workflow update that asks
- *   the provider now (one line per kind).
- * - `notificationTargets`: which payment workflows a provider's notification can reach, and
- *   `resolveNotification`, which finds its payment (by the provider's reference, else by our
- *   transaction id in the metadata we sent), settles it through its workflow, or says it must
- *   wait (`unmatched`, kept and retried by the reconciliation).
+ * The intake of provider news, shared by the HTTP edge (sync route, provider webhooks) and the
+ * `reconciliation` schedule's activities so that both take exactly the same path: `paymentSyncs`
+ * asks a provider now; `notificationTargets` and `resolveNotification` route its messages.
  */
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import { type SearchAttributePair, type UpdateDefinition } from '@temporalio/common';
@@ -208,17 +201,9 @@ export const unmatched: Resolution = { outcome: 'unmatched', transactionId: null
 const ignored: Resolution = { outcome: 'ignored', transactionId: null, status: null };
 
 /**
- * Finds the payment a provider's message is about and settles it through its workflow, which
- * settles exactly once (a duplicate, or a `failed` after a `completed`, changes nothing):
- *
- * - by the provider's reference: the payment's workflow gets the message;
- * - else by our transaction id in the message's metadata: a deposit whose creation call failed
- *   after the provider had created the payment (so its reference was never stored, and its
- *   workflow gave up) is started again from its recorded input; the provider's idempotency key
- *   answers the same payment, its reference is stored and the message settles it;
- * - a payment whose creation is still being retried, or no payment at all: `unmatched` (kept;
- *   the reconciliation tries again). Another mode's payment, or a message about another of the
- *   provider's payments than the one recorded: `ignored`.
+ * Settles a provider's message through its payment's workflow, which settles exactly once: found
+ * by the provider's reference, else by our transaction id in its metadata (restarting a deposit
+ * that lost its creation answer), else `unmatched`; another mode's or payment's: `ignored`.
  */
 export async function resolveNotification(
   deps: TemporalDeps,

@@ -1,8 +1,7 @@
 /**
- * An operator's resolution of a payment stuck on its provider, shared by the admin endpoint
- * and the command line: the payment's own workflow gets the `resolve` update
- * (workflows/resolution.ts), whose validator has the last word; the checks here only spare
- * the workflow a request that the record already refuses.
+ * An operator's resolution of a stuck payment, for the admin endpoint and the command line: the
+ * workflow's `resolve` validator has the last word (workflows/resolution.ts); the checks here only
+ * spare it a request that the record already refuses.
  */
 import { ApplicationFailure, WorkflowUpdateFailedError } from '@temporalio/client';
 import { findTransaction, type TransactionRow } from '../db/transactions';

@@ -4,10 +4,8 @@ import type Koa from 'koa';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
 
 /**
- * The engine's Prometheus metrics (prom-client), one registry per process: the API serves it at
- * `GET /metrics`, the worker on WORKER_METRICS_PORT. Every instrument is created once here; the
- * hot path only increments or observes with labels of a bounded set (route templates, payment
- * types, statuses, rate-limit categories), never ids. docs/operations.md ("Metrics") lists them all.
+ * One registry per process, every instrument created once here. Labels come from bounded sets
+ * (route templates, payment types, statuses), never ids. See docs/operations.md, Metrics.
  */
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });

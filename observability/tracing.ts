@@ -26,15 +26,9 @@ import type { WorkerOptions } from '@temporalio/worker';
 import type { Config } from '../config';
 
 /**
- * OpenTelemetry tracing through the Temporal SDK's interceptors (issue 12), off unless
- * `config.tracing.endpoint` is set: a payment's trace starts at the API's workflow start
- * (client interceptor), goes on in the workflow run (workflow interceptors, whose spans leave
- * the sandbox by a sink) and in every activity (activity interceptors). Spans are exported by
- * OTLP/HTTP (JSON) in batches.
- *
- * One tracer provider per process and endpoint, shared by the API and the worker when they run
- * together (`npm start`): each user acquires it and releases it when it stops; the last release
- * flushes the spans still buffered and shuts it down.
+ * OpenTelemetry tracing through the Temporal SDK's interceptors, off unless configured (see
+ * docs/operations.md, Tracing). One tracer provider per process and endpoint, shared by API and
+ * worker: each user releases it; the last release flushes the buffered spans and shuts it down.
  */
 export type Tracing = {
   tracer: Tracer;

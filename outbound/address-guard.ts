@@ -1,11 +1,7 @@
 /**
- * The SSRF guard for outbound webhook requests (issue 10): a URL may name only a public address,
- * checked at subscription time and again on the address actually connected to at delivery.
- *
- * The policy is default-deny: an address is allowed only when ipaddr.js calls it plain `unicast`,
- * so a special range this file does not name is refused rather than let through. IPv6 forms that
- * carry an IPv4 address (mapped, compatible, SIIT, NAT64, 6to4) are judged by that IPv4 address,
- * because a request to them can reach it.
+ * The SSRF guard for outbound webhooks, at subscription and again on the address connected to.
+ * Default-deny: only what ipaddr.js calls plain `unicast` passes, so an unnamed special range is
+ * refused; IPv6 forms that carry an IPv4 address (mapped, NAT64, 6to4, ...) are judged by it.
  */
 import dns from 'node:dns';
 import http from 'node:http';
@@ -60,9 +56,8 @@ type Address = ipaddr.IPv4 | ipaddr.IPv6;
 type Cidr = [Address, number];
 
 /**
- * Cloud instance metadata and host services. Azure's wireserver (168.63.129.16) is public
- * unicast, so only this list refuses it; the others sit in ranges refused anyway and are named
- * so that the verdict says what they are.
+ * Cloud instance metadata and host services. Azure's wireserver is public unicast, so only this
+ * list refuses it; the others sit in ranges refused anyway and are named so the verdict says so.
  */
 const METADATA_ADDRESSES = new Set([
   '169.254.169.254', // AWS, GCP, Azure IMDS, Oracle, DigitalOcean, OpenStack and most others
@@ -150,10 +145,9 @@ export function classifyAddress(
 }
 
 /**
- * The IP address a URL host names, or undefined when it is a domain name. Accepts what
- * `new URL().hostname` gives (already normalised dotted quads, bracketed IPv6) and, for hosts
- * that did not go through it, the inet_aton notations (`127.1`, `0x7f000001`, `2130706433`,
- * `0177.0.0.1`) and a trailing dot.
+ * The IP address a URL host names, or undefined for a domain name. Besides what `new URL()` gives,
+ * accepts the inet_aton notations (`127.1`, `0x7f000001`) and a trailing dot, for hosts that did
+ * not go through it.
  */
 export function parseHostAddress(host: string): Address | undefined {
   let text = host.trim();

@@ -4,11 +4,9 @@ import path from 'node:path';
 import type { Config } from '../config';
 
 /**
- * Webhook subscription secrets must sign every delivery, so they cannot be hashed like API
- * secrets: they are sealed with AES-256-GCM instead, so a database dump alone does not give
- * them away and a tampered ciphertext is refused rather than signing with garbage. `v2` binds
- * the value to what it belongs to (associated data), so a ciphertext copied to another row is
- * refused too; `v1`, sealed before that, still opens, and `isLegacySealed` says to re-seal it.
+ * Webhook secrets must sign deliveries, so they are sealed (AES-256-GCM), not hashed: a dump alone
+ * does not give them away, and tampering is refused. `v2` binds a value to its row (associated
+ * data); `v1` still opens, and `isLegacySealed` says to re-seal it.
  */
 const VERSION = 'v2';
 const LEGACY_VERSION = 'v1';

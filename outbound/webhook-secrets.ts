@@ -9,10 +9,9 @@ export type SealedWebhookSecrets = {
 };
 
 /**
- * The secrets a delivery is signed with: the current one, then the one a rotation replaced while
- * its overlap lasts. `previousExpired`: the row still holds a previous secret past its expiry,
- * which the caller erases. Throws SecretBoxError when the current one cannot be opened; a
- * previous one that cannot be opened is left out, as if it had expired.
+ * The secrets a delivery is signed with: the current one, then a rotated-out one while its overlap
+ * lasts; `previousExpired` asks the caller to erase a lapsed one. A current secret that cannot be
+ * opened throws SecretBoxError; a previous one is left out, as if expired.
  */
 export function webhookSigningSecrets(
   key: Buffer,

@@ -17,11 +17,9 @@ export type CardMetadata = {
 };
 
 /**
- * Where a card payment stands at the provider:
- * - `succeeded`: the card was charged;
- * - `requires_action`: the payer must authenticate (3-D Secure) at `nextActionUrl`;
- * - `processing`: the provider has not decided yet;
- * - `failed`: declined (`declineMessage` says why) or authentication failed.
+ * Where a card payment stands at the provider: `succeeded` charged; `requires_action` awaits 3-D
+ * Secure at `nextActionUrl`; `processing` undecided; `failed` declined (`declineMessage`) or
+ * authentication failed.
  */
 export type CardPaymentStatus = 'succeeded' | 'requires_action' | 'processing' | 'failed';
 
@@ -215,10 +213,9 @@ export type CardPayoutRequest = {
 };
 
 /**
- * What the engine needs of a card provider's connected payout accounts (Stripe Connect): one
- * account per wallet owner, identity and business details, the terms acceptance, a debit card to
- * pay out to, identity documents, and payouts (a transfer to the account, then a payout from it
- * to its card). Every call that creates something takes an idempotency key.
+ * A card provider's connected payout accounts (Stripe Connect), one per wallet owner: details,
+ * terms, a debit payout card, identity documents, payouts. Every call that creates something takes
+ * an idempotency key, so a retried activity gets what the first call made.
  */
 export interface PayoutAccountProvider {
   readonly name: string;

@@ -16,21 +16,9 @@ import {
 } from './mobile-money';
 
 /**
- * Live Mode mobile money: an HTTP client for a Monime-style API (v1).
- *
- * - `POST /v1/payment-codes` creates a one-time USSD payment code; `GET /v1/payment-codes/{id}`
- *   reads it.
- * - `POST /v1/payouts` pays out to a mobile-money destination
- *   (`{"type": "momo", "phoneNumber"}`): a cashout; `GET /v1/payouts/{id}` reads it. Every call carries `Authorization: Bearer`, `Monime-Space-Id`; creation carries
- *   `Idempotency-Key`, so a retried call returns the code the first call created.
- * - A 4xx answer (other than 408, 409, 429) is a business refusal: ProviderRefusedError, never
- *   retried. A 5xx, 408, 409, 429, a network error or a timeout is a plain Error with `cause`:
- *   transient, the caller's activity retries it.
- * - An answer that does not have the documented shape (an amount that is not an integer, for
- *   example) is a MonimeResponseError.
- * - Notifications are signed: `monime-signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of
- *   "<t>.<raw body>">`, at most 5 minutes old. `payment_code.*` events speak of deposits,
- *   `payout.*` events of cashouts.
+ * Live Mode mobile money on a Monime-style API. Creation carries `Idempotency-Key`, so a retried
+ * call gets what the first one made. A 4xx other than 408, 409, 429 is a ProviderRefusedError,
+ * never retried; anything else failing is a plain Error with `cause`, for the activity to retry.
  */
 
 export const MONIME_SIGNATURE_HEADER = 'monime-signature';

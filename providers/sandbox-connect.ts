@@ -80,11 +80,9 @@ function toPayout(row: SandboxConnectPayoutRow): CardPayout {
 }
 
 /**
- * The Test Mode connected payout accounts, kept in Postgres. Identity number `000000000` is
- * verified at once; any other waits for a document, which is checked (and accepted) at the next
- * look at the account, like the provider's asynchronous verification. Debit card tokens
- * (`tok_visa_debit`, `tok_mastercard_debit`) become the payout card; a credit card is refused.
- * Payouts are paid at once, except 40.40, accepted and then failed at the next look.
+ * Test Mode payout accounts in Postgres, as asynchronous as the provider's: identity `000000000`
+ * verifies at once, others at the next look after a document; only debit tokens become the card;
+ * a payout of 40.40 fails at the next look (docs/architecture.md, payout-account onboarding path).
  */
 export class SandboxConnectProvider implements PayoutAccountProvider {
   readonly name = 'sandbox';

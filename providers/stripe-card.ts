@@ -110,29 +110,9 @@ export type StripeCardOptions = {
 };
 
 /**
- * Live Mode cards on the official `stripe` package.
- *
- * - PaymentMethods.retrieve gives a card's metadata; PaymentIntents.create with `confirm: true`
- *   charges it server-side, always with our idempotency key, so a retried call (Temporal retries
- *   the activity after a timeout or a 5xx) answers the PaymentIntent the first call created.
- * - Only the parameters a PaymentIntent needs are sent (amount, currency, payment_method,
- *   confirm, metadata.reference): no description, return_url, automatic_payment_methods or
- *   statement_descriptor, which the emulator the tests use (localstripe) refuses. Nor
- *   `allowed_payment_method_types: ['card']`, refused too: an account whose automatic payment
- *   methods include redirect-based ones may then ask for a return_url before confirming
- *   server-side (a ProviderRefusedError here); an unverified difference from the emulator.
- * - A card decline (402) is an answer, not an error: a `failed` payment with Stripe's message.
- *   Another 4xx (except 408, 409, 429) is a ProviderRefusedError, never retried; a 5xx, a
- *   network error or one of those three is rethrown as it is, for the activity to retry. The
- *   client itself does not retry (`maxNetworkRetries: 0`): Temporal owns retries.
- * - Events are verified with `stripe.webhooks.constructEvent` (`Stripe-Signature`, five minutes
- *   of tolerance). Only the four PaymentIntent events that say where a payment stands are read
- *   (succeeded, payment_failed, requires_action, processing; canceled reads as failed); any other
- *   event, like a bad signature, is null: subscribe the endpoint to those event types only.
- * - Refunds and disputes (`parseCaseEvent`, STRIPE_CASE_EVENT_TYPES): Refunds.create with the
- *   PaymentIntent, amount, reason, metadata.reference and our idempotency key; a refund's outcome
- *   comes in its events. Dispute evidence goes as uncategorized text, submitted at once. An event
- *   object lacking what the engine needs reads null, never an error.
+ * Live Mode cards on the official `stripe` package. Every creating call carries our idempotency
+ * key, so a retried activity gets what the first call made; the client never retries itself
+ * (`maxNetworkRetries: 0`): Temporal owns retries. A card decline (402) is a `failed` payment.
  */
 export class StripeCardProvider implements CardProvider {
   readonly name = 'stripe';
@@ -179,6 +159,9 @@ export class StripeCardProvider implements CardProvider {
     }
     let intent: Stripe.PaymentIntent;
     try {
+      // Only what a PaymentIntent needs: the emulator (localstripe) refuses the rest, even
+      // `allowed_payment_method_types`, so an account with redirect-based methods may ask for a
+      // return_url (a ProviderRefusedError); unverified against Stripe itself.
       intent = await this.client.paymentIntents.create(
         {
           amount,

@@ -63,21 +63,9 @@ function accountParams(details: PayoutAccountDetails) {
 }
 
 /**
- * Live Mode connected payout accounts on the official `stripe` package (Connect, Custom
- * accounts, so that the engine collects identity and terms acceptance itself).
- *
- * - accounts.create with `individual`, `business_profile` and `tos_acceptance {ip, date}`, our
- *   idempotency key (a retried activity gets the account the first call created);
- *   accounts.update to resubmit; accounts.retrieve for `requirements` (the re-sync).
- * - The payout card: accounts.createExternalAccount from the token. Stripe refuses a credit card
- *   for a Custom account (`invalid_card_type`); a card it answers that is not debit is removed
- *   again. Both are `DebitCardRequiredError`.
- * - Identity documents: files.create (purpose `identity_document`, on the connected account),
- *   then accounts.update naming it `individual.verification.document.front`.
- * - Payouts: transfers.create to the account, then payouts.create on the account (its default
- *   external account, the debit card), each with an idempotency key derived from ours.
- * - Errors as in stripe-card.ts: a 4xx is a ProviderRefusedError (never retried), a 5xx or a
- *   network fault goes back as it is for the activity to retry; the client does not retry.
+ * Live Mode payout accounts on Stripe Connect Custom accounts, so that the engine collects identity
+ * and terms acceptance itself. Every creating call carries an idempotency key derived from ours;
+ * errors as in stripe-card.ts. A card Stripe refuses, or answers not debit: DebitCardRequiredError.
  */
 export class StripeConnectProvider implements PayoutAccountProvider {
   readonly name = 'stripe';

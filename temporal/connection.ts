@@ -11,11 +11,9 @@ import {
 export const GRPC_UNAVAILABLE = 14;
 
 /**
- * A client connection to Temporal that fails fast while the server is down and recovers by
- * itself when it is back: lazy (the process starts without Temporal), a refused connection
- * (UNAVAILABLE) retried 3 times within about half a second instead of the SDK's 10 over ~20 s,
- * and reconnection attempts at most a second apart. Other retryable failures (an overloaded
- * server's RESOURCE_EXHAUSTED) keep the SDK's retries.
+ * A Temporal connection that fails fast while the server is down and recovers by itself: lazy (the
+ * process starts without Temporal), UNAVAILABLE retried briefly instead of the SDK's long retries,
+ * quick reconnection. Other retryable failures (RESOURCE_EXHAUSTED) keep the SDK's retries.
  */
 export function openTemporalConnection(address: string): Connection {
   const quick = defaultGrpcRetryOptions({

@@ -10,10 +10,9 @@ import { temporal } from '@temporalio/proto';
 import type { PayloadKey } from '../config';
 
 /**
- * Workflow inputs, results and activity arguments carry personal data (identity details, phone
- * numbers); Temporal keeps them in its histories for as long as it retains them. This codec
- * encrypts each payload whole (its metadata too) with AES-256-GCM before it leaves the process,
- * so only holders of a configured key read them: workers, the API, and the codec endpoint.
+ * Payloads carry personal data that Temporal keeps for its whole retention, so each is encrypted
+ * whole, metadata included (AES-256-GCM), before it leaves the process: only holders of a
+ * configured key read them. See docs/temporal-codec.md.
  */
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
 export const KEY_ID_METADATA = 'encryption-key-id';

@@ -5,11 +5,9 @@ import type { PaymentSinks } from '../workflows/shared';
 const waiting = new Map<string, Set<(result: unknown) => void>>();
 
 /**
- * The `payments` sink (workflows/shared.ts `PaymentSinks`): a payment workflow run by this
- * process's worker tells it how it settled, in the activation that settles it, before the
- * workflow task's completion is sent (the SDK calls sinks after the activation). Never during
- * replay. A request of this process that started the payment eagerly (api/temporal.ts) hears
- * it at once, without waiting on the server for the workflow's result.
+ * The `payments` sink: a workflow run by this process's worker reports its settlement in the
+ * activation that settles it, before the task completes, never on replay, so a request that
+ * started it eagerly (api/temporal.ts) hears at once instead of waiting on the server.
  */
 export const paymentSinks: InjectedSinks<PaymentSinks> = {
   payments: {

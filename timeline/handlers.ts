@@ -1,8 +1,7 @@
 /**
- * What each kind of history event does to the timeline, one handler per event kind, keyed by
- * the event's attributes field (`activityTaskScheduledEventAttributes`, ...). Kinds not in the
- * table (workflow tasks, search attribute upserts, other markers) are the engine's bookkeeping,
- * not steps.
+ * What each history event kind does to the timeline, keyed by its attributes field
+ * (`activityTaskScheduledEventAttributes`, ...). Kinds not in the table (workflow tasks, search
+ * attribute upserts, other markers) are the engine's bookkeeping, not steps.
  */
 import {
   durationToIso,

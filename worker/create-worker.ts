@@ -17,11 +17,9 @@ import {
 } from '../observability/tracing';
 
 /**
- * The worker: one task queue for every payment workflow and activity. A prebuilt workflow
- * bundle (TEMPORAL_WORKFLOW_BUNDLE) skips bundling at start-up; otherwise it bundles
- * `workflows/` itself. With `tracing`, the activity interceptors and the workflow span sink are
- * installed, and a bundle made here carries the workflow interceptors (a prebuilt one must have
- * been made with them: worker/resilient.ts does).
+ * The worker: one task queue for every payment workflow and activity. A prebuilt bundle
+ * (TEMPORAL_WORKFLOW_BUNDLE) skips bundling at start-up, but with `tracing` it must have been
+ * built with the workflow interceptors, as worker/resilient.ts builds it.
  */
 export async function createWorker(options: {
   config: Config;

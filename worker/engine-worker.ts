@@ -2,11 +2,9 @@ import type { DataConverter } from '@temporalio/common';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 
 /**
- * The one place the engine builds a Worker: the SDK's `Worker.create`, with workflows run the
- * way the SDK runs them (its workflow thread, one V8 context reused for every workflow, its
- * deadlock detection failing the task of a workflow stuck in a loop). The data converter is
- * required: a worker without the engine's (temporal/data-converter.ts) could not read
- * encrypted payloads.
+ * The one place the engine builds a Worker, workflows run the SDK's way (its workflow thread, one
+ * reused V8 context, deadlock detection). The data converter is required: without the engine's
+ * (temporal/data-converter.ts) a worker could not read encrypted payloads.
  */
 export async function createEngineWorker(
   options: WorkerOptions & { dataConverter: DataConverter },

@@ -42,11 +42,9 @@ async function withWorkflowBundle(config: Config, tracing: Tracing | undefined):
 }
 
 /**
- * The engine's worker, kept running through outages: when Temporal cannot be reached (at start
- * or later) or the worker fails, it is rebuilt on a new connection after a backoff that doubles
- * up to 15 s, instead of the process exiting. Postgres outages need nothing here: activities
- * fail and Temporal retries them. Tracing (config.tracing) is acquired here and released by
- * `stop`, which flushes the spans still buffered.
+ * The engine's worker, kept running through outages: when Temporal is unreachable or the worker
+ * fails, it is rebuilt on a new connection after a doubling backoff instead of the process exiting.
+ * Postgres outages need nothing here (Temporal retries the activities). `stop` flushes tracing.
  */
 export function runResilientWorker(options: {
   config: Config;

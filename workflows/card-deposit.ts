@@ -32,12 +32,9 @@ const outcomeOf = (state: CardPaymentState): DepositOutcome =>
   state === 'succeeded' ? 'completed' : state === 'failed' ? 'failed' : 'pending';
 
 /**
- * A card deposit. Started with the `open` update, which answers once the card has been charged
- * (the deposit is then completed) or the provider has asked for more (3-D Secure: pending, with
- * the URL where the payer authenticates). A pending payment waits for the provider's event, a
- * sync, an operator's resolution, or its expiry, and settles exactly once: charged credits the wallet in one ledger
- * transaction, failed or expired moves no money. A decline at creation is recorded failed by the
- * activity and answered as a decline.
+ * A card deposit, started with the `open` update, which answers once the card is charged or the
+ * provider asks for 3-D Secure (pending, with the payer's URL). It then settles exactly once: by
+ * event, sync, resolution or expiry; charged credits the wallet, failed or expired moves no money.
  */
 export async function cardDepositWorkflow(input: CardDepositInput): Promise<DepositOutcome> {
   let payment: CardPaymentOpened | undefined;

@@ -19,16 +19,9 @@ export type PaymentClock = {
 };
 
 /**
- * A payment's own clock: workflow time plus an offset that only the `advanceTime` update moves,
- * and only in Test Mode. The offset is workflow state: it is rebuilt from the accepted updates
- * in the history on every replay, so it survives a worker restart without being stored.
- *
- * A wait re-reads its deadline on each advance: one that the advance passes fires at once (its
- * timer is canceled), one that it does not pass starts a timer for what remains. The update
- * answers once every wait has acted on it: re-armed, done, or (deadline passed) its
- * `onDeadline` step finished. A history without an advance runs exactly the code it ran before
- * the clock existed (one `condition` with the same timeout), so no `patched` branch is needed:
- * the committed replay histories prove it.
+ * A payment's clock (docs/architecture.md, Test clocks): workflow time plus an offset that only the
+ * Test Mode `advanceTime` update moves, rebuilt from history on replay. Without an advance a wait
+ * is the old `condition(done, ms)`, so old histories replay with no `patched` branch.
  */
 export function paymentClock(mode: 'test' | 'live'): PaymentClock {
   let offsetMs = 0;

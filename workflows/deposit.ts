@@ -22,10 +22,9 @@ const provider = proxyActivities<Activities>(activityPresets.provider);
 const EXPIRY_GRACE_MS = 5_000;
 
 /**
- * A mobile-money deposit. Started with the `open` update, which answers the request as soon as
- * the provider has created the payment code; then it waits for the provider's outcome (a
- * notification, a sync, an operator's resolution, or the code's expiry) and settles exactly once: paid credits the wallet
- * in one ledger transaction, failed or expired moves no money.
+ * A mobile-money deposit, started with the `open` update, which answers once the provider has made
+ * the payment code. It then settles exactly once, by notification, sync, resolution or expiry:
+ * paid credits the wallet in one ledger transaction; failed or expired moves no money.
  */
 export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<DepositOutcome> {
   let opened: DepositOpened | undefined;

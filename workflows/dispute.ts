@@ -31,16 +31,9 @@ const UNREACHABLE: Declined = {
 const CLOSED: Declined = { status: 'declined', code: 'dispute_closed', detail: null };
 
 /**
- * A card deposit's dispute (decisions.md, Card refunds and disputes), `dispute-<dispute id>`,
- * started with the `open` update:
- *
- * 1. Open: the disputed amount leaves the wallet for the dispute reserve (what it lacks is
- *    recorded as uncovered), with the Dispute's row and `dispute.created`; or a decline.
- * 2. Wait for the evidence (`evidence`, sent to the provider: the dispute is then under review)
- *    and for the provider's decision (`close`: its event, the simulate endpoint or the
- *    reconciliation). In Test Mode the sandbox is the provider: a dispute with no evidence by
- *    `evidenceDueBy` is lost then. A live provider decides on its own: the workflow waits.
- * 3. Close: won gives the reserve back to the wallet, lost pays it to the provider.
+ * A card deposit's dispute (docs/architecture.md, The dispute path): opening moves the amount to
+ * the dispute reserve, then it waits for evidence and the provider's decision (in Test Mode, lost
+ * at `evidenceDueBy` without evidence); won gives the reserve back, lost pays it to the provider.
  */
 export async function disputeWorkflow(input: DisputeInput): Promise<DisputeOutcome> {
   const id = { disputeId: input.disputeId };

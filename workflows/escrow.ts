@@ -23,17 +23,9 @@ import { asDeclined } from './declines';
 import { activityPresets } from './retry';
 
 /**
- * The money steps are local activities (one marker each in the history, no activity task
- * through the server), as in the transfer workflow. Holds started before that change replay
- * their recorded remote activities: `patched` is asked once, at the start, of a hold whose input
- * does not say `localSteps` (every start says it since; see HoldInput).
- *
- * A local activity's marker is written with the workflow task that ran it, so a step runs again
- * when that task fails: a worker lost mid-task, or the task that would end the workflow while
- * an update it has not seen waits (the time-skipping test server fails that task; the dev
- * server ends the workflow and aborts the update, which the API answers as not held). The steps
- * are idempotent by their ids, and one made already answers with what is held now, so `held`
- * stays the ledger's (test/workflow/local-step-race.test.ts shows both servers).
+ * Money steps are local activities, as in the transfer; holds started before replay their remote
+ * ones (`patched`, asked once unless the input says `localSteps`). A failed workflow task reruns
+ * its steps, so they are idempotent by id and answer what is held now (local-step-race.test.ts).
  */
 const local = proxyLocalActivities<Activities>(activityPresets.ledger);
 const remote = proxyActivities<Activities>(activityPresets.ledger);
@@ -42,10 +34,9 @@ const remote = proxyActivities<Activities>(activityPresets.ledger);
 const { payments } = proxySinks<PaymentSinks>();
 
 /**
- * One escrow hold: lives while anything is held. Started with the `hold` update, which answers
- * once the amount has moved from the sender's wallet to the escrow account; `release` (possibly
- * partial) and `refund` are updates, run one at a time so that a release and a refund racing
- * on the hold never pay out more than was held; `expires_at` refunds what is left.
+ * One escrow hold, alive while anything is held: `hold` answers once the amount is in escrow;
+ * `release` and `refund` run one at a time so that racing ones never pay out more than was held;
+ * `expires_at` refunds what is left.
  */
 export async function escrowWorkflow(input: HoldInput): Promise<{ held: string }> {
   // A start that says so (HoldInput `localSteps`) asks no `patched`: no marker, no upsert.

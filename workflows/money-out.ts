@@ -32,20 +32,9 @@ const PROVIDER_STATUSES: readonly string[] = [
 ] satisfies MoneyOutProviderStatus[];
 
 /**
- * The money-out saga, shared by every kind (mobile-money cashouts, card payouts, card refunds):
- * each kind's workflow is this function under its own name. Started with the `open` update.
- *
- * 1. Reserve: the amount and every fee leave the wallet for the payouts clearing account (one
- *    ledger transaction). Insufficient funds or a disabled wallet: a decline, nothing written.
- * 2. Ask the provider to pay, with an idempotency key derived from the transaction id. A refusal
- *    gives everything back at once and is answered as a decline (400).
- * 3. Settle (clearing to the provider and fee accounts) when the provider says paid, or give
- *    everything back when it says failed: now, or later through a notification (`notify`), a
- *    `sync`, or the provider's answer when the pending TTL passes (asked again each TTL while it
- *    says pending), or an operator's `resolve` (workflows/resolution.ts) taking its place. Each step is its own balanced ledger transaction and event, and runs once.
- * 4. For a kind whose provider may report a paid payout failed later (Live Mode card payouts
- *    and refunds), the saga stays for that window after a settlement; such a report reverses
- *    the settlement, everything back to the wallet. Mobile-money cashouts have no window.
+ * The money-out saga, each kind's workflow under its own name (docs/architecture.md, The money-out
+ * path): reserve, ask the provider (key from the transaction id), then settle or give back, each
+ * step once; where a paid payout may be reported failed later, it stays that window to reverse it.
  */
 export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcome> {
   const id = { transactionId: input.transactionId };

@@ -32,11 +32,9 @@ const IDLE_LIMIT = '30 days';
 const provider = proxyActivities<Activities>(activityPresets.provider);
 
 /**
- * One wallet owner's payout-account onboarding (`onboarding-<wallet id>`): lives until the
- * provider enables payouts. Every request is an update (submit, sync, document), run one at a
- * time in arrival order so that two submissions never create two accounts; each answers where
- * the account stands, or a decline (a credit card, an unknown token). Once payouts are enabled
- * it ends; a later request starts it again and reuses the account (the activities find it).
+ * One wallet owner's onboarding (`onboarding-<wallet id>`), alive until payouts are enabled. Its
+ * updates run one at a time in arrival order so two submissions never create two accounts; a later
+ * request starts it again and reuses the account (the activities find it).
  */
 export async function onboardingWorkflow(input: OnboardingInput): Promise<OnboardingResult | null> {
   let last: OnboardingResult | null = null;

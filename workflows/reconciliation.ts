@@ -22,12 +22,9 @@ export type ReconciliationResult = {
 };
 
 /**
- * Run by the `reconciliation` schedule: every payment a provider settles that is still pending
- * past the grace period is synced with its provider (at most `concurrency` at once, each through
- * its own workflow's `sync` update, as `POST /api/v1/transactions/sync/{reference}` does), the
- * kept unmatched provider notifications are tried again, open Live Mode disputes are synced with
- * their provider (closed when it decided), and what changed is recorded. One
- * payment that cannot be synced is recorded as an error and does not stop the others.
+ * Run by the `reconciliation` schedule: syncs each stale pending payment through its workflow's
+ * `sync` update (at most `concurrency` at once), retries unmatched notifications, syncs open Live
+ * Mode disputes and records what changed; one payment's error does not stop the others.
  */
 export async function reconciliationWorkflow(
   input: ReconciliationInput = {},

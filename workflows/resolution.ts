@@ -1,8 +1,7 @@
 /**
- * An operator's resolution of a payment stuck on its provider: the `resolve` update that the
- * admin endpoint and the command line send, shared by them and the payment workflows. Its
- * argument (operator, reason, admin credential) is kept in the workflow's history, which is
- * where the timeline reads it. No I/O here: workflow code imports it.
+ * The `resolve` update that an operator's resolution of a stuck payment sends to its workflow. Its
+ * argument (operator, reason, credential) stays in the history, where the timeline reads it. No
+ * I/O here: workflow code imports it.
  */
 import { ApplicationFailure } from '@temporalio/common';
 import {

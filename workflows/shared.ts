@@ -33,10 +33,9 @@ export const SEARCH_ATTRIBUTE_DEFINITIONS: Record<keyof typeof SearchAttributes,
 export type Declined = { status: 'declined'; code: ErrorCode; detail: string | null };
 
 /**
- * Set by every start since the money steps became local activities (the API's; absent in
- * histories recorded before): the workflow then runs them so without asking `patched`, whose
- * marker and `TemporalChangeVersion` upsert cost every payment two more history events and a
- * visibility write on the server. A history without it asks `patched`, as it did.
+ * Set by every start since the money steps became local activities: the workflow then skips
+ * `patched`, whose marker and search-attribute upsert cost each payment more history events and a
+ * visibility write. A history without it asks `patched`, as it did.
  */
 type LocalSteps = { localSteps?: true };
 

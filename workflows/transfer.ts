@@ -6,12 +6,9 @@ import type { PaymentSinks, TransferInput, TransferResult } from './shared';
 import { setPaymentStatus } from './status';
 
 /**
- * The ledger step runs as a local activity: in the worker, inside the workflow task, recorded
- * as one marker. That saves the activity task's round trips through the server (the engine's
- * bottleneck, see docs/benchmarks.md) and the history still shows the step, its
- * attempts and its result. Workflows started before the change replay their recorded (remote)
- * activity: `patched` keeps both paths deterministic, asked only of a workflow whose input does not
- * say `localSteps` (every start says it since; see TransferInput).
+ * The ledger step is a local activity, sparing the activity task's trips through the server (see
+ * docs/benchmarks.md) while the history still shows it. Older workflows replay their recorded
+ * remote activity: `patched`, asked only when the input lacks `localSteps` (see TransferInput).
  */
 const local = proxyLocalActivities<Activities>(activityPresets.transfer);
 

@@ -23,10 +23,9 @@ const { attemptWebhookDelivery } = proxyLocalActivities<Activities>(activityPres
 const { relayWebhookEvents } = proxyActivities<Activities>(activityPresets.webhookRelay);
 
 /**
- * Delivers one event to one subscription. Each attempt is one activity that re-reads the
- * subscription (its current URL and secret; disabled or deleted: the delivery stops), POSTs,
- * and records the attempt; the waits between attempts are workflow timers, so they survive any
- * restart and the recorded `next_attempt_at` is the timer the workflow then sets.
+ * Delivers one event to one subscription. Each attempt re-reads the subscription (URL, secret;
+ * gone or disabled: stop); the waits are workflow timers, so they survive any restart and the
+ * recorded `next_attempt_at` is the timer the workflow sets.
  */
 export async function webhookDeliveryWorkflow(
   input: WebhookDeliveryInput,
@@ -48,11 +47,9 @@ export async function webhookDeliveryWorkflow(
 const ROUNDS_PER_RUN = 30;
 
 /**
- * The outbox relay, one per task queue (`webhook-relay`): each round is a long activity that
- * starts the deliveries of every unrelayed event as it commits (LISTEN/NOTIFY) and heartbeats.
- * A crash fails the round, which Temporal retries on any worker; nothing here can stop for good
- * while the workflow runs, and the worker start-up and the maintenance schedule start it again
- * should it ever be terminated.
+ * The outbox relay, one per task queue: each round is a long heartbeating activity that starts the
+ * deliveries of events as they commit (LISTEN/NOTIFY). A crash fails the round, which Temporal
+ * retries; worker start-up and the maintenance schedule restart the relay if it is terminated.
  */
 export async function webhookRelayWorkflow(): Promise<void> {
   for (let round = 0; round < ROUNDS_PER_RUN; round += 1) {

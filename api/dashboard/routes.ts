@@ -11,12 +11,9 @@ import { dashboardCaller, dashboardSession, sessionRoutes } from './session';
 import { isDashboardApi, serveDashboard } from './static';
 
 /**
- * The dashboard's JSON endpoints, under /dashboard/api, authenticated by the session cookie.
- * What they show comes from the public API's own routes, run as the signed-in application in
- * the mode of the path (`/dashboard/api/test/...`, `/dashboard/api/live/...`): the same
- * validation, queries and serializers, not a copy. Reads are exposed, plus the webhook
- * subscriptions and their operations (with their SSRF guard), dispute evidence and one move of money: refunding a
- * card deposit, under the request's Idempotency-Key like the public route.
+ * The dashboard's JSON endpoints (/dashboard/api/{mode}/..., session cookie) run the public API's
+ * own routes as the signed-in application: the same validation, queries and serializers, not a
+ * copy. Exposed: reads, webhook subscriptions, dispute evidence and refunding a card deposit.
  */
 const EXPOSED = new Set([
   'get /api/v1/analytics/dashboard',

@@ -19,10 +19,9 @@ import { SIGN_IN_LOCKOUT_SCOPE } from './lockout';
 import { isDashboardApi } from './static';
 
 /**
- * Dashboard sign-in. The session token travels only in an HttpOnly, SameSite=Strict cookie
- * scoped to /dashboard (Secure outside local development); every state-changing request must
- * also carry `X-CSRF-Token`, an HMAC of the session token that the page reads from
- * `GET /dashboard/api/session` (a page of another site can read neither).
+ * Dashboard sign-in: the session token travels only in an HttpOnly, SameSite=Strict cookie, and a
+ * state-changing request must also carry `X-CSRF-Token`, an HMAC of it, neither of which a page of
+ * another site can read. See docs/dashboard.md, Security choices.
  */
 export const SESSION_COOKIE = 'dashboard_session';
 export const CSRF_HEADER = 'x-csrf-token';
@@ -73,10 +72,9 @@ export function dashboardCaller(ctx: Koa.Context, mode: string): Caller {
 const SIGN_IN_PATH = '/dashboard/api/session';
 
 /**
- * In front of every /dashboard/api route: reads the session cookie, counts the request (per
- * account once signed in, else per client address, signing in included: 429 over the limit),
- * and refuses a state-changing request without the session's CSRF token (403). Signing in
- * itself must be JSON (a cross-site form cannot send that without a preflight).
+ * In front of every /dashboard/api route: reads the session cookie, throttles (429) per account
+ * once signed in, else per client address, signing in included, and refuses a state-changing
+ * request without the CSRF token (403). Signing in must be JSON: a cross-site form cannot send it.
  */
 export function dashboardSession({ pool, config }: ApiDeps): Koa.Middleware {
   const { dashboardAccount, dashboardSignedOut } = config.throttles;

@@ -4,10 +4,9 @@ import type Koa from 'koa';
 import { AppError } from '../errors';
 
 /**
- * Serves the dashboard's build (dashboard/dist, made at install time by
- * tools/scripts/ensure-deps.sh) at /dashboard: the hashed files under assets/ cached for a year,
- * everything else revalidated, and every other path under /dashboard answered with index.html (the
- * app routes on the client).
+ * Serves the dashboard's build (dashboard/dist, built at install by tools/scripts/ensure-deps.sh):
+ * the hashed files under assets/ cached for a year, everything else revalidated, and any other path
+ * under /dashboard answered with index.html, as the app routes on the client.
  */
 const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

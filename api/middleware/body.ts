@@ -5,11 +5,9 @@ import { parseJsonKeepingLiterals } from './json-number';
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 /**
- * Reads a JSON body of at most 1 MiB: 413 above it, 400 when it is not JSON. An empty body is
- * `undefined`, which a route without a body schema accepts. A number whose literal is not
- * exactly its double arrives as an `InexactNumber`, so that amounts are judged as written.
- * A multipart upload to a path `streamed` names is left unread: its route streams it, with its
- * own size bound.
+ * Reads a JSON body of at most 1 MiB: 413 above, 400 when not JSON; an empty one is `undefined`.
+ * A number not exactly its double arrives as an `InexactNumber`, so amounts are judged as written.
+ * A multipart upload to a path `streamed` names is left unread: its route streams it, bounded.
  */
 export function jsonBody(options: { streamed?: (path: string) => boolean } = {}): Koa.Middleware {
   return async function readJsonBody(ctx, next) {

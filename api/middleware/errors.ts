@@ -81,10 +81,9 @@ export class RateLimitedError extends AppError {
 export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
 
 /**
- * The status and safe message of a failure. Postgres or Temporal unreachable is a 503 (retry
- * later) rather than a 500. Errors raised by Koa itself or a library under it
- * (http-errors: a malformed URL, an unsupported media type) keep their own 4xx status; their
- * message is shown only when they mark it safe to show.
+ * The status and safe message of a failure: Postgres or Temporal unreachable is a 503 (retry
+ * later), not a 500; errors of Koa or a library under it (http-errors) keep their 4xx status,
+ * their message shown only when they mark it safe to show.
  */
 function describeError(error: unknown): { status: number; detail: string; code?: ErrorCode } {
   if (isDatabaseUnreachable(error) || isTemporalUnreachable(error)) {

@@ -1,8 +1,7 @@
 /**
- * A JSON number whose literal is not exactly the number JavaScript reads from it: its decimal
- * value differs from the double's shortest decimal form (`10.10000000000000001` reads as 10.1),
- * or it does not fit a double at all (`1e400`). Request bodies carry it instead of the number so
- * that money schemas judge what the client wrote, not what the float rounded it to.
+ * A JSON number whose decimal value is not the double's shortest form (`10.10000000000000001`) or
+ * that no double holds (`1e400`). Request bodies carry it instead of the number, so that money
+ * schemas judge what the client wrote, not what the float rounded it to.
  */
 export class InexactNumber {
   constructor(

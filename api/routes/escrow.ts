@@ -104,10 +104,9 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
   }
 
   /**
-   * A retry of a release or refund (same Idempotency-Key, so the same step id) that arrives
-   * after the first has moved the money answers with that step, not with the 400 that the
-   * hold's new state would give a fresh request. A key claimed fresh by this request (or no
-   * key: a random id) names a step that cannot exist yet: no read first.
+   * A retried release or refund (same Idempotency-Key, so same step id) arriving after the first
+   * moved the money answers with that step, not the 400 the hold's new state gives a fresh request.
+   * A key claimed fresh here (or none: a random id) names a step that cannot exist yet: no read.
    */
   async function unlessDone(
     stepId: string,

@@ -123,11 +123,9 @@ export function temporalCodecRoutes({ config, temporal }: ApiDeps): Route[] {
 const PREFLIGHT_HEADERS = 'Content-Type, X-Namespace, Authorization, api-key, secret-key';
 
 /**
- * The codec paths' edge, before the router: the CORS answers for the allowed Temporal UI
- * origins (a preflight answered without credentials, as browsers send it), any other origin
- * refused (a browser always names the origin of a cross-site request, so a page of another site
- * cannot use the browser's cached credentials; nor post a form: JSON bodies only), and the Basic
- * challenge on a 401.
+ * The codec paths' edge, before the router: CORS answers for the allowed Temporal UI origins
+ * (preflights answered without credentials, as browsers send them), and any other origin refused:
+ * a browser always names it, so another site's page cannot use the browser's cached credentials.
  */
 export function temporalCodecEdge(config: Config): Koa.Middleware {
   const allowed = new Set(config.temporal.codecAllowedOrigins);
@@ -157,6 +155,7 @@ export function temporalCodecEdge(config: Config): Koa.Middleware {
         return;
       }
     }
+    // JSON bodies only, so that a page of another site cannot post a form here either.
     if (ctx.method === 'POST' && ctx.get('content-type') && !ctx.is('application/json')) {
       throw new AppError('invalid_request', 'The body must be application/json');
     }

@@ -6,10 +6,9 @@ import {
 } from '../../clients/typescript/src/index';
 
 /**
- * The dashboard's one way to the server. The public API's routes it may use go through the
- * typed client (`api(mode)`): the browser's session cookie instead of a key, the CSRF token on
- * every state-changing request, the path moved under /dashboard/api/{mode}. The dashboard's own
- * endpoints (session, credentials), not in the OpenAPI document, go through `request`.
+ * The dashboard's one way to the server: public routes go through the typed client (`api(mode)`)
+ * under /dashboard/api/{mode}, with the session cookie instead of a key and the CSRF token; the
+ * dashboard's own endpoints, absent from the OpenAPI document, go through `request`.
  */
 export type Mode = 'test' | 'live';
 

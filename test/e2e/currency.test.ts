@@ -6,9 +6,8 @@ import { useTestApp, useTestEngine } from '../support/hooks';
 
 /**
  * decisions.md "Currency changes and conversions": a wallet left in another currency than its
- * application's (data written before the rule) takes no money step at all, and a mobile-money
- * amount that converts to less than a cent is refused; each at once, before any provider is
- * asked, with nothing written.
+ * application's takes no money step, and a mobile-money amount under a cent once converted is
+ * refused; both at once, before any provider is asked, with nothing written.
  */
 const engine = useTestEngine();
 const { app, api } = useTestApp(engine, { currency: 'USD' });

@@ -8,11 +8,9 @@ import { useTestApp, useTestEngine } from '../support/hooks';
 import { LOCALSTRIPE_CARDS, startLocalstripe, type Localstripe } from '../support/localstripe';
 
 /**
- * Stripe's refund and dispute events through POST /api/v1/webhooks/providers/card: signed with
- * the `stripe` package's own test header, parsed by the Live Mode adapter's `parseCaseEvent`,
- * handed to intake/card-cases.ts and on to the refund saga and the dispute workflow. The card
- * deposits disputed are real Live Mode ones, charged through localstripe; localstripe sends no
- * refund or dispute events, so the test sends them in Stripe's JSON.
+ * Stripe's refund and dispute events, signed with the `stripe` package's test header, through the
+ * card webhook into intake/card-cases.ts. The disputed deposits are real ones charged through
+ * localstripe, which sends no refund or dispute events: the test sends them in Stripe's JSON.
  */
 
 const WEBHOOK_SECRET = 'whsec_live_card_cases_test';

@@ -15,10 +15,9 @@ import { useTestApp, useTestEngine } from '../support/hooks';
 import { payableWallet } from '../support/payouts';
 
 /**
- * Live Mode card payouts end to end: the engine configured with STRIPE_* as in production, the
- * saga's provider step through the payout-account adapter (the official `stripe` package)
- * against the local fake that speaks Stripe's wire format for Connect, and Stripe's signed
- * payout events through POST /api/v1/webhooks/providers/card.
+ * Live Mode card payouts end to end: STRIPE_* set as in production, the saga's provider step
+ * through the official `stripe` package against the local Connect fake, and Stripe's signed
+ * payout events through the card webhook.
  */
 
 const WEBHOOK_SECRET = 'whsec_live_card_payouts_test';

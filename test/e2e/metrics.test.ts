@@ -6,10 +6,9 @@ import { increase, scrape, series, type Samples } from '../support/metrics';
 import { workflowIds } from '../../workflows/ids';
 
 /**
- * The API's metrics (issue 12), on a listener of their own (`API_METRICS_PORT`), never the
- * public port: after real requests, the counters show them with the right labels and exact
- * increments. The worker runs in this process (startTestEngine), so the payments it ends and
- * the ledger writes it times are in the same registry as the API's counters.
+ * The API's metrics (issue 12) on a listener of their own (`API_METRICS_PORT`), never the public
+ * port. The worker runs in this process (startTestEngine), so the payments it ends and the ledger
+ * writes it times are in the same registry as the API's counters.
  */
 const engine = useTestEngine({ env: { API_METRICS_PORT: '0' } });
 const { api } = useTestApp(engine);

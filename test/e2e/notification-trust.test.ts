@@ -1,8 +1,7 @@
 /**
- * A provider's notification is only a reason to ask the provider: whoever reaches Temporal can
- * send a payment workflow's `notify` update, so these tests send it straight through the
- * Temporal client, as such a caller would, and check that no money moves until the provider
- * itself says the payment settled. The webhook route also refuses oversized bodies unread.
+ * A notification is only a reason to ask the provider (docs/security.md): anyone reaching Temporal
+ * can send a workflow's `notify` update, so these tests do, and check that no money moves
+ * until the provider says the payment settled. The webhook route refuses oversized bodies unread.
  */
 import { sql } from 'slonik';
 import { z } from 'zod';

@@ -9,10 +9,9 @@ import { clientFor, createUserWithWallet, expectRateLimited } from '../support/h
 import { useTestApp, useTestEngine } from '../support/hooks';
 
 /**
- * The throttles and caps of callers the per-credential rate limits do not reach: the sandbox's
- * 3-D Secure page and the dashboard (per client address, per dashboard account), the lockouts
- * of the admin endpoints and the dashboard's sign-in, the caps per application and mode, and the
- * bounded `total` of lists. Low limits for this file: the defaults are the same rules.
+ * The throttles, lockouts and caps the per-credential rate limits do not reach (docs/security.md
+ * "Throttles and lockouts"): the 3-D Secure page, the dashboard, admin and sign-in, caps per
+ * application and mode, bounded list totals. Low limits here: the defaults are the same rules.
  */
 const LIMITS = {
   RATE_LIMIT_CARD_AUTHENTICATION_PAGE: '5',

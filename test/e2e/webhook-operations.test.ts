@@ -15,10 +15,9 @@ import { pollUntil } from '../support/wait';
 import { startReceiver, verify, type Receiver, type Received } from '../support/webhook-receiver';
 
 /**
- * Webhook operations (decisions.md, "Webhook operations"): redelivery, the test send, secret
- * rotation with an overlap, each delivery's attempt history and failing endpoints turned off,
- * against a real receiver on loopback that verifies with the `standardwebhooks` package. Only
- * loopback addresses are ever contacted.
+ * Webhook operations (decisions.md, "Webhook operations"): redelivery, the test send, rotation with
+ * an overlap, attempt histories and failing endpoints turned off, against a loopback receiver that
+ * verifies with `standardwebhooks`. Only loopback addresses are ever contacted.
  */
 
 const engine = useTestEngine({ env: { WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1/32' } });

@@ -14,10 +14,9 @@ import { useTestApp, useTestEngine } from '../support/hooks';
 import { startReceiver, verify, type Receiver, type Received } from '../support/webhook-receiver';
 
 /**
- * `npm run --silent cli -- webhooks listen` end to end (issue 35): the real engine makes
- * payments, the command runs as a child process exactly as documented, and a loopback receiver
- * verifies every request with the `standardwebhooks` package and the secret the command printed.
- * Only loopback addresses are ever contacted.
+ * `npm run --silent cli -- webhooks listen` (issue 35) run as a child process exactly as documented
+ * in docs/cli.md; a loopback receiver verifies every request with `standardwebhooks` and the secret
+ * the command printed. Only loopback addresses are ever contacted.
  */
 
 jest.setTimeout(180_000);

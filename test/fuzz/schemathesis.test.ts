@@ -10,9 +10,8 @@ import { createUserWithWallet } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
 
 /**
- * Schemathesis (installed by tools/scripts/ensure-deps.sh --test, pinned by
- * schemathesis-requirements.txt) against the real engine: every phase (examples, coverage,
- * fuzzing, stateful), every check, positive and negative data. Its configuration, and every
+ * Schemathesis (pinned by schemathesis-requirements.txt, installed by ensure-deps.sh --test) on the
+ * real engine: every phase, every check, positive and negative data. Its configuration, and each
  * check configured away for one operation with the reason, is in schemathesis.toml.
  */
 const ROOT = path.resolve(__dirname, '../..');
@@ -60,11 +59,9 @@ async function post(pathname: string, body: unknown): Promise<Record<string, unk
 }
 
 /**
- * Something for every identifier to name: users with funded wallets, a transfer, an open
- * escrow hold, a pending mobile-money deposit and a card deposit waiting for 3-D Secure (and
- * the sandbox's payment methods), completed card deposits and a dispute of one, so that the
- * fuzzed transfers, holds, releases, refunds, disputes and simulated payments can succeed, not
- * only answer 404.
+ * Something for every identifier to name (funded wallets, a transfer, holds, a pending deposit, a
+ * card deposit awaiting 3-D Secure, completed ones and a dispute), so that the fuzzed operations on
+ * them can succeed, not only answer 404.
  */
 async function seed(): Promise<Seeded> {
   const payer = await createUserWithWallet(api, { name: 'Fuzz payer' });

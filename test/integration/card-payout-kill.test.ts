@@ -23,10 +23,9 @@ import { createTimeSkippingEnv, killedAndRestarted as restarted } from '../suppo
 import { openPayout } from '../workflow/scenarios';
 
 /**
- * The card payout saga with its real activities, the real Test Mode payout-account sandbox and
- * Postgres: a worker is killed at a step, another takes over the task queue, and the saga
- * finishes exactly once (one payout per idempotency key, each ledger step once, the invariant
- * holds).
+ * The card payout saga with its real activities, sandbox and Postgres: a worker killed at a step,
+ * another taking over the task queue, and the saga finishing exactly once (one payout per
+ * idempotency key, each ledger step once, the invariant holding).
  */
 
 let pool: DatabasePool;

@@ -13,10 +13,9 @@ import { createTestApp, quietTemporalRuntime } from '../support/engine';
 import { clientFor } from '../support/http';
 
 /**
- * Issue 31: a statement on a connection already taken from the pool, whose server goes away in
- * the middle (killed: the socket is reset), fails with the driver's bare socket error. That is
- * the database being unreachable (503 with Retry-After), not a 500. The reset is real: a
- * loopback TCP proxy in front of Postgres resets the connection when the next statement arrives.
+ * Issue 31: a statement on a connection already taken from the pool, whose server is killed, fails
+ * with the driver's bare socket error: the database unreachable (503 with Retry-After), not a 500.
+ * A loopback TCP proxy in front of Postgres makes the reset real, at the next statement.
  */
 jest.setTimeout(60_000);
 

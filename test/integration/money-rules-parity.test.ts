@@ -33,11 +33,9 @@ import {
 import { onboardForPayouts } from '../support/payouts';
 
 /**
- * decisions.md: a money rule has one definition (domain/money-rules.ts). Every decline of every
- * money step, driven through every path that can reach it: the API (which answers early where it
- * can), the activity's usual way (read or lock, then decide), the step's one-statement guard read
- * on its own, and the activity trying that statement first (its memory primed); each answers the
- * same status and `detail`, and nothing is written.
+ * One definition per money rule (docs/architecture.md "Money rules"): every decline of every step,
+ * through the API, the activity's usual way, the guard statement alone and the activity trying the
+ * statement first, answers the same status and `detail`, and writes nothing.
  */
 const engine = useTestEngine();
 const { app, api } = useTestApp(engine, { currency: 'USD' });

@@ -28,11 +28,9 @@ import {
 } from '../support/http';
 
 /**
- * Failure semantics (issue 12): the production API and worker against a Postgres and a Temporal
- * dev server of their own, each killed (SIGKILL) and brought back. While one is down, a request
- * that needs it answers 503 {"detail"} with Retry-After, /readyz answers 503, /healthz 200, all
- * within 2 s (the client gives up after that); when it is back, the same processes serve again
- * (nothing restarted but the dead server) and a retried payment moves its money once.
+ * Failure semantics (issue 12, docs/operations.md "Supervision and outages"): while its Postgres or
+ * Temporal is SIGKILLed, the API answers 503 with Retry-After, /readyz 503, /healthz 200, in time;
+ * once it is back, the same processes serve again and a retried payment moves its money once.
  */
 jest.setTimeout(120_000);
 

@@ -32,10 +32,9 @@ const preparedOn = (one: DatabasePool) =>
     FROM pg_prepared_statements ORDER BY name`);
 
 /**
- * Three transfers of 1 from a wallet of 10 to another, through a pool of one connection, each
- * by activities of their own (which remember no wallet: every transfer runs the usual way, in a
- * database transaction), or, `remembering`, by the same activities (the first the usual way, the
- * next two in one statement each: activities/transfer.ts).
+ * Three transfers of 1 from a wallet of 10 through a one-connection pool, each by fresh activities
+ * (which remember no wallet: each runs the usual transaction), or, `remembering`, by shared ones:
+ * the first the usual way, the next two in one statement each (activities/transfer.ts).
  */
 async function threeTransfers(one: DatabasePool, remembering = false) {
   const from = await insertFundedWallet(pool, caller, 'SLE', 10n);

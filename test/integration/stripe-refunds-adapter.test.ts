@@ -13,11 +13,9 @@ import { FakeStripeCases, type FakeDisputeStatus } from '../support/fake-stripe-
 import { LOCALSTRIPE_CARDS, startLocalstripe, type Localstripe } from '../support/localstripe';
 
 /**
- * The Live Mode card adapter's refunds and disputes, for real over HTTP with the official `stripe`
- * package: against localstripe for what it emulates (refunds that succeed at once), and against
- * a fake speaking Stripe's own JSON (test/support/fake-stripe-cases.ts) for what it does not: a
- * refund pending then failed, refusals, idempotency, disputes and transient errors. Events are
- * signed with the package's own `generateTestHeaderString`.
+ * The Live Mode card adapter's refunds and disputes over HTTP with the official `stripe` package:
+ * against localstripe for what it emulates (refunds that succeed at once), against
+ * fake-stripe-cases.ts for what it does not (docs/testing.md "The helpers").
  */
 
 const WEBHOOK_SECRET = 'whsec_stripe_refunds_adapter_test';

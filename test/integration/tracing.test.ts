@@ -18,12 +18,9 @@ import { waitFor } from '../support/wait';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 
 /**
- * Tracing (issue 12): OpenTelemetry through the Temporal SDK's interceptors, off unless
- * configured. `npm run worker` as production runs it (its own Temporal dev server: the worker
- * creates the engine's schedules) and the API in this process both export by OTLP/HTTP to a
- * collector on loopback (this test's receiver); a transfer's trace starts at the API's workflow
- * start and goes on in the worker's workflow run and activity. An API without the variables
- * sends nothing.
+ * Tracing (issue 12, docs/operations.md "Tracing"): `npm run worker`, on a dev server of its own as
+ * it creates the engine's schedules, and the API here export to this test's OTLP receiver; a
+ * transfer's trace runs from the API's workflow start into the worker. Unconfigured, nothing sent.
  */
 jest.setTimeout(120_000);
 

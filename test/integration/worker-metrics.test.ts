@@ -15,10 +15,9 @@ import { scrape, series, type Samples } from '../support/metrics';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 
 /**
- * The worker's metrics endpoint (issue 12): `npm run worker` as production runs it, with
- * WORKER_METRICS_PORT, against a Temporal dev server of its own (the worker creates the
- * engine's schedules, which must not land on the shared one). Payments end in the worker, so
- * they are counted there, beside the Temporal SDK's own metrics; the API counts the start.
+ * The worker's metrics endpoint (issue 12): `npm run worker` as production runs it, on a dev server
+ * of its own because the worker creates the engine's schedules, which must not land on the shared
+ * one. Payments end in the worker, so it counts them; the API counts the start.
  */
 jest.setTimeout(120_000);
 

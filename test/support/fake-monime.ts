@@ -4,10 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { signMonimeNotification, MONIME_SIGNATURE_HEADER } from '../../providers/monime';
 
 /**
- * A fake Monime API (v1 payment codes and payouts) on 127.0.0.1, port 0, speaking the wire format the live
- * adapter speaks: bearer token and `Monime-Space-Id` checked, payment codes kept in memory and
- * keyed by `Idempotency-Key` (the same key answers the same code), scripted faults, and signed
- * notifications. Every request is recorded.
+ * A fake Monime API (v1 payment codes and payouts) on loopback, in the live adapter's wire format:
+ * bearer token and `Monime-Space-Id` checked, codes keyed by `Idempotency-Key` (the same key, the
+ * same code), scripted faults, signed notifications; every request recorded.
  */
 
 export type FakeMonimeStatus =
@@ -48,10 +47,9 @@ export type RecordedRequest = {
 };
 
 /**
- * - `'timeout'`: the fake never answers (the client's timeout fires). By default it first does
- *   the work, so the code exists and only the answer is lost: the case an idempotency key is for.
- * - `'reset'`: the connection is destroyed without an answer (a network error).
- * - a number: that HTTP status with a Monime error body. By default the work is not done.
+ * `'timeout'`: no answer; by default the work is done first, so only the answer is lost (what an
+ * idempotency key is for). `'reset'`: the connection destroyed unanswered. A number: that HTTP
+ * status with a Monime error body, by default without the work done.
  */
 export type FakeFault = 'timeout' | 'reset' | number;
 

@@ -7,12 +7,9 @@ import {
 } from './fake-stripe-server';
 
 /**
- * A fake Stripe API on 127.0.0.1, port 0, for the refund and dispute calls of the Live Mode card
- * adapter that localstripe cannot answer: a refund accepted `pending` that later reads `failed`,
- * a refund beyond what the payment has left (localstripe accepts it), `Idempotency-Key` (which
- * localstripe ignores), and disputes (localstripe has none). It speaks Stripe's wire format as
- * fake-stripe-connect.ts does: bearer secret key, form-encoded bodies with bracketed keys, the
- * same key answering the same response, Stripe's error body; every request is recorded.
+ * A fake Stripe API for the refund and dispute calls localstripe cannot answer (docs/testing.md
+ * "The helpers": pending then failed refunds, over-refunds, `Idempotency-Key`, disputes), in
+ * Stripe's wire format (fake-stripe-server.ts); every request recorded.
  */
 
 /** What a payment's refunds do: succeed at once, stay pending, or read failed once looked at. */

@@ -6,14 +6,9 @@ import {
 } from './fake-stripe-server';
 
 /**
- * A fake Stripe API on 127.0.0.1, port 0, for exactly the Connect endpoints the payout-account
- * adapter calls (localstripe has no Connect): accounts (create, update, retrieve), external
- * accounts from card tokens, identity files (multipart, on the connected account), transfers and
- * payouts. It speaks Stripe's wire format: bearer secret key, form-encoded bodies with bracketed
- * keys, `Idempotency-Key` (the same key answers the same response), `Stripe-Account`, the account
- * object with `requirements`, and Stripe's error body. It verifies like the sandbox: identity
- * number 000000000 at once, else a document is due, pending once one is named, verified at the
- * next retrieve. Every request is recorded.
+ * A fake Stripe API for the Connect endpoints the payout-account adapter calls (localstripe has no
+ * Connect), in Stripe's wire format (fake-stripe-server.ts). It verifies like the sandbox: identity
+ * number 000000000 at once, else a document is due, pending once named, verified at next retrieve.
  */
 
 type Verification = 'verified' | 'document_due' | 'document_pending';

@@ -3,10 +3,9 @@ import type { AddressInfo } from 'node:net';
 import busboy from 'busboy';
 
 /**
- * What the fake Stripe APIs share (fake-stripe-connect.ts, fake-stripe-cases.ts): a server on
- * 127.0.0.1, port 0, speaking Stripe's wire format: bearer secret key, form-encoded (or
- * multipart) bodies with bracketed keys, `Idempotency-Key` (the same key, per `Stripe-Account`,
- * answers the same response), Stripe's error body, faults on demand; every request recorded.
+ * What the fake Stripe APIs share: a loopback server in Stripe's wire format (bearer key, form or
+ * multipart bodies with bracketed keys, `Idempotency-Key` per `Stripe-Account` answering the same
+ * response, Stripe's error body), faults on demand; every request recorded.
  */
 
 export type FakeStripeRequest = {

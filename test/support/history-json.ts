@@ -1,11 +1,7 @@
 /**
- * Workflow histories in Temporal's JSON form (canonical ProtoJSON, as `temporal workflow show
- * --output json` writes it), read and written with @temporalio/proto's public message types.
- * The SDK's own JSON path (`Worker.runReplayHistories` given JSON) fails in this install with
- * "type must be a Type": @temporalio/common and @temporalio/proto each bring their own protobufjs.
- * `fromObject` and `toObject` already read and write ProtoJSON's enums, 64-bit integers and
- * bytes; what they lack is the JSON form of the two well-known types a history holds,
- * timestamps ("2026-01-02T03:04:05.678Z") and durations ("10s"), converted here.
+ * Histories in Temporal's JSON form (`temporal workflow show --output json`) via @temporalio/proto:
+ * the SDK's own JSON replay fails here ("type must be a Type": two protobufjs copies), and its
+ * `fromObject`/`toObject` lack only the JSON form of timestamps and durations, converted here.
  */
 import { temporal } from '@temporalio/proto';
 

@@ -10,10 +10,9 @@ import {
 import { clientFor, type ApiClient } from './http';
 
 /**
- * The engine of a test file, or of a describe block: started in `beforeAll`, closed in
- * `afterAll`. The object answered is filled in place (the engine is a plain object) once
- * `beforeAll` has run, so read it in hooks and tests only. Give `options` as a function to
- * compute them in `beforeAll`, after the servers that an earlier `beforeAll` started.
+ * The engine of a test file or describe block, started in `beforeAll`, closed in `afterAll`, and
+ * filled in place: read it in hooks and tests only. Give `options` as a function to compute them
+ * after servers an earlier `beforeAll` started (docs/testing.md "The helpers").
  */
 export function useTestEngine(
   options: TestEngineOptions | (() => TestEngineOptions) = {},

@@ -4,15 +4,9 @@ import path from 'node:path';
 import Stripe from 'stripe';
 
 /**
- * localstripe (pinned by localstripe-requirements.txt, installed into .tools/localstripe by
- * tools/scripts/ensure-deps.sh --test): a stateful Stripe emulator the official `stripe` client
- * talks to, started by localstripe-server.py on a free loopback port with its state in memory.
- *
- * What it does not do like Stripe (the live card tests rely on none of it): it ignores
- * `Idempotency-Key`, reports every card as visa/FR/credit, declines a charge only for
- * LOCALSTRIPE_CARDS.declined (with a 402 that names the charge, not the PaymentIntent), gives
- * 3-D Secure a `use_stripe_sdk` next action without a URL, sends no event when authentication
- * fails, and refuses optional PaymentIntent parameters (description, return_url, ...).
+ * localstripe (pinned by localstripe-requirements.txt, installed by ensure-deps.sh --test), run by
+ * localstripe-server.py on a free loopback port. Where it is unlike Stripe (docs/testing.md "The
+ * helpers"; it also refuses optional PaymentIntent parameters), the live card tests rely on none.
  */
 const ROOT = path.resolve(__dirname, '../..');
 const PYTHON = path.join(ROOT, '.tools/localstripe/bin/python');
@@ -22,7 +16,7 @@ const START_LIMIT_MS = 20_000;
 /** Any key that starts `sk_` is accepted. */
 export const LOCALSTRIPE_SECRET_KEY = 'sk_test_localstripe';
 
-/** Card numbers localstripe gives a behaviour to. */
+/** Card numbers localstripe gives a behaviour to; `declined` is a 402 naming the charge. */
 export const LOCALSTRIPE_CARDS = {
   succeeds: '4242424242424242',
   declined: '4000000000000341',

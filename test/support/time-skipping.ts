@@ -79,11 +79,9 @@ export function mocked<T extends Record<string, AnyFunction>>(activities: T): Mo
 }
 
 /**
- * A worker killed at a step, and another taking over: runs a workflow (`open` starts it on the
- * task queue) on a first worker whose `crash` step kills it (the worker shuts down and the
- * step's attempt dies with it), then on a second worker with the `real` activities until the
- * workflow ends; answers its result. `drive` gets the started workflow and runs while the first
- * worker still lives (a notification the test sends, say).
+ * A worker killed at a step and another taking over: `open` starts the workflow on a first worker
+ * whose `crash` step kills it, then a worker with the `real` activities runs it to the end, and its
+ * result is answered. `drive` runs while the first worker still lives (a notification, say).
  */
 export async function killedAndRestarted<
   S extends { handle: { result(): Promise<unknown> } },

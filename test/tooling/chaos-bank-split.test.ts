@@ -4,10 +4,9 @@ import { printReport } from '../../tools/chaos/report';
 import { runChaos, SPLIT_FAULTS, type ChaosReport } from '../../tools/chaos/run';
 
 /**
- * The bank test in the split shape, bounded: two `npm run api` and two `npm run worker` on the
- * embedded Postgres and the dev server, the clients spread over both APIs, while an API, a
- * worker, Postgres and the dev server are each killed with SIGKILL at least once; then the
- * checks of tools/chaos/checks.ts. Shorter than bank.test.ts, which covers every payment kind.
+ * The bank test in the split shape, bounded (docs/testing.md "The split shape"): two APIs and two
+ * workers while each kind of process is SIGKILLed at least once, then tools/chaos/checks.ts.
+ * Shorter than chaos-bank.test.ts, which covers every payment kind.
  */
 jest.setTimeout(360_000);
 

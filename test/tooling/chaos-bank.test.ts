@@ -5,11 +5,9 @@ import { FAULTS, runChaos, type ChaosReport } from '../../tools/chaos/run';
 import { OPERATIONS } from '../../tools/chaos/workload';
 
 /**
- * The bank test (issue 12), bounded: `npm run chaos` in the configuration that `npm test` can
- * afford. A real `npm start` on ports and a data folder of its own; clients moving money by
- * every kind of payment while the dev server, Postgres and the start's node process are each
- * killed with SIGKILL at least once; then the checks of tools/chaos/checks.ts. The long run is in
- * docs/testing.md ("Chaos test").
+ * The bank test (issue 12), bounded to what `npm test` can afford: `npm start` on its own ports and
+ * data folder, every kind of payment while each process is SIGKILLed at least once, then the checks
+ * of tools/chaos/checks.ts. The long run: docs/testing.md "Chaos test".
  */
 jest.setTimeout(360_000);
 

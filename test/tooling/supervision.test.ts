@@ -20,10 +20,9 @@ import {
 import type { TestApp } from '../support/engine';
 
 /**
- * Supervision (issue 12): `tools/scripts/start.ts` as `npm start` runs it, on ports and a data
- * folder of its own. The dev server and Postgres are killed (SIGKILL) under it and come back by
- * themselves, the API and the worker with them; a start killed outright leaves Postgres behind,
- * which the next start stops before starting its own; SIGTERM stops every child.
+ * Supervision (issue 12, docs/operations.md "Supervision and outages"): `npm start` on ports and a
+ * data folder of its own; killed servers come back with the API and the worker, a killed start's
+ * Postgres is stopped by the next start, and SIGTERM stops every child.
  */
 jest.setTimeout(180_000);
 

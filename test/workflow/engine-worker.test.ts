@@ -1,8 +1,7 @@
 /**
- * The engine's worker (worker/engine-worker.ts) runs workflows the way the SDK runs them: a
- * workflow stuck in a loop fails its own workflow task and the worker goes on serving the others;
- * the "Stack Trace" query shows where a workflow waits; sink calls of workflows that take turns
- * in the shared context reach the sinks once each, in order, with each workflow's own info.
+ * The engine's worker (worker/engine-worker.ts) runs workflows as the SDK does: a looping workflow
+ * fails only its own task; the "Stack Trace" query shows where one waits; sink calls of workflows
+ * taking turns in the shared context reach the sinks once each, in order, with their own info.
  */
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';

@@ -1,10 +1,7 @@
 /**
- * The escrow workflow's race, reduced: an update runs a local activity that ends the workflow
- * while a second update reaches the server. The two servers differ. The time-skipping test
- * server fails the workflow task that would end the workflow (cause UNHANDLED_COMMAND, as
- * Temporal servers did before updates admitted during a task were aborted), so the local activity
- * of that task runs again in the next one: only an activity idempotent by its id keeps the
- * workflow right. The dev server ends the workflow and aborts the second update.
+ * The escrow workflow's race, reduced: an update's local activity ends the workflow as a second
+ * update arrives. The time-skipping server fails that task (UNHANDLED_COMMAND), so the local
+ * activity runs again and must be idempotent by its id; the dev server aborts the second update.
  */
 import { Client, Connection, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';

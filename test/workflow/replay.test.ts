@@ -1,30 +1,7 @@
 /**
- * Replays recorded workflow histories against the current workflow code, so that a change which
- * would break workflows already running in production fails CI instead of failing those
- * workflows (a nondeterminism error leaves a running transfer, deposit or escrow hold stuck).
- *
- * The fixtures in test/fixtures/histories/ are real executions of each workflow type: the
- * workflow tests' scenarios (test/workflow/scenarios.ts), recorded on the time-skipping test
- * server with their mocked activities by:
- *
- *   node_modules/.bin/node --import tsx tools/scripts/record-histories.ts
- *
- * To see what a workflow change does to a history without touching the fixtures, record into
- * another folder (`tools/scripts/record-histories.ts --out /tmp/histories`) and diff.
- *
- * When this test fails, the change is not replay-compatible: an activity, timer, update or
- * search-attribute upsert added, removed or reordered on a path an old history took. Make it
- * compatible instead (keep the old order, or branch with `patched('some-change-id')` from
- * @temporalio/workflow so that old executions keep the old path), and keep these fixtures.
- *
- * Re-record only when the break is deliberate and running executions are taken care of: the
- * new behaviour sits behind a `patched()` version check, or it is a new workflow type (a new
- * name) while the old one drains. Keep the old histories then: copy a fixture aside under a new
- * name (say escrow-expired.before-<change>.json) before re-recording, so that the old path stays
- * covered too; the script overwrites only the files it records. Re-recording only to make this
- * test pass hides the very break it exists to catch. When a workflow gains a path or a workflow
- * type is added, add its scenario to `RECORDED_SCENARIOS` (the first test fails until every
- * workflow type the worker registers has a history).
+ * Replays the recorded histories against the current workflow code, so that a change that would
+ * break running workflows fails CI. Make such a change compatible (`patched()`) rather than
+ * re-record: docs/testing.md "Replay fixtures" says when re-recording is right, and how.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -56,6 +33,7 @@ const workflowType = (history: History) =>
 
 describe('workflow replay', () => {
   it('has recorded histories of every workflow type the worker registers', () => {
+    // A new workflow type or path: add its scenario to `RECORDED_SCENARIOS` (scenarios.ts).
     const recorded = new Set(fixtures.map((f) => workflowType(f.history)));
     expect(recorded).toEqual(new Set(Object.keys(workflows)));
   });

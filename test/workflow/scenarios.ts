@@ -1,12 +1,7 @@
 /**
- * Workflow scenarios on Temporal's time-skipping test server: for each, its workflow's input,
- * mocked activities and the driver that runs it against a client. The workflow tests run them
- * and assert on what they answered; tools/scripts/record-histories.ts records the named ones
- * (`RECORDED_SCENARIOS`) as the histories test/workflow/replay.test.ts replays, so a recorded
- * history is the execution a test checks.
- *
- * Plain functions, no jest: the recorder runs outside jest. Tests wrap the activities in
- * `jest.fn` themselves (`mocked` in test/support/time-skipping.ts).
+ * Workflow scenarios on the time-skipping server, run by the workflow tests; those named in
+ * `RECORDED_SCENARIOS` are recorded as replay.test.ts's histories, so a replayed history is one a
+ * test checks. No jest here: the recorder runs outside it (tests wrap activities in `mocked`).
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import {
@@ -356,16 +351,9 @@ const notHeld = () =>
   );
 
 /**
- * The escrow activities as a small in-memory ledger of one hold: what is held, what went out
- * (released or refunded), and whether two money steps ever ran at the same time. Each step
- * takes a few real milliseconds (`stepMs`), so that racing updates would overlap if the
- * workflow let them.
- *
- * Like the real activities (activities/escrow.ts), each step is idempotent by its own id: a step
- * already made answers `done` again, with what is held now. The workflow runs them as local
- * activities, which run again when a workflow task that ran them fails (the time-skipping
- * server fails the task that would end the workflow while an update waits): a fake that
- * declined the second run would leave the workflow holding what the ledger no longer holds.
+ * The escrow activities as an in-memory ledger of one hold. Each step takes `stepMs`, so racing
+ * updates would overlap if the workflow let them; like the real ones, a step already made answers
+ * `done` again, since a local activity reruns when its task fails (local-step-race.test.ts).
  */
 export function fakeEscrow(options: { stepMs?: number } = {}) {
   const stepMs = options.stepMs ?? 5;

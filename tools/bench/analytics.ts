@@ -1,10 +1,6 @@
 /**
- * Row (7): the dashboard's analytics with a million payments in the database. The payments
- * (each with its balanced ledger transaction) are seeded in Postgres by `generate_series` into
- * the benchmark's application over 90 days; then one client asks GET /api/v1/analytics/dashboard
- * through the real API again and again (row 7a, from the load generator's process:
- * tools/bench/senders.ts dashboardSender), and the query alone straight on the pool (7b, in the
- * engine's process).
+ * Row (7): the dashboard's analytics over a million seeded payments, asked through the API (7a,
+ * from the load generator) and as the query alone on the pool (7b, in the engine's process).
  */
 import { dashboardAnalytics } from '../../db/analytics';
 import { seedPayments } from '../../db/analytics-seed';

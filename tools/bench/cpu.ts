@@ -1,12 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 
 /**
- * CPU time of this process and of its descendants, grouped: the engine's Node processes (this
- * one, with the API and the worker in the single shape; and the split shape's API and worker,
- * countAsEngine), the load generator's process (countAsLoad), Postgres (every
- * backend) and the Temporal server; and `other`, what the rest of the machine used meanwhile (a
- * busy machine makes every figure lower). Read from /proc; on a system without it every figure
- * is 0.
+ * CPU time by group, read from /proc (every figure 0 without it): `node` the engine's processes
+ * (countAsEngine), `load` the load generator's (countAsLoad), `other` the rest of the machine,
+ * whose work makes every other figure lower.
  */
 export type CpuGroups = {
   node: number;
@@ -171,12 +168,9 @@ export function coresUsed(before: CpuGroups, after: CpuGroups, seconds: number):
 }
 
 /**
- * What each kind of thread of this process has used so far, in CPU seconds: the main thread
- * (the API, the activities, the SDK's side of the worker), the workflow thread (the SDK's
- * `WorkerThread`, where workflow code runs), the Temporal core's Rust runtime (`tokio-*`), V8's
- * helper threads (`V8Worker`: garbage collection, compilation), and the rest. `exited` is what
- * threads that are gone used (the process total minus the live threads; Node's `vm` watchdog
- * starts a thread for every call into the workflow sandbox).
+ * CPU seconds so far by kind of thread of this process (threadKind: `workflow` is where workflow
+ * code runs). `exited` is the process total minus its live threads: Node's `vm` watchdog starts a
+ * thread per call into the workflow sandbox.
  */
 export function threadSnapshot(): Map<string, number> {
   const seconds = new Map<string, number>();

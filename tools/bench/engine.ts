@@ -1,10 +1,6 @@
 /**
- * The engine under test, started by the benchmark through the dev harness (harness/): Postgres
- * (embedded, in a temporary folder; fsync on or off), the Temporal development server (in
- * memory, or on a file in `npm start`'s durable configuration), the worker and the API in one
- * of two shapes (in this process as the tests run them, or as `npm run api` and `npm run
- * worker`, tools/bench/split.ts); and the fixture: an application, its credential, funded
- * wallets. The load comes from another process (tools/bench/generator.ts).
+ * The engine under test on throwaway servers (harness/), in this process or as `npm run api` and
+ * `npm run worker` (split.ts), and its fixture: an application, its credential, funded wallets.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';

@@ -1,10 +1,5 @@
 /**
- * The transactions export's memory, measured by hand (not part of `npm run bench`): downloads
- * GET /api/v1/transactions/export from a running API while sampling the API process's resident
- * memory, and prints the lines after the header, bytes and the resident memory before and at its highest. Flat
- * memory means the highest stays near the start whatever the row count (seed rows first, e.g.
- * with db/analytics-seed.ts `seedPayments`).
- *
+ * The API's resident memory during an export, by hand (not in `npm run bench`): flat at any size.
  *   EXPORT_URL=http://127.0.0.1:8000 API_KEY=... SECRET_KEY=... API_PID=1234 \
  *     node --import tsx tools/bench/export-memory.ts [query]
  */

@@ -1,8 +1,6 @@
 /**
- * The load generator's process, seen from the benchmark: a child Node process (bench/
- * load-process.ts, run through tsx as `npm run bench` is) that takes a job over IPC (what to
- * send, closed loop or open model) and answers its LoadResult; so the engine's process runs the
- * API and the worker alone, and the load generator's CPU is counted apart (tools/bench/cpu.ts).
+ * The load generator's child process (load-process.ts, jobs over IPC), so that the engine's
+ * process runs the API and the worker alone and the load's CPU is counted apart (cpu.ts).
  */
 import { fork } from 'node:child_process';
 import { countAsLoad } from './cpu';

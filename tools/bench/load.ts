@@ -1,9 +1,7 @@
 /**
- * Load generators for the benchmark, with no I/O of their own: a closed loop (N clients, each
- * sending its next request when the previous one answered) and an open model (requests sent at
- * a fixed arrival rate, each at its scheduled time whatever happened to the earlier ones, so
- * that a slow system shows as queueing in the latency instead of as a slower sender). They run
- * in the load generator's process (load-process.ts), and in the engine's for rows 1, 2d and 7b.
+ * Load generators with no I/O of their own: a closed loop (N clients) and an open model, which
+ * sends on schedule whatever the earlier answers, so that a slow system shows as queueing in the
+ * latency instead of as a slower sender.
  */
 
 /** One unit of work; it throws to count as an error (the message is the error's kind). */

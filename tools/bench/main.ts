@@ -1,45 +1,6 @@
 /**
- * `npm run bench`: what the engine sustains on this machine, measured in one run against
- * throwaway servers, in two dev server configurations one after the other (each its own engine,
- * started afresh): first the one `npm start` ships (Postgres with fsync on, the Temporal dev
- * server on a file in WAL mode), then the in-memory dev server (Postgres fsync off).
- *
- *   (1) the ledger alone: balanced double-entry transfers straight into Postgres;
- *   (2) Temporal alone: trivial workflows on the same server (2d: started eagerly);
- *   (3) transfers through the real API and worker, open-model load at a few arrival rates;
- *       (3h) every transfer out of one hot wallet;
- *   (4) escrow hold-then-release through the API (n/a while POST /api/v1/escrow/hold is 404);
- *   (5) card deposits through the API, charged at once by the Test Mode card sandbox; (5r)
- *   partial refunds of card deposits, refunded at once by the sandbox;
- *   (6) webhook deliveries to a loopback endpoint while transfers run (tools/bench/webhooks.ts);
- *   (7) the dashboard's analytics with a million payments seeded in SQL (tools/bench/analytics.ts);
- *   (8) lists, search, statements, balances at an instant and the export with ten million
- *   payments seeded in SQL (tools/bench/search.ts; not in the default run: --only=search).
- *
- * The first configuration runs every row; a second one runs (2), (3) and (4) (the closed-loop
- * estimate and the open row at 50 %) and (3h). The load comes from a process of its own
- * (tools/bench/generator.ts, tools/bench/load-process.ts) but for rows 1, 2d and 7b.
- *
- * Each configuration measures the engine in two shapes, one after the other on the same servers
- * (--shape=single,split, in this order by default): `single`, the API and the worker in the
- * benchmark's process as `npm start` runs them; `split`, `npm run api` and `npm run worker` as
- * processes of their own (split.ts). The API rows (3, 3h, 4, 5 and the interleaved 2i, 3i, 4i)
- * run in each shape, held against that shape's bare workflow rate; the others run once.
- *
- * Options: --json (print the results as JSON instead of the table), --temporal=file,memory (the
- * configurations, in this order; `file` alone or `memory` alone measures only that one; the
- * first runs every row), --temporal-file (the same as --temporal=file), --durable (Postgres with
- * fsync on in the memory configuration too; `file` always has it),
- * --shape=single,split (the shapes, in this order),
- * --tuning='{"maxConcurrentActivityTaskPolls":20}' (worker options for both workers; single shape),
- * --only=ledger,orchestration,api,hotwallet,escrow,card,webhooks,analytics,interleaved,search,
- * --search-payments=N (row 8's payments; also BENCH_SEARCH_PAYMENTS), --without-search-indexes
- * (the write path without the list and search indexes of migrations 0017 and 0020), --profile (see
- * profile.ts; in the first configuration). Progress goes to stderr; stdout holds only the
- * result. The engine is started by engine.ts, the rows are scenarios.ts, the table render.ts,
- * the load loops load.ts, the trivial workflows workflows.ts, CPU accounting cpu.ts, the
- * profile's comparison of the dev server's visibility schema visibility.ts. go-perf.ts, run on its
- * own, names the samples of a `perf record` of the dev server (docs/benchmarks.md).
+ * `npm run bench`: what the engine sustains on this machine, against throwaway servers; its rows
+ * and options are in docs/benchmarks.md. Progress goes to stderr: stdout holds only the result.
  */
 import os from 'node:os';
 import type { WorkerOptions } from '@temporalio/worker';
@@ -176,12 +137,9 @@ const PER_SHAPE: ReadonlySet<Section> = new Set([
 ]);
 
 /**
- * The rows of one configuration measured on one shape of the engine, every wanted one (`full`)
- * or the short list: the per-shape sections in each shape; the ledger and the bare workflows
- * in the first shape, the webhooks and the analytics in the last; and, in the last, the ledger
- * invariant's problems after the money movements of every shape, before (7) seeds its million
- * payments (a bulk load that keeps every balance by construction, and would make the check
- * slower).
+ * One configuration's rows on one shape (`full`, or the short list). The last shape checks the
+ * ledger invariant before (7) seeds its million payments, which keep every balance by
+ * construction and would only slow the check.
  */
 async function measureRows(
   bench: Bench,

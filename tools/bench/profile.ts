@@ -1,18 +1,7 @@
 /**
- * `npm run bench -- --profile`: where the time of one API transfer goes. Runs transfers at a
- * fixed rate (sent by the load generator's process, tools/bench/generator.ts) through a second,
- * instrumented copy of the API (the same app, pool and Temporal client as api/server.ts builds,
- * plus tracing) and an instrumented worker, both in the engine's process, and reports per
- * transfer: Postgres round trips and their time (API side and activity side, by statement),
- * the Temporal start and the wait for the result, the workflow's own timeline from its history,
- * the CPU each process spent (and the engine's by thread), and Postgres' own counters; then
- * escrow flows through the same API and worker (round trips, counters and CPU per flow). Then the
- * Temporal server's CPU per workflow by the workflow's shape, and the what-ifs, which run their
- * load in the engine's process.
- *
- * Tracing: an AsyncLocalStorage context per HTTP request and per activity execution, and
- * pg.Client.prototype.query wrapped to record every statement sent in one of those contexts
- * (slonik's BEGIN and COMMIT included, which slonik interceptors do not see).
+ * `npm run bench -- --profile` (docs/benchmarks.md "Options"): where one API transfer's and one
+ * escrow flow's time and CPU go, through a second copy of the API (built as api/server.ts builds
+ * it, plus tracing) and an instrumented worker, both in the engine's process.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
@@ -96,7 +85,10 @@ function labelOf(text: string): string {
 
 let postgresTraced = false;
 
-/** Records every statement sent by node-postgres inside a trace context. */
+/**
+ * Records every statement node-postgres sends inside a trace context (one per HTTP request or
+ * activity execution): below slonik, whose interceptors do not see its BEGIN and COMMIT.
+ */
 function tracePostgres(): void {
   if (postgresTraced) return;
   postgresTraced = true;
@@ -729,11 +721,9 @@ const SHAPE_RATE = 40;
 const SHAPE_S = 6;
 
 /**
- * The Temporal server's CPU per workflow, for workflows that differ only in what the transfer
- * workflow adds to an empty one: the payment search attributes at the start, the `PaymentStatus`
- * upsert, a `patched` marker, a local activity. Started eagerly from the engine's process at a
- * fixed rate (nothing waits on the server for a result, as for the API's transfers), each shape
- * in turn, twice: the differences show against the run's own variation.
+ * The Temporal server's CPU per workflow, for workflows that add one by one what the transfer
+ * workflow adds to an empty one; started eagerly at a fixed rate, each shape in turn, twice, so
+ * that the differences show against the run's own variation.
  */
 async function serverByShape(
   engine: Engine,

@@ -1,9 +1,7 @@
 /**
- * The benchmark's rows, measured on one running engine (one dev server configuration). Every row
- * whose load is HTTP or Temporal client calls sends it from the load generator's process
- * (tools/bench/generator.ts); three stay in the engine's process: the ledger alone (1, direct SQL),
- * the eager workflow start (2d: it needs the worker's own connection) and the dashboard query
- * alone (7b).
+ * The benchmark's rows on one running engine. Their load comes from the load generator's process
+ * but for three that stay in the engine's: (1) and (7b), direct SQL, and (2d), whose eager start
+ * needs the worker's own connection.
  */
 import { randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
@@ -388,13 +386,9 @@ const INTERLEAVED_S = 4;
 const INTERLEAVED_WARMUP_S = 2;
 
 /**
- * The order of the interleaved bursts: `rounds` rounds of the `kinds` (by index), the order
- * rotating from round to round, so that each kind takes each place in a round as often as the
- * others when `rounds` is a multiple of `kinds`; first a lead-in burst (`round` null, not
- * measured) of the kind that ends the last round, as if the rounds went round in a circle, so
- * that the first measured burst, like every other, follows a burst instead of a server idle
- * since the set-up (which ran the first burst about a tenth faster than the same kind's later
- * ones), and each kind follows the others alike.
+ * The order of the interleaved bursts: `rounds` rotating rounds of the `kinds`, each kind in each
+ * place alike when `rounds` is a multiple of `kinds`; first an unmeasured burst (`round` null) of
+ * the last round's final kind, so that every measured burst follows a burst, not an idle server.
  */
 export function interleavedSchedule(
   kinds: number,
@@ -408,13 +402,9 @@ export function interleavedSchedule(
 }
 
 /**
- * The bare workflow (of the engine's shape: 2d's eager start in-process for the single shape,
- * 2b's client start for the split one), API transfers (3's) and escrow flows (4's) at
- * saturation, in bursts that take turns, the order rotating from round to round, so that the
- * machine's drift (a virtual machine's speed moves by a third within an hour) falls on all
- * three alike. (3i) and (4i) are shown against (2i), the same rounds' bare workflow rate, with
- * the range of the rounds' own ratios. Each row's rate is its bursts' completions over their
- * measured windows; latency is not shown (bursts at saturation).
+ * The shape's bare workflow (2d single, 2b split), API transfers and escrow flows at saturation,
+ * in bursts that take turns so that the machine's drift falls on all three alike (see
+ * docs/benchmarks.md "The rows"). Latency is not shown: the bursts are at saturation.
  */
 export async function interleavedScenarios(bench: Bench): Promise<Row[]> {
   const { engine } = bench;

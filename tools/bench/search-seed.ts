@@ -1,19 +1,7 @@
 /**
- * Row (8)'s data, seeded in Postgres by `generate_series`: `wallets` users and wallets, and
- * `payments` payment records of one application and mode over `days` days, in time order as
- * they would have arrived, each completed one with its balanced ledger transaction. A bulk
- * load: triggers and foreign-key checks off (session_replication_role), the secondary indexes
- * of the three big tables dropped first and built again afterwards from their own definitions
- * (so that the migrations' indexes are what is measured), the stored balances moved once at
- * the end by the sum of the seeded entries, the analytics rollup rebuilt.
- *
- * The mix: each wallet's opening deposit first, then transfers (45 %), mobile-money deposits
- * (30 %), card deposits (15 %) and mobile-money cashouts (10 %); 92 % completed, the others
- * failed (no ledger), or reversed for a few cashouts (no ledger either: reserved and given back
- * is shown as neither). The busy wallets, a tenth of a percent, are the paying or credited
- * wallet of a fifth of the payments and the recipient of a fifth of the transfers. Merchant
- * metadata on 30 %: `{"channel": "web"|"pos"|"app"}`, and on payment k for every k a multiple
- * of 10 also `{"order_id": "ord_<k>"}`.
+ * Row (8)'s data, bulk-loaded by `generate_series` (the mix: docs/benchmarks.md "Row (8)"). The
+ * big tables' secondary indexes are built again afterwards from their own definitions, so that the
+ * migrations' indexes are what is measured; stored balances move once, by the seeded entries.
  */
 import { createHash } from 'node:crypto';
 import { sql, type DatabasePool, type DatabasePoolConnection } from 'slonik';
@@ -83,7 +71,10 @@ export function raw(text: string) {
   return sql.unsafe(strings);
 }
 
-/** One chunk's payments, their ledger transactions and entries, and its balance moves. */
+/**
+ * One chunk's payments, their ledger transactions and entries, and its balance moves. Only the
+ * completed have a ledger: a reversed cashout was reserved and given back, shown as neither.
+ */
 function chunkStatement([start, end]: [number, number], s: Scope) {
   return sql.unsafe`
     WITH x AS (

@@ -1,11 +1,7 @@
 /**
- * Row (8): lists, searches, statements, balances at an instant and the export with ten million
- * payments (`--search-payments=N` or BENCH_SEARCH_PAYMENTS for fewer) across a hundredth as many
- * wallets over a year, seeded in SQL (search-seed.ts). Each read goes through the real API from
- * the load generator's process, one client, the parameters drawn at random from a few hundred
- * (wallets, windows, instants, cursors); the metadata query also alone on the pool (8c), whose
- * plan, with the others', is printed on stderr. The export (8h) is one request of about a
- * million rows, the API process's resident memory sampled meanwhile.
+ * Row (8): lists, searches, statements, balances at an instant and the export over ten million
+ * seeded payments (search-seed.ts), read through the API by one client, parameters drawn at
+ * random; what each row reads is in docs/benchmarks.md "Row (8)".
  */
 import { sql } from 'slonik';
 import { z } from 'zod';

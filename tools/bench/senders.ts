@@ -1,8 +1,7 @@
 /**
- * What the load generator sends: a small keep-alive HTTP client, the API calls of rows 3 to 7a,
- * and the bare workflows of rows 2, 2b and 2c through a Temporal client of its own. A sender is
- * described by plain data (`SenderSpec`) so that a job crosses the IPC channel to the load
- * generator's process (tools/bench/load-process.ts); nothing here starts or imports the engine.
+ * What the load generator sends (API calls, bare workflows), described by plain data
+ * (`SenderSpec`) so that a job crosses the IPC channel to load-process.ts; nothing here starts or
+ * imports the engine.
  */
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';

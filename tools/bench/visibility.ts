@@ -1,10 +1,7 @@
 /**
- * The dev server's visibility schema, measured for `--profile`: two dev servers of their own on
- * files side by side, one as `npm start` runs it (the unused visibility indexes dropped,
- * tools/harness/temporal.ts) and one with the CLI's whole schema, each with its own worker in this
- * process. Short closed-loop bursts go to one server, then the other, in alternating order, so
- * that the machine's drift over the run (a third on this VM) falls on both alike; each server's
- * CPU is read from its own /proc entry over its own bursts.
+ * The dev server's visibility schema, for `--profile`: one server as `npm start` runs it, one with
+ * the CLI's whole schema, bursts alternating between them so that the machine's drift falls on
+ * both alike; each server's CPU is read from its own /proc entry.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';

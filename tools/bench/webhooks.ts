@@ -1,11 +1,7 @@
 /**
- * Row (6): webhook deliveries while transfers run. A merchant endpoint on loopback (answering
- * 204 at once, in the benchmark's process) subscribes to `transfer.completed`; transfers go
- * through the API at a fixed arrival rate (`transfers`: the load generator's process runs them);
- * every event must reach the endpoint. Throughput: distinct events delivered per
- * second, from the first transfer sent to the last delivery. Latency: from the money movement
- * (the event's `created_at`, written in the transfer's own database transaction) to the
- * delivery's arrival at the endpoint.
+ * Row (6): every transfer's event must reach a loopback endpoint; throughput counts distinct
+ * events, latency runs from the money movement (the event's `created_at`, written in the
+ * transfer's own database transaction) to the delivery's arrival.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

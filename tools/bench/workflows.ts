@@ -1,8 +1,7 @@
 /**
- * Trivial workflows for the orchestration benchmark: what Temporal alone costs per payment, with no
- * database and no HTTP; and, for the profile's what-if, the transfer's real activity run as a
- * regular or as a local activity. Bundled on their own (tools/bench/engine.ts), run on their own
- * task queue.
+ * Trivial workflows: what Temporal alone costs per payment, with no database and no HTTP; and the
+ * transfer's real activity, regular or local, for the profile's what-if. Bundled on their own
+ * (engine.ts), run on their own task queue.
  */
 import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { Activities } from '../../workflows/activities-types';

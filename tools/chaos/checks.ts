@@ -38,15 +38,9 @@ const minor = (value: unknown): bigint | null =>
   typeof value === 'number' ? majorNumberToMinor(value) : null;
 
 /**
- * The bank test's checks, once the load has stopped and every fault has recovered: the books
- * (each balance equals its entries, zero sum per currency, no negative wallet), every
- * acknowledged payment applied exactly once, nothing moved without an acknowledgment (a 4xx
- * moves nothing), every wallet equal to what the acknowledged payments say it holds, what is
- * inside (wallets + escrow + fees + payouts reserved + dispute reserve) equal to what came in
- * less what went out, card deposits never refunded or disputed beyond what they credited, each
- * dispute's amounts and records as its status says, the API's view equal to the database's,
- * and each wallet's statement and balances at instants equal to its entries. Answers the
- * violations (empty: all hold).
+ * The bank test's checks once the load has stopped and every fault has recovered: those of
+ * docs/testing.md "Chaos test", and each wallet's statements and balances at instants against its
+ * entries (statements.ts). Answers the violations (empty: all hold).
  */
 export async function checkBank(options: {
   pool: DatabasePool;
@@ -202,10 +196,9 @@ export async function checkBank(options: {
       fail(`dispute_release ${release.id}: ledger steps ${JSON.stringify(written)}`);
     }
   }
-  // Nothing moved without an acknowledgment: a 4xx wrote no ledger transaction. But for one:
-  // a payout the provider refused at once is answered 400 after the saga reserved the money and
-  // gave all of it back (docs/architecture.md, "The money-out path"): a `failed` row whose two ledger
-  // transactions cancel out, no more of them than the clients were told "Provider refused".
+  // Nothing moved without an acknowledgment (a 4xx wrote no ledger transaction), but a payout the
+  // provider refused at once, answered 400 after its saga reserved and gave back all the money
+  // (docs/architecture.md, "The money-out path"): no more of them than "Provider refused" answers.
   const refusedMoneyOut = [...steps.keys()].filter((id) => {
     const row = stored.get(id);
     return (
@@ -364,11 +357,9 @@ async function refundedByDeposit(pool: DatabasePool, applicationId: string) {
 }
 
 /**
- * The disputes: each one's amounts add up, the API shows what the database holds and what the
- * clients were answered, a won one has one release record of its reserve, a lost one none, and
- * every dispute (so every dispute record and ledger transaction) was opened by a request the
- * clients sent and saw acknowledged. Answers the disputes and release records the ledger checks
- * count as acknowledged.
+ * The per-dispute checks of docs/testing.md "Chaos test", and that every dispute (so each of its
+ * records and ledger transactions) was opened by a request the clients saw acknowledged. Answers
+ * the disputes and release records the ledger checks count as acknowledged.
  */
 async function checkDisputes(options: {
   pool: DatabasePool;

@@ -10,10 +10,9 @@ import { PATHS, recordDeposit, simulate, type History, type Wallets } from './wo
 export type CliRun = { code: number | null; stdout: string; stderr: string };
 
 /**
- * decisions.md "Currency changes and conversions", under fire: a switch of the bank's base
- * currency attempted while its wallets hold money (it must change nothing), at once followed by
- * a deposit into one of them; and tiny mobile-money deposits into a USD application's wallet,
- * refused with 422 below a cent or else credited once paid. None of them may stay pending.
+ * decisions.md "Currency changes and conversions", under fire: a base-currency switch while the
+ * wallets hold money changes nothing, even with a deposit right after; a tiny USD deposit is
+ * refused (422) below a cent, else credited once paid. None may stay pending.
  */
 export type CurrencyProbe = {
   /** One round: the switch attempt and a deposit, then a tiny USD deposit. */

@@ -12,10 +12,9 @@ const root = path.resolve(__dirname, '..', '..');
 export type ProcessKind = 'node' | 'api' | 'worker';
 
 /**
- * The engine under a chaos run, on ports and a temporary data folder of its own, in one of two
- * shapes: `single`, a real `npm start`; `split` (split.ts), two `npm run api` and two `npm run
- * worker` beside the servers. Everything it started is stopped by `close`, the leftovers of a
- * killed process included.
+ * The engine under a chaos run, on ports and a data folder of its own: `single`, a real `npm
+ * start`; `split` (split.ts), two `npm run api` and two `npm run worker` beside the servers.
+ * `close` stops everything it started, a killed process's leftovers included.
  */
 export type ChaosEngine = {
   dir: string;

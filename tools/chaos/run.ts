@@ -172,10 +172,9 @@ async function inject(
 }
 
 /**
- * The bank test: the engine in its shape (a real `npm start`, or two `npm run api` and two `npm
- * run worker`), many clients moving money through every kind of payment (spread over the APIs),
- * SIGKILLs of the dev server, Postgres and the engine's processes at random times, then the
- * checks (tools/chaos/checks.ts). Everything it started is stopped before it returns.
+ * The bank test (docs/testing.md "Chaos test"): clients moving money through every kind of payment
+ * while the servers and the engine's processes are SIGKILLed at random, then the checks
+ * (checks.ts). Everything it started is stopped before it returns.
  */
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const { log } = options;

@@ -5,10 +5,9 @@ import { supervise, type Supervisor } from '../harness/supervise';
 import { startLocalTemporal } from '../harness/temporal';
 
 /**
- * The servers of the split shape's chaos run, as `npm start` runs them but without the engine:
- * the embedded Postgres and the Temporal dev server under DATA_DIR, each restarted when it dies
- * (as a production orchestrator would). Prints `servers ready` once both answer; SIGTERM or
- * SIGINT stops them. The API and the worker are `npm run api` and `npm run worker` beside it.
+ * The split shape's servers under DATA_DIR, supervised as `npm start` supervises them but without
+ * the engine (restarted when they die, as an orchestrator would). Prints `servers ready` once
+ * both answer; SIGTERM or SIGINT stops them.
  */
 async function main(): Promise<void> {
   const config = loadConfig();

@@ -22,9 +22,8 @@ const START_MS = 120_000;
 
 /**
  * The split shape under a chaos run, as production runs the engine: two `npm run api` and two
- * `npm run worker` on the same servers (the embedded Postgres and the dev server, supervised by
- * servers.ts in a process group of its own). A killed API or worker is started again by the run,
- * as an orchestrator would.
+ * `npm run worker` on the servers of servers.ts (a process group of its own). The run starts a
+ * killed API or worker again, as an orchestrator would.
  */
 export async function createSplitChaosEngine(log: (line: string) => void): Promise<ChaosEngine> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'wallet-chaos-split-'));

@@ -22,10 +22,9 @@ const statementPage = z.object({
 const balanceAnswer = z.object({ balance: z.number() });
 
 /**
- * Each wallet's statements and balances at instants, read through the API, against its ledger:
- * a statement of the wallet's whole life opens at 0, each entry's balance is the previous one
- * plus its amount, and it closes on the stored balance; the balance at an entry's millisecond is
- * the sum of every entry written up to the end of that millisecond. Answers the violations.
+ * Each wallet's statements and balances at instants, through the API, against its ledger: a
+ * whole-life statement opens at 0, adds each entry and closes on the stored balance; the balance
+ * at an entry's millisecond sums every entry up to that millisecond's end. Answers the violations.
  */
 export async function checkStatements(options: {
   pool: DatabasePool;

@@ -23,10 +23,9 @@ const USER = 'postgres';
 const PASSWORD = 'postgres';
 
 /**
- * As root, Postgres runs as the `postgres` user, which must be able to reach its binaries (in
- * node_modules) and its data folder. A checkout under a private folder (a `mktemp -d` is 0700)
- * blocks that, so each folder above them gains the search bit for others (o+x: pass through,
- * not list or read), and nothing more.
+ * As root, Postgres runs as `postgres`, which must reach its binaries and data folder even in a
+ * private checkout (a `mktemp -d` is 0700): each folder above them gains o+x (pass through, not
+ * list or read), and nothing more.
  */
 async function letPostgresThrough(
   dirs: readonly string[],
@@ -50,11 +49,9 @@ async function letPostgresThrough(
 const MAX_SOCKET_PATH_BYTES = 107;
 
 /**
- * Where the server's Unix-domain socket goes: its data folder, so that each server has its own.
- * The engine connects through it rather than TCP on loopback: a round trip costs less CPU on
- * both ends (measured by `npm run bench`). TCP on 127.0.0.1 stays open for other clients. Null (TCP only)
- * when the socket's path would be too long or holds a character Postgres' list of socket
- * folders would split on or that a URL's host would need to carry.
+ * Where the server's Unix-domain socket goes: its data folder. The engine connects through it, a
+ * round trip costing less CPU than TCP on loopback (still open to others). Null (TCP only) for a
+ * path too long or with a character Postgres' socket folder list splits on or a URL host escapes.
  */
 export function unixSocketDir(dir: string, port: number): string | null {
   const folder = path.resolve(dir);

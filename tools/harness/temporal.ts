@@ -39,11 +39,9 @@ export type DevServer = {
 };
 
 /**
- * The fastest durable configuration of the dev server on a file (measured by `npm run bench`,
- * docs/benchmarks.md): SQLite in WAL mode with `synchronous=normal` (a commit waits on no disk
- * flush; a power loss may lose the last commits, never corrupt the file), one task-queue
- * partition (a single server has nothing to spread), and no forced search-attribute cache
- * refresh on every read (on by default in the CLI, more than half the server's database calls).
+ * The fastest durable configuration of the dev server on a file, explained in docs/operations.md
+ * "Supervision and outages": with `synchronous=normal` a power loss may lose the last commits,
+ * never corrupt the file.
  */
 export const DURABLE_DEV_SERVER_FLAGS = [
   '--sqlite-pragma',
@@ -59,12 +57,9 @@ export const DURABLE_DEV_SERVER_FLAGS = [
 ] as const;
 
 /**
- * Every dev server, in memory or on a file: eager workflow start (the API in the worker's
- * process hands a payment's first workflow task straight to that worker, api/temporal.ts) and
- * eager activity execution (an activity the workflow schedules comes back to the worker with
- * the workflow task's completion); both skip a trip through the server's task queues. And the
- * transfer queue read at once: its reads are capped per shard, and the dev server's one shard
- * held each workflow started through the task queue until the next read the cap allowed.
+ * Every dev server's flags (docs/operations.md "Supervision and outages"): eager workflow start
+ * and eager activity execution skip trips through the task queues; the transfer queue is read at
+ * once, since the per-shard cap on its reads delayed each workflow started through a task queue.
  */
 export const DEV_SERVER_FLAGS = [
   '--dynamic-config-value',
@@ -76,18 +71,9 @@ export const DEV_SERVER_FLAGS = [
 ] as const;
 
 /**
- * Indexes of the dev server's SQLite visibility table (`executions_visibility`) that nothing of the
- * engine's queries, dropped from the file `npm start` runs on. The CLI's schema keeps about sixty
- * indexes on that table, one for every column a List Filter could order or filter by, and every
- * workflow inserts its row at start and replaces it at close: maintaining them was about 40 % of
- * the server's CPU (a `perf` profile, docs/benchmarks.md). Kept: the default order, the workflow
- * id, type, status and task queue, the ten `Keyword` slots (the payment search attributes are
- * Keywords and the CLI assigns them slots at random) and those the schedules and batch jobs filter
- * by. A query on a dropped column still answers, correctly, by scanning the namespace's rows. The
- * names are those of the pinned CLI's schema (tools/scripts/ensure-deps.sh); one the file lacks is
- * skipped, and an index this list does not name is never touched. The CLI lays out its schema only
- * when it creates the file, so an existing file is never migrated again and cannot miss one of
- * these.
+ * Visibility indexes nothing of the engine queries, dropped from `npm start`'s file: keeping them
+ * cost much of the server's CPU (docs/operations.md "Supervision and outages"). Never drop a
+ * `Keyword` slot: the CLI gives the payment search attributes their slots at random.
  */
 export const UNUSED_VISIBILITY_INDEXES = [
   'by_execution_time',
@@ -122,8 +108,8 @@ export function visibilityIndexesOf(db: DatabaseSync): Set<string> {
 }
 
 /**
- * Drops the indexes of `UNUSED_VISIBILITY_INDEXES` that `dbFile` still has, in one transaction;
- * returns how many. Only while no dev server has the file open.
+ * Drops the indexes of `UNUSED_VISIBILITY_INDEXES` (the pinned CLI's names, ensure-deps.sh) that
+ * `dbFile` still has, in one transaction; returns how many. Only while no dev server has it open.
  */
 export function dropUnusedVisibilityIndexes(dbFile: string): number {
   const db = new DatabaseSync(dbFile);
@@ -147,12 +133,9 @@ export function dropUnusedVisibilityIndexes(dbFile: string): number {
 }
 
 /**
- * Starts `temporal server start-dev` with the payment search attributes registered. `dbFile`
- * keeps the state across restarts (npm start), in the durable configuration above and without
- * the visibility indexes nothing queries: a file the CLI has yet to create is laid out by a first
- * run of the server, stopped once it answers, and the indexes are dropped before the server that
- * stays starts (the file is never changed under a running server); without `dbFile` the server
- * is in memory (tests).
+ * Starts `temporal server start-dev` with the payment search attributes registered: in memory
+ * (tests), or on `dbFile` (npm start) in the durable configuration, the unused visibility indexes
+ * dropped before it starts; a new file is first laid out by a run stopped once it answers.
  */
 export async function startTemporalDevServer(options: {
   port: number;

@@ -11,11 +11,9 @@ import { createLogger } from '../../observability/logger';
 import { createProviders } from '../../providers';
 
 /**
- * `npm run client:generate`: regenerates the TypeScript client's types
- * (clients/typescript/src/schema.d.ts) and its list of money-moving operations
- * (clients/typescript/src/operations.ts) from the document the API serves, built in-process.
- * test/e2e/client-schema.test.ts fails when the committed files and the served document differ.
- * With `--document` it prints the document instead, for generators of other languages.
+ * `npm run client:generate` (docs/clients.md): the TypeScript client's schema.d.ts and
+ * operations.ts, generated from the document the API serves, built in-process (`--document`
+ * prints it). test/e2e/client-schema.test.ts fails when they differ.
  */
 export const CLIENT_SRC = path.join(__dirname, '..', '..', 'clients', 'typescript', 'src');
 

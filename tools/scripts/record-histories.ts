@@ -1,19 +1,7 @@
 /**
- * Records the workflow histories that test/workflow/replay.test.ts replays against the current
- * workflow code: one representative execution per path of each workflow type, run on Temporal's
- * time-skipping test server with mocked activities, written as Temporal's JSON history format
- * (the same as `temporal workflow show --output json`) to test/fixtures/histories/<name>.json.
- * The executions are the workflow tests' scenarios (`RECORDED_SCENARIOS` in
- * test/workflow/scenarios.ts): a recorded history is an execution a test checks.
- *
- *   node_modules/.bin/node --import tsx tools/scripts/record-histories.ts [--out DIR] [name ...]
- *
- * `--out DIR` writes elsewhere (to compare a recording with the committed fixtures, say).
- *
- * Re-record only when a workflow change is deliberately not replay-compatible and running
- * executions are taken care of (a `patched()` version branch, or a new workflow type): see the
- * header of test/workflow/replay.test.ts. Re-recording to make a failing replay test pass hides
- * exactly the break it exists to catch.
+ * Records the replay test's histories (docs/testing.md "Replay fixtures") from the workflow tests'
+ * `RECORDED_SCENARIOS`; `--out DIR` writes elsewhere, to compare with the committed fixtures.
+ * Re-recording to make a failing replay test pass hides exactly the break it exists to catch.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';

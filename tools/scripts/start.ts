@@ -28,16 +28,9 @@ import { ensureSchedules } from '../../worker/schedules';
 import { temporalDataConverter } from '../../temporal/data-converter';
 
 /**
- * `npm start`: the whole engine on one machine. Postgres (embedded unless DATABASE_URL), the
- * Temporal development server with its Web UI (unless TEMPORAL_ADDRESS), migrations, the
- * worker and the API. State lives under `.data/`; Ctrl-C stops everything.
- *
- * It supervises what it started: an embedded Postgres or a dev server that dies is restarted
- * with backoff (the API and the worker reconnect by themselves); after repeated failures
- * everything stops and it exits non-zero. A server left running by an earlier start that was
- * killed is stopped before its replacement starts, never shared; a second `npm start` on the
- * same data folder is refused. SIGINT, SIGTERM or SIGHUP, to the process or its group, stop
- * every child within a few seconds.
+ * `npm start`: the whole engine on one machine (embedded Postgres and the Temporal dev server
+ * unless DATABASE_URL or TEMPORAL_ADDRESS, migrations, the worker, the API), state under `.data/`;
+ * what it supervises and how: docs/operations.md "Supervision and outages".
  */
 async function main(): Promise<void> {
   const config = loadConfig();

@@ -52,10 +52,9 @@ export function isReplayable(request: Request): boolean {
 }
 
 /**
- * `fetch` with bounded retries, exponential backoff and full jitter. A replayable request is
- * retried on network errors and transient statuses; any other request only on 429, which the API
- * answers before doing anything. Each attempt sends a copy of the same request, headers (the
- * Idempotency-Key) included.
+ * `fetch` with bounded retries, exponential backoff and full jitter, each attempt a copy of the
+ * request (Idempotency-Key included). A replayable request is retried on network errors and
+ * transient statuses; any other only on 429, which the API answers before doing anything.
  */
 export function retryingFetch(
   fetchImpl: (request: Request) => Promise<Response>,

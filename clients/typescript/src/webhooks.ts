@@ -24,9 +24,8 @@ function headerRecord(headers: HeaderSource): Record<string, string> {
 }
 
 /**
- * Checks a delivery's Standard Webhooks signature against each secret in turn, so that during a
- * rotation a receiver holding both the new and the previous secret accepts either signature.
- * `body` must be the raw text received, not re-serialized JSON. Answers the parsed event; throws
+ * Checks a delivery's Standard Webhooks signature against each secret, so that during a rotation
+ * either secret is accepted. `body` must be the raw text received, not re-serialized JSON. Throws
  * WebhookVerificationError when no secret verifies it (or its timestamp is over 5 minutes off).
  */
 export function verifyWebhook(
