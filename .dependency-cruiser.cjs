@@ -1,12 +1,9 @@
 /**
- * The layering of the engine, checked by `npm run lint` (dependency-cruiser). The runtime is
- * every folder but the tooling; the tooling (tools/: the benchmark, the chaos test, the dev
- * harness and scripts; test/; and the operator's CLI, which starts the harness's embedded
- * Postgres when no DATABASE_URL is set) may import the runtime, never the reverse. Type-only imports count
- * (tsPreCompilationDeps): a circle of types is a circle. The dashboard is a browser app of its
- * own (dashboard/tsconfig.json), outside these layers.
+ * The layering checked by `npm run lint`: the tooling (tools/, test/, the operator's CLI, which
+ * starts the harness's Postgres, and the root configs) may import the runtime, never the reverse.
+ * Type-only imports count; the dashboard is a browser app of its own, outside these layers.
  */
-const TOOLING = '^(tools|test|cli)/';
+const TOOLING = '^(tools|test|cli)/|^[^/]+\\.config\\.(c|m)?js$';
 /** A package (node_modules may be a link to another checkout's: the path is not anchored). */
 const pkg = (name) => `(^|/)node_modules/${name}/`;
 

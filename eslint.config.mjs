@@ -1,6 +1,7 @@
 // @ts-check
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { commentLines } from './tools/lint/comment-lines.cjs';
 
 // What each folder may import is dependency-cruiser's (.dependency-cruiser.cjs, in npm run lint).
 
@@ -26,6 +27,7 @@ export default tseslint.config(
       'eslint.config.mjs',
       'jest.config.js',
       '.dependency-cruiser.cjs',
+      'tools/lint/*.cjs',
     ],
   },
   js.configs.recommended,
@@ -35,7 +37,9 @@ export default tseslint.config(
       parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
     },
     linterOptions: { reportUnusedDisableDirectives: 'error' },
+    plugins: { house: { rules: { 'comment-lines': commentLines } } },
     rules: {
+      'house/comment-lines': 'error',
       '@typescript-eslint/no-floating-promises': 'error',
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/no-unused-vars': [
@@ -93,5 +97,10 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-return': 'off',
       '@typescript-eslint/unbound-method': 'off',
     },
+  },
+  {
+    // Generated from the OpenAPI document, whose descriptions are the reference.
+    files: ['clients/typescript/src/schema.d.ts'],
+    rules: { 'house/comment-lines': 'off' },
   },
 );
