@@ -22,6 +22,9 @@ const serverless = [
 /** @type {import('jest').Config} */
 module.exports = {
   maxWorkers: 2,
+  // Each test file's modules stay reachable after it ends (jest's ES module support), so a worker
+  // grows with every file and takes long to exit; a worker past this size is replaced between files.
+  workerIdleMemoryLimit: '640MB',
   // A global option: jest-circus reads only the top-level value, never a project's.
   testTimeout: 60_000,
   projects: [
