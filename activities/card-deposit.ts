@@ -41,7 +41,7 @@ async function callCardProvider<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
-/** The detail of a card decline: decisions.md has it start `Card declined`. */
+/** The detail of a card decline: docs/api.md has it start `Card declined`. */
 const declined = (message: string | null) =>
   decline('card_declined', message ? `Card declined: ${message}` : 'Card declined');
 

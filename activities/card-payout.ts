@@ -9,7 +9,7 @@ import type { MoneyOutInput } from '../workflows/money-out-shared';
 import type { MoneyOutPort, MoneyOutPrice, MoneyOutSpec } from './money-out';
 
 /**
- * The card provider's own fee on a payout: none is charged to the wallet (decisions.md names
+ * The card provider's own fee on a payout: none is charged to the wallet (docs/api.md, Fees, names
  * only the application's fee, method `card_payout`); what the provider keeps is the platform's.
  */
 export const CARD_PAYOUT_PROVIDER_FEE: FeeRule = { bps: 0, fixed: 0n };
@@ -17,7 +17,7 @@ export const CARD_PAYOUT_PROVIDER_FEE: FeeRule = { bps: 0, fixed: 0n };
 /**
  * How long a Test Mode payout the sandbox accepted waits before the saga asks the sandbox again:
  * the sandbox's accepted-then-failed payout (40.40) reads failed from the next look on, so the
- * wallet has its money back within seconds (decisions.md, Money out).
+ * wallet has its money back within seconds (docs/api.md, Test Mode sandbox).
  */
 export const SANDBOX_PAYOUT_CHECK_SECONDS = 2;
 

@@ -14,7 +14,7 @@ import type { MoneyOutPort, MoneyOutPrice, MoneyOutSpec } from './money-out';
 /**
  * How long a Test Mode refund the sandbox accepted waits before the saga asks the sandbox again:
  * its failing refund (`pm_card_refundFails`) reads failed a moment after it was accepted, and the
- * wallet must have its money back within seconds (decisions.md, Card refunds and disputes).
+ * wallet must have its money back within seconds (docs/api.md, Refunds and Disputes).
  */
 export const SANDBOX_REFUND_CHECK_SECONDS = 1;
 

@@ -19,7 +19,7 @@ export const STATEMENT_CSV_HEADER = [
   'description',
 ] as const;
 
-/** The transactions export's header row (decisions.md, "Metadata, search, statements and exports"). */
+/** The transactions export's header row (docs/api.md, Metadata). */
 export const TRANSACTIONS_CSV_HEADER = [
   'id',
   'created_at',

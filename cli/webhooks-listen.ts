@@ -41,7 +41,7 @@ const LOOKBACK_SECONDS = 120;
 const FORGET_MARGIN_MS = 5_000;
 /** The pause after a failed read or a failed reconnection before trying again. */
 const RETRY_MS = 1_000;
-/** The developer's server gets as long as a subscription's endpoint (decisions.md). */
+/** The developer's server gets as long as a subscription's endpoint (docs/api.md, Webhooks). */
 const POST_TIMEOUT_MS = 10_000;
 /** Loopback is the point of the command; the SSRF guard's other refusals stand. */
 const LOOPBACK_RANGES = ['127.0.0.0/8', '::1/128'];

@@ -35,7 +35,7 @@ const columns = sql.fragment`id, application_id, mode, transaction_id, wallet_id
   workflow_id, metadata, created_at, updated_at`;
 
 /**
- * A Dispute as the API shows it and its events carry it (decisions.md, Card refunds and
+ * A Dispute as the API shows it and its events carry it (docs/api.md, Refunds and
  * disputes): amounts in major units of the base currency, as on Transaction records.
  */
 export function disputeAnswer(d: DisputeRow) {

@@ -7,6 +7,21 @@ const migrationsDir = path.join(__dirname, 'migrations');
 
 export type MigrationResult = { applied: string[]; skipped: string[] };
 
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/**
+ * A migration's checksum over its statements only, so that a comment may be reworded after the
+ * file was applied; databases that recorded the whole file's checksum are accepted as well.
+ */
+export function statementsChecksum(text: string): string {
+  const statements = text
+    .split('\n')
+    .filter((line) => !/^\s*--/.test(line))
+    .map((line) => line.replace(/\s+--.*$/, '').trimEnd())
+    .filter((line) => line !== '');
+  return sha256(statements.join('\n'));
+}
+
 /**
  * Applies and records the SQL migrations in name order, each in its own transaction; an advisory
  * lock keeps two processes apart, and a recorded migration whose file changed is an error. A plain
@@ -31,10 +46,10 @@ export async function migrate(databaseUrl: string): Promise<MigrationResult> {
     const result: MigrationResult = { applied: [], skipped: [] };
     for (const file of files) {
       const text = await readFile(path.join(migrationsDir, file), 'utf8');
-      const checksum = createHash('sha256').update(text).digest('hex');
+      const checksum = statementsChecksum(text);
       const recorded = done.get(file);
       if (recorded !== undefined) {
-        if (recorded !== checksum)
+        if (recorded !== checksum && recorded !== sha256(text))
           throw new Error(`Migration ${file} was changed after it was applied`);
         result.skipped.push(file);
         continue;

@@ -52,7 +52,7 @@ export async function findPayoutAccount(
 }
 
 /**
- * Whether a card payout may go to this account (decisions.md, Money out): payouts enabled by the
+ * Whether a card payout may go to this account (docs/api.md, Test Mode sandbox): payouts enabled by the
  * provider and a payout card attached. A card-payout saga refuses otherwise (400).
  */
 export const canReceivePayouts = (row: PayoutAccountRow | null): row is PayoutAccountRow =>

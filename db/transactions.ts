@@ -241,7 +241,7 @@ export async function madeStepRow(
   return row;
 }
 
-/** The filters of a transaction list (decisions.md, "Metadata, search, statements and exports"). */
+/** The filters of a transaction list (docs/api.md, Metadata). */
 export type TransactionFilter = {
   status?: readonly TransactionStatus[] | undefined;
   transaction_type?: readonly TransactionType[] | undefined;
@@ -437,7 +437,7 @@ export async function* transactionStream(
 
 /**
  * A payment as the API answers it (api/serializers.ts `TransactionBody`): amounts as major-unit
- * numbers (decisions.md, Money on the wire). Here, so that a money step can store it as the
+ * numbers (docs/api.md, API conventions). Here, so that a money step can store it as the
  * answer of the request that asked for it (db/money-steps.ts `answer`).
  */
 export function transactionAnswer(t: TransactionRow) {

@@ -74,7 +74,7 @@ export async function mergeUserMetadata(
     RETURNING ${columns}`);
 }
 
-/** The filters of the user list (decisions.md, "Metadata, search, statements and exports"). */
+/** The filters of the user list (docs/api.md, Metadata). */
 export type UserFilter = {
   is_active?: boolean | undefined;
   /** Exact, case-insensitive (emails are unique so, db/migrations/0001_platform.sql). */

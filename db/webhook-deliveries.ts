@@ -5,7 +5,7 @@ import type { DatabasePool } from './pool';
 import { pageTotal } from './pages';
 
 /**
- * The webhook side of the events outbox (issue 10): the relay's claim of unrelayed events, one
+ * The webhook side of the events outbox: the relay's claim of unrelayed events, one
  * delivery row per (event, subscription) and every attempt, and the events API's reads.
  */
 
@@ -208,7 +208,7 @@ export async function listDeliveryAttempts(
     ORDER BY attempt`);
 }
 
-/** The attempts a delivery shows (decisions.md, "Webhook operations"). */
+/** The attempts a delivery shows (docs/api.md, Webhooks). */
 export const HISTORY_ATTEMPTS = 25;
 
 const historyRow = z.object({

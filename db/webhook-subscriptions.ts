@@ -35,7 +35,7 @@ export const previousSecretBinding = (id: string) => `${id}:previous`;
 /** Why a delivery stopped when its subscription was turned off as failing. */
 export const TURNED_OFF = 'Subscription turned off: every delivery failed for 72 hours';
 
-/** How long every delivery failed before the subscription is turned off (decisions.md). */
+/** How long every delivery failed before the subscription is turned off (docs/api.md, Webhooks). */
 export const FAILING_FOR_MS = 72 * 60 * 60 * 1000;
 
 /**

@@ -1,4 +1,4 @@
-/** The closed list of event kinds a webhook subscription may select (decisions.md, "Events"). */
+/** The closed list of event kinds a webhook subscription may select (docs/api.md, Webhooks). */
 export const EVENT_TYPES = [
   'escrow.held',
   'escrow.released',

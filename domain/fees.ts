@@ -62,7 +62,7 @@ export function computeDepositFees(input: {
   };
 }
 
-/** An application's home country (ISO 3166-1 alpha-2), by its base currency (decisions.md, Cards). */
+/** An application's home country (ISO 3166-1 alpha-2), by its base currency (docs/api.md, Test Mode sandbox). */
 export const HOME_COUNTRY = { SLE: 'SL', USD: 'US' } as const satisfies Record<Currency, string>;
 
 /** What the card rule reads of a card: its brand and the country that issued it. */
@@ -117,7 +117,7 @@ export function computeEscrowFee(amount: bigint, rule: FeeRule): EscrowFee {
 
 /**
  * The methods an application may charge its own fee on (`cli apps update --fee METHOD=BPS`):
- * the deposit methods, and money out (decisions.md, Money out).
+ * the deposit methods, and money out (docs/api.md, Test Mode sandbox).
  */
 export const APPLICATION_FEE_METHODS = [
   ...PAYMENT_METHODS,
@@ -126,7 +126,7 @@ export const APPLICATION_FEE_METHODS = [
 ] as const;
 export type ApplicationFeeMethod = (typeof APPLICATION_FEE_METHODS)[number];
 
-/** The mobile-money provider's fee on a cashout: 1% (decisions.md, Money out). */
+/** The mobile-money provider's fee on a cashout: 1% (docs/api.md, Test Mode sandbox). */
 export const CASHOUT_PROVIDER_FEE: FeeRule = { bps: 100, fixed: 0n };
 
 /** A payout's or cashout's figures, in the minor units of the amount given. */

@@ -2,7 +2,7 @@ import { divideRoundHalfEven, parseMajorDecimal, type Currency } from './money';
 
 /**
  * SLE cents to USD cents at `slePerUsd` SLE for one USD (a decimal string such as "24.00"),
- * rounded half to even to the cent (decisions.md).
+ * rounded half to even to the cent (docs/api.md, API conventions).
  */
 export function sleToUsd(sleCents: bigint, slePerUsd: string): bigint {
   const rateCents = parseMajorDecimal(slePerUsd);

@@ -246,7 +246,7 @@ export function moneyOutReversalPostings(
 export type DisputeStep = 'reserve' | 'won' | 'lost';
 
 /**
- * A dispute's money (decisions.md, Card refunds and disputes): what the wallet holds of it
+ * A dispute's money (docs/api.md, Refunds and Disputes): what the wallet holds of it
  * (`reserved`) moves to the dispute reserve, then back when won or to the card provider when lost.
  * Null when `reserved` is zero: nothing moves (the uncovered part is only recorded).
  */

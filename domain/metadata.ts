@@ -1,5 +1,5 @@
 /**
- * The limits of merchant metadata (decisions.md, "Metadata, search, statements and exports"):
+ * The limits of merchant metadata (docs/api.md, Metadata):
  * the API's validation and the database's merge both read them here.
  */
 export const METADATA_MAX_KEYS = 50;

@@ -3,7 +3,7 @@ import https from 'node:https';
 import { Webhook } from 'standardwebhooks';
 import { ForbiddenAddressError, guardedAgent } from './address-guard';
 
-/** What a merchant receives: the body of every delivery (decisions.md, "Events"). */
+/** What a merchant receives: the body of every delivery (docs/api.md, Webhooks). */
 export type WebhookPayload = {
   id: string;
   type: string;
@@ -51,7 +51,7 @@ export type PostOptions = {
   allowlist: readonly string[];
   /** Live Mode: https only. */
   httpsOnly: boolean;
-  /** The whole exchange, connection to last byte read (decisions.md: 10 seconds). */
+  /** The whole exchange, connection to last byte read (docs/api.md, Webhooks). */
   timeoutMs: number;
   /** The most of a response body read; the rest is dropped with the connection. */
   maxBodyBytes: number;

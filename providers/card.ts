@@ -6,7 +6,7 @@
 import type { Currency } from '../domain/money';
 import type { PayoutBusinessProfile, PayoutIndividual } from '../domain/payout-accounts';
 
-/** A card's metadata, as the fee rule needs it (decisions.md, Cards). */
+/** A card's metadata, as the fee rule needs it (docs/api.md, Test Mode sandbox). */
 export type CardMetadata = {
   paymentMethodId: string;
   brand: string;
@@ -58,7 +58,7 @@ export type CardEvent = {
   reference: string | null;
 };
 
-/** Why a refund is made (decisions.md, Card refunds and disputes; Stripe's `reason`). */
+/** Why a refund is made (docs/api.md, Refunds and Disputes; Stripe's `reason`). */
 export type RefundReason = 'requested_by_customer' | 'duplicate' | 'fraudulent';
 
 /**
@@ -279,7 +279,7 @@ export class UnknownCardTokenError extends Error {
   }
 }
 
-/** Payouts go to debit cards only (decisions.md, Money out): 400 "Payouts need a debit card". */
+/** Payouts go to debit cards only (docs/api.md, Test Mode sandbox): 400 "Payouts need a debit card". */
 export class DebitCardRequiredError extends Error {
   constructor(options?: { cause?: unknown }) {
     super('Payouts need a debit card', options);

@@ -39,7 +39,7 @@ type SandboxCard = Omit<CardMetadata, 'paymentMethodId'> & { behaviour: Behaviou
 
 const succeeds: Behaviour = { kind: 'succeeds' };
 
-/** decisions.md, Cards: the sandbox's fixed payment methods, one per branch a merchant tests. */
+/** docs/api.md, Test Mode sandbox: the sandbox's fixed payment methods, one per branch a merchant tests. */
 export const SANDBOX_CARDS: Readonly<Record<string, SandboxCard>> = {
   pm_card_visa: {
     brand: 'visa',
@@ -104,7 +104,7 @@ export const SANDBOX_CARDS: Readonly<Record<string, SandboxCard>> = {
     last4: '3184',
     behaviour: { kind: 'authentication_required' },
   },
-  // Its charges succeed; its refunds are accepted, then fail (decisions.md, Card refunds).
+  // Its charges succeed; its refunds are accepted, then fail (docs/api.md, Refunds).
   pm_card_refundFails: {
     brand: 'visa',
     country: 'US',
@@ -117,7 +117,7 @@ export const SANDBOX_CARDS: Readonly<Record<string, SandboxCard>> = {
 /** The payment method whose refunds the sandbox accepts and then fails. */
 export const SANDBOX_REFUND_FAILS_METHOD = 'pm_card_refundFails';
 
-/** How long the sandbox's failing refund reads pending: "a moment" (decisions.md). */
+/** How long the sandbox's failing refund reads pending: "a moment" (docs/api.md, Refunds). */
 export const SANDBOX_REFUND_FAILS_AFTER_MS = 1_000;
 
 /** Why the sandbox's failing refund failed, in Stripe's words for a refund it could not make. */

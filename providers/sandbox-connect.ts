@@ -22,7 +22,7 @@ import {
 } from './card';
 import { ProviderRefusedError } from './mobile-money';
 
-/** decisions.md, Money out: this identity number is verified at once. */
+/** docs/api.md, Test Mode sandbox: this identity number is verified at once. */
 export const SANDBOX_VERIFIED_ID_NUMBER = '000000000';
 
 /** What the sandbox asks for until a document arrives (Stripe's requirement name). */

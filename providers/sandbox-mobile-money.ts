@@ -31,10 +31,10 @@ import {
   signMonimeNotification,
 } from './monime';
 
-/** decisions.md: a deposit of exactly this many SLE cents makes the sandbox refuse. */
+/** docs/api.md, Test Mode sandbox: a deposit of exactly this many SLE cents makes the sandbox refuse. */
 export const SANDBOX_REFUSED_AMOUNT = 4040n;
 export const SANDBOX_SIGNATURE_HEADER = 'sandbox-signature';
-/** decisions.md: a cashout of exactly this many SLE cents is refused at once. */
+/** docs/api.md, Test Mode sandbox: a cashout of exactly this many SLE cents is refused at once. */
 export const SANDBOX_REFUSED_CASHOUT_AMOUNT = 4040n;
 /** A sandbox payout nobody settles fails after this long (the provider gives up on it). */
 export const SANDBOX_PAYOUT_TTL_SECONDS = 30 * 60;

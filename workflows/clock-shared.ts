@@ -1,5 +1,5 @@
 /**
- * A Test Mode payment's own clock (decisions.md, Test clocks and operators): what the API and
+ * A Test Mode payment's own clock (docs/api.md, Test clocks): what the API and
  * the payment workflows share. No I/O here: workflow code imports it.
  */
 import { defineUpdate } from '@temporalio/workflow';

@@ -1,6 +1,6 @@
 /**
  * What the API (client side) and the dispute workflow share: its input, updates and query
- * (decisions.md, "Card refunds and disputes"). No I/O here.
+ * (docs/api.md, Refunds and Disputes). No I/O here.
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { Declined } from './shared';
@@ -57,7 +57,7 @@ export type DisputeOpened = { status: 'opened'; dispute: DisputeRecord };
 /** How a dispute's workflow ends: decided by the provider, or never opened (a decline). */
 export type DisputeOutcome = 'won' | 'lost' | 'declined';
 
-/** The longest evidence text taken (decisions.md: 1 to 20,000 characters). */
+/** The longest evidence text taken (docs/api.md, Disputes). */
 export const MAX_EVIDENCE_CHARS = 20_000;
 
 export const disputeUpdates = {

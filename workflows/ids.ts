@@ -32,7 +32,7 @@ export const workflowIds = {
 };
 
 /**
- * One webhook delivery: `webhook-<event id>-<subscription id>` (issue 10); a redelivery adds
+ * One webhook delivery: `webhook-<event id>-<subscription id>`; a redelivery adds
  * `-r<n>`, so it never collides with the delivery it repeats.
  */
 export const webhookDeliveryId = (eventId: string, subscriptionId: string, redelivery = 0) =>

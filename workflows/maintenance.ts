@@ -18,7 +18,7 @@ export async function maintenanceWorkflow(): Promise<{
   eventListeners?: number;
 }> {
   const pruned = await pruneExpiredRows();
-  // The webhook outbox relay (issue 10) is started again should it ever have stopped.
+  // The webhook outbox relay is started again should it ever have stopped.
   if (patched('webhook-relay')) await ensureWebhookRelayRuns();
   return pruned;
 }

@@ -1,5 +1,5 @@
 /**
- * When a webhook delivery tries again (decisions.md): the first three attempts within one
+ * When a webhook delivery tries again (docs/api.md, Webhooks): the first three attempts within one
  * minute, then exponential backoff to at most an hour apart, for at least 72 hours. Pure, so the
  * delivery workflow, its tests and docs/api.md read the same schedule.
  */

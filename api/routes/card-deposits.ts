@@ -34,7 +34,7 @@ const PaymentMethodId = z
   .meta({
     description:
       'The card provider’s payment method (Test Mode: pm_card_visa, pm_card_chargeDeclined, ' +
-      'pm_card_authenticationRequired, … as decisions.md lists)',
+      'pm_card_authenticationRequired, … as docs/api.md, Test Mode sandbox, lists)',
     example: 'pm_card_visa',
   });
 

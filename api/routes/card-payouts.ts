@@ -20,7 +20,7 @@ const CardPayoutRequest = z.object({
   metadata: Metadata.optional(),
 });
 
-/** decisions.md, Money out: no verified payout account with a payout card. */
+/** docs/api.md, Test Mode sandbox: no verified payout account with a payout card. */
 export const PAYOUTS_NOT_ENABLED = 'Payouts are not enabled for this wallet';
 
 export function cardPayoutRoutes(deps: ApiDeps): Route[] {

@@ -85,7 +85,7 @@ const RedeliverRequest = z.object({
   }),
 });
 
-/** How far back an event may be sent again (decisions.md, "Webhook operations"). */
+/** How far back an event may be sent again (docs/api.md, Webhooks). */
 const REDELIVERY_WINDOW_MS = 30 * 24 * 60 * 60 * 1000;
 
 function eventBody(e: EventWithDeliveries): z.infer<typeof EventBody> {

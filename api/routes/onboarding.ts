@@ -32,7 +32,7 @@ import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../
 import { defineRoute, type Route } from '../route';
 import { withDeadline } from '../temporal';
 
-/** decisions.md, Money out: an identity document is at most 10 MiB. */
+/** docs/api.md, Test Mode sandbox: an identity document is at most 10 MiB. */
 export const MAX_DOCUMENT_BYTES = 10 * 1024 * 1024;
 
 /** What a multipart form around the file may add (boundaries, part headers, `purpose`). */

@@ -78,7 +78,7 @@ const EventList = z
   // Repeats are allowed (and dropped) but bounded, so a body cannot list a kind a million times.
   .max(EVENT_TYPES.length * 4)
   .transform((events) => [...new Set(events)])
-  .meta({ description: 'The event kinds to receive (decisions.md, "Events")' });
+  .meta({ description: 'The event kinds to receive (docs/api.md, Webhooks)' });
 
 const CreateSubscription = z.object({
   url: WebhookUrl,
@@ -94,7 +94,7 @@ const UpdateSubscription = z.object({
 
 const SubscriptionParams = z.object({ subscription_id: z.string() });
 
-/** The longest overlap a rotation allows: a week (decisions.md, "Webhook operations"). */
+/** The longest overlap a rotation allows: a week (docs/api.md, Webhooks). */
 const MAX_OVERLAP_S = 604_800;
 
 const RotateSecret = z.object({

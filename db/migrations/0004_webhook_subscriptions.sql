@@ -1,4 +1,4 @@
--- Outbound webhook subscriptions (issue 10), per application and mode. The secret signs every
+-- Outbound webhook subscriptions, per application and mode. The secret signs every
 -- delivery, so it is kept sealed (AES-256-GCM, outbound/secret-box.ts), never in clear.
 CREATE TABLE webhook_subscriptions (
   id uuid PRIMARY KEY,

@@ -1,4 +1,4 @@
--- Webhook deliveries (issue 10): the outbox relay marks each event once it has started the
+-- Webhook deliveries: the outbox relay marks each event once it has started the
 -- event's deliveries; one delivery per (event, subscription), every attempt recorded.
 
 -- NULL until the relay has started a delivery workflow for every matching subscription.

@@ -1,4 +1,4 @@
--- Inbound notifications that heal themselves (issue 10) and scheduled reconciliation (issue 9).
+-- Inbound notifications that heal themselves and scheduled reconciliation.
 --
 -- A provider notification is kept with what the engine read of it (the provider's payment
 -- reference, our transaction id from its metadata, the status) and what became of it:

@@ -1,4 +1,4 @@
--- Money out (issue 9): the sandbox mobile-money provider's payouts (Test Mode cashouts). The
+-- Money out: the sandbox mobile-money provider's payouts (Test Mode cashouts). The
 -- unique idempotency key makes a retried payout call return the payout the first call created,
 -- so a cashout never pays out twice; `calls` counts the calls per key (tests read it).
 CREATE TABLE sandbox_mobile_money_payouts (

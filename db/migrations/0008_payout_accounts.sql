@@ -1,4 +1,4 @@
--- Payout-account onboarding (issue 9). One connected payout account at the card provider per
+-- Payout-account onboarding. One connected payout account at the card provider per
 -- wallet: the owner's identity lives at the provider, not here; this row keeps what the engine
 -- decides on (payouts enabled, a payout card) and the evidence of terms acceptance (the end
 -- customer's address and the time). Deleting the user deletes the wallet and, with it, these.

@@ -1,4 +1,4 @@
--- Analytics and platform admins (issue 11).
+-- Analytics and platform admins.
 --
 -- analytics_daily: per application, mode, UTC day of creation, currency and type, how many
 -- payments there are, how many completed, their volume and the fees collected on them. A

@@ -1,4 +1,4 @@
--- Dashboard accounts and sessions (issue 11). An account belongs to one application and is
+-- Dashboard accounts and sessions. An account belongs to one application and is
 -- created from the command line; its password is kept as a scrypt hash with its own salt
 -- (db/dashboard-accounts.ts). A session is a random token in an HttpOnly cookie; only its
 -- SHA-256 is stored, so a copy of this table signs no one in.

@@ -1,4 +1,4 @@
--- Card refunds and disputes (decisions.md, "Card refunds and disputes"): three payment types,
+-- Card refunds and disputes (docs/api.md, Refunds and Disputes): three payment types,
 -- the application's dispute reserve account, the disputes themselves and the sandbox's refunds.
 ALTER TABLE transactions DROP CONSTRAINT transactions_transaction_type_check;
 ALTER TABLE transactions ADD CONSTRAINT transactions_transaction_type_check CHECK (transaction_type IN (

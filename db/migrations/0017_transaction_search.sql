@@ -1,5 +1,5 @@
--- The filters and cursor pages of the transaction and user lists (decisions.md, "Metadata,
--- search, statements and exports"). A list reads newest first by (created_at DESC, id DESC), so
+-- The filters and cursor pages of the transaction and user lists (docs/api.md, "Search and
+-- cursor pages"). A list reads newest first by (created_at DESC, id DESC), so
 -- each index ends in that order and a page or a cursor reads only its own rows.
 CREATE INDEX transactions_list_idx
   ON transactions (application_id, mode, created_at DESC, id DESC);

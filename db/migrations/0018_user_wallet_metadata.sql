@@ -1,5 +1,4 @@
--- Merchant metadata on users and wallets (decisions.md, "Metadata, search, statements and
--- exports"). The API checks the limits first and answers which key breaks them; this CHECK is
+-- Merchant metadata on users and wallets (docs/api.md, "Metadata"). The API checks the limits first and answers which key breaks them; this CHECK is
 -- what holds them whatever writes the row (a merge racing another one included).
 CREATE FUNCTION merchant_metadata_valid(m jsonb) RETURNS boolean
 LANGUAGE sql IMMUTABLE AS $$

@@ -1,5 +1,4 @@
--- Merchant metadata on payments and disputes (decisions.md, "Metadata, search, statements and
--- exports"). A payment's `metadata` column holds the engine's own provider facts, which the
+-- Merchant metadata on payments and disputes (docs/api.md, "Metadata"). A payment's `metadata` column holds the engine's own provider facts, which the
 -- merchant never sets or sees as such; the merchant's keys live apart, under the same CHECK as
 -- users' and wallets'.
 ALTER TABLE transactions ADD COLUMN merchant_metadata jsonb NOT NULL DEFAULT '{}'::jsonb

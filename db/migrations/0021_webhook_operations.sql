@@ -1,4 +1,4 @@
--- Webhook operations (decisions.md, "Webhook operations"): redeliveries, secret rotation with an
+-- Webhook operations (docs/api.md, Webhooks): redeliveries, secret rotation with an
 -- overlap, failing endpoints turned off.
 
 -- A redelivery is a delivery of its own, numbered per (event, subscription): 0 is the relay's

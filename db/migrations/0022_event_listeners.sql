@@ -1,4 +1,4 @@
--- A running `cli webhooks listen` (issue 35) registers here, so that the events of its
+-- A running `cli webhooks listen` registers here, so that the events of its
 -- application and mode notify it even when no subscription selects them (0011 keeps those
 -- silent). It refreshes `expires_at` while it runs and deletes its row when it stops; the row of
 -- a killed command expires, and the maintenance schedule deletes it.

@@ -16,7 +16,7 @@ const PASSWORD = 'correct horse battery staple';
 const EMAIL = 'finance@merchant.test';
 const DEPOSIT = '/api/v1/transactions/wallet/mobile-money-deposit';
 const SIMULATE = '/api/v1/testing/simulate-mobile-money-webhook';
-/** decisions.md, "Metadata, search, statements and exports": the header rows, exactly. */
+/** docs/api.md, Metadata: the header rows, exactly. */
 const EXPORT_HEADER =
   'id,created_at,transaction_type,status,amount,currency,application_fee,provider_fee,wallet_id,recipient_wallet_id,description,provider_reference,metadata';
 const STATEMENT_HEADER =

@@ -12,7 +12,7 @@ import { useTestApp, useTestEngine } from '../support/hooks';
 import { awaitRoomInWindow } from '../support/rate-limit';
 
 /**
- * The analytics of decisions.md after real money movements through the API: the application's
+ * The analytics of docs/api.md after real money movements through the API: the application's
  * dashboard and the platform admins' figures, to the cent; admin credentials, the 403s both
  * ways, and the per-address lockout shared by two API processes through Postgres.
  */

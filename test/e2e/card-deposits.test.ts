@@ -320,7 +320,7 @@ describe('card deposits', () => {
   });
 
   it.each([
-    // payment method, international, the card detected (decisions.md "Cards")
+    // payment method, international, the card detected (docs/api.md, Test Mode sandbox)
     ['pm_card_visa', false, { brand: 'visa', country: 'US', funding: 'credit' }],
     ['pm_card_mastercard', false, { brand: 'mastercard', country: 'US', funding: 'credit' }],
     ['pm_card_visa_debit', false, { brand: 'visa', country: 'US', funding: 'debit' }],

@@ -5,7 +5,7 @@ import { createUserWithWallet } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
 
 /**
- * decisions.md "Currency changes and conversions": a wallet left in another currency than its
+ * docs/cli.md, apps update --currency: a wallet left in another currency than its
  * application's takes no money step, and a mobile-money amount under a cent once converted is
  * refused; both at once, before any provider is asked, with nothing written.
  */

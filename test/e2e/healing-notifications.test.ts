@@ -18,7 +18,7 @@ import { clientFor, createUserWithWallet, type ApiClient } from '../support/http
 import { startMonimeEngine } from '../support/live-monime';
 
 /**
- * Inbound notifications that heal themselves (issue 10), end to end: the real API, worker and
+ * Inbound notifications that heal themselves, end to end: the real API, worker and
  * Temporal, the live adapter against the fake Monime server, which echoes the metadata the
  * engine sent (our transaction id) in its signed notifications as Monime does.
  */

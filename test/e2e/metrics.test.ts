@@ -6,7 +6,7 @@ import { increase, scrape, series, type Samples } from '../support/metrics';
 import { workflowIds } from '../../workflows/ids';
 
 /**
- * The API's metrics (issue 12) on a listener of their own (`API_METRICS_PORT`), never the public
+ * The API's metrics on a listener of their own (`API_METRICS_PORT`), never the public
  * port. The worker runs in this process (startTestEngine), so the payments it ends and the ledger
  * writes it times are in the same registry as the API's counters.
  */

@@ -13,7 +13,7 @@ import { onboardForPayouts } from '../support/payouts';
 import { pollUntil } from '../support/wait';
 
 /**
- * Merchant metadata on payments (decisions.md, "Metadata, search, statements and exports"):
+ * Merchant metadata on payments (docs/api.md, Metadata):
  * accepted by every POST that moves money, written with the payment row, shown on its record,
  * in its events, merged by PATCH, and searched by the lists and the export.
  */

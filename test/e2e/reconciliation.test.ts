@@ -19,7 +19,7 @@ import { clientFor, createUserWithWallet, type ApiClient } from '../support/http
 import { startMonimeEngine } from '../support/live-monime';
 
 /**
- * The `reconciliation` schedule's workflow (issue 9), on the real engine: the live mobile-money
+ * The `reconciliation` schedule's workflow, on the real engine: the live mobile-money
  * adapter against the fake Monime server, whose payment codes the test pays without sending
  * any notification, so that only a sync with the provider can settle the deposits.
  */

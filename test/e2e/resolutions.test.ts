@@ -23,8 +23,8 @@ import { useTestApp, useTestEngine } from '../support/hooks';
 import { increase, scrape, series } from '../support/metrics';
 
 /**
- * An operator's resolution of a payment stuck on its provider (decisions.md, "Test clocks and
- * operators"): the admin endpoint and the command line, end to end on the real engine. The
+ * An operator's resolution of a payment stuck on its provider (docs/api.md, "Resolve a stuck
+ * payment"): the admin endpoint and the command line, end to end on the real engine. The
  * payment's workflow gets the `resolve` update and settles as its provider's answer would.
  */
 jest.setTimeout(180_000);

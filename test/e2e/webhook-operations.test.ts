@@ -15,7 +15,7 @@ import { pollUntil } from '../support/wait';
 import { startReceiver, verify, type Receiver, type Received } from '../support/webhook-receiver';
 
 /**
- * Webhook operations (decisions.md, "Webhook operations"): redelivery, the test send, rotation with
+ * Webhook operations (docs/api.md, Webhooks): redelivery, the test send, rotation with
  * an overlap, attempt histories and failing endpoints turned off, against a loopback receiver that
  * verifies with `standardwebhooks`. Only loopback addresses are ever contacted.
  */

@@ -9,7 +9,7 @@ import { useTestApp, useTestEngine } from '../support/hooks';
 
 const PATH = '/api/v1/webhooks/subscriptions';
 const REFUSED = 'Webhook URL must not point to a private or internal address';
-/** Loopback targets only (issue 10): the allowlist below lets 127.0.0.1 through, nothing else. */
+/** Loopback targets only: the allowlist below lets 127.0.0.1 through, nothing else. */
 const HOOK = 'http://127.0.0.1:9/hooks/wallet';
 const INVALID_URL = 'Webhook URL must be a valid http or https URL without credentials';
 

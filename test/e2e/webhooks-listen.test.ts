@@ -14,7 +14,7 @@ import { useTestApp, useTestEngine } from '../support/hooks';
 import { startReceiver, verify, type Receiver, type Received } from '../support/webhook-receiver';
 
 /**
- * `npm run --silent cli -- webhooks listen` (issue 35) run as a child process exactly as documented
+ * `npm run --silent cli -- webhooks listen` run as a child process exactly as documented
  * in docs/cli.md; a loopback receiver verifies every request with `standardwebhooks` and the secret
  * the command printed. Only loopback addresses are ever contacted.
  */

@@ -17,7 +17,7 @@ import { startReceiver, verify, type Receiver, type Received } from '../support/
 import { mockLookup } from '../support/dns';
 
 /**
- * Webhook deliveries end to end (issue 10): real money movements, the outbox relay, the delivery
+ * Webhook deliveries end to end: real money movements, the outbox relay, the delivery
  * workflows and a real merchant endpoint on loopback that verifies every request with the
  * `standardwebhooks` package. Only loopback addresses are ever contacted.
  */
@@ -195,7 +195,7 @@ async function dispute(outcome: 'won' | 'lost' | null): Promise<string> {
 }
 
 /**
- * Every event kind of decisions.md and how to make its money movement: each answers the
+ * Every event kind of docs/api.md and how to make its money movement: each answers the
  * transaction id of the payment the event must speak of.
  */
 const MOVEMENTS: Record<string, () => Promise<string>> = {
@@ -289,7 +289,7 @@ describe('webhook deliveries', () => {
           type === 'dispute.created' ? 'needs_response' : type.slice('dispute.'.length);
         expect(request.payload!.data).toMatchObject({ ...stable, status });
       } else if (type.startsWith('deposit.')) {
-        // A deposit's figures are SLE cents (decisions.md), the record's as the deposit shows it.
+        // A deposit's figures are SLE cents (docs/api.md), the record's as the deposit shows it.
         expect(request.payload!.data).toMatchObject({
           id: transactionId,
           status: record.body.status,

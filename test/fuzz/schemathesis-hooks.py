@@ -15,7 +15,7 @@ def before_call(context, case, kwargs):
     """Gives every valid Idempotency-Key a suffix of its own, so each request uses a fresh key.
 
     Schemathesis draws keys from a small space ("0", "00", ...) and so sends one key with two
-    different requests; the contract answers that with 422 (decisions.md), which the schema
+    different requests; the contract answers that with 422 (docs/api.md), which the schema
     cannot say, and positive_data_acceptance would report it as a valid request rejected. A
     client reuses a key only to retry the same request; the e2e tests cover replays and
     mismatches. Negative cases are left as drawn: for them any refusal is right, and editing

@@ -8,7 +8,7 @@ import type { DatabasePool } from '../../db/pool';
 import { createTestDatabase, insertFundedWallet } from '../support/database';
 
 /**
- * The command line of decisions.md, run exactly as documented (`npm run --silent cli -- ...`)
+ * The command line of docs/cli.md, run exactly as documented (`npm run --silent cli -- ...`)
  * as a child process against a fresh database of its own. The tests of this file build on each
  * other in order: the application created first is updated, given credentials, listed, revoked.
  */

@@ -13,7 +13,7 @@ import { createTestApp, quietTemporalRuntime } from '../support/engine';
 import { clientFor } from '../support/http';
 
 /**
- * Issue 31: a statement on a connection already taken from the pool, whose server is killed, fails
+ * A statement on a connection already taken from the pool, whose server is killed, fails
  * with the driver's bare socket error: the database unreachable (503 with Retry-After), not a 500.
  * A loopback TCP proxy in front of Postgres makes the reset real, at the next statement.
  */

@@ -28,7 +28,7 @@ import {
 } from '../support/http';
 
 /**
- * Failure semantics (issue 12, docs/operations.md "Supervision and outages"): while its Postgres or
+ * Failure semantics (docs/operations.md "Supervision and outages"): while its Postgres or
  * Temporal is SIGKILLed, the API answers 503 with Retry-After, /readyz 503, /healthz 200, in time;
  * once it is back, the same processes serve again and a retried payment moves its money once.
  */

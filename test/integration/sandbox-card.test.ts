@@ -76,7 +76,7 @@ describe('payment methods', () => {
     });
   });
 
-  it('has exactly the payment methods of decisions.md', () => {
+  it('has exactly the payment methods of docs/api.md', () => {
     expect(Object.keys(SANDBOX_CARDS)).toHaveLength(10);
   });
 

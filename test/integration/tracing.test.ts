@@ -18,7 +18,7 @@ import { waitFor } from '../support/wait';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 
 /**
- * Tracing (issue 12, docs/operations.md "Tracing"): `npm run worker`, on a dev server of its own as
+ * Tracing (docs/operations.md "Tracing"): `npm run worker`, on a dev server of its own as
  * it creates the engine's schedules, and the API here export to this test's OTLP receiver; a
  * transfer's trace runs from the API's workflow start into the worker. Unconfigured, nothing sent.
  */

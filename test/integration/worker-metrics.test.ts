@@ -15,7 +15,7 @@ import { scrape, series, type Samples } from '../support/metrics';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
 
 /**
- * The worker's metrics endpoint (issue 12): `npm run worker` as production runs it, on a dev server
+ * The worker's metrics endpoint: `npm run worker` as production runs it, on a dev server
  * of its own because the worker creates the engine's schedules, which must not land on the shared
  * one. Payments end in the worker, so it counts them; the API counts the start.
  */

@@ -5,7 +5,7 @@ import { FAULTS, runChaos, type ChaosReport } from '../../tools/chaos/run';
 import { OPERATIONS } from '../../tools/chaos/workload';
 
 /**
- * The bank test (issue 12), bounded to what `npm test` can afford: `npm start` on its own ports and
+ * The bank test, bounded to what `npm test` can afford: `npm start` on its own ports and
  * data folder, every kind of payment while each process is SIGKILLed at least once, then the checks
  * of tools/chaos/checks.ts. The long run: docs/testing.md "Chaos test".
  */

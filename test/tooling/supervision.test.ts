@@ -20,7 +20,7 @@ import {
 import type { TestApp } from '../support/engine';
 
 /**
- * Supervision (issue 12, docs/operations.md "Supervision and outages"): `npm start` on ports and a
+ * Supervision (docs/operations.md "Supervision and outages"): `npm start` on ports and a
  * data folder of its own; killed servers come back with the API and the worker, a killed start's
  * Postgres is stopped by the next start, and SIGTERM stops every child.
  */

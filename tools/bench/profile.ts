@@ -362,7 +362,10 @@ async function whatIfs(
   );
   try {
     for (const [name, workflow] of [
-      ['transfer workflow, regular activity (before issue 2), no SAs', transferWithActivity],
+      [
+        'transfer workflow, regular activity (before local activities), no SAs',
+        transferWithActivity,
+      ],
       ['transfer workflow, local activity (as today), no SAs', transferWithLocalActivity],
     ] as const) {
       results.push(

@@ -10,7 +10,7 @@ import { PATHS, recordDeposit, simulate, type History, type Wallets } from './wo
 export type CliRun = { code: number | null; stdout: string; stderr: string };
 
 /**
- * decisions.md "Currency changes and conversions", under fire: a base-currency switch while the
+ * docs/cli.md, apps update --currency, under fire: a base-currency switch while the
  * wallets hold money changes nothing, even with a deposit right after; a tiny USD deposit is
  * refused (422) below a cent, else credited once paid. None may stay pending.
  */

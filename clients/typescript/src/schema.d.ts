@@ -3778,7 +3778,7 @@ export interface operations {
            */
           amount: number;
           /**
-           * @description The card provider’s payment method (Test Mode: pm_card_visa, pm_card_chargeDeclined, pm_card_authenticationRequired, … as decisions.md lists)
+           * @description The card provider’s payment method (Test Mode: pm_card_visa, pm_card_chargeDeclined, pm_card_authenticationRequired, … as docs/api.md, Test Mode sandbox, lists)
            * @example pm_card_visa
            */
           payment_method_id: string;
@@ -3912,7 +3912,7 @@ export interface operations {
            */
           amount: number;
           /**
-           * @description The card provider’s payment method (Test Mode: pm_card_visa, pm_card_chargeDeclined, pm_card_authenticationRequired, … as decisions.md lists)
+           * @description The card provider’s payment method (Test Mode: pm_card_visa, pm_card_chargeDeclined, pm_card_authenticationRequired, … as docs/api.md, Test Mode sandbox, lists)
            * @example pm_card_visa
            */
           payment_method_id: string;
@@ -6621,7 +6621,7 @@ export interface operations {
         'application/json': {
           /** @description Where deliveries are POSTed: http or https (Live Mode: https only), a public address */
           url: string;
-          /** @description The event kinds to receive (decisions.md, "Events") */
+          /** @description The event kinds to receive (docs/api.md, Webhooks) */
           events: (
             | 'escrow.held'
             | 'escrow.released'
@@ -6910,7 +6910,7 @@ export interface operations {
         'application/json': {
           /** @description Where deliveries are POSTed: http or https (Live Mode: https only), a public address */
           url?: string;
-          /** @description The event kinds to receive (decisions.md, "Events") */
+          /** @description The event kinds to receive (docs/api.md, Webhooks) */
           events?: (
             | 'escrow.held'
             | 'escrow.released'

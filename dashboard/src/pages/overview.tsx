@@ -3,7 +3,7 @@ import uPlot from 'uplot';
 import { api, type Mode, type Schemas } from '../api';
 import { ErrorBox, Link, money, Status, useLoad, when } from '../ui';
 
-/** GET /api/v1/analytics/dashboard, as decisions.md "Analytics and admin" defines it. */
+/** GET /api/v1/analytics/dashboard, as docs/api.md, Analytics and admins defines it. */
 type Analytics = Schemas['DashboardAnalytics'];
 
 function VolumeChart(props: { days: Analytics['volume_chart']; currency: string }) {
