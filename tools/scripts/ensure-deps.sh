@@ -59,6 +59,21 @@ venv_install() { # venv_install NAME REQUIREMENTS: a virtual environment .tools/
   cp "$2" "$stamp"
 }
 
+# The documentation's examples use curl and jq, and test/e2e/doc-examples.test.ts runs them.
+if [ "${1:-}" = "--test" ]; then
+  missing=()
+  for tool in curl jq; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "installing ${missing[*]} with apt-get" >&2
+      apt-get update -qq >&2 && apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    else
+      echo "${missing[*]} needed by the tests: install them (apt-get install ${missing[*]})" >&2
+      exit 1
+    fi
+  fi
+fi
+
 if [ "${1:-}" = "--test" ]; then
   venv_install schemathesis test/fuzz/schemathesis-requirements.txt
   venv_install localstripe test/support/localstripe-requirements.txt
