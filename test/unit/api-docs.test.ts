@@ -97,7 +97,7 @@ describe('docs/api.md', () => {
   });
 
   test('the test cards list every sandbox payment method', () => {
-    const cards = section('Test cards');
+    const cards = section('Test Mode sandbox');
     const named = [...cards.matchAll(/^\| `(pm_\w+)`/gm)].map(([, method]) => method);
     expect(named.sort()).toEqual(Object.keys(SANDBOX_CARDS).sort());
   });
