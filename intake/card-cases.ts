@@ -150,7 +150,7 @@ export async function applyDisputeEvent(
     });
   const unapplied = async (reason: UnappliedReason, transactionId: string | null, why: string) => {
     await keep('unapplied', transactionId);
-    providerEventsUnapplied.inc({ provider: source.provider, kind: 'dispute', reason });
+    providerEventsUnapplied.inc({ kind: 'dispute', reason });
     deps.logger.error(
       {
         provider: source.provider,

@@ -65,8 +65,8 @@ export const paymentResolutions = new Counter({
 
 export const providerEventsUnapplied = new Counter({
   name: 'provider_events_unapplied_total',
-  help: "Signed provider events that should have moved money but could not, kept for an operator (provider_notifications outcome 'unapplied'), by provider, kind and reason",
-  labelNames: ['provider', 'kind', 'reason'] as const,
+  help: "Signed provider events that should have moved money but could not, kept for an operator (provider_notifications outcome 'unapplied'), by kind and reason",
+  labelNames: ['kind', 'reason'] as const,
   registers: [registry],
 });
 

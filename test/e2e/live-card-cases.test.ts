@@ -410,7 +410,6 @@ describe('dispute events', () => {
     });
     expect(await balanceOf(engine.pool, deposit.walletId)).toBe(20_00n);
     const counted = series('provider_events_unapplied_total', {
-      provider: 'stripe',
       kind: 'dispute',
       reason: 'unknown_dispute',
     });
@@ -444,7 +443,6 @@ describe('dispute events', () => {
     expect((await notificationsFor('dp_sle'))[0]).toMatchObject({ outcome: 'unapplied' });
     expect(await balanceOf(engine.pool, deposit.walletId)).toBe(20_00n);
     const counted = series('provider_events_unapplied_total', {
-      provider: 'stripe',
       kind: 'dispute',
       reason: 'not_our_deposit',
     });
