@@ -1,9 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { updateApplicationSettings } from '../../db/applications';
+import { insertDispute } from '../../db/disputes';
+import { createDatabasePool } from '../../db/pool';
+import { insertTransaction } from '../../db/transactions';
 import { assertLedgerInvariant, balanceOf } from '../support/database';
 import { createUserWithWallet, type ApiClient } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
+import { waitFor } from '../support/wait';
 
 /**
  * An open dispute blocks deleting its wallet's user and switching its application's currency
@@ -83,5 +88,74 @@ describe('an open dispute', () => {
     const switched = await updateApplicationSettings(engine.pool, app.id, { baseCurrency: 'SLE' });
     expect(switched).toMatchObject({ application: { base_currency: 'SLE' } });
     expect(await baseCurrency(app.id)).toBe('SLE');
+  });
+
+  it('opened while the delete waits for the wallet’s lock still refuses it (no race)', async () => {
+    const { api, app } = deleting;
+    const { userId, walletId } = await createUserWithWallet(api);
+    // A completed card deposit's record alone: the dispute below reserves nothing of an empty wallet.
+    const deposit = await insertTransaction(engine.pool, {
+      id: randomUUID(),
+      applicationId: app.id,
+      mode: 'test',
+      type: 'card_deposit',
+      status: 'completed',
+      currency: 'USD',
+      amount: 1_000n,
+      walletId,
+    });
+    // As a dispute's opening does, on a connection of its own: the wallet's account locked, then
+    // the dispute written, while the delete waits for that lock.
+    const opener = await createDatabasePool(engine.config.database.url!, { maximumPoolSize: 1 });
+    let locked!: () => void;
+    let proceed!: () => void;
+    const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+    const goOn = new Promise<void>((resolve) => (proceed = resolve));
+    const opening = opener.transaction(async (trx) => {
+      await trx.query(sql.unsafe`
+        SELECT id FROM ledger_accounts WHERE id = ${walletId} FOR NO KEY UPDATE`);
+      locked();
+      await goOn;
+      const id = randomUUID();
+      await insertDispute(trx, {
+        id,
+        applicationId: app.id,
+        mode: 'test',
+        transactionId: deposit.id,
+        walletId,
+        currency: 'USD',
+        amount: 1_000n,
+        reserved: 0n,
+        reason: 'general',
+        evidenceDueBy: new Date(Date.now() + 86_400_000).toISOString(),
+        providerReference: null,
+        workflowId: `dispute-${id}`,
+      });
+    });
+    try {
+      await lockTaken;
+      const answer = api.del(`/api/v1/users/${userId}/`);
+      const waiting = await waitFor(
+        () =>
+          engine.pool.exists(sql.unsafe`
+            SELECT 1 FROM pg_stat_activity
+            WHERE wait_event_type = 'Lock' AND query LIKE '%FOR NO KEY UPDATE OF a%'`),
+        10_000,
+        20,
+      );
+      proceed();
+      await opening;
+      expect(waiting).toBe(true);
+      const refused = await answer;
+      expect(refused.status).toBe(400);
+      expect(refused.body).toEqual({
+        detail: 'The user cannot be deleted while a dispute of their wallet is still open',
+      });
+      expect(await userExists(userId)).toBe(true);
+    } finally {
+      proceed();
+      await opening.catch(() => undefined);
+      await opener.end();
+    }
   });
 });
