@@ -18,7 +18,7 @@ import { recordMoneyStep } from '../db/money-steps';
 import type { DatabasePool } from '../db/pool';
 import { insertEvent } from '../db/transactions';
 import { disputePostings } from '../domain/ledger';
-import { disputeOpenRules } from '../domain/money-rules';
+import { disputeOpenRules, disputeReserve } from '../domain/money-rules';
 import type { Providers } from '../providers';
 import type { DisputeInput, DisputeOpened, DisputeStatus } from '../workflows/dispute-shared';
 import { decline } from './declines';
@@ -52,7 +52,12 @@ export function createDisputeActivities(deps: {
       const amount = input.amount === null ? null : BigInt(input.amount);
       refuseUnlessAll(disputeOpenRules, {
         subjects: { deposit: facts && depositFacts(facts) },
-        params: { applicationId: input.applicationId, mode: input.mode, amount },
+        params: {
+          applicationId: input.applicationId,
+          mode: input.mode,
+          amount,
+          byProvider: input.providerDisputeId !== null,
+        },
       });
       const { deposit, left } = facts!;
       const walletId = deposit.wallet_id;
@@ -67,8 +72,7 @@ export function createDisputeActivities(deps: {
       );
       const locked = await lockAccounts(trx, [walletId, reserve]);
       const disputed = amount ?? left;
-      const balance = locked.get(walletId)?.balance ?? 0n;
-      const reserved = balance < disputed ? (balance > 0n ? balance : 0n) : disputed;
+      const reserved = disputeReserve(disputed, left, locked.get(walletId)?.balance ?? 0n);
       const workflowId = `dispute-${input.disputeId}`;
       const dispute = await insertDispute(trx, {
         id: input.disputeId,

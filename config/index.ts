@@ -288,7 +288,7 @@ export const envSchema = z.object({
   }),
   NOTIFICATION_KEEP_DAYS: z.coerce.number().int().min(1).default(30).meta({
     description:
-      'Days a matched or ignored provider notification is kept before the maintenance schedule deletes it; unmatched ones go once the reconciliation stops retrying them.',
+      'Days a matched or ignored provider notification is kept before the maintenance schedule deletes it; unmatched ones go once the reconciliation stops retrying them, unapplied ones are never deleted (an operator settles them).',
   }),
   DASHBOARD_SECURE_COOKIE: z.enum(['true', 'false']).optional().meta({
     description:

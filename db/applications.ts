@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import type { Currency } from '../domain/money';
+import { disputeIsOpen } from './disputes';
 
 export const applicationRow = z.object({
   id: z.string(),
@@ -66,8 +67,8 @@ export async function updateApplication(
 
 /**
  * Applies the settings as `updateApplication` does, but switches the base currency (and every
- * wallet, in both modes) only while no wallet holds money and no payment is open, else says why.
- * The wallets are locked first, so a money step on one waits for the switch or the switch for it.
+ * wallet, in both modes) only while no wallet holds money and no payment or dispute is open, else
+ * says why. Wallets are locked first, so the switch and a money step on one (a dispute's too) wait.
  */
 export async function updateApplicationSettings(
   pool: DatabasePool,
@@ -92,12 +93,17 @@ export async function updateApplicationSettings(
         ) w`);
       const open = await trx.exists(sql.unsafe`
         SELECT 1 FROM transactions WHERE application_id = ${id} AND status IN ('pending', 'held')`);
+      // A dispute won later credits its wallet in the currency it was opened in.
+      const disputed = await trx.exists(sql.unsafe`
+        SELECT 1 FROM disputes WHERE application_id = ${id} AND ${disputeIsOpen}`);
       const refused =
         funded > 0
           ? 'a wallet of the application holds money'
           : open
             ? 'a payment of the application is still open'
-            : null;
+            : disputed
+              ? 'a dispute of the application is still open'
+              : null;
       if (refused) return { refused: `the base currency cannot change: ${refused}` };
       await trx.query(sql.unsafe`
         UPDATE ledger_accounts SET currency = ${to}

@@ -7,6 +7,12 @@ import { pageTotal } from './pages';
 
 export const DISPUTE_STATUSES = ['needs_response', 'under_review', 'won', 'lost'] as const;
 
+/**
+ * A dispute the provider has not decided yet, over the `disputes` table's columns: the one
+ * definition that deleting a user and switching the currency wait for, as the reconciliation does.
+ */
+export const disputeIsOpen = sql.fragment`status IN ('needs_response', 'under_review')`;
+
 export const disputeRow = z.object({
   id: z.string(),
   application_id: z.string(),
@@ -175,7 +181,7 @@ export async function listOpenProviderDisputes(
 ): Promise<DisputeRow[]> {
   const rows = await db.any(sql.type(disputeRow)`
     SELECT ${columns} FROM disputes
-    WHERE status IN ('needs_response', 'under_review') AND provider_reference IS NOT NULL
+    WHERE ${disputeIsOpen} AND provider_reference IS NOT NULL
     ORDER BY created_at LIMIT ${limit}`);
   return [...rows];
 }

@@ -3,11 +3,11 @@ import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 
 /**
- * What became of a provider's notification: handed to its payment's workflow (`matched`), kept
- * for the reconciliation to retry because no payment could take it yet (`unmatched`), or one
- * that can never apply (`ignored`: another mode's payment, say).
+ * What became of a provider's notification: handed on (`matched`), kept for the reconciliation
+ * to retry (`unmatched`), one that moves no money (`ignored`), or money the engine could not move
+ * (`unapplied`: kept for an operator, never purged; docs/operations.md).
  */
-export type NotificationOutcome = 'matched' | 'unmatched' | 'ignored';
+export type NotificationOutcome = 'matched' | 'unmatched' | 'ignored' | 'unapplied';
 
 /** A provider's verified message as the engine read it: enough to deliver it again later. */
 export type StoredNotification = {
@@ -83,7 +83,8 @@ export async function listUnmatchedNotifications(
 
 /**
  * Deletes the notifications nobody needs any more; returns how many: an unmatched one once the
- * reconciliation has stopped retrying it (`retentionHours`), any other after `keepDays`.
+ * reconciliation has stopped retrying it (`retentionHours`), any other but `unapplied` after
+ * `keepDays`: an operator settles those.
  */
 export async function purgeProviderNotifications(
   db: CommonQueryMethods,
@@ -93,7 +94,7 @@ export async function purgeProviderNotifications(
     WITH gone AS (
       DELETE FROM provider_notifications
       WHERE (outcome = 'unmatched' AND NOT ${stillRetried(options.retentionHours)})
-        OR received_at < now() - make_interval(days => ${options.keepDays})
+        OR (outcome <> 'unapplied' AND received_at < now() - make_interval(days => ${options.keepDays}))
       RETURNING 1)
     SELECT count(*)::int AS n FROM gone`);
 }

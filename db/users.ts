@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import type { Caller } from '../domain/types';
+import { disputeIsOpen } from './disputes';
 import { metadataContains, metadataMerge } from './metadata';
 import { pageTotal } from './pages';
 
@@ -138,24 +139,36 @@ export async function setUserActive(
   );
 }
 
-/** Why a user cannot be erased yet, or null: money in the wallet, or a payment still open. */
+/**
+ * Why a user cannot be erased yet, or null: money in the wallet, a payment or a dispute still
+ * open. The wallet is locked by a statement of its own, so the reads see what a money step
+ * holding that lock committed (a dispute's opening takes it too).
+ */
 export async function blockerToDelete(
   trx: DatabaseTransactionConnection,
   userId: string,
 ): Promise<string | null> {
-  const state = await trx.maybeOne(sql.type(
-    z.object({ balance: z.bigint(), open_payments: z.number() }),
+  const locked = await trx.any(sql.type(z.object({ id: z.string() }))`
+    SELECT a.id FROM wallets w JOIN ledger_accounts a ON a.id = w.id
+    WHERE w.user_id = ${userId}
+    FOR NO KEY UPDATE OF a`);
+  if (locked.length === 0) return null;
+  const state = await trx.one(sql.type(
+    z.object({ balance: z.bigint(), open_payments: z.number(), open_disputes: z.number() }),
   )`
     SELECT a.balance,
       (SELECT count(*)::int FROM transactions t
-        WHERE (t.wallet_id = w.id OR t.recipient_wallet_id = w.id) AND t.status IN ('pending', 'held')) AS open_payments
+        WHERE (t.wallet_id = w.id OR t.recipient_wallet_id = w.id) AND t.status IN ('pending', 'held')) AS open_payments,
+      (SELECT count(*)::int FROM disputes d
+        WHERE d.wallet_id = w.id AND ${disputeIsOpen}) AS open_disputes
     FROM wallets w JOIN ledger_accounts a ON a.id = w.id
-    WHERE w.user_id = ${userId}
-    FOR NO KEY UPDATE OF a`);
-  if (!state) return null;
+    WHERE w.user_id = ${userId}`);
   if (state.balance !== 0n) return 'The user cannot be deleted while their wallet holds money';
   if (state.open_payments > 0) {
     return 'The user cannot be deleted while an escrow hold or a payment is still open';
+  }
+  if (state.open_disputes > 0) {
+    return 'The user cannot be deleted while a dispute of their wallet is still open';
   }
   return null;
 }

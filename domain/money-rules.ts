@@ -298,14 +298,14 @@ const completedCardDeposit = (code: ErrorCode): MoneyRule => ({
 });
 
 /**
- * A dispute's opening on `deposit`: a completed card deposit of the caller's application and
- * mode, of `amount` (null: all that is left) no more than what is left of it. The reserve then
- * takes what the wallet holds of it, and what it lacks is recorded, never declined.
+ * A dispute's opening on a completed card deposit of the caller: for at most what is left of it,
+ * unless `byProvider`, whose amount (the whole charge, fees included) stands whatever its size.
+ * The reserve takes what it can (`disputeReserve`); the rest is recorded uncovered, never declined.
  */
 export const disputeOpenRules = step(
   'dispute open',
   ['deposit'],
-  ['applicationId', 'mode', 'amount'],
+  ['applicationId', 'mode', 'amount', 'byProvider'],
   [
     ...depositOfCaller,
     completedCardDeposit('dispute_not_allowed'),
@@ -316,13 +316,25 @@ export const disputeOpenRules = step(
     },
     {
       code: 'dispute_exceeds_disputable',
-      holds: and(
-        gt(fact('deposit', 'left'), value(0n)),
-        or(absent('amount'), le(param('amount'), fact('deposit', 'left'))),
+      holds: or(
+        eq(param('byProvider'), value(true)),
+        and(
+          gt(fact('deposit', 'left'), value(0n)),
+          or(absent('amount'), le(param('amount'), fact('deposit', 'left'))),
+        ),
       ),
     },
   ],
 );
+
+/**
+ * What a dispute of `amount` reserves from a wallet holding `balance`, of a deposit with `left`
+ * not refunded or disputed yet: no more than either; the rest of `amount` is uncovered.
+ */
+export function disputeReserve(amount: bigint, left: bigint, balance: bigint): bigint {
+  const reservable = [amount, left, balance].reduce((a, b) => (b < a ? b : a));
+  return reservable > 0n ? reservable : 0n;
+}
 
 /**
  * A card refund of `amount` (null: all that is left) of `deposit`, paid back by `wallet`, the

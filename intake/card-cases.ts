@@ -6,6 +6,8 @@
 import { findNotifiedPayment, insertProviderNotification } from '../db/provider-notifications';
 import { findTransaction } from '../db/transactions';
 import type { Mode } from '../domain/types';
+import type { Logger } from '../observability/logger';
+import { providerEventsUnapplied } from '../observability/metrics';
 import type { CardCaseEvent } from '../providers/card';
 import type { DisputeStatus } from '../workflows/dispute-shared';
 import { closeDispute, openDispute, type DisputeDeps } from './disputes';
@@ -83,8 +85,12 @@ export type DisputeClosing = {
   status: 'won' | 'lost';
 };
 
-/** What the dispute workflow's intake answers: the Dispute, or null for a dispute it lacks. */
-export type DisputeAnswer = { transaction_id: string; status: DisputeStatus } | null;
+/**
+ * What the dispute workflow's intake answers: the Dispute, null for a dispute it lacks, or why
+ * it declined to open one.
+ */
+export type DisputeAnswer =
+  { transaction_id: string; status: DisputeStatus } | { declined: string } | null;
 
 /**
  * The dispute workflow's intake (intake/disputes.ts `openDispute` / `closeDispute`), as the
@@ -101,7 +107,7 @@ export function disputeIntake(deps: DisputeDeps): DisputeIntake {
   return {
     open: async (opening) => {
       const answer = await openDispute(deps, opening);
-      if (answer.status !== 'opened') return null;
+      if (answer.status !== 'opened') return { declined: answer.detail ?? answer.code };
       return { transaction_id: answer.dispute.transaction_id, status: answer.dispute.status };
     },
     close: async ({ status, ...named }) => {
@@ -111,20 +117,26 @@ export function disputeIntake(deps: DisputeDeps): DisputeIntake {
   };
 }
 
+/** Why a dispute event moved no money though it should have: the metric's `reason` label. */
+export type UnappliedReason = 'not_our_deposit' | 'declined' | 'unknown_dispute' | 'error';
+
+/** What the dispute webhook reports beyond its rows: a money event it could not apply. */
+export type CaseReporting = { logger: Pick<Logger, 'error'> };
+
 /**
  * A dispute event to the dispute intake: `created` opens a dispute on our card deposit, `closed`
- * (won or lost) closes it, anything else is kept only. A dispute on what is not our card deposit
- * of that mode and currency, or that the intake does not know, is kept `ignored`.
+ * (won or lost) closes it, an update is kept only (`ignored`). One that should move money but
+ * cannot is kept `unapplied` for an operator, logged at error and counted (docs/operations.md).
  */
 export async function applyDisputeEvent(
-  deps: Pick<TemporalDeps, 'pool'>,
+  deps: Pick<TemporalDeps, 'pool'> & CaseReporting,
   event: DisputeEvent,
   source: CaseEventSource,
   disputes: DisputeIntake,
 ): Promise<Applied> {
   // Never `unmatched`: the reconciliation retries no dispute kind, and such a row would take one
-  // of its retry slots for nothing. A refused event comes again from the provider's own retry.
-  const keep = (outcome: 'matched' | 'ignored', transactionId: string | null) =>
+  // of its retry slots for nothing.
+  const keep = (outcome: 'matched' | 'ignored' | 'unapplied', transactionId: string | null) =>
     insertProviderNotification(deps.pool, {
       provider: source.provider,
       kind: 'dispute',
@@ -136,16 +148,36 @@ export async function applyDisputeEvent(
       outcome,
       body: source.body,
     });
+  const unapplied = async (reason: UnappliedReason, transactionId: string | null, why: string) => {
+    await keep('unapplied', transactionId);
+    providerEventsUnapplied.inc({ kind: 'dispute', reason });
+    deps.logger.error(
+      {
+        provider: source.provider,
+        mode: source.mode,
+        change: event.change,
+        dispute: event.disputeId,
+        payment: event.paymentId,
+        transactionId,
+        reason,
+      },
+      `dispute event not applied, kept for an operator: ${why}`,
+    );
+    return { transactionId: null, status: null };
+  };
+  if (event.change === 'updated') {
+    await keep('ignored', null);
+    return { transactionId: null, status: null };
+  }
   let answer: DisputeAnswer;
   let transactionId: string | null = null;
   try {
+    const deposit = await disputedDeposit(deps, event, source.mode);
+    if (!deposit) {
+      return await unapplied('not_our_deposit', null, 'no card deposit of ours in that currency');
+    }
+    transactionId = deposit.id;
     if (event.change === 'created') {
-      const deposit = await disputedDeposit(deps, event, source.mode);
-      if (!deposit) {
-        await keep('ignored', null);
-        return { transactionId: null, status: null };
-      }
-      transactionId = deposit.id;
       answer = await disputes.open({
         applicationId: deposit.application_id,
         mode: deposit.mode,
@@ -155,13 +187,7 @@ export async function applyDisputeEvent(
         providerDisputeId: event.disputeId,
         evidenceDueBy: event.evidenceDueBy,
       });
-    } else if (event.change === 'closed' && (event.status === 'won' || event.status === 'lost')) {
-      const deposit = await disputedDeposit(deps, event, source.mode);
-      if (!deposit) {
-        await keep('ignored', null);
-        return { transactionId: null, status: null };
-      }
-      transactionId = deposit.id;
+    } else if (event.status === 'won' || event.status === 'lost') {
       answer = await disputes.close({
         applicationId: deposit.application_id,
         mode: deposit.mode,
@@ -169,17 +195,17 @@ export async function applyDisputeEvent(
         status: event.status,
       });
     } else {
-      await keep('ignored', null);
-      return { transactionId: null, status: null };
+      return await unapplied('declined', transactionId, `closed as ${event.status}`);
     }
   } catch (error) {
-    // Kept as it came; the provider gets no 200 and sends it again.
-    await keep('ignored', transactionId);
+    // The provider gets no 200 and sends it again; a later `matched` row means it was applied.
+    await unapplied('error', transactionId, String(error));
     throw error;
   }
-  const reached = answer?.transaction_id ?? null;
-  await keep(answer ? 'matched' : 'ignored', reached ?? transactionId);
-  return { transactionId: reached, status: answer?.status ?? null };
+  if (!answer) return unapplied('unknown_dispute', transactionId, 'no such dispute is open');
+  if ('declined' in answer) return unapplied('declined', transactionId, answer.declined);
+  await keep('matched', answer.transaction_id);
+  return { transactionId: answer.transaction_id, status: answer.status };
 }
 
 /** Our card deposit the dispute is about: that provider payment, that mode, that currency. */

@@ -63,6 +63,13 @@ export const paymentResolutions = new Counter({
   registers: [registry],
 });
 
+export const providerEventsUnapplied = new Counter({
+  name: 'provider_events_unapplied_total',
+  help: "Signed provider events that should have moved money but could not, kept for an operator (provider_notifications outcome 'unapplied'), by kind and reason",
+  labelNames: ['kind', 'reason'] as const,
+  registers: [registry],
+});
+
 export const idempotentReplays = new Counter({
   name: 'idempotent_replays_total',
   help: 'Requests answered from a stored Idempotency-Key result instead of running again, by route template',

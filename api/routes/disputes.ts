@@ -181,7 +181,7 @@ export function disputeRoutes(deps: ApiDeps): Route[] {
         await answerEarly(pool, caller, disputeOpenRules, {
           wallets: {},
           subjects: { deposit: facts && depositFacts(facts) },
-          params: { amount },
+          params: { amount, byProvider: false },
         });
         const opened = unlessDeclined(
           await openDispute(intake, {

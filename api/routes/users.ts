@@ -189,7 +189,7 @@ export function userRoutes(deps: ApiDeps): Route[] {
       params: UserParams,
       responses: {
         200: { description: 'Deleted', schema: MessageBody },
-        400: errorResponse('The wallet holds money, or an escrow hold or payment is open'),
+        400: errorResponse('The wallet holds money, or an escrow hold, payment or dispute is open'),
         401: errorResponse('Missing or invalid credentials'),
         403: errorResponse('The user belongs to another application or mode'),
         404: errorResponse('User not found'),

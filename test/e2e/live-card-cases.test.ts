@@ -2,10 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import Stripe from 'stripe';
 import { insertTransaction } from '../../db/transactions';
-import { assertLedgerInvariant, balanceOf } from '../support/database';
+import {
+  assertLedgerInvariant,
+  balanceOf,
+  eventsOf,
+  ledgerLegs,
+  systemBalance,
+} from '../support/database';
 import { clientFor, createUserWithWallet } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
 import { LOCALSTRIPE_CARDS, startLocalstripe, type Localstripe } from '../support/localstripe';
+import { increase, scrape, series } from '../support/metrics';
 
 /**
  * Stripe's refund and dispute events, signed with the `stripe` package's test header, through the
@@ -22,7 +29,9 @@ beforeAll(async () => {
   localstripe = await startLocalstripe();
   await localstripe.reset();
 });
-const engine = useTestEngine(() => ({ env: localstripe.env(WEBHOOK_SECRET) }));
+const engine = useTestEngine(() => ({
+  env: { ...localstripe.env(WEBHOOK_SECRET), API_METRICS_PORT: '0' },
+}));
 const { app, live } = useTestApp(engine, { currency: 'USD' });
 afterAll(async () => localstripe?.stop());
 
@@ -300,19 +309,122 @@ describe('dispute events', () => {
     await assertLedgerInvariant(engine.pool);
   });
 
-  it('keeps a close of a dispute it does not know as ignored (no reconciliation retries disputes)', async () => {
+  it('opens a full chargeback (more than was credited): reserves the credit, the rest uncovered', async () => {
     const deposit = await liveDeposit(20);
+    const reserveBefore = await systemBalance(
+      engine.pool,
+      app.id,
+      'dispute_reserve',
+      'USD',
+      'live',
+    );
+    // The whole charge: the 20.00 credited and 0.89 of fees the payer paid.
+    const res = await post(
+      eventBody(
+        'charge.dispute.created',
+        dispute('dp_full', deposit.paymentIntent, 'needs_response', 20_89),
+      ),
+    );
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      received: true,
+      transaction_id: deposit.id,
+      status: 'needs_response',
+    });
+    const [opened, ...more] = await disputesOf(deposit.id);
+    expect(more).toEqual([]);
+    expect(opened).toMatchObject({
+      transaction_id: deposit.id,
+      wallet_id: deposit.walletId,
+      amount: 20.89,
+      reserved_amount: 20,
+      uncovered_amount: 0.89,
+      status: 'needs_response',
+    });
+    const id = opened!.id as string;
+    expect(await balanceOf(engine.pool, deposit.walletId)).toBe(0n);
+    expect(await systemBalance(engine.pool, app.id, 'dispute_reserve', 'USD', 'live')).toBe(
+      reserveBefore + 20_00n,
+    );
+    expect(await ledgerLegs(engine.pool, id)).toEqual([{ step: 'reserve', legs: 2 }]);
+    expect(await eventsOf(engine.pool, id)).toEqual([
+      { type: 'dispute.created', data: expect.objectContaining({ amount: 20.89 }) },
+    ]);
+    expect((await live.get(`/api/v1/transactions/${id}`)).body).toMatchObject({
+      transaction_type: 'dispute_reserve',
+      status: 'completed',
+      amount: 20,
+    });
+    expect((await notificationsFor('dp_full'))[0]).toMatchObject({ outcome: 'matched' });
+    await assertLedgerInvariant(engine.pool);
+
+    // Lost: the reserve goes to the provider; the uncovered part stays recorded.
+    const closed = await post(
+      eventBody('charge.dispute.closed', dispute('dp_full', deposit.paymentIntent, 'lost', 20_89)),
+    );
+    expect(closed.body).toEqual({ received: true, transaction_id: deposit.id, status: 'lost' });
+    expect((await disputesOf(deposit.id))[0]).toMatchObject({
+      status: 'lost',
+      reserved_amount: 20,
+      uncovered_amount: 0.89,
+    });
+    expect(await balanceOf(engine.pool, deposit.walletId)).toBe(0n);
+  });
+
+  it('reserves what the wallet still holds of a full chargeback, the rest uncovered', async () => {
+    const deposit = await liveDeposit(20);
+    const { walletId: elsewhere } = await createUserWithWallet(live);
+    const moved = await live.post('/api/v1/transactions/wallet/transfer', {
+      from_wallet_id: deposit.walletId,
+      to_wallet_id: elsewhere,
+      amount: 15,
+    });
+    expect(moved.status).toBe(200);
+    const res = await post(
+      eventBody(
+        'charge.dispute.created',
+        dispute('dp_spent', deposit.paymentIntent, 'needs_response', 20_89),
+      ),
+    );
+    expect(res.body.status).toBe('needs_response');
+    expect((await disputesOf(deposit.id))[0]).toMatchObject({
+      amount: 20.89,
+      reserved_amount: 5,
+      uncovered_amount: 15.89,
+    });
+    expect(await balanceOf(engine.pool, deposit.walletId)).toBe(0n);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('keeps a close of a dispute it does not know for an operator (unapplied), counted and logged', async () => {
+    const deposit = await liveDeposit(20);
+    const metricsBefore = await scrape(engine.metricsUrl!);
     const res = await post(
       eventBody('charge.dispute.closed', dispute('dp_unknown', deposit.paymentIntent, 'won')),
     );
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ received: true, transaction_id: null, status: null });
-    expect((await notificationsFor('dp_unknown'))[0]).toMatchObject({ outcome: 'ignored' });
+    expect((await notificationsFor('dp_unknown'))[0]).toMatchObject({
+      outcome: 'unapplied',
+      transaction_id: deposit.id,
+    });
     expect(await balanceOf(engine.pool, deposit.walletId)).toBe(20_00n);
+    const counted = series('provider_events_unapplied_total', {
+      kind: 'dispute',
+      reason: 'unknown_dispute',
+    });
+    expect(increase(metricsBefore, await scrape(engine.metricsUrl!), counted)).toBe(1);
+    const logged = engine.logs
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.dispute === 'dp_unknown');
+    expect(logged).toEqual([
+      expect.objectContaining({ level: 50, reason: 'unknown_dispute', transactionId: deposit.id }),
+    ]);
   });
 
-  it('ignores a dispute about a payment that is not one of our deposits, or another currency', async () => {
+  it('keeps a dispute about a payment not one of our deposits, or another currency, unapplied', async () => {
     const deposit = await liveDeposit(20);
+    const metricsBefore = await scrape(engine.metricsUrl!);
     const stranger = await post(
       eventBody('charge.dispute.created', dispute('dp_stranger', 'pi_not_ours', 'needs_response')),
     );
@@ -327,8 +439,13 @@ describe('dispute events', () => {
     expect(leones.status).toBe(200);
     expect(leones.body.transaction_id).toBeNull();
     expect(await disputesOf(deposit.id)).toEqual([]);
-    expect((await notificationsFor('dp_stranger'))[0]).toMatchObject({ outcome: 'ignored' });
-    expect((await notificationsFor('dp_sle'))[0]).toMatchObject({ outcome: 'ignored' });
+    expect((await notificationsFor('dp_stranger'))[0]).toMatchObject({ outcome: 'unapplied' });
+    expect((await notificationsFor('dp_sle'))[0]).toMatchObject({ outcome: 'unapplied' });
     expect(await balanceOf(engine.pool, deposit.walletId)).toBe(20_00n);
+    const counted = series('provider_events_unapplied_total', {
+      kind: 'dispute',
+      reason: 'not_our_deposit',
+    });
+    expect(increase(metricsBefore, await scrape(engine.metricsUrl!), counted)).toBe(2);
   });
 });

@@ -71,6 +71,20 @@ describe('maintenance', () => {
     expect(left).toEqual(['ignored-kept', 'matched-kept', 'unmatched-retried']);
   });
 
+  it('never purges an unapplied provider notification: an operator settles it', async () => {
+    const { notificationKeepDays: keepDays } = engine.config.reconciliation;
+    await engine.pool.query(sql.unsafe`
+      INSERT INTO provider_notifications
+        (id, provider, kind, mode, payment_reference, reference, status, transaction_id, outcome,
+         body, received_at)
+      VALUES (${randomUUID()}, 'stripe', 'dispute', 'live', 'dp_unapplied_old', 'pi_x', 'won',
+        NULL, 'unapplied', '{}'::jsonb, now() - make_interval(days => ${keepDays * 10}))`);
+    await maintenance().pruneExpiredRows();
+    const left = await engine.pool.anyFirst(sql.type(z.object({ outcome: z.string() }))`
+      SELECT outcome FROM provider_notifications WHERE payment_reference = 'dp_unapplied_old'`);
+    expect(left).toEqual(['unapplied']);
+  });
+
   it('deletes expired `webhooks listen` registrations and keeps the live ones', async () => {
     const app = await createTestApp(engine.pool);
     const live = randomUUID();

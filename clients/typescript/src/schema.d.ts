@@ -2215,7 +2215,7 @@ export interface operations {
           'application/json': components['schemas']['Message'];
         };
       };
-      /** @description The wallet holds money, or an escrow hold or payment is open; or the body is not JSON */
+      /** @description The wallet holds money, or an escrow hold, payment or dispute is open; or the body is not JSON */
       400: {
         headers: {
           [name: string]: unknown;
