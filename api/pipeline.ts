@@ -21,6 +21,7 @@ import {
 import { hitKeyedRateLimit, type RateLimitHit } from '../db/rate-limit';
 import { claimIdempotencyKey, completeIdempotencyKey, type ClaimResult } from '../db/idempotency';
 import { idempotentReplays, rateLimitedRequests } from '../observability/metrics';
+import { earlyAnswer, EarlyDecline } from './access';
 import { AppError } from './errors';
 import { RATE_LIMIT_CATEGORIES, type Caller } from '../domain/types';
 import { refuseUnstorableText } from './middleware/body';
@@ -240,13 +241,19 @@ function requestHash(ctx: Koa.Context): Buffer {
     .digest();
 }
 
-/** Runs the handler, turning an expected failure into a result that can be stored and replayed. */
-async function settle(run: () => Promise<HandlerResult>): Promise<HandlerResult> {
+/**
+ * Runs the handler, turning an expected failure into a result that can be stored and replayed;
+ * `early` says it is a decline of the early answer, computed by this very request.
+ */
+async function settle(
+  run: () => Promise<HandlerResult>,
+): Promise<HandlerResult & { early?: boolean }> {
   try {
     return await run();
   } catch (error) {
     if (error instanceof AppError && error.status < 500) {
-      return { status: error.status, body: { detail: error.detail } };
+      const early = error instanceof EarlyDecline;
+      return { status: error.status, body: { detail: error.detail }, ...(early && { early }) };
     }
     throw error;
   }
@@ -370,7 +377,15 @@ export function mountRoutes(
         throw reading.refused ?? new Error('the request was never read');
       }
       const { params, query, body, key } = reading.read;
-      const input = { ctx, caller: caller as Caller, body, query, params, idempotency: null };
+      const input = {
+        ctx,
+        caller: caller as Caller,
+        body,
+        query,
+        params,
+        idempotency: null,
+        answerEarly: earlyAnswer(pool, caller as Caller, null),
+      };
 
       let result: HandlerResult;
       if (key && caller) {
@@ -381,6 +396,7 @@ export function mountRoutes(
             'Idempotency-Key was already used with a different request',
           );
         }
+        let replayed = claim.kind === 'replay';
         if (claim.kind === 'replay') {
           idempotentReplays.inc({ route: route.path });
           result = { status: claim.status, body: claim.body };
@@ -391,12 +407,21 @@ export function mountRoutes(
             fresh: claim.kind === 'claimed',
           };
           // A 5xx leaves the claim open: a retry then re-attaches to the same workflow.
-          result = await settle(() => route.handler({ ...input, idempotency }));
-          if (!result.answered) {
-            await completeIdempotencyKey(pool, caller, key, result.status ?? 200, result.body);
+          const settled = await settle(() =>
+            route.handler({
+              ...input,
+              idempotency,
+              answerEarly: earlyAnswer(pool, caller, idempotency),
+            }),
+          );
+          if (!settled.answered) {
+            await completeIdempotencyKey(pool, caller, key, settled.status ?? 200, settled.body);
           }
+          // An earlier attempt's payment answered, unless this request declined it itself.
+          replayed = claim.kind === 'in_progress' && !settled.early;
+          result = settled;
         }
-        if (claim.kind !== 'claimed') ctx.set('Idempotent-Replayed', 'true');
+        if (replayed) ctx.set('Idempotent-Replayed', 'true');
       } else {
         result = await route.handler(input).catch((error: unknown) => {
           // Without a key a retry is a new payment: point the caller at the record instead.
