@@ -414,7 +414,8 @@ export function mountRoutes(
               answerEarly: earlyAnswer(pool, caller, idempotency),
             }),
           );
-          if (!settled.answered) {
+          // A retry's step finds its payment made by an earlier attempt, and stores no answer.
+          if (!settled.answered || !idempotency.fresh) {
             await completeIdempotencyKey(pool, caller, key, settled.status ?? 200, settled.body);
           }
           // An earlier attempt's payment answered, unless this request declined it itself.
