@@ -178,8 +178,9 @@ const RESPONSE_HEADERS = {
   },
   IdempotentReplayed: {
     description:
-      '`true` when this is the stored answer of an earlier request with the same ' +
-      'Idempotency-Key (nothing moved again); absent on a first answer',
+      '`true` when this is the answer of an earlier request with the same Idempotency-Key: ' +
+      'its stored answer, or the outcome of the payment it started (nothing moved again); ' +
+      'absent on an answer this request computed itself',
     schema: { type: 'string', enum: ['true'] },
   },
 };
