@@ -72,9 +72,6 @@ export type EarlyAnswer = <S extends string, P extends string>(
   memory?: WalletMemory,
 ) => Promise<void>;
 
-/** A decline the early answer computed for this request: never the answer of an earlier attempt. */
-export class EarlyDecline extends AppError {}
-
 /**
  * The request's early answer. A retry whose key's first attempt made its payment skips it: the
  * payment's workflow then answers its outcome, never a decline computed after the money moved.
@@ -131,5 +128,5 @@ async function answerEarly<S extends string, P extends string>(
     memory?.remember([...states.values()]);
     decision = decideWith(states);
   }
-  if (decision.status === 'declined') throw new EarlyDecline(decision.code, decision.detail);
+  if (decision.status === 'declined') throw new AppError(decision.code, decision.detail);
 }

@@ -178,9 +178,9 @@ const RESPONSE_HEADERS = {
   },
   IdempotentReplayed: {
     description:
-      '`true` when this is the answer of an earlier request with the same Idempotency-Key: ' +
-      'its stored answer, or the outcome of the payment it started (nothing moved again); ' +
-      'absent on an answer this request computed itself',
+      '`true` on the stored answer of an earlier request with the same Idempotency-Key, and ' +
+      'on the success of a retry (the key’s one payment; nothing moved again); absent on a ' +
+      'first answer and on a decline decided for this request',
     schema: { type: 'string', enum: ['true'] },
   },
 };

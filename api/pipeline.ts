@@ -21,7 +21,7 @@ import {
 import { hitKeyedRateLimit, type RateLimitHit } from '../db/rate-limit';
 import { claimIdempotencyKey, completeIdempotencyKey, type ClaimResult } from '../db/idempotency';
 import { idempotentReplays, rateLimitedRequests } from '../observability/metrics';
-import { earlyAnswer, EarlyDecline } from './access';
+import { earlyAnswer } from './access';
 import { AppError } from './errors';
 import { RATE_LIMIT_CATEGORIES, type Caller } from '../domain/types';
 import { refuseUnstorableText } from './middleware/body';
@@ -241,19 +241,13 @@ function requestHash(ctx: Koa.Context): Buffer {
     .digest();
 }
 
-/**
- * Runs the handler, turning an expected failure into a result that can be stored and replayed;
- * `early` says it is a decline of the early answer, computed by this very request.
- */
-async function settle(
-  run: () => Promise<HandlerResult>,
-): Promise<HandlerResult & { early?: boolean }> {
+/** Runs the handler, turning an expected failure into a result that can be stored and replayed. */
+async function settle(run: () => Promise<HandlerResult>): Promise<HandlerResult> {
   try {
     return await run();
   } catch (error) {
     if (error instanceof AppError && error.status < 500) {
-      const early = error instanceof EarlyDecline;
-      return { status: error.status, body: { detail: error.detail }, ...(early && { early }) };
+      return { status: error.status, body: { detail: error.detail } };
     }
     throw error;
   }
@@ -407,20 +401,19 @@ export function mountRoutes(
             fresh: claim.kind === 'claimed',
           };
           // A 5xx leaves the claim open: a retry then re-attaches to the same workflow.
-          const settled = await settle(() =>
+          result = await settle(() =>
             route.handler({
               ...input,
               idempotency,
               answerEarly: earlyAnswer(pool, caller, idempotency),
             }),
           );
-          // A retry's step finds its payment made by an earlier attempt, and stores no answer.
-          if (!settled.answered || !idempotency.fresh) {
-            await completeIdempotencyKey(pool, caller, key, settled.status ?? 200, settled.body);
+          // A retry's step may find its payment made by an earlier attempt, and store nothing.
+          if (!result.answered || !idempotency.fresh) {
+            await completeIdempotencyKey(pool, caller, key, result.status ?? 200, result.body);
           }
-          // An earlier attempt's payment answered, unless this request declined it itself.
-          replayed = claim.kind === 'in_progress' && !settled.early;
-          result = settled;
+          // A retry's success is the key's one payment; a decline it answers is computed now.
+          replayed = !idempotency.fresh && (result.status ?? 200) < 300;
         }
         if (replayed) ctx.set('Idempotent-Replayed', 'true');
       } else {

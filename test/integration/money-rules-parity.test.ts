@@ -1204,6 +1204,15 @@ describe('a retry whose first attempt made its payment, its answer lost', () => 
       const other = await api.post(path, body, { 'Idempotency-Key': `new-${key}` });
       expect(answerOfReply(other)).toEqual(declined);
       expect(other.headers.get('idempotent-replayed')).toBeNull();
+      // Its retry, that decline's answer lost, is declined again, decided now: not marked.
+      await loseAnswer(`new-${key}`);
+      const again = await api.post(path, body, { 'Idempotency-Key': `new-${key}` });
+      expect(answerOfReply(again)).toEqual(declined);
+      expect(again.headers.get('idempotent-replayed')).toBeNull();
+      expect(await storedAnswer(`new-${key}`)).toEqual({
+        response_status: declined.status,
+        response_body: { detail: declined.detail },
+      });
       expect(await writtenState(engine.pool, accounts)).toEqual(before);
     },
   );
