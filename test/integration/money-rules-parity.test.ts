@@ -1033,7 +1033,7 @@ type Retried = {
 
 /** A new wallet of the application holding `fund` minor units. */
 const fresh = (fund = 0n) => wallet(api, fund);
-/** Disables a wallet: a new request naming it is declined before its workflow starts. */
+/** Disables a wallet: a new request naming it is declined (403). */
 const disable = (id: string) => () => setWalletActive(engine.pool, id, false);
 
 /** A hold of 20.00 from a new funded wallet to another. */
@@ -1167,6 +1167,7 @@ const RETRIED: Retried[] = [
     },
   },
 ];
+
 /** As if the first attempt had died after its payment was made, before its answer was stored. */
 async function loseAnswer(key: string) {
   await engine.pool.query(sql.unsafe`
