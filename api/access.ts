@@ -1,4 +1,5 @@
 import type { CommonQueryMethods } from '../db/pool';
+import { findTransaction } from '../db/transactions';
 import { findUser, type UserRow } from '../db/users';
 import type { WalletMemory } from '../cache/wallet-memory';
 import { findWallet, walletStates, type WalletRow, type WalletState } from '../db/wallets';
@@ -52,21 +53,50 @@ function assertActive(wallet: WalletRow): WalletRow {
   return wallet;
 }
 
+/** What a money step's early answer knows: the wallets it names, its other subjects, its params. */
+export type EarlyFacts<S extends string, P extends string> = {
+  /** The wallets the step names, by role; null: the role is not named. */
+  wallets: Partial<Record<S, string | null>>;
+  subjects?: Facts<S, P>['subjects'];
+  params?: Facts<S, P>['params'];
+};
+
+/**
+ * The early answer of the money step of payment `payment` (the id the route derives from the
+ * request's key), as the pipeline binds it to a request (api/route.ts `RouteContext`).
+ */
+export type EarlyAnswer = <S extends string, P extends string>(
+  payment: string,
+  step: MoneyStep<S, P>,
+  known: EarlyFacts<S, P>,
+  memory?: WalletMemory,
+) => Promise<void>;
+
+/**
+ * The request's early answer. A retry whose key's first attempt made its payment skips it: the
+ * payment's workflow then answers its outcome, never a decline computed after the money moved.
+ */
+export function earlyAnswer(
+  db: CommonQueryMethods,
+  caller: Caller,
+  idempotency: { fresh: boolean } | null,
+): EarlyAnswer {
+  return async (payment, step, known, memory) => {
+    if (idempotency && !idempotency.fresh && (await findTransaction(db, payment))) return;
+    await answerEarly(db, caller, step, known, memory);
+  };
+}
+
 /**
  * A money step's early answer, before its workflow starts (domain/money-rules.ts): the first rule
  * that fails over what the API knows answers as the step would; a rule that needs what only the
  * step knows (a balance under its lock, a wallet from memory) is left to it, with every rule after.
  */
-export async function answerEarly<S extends string, P extends string>(
+async function answerEarly<S extends string, P extends string>(
   db: CommonQueryMethods,
   caller: Caller,
   step: MoneyStep<S, P>,
-  known: {
-    /** The wallets the step names, by role; null: the role is not named. */
-    wallets: Partial<Record<S, string | null>>;
-    subjects?: Facts<S, P>['subjects'];
-    params?: Facts<S, P>['params'];
-  },
+  known: EarlyFacts<S, P>,
   memory?: WalletMemory,
 ): Promise<void> {
   const named = Object.entries<string | null | undefined>(known.wallets);

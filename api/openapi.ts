@@ -178,8 +178,9 @@ const RESPONSE_HEADERS = {
   },
   IdempotentReplayed: {
     description:
-      '`true` when this is the stored answer of an earlier request with the same ' +
-      'Idempotency-Key (nothing moved again); absent on a first answer',
+      '`true` on the stored answer of an earlier request with the same Idempotency-Key, and ' +
+      'on the success of a retry (the key’s one payment; nothing moved again); absent on a ' +
+      'first answer and on a decline decided for this request',
     schema: { type: 'string', enum: ['true'] },
   },
 };

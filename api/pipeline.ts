@@ -21,6 +21,7 @@ import {
 import { hitKeyedRateLimit, type RateLimitHit } from '../db/rate-limit';
 import { claimIdempotencyKey, completeIdempotencyKey, type ClaimResult } from '../db/idempotency';
 import { idempotentReplays, rateLimitedRequests } from '../observability/metrics';
+import { earlyAnswer } from './access';
 import { AppError } from './errors';
 import { RATE_LIMIT_CATEGORIES, type Caller } from '../domain/types';
 import { refuseUnstorableText } from './middleware/body';
@@ -370,7 +371,15 @@ export function mountRoutes(
         throw reading.refused ?? new Error('the request was never read');
       }
       const { params, query, body, key } = reading.read;
-      const input = { ctx, caller: caller as Caller, body, query, params, idempotency: null };
+      const input = {
+        ctx,
+        caller: caller as Caller,
+        body,
+        query,
+        params,
+        idempotency: null,
+        answerEarly: earlyAnswer(pool, caller as Caller, null),
+      };
 
       let result: HandlerResult;
       if (key && caller) {
@@ -381,6 +390,7 @@ export function mountRoutes(
             'Idempotency-Key was already used with a different request',
           );
         }
+        let replayed = claim.kind === 'replay';
         if (claim.kind === 'replay') {
           idempotentReplays.inc({ route: route.path });
           result = { status: claim.status, body: claim.body };
@@ -391,12 +401,21 @@ export function mountRoutes(
             fresh: claim.kind === 'claimed',
           };
           // A 5xx leaves the claim open: a retry then re-attaches to the same workflow.
-          result = await settle(() => route.handler({ ...input, idempotency }));
-          if (!result.answered) {
+          result = await settle(() =>
+            route.handler({
+              ...input,
+              idempotency,
+              answerEarly: earlyAnswer(pool, caller, idempotency),
+            }),
+          );
+          // A retry's step may find its payment made by an earlier attempt, and store nothing.
+          if (!result.answered || !idempotency.fresh) {
             await completeIdempotencyKey(pool, caller, key, result.status ?? 200, result.body);
           }
+          // A retry's success is the key's one payment; a decline it answers is computed now.
+          replayed = !idempotency.fresh && (result.status ?? 200) < 300;
         }
-        if (claim.kind !== 'claimed') ctx.set('Idempotent-Replayed', 'true');
+        if (replayed) ctx.set('Idempotent-Replayed', 'true');
       } else {
         result = await route.handler(input).catch((error: unknown) => {
           // Without a key a retry is a new payment: point the caller at the record instead.

@@ -1,6 +1,7 @@
 import type Koa from 'koa';
 import type { z } from 'zod';
 import type { Caller, RateLimitCategory } from '../domain/types';
+import type { EarlyAnswer } from './access';
 
 export type ResponseSpec = {
   description: string;
@@ -28,6 +29,11 @@ export type RouteContext<B, Q, P> = {
   /** Set on routes that accept an Idempotency-Key: the key and when this use of it began. */
   /** `fresh`: this request claimed the key (false: an earlier attempt with it never finished). */
   idempotency: { key: string; claimedAt: string; fresh: boolean } | null;
+  /**
+   * A money step's early answer (api/access.ts), bound to this request and its key: a retry
+   * whose first attempt made the payment skips it, and that payment answers.
+   */
+  answerEarly: EarlyAnswer;
 };
 
 /** A limit of requests a minute for callers that no credential names (db/rate-limit.ts). */

@@ -10,7 +10,7 @@ import { ProviderNotConfiguredError } from '../../providers/mobile-money';
 import { cardDepositWorkflow } from '../../workflows/card-deposit';
 import { workflowIds } from '../../workflows/ids';
 import { cardDepositUpdates, type DepositOutcome } from '../../workflows/shared';
-import { answerEarly, assertOwned } from '../access';
+import { assertOwned } from '../access';
 import { depositRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { AppError, assertLiveProvider, errorResponse, notFound, unlessDeclined } from '../errors';
@@ -238,10 +238,10 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
         422: errorResponse('Validation failure'),
         503: errorResponse('Live Mode card provider keys are not configured, or it is unreachable'),
       },
-      handler: async ({ ctx, caller, body, idempotency }) => {
-        await answerEarly(pool, caller, depositRules, { wallets: { wallet: body.wallet_id } });
-        assertLiveProvider(caller, providers.liveCard, 'card deposits', 'the Stripe keys');
+      handler: async ({ ctx, caller, body, idempotency, answerEarly }) => {
         const transactionId = idFromKey(caller, idempotency, 'card_deposit');
+        await answerEarly(transactionId, depositRules, { wallets: { wallet: body.wallet_id } });
+        assertLiveProvider(caller, providers.liveCard, 'card deposits', 'the Stripe keys');
         const opened = unlessDeclined(
           await startPaymentWithUpdate(deps, cardDepositWorkflow, {
             workflowId: workflowIds.cardDeposit(transactionId),

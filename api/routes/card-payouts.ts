@@ -4,7 +4,6 @@ import { canReceivePayouts, findPayoutAccount } from '../../db/payout-accounts';
 import { cardPayoutWorkflow } from '../../workflows/card-payout';
 import { workflowIds } from '../../workflows/ids';
 import { moneyOutUpdates } from '../../workflows/money-out-shared';
-import { answerEarly } from '../access';
 import { moneyOutReserveRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
@@ -54,14 +53,14 @@ export function cardPayoutRoutes(deps: ApiDeps): Route[] {
         429: errorResponse('Rate limit exceeded (`card_payouts`)'),
         503: errorResponse('Live Mode provider credentials are not configured'),
       },
-      handler: async ({ caller, body, idempotency }) => {
-        await answerEarly(pool, caller, moneyOutReserveRules, {
+      handler: async ({ caller, body, idempotency, answerEarly }) => {
+        const transactionId = idFromKey(caller, idempotency, 'card_payout');
+        await answerEarly(transactionId, moneyOutReserveRules, {
           wallets: { wallet: body.wallet_id },
         });
         assertLiveProvider(caller, providers.liveConnect, 'card payouts');
         const account = await findPayoutAccount(pool, caller, body.wallet_id);
         if (!canReceivePayouts(account)) throw new AppError('invalid_request', PAYOUTS_NOT_ENABLED);
-        const transactionId = idFromKey(caller, idempotency, 'card_payout');
         const opened = unlessDeclined(
           await startPaymentWithUpdate(deps, cardPayoutWorkflow, {
             workflowId: workflowIds.payout(transactionId),

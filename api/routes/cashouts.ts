@@ -3,7 +3,6 @@ import { findMoneyOut } from '../../db/money-out';
 import { mobileMoneyCashoutWorkflow } from '../../workflows/cashout';
 import { workflowIds } from '../../workflows/ids';
 import { moneyOutUpdates } from '../../workflows/money-out-shared';
-import { answerEarly } from '../access';
 import { moneyOutReserveRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
@@ -55,12 +54,12 @@ export function cashoutRoutes(deps: ApiDeps): Route[] {
         429: errorResponse('Rate limit exceeded (`mobile_money_cashouts`)'),
         503: errorResponse('Live Mode provider credentials are not configured'),
       },
-      handler: async ({ caller, body, idempotency }) => {
-        await answerEarly(pool, caller, moneyOutReserveRules, {
+      handler: async ({ caller, body, idempotency, answerEarly }) => {
+        const transactionId = idFromKey(caller, idempotency, 'mobile_money_cashout');
+        await answerEarly(transactionId, moneyOutReserveRules, {
           wallets: { wallet: body.wallet_id },
         });
         assertLiveProvider(caller, providers.liveMobileMoney, 'mobile-money cashouts');
-        const transactionId = idFromKey(caller, idempotency, 'mobile_money_cashout');
         const opened = unlessDeclined(
           await startPaymentWithUpdate(deps, mobileMoneyCashoutWorkflow, {
             workflowId: workflowIds.cashout(transactionId),

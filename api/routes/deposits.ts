@@ -4,7 +4,7 @@ import { minorTextToWireInteger } from '../../domain/money';
 import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
 import { workflowIds } from '../../workflows/ids';
 import { depositUpdates, type DepositOpened } from '../../workflows/shared';
-import { answerEarly, assertOwned } from '../access';
+import { assertOwned } from '../access';
 import { depositRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
@@ -115,10 +115,10 @@ export function depositRoutes(deps: ApiDeps): Route[] {
         ),
         503: errorResponse('Live Mode provider credentials are not configured'),
       },
-      handler: async ({ caller, body, idempotency }) => {
-        await answerEarly(pool, caller, depositRules, { wallets: { wallet: body.wallet_id } });
-        assertLiveProvider(caller, providers.liveMobileMoney, 'mobile-money deposits');
+      handler: async ({ caller, body, idempotency, answerEarly }) => {
         const transactionId = idFromKey(caller, idempotency, 'mobile_money_deposit');
+        await answerEarly(transactionId, depositRules, { wallets: { wallet: body.wallet_id } });
+        assertLiveProvider(caller, providers.liveMobileMoney, 'mobile-money deposits');
         const opened = unlessDeclined(
           await startPaymentWithUpdate(deps, mobileMoneyDepositWorkflow, {
             workflowId: workflowIds.deposit(transactionId),

@@ -10,7 +10,7 @@ import {
   type DisputeDeps,
 } from '../../intake/disputes';
 import { MAX_EVIDENCE_CHARS } from '../../workflows/dispute-shared';
-import { answerEarly, assertOwned } from '../access';
+import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
@@ -173,12 +173,13 @@ export function disputeRoutes(deps: ApiDeps): Route[] {
         404: errorResponse('Transaction not found'),
         422: errorResponse('Validation failure'),
       },
-      handler: async ({ caller, body, idempotency }) => {
+      handler: async ({ caller, body, idempotency, answerEarly }) => {
+        const disputeId = idFromKey(caller, idempotency, 'dispute');
         const id = body.transaction_id.toLowerCase();
         const facts = uuidPattern.test(id) ? await readCardCase(pool, id) : null;
         const amount = body.amount ?? null;
         // What the deposit shows now; the workflow decides again under the deposit's lock.
-        await answerEarly(pool, caller, disputeOpenRules, {
+        await answerEarly(disputeId, disputeOpenRules, {
           wallets: {},
           subjects: { deposit: facts && depositFacts(facts) },
           params: { amount, byProvider: false },
@@ -193,7 +194,7 @@ export function disputeRoutes(deps: ApiDeps): Route[] {
             providerDisputeId: null,
             evidenceDueBy: null,
             ...(body.metadata && { metadata: body.metadata }),
-            ...(idempotency && { disputeId: idFromKey(caller, idempotency, 'dispute') }),
+            ...(idempotency && { disputeId }),
           }),
         );
         return { body: disputeAnswer(disputeFromRecord(opened.dispute)) };

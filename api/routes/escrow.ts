@@ -9,7 +9,7 @@ import {
   type EscrowStepResult,
   type TransactionRecord,
 } from '../../workflows/shared';
-import { answerEarly, assertOwned } from '../access';
+import { assertOwned } from '../access';
 import { holdRules, refundRules, releaseRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound, unlessDeclined } from '../errors';
@@ -147,12 +147,12 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
         404: errorResponse('Wallet not found'),
         422: errorResponse('Validation failure'),
       },
-      handler: async ({ caller, body, idempotency }) => {
+      handler: async ({ caller, body, idempotency, answerEarly }) => {
         const senderId = body.wallet_id;
         const recipientId = body.recipient_wallet_id ?? null;
+        const holdId = idFromKey(caller, idempotency, 'escrow_hold');
         await answerEarly(
-          pool,
-          caller,
+          holdId,
           holdRules,
           {
             wallets: { sender: senderId, recipient: recipientId },
@@ -160,7 +160,6 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           },
           deps.wallets,
         );
-        const holdId = idFromKey(caller, idempotency, 'escrow_hold');
         const result = await startPaymentWithUpdate(deps, escrowWorkflow, {
           workflowId: workflowIds.escrow(holdId),
           args: [
@@ -230,7 +229,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
         404: errorResponse('Escrow transaction or recipient wallet not found'),
         422: errorResponse('Validation failure, for example an amount not greater than 0'),
       },
-      handler: async ({ caller, params, body, idempotency }) => {
+      handler: async ({ caller, params, body, idempotency, answerEarly }) => {
         const hold = await heldFacts(caller, params.transaction_id);
         const releaseId = idFromKey(caller, idempotency, `escrow_release:${hold.id}`);
         const done = await unlessDone(releaseId, idempotency, async () => {
@@ -238,8 +237,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
           // Without a recipient no update may start: a hold known only by its facts is read.
           const facts = recipientId ? hold : await ownedHold(caller, hold.id);
           await answerEarly(
-            pool,
-            caller,
+            releaseId,
             releaseRules,
             {
               wallets: { recipient: recipientId },
@@ -286,11 +284,11 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
         404: errorResponse('Escrow transaction not found'),
         422: errorResponse('Metadata breaking a limit'),
       },
-      handler: async ({ caller, params, body, idempotency }) => {
+      handler: async ({ caller, params, body, idempotency, answerEarly }) => {
         const hold = await heldFacts(caller, params.transaction_id);
         const refundId = idFromKey(caller, idempotency, `escrow_refund:${hold.id}`);
         const done = await unlessDone(refundId, idempotency, async () => {
-          await answerEarly(pool, caller, refundRules, { wallets: {}, subjects: { hold } });
+          await answerEarly(refundId, refundRules, { wallets: {}, subjects: { hold } });
           return step(hold, (handle) =>
             handle.executeUpdate(escrowUpdates.refund, {
               updateId: refundId,

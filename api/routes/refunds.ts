@@ -6,7 +6,6 @@ import { cardRefundRules } from '../../domain/money-rules';
 import { cardRefundWorkflow } from '../../workflows/card-refund';
 import { workflowIds } from '../../workflows/ids';
 import { moneyOutUpdates } from '../../workflows/money-out-shared';
-import { answerEarly } from '../access';
 import type { ApiDeps } from '../deps';
 import { assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
@@ -66,7 +65,7 @@ export function refundRoutes(deps: ApiDeps): Route[] {
         429: errorResponse('Rate limit exceeded (`refunds`)'),
         503: errorResponse('Live Mode card provider keys are not configured'),
       },
-      handler: async ({ caller, params, body, idempotency }) => {
+      handler: async ({ caller, params, body, idempotency, answerEarly }) => {
         const transactionId = idFromKey(caller, idempotency, 'card_refund');
         // A retry whose first attempt reserved the refund, then died before its answer was
         // stored, answers that refund: the rules would now count it against what is left.
@@ -75,7 +74,7 @@ export function refundRoutes(deps: ApiDeps): Route[] {
         if (made) return { body: refundBody(made) };
         const id = params.transaction_id.toLowerCase();
         const facts = uuidPattern.test(id) ? await readCardCase(pool, id) : null;
-        await answerEarly(pool, caller, cardRefundRules, {
+        await answerEarly(transactionId, cardRefundRules, {
           wallets: { wallet: facts?.deposit.wallet_id ?? null },
           subjects: { deposit: facts && depositFacts(facts) },
           params: { amount: body.amount ?? null },

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { workflowIds } from '../../workflows/ids';
 import { transferWorkflow } from '../../workflows/transfer';
-import { answerEarly } from '../access';
 import { transferRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { unlessDeclined, errorResponse } from '../errors';
@@ -40,10 +39,10 @@ export function transferRoutes(deps: ApiDeps): Route[] {
         404: errorResponse('Wallet not found'),
         422: errorResponse('Validation failure, or an Idempotency-Key reused with another request'),
       },
-      handler: async ({ caller, body, idempotency }) => {
+      handler: async ({ caller, body, idempotency, answerEarly }) => {
+        const transactionId = idFromKey(caller, idempotency, 'transfer');
         await answerEarly(
-          pool,
-          caller,
+          transactionId,
           transferRules,
           {
             wallets: { from: body.from_wallet_id, to: body.to_wallet_id },
@@ -55,7 +54,6 @@ export function transferRoutes(deps: ApiDeps): Route[] {
           },
           deps.wallets,
         );
-        const transactionId = idFromKey(caller, idempotency, 'transfer');
         const completed = unlessDeclined(
           await runPaymentWorkflow(deps, transferWorkflow, {
             workflowId: workflowIds.transfer(transactionId),

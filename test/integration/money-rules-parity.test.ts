@@ -1014,3 +1014,207 @@ describe('the compiled rules decide as `decide` does, over every combination of 
     }
   });
 });
+
+// -- a retry whose first attempt made its payment ------------------------------------------------
+
+/** A request whose payment the first attempt makes, and what then makes its early answer decline. */
+type Retried = {
+  name: string;
+  /** The request and the accounts it moves; `decline` turns the world against a new request. */
+  setup: () => Promise<{
+    path: string;
+    body: Record<string, unknown>;
+    accounts: string[];
+    decline?: () => Promise<unknown>;
+  }>;
+  /** What a request with a new key answers once the first payment is made. */
+  declined: Answer;
+};
+
+/** A new wallet of the application holding `fund` minor units. */
+const fresh = (fund = 0n) => wallet(api, fund);
+/** Disables a wallet: a new request naming it is declined (403). */
+const disable = (id: string) => () => setWalletActive(engine.pool, id, false);
+
+/** A hold of 20.00 from a new funded wallet to another. */
+async function newHold() {
+  const sender = await fresh(5_000n);
+  const recipient = await fresh();
+  const hold = await apiHold({ wallet_id: sender, amount: 20, recipient_wallet_id: recipient });
+  return { id: hold.id, sender, recipient };
+}
+
+const RETRIED: Retried[] = [
+  {
+    name: 'transfer',
+    declined: DISABLED,
+    setup: async () => {
+      const [from, to] = [await fresh(5_000n), await fresh()];
+      const body = { from_wallet_id: from, to_wallet_id: to, amount: 10 };
+      return {
+        path: '/api/v1/transactions/wallet/transfer',
+        body,
+        accounts: [from, to],
+        decline: disable(to),
+      };
+    },
+  },
+  {
+    name: 'escrow hold',
+    declined: DISABLED,
+    setup: async () => {
+      const sender = await fresh(5_000n);
+      return {
+        path: '/api/v1/escrow/hold',
+        body: { wallet_id: sender, amount: 10 },
+        accounts: [sender],
+        decline: disable(sender),
+      };
+    },
+  },
+  {
+    name: 'escrow release of all that is held',
+    declined: NOT_HELD,
+    setup: async () => {
+      const hold = await newHold();
+      const accounts = [hold.sender, hold.recipient, escrowAccount];
+      return { path: `/api/v1/escrow/${hold.id}/release`, body: {}, accounts };
+    },
+  },
+  {
+    name: 'escrow refund',
+    declined: NOT_HELD,
+    setup: async () => {
+      const hold = await newHold();
+      const accounts = [hold.sender, hold.recipient, escrowAccount];
+      return { path: `/api/v1/escrow/${hold.id}/refund`, body: {}, accounts };
+    },
+  },
+  {
+    name: 'mobile-money deposit',
+    declined: DISABLED,
+    setup: async () => {
+      const target = await fresh();
+      const body = { wallet_id: target, amount: 10_000 };
+      return {
+        path: '/api/v1/transactions/wallet/mobile-money-deposit',
+        body,
+        accounts: [target],
+        decline: disable(target),
+      };
+    },
+  },
+  {
+    name: 'card deposit',
+    declined: DISABLED,
+    setup: async () => {
+      const target = await fresh();
+      const body = { wallet_id: target, amount: 12.5, payment_method_id: 'pm_card_visa' };
+      return {
+        path: '/api/v1/transactions/wallet/card-deposit',
+        body,
+        accounts: [target],
+        decline: disable(target),
+      };
+    },
+  },
+  {
+    name: 'mobile-money cashout',
+    declined: DISABLED,
+    setup: async () => {
+      const source = await fresh(50_000n);
+      const body = { wallet_id: source, amount: 10_000, phone_number: '+23276123456' };
+      return {
+        path: '/api/v1/transactions/wallet/mobile-money-cashout',
+        body,
+        accounts: [source],
+        decline: disable(source),
+      };
+    },
+  },
+  {
+    name: 'card payout',
+    declined: DISABLED,
+    setup: async () => {
+      const source = await fresh(50_000n);
+      const onboarded = await onboardForPayouts(api, source);
+      if (onboarded.status !== 200) throw new Error(`onboarding: ${onboarded.status}`);
+      const body = { wallet_id: source, amount: 25 };
+      return {
+        path: '/api/v1/transactions/wallet/card-payout',
+        body,
+        accounts: [source],
+        decline: disable(source),
+      };
+    },
+  },
+  {
+    name: 'card refund of all that is left',
+    declined: EXCEEDS,
+    setup: async () => {
+      const deposit = await cardDeposit(api);
+      const path = `/api/v1/transactions/${deposit.id}/refund`;
+      return { path, body: {}, accounts: [deposit.wallet] };
+    },
+  },
+  {
+    name: 'simulated dispute of all that is left',
+    declined: { status: 400, detail: 'Dispute amount exceeds the disputable amount' },
+    setup: async () => {
+      const deposit = await cardDeposit(api);
+      const body = { transaction_id: deposit.id };
+      return { path: '/api/v1/testing/simulate-dispute', body, accounts: [deposit.wallet] };
+    },
+  },
+];
+
+/** As if the first attempt had died after its payment was made, before its answer was stored. */
+async function loseAnswer(key: string) {
+  await engine.pool.query(sql.unsafe`
+    UPDATE idempotency_keys SET response_status = NULL, response_body = NULL, completed_at = NULL
+    WHERE application_id = ${app.id} AND mode = 'test' AND key = ${key}`);
+}
+
+const storedAnswer = (key: string) =>
+  engine.pool.one(sql.type(z.object({ response_status: z.number(), response_body: z.unknown() }))`
+    SELECT response_status, response_body FROM idempotency_keys
+    WHERE application_id = ${app.id} AND mode = 'test' AND key = ${key}`);
+
+describe('a retry whose first attempt made its payment, its answer lost', () => {
+  it.each(RETRIED.map((c) => [c.name, c] as const))(
+    '%s: answers that payment, never a decline computed after it, and moves no money again',
+    async (_name, { setup, declined }) => {
+      const key = `lost-answer-${randomUUID()}`;
+      const { path, body, accounts, decline } = await setup();
+      const first = await api.post(path, body, { 'Idempotency-Key': key });
+      expect(first.status).toBe(200);
+      await loseAnswer(key);
+      await decline?.();
+      const before = await writtenState(engine.pool, accounts);
+
+      const retry = await api.post(path, body, { 'Idempotency-Key': key });
+      expect({ status: retry.status, id: retry.body.id }).toEqual({
+        status: 200,
+        id: first.body.id,
+      });
+      expect(retry.headers.get('idempotent-replayed')).toBe('true');
+      expect(await storedAnswer(key)).toEqual({ response_status: 200, response_body: retry.body });
+      expect(await writtenState(engine.pool, accounts)).toEqual(before);
+
+      // A new request is declined now, computed afresh: not marked as a replay.
+      const other = await api.post(path, body, { 'Idempotency-Key': `new-${key}` });
+      expect(answerOfReply(other)).toEqual(declined);
+      expect(other.headers.get('idempotent-replayed')).toBeNull();
+      // Its retry, that decline's answer lost, is declined again, decided now: not marked.
+      await loseAnswer(`new-${key}`);
+      const again = await api.post(path, body, { 'Idempotency-Key': `new-${key}` });
+      expect(answerOfReply(again)).toEqual(declined);
+      expect(again.headers.get('idempotent-replayed')).toBeNull();
+      expect(await storedAnswer(`new-${key}`)).toEqual({
+        response_status: declined.status,
+        response_body: { detail: declined.detail },
+      });
+      expect(await writtenState(engine.pool, accounts)).toEqual(before);
+    },
+  );
+});

@@ -1779,7 +1779,7 @@ export interface components {
      * @example 2
      */
     RetryAfterUnavailable: number;
-    /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key (nothing moved again); absent on a first answer */
+    /** @description `true` on the stored answer of an earlier request with the same Idempotency-Key, and on the success of a retry (the key’s one payment; nothing moved again); absent on a first answer and on a decline decided for this request */
     IdempotentReplayed: 'true';
   };
   pathItems: never;
