@@ -17,7 +17,7 @@ import {
 } from '../../db/transactions';
 import { minorToMajorNumber } from '../../domain/money';
 import type { Logger } from '../../observability/logger';
-import { csvRecord, TRANSACTIONS_CSV_HEADER } from '../csv';
+import { csvNumber, csvRecord, TRANSACTIONS_CSV_HEADER } from '../csv';
 import { TRANSACTION_STATUSES, TRANSACTION_TYPES, type Caller } from '../../domain/types';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
@@ -366,7 +366,8 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
 }
 
 function exportRecord(row: ExportRow): string {
-  const major = (minor: bigint | null) => (minor === null ? '' : String(minorToMajorNumber(minor)));
+  const major = (minor: bigint | null) =>
+    minor === null ? '' : csvNumber(String(minorToMajorNumber(minor)));
   return csvRecord([
     row.id,
     row.created_at,
