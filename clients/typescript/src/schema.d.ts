@@ -5619,7 +5619,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
+      /** @description The application already streams 2 exports, or the API 4, the most at a time; Retry-After says when to try again (30 seconds); or rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
           'Retry-After': components['headers']['RetryAfter'];
