@@ -243,7 +243,7 @@ describe('POST /api/v1/events/{event_id}/redeliver', () => {
     expect(await deliveryCount()).toBe(before);
     // Another subscription has its own count.
     expect((await redeliver({ subscription_id: spare.id })).status).toBe(202);
-    await delay(300);
+    await waitForDeliveries(eventId, spare.id, 2, (d) => d.status === 'delivered');
     expect(arrivals('/capped', eventId)).toHaveLength(6);
     // A day after the first redelivery, one more is allowed.
     await engine.pool.query(sql.unsafe`
