@@ -336,6 +336,18 @@ export const envSchema = z.object({
     description:
       'Rows a transactions export writes to the client at a time, read from one database cursor.',
   }),
+  EXPORT_MAX_PER_APPLICATION: z.coerce.number().int().min(1).default(2).meta({
+    description:
+      'Transactions exports one application (both modes) may have streaming at a time; one more answers 429 with `Retry-After`.',
+  }),
+  EXPORT_MAX_PER_PROCESS: z.coerce.number().int().min(1).default(4).meta({
+    description:
+      'Transactions exports one API process streams at a time, each holding a database connection; one more answers 429 with `Retry-After`. Keep it well below `DATABASE_POOL_SIZE`.',
+  }),
+  EXPORT_TIME_LIMIT_SECONDS: z.coerce.number().int().min(1).default(900).meta({
+    description:
+      'How long a transactions export may stream: past it the API stops it and closes the connection, so that a client reading slowly or not at all frees its slot and its database connection.',
+  }),
   MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE: z.coerce.number().int().min(1).default(16).meta({
     description:
       'Webhook subscriptions, inactive ones included, an application may have per mode; one more answers 400.',
@@ -409,8 +421,15 @@ export type Config = {
   /**
    * The transactions export (`EXPORT_MAX_ROWS`, at most the contract's limit) and how many rows
    * it writes at a time (`EXPORT_BATCH_ROWS`): the cursor is read on once a chunk has drained.
+   * How many stream at once, per application and per process, and for how long at most.
    */
-  exports: { maxRows: number; chunkRows: number };
+  exports: {
+    maxRows: number;
+    chunkRows: number;
+    perApplication: number;
+    perProcess: number;
+    timeLimitMs: number;
+  };
   /**
    * Prometheus metrics (observability/metrics.ts), counted when `enabled`, each process's on a
    * listener of its own, never the API's public port: the API's on `apiPort`, the worker's
@@ -620,7 +639,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       credentials: e.MAX_CREDENTIALS_PER_MODE,
       webhookSubscriptions: e.MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE,
     },
-    exports: { maxRows: e.EXPORT_MAX_ROWS, chunkRows: e.EXPORT_BATCH_ROWS },
+    exports: {
+      maxRows: e.EXPORT_MAX_ROWS,
+      chunkRows: e.EXPORT_BATCH_ROWS,
+      perApplication: e.EXPORT_MAX_PER_APPLICATION,
+      perProcess: e.EXPORT_MAX_PER_PROCESS,
+      timeLimitMs: e.EXPORT_TIME_LIMIT_SECONDS * 1000,
+    },
     metrics: {
       enabled: e.METRICS_ENABLED,
       workerPort: e.WORKER_METRICS_PORT,

@@ -1,6 +1,7 @@
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import { transactionColumns, transactionRow, type TransactionRow } from './transactions';
+import type { Mode } from '../domain/types';
 
 /** The provider's payment, as the card deposit last saw it. */
 const cardPaymentMetadata = z.object({
@@ -85,9 +86,16 @@ export async function setCardPayment(
 export async function findCardDepositByPayment(
   db: CommonQueryMethods,
   paymentId: string,
+  mode: Mode,
 ): Promise<TransactionRow | null> {
-  return db.maybeOne(sql.type(transactionRow)`
+  return db.maybeOne(cardDepositByPaymentQuery(paymentId, mode));
+}
+
+/** By transactions_provider_reference_idx: the page knows no application, only the mode. */
+export function cardDepositByPaymentQuery(paymentId: string, mode: Mode) {
+  return sql.type(transactionRow)`
     SELECT ${transactionColumns} FROM transactions
-    WHERE transaction_type = 'card_deposit' AND provider_reference = ${paymentId}
-    LIMIT 1`);
+    WHERE provider_reference = ${paymentId} AND transaction_type = 'card_deposit'
+      AND mode = ${mode}
+    LIMIT 1`;
 }

@@ -125,13 +125,32 @@ const notifiedPayment = z.object({
  */
 export async function findNotifiedPayment(
   db: CommonQueryMethods,
-  n: { transactionType: string; paymentReference: string; transactionId: string | null },
+  n: NotifiedPaymentKey,
 ): Promise<z.infer<typeof notifiedPayment> | null> {
-  return db.maybeOne(sql.type(notifiedPayment)`
-    SELECT id, mode, status, provider_reference AS "providerReference"
-    FROM transactions
-    WHERE transaction_type = ${n.transactionType}
-      AND (provider_reference = ${n.paymentReference} OR id::text = ${n.transactionId ?? ''})
-    ORDER BY (provider_reference = ${n.paymentReference}) DESC NULLS LAST
-    LIMIT 1`);
+  return db.maybeOne(notifiedPaymentQuery(n));
+}
+
+export type NotifiedPaymentKey = {
+  transactionType: string;
+  paymentReference: string;
+  transactionId: string | null;
+};
+
+/**
+ * Two index lookups, the reference's first (transactions_provider_reference_idx, then the
+ * primary key): an `OR` of both, or the id compared as text, read every tenant's payments.
+ */
+export function notifiedPaymentQuery(n: NotifiedPaymentKey) {
+  return sql.type(notifiedPayment)`
+    SELECT id, mode, status, "providerReference" FROM (
+      SELECT id, mode, status, provider_reference AS "providerReference", 0 AS rank
+      FROM transactions
+      WHERE provider_reference = ${n.paymentReference} AND transaction_type = ${n.transactionType}
+      UNION ALL
+      SELECT id, mode, status, provider_reference, 1
+      FROM transactions
+      WHERE id = ${n.transactionId}::uuid AND transaction_type = ${n.transactionType}
+    ) found
+    ORDER BY rank
+    LIMIT 1`;
 }

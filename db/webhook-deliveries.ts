@@ -208,8 +208,11 @@ export async function listDeliveryAttempts(
     ORDER BY attempt`);
 }
 
-/** The attempts a delivery shows (docs/api.md, Webhooks). */
+/** The attempts a delivery shows (docs/api.md, "Webhooks"). */
 export const HISTORY_ATTEMPTS = 25;
+
+/** The deliveries an event shows: its latest, so that redeliveries never grow the answer. */
+export const EVENT_DELIVERIES = 50;
 
 const historyRow = z.object({
   event_id: z.string(),
@@ -241,9 +244,14 @@ async function withDeliveries(
     'uuid',
   );
   const [rows, attempts] = await Promise.all([
+    // The latest deliveries of each event, given back oldest first.
     db.any(sql.type(deliveryRow)`
-      SELECT ${deliveryColumns} FROM webhook_deliveries
-      WHERE event_id = ANY (${ids})
+      SELECT ${deliveryColumns} FROM (
+        SELECT *, row_number() OVER (PARTITION BY event_id
+          ORDER BY created_at DESC, subscription_id DESC, redelivery DESC) AS nth
+        FROM webhook_deliveries WHERE event_id = ANY (${ids})
+      ) d
+      WHERE nth <= ${EVENT_DELIVERIES}
       ORDER BY created_at, subscription_id, redelivery`),
     // The last attempts of each delivery, given back oldest first.
     db.any(sql.type(historyRow)`
@@ -276,21 +284,40 @@ async function withDeliveries(
   }));
 }
 
+/** Redeliveries of one event to one subscription in any 24 hours (docs/api.md, "Webhooks"). */
+export const REDELIVERIES_PER_DAY = 5;
+
+export type Redeliveries =
+  | { targets: readonly Required<DeliveryTarget>[] }
+  | { capped: { subscriptionId: string; retryAfterSeconds: number } };
+
 /**
- * New deliveries of one event, one per subscription, each numbered after the last of its
- * (event, subscription), written pending; `start` starts their workflows inside the same
- * transaction, so a failed start leaves no delivery that nothing will ever attempt.
+ * New deliveries of one event, numbered on per (event, subscription), started inside the same
+ * transaction so that a failed start leaves none unattempted; one subscription capped: none.
  */
 export async function insertRedeliveries(
   pool: DatabasePool,
   eventId: string,
   subscriptionIds: readonly string[],
   start: (targets: readonly Required<DeliveryTarget>[]) => Promise<void>,
-): Promise<readonly Required<DeliveryTarget>[]> {
-  if (subscriptionIds.length === 0) return [];
+): Promise<Redeliveries> {
+  if (subscriptionIds.length === 0) return { targets: [] };
   return pool.transaction(async (trx) => {
     // Redeliveries of one event wait for each other, so two never take the same number.
     await trx.query(sql.unsafe`SELECT pg_advisory_xact_lock(hashtext(${`redeliver:${eventId}`}))`);
+    const subscriptions = sql.array(subscriptionIds, 'uuid');
+    // Counted under the lock, so that racing requests cannot pass the cap together.
+    const capped = await trx.maybeOne(sql.type(
+      z.object({ subscriptionId: z.string(), retryAfterSeconds: z.number() }),
+    )`
+      SELECT subscription_id AS "subscriptionId", greatest(1, ceil(extract(epoch FROM
+        min(created_at) + interval '1 day' - now())))::int AS "retryAfterSeconds"
+      FROM webhook_deliveries
+      WHERE event_id = ${eventId} AND subscription_id = ANY (${subscriptions})
+        AND redelivery > 0 AND created_at > now() - interval '1 day'
+      GROUP BY subscription_id HAVING count(*) >= ${REDELIVERIES_PER_DAY}
+      ORDER BY subscription_id LIMIT 1`);
+    if (capped) return { capped };
     const targets = await trx.any(sql.type(
       z.object({ eventId: z.string(), subscriptionId: z.string(), redelivery: z.number() }),
     )`
@@ -298,10 +325,10 @@ export async function insertRedeliveries(
       SELECT ${eventId}, s.id, coalesce(
         (SELECT max(redelivery) + 1 FROM webhook_deliveries d
          WHERE d.event_id = ${eventId} AND d.subscription_id = s.id), 1)
-      FROM unnest(${sql.array(subscriptionIds, 'uuid')}::uuid[]) AS s (id)
+      FROM unnest(${subscriptions}::uuid[]) AS s (id)
       RETURNING event_id AS "eventId", subscription_id AS "subscriptionId", redelivery`);
     await start(targets);
-    return targets;
+    return { targets };
   });
 }
 

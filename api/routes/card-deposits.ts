@@ -190,8 +190,8 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
 
   /** The sandbox page's deposit: a Test Mode card deposit paid through this payment. */
   async function sandboxDeposit(paymentId: string) {
-    const row = await findCardDepositByPayment(pool, paymentId);
-    if (!row || row.mode !== 'test') throw notFound('Payment');
+    const row = await findCardDepositByPayment(pool, paymentId, 'test');
+    if (!row) throw notFound('Payment');
     return row;
   }
 

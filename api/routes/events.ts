@@ -1,8 +1,10 @@
 import { z } from 'zod';
 import {
+  EVENT_DELIVERIES,
   findEventWithDeliveries,
   HISTORY_ATTEMPTS,
   insertRedeliveries,
+  REDELIVERIES_PER_DAY,
   listCallerEvents,
   type EventWithDeliveries,
 } from '../../db/webhook-deliveries';
@@ -16,6 +18,7 @@ import { startWebhookDelivery } from '../../temporal/webhook-deliveries';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
+import { RateLimitedError } from '../middleware/errors';
 import { defineRoute, type Route } from '../route';
 import { BodyId, PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
 
@@ -66,7 +69,9 @@ const EventBody = z
       description:
         'What the event tells of: for payment events the Transaction record, amounts in the base currency',
     }),
-    deliveries: z.array(DeliveryBody),
+    deliveries: z.array(DeliveryBody).meta({
+      description: `The event's latest ${EVENT_DELIVERIES} deliveries, oldest first`,
+    }),
   })
   .meta({ id: 'Event' });
 
@@ -85,8 +90,20 @@ const RedeliverRequest = z.object({
   }),
 });
 
-/** How far back an event may be sent again (docs/api.md, Webhooks). */
+/** How far back an event may be sent again (docs/api.md, "Webhooks"). */
 const REDELIVERY_WINDOW_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** 429: the event went to the subscription as many times today as it may. */
+class RedeliveryCapError extends RateLimitedError {
+  override readonly detail: string;
+  constructor(subscriptionId: string, retryAfter: number) {
+    super(retryAfter);
+    this.detail =
+      `The event was already redelivered ${REDELIVERIES_PER_DAY} times to webhook subscription ` +
+      `${subscriptionId} in the last 24 hours, the most allowed: retry in ${retryAfter} seconds`;
+    this.message = this.detail;
+  }
+}
 
 function eventBody(e: EventWithDeliveries): z.infer<typeof EventBody> {
   return {
@@ -201,6 +218,9 @@ export function eventRoutes(deps: ApiDeps): Route[] {
         403: errorResponse('The event or the subscription belongs to another application or mode'),
         404: errorResponse('Event or webhook subscription not found'),
         422: errorResponse('Validation failure'),
+        429: errorResponse(
+          `The event was already redelivered ${REDELIVERIES_PER_DAY} times in the last 24 hours to a subscription it would go to; Retry-After says when another is allowed, and nothing is sent`,
+        ),
       },
       handler: async ({ caller, params, body }) => {
         const id = params.event_id.toLowerCase();
@@ -218,7 +238,7 @@ export function eventRoutes(deps: ApiDeps): Route[] {
             'Event is older than 30 days and can no longer be redelivered',
           );
         }
-        await insertRedeliveries(
+        const sent = await insertRedeliveries(
           pool,
           event.id,
           subscriptions.map((s) => s.id),
@@ -226,6 +246,9 @@ export function eventRoutes(deps: ApiDeps): Route[] {
             for (const target of targets) await startWebhookDelivery(temporal, taskQueue, target);
           },
         );
+        if ('capped' in sent) {
+          throw new RedeliveryCapError(sent.capped.subscriptionId, sent.capped.retryAfterSeconds);
+        }
         const row = await findEventWithDeliveries(pool, caller, event.id);
         return { status: 202, body: eventBody(row ?? event) };
       },

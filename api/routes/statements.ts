@@ -17,7 +17,7 @@ import { AppError, errorResponse } from '../errors';
 import { InstantQuery } from '../instant';
 import { defineRoute, type Route } from '../route';
 import { PageQuery, pageWindow } from '../schemas';
-import { csvRecord, STATEMENT_CSV_HEADER } from '../csv';
+import { csvNumber, csvRecord, STATEMENT_CSV_HEADER } from '../csv';
 
 /** The window of a statement asked without `from`. */
 const DEFAULT_DAYS = 30;
@@ -225,8 +225,8 @@ async function* csvLines(batches: AsyncGenerator<StatementEntry[]>): AsyncGenera
           e.transaction_id ?? '',
           e.transaction_type ?? '',
           e.created_at,
-          minorToDecimalString(e.amount),
-          minorToDecimalString(e.balance_after),
+          csvNumber(minorToDecimalString(e.amount)),
+          csvNumber(minorToDecimalString(e.balance_after)),
           e.description,
         ]),
       )

@@ -17,7 +17,8 @@ import {
 } from '../../db/transactions';
 import { minorToMajorNumber } from '../../domain/money';
 import type { Logger } from '../../observability/logger';
-import { csvRecord, TRANSACTIONS_CSV_HEADER } from '../csv';
+import { csvNumber, csvRecord, TRANSACTIONS_CSV_HEADER } from '../csv';
+import { EXPORT_RETRY_AFTER_SECONDS, ExportSlots } from '../export-slots';
 import { TRANSACTION_STATUSES, TRANSACTION_TYPES, type Caller } from '../../domain/types';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
@@ -191,6 +192,7 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
   const { pool, temporal, config, logger } = deps;
   const owned = async (caller: Caller, id: string) =>
     assertOwned(caller, await findTransaction(pool, id), 'Transaction');
+  const exportSlots = new ExportSlots(config.exports);
   return [
     defineRoute({
       method: 'get',
@@ -274,21 +276,21 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
         422: errorResponse(
           `Invalid filter, or a filter selecting more than ${config.exports.maxRows} transactions`,
         ),
+        429: errorResponse(
+          `The application already streams ${config.exports.perApplication} exports, or the API ` +
+            `${config.exports.perProcess}, the most at a time; Retry-After says when to try again ` +
+            `(${EXPORT_RETRY_AFTER_SECONDS} seconds)`,
+        ),
       },
       handler: async ({ ctx, caller, query }) => {
-        if (query.wallet_id) await assertWalletFilter(pool, caller, query.wallet_id);
-        const filter = filterOf(query);
-        const { maxRows, chunkRows } = config.exports;
-        // Counted before any byte is sent, so that too wide a filter is still a 422.
-        if ((await countTransactionsUpTo(pool, caller, filter, maxRows + 1)) > maxRows) {
-          throw new AppError(
-            'validation_failed',
-            `The filters select more than ${maxRows} transactions, the most an export holds: narrow them (created[gte], created[lt])`,
-          );
+        const release = exportSlots.take(caller.applicationId);
+        let body: Readable;
+        try {
+          body = await exportBody(ctx, caller, query, release);
+        } catch (error) {
+          release();
+          throw error;
         }
-        const batches = transactionStream(pool, caller, filter, chunkRows, maxRows);
-        // Not object mode: the cursor is read on only once the last chunk has drained to the socket.
-        const body = Readable.from(exportLines(ctx, batches, logger), { objectMode: false });
         return {
           body,
           headers: {
@@ -363,10 +365,51 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
       }),
     }),
   ];
+
+  /** The CSV stream; its slot is released once the stream has ended, whichever way it ends. */
+  async function exportBody(
+    ctx: Koa.Context,
+    caller: Caller,
+    query: z.infer<typeof ExportQuery>,
+    release: () => void,
+  ): Promise<Readable> {
+    if (query.wallet_id) await assertWalletFilter(pool, caller, query.wallet_id);
+    const filter = filterOf(query);
+    const { maxRows, chunkRows, timeLimitMs } = config.exports;
+    // Counted before any byte is sent, so that too wide a filter is still a 422.
+    if ((await countTransactionsUpTo(pool, caller, filter, maxRows + 1)) > maxRows) {
+      throw new AppError(
+        'validation_failed',
+        `The filters select more than ${maxRows} transactions, the most an export holds: narrow them (created[gte], created[lt])`,
+      );
+    }
+    const batches = transactionStream(pool, caller, filter, chunkRows, maxRows);
+    const lines = exportLines(ctx, batches, logger, release);
+    // A stream never read never runs the generator's `finally`: the closed response releases it.
+    let started = false;
+    const timer = setTimeout(() => {
+      logger.warn({ timeLimitMs }, 'transactions export stopped: it reached its time limit');
+      // Cut, not ended: a client must not take a partial CSV for the whole export.
+      ctx.res.destroy();
+    }, timeLimitMs);
+    ctx.res.once('close', () => {
+      clearTimeout(timer);
+      if (!started) release();
+    });
+    // Not object mode: the cursor is read on only once the last chunk has drained to the socket.
+    return Readable.from(
+      (async function* () {
+        started = true;
+        yield* lines;
+      })(),
+      { objectMode: false },
+    );
+  }
 }
 
 function exportRecord(row: ExportRow): string {
-  const major = (minor: bigint | null) => (minor === null ? '' : String(minorToMajorNumber(minor)));
+  const major = (minor: bigint | null) =>
+    minor === null ? '' : csvNumber(String(minorToMajorNumber(minor)));
   return csvRecord([
     row.id,
     row.created_at,
@@ -389,6 +432,7 @@ async function* exportLines(
   ctx: Koa.Context,
   batches: AsyncGenerator<readonly ExportRow[]>,
   logger: Logger,
+  release: () => void,
 ): AsyncGenerator<string> {
   let rows = 0;
   let finished = false;
@@ -402,6 +446,7 @@ async function* exportLines(
     finished = !ctx.res.destroyed;
   } finally {
     await batches.return(undefined);
+    release();
     if (!finished) logger.info({ rows }, 'transactions export stopped: the client went away');
   }
 }

@@ -17,6 +17,7 @@ const engine = useTestEngine({ env: { EXPORT_MAX_ROWS: '2500', EXPORT_BATCH_ROWS
 const { api, live } = useTestApp(engine);
 const { api: other } = useTestApp(engine);
 const { api: bulk, app: bulkApp } = useTestApp(engine);
+const { api: formulas } = useTestApp(engine);
 
 const EXPORT = '/api/v1/transactions/export';
 const LIST = '/api/v1/transactions/';
@@ -158,6 +159,34 @@ describe('GET /api/v1/transactions/export', () => {
     expect(theirs).toHaveLength(1);
     expect(theirs.some((r) => mine.has(r[0]!))).toBe(false);
     expect(await exportOf(live)).toEqual([]);
+  });
+});
+
+describe('a cell a spreadsheet would run as a formula', () => {
+  it('starts with a quote in the export and the statement CSV; the engine’s amounts do not', async () => {
+    const a = (await createFundedWallet(formulas, engine.pool, 100_000n)).walletId;
+    const b = (await createUserWithWallet(formulas)).walletId;
+    const formula = '=HYPERLINK("http://evil.test","Refund")';
+    const sent = await formulas.post<Transaction>(TRANSFER, {
+      from_wallet_id: a,
+      to_wallet_id: b,
+      amount: 12.5,
+      description: formula,
+      metadata: { note: '@SUM(A1)' },
+    });
+    expect(sent.status).toBe(200);
+    const [row] = await exportOf(formulas, `wallet_id=${b}`);
+    expect(row![0]).toBe(sent.body.id);
+    expect([row![4], row![10]]).toEqual(['12.5', `'${formula}`]);
+    // Metadata is a JSON object, which starts with a brace whatever its values hold.
+    expect(row![12]).toBe('{"note":"@SUM(A1)"}');
+    const statement = await formulas.get(`/api/v1/wallets/${a}/statement`, {
+      Accept: 'text/csv',
+    });
+    expect(statement.status).toBe(200);
+    const entries = parseCsv(statement.body as string).slice(1);
+    const debit = entries.find((e) => e[0] === sent.body.id)!;
+    expect([debit[3], debit[5]]).toEqual(['-12.50', `'${formula}`]);
   });
 });
 

@@ -218,6 +218,60 @@ describe('POST /api/v1/events/{event_id}/redeliver', () => {
     expect(await deliveryCount()).toBe(before);
     expect(arrivals('/refused', eventId)).toHaveLength(1);
   });
+
+  it('sends one event to one subscription at most 5 times in 24 hours; the 6th is 429, nothing sent', async () => {
+    const sub = await subscribe('/capped');
+    const spare = await subscribe('/spare');
+    const eventId = await newEvent();
+    await waitForDeliveries(eventId, sub.id, 1, (d) => d.status === 'delivered');
+    const redeliver = (body: object) => api.post(`/api/v1/events/${eventId}/redeliver`, body);
+    for (let i = 0; i < 5; i += 1) {
+      expect((await redeliver({ subscription_id: sub.id })).status).toBe(202);
+    }
+    await waitForDeliveries(eventId, sub.id, 6, (d) => d.status === 'delivered');
+    const before = await deliveryCount();
+    const refused = await redeliver({ subscription_id: sub.id });
+    expect(refused.status).toBe(429);
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThan(24 * 3600 - 120);
+    expect(retryAfter).toBeLessThanOrEqual(24 * 3600);
+    expect(refused.body).toEqual({
+      detail: `The event was already redelivered 5 times to webhook subscription ${sub.id} in the last 24 hours, the most allowed: retry in ${retryAfter} seconds`,
+    });
+    // To every subscription: the capped one refuses the call, so the other gets nothing either.
+    expect((await redeliver({})).status).toBe(429);
+    expect(await deliveryCount()).toBe(before);
+    // Another subscription has its own count.
+    expect((await redeliver({ subscription_id: spare.id })).status).toBe(202);
+    await waitForDeliveries(eventId, spare.id, 2, (d) => d.status === 'delivered');
+    expect(arrivals('/capped', eventId)).toHaveLength(6);
+    // A day after the first redelivery, one more is allowed.
+    await engine.pool.query(sql.unsafe`
+      UPDATE webhook_deliveries SET created_at = now() - interval '1 day 1 minute'
+      WHERE event_id = ${eventId} AND subscription_id = ${sub.id} AND redelivery = 1`);
+    expect((await redeliver({ subscription_id: sub.id })).status).toBe(202);
+    expect((await redeliver({ subscription_id: sub.id })).status).toBe(429);
+    await waitForDeliveries(eventId, sub.id, 7, (d) => d.status === 'delivered');
+  });
+
+  it('lists the event’s latest 50 deliveries, oldest first', async () => {
+    const sub = await subscribe('/many');
+    const eventId = await newEvent();
+    await waitForDeliveries(eventId, sub.id, 1, (d) => d.status === 'delivered');
+    await engine.pool.query(sql.unsafe`
+      INSERT INTO webhook_deliveries (event_id, subscription_id, redelivery, status, attempts,
+        last_error, created_at)
+      SELECT ${eventId}, ${sub.id}, n, 'failed', n, 'stored ' || n, now() + n * interval '1 second'
+      FROM generate_series(1, 60) AS n`);
+    const shown = await deliveriesOf(eventId);
+    expect(shown).toHaveLength(50);
+    expect(shown.map((d) => d.attempts)).toEqual(Array.from({ length: 50 }, (_, i) => i + 11));
+    const listed = await api.get('/api/v1/events?per_page=100');
+    const inList = (listed.body.data as { id: string; deliveries: Delivery[] }[]).find(
+      (e) => e.id === eventId,
+    );
+    expect(inList!.deliveries).toEqual(shown);
+  });
 });
 
 describe('each delivery’s history', () => {

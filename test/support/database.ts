@@ -25,7 +25,7 @@ export function databaseUrl(name: string): string {
 }
 
 /** A fresh database for one test file, cloned from the migrated template. */
-export async function createTestDatabase(): Promise<{
+export async function createTestDatabase({ poolSize = 30 }: { poolSize?: number } = {}): Promise<{
   url: string;
   pool: DatabasePool;
   name: string;
@@ -49,7 +49,7 @@ export async function createTestDatabase(): Promise<{
   }
   const url = databaseUrl(name);
   const pool = await createDatabasePool(url, {
-    maximumPoolSize: 30,
+    maximumPoolSize: poolSize,
     connectTimeoutMs: SCRATCH_CONNECT_TIMEOUT_MS,
   });
   return { url, name, pool };

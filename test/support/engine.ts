@@ -31,7 +31,12 @@ export type TestEngine = {
   close: () => Promise<void>;
 };
 
-export type TestEngineOptions = { requestTimeoutMs?: number; env?: Record<string, string> };
+export type TestEngineOptions = {
+  requestTimeoutMs?: number;
+  env?: Record<string, string>;
+  /** Connections of the one pool the API, the worker and the test share (30 by default). */
+  poolSize?: number;
+};
 
 /**
  * The real engine for one test file: its own database (cloned from the template), a real
@@ -40,7 +45,9 @@ export type TestEngineOptions = { requestTimeoutMs?: number; env?: Record<string
 export async function startTestEngine(options: TestEngineOptions = {}): Promise<TestEngine> {
   const address = process.env.TEST_TEMPORAL_ADDRESS;
   if (!address) throw new Error('TEST_TEMPORAL_ADDRESS is not set: run the tests with npm test');
-  const database = await createTestDatabase();
+  const database = await createTestDatabase(
+    options.poolSize === undefined ? {} : { poolSize: options.poolSize },
+  );
   const config = scratchConfig({
     databaseUrl: database.url,
     temporalAddress: address,

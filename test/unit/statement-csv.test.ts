@@ -1,11 +1,10 @@
 import { filterInstant, isInstant, parseInstant } from '../../api/instant';
-import { csvField, csvRecord, STATEMENT_CSV_HEADER } from '../../api/csv';
+import { csvField, csvNumber, csvRecord, STATEMENT_CSV_HEADER } from '../../api/csv';
 
 describe('csvField quotes as RFC 4180 says', () => {
   it.each([
     ['plain', 'plain'],
     ['', ''],
-    ['-12.50', '-12.50'],
     ['Rent, May', '"Rent, May"'],
     ['say "hi"', '"say ""hi"""'],
     ['Rent, "May"', '"Rent, ""May"""'],
@@ -15,6 +14,25 @@ describe('csvField quotes as RFC 4180 says', () => {
     ['  spaced  ', '  spaced  '],
   ])('%p -> %p', (value, written) => {
     expect(csvField(value)).toBe(written);
+  });
+
+  it.each([
+    ['=HYPERLINK("http://x.test","pay")', `"'=HYPERLINK(""http://x.test"",""pay"")"`],
+    ['+1+cmd|calc', "'+1+cmd|calc"],
+    ['-2+3', "'-2+3"],
+    ['-12.50', "'-12.50"],
+    ['@SUM(A1:A2)', "'@SUM(A1:A2)"],
+    ['\t=1', "'\t=1"],
+    ['\r=1', `"'\r=1"`],
+    ['a=1', 'a=1'],
+    [' =1', ' =1'],
+  ])('starts merchant text %p that a spreadsheet would run with a quote: %p', (value, written) => {
+    expect(csvField(value)).toBe(written);
+  });
+
+  it('writes the engine’s numbers as they are, a negative amount included', () => {
+    expect(csvField(csvNumber('-12.50'))).toBe('-12.50');
+    expect(csvRecord([csvNumber('-5.00'), csvNumber('+1'), '-5.00'])).toBe("-5.00,+1,'-5.00\r\n");
   });
 
   it('ends each record with CRLF; the header is exactly the contract’s', () => {

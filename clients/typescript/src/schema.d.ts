@@ -1297,6 +1297,7 @@ export interface components {
       data: {
         [key: string]: unknown;
       };
+      /** @description The event's latest 50 deliveries, oldest first */
       deliveries: components['schemas']['WebhookDelivery'][];
     };
     FeeBreakdown: {
@@ -5619,7 +5620,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
+      /** @description The application already streams 2 exports, or the API 4, the most at a time; Retry-After says when to try again (30 seconds); or rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
           'Retry-After': components['headers']['RetryAfter'];
@@ -7476,7 +7477,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Rate limit exceeded; Retry-After gives the seconds to wait */
+      /** @description The event was already redelivered 5 times in the last 24 hours to a subscription it would go to; Retry-After says when another is allowed, and nothing is sent; or rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
           'Retry-After': components['headers']['RetryAfter'];
