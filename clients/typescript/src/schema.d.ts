@@ -1630,7 +1630,7 @@ export interface components {
       ended_at: string | null;
       /** @description The payment provider’s reference (payment code id) the step worked with */
       provider_reference: string | null;
-      /** @description The message of the last failure: of a failed step, or of the attempt before a retry */
+      /** @description The last failure, of a failed step or of the attempt before a retry: a decline’s detail as the API answers it, any other failure `Internal error` */
       failure: string | null;
       /** @description An operator’s resolution (the update `resolve`): who resolved the payment; absent on other steps */
       operator?: string;
@@ -6463,7 +6463,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Live Mode credentials used; or admin credentials (application credentials only) */
+      /** @description Live Mode credentials used, or another application’s transaction; or admin credentials (application credentials only) */
       403: {
         headers: {
           [name: string]: unknown;
