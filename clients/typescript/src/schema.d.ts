@@ -1720,7 +1720,7 @@ export interface components {
       status_code: number | null;
       /** @description From the request sent to the answer read */
       duration_ms: number;
-      /** @description Why the attempt failed; null after a 2xx */
+      /** @description Why it failed, null after a 2xx: `connection_refused`, `connection_error`, `timeout`, `tls_error`, `dns_error`, `http_status` (a non-2xx answer, whose status is `status_code`), or why nothing was sent (a refused address, an unusable URL) */
       error: string | null;
     };
     WebhookDelivery: {
@@ -1731,7 +1731,7 @@ export interface components {
       attempts: number;
       /** @description HTTP status of the last attempt; null when it got no answer */
       last_status_code: number | null;
-      /** @description Why the last attempt failed, or why the delivery stopped; null after a 2xx */
+      /** @description The last attempt's `error`, or why the delivery stopped. Why it failed, null after a 2xx: `connection_refused`, `connection_error`, `timeout`, `tls_error`, `dns_error`, `http_status` (a non-2xx answer, whose status is `status_code`), or why nothing was sent (a refused address, an unusable URL) */
       last_error: string | null;
       /** @description When the next attempt is due; null once delivered or failed */
       next_attempt_at: string | null;
@@ -1755,7 +1755,7 @@ export interface components {
       /** @description HTTP status of the answer; null when none came */
       status_code: number | null;
       duration_ms: number;
-      /** @description Why it failed; null after a 2xx */
+      /** @description Why it failed, null after a 2xx: `connection_refused`, `connection_error`, `timeout`, `tls_error`, `dns_error`, `http_status` (a non-2xx answer, whose status is `status_code`), or why nothing was sent (a refused address, an unusable URL) */
       error: string | null;
     };
   };
