@@ -23,7 +23,8 @@ import { claimIdempotencyKey, completeIdempotencyKey, type ClaimResult } from '.
 import { idempotentReplays, rateLimitedRequests } from '../observability/metrics';
 import { earlyAnswer } from './access';
 import { AppError } from './errors';
-import { RATE_LIMIT_CATEGORIES, type Caller } from '../domain/types';
+import { RATE_LIMIT_CATEGORIES, type Caller, type RateLimitCategory } from '../domain/types';
+import { findApplication } from '../db/applications';
 import { refuseUnstorableText } from './middleware/body';
 import { RateLimitedError } from './middleware/errors';
 import { InexactNumber } from './middleware/json-number';
@@ -52,8 +53,7 @@ async function authenticateRequest(
   const apiKey = ctx.get('api-key');
   const secretKey = ctx.get('secret-key');
   if (!apiKey || !secretKey) throw new AppError('unauthenticated', UNAUTHENTICATED.missing);
-  const limitOf = (rateLimits: Record<string, number>) =>
-    rateLimits[category] ?? RATE_LIMIT_CATEGORIES[category];
+  const limitOf = (rateLimits: Record<string, number>) => categoryLimit(rateLimits, category);
   const result = await authenticateAndCount(
     pool,
     apiKey,
@@ -64,7 +64,12 @@ async function authenticateRequest(
   );
   if (!result.ok) {
     if (apiKey.startsWith(ADMIN_API_KEY_PREFIX)) {
-      const admin = await authenticateAdmin(pool, apiKey, secretKey);
+      // An admin secret tried where it never works counts toward the admin lockout, so that
+      // application endpoints are no oracle for guessing one.
+      const admin = await underLockout(pool, ADMIN_LOCKOUT_SCOPE, clientAddress(ctx), async () => {
+        const result = await authenticateAdmin(pool, apiKey, secretKey);
+        return { failed: true, result };
+      });
       if (admin.ok) throw new AppError('forbidden', ADMIN_ON_APPLICATION_ENDPOINT);
     }
     throw new AppError('unauthenticated', UNAUTHENTICATED[result.reason]);
@@ -73,6 +78,26 @@ async function authenticateRequest(
   (ctx.state as { caller?: Caller }).caller = caller;
   refuseOverLimit(result.hit, limitOf(result.rateLimits), category);
   return { caller, ...(result.claim !== undefined ? { claim: result.claim } : {}) };
+}
+
+/** A category's limit a minute: the application's own when it set one, else the default. */
+function categoryLimit(rateLimits: Record<string, number>, category: RateLimitCategory): number {
+  return rateLimits[category] ?? RATE_LIMIT_CATEGORIES[category];
+}
+
+/**
+ * Counts a session caller's request (the dashboard's) against its API route's category, under
+ * the application's limits: the application and mode are counted as one caller.
+ */
+async function countSessionRequest(
+  pool: DatabasePool,
+  caller: Caller,
+  category: RateLimitCategory,
+): Promise<void> {
+  const application = await findApplication(pool, caller.applicationId);
+  const limit = categoryLimit(application?.rate_limits ?? {}, category);
+  const subject = `session:${caller.applicationId}:${caller.mode}`;
+  refuseOverLimit(await hitKeyedRateLimit(pool, 'subject', subject, category), limit, category);
 }
 
 function callerOf(credential: Authenticated): Caller {
@@ -268,7 +293,13 @@ export function gatherMetadataQuery(query: Record<string, unknown>): Record<stri
     delete gathered[name];
     // Without its closing bracket the key keeps a `[`: refused as malformed.
     const key = name.endsWith(']') ? name.slice(prefix.length, -1) : name.slice(prefix.length - 1);
-    metadata[key] = query[name];
+    // Defined, not assigned, so that `__proto__` stays a key that the schema refuses by name.
+    Object.defineProperty(metadata, key, {
+      value: query[name],
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   gathered.metadata = metadata;
   return gathered;
@@ -353,6 +384,9 @@ export function mountRoutes(
       let counted: ClaimResult | null | undefined;
       if (route.auth === null || route.admin) {
         caller = route.auth === null && route.sessionCaller ? route.sessionCaller(ctx) : null;
+        if (caller && route.sessionCategory) {
+          await countSessionRequest(pool, caller, route.sessionCategory);
+        }
         readAs(caller);
       } else {
         ({ caller, claim: counted } = await authenticateRequest(

@@ -69,6 +69,11 @@ export type Route<B = unknown, Q = unknown, P = unknown> = {
    * Idempotency-Key is honoured under that application and mode.
    */
   sessionCaller?: (ctx: Koa.Context) => Caller;
+  /**
+   * The rate-limit category a session caller's request counts against: its API route's, so
+   * that the dashboard is no way around that route's limit.
+   */
+  sessionCategory?: RateLimitCategory;
   /** Accepts `Idempotency-Key` (every POST that moves money). */
   idempotent?: boolean;
   body?: z.ZodType<B>;

@@ -195,6 +195,10 @@ function characters(text: string): number {
 
 const METADATA_KEY_PROBLEM = `keys must be 1 to ${METADATA_MAX_KEY_LENGTH} characters, without [ or ]`;
 
+/** Keys that JavaScript objects treat as their own machinery: lost or misread once assigned. */
+const RESERVED_METADATA_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+const RESERVED_KEY_PROBLEM = 'is a reserved key name (__proto__, constructor, prototype)';
+
 /** Whether `key` breaks the key limits: the one rule for stored keys and filter keys alike. */
 function badMetadataKey(key: string): boolean {
   const length = characters(key);
@@ -202,11 +206,29 @@ function badMetadataKey(key: string): boolean {
 }
 
 /**
+ * Metadata keys checked on the object as received, before a record schema copies it (a copy
+ * by assignment drops `__proto__`): a reserved name is refused with its key in the detail.
+ */
+function withoutReservedKeys<T extends z.ZodType>(schema: T) {
+  return z
+    .unknown()
+    .superRefine((value, ctx) => {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) return;
+      for (const key of Object.keys(value)) {
+        if (RESERVED_METADATA_KEYS.has(key)) {
+          ctx.addIssue({ code: 'custom', path: [key], message: RESERVED_KEY_PROBLEM });
+        }
+      }
+    })
+    .pipe(schema);
+}
+
+/**
  * Metadata as given: each problem is reported at its key (`metadata.order_id: ...`), so the
  * detail names the key. `removable` lets a value be "" or null, which a merge reads as removal.
  */
 function metadataSchema(removable: boolean) {
-  return z
+  const record = z
     .record(z.string(), z.unknown(), { error: 'must be an object of string values' })
     .superRefine((value, ctx) => {
       const keys = Object.keys(value);
@@ -230,6 +252,7 @@ function metadataSchema(removable: boolean) {
         }
       }
     });
+  return withoutReservedKeys(record);
 }
 
 const METADATA_DOC =
@@ -241,6 +264,7 @@ const METADATA_KEY_DOC = {
   minLength: 1,
   maxLength: METADATA_MAX_KEY_LENGTH,
   pattern: '^[^\\[\\]\\u0000]*$',
+  not: { enum: [...RESERVED_METADATA_KEYS] },
 };
 const METADATA_VALUE_DOC = {
   type: 'string',
@@ -282,17 +306,19 @@ export const METADATA_TOO_MANY_KEYS = `metadata: at most ${METADATA_MAX_KEYS} ke
  * `gatherMetadataQuery`) as an OpenAPI deepObject is sent: exact matches of stored keys, all of
  * them (AND). A malformed key, or a key given twice, is named in the 422.
  */
-export const MetadataFilter = z
-  .record(z.string(), z.unknown(), { error: 'must be given as metadata[KEY]=VALUE' })
-  .superRefine((value, ctx) => {
-    for (const [key, v] of Object.entries(value)) {
-      if (badMetadataKey(key)) {
-        ctx.addIssue({ code: 'custom', path: [key], message: METADATA_KEY_PROBLEM });
-      } else if (typeof v !== 'string') {
-        ctx.addIssue({ code: 'custom', path: [key], message: 'must be given once' });
+export const MetadataFilter = withoutReservedKeys(
+  z
+    .record(z.string(), z.unknown(), { error: 'must be given as metadata[KEY]=VALUE' })
+    .superRefine((value, ctx) => {
+      for (const [key, v] of Object.entries(value)) {
+        if (badMetadataKey(key)) {
+          ctx.addIssue({ code: 'custom', path: [key], message: METADATA_KEY_PROBLEM });
+        } else if (typeof v !== 'string') {
+          ctx.addIssue({ code: 'custom', path: [key], message: 'must be given once' });
+        }
       }
-    }
-  })
+    }),
+)
   .transform((v) => v as Record<string, string>)
   .meta({
     type: 'object',

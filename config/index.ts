@@ -108,6 +108,10 @@ export const envSchema = z.object({
         '`id:base64key[,id:base64key...]`, each key 32 random bytes: the AES-256-GCM keys that encrypt every payload sent to Temporal; the first encrypts, any decrypts (see [temporal-codec.md](temporal-codec.md)). Required outside `development` and `test`; every API and worker needs the same list.',
       shownDefault: 'unset (a key kept in `DATA_DIR`)',
     }),
+  TEMPORAL_PAYLOAD_ALLOW_PLAINTEXT: z.enum(['true', 'false']).default('false').meta({
+    description:
+      '`true` only while moving to encryption: payloads that are not encrypted (histories and schedules written before it) are read as they are. `false` refuses them, as a payload anyone with access to Temporal could have written (see [temporal-codec.md](temporal-codec.md)).',
+  }),
   TEMPORAL_CODEC_ALLOWED_ORIGINS: z
     .string()
     .refine(
@@ -467,6 +471,8 @@ export type Config = {
      * kept in the data directory (development and tests only, temporal/data-converter.ts).
      */
     payloadKeys: PayloadKey[] | undefined;
+    /** Reads payloads that are not encrypted, during a rollout only (`TEMPORAL_PAYLOAD_ALLOW_PLAINTEXT`). */
+    allowPlaintextPayloads: boolean;
     /**
      * Browser origins of the Temporal UIs allowed to call the codec endpoint
      * (`TEMPORAL_CODEC_ALLOWED_ORIGINS`); by default the local UI in development and tests.
@@ -674,6 +680,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       workflowBundlePath: e.TEMPORAL_WORKFLOW_BUNDLE,
       workflowTaskSlots: e.TEMPORAL_WORKFLOW_TASK_SLOTS,
       payloadKeys: e.TEMPORAL_PAYLOAD_KEYS,
+      allowPlaintextPayloads: e.TEMPORAL_PAYLOAD_ALLOW_PLAINTEXT === 'true',
       codecAllowedOrigins:
         e.TEMPORAL_CODEC_ALLOWED_ORIGINS === undefined
           ? isLocalEnv(e.NODE_ENV)

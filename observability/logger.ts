@@ -38,6 +38,30 @@ export function redactHeaders(
   return out;
 }
 
+/** Query parameters whose values are personal data (users' search filters): never logged. */
+const PERSONAL_QUERY_PARAMS = new Set(['q', 'email', 'phone_number']);
+
+/** A request URL fit for a log line: the values of personal-data query parameters replaced. */
+export function redactUrl(url: string): string {
+  const at = url.indexOf('?');
+  if (at < 0) return url;
+  const pairs = url
+    .slice(at + 1)
+    .split('&')
+    .map((pair) => {
+      const equals = pair.indexOf('=');
+      const rawName = equals < 0 ? pair : pair.slice(0, equals);
+      let name: string;
+      try {
+        name = decodeURIComponent(rawName.replace(/\+/g, ' '));
+      } catch {
+        name = rawName;
+      }
+      return PERSONAL_QUERY_PARAMS.has(name) ? `${rawName}=[REDACTED]` : pair;
+    });
+  return `${url.slice(0, at)}?${pairs.join('&')}`;
+}
+
 export function createLogger(level: string, destination?: DestinationStream): Logger {
   return pino(
     {

@@ -57,6 +57,45 @@ export type PostOptions = {
   maxBodyBytes: number;
 };
 
+/**
+ * Why an attempt got no 2xx, as the merchant reads it (test send, delivery history): a category,
+ * never the socket's or TLS library's own message, which would map the receiver's network.
+ */
+export const WEBHOOK_FAILURES = [
+  'connection_refused',
+  'connection_error',
+  'timeout',
+  'tls_error',
+  'dns_error',
+  'http_status',
+] as const;
+export type WebhookFailure = (typeof WEBHOOK_FAILURES)[number];
+
+/** The `error` of an attempt, as the OpenAPI document describes it. */
+export const WEBHOOK_ERROR_DOC =
+  `Why it failed, null after a 2xx: ${WEBHOOK_FAILURES.map((f) => `\`${f}\``).join(', ')} ` +
+  '(a non-2xx answer, whose status is `status_code`), or why nothing was sent (a refused ' +
+  'address, an unusable URL)';
+
+/** The resolver's failures: the host has no address, or no resolver answered. */
+export const DNS_FAILURES: ReadonlySet<string> = new Set([
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ENODATA',
+  'EAI_FAIL',
+  'ESERVFAIL',
+]);
+
+/** The category of a request's network error: the one mapping for every attempt. */
+export function failureCategory(error: NodeJS.ErrnoException): WebhookFailure {
+  const code = error.code ?? '';
+  if (code === 'ECONNREFUSED') return 'connection_refused';
+  if (code === 'ETIMEDOUT') return 'timeout';
+  if (DNS_FAILURES.has(code) || error.syscall === 'getaddrinfo') return 'dns_error';
+  if (code === 'EPROTO' || /CERT|SSL|TLS/.test(code)) return 'tls_error';
+  return 'connection_error';
+}
+
 /** The error text recorded for an attempt whose target the guard refused. */
 export const REFUSED_ADDRESS_ERROR = 'Refused: the URL points to a private or internal address';
 
@@ -107,13 +146,8 @@ export async function postWebhook(
       (response) => {
         const status = response.statusCode ?? 0;
         let read = 0;
-        const done = () => {
-          if (status >= 200 && status < 300) return settle(status, null);
-          if (status >= 300 && status < 400) {
-            return settle(status, `HTTP ${status}: redirects are not followed`);
-          }
-          return settle(status, `HTTP ${status}`);
-        };
+        // A redirect is not followed: `status_code` says which status it was.
+        const done = () => settle(status, status >= 200 && status < 300 ? null : 'http_status');
         response.on('data', (chunk: Buffer) => {
           read += chunk.length;
           if (read >= options.maxBodyBytes) done();
@@ -122,16 +156,13 @@ export async function postWebhook(
         response.on('error', done);
       },
     );
-    const timer = setTimeout(
-      () => settle(null, `No answer within ${options.timeoutMs / 1000} seconds`),
-      options.timeoutMs,
-    );
+    const timer = setTimeout(() => settle(null, 'timeout'), options.timeoutMs);
     request.on('error', (error) =>
       settle(
         null,
         error instanceof ForbiddenAddressError || error.name === 'ForbiddenAddressError'
           ? REFUSED_ADDRESS_ERROR
-          : `${(error as NodeJS.ErrnoException).code ?? error.name}: ${error.message}`,
+          : failureCategory(error),
       ),
     );
     request.end(delivery.body);

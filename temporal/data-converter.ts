@@ -1,7 +1,7 @@
 import type { DataConverter, Payload, PayloadCodec } from '@temporalio/common';
 import { isLocalEnv, type Config, type PayloadKey } from '../config';
 import { dataDirSecret } from '../outbound/secret-box';
-import { AesGcmPayloadCodec } from './payload-codec';
+import { AesGcmPayloadCodec, type CodecOptions } from './payload-codec';
 
 /** The key id of the key generated in the data directory when none is configured. */
 export const LOCAL_KEY_ID = 'local';
@@ -24,8 +24,11 @@ export function payloadKeys(config: Config): PayloadKey[] {
 }
 
 /** The codec of these keys (the codec endpoint, a history read by hand). */
-export function payloadCodec(keys: readonly PayloadKey[]): PayloadCodec {
-  return new AesGcmPayloadCodec(keys);
+export function payloadCodec(
+  keys: readonly PayloadKey[],
+  options: CodecOptions = {},
+): PayloadCodec {
+  return new AesGcmPayloadCodec(keys, options);
 }
 
 /**
@@ -33,15 +36,28 @@ export function payloadCodec(keys: readonly PayloadKey[]): PayloadCodec {
  * converter, then encryption. A client without it could not read what a worker wrote.
  */
 export function temporalDataConverter(config: Config): DataConverter {
-  return dataConverterOf(payloadKeys(config));
+  return dataConverterOf(payloadKeys(config), {
+    allowPlaintext: config.temporal.allowPlaintextPayloads,
+  });
 }
 
 /** The same, from keys handed over (a benchmark's load process has no configuration). */
-export function dataConverterOf(keys: readonly PayloadKey[]): DataConverter {
-  return { payloadCodecs: [payloadCodec(keys)] };
+export function dataConverterOf(
+  keys: readonly PayloadKey[],
+  options: CodecOptions = {},
+): DataConverter {
+  return { payloadCodecs: [payloadCodec(keys, options)] };
 }
 
 type Holder = Record<string | number, unknown>;
+
+/** What the SDK never passes through a codec: search attributes (Temporal indexes them), headers. */
+const NOT_ENCODED = new Set(['searchAttributes', 'header']);
+/** A marker's own records, which the SDK's core writes itself: a local activity's, a patch's. */
+const MARKER_RECORDS = new Set(['data', 'patch-data']);
+
+const encodedByCodec = (parent: string | number | null, key: string) =>
+  !NOT_ENCODED.has(key) && !(parent === 'details' && MARKER_RECORDS.has(key));
 
 function isPayload(value: unknown): value is Payload {
   const metadata = (value as { metadata?: unknown } | null)?.metadata;
@@ -54,19 +70,20 @@ function isPayload(value: unknown): value is Payload {
 
 /**
  * Decodes in place, with `codecs` (a client's, `client.options.loadedDataConverter`), every
- * payload found in `value`: what a raw read of a workflow's history returns is as Temporal
- * keeps it, encrypted.
+ * payload found in `value` that a codec encoded: what a raw read of a workflow's history returns
+ * is as Temporal keeps it, encrypted.
  */
 export async function decodePayloadsIn<T>(value: T, codecs: readonly PayloadCodec[]): Promise<T> {
   const found: { holder: Holder; key: string | number }[] = [];
-  const walk = (node: unknown) => {
+  const walk = (node: unknown, parent: string | number | null) => {
     if (typeof node !== 'object' || node === null || node instanceof Uint8Array) return;
     for (const [key, child] of Object.entries(node)) {
+      if (!encodedByCodec(parent, key)) continue;
       if (isPayload(child)) found.push({ holder: node as Holder, key });
-      else walk(child);
+      else walk(child, key);
     }
   };
-  walk(value);
+  walk(value, null);
   if (!found.length) return value;
   let payloads = found.map(({ holder, key }) => holder[key] as Payload);
   for (const codec of [...codecs].reverse()) payloads = await codec.decode(payloads);

@@ -21,6 +21,11 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const KEY_BYTES = 32;
 
+/** Why a payload that is not encrypted is not read. */
+export const PLAINTEXT_REFUSED =
+  'The payload is not encrypted: refused, as anyone with access to Temporal could have written ' +
+  'it (TEMPORAL_PAYLOAD_ALLOW_PLAINTEXT=true reads such payloads during a move to encryption)';
+
 export class PayloadCodecError extends Error {
   constructor(message: string) {
     super(message);
@@ -39,10 +44,13 @@ const sealingKey = ({ id, key }: PayloadKey): SealingKey => ({
   id: Buffer.from(id),
 });
 
+/** What the codec does with a payload that is not encrypted (docs/temporal-codec.md). */
+export type CodecOptions = { allowPlaintext?: boolean };
+
 /**
  * AES-256-GCM by key id: the first key encrypts, every key decrypts, so a key is rotated by
  * putting a new one first and dropping the old one once nothing it encrypted is kept. A payload
- * that is not encrypted (recorded before encryption) passes through as it is.
+ * that is not encrypted is refused, unless a rollout allows it: anyone could have written it.
  */
 export class AesGcmPayloadCodec implements PayloadCodec {
   // Key objects made once: a raw key given to each cipher is imported again every time.
@@ -50,7 +58,10 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   private readonly current: SealingKey;
   private readonly encoding = Buffer.from(ENCRYPTED_ENCODING);
 
-  constructor(keys: readonly PayloadKey[]) {
+  private readonly allowPlaintext: boolean;
+
+  constructor(keys: readonly PayloadKey[], options: CodecOptions = {}) {
+    this.allowPlaintext = options.allowPlaintext === true;
     const [first] = keys;
     if (!first) throw new PayloadCodecError('The payload codec needs at least one key');
     for (const { id, key } of keys) {
@@ -82,7 +93,10 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   }
 
   private decrypt(payload: Payload): Payload {
-    if (text(payload.metadata?.encoding) !== ENCRYPTED_ENCODING) return payload;
+    if (text(payload.metadata?.encoding) !== ENCRYPTED_ENCODING) {
+      if (this.allowPlaintext) return payload;
+      throw new PayloadCodecError(PLAINTEXT_REFUSED);
+    }
     const id = text(payload.metadata?.[KEY_ID_METADATA]);
     const found = id === undefined ? undefined : this.keys.get(id);
     if (!found) {

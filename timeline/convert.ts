@@ -3,6 +3,8 @@
  * payloads, failures, and the local-activity marker's protobuf JSON times.
  */
 import { defaultPayloadConverter } from '@temporalio/common';
+import { AppError } from '../api/errors';
+import { isErrorCode } from '../domain/errors';
 import type { Duration, Failure, Int64, Payloads, Timestamp } from './types';
 
 const NANOS_PER_SECOND = 1_000_000_000n;
@@ -101,10 +103,21 @@ export function referenceIn(value: unknown): string | null {
   return null;
 }
 
-/** The first message along a failure's cause chain. */
+/** What a merchant reads of a failure that is not a decline: its own message is internal. */
+export const INTERNAL_FAILURE = 'Internal error';
+
+/**
+ * A failure as the API would show it: a decline (a non-retryable failure typed with an error
+ * code) as its detail, anything else as `INTERNAL_FAILURE`, so no internal message leaks.
+ */
 export function failureMessage(failure: Failure | null | undefined): string | null {
-  for (let f = failure; f; f = f.cause) {
-    if (f.message) return f.message;
+  if (!failure) return null;
+  for (let f: Failure | null | undefined = failure; f; f = f.cause) {
+    const info = f.applicationFailureInfo;
+    if (info?.nonRetryable && isErrorCode(info.type)) {
+      // A message that is only the code means the code's standard detail (activities/declines.ts).
+      return new AppError(info.type, f.message === info.type ? null : f.message).detail;
+    }
   }
-  return null;
+  return INTERNAL_FAILURE;
 }

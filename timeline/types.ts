@@ -58,7 +58,7 @@ export const TimelineStep = z
     }),
     failure: z.string().nullable().meta({
       description:
-        'The message of the last failure: of a failed step, or of the attempt before a retry',
+        'The last failure, of a failed step or of the attempt before a retry: a decline’s detail as the API answers it, any other failure `Internal error`',
     }),
     operator: z.string().optional().meta({
       description:

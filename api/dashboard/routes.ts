@@ -51,6 +51,8 @@ function asDashboardRoute(route: Route): Route {
     path: `${MODE_PREFIX}${route.path.replace(/^\/api/, '')}`,
     auth: null,
     idempotent: route.idempotent === true,
+    // Reads stay under the dashboard's own limit; actions count as the API counts them.
+    ...(route.method !== 'get' && route.auth !== null ? { sessionCategory: route.auth } : {}),
     sessionCaller: (ctx) => dashboardCaller(ctx, (ctx.params as { mode: string }).mode),
     handler: (input) =>
       route.handler({

@@ -3,11 +3,35 @@ import { AppError } from '../errors';
 import { parseJsonKeepingLiterals } from './json-number';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+/** Deeper than any request or provider event nests; deeper ones would exhaust the stack. */
+export const MAX_BODY_DEPTH = 64;
+
+/** How deep the arrays and objects of a JSON text nest, counted without parsing it. */
+export function jsonDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i += 1;
+      else if (c === '"') inString = false;
+    } else if (c === '"') {
+      inString = true;
+    } else if (c === '{' || c === '[') {
+      depth += 1;
+      if (depth > deepest) deepest = depth;
+    } else if (c === '}' || c === ']') {
+      depth -= 1;
+    }
+  }
+  return deepest;
+}
 
 /**
- * Reads a JSON body of at most 1 MiB: 413 above, 400 when not JSON; an empty one is `undefined`.
- * A number not exactly its double arrives as an `InexactNumber`, so amounts are judged as written.
- * A multipart upload to a path `streamed` names is left unread: its route streams it, bounded.
+ * Reads a JSON body (413 too large; 400 not JSON or too deep); an empty one is `undefined`. An
+ * inexact number arrives as an `InexactNumber`, so amounts are judged as written. A multipart
+ * upload to a path `streamed` names is left unread: its route streams it, bounded.
  */
 export function jsonBody(options: { streamed?: (path: string) => boolean } = {}): Koa.Middleware {
   return async function readJsonBody(ctx, next) {
@@ -36,6 +60,11 @@ export function jsonBody(options: { streamed?: (path: string) => boolean } = {})
     ctx.state.rawBody = text;
     if (text.trim() === '') {
       ctx.state.body = undefined;
+    } else if (jsonDepth(text) > MAX_BODY_DEPTH) {
+      throw new AppError(
+        'invalid_json',
+        `Request body nests arrays and objects deeper than ${MAX_BODY_DEPTH} levels`,
+      );
     } else {
       try {
         ctx.state.body = parseJsonKeepingLiterals(text);

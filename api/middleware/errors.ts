@@ -4,7 +4,7 @@ import type { ErrorCode } from '../../domain/errors';
 import { isDatabaseUnreachable } from '../../db/pool';
 import { AppError } from '../errors';
 import { isTemporalUnreachable } from '../temporal';
-import { redactHeaders, type Logger } from '../../observability/logger';
+import { redactHeaders, redactUrl, type Logger } from '../../observability/logger';
 
 /**
  * First in the chain: every failure becomes `{"detail": ...}` with its status. An expected
@@ -35,7 +35,7 @@ export function errorsAndAccessLog(logger: Logger): Koa.Middleware {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
       logger.info(
         {
-          req: { method: ctx.method, url: ctx.url, headers: redactHeaders(ctx.headers) },
+          req: { method: ctx.method, url: redactUrl(ctx.url), headers: redactHeaders(ctx.headers) },
           status: ctx.status,
           ms: Math.round(ms * 10) / 10,
           app: (ctx.state as { caller?: { applicationId: string } }).caller?.applicationId,

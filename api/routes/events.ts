@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { WEBHOOK_ERROR_DOC } from '../../outbound/webhook-post';
 import {
   EVENT_DELIVERIES,
   findEventWithDeliveries,
@@ -31,7 +32,7 @@ const AttemptBody = z
       .nullable()
       .meta({ description: 'HTTP status of the answer; null when none came' }),
     duration_ms: z.number().int().meta({ description: 'From the request sent to the answer read' }),
-    error: z.string().nullable().meta({ description: 'Why the attempt failed; null after a 2xx' }),
+    error: z.string().nullable().meta({ description: WEBHOOK_ERROR_DOC }),
   })
   .meta({ id: 'WebhookAttempt' });
 
@@ -45,9 +46,12 @@ const DeliveryBody = z
       .int()
       .nullable()
       .meta({ description: 'HTTP status of the last attempt; null when it got no answer' }),
-    last_error: z.string().nullable().meta({
-      description: 'Why the last attempt failed, or why the delivery stopped; null after a 2xx',
-    }),
+    last_error: z
+      .string()
+      .nullable()
+      .meta({
+        description: `The last attempt's \`error\`, or why the delivery stopped. ${WEBHOOK_ERROR_DOC}`,
+      }),
     next_attempt_at: z
       .string()
       .nullable()

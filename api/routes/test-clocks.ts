@@ -7,8 +7,9 @@ import {
   clockUpdates,
   NOT_WAITING_ON_A_TIMER,
 } from '../../workflows/clock-shared';
+import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
-import { AppError, errorResponse, notFound } from '../errors';
+import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
 import { BodyId, uuidPattern } from '../schemas';
 import { withDeadline } from '../temporal';
@@ -49,16 +50,17 @@ export function testClockRoutes(deps: ApiDeps): Route[] {
         200: { description: 'The payment after the advance', schema: AdvanceTimeBody },
         400: errorResponse('The payment is not waiting on a timer'),
         401: errorResponse('Missing or invalid credentials'),
-        403: errorResponse('Live Mode credentials used'),
+        403: errorResponse('Live Mode credentials used, or another application’s transaction'),
         404: errorResponse('Transaction not found'),
         422: errorResponse('Validation failure: seconds must be an integer from 1 to 31,536,000'),
       },
       handler: async ({ caller, body }) => {
         const id = body.transaction_id.toLowerCase();
-        const row = uuidPattern.test(id) ? await findTransaction(pool, id) : null;
-        if (!row || row.application_id !== caller.applicationId || row.mode !== caller.mode) {
-          throw notFound('Transaction');
-        }
+        const row = assertOwned(
+          caller,
+          uuidPattern.test(id) ? await findTransaction(pool, id) : null,
+          'Transaction',
+        );
         // Only the payment's own workflow (an escrow release's row names its hold's, say).
         if (!row.workflow_id?.endsWith(row.id)) throw notWaiting();
         const handle = temporal.workflow.getHandle(row.workflow_id);

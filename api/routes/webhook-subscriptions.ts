@@ -26,7 +26,12 @@ import {
   webhookSecretKey,
 } from '../../outbound/secret-box';
 import { webhookSigningSecrets } from '../../outbound/webhook-secrets';
-import { postWebhook, signedDelivery } from '../../outbound/webhook-post';
+import {
+  DNS_FAILURES,
+  postWebhook,
+  signedDelivery,
+  WEBHOOK_ERROR_DOC,
+} from '../../outbound/webhook-post';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound, refuseOverCap } from '../errors';
@@ -113,7 +118,7 @@ const TestSendBody = z
       .nullable()
       .meta({ description: 'HTTP status of the answer; null when none came' }),
     duration_ms: z.number().int(),
-    error: z.string().nullable().meta({ description: 'Why it failed; null after a 2xx' }),
+    error: z.string().nullable().meta({ description: WEBHOOK_ERROR_DOC }),
   })
   .meta({ id: 'WebhookTestResult' });
 
@@ -123,8 +128,6 @@ const ROTATE_TRIES = 3;
 /** A test send's error when WEBHOOK_SECRET_KEY is not the key that sealed the secret. */
 const UNREADABLE =
   'The subscription secret cannot be read with the configured WEBHOOK_SECRET_KEY; rotate it';
-
-const DNS_FAILURES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'ENODATA', 'EAI_FAIL', 'ESERVFAIL']);
 
 export function webhookSubscriptionRoutes(deps: ApiDeps): Route[] {
   const { pool, config } = deps;

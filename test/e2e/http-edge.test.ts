@@ -63,6 +63,15 @@ function asTestApp(id: string, credential: { api_key: string; secret_key: string
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A JSON object that nests `depth` levels: `{"a":{"a":...{"a":"x \\" ]"}...}}`. */
+const deepObject = (depth: number) =>
+  '{"a":'.repeat(depth - 1) + '{"a":"x \\" ]"}' + '}'.repeat(depth - 1);
+
+const count = (query: ReturnType<typeof sql.unsafe>) =>
+  engine.pool.oneFirst(
+    sql.type(z.object({ n: z.number() }))`SELECT count(*)::int AS n FROM (${query}) AS q`,
+  );
+
 describe('authentication', () => {
   it('answers 401 with a detail when no credential header is sent', async () => {
     const reply = await bare().get(USERS);
@@ -375,6 +384,35 @@ describe('errors', () => {
     expectError(reply, 400);
   });
 
+  it.each([
+    '/api/v1/webhooks/providers/mobile-money',
+    '/api/v1/webhooks/providers/card',
+    '/api/v1/users/create/',
+  ])(
+    'answers a deeply nested body on %s with 400 and a detail, recording nothing',
+    async (path) => {
+      const notifications = () => count(sql.unsafe`SELECT 1 FROM provider_notifications`);
+      const before = await notifications();
+      for (const depth of [65, 1_500, 2_500, 30_000]) {
+        for (const raw of ['['.repeat(depth) + ']'.repeat(depth), deepObject(depth)]) {
+          const reply = await clientFor(engine.url, null).request('POST', path, { raw });
+          expect({ depth, status: reply.status, body: reply.body }).toEqual({
+            depth,
+            status: 400,
+            body: { detail: 'Request body nests arrays and objects deeper than 64 levels' },
+          });
+        }
+      }
+      // As deep as a body may nest is read as usual: refused here for its signature only.
+      const reply = await clientFor(engine.url, null).request('POST', path, {
+        raw: deepObject(64),
+      });
+      expect(reply.status).toBe(path.startsWith('/api/v1/users/') ? 401 : 400);
+      expect(reply.body.detail).not.toMatch(/nests/);
+      expect(await notifications()).toBe(before);
+    },
+  );
+
   it('answers a body over 1 MiB with 413, whether its length is declared or streamed', async () => {
     const big = JSON.stringify({
       app_user_id: 'big',
@@ -512,6 +550,13 @@ describe('logs', () => {
       }),
     );
     await track('GET', `/api/v1/missing/${marker}`, client.get(`/api/v1/missing/${marker}`));
+    // Search filters hold personal data: their values are replaced, the other parameters kept.
+    const personal = `?q=Aminata%20${marker}&email=a.${marker}%40x.com&phone_number=%2B232${marker.slice(0, 8)}&per_page=3`;
+    await track(
+      'GET',
+      `${USERS}?q=[REDACTED]&email=[REDACTED]&phone_number=[REDACTED]&per_page=3`,
+      client.get(`${USERS}${personal}`),
+    );
     await track(
       'GET',
       `${WALLETS}?m=${marker}`,
@@ -529,7 +574,7 @@ describe('logs', () => {
       }).get(`${USERS}?m=${marker}`),
       ['x-api-key', 'x-secret-key'],
     );
-    expect(requests.map((r) => r.status)).toEqual([200, 200, 404, 401, 401]);
+    expect(requests.map((r) => r.status)).toEqual([200, 200, 404, 200, 401, 401]);
 
     const lines = engine.logs.map((line) => JSON.parse(line) as Record<string, any>);
     expect(lines.length).toBe(engine.logs.length);
@@ -544,6 +589,10 @@ describe('logs', () => {
     }
     for (const line of engine.logs) {
       for (const secret of sentCredentials) expect(line.includes(secret)).toBe(false);
+    }
+    for (const line of engine.logs.slice(before)) {
+      expect(line.includes(`Aminata%20${marker}`) || line.includes(`a.${marker}`)).toBe(false);
+      expect(line.includes(`%2B232${marker.slice(0, 8)}`)).toBe(false);
     }
     expect(engine.logs.some((line) => line.includes('[REDACTED]'))).toBe(true);
   });

@@ -58,6 +58,14 @@ const broken: [string, Record<string, unknown>, RegExp][] = [
   ['a number value', { order_id: 6735 }, /^metadata\.order_id: must be a string/],
   ['an object value', { order_id: { a: 'b' } }, /^metadata\.order_id: must be a string/],
   ['a NUL in a value', { order_id: 'a\u0000b' }, /^metadata\.order_id: .*NUL/],
+  // Parsed as a body is, so that `__proto__` is a key and not the object's prototype.
+  ...['__proto__', 'constructor', 'prototype'].map(
+    (key): [string, Record<string, unknown>, RegExp] => [
+      `the reserved key ${key}`,
+      JSON.parse(`{"${key}": "v", "order_id": "1"}`) as Record<string, unknown>,
+      new RegExp(`^metadata\\.${key}: is a reserved key name`),
+    ],
+  ),
 ];
 
 describe('metadata on creation', () => {

@@ -538,6 +538,21 @@ describe('metadata[KEY]=VALUE filters', () => {
     expect([ids(north), north.has_more]).toEqual([[t3], true]);
   });
 
+  it.each(['__proto__', 'constructor', 'prototype'])(
+    'refuses the reserved key %s as a filter with 422 naming it, on lists and the export',
+    async (key) => {
+      const name = `metadata.${key}: is a reserved key name (__proto__, constructor, prototype)`;
+      for (const path of [LIST, EXPORT, USERS]) {
+        const res = await api.get(`${path}?metadata[${key}]=x&metadata[run]=${tag}`);
+        expect({ path, status: res.status, body: res.body }).toEqual({
+          path,
+          status: 422,
+          body: { detail: name },
+        });
+      }
+    },
+  );
+
   it('a PATCH is what the filter then finds', async () => {
     const t = data.t[4]!;
     const res = await api.request('PATCH', `/api/v1/transactions/${t}`, {

@@ -4,6 +4,7 @@
  * (api/routes/temporal-codec.ts), and erased from what is kept when the user is deleted.
  */
 import { temporal } from '@temporalio/proto';
+import { PLAINTEXT_REFUSED } from '../../temporal/payload-codec';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createAdmin, type CreatedAdmin } from '../../db/admins';
@@ -176,7 +177,7 @@ describe('the codec endpoint of the Temporal UI', () => {
     }
   });
 
-  it('refuses another namespace, a body that is not JSON, and a payload no key decrypts', async () => {
+  it('refuses another namespace, a body that is not JSON, a payload no key decrypts and a plain one', async () => {
     const kept = await keptInput();
     const other = await anonymous().post(
       DECODE,
@@ -208,6 +209,14 @@ describe('the codec endpoint of the Temporal UI', () => {
     expect(unknown.body).toEqual({
       detail: 'payloads: The payload was encrypted with key "retired", which is not configured',
     });
+    // A payload that is not encrypted may have been written by anyone: not read, not shown.
+    const forged = {
+      metadata: { encoding: Buffer.from('json/plain').toString('base64') },
+      data: Buffer.from(JSON.stringify({ transactionId: cashoutId })).toString('base64'),
+    };
+    const plain = await anonymous().post(DECODE, { payloads: [kept, forged] }, asAdmin());
+    expect(plain.status).toBe(422);
+    expect(plain.body).toEqual({ detail: `payloads: ${PLAINTEXT_REFUSED}` });
   });
 
   it('answers the CORS preflight of the configured UI origin only', async () => {

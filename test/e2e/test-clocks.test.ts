@@ -149,7 +149,7 @@ describe('advance-time', () => {
     expect(await balanceOf(engine.pool, walletId)).toBe(0n);
   });
 
-  it('answers 403 to Live Mode credentials, and 404 for a payment of another application or none', async () => {
+  it('answers 403 to Live Mode credentials and for a payment of another application, 404 for none', async () => {
     const { walletId } = await createUserWithWallet(api);
     const deposit = await api.post('/api/v1/transactions/wallet/mobile-money-deposit', {
       wallet_id: walletId,
@@ -159,7 +159,7 @@ describe('advance-time', () => {
     expectError(await advance(id, 60, live), 403);
     expectError(await advance('00000000-0000-4000-8000-000000000000', 60), 404);
     const other = clientFor(engine.url, await createTestApp(engine.pool));
-    expectError(await advance(id, 60, other), 404);
+    expectError(await advance(id, 60, other), 403);
     // None of those touched it: still pending, its code still waiting.
     expect((await api.get(`/api/v1/transactions/${id}`)).body.status).toBe('pending');
   });

@@ -1,7 +1,9 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createAdmin, type CreatedAdmin } from '../../db/admins';
+import { updateApplication } from '../../db/applications';
 import { createDashboardAccount } from '../../db/dashboard-accounts';
+import { RATE_LIMIT_CATEGORIES } from '../../domain/types';
 import { TOTAL_COUNTED_AHEAD } from '../../db/pages';
 import { awaitRoomInWindow } from '../support/rate-limit';
 import { createTestApp } from '../support/engine';
@@ -141,6 +143,39 @@ describe('the dashboard', () => {
     expect((await anonymous().get(SESSION, other)).status).toBe(200);
   });
 
+  it('counts an action against its API route’s category: a sixth refund in a minute is 429', async () => {
+    // The fixture raises the application's limits: back to the API's own for refunds.
+    await updateApplication(engine.pool, app.id, {
+      rateLimits: { refunds: RATE_LIMIT_CATEGORIES.refunds },
+    });
+    const headers = await session(await dashboardAccount(), '198.51.100.5');
+    await awaitRoomInWindow(engine.pool);
+    const refund = (id: string) =>
+      anonymous().request('POST', `/dashboard/api/test/v1/transactions/${id}/refund`, {
+        body: {},
+        headers,
+      });
+    const missing = '00000000-0000-4000-8000-00000000000';
+    for (let i = 0; i < RATE_LIMIT_CATEGORIES.refunds; i += 1) {
+      expect((await refund(`${missing}${i}`)).status).toBe(404);
+    }
+    expectRateLimited(await refund(`${missing}5`));
+    expect(
+      await count(sql.unsafe`
+        SELECT 1 FROM throttle_counters
+        WHERE subject = ${`session:${app.id}:test`} AND category = 'refunds'
+          AND window_start = date_trunc('minute', now()) AND count = 6`),
+    ).toBe(1);
+    // Reads and the other mode are not refunds: still answered.
+    expect((await anonymous().get('/dashboard/api/test/v1/users/', headers)).status).toBe(200);
+    const live = await anonymous().request(
+      'POST',
+      `/dashboard/api/live/v1/transactions/${missing}7/refund`,
+      { body: {}, headers },
+    );
+    expect(live.status).toBe(404);
+  });
+
   it('limits requests without a session per address, signing in included, and opens no session then', async () => {
     const email = await dashboardAccount();
     await awaitRoomInWindow(engine.pool);
@@ -236,6 +271,21 @@ describe('the admin lockout', () => {
     expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(4);
     expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(4);
     expect(await failures('admin_api', address)).toBe(5);
+  });
+
+  it('counts an admin credential used on an application endpoint (403) toward the lockout', async () => {
+    const address = '198.51.100.22';
+    for (let i = 0; i < 4; i += 1) {
+      const reply = await anonymous().get('/api/v1/users/', headers(address));
+      expect(reply.status).toBe(403);
+      expect(reply.body.detail).toMatch(/^Admin credentials cannot be used on application/);
+    }
+    expect(await failures('admin_api', address)).toBe(4);
+    expect((await anonymous().get('/api/v1/wallets/', headers(address))).status).toBe(429);
+    expect(await failures('admin_api', address)).toBe(5);
+    // Locked out of the admin endpoints too, valid credentials included; other addresses not.
+    expect((await anonymous().get(ADMIN, headers(address))).status).toBe(429);
+    expect((await anonymous().get(ADMIN, headers('198.51.100.23'))).status).toBe(200);
   });
 
   it('does not count a valid admin’s requests, and keeps the address’s failures', async () => {

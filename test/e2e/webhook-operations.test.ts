@@ -290,7 +290,7 @@ describe('each delivery’s history', () => {
         attempted_at: expect.any(String),
         status_code: 503,
         duration_ms: expect.any(Number),
-        error: 'HTTP 503',
+        error: 'http_status',
       },
       {
         attempted_at: expect.any(String),
@@ -345,7 +345,7 @@ describe('POST /api/v1/webhooks/subscriptions/{id}/test', () => {
       delivered: false,
       status_code: 500,
       duration_ms: expect.any(Number),
-      error: 'HTTP 500',
+      error: 'http_status',
     });
     // A test send is not a delivery: no event, no delivery row, no failing clock.
     expect(await deliveryCount()).toBe(deliveriesBefore);
@@ -358,6 +358,30 @@ describe('POST /api/v1/webhooks/subscriptions/{id}/test', () => {
     expect((await api.post(`${SUBSCRIPTIONS}/${randomUUID()}/test`, {})).status).toBe(404);
     const other = clientFor(engine.url, await createTestApp(engine.pool));
     expect((await other.post(`${SUBSCRIPTIONS}/${sub.id}/test`, {})).status).toBe(403);
+  });
+
+  it('answers a category, never the socket’s error, and the delivery history reads the same', async () => {
+    const closed = await startReceiver();
+    const url = closed.url('/gone');
+    await closed.close();
+    const res = await api.post(SUBSCRIPTIONS, { url, events: ['transfer.completed'] });
+    expect(res.status).toBe(201);
+    const sub = res.body as Subscription;
+    const tested = await api.post(`${SUBSCRIPTIONS}/${sub.id}/test`, {});
+    expect(tested.body).toEqual({
+      delivered: false,
+      status_code: null,
+      duration_ms: expect.any(Number),
+      error: 'connection_refused',
+    });
+    const eventId = await newEvent();
+    const [d] = await waitForDeliveries(eventId, sub.id, 1, (x) => x.attempts >= 1);
+    expect(d).toMatchObject({ status: 'pending', last_error: 'connection_refused' });
+    expect(d!.history[0]).toMatchObject({ status_code: null, error: 'connection_refused' });
+    const stored = await engine.pool.anyFirst(sql.type(z.object({ error: z.string() }))`
+      SELECT error FROM webhook_delivery_attempts WHERE subscription_id = ${sub.id}`);
+    expect(stored.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(stored)).toEqual(new Set(['connection_refused']));
   });
 });
 

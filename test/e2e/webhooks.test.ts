@@ -384,7 +384,7 @@ describe('webhook deliveries', () => {
       status: 'pending',
       attempts: 1,
       last_status_code: 503,
-      last_error: 'HTTP 503',
+      last_error: 'http_status',
       delivered_at: null,
     });
     // The next attempt is due 5 seconds after the first (the retry schedule's first step).

@@ -1,11 +1,14 @@
+import dns from 'node:dns';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { newWebhookSecret } from '../../outbound/secret-box';
 import {
+  failureCategory,
   postWebhook,
   REFUSED_ADDRESS_ERROR,
   signedDelivery,
+  WEBHOOK_FAILURES,
   type PostOptions,
 } from '../../outbound/webhook-post';
 
@@ -75,7 +78,7 @@ describe('postWebhook', () => {
   });
   const delivery = () => signedDelivery(payload, newWebhookSecret());
 
-  it('counts a 2xx as delivered and anything else as a failure with its status', async () => {
+  it('counts a 2xx as delivered and anything else as an http_status failure with its status', async () => {
     let status = 204;
     const server = await serve('127.0.0.1', (_q, r) => {
       r.statusCode = status;
@@ -89,7 +92,7 @@ describe('postWebhook', () => {
     status = 500;
     expect(await postWebhook(server.url, delivery(), options)).toMatchObject({
       statusCode: 500,
-      error: 'HTTP 500',
+      error: 'http_status',
     });
   });
 
@@ -102,7 +105,7 @@ describe('postWebhook', () => {
     servers.push(target, redirecting);
     expect(await postWebhook(redirecting.url, delivery(), options)).toMatchObject({
       statusCode: 307,
-      error: 'HTTP 307: redirects are not followed',
+      error: 'http_status',
     });
     expect(target.connections).toBe(0);
   });
@@ -137,8 +140,66 @@ describe('postWebhook', () => {
     const server = await serve('127.0.0.1', () => undefined);
     servers.push(server);
     const outcome = await postWebhook(server.url, delivery(), { ...options, timeoutMs: 300 });
-    expect(outcome).toMatchObject({ statusCode: null, error: 'No answer within 0.3 seconds' });
+    expect(outcome).toMatchObject({ statusCode: null, error: 'timeout' });
     expect(server.requests).toBe(1);
+  });
+
+  it('answers a category for a network failure, never the socket’s or TLS library’s message', async () => {
+    const closed = await serve('127.0.0.1', () => undefined);
+    await closed.close();
+    const plain = await serve('127.0.0.1', (_q, r) => r.end('ok'));
+    const hangUp = await serve('127.0.0.1', (q) => q.socket.destroy());
+    servers.push(plain, hangUp);
+    const https = plain.url.replace('http:', 'https:');
+    // Every name is unknown to this resolver (the other URLs are literals, never looked up),
+    // so that nothing leaves loopback.
+    const lookup = jest.spyOn(dns, 'lookup').mockImplementation((host: string, ...rest) => {
+      const callback = rest.at(-1) as (error: NodeJS.ErrnoException) => void;
+      const gone = Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), {
+        code: 'ENOTFOUND',
+        syscall: 'getaddrinfo',
+      });
+      callback(gone);
+    });
+    try {
+      const cases: [string, string][] = [
+        [closed.url, 'connection_refused'],
+        [https, 'tls_error'],
+        [`http://gone.test:${new URL(plain.url).port}/hook`, 'dns_error'],
+        [hangUp.url, 'connection_error'],
+      ];
+      for (const [url, error] of cases) {
+        expect({ url, ...(await postWebhook(url, delivery(), options)) }).toMatchObject({
+          url,
+          statusCode: null,
+          error,
+        });
+      }
+    } finally {
+      lookup.mockRestore();
+    }
+    expect(WEBHOOK_FAILURES).toEqual([
+      'connection_refused',
+      'connection_error',
+      'timeout',
+      'tls_error',
+      'dns_error',
+      'http_status',
+    ]);
+  });
+
+  it.each([
+    ['ETIMEDOUT', undefined, 'timeout'],
+    ['EAI_AGAIN', 'getaddrinfo', 'dns_error'],
+    [undefined, 'getaddrinfo', 'dns_error'],
+    ['DEPTH_ZERO_SELF_SIGNED_CERT', undefined, 'tls_error'],
+    ['ERR_TLS_CERT_ALTNAME_INVALID', undefined, 'tls_error'],
+    ['ERR_SSL_WRONG_VERSION_NUMBER', undefined, 'tls_error'],
+    ['EHOSTUNREACH', 'connect', 'connection_error'],
+    [undefined, undefined, 'connection_error'],
+  ])('maps the error code %s (syscall %s) to %s', (code, syscall, category) => {
+    const error = Object.assign(new Error('connect 10.0.0.5:8443'), { code, syscall });
+    expect(failureCategory(error)).toBe(category);
   });
 
   it('refuses an internal address before connecting, in any notation', async () => {

@@ -66,10 +66,28 @@ describe('payload codec', () => {
     );
   });
 
-  it('passes a plain payload (recorded before encryption) through as it is', async () => {
+  it('refuses a payload that is not encrypted, among encrypted ones too: anyone could write it', async () => {
+    const codec = new AesGcmPayloadCodec([newKey]);
+    const forged = plain({ status: 'successful', transactionId: 't-1' });
+    await expect(codec.decode([forged])).rejects.toThrow(PayloadCodecError);
+    await expect(codec.decode([forged])).rejects.toThrow(/^The payload is not encrypted/);
+    const [sealed] = await codec.encode([plain(1)]);
+    await expect(codec.decode([sealed!, forged])).rejects.toThrow(/not encrypted/);
+    // The engine's converter refuses it by default, as the configuration sets it.
+    const config = loadConfig({ ...process.env, TEMPORAL_PAYLOAD_ALLOW_PLAINTEXT: undefined });
+    expect(config.temporal.allowPlaintextPayloads).toBe(false);
+  });
+
+  it('passes a plain payload (recorded before encryption) through while a rollout allows it', async () => {
     const payload = plain({ phoneNumber: '+23276123456' });
-    const [decoded] = await new AesGcmPayloadCodec([newKey]).decode([payload]);
+    const codec = new AesGcmPayloadCodec([newKey], { allowPlaintext: true });
+    const [decoded] = await codec.decode([payload]);
     expect(decoded).toBe(payload);
+    // Encrypted payloads are still checked, and new ones still encrypted.
+    const [encoded] = await codec.encode([plain(1)]);
+    expect(text(encoded!.metadata!.encoding)).toBe(ENCRYPTED_ENCODING);
+    const config = loadConfig({ ...process.env, TEMPORAL_PAYLOAD_ALLOW_PLAINTEXT: 'true' });
+    expect(config.temporal.allowPlaintextPayloads).toBe(true);
   });
 
   it('decodes payloads wherever they sit in a history read raw', async () => {

@@ -129,7 +129,7 @@ describe('buildTimeline on a recorded mobile-money deposit history', () => {
 });
 
 describe('buildTimeline on hand-built histories', () => {
-  it('shows an activity retried 3 times: attempts 3 and the failure before the last try', () => {
+  it('shows an activity retried 3 times: attempts 3 and the failure before the last try, not its internal message', () => {
     const result = timeline([
       started(0, 'transferWorkflow'),
       workflowTask(1),
@@ -174,7 +174,7 @@ describe('buildTimeline on hand-built histories', () => {
         started_at: iso(2),
         ended_at: iso(5, 300_000_001),
         provider_reference: null,
-        failure: 'connection terminated unexpectedly',
+        failure: 'Internal error',
       },
       {
         name: 'end',
@@ -231,8 +231,8 @@ describe('buildTimeline on hand-built histories', () => {
     expect(result.workflow_status).toBe('failed');
     expect(result.steps.map((s) => [s.name, s.status, s.attempts, s.failure])).toEqual([
       ['start', 'completed', 1, null],
-      ['openDeposit', 'failed', 3, 'attempt 3: provider answered 502'],
-      ['end', 'failed', 1, 'Activity task failed'],
+      ['openDeposit', 'failed', 3, 'Internal error'],
+      ['end', 'failed', 1, 'Internal error'],
     ]);
   });
 
@@ -303,8 +303,8 @@ describe('buildTimeline on hand-built histories', () => {
       ['start', 'workflow', 'completed', iso(0), iso(0), null, null],
       ['open', 'update', 'completed', iso(1), iso(2), 'pmc_1', null],
       ['notify', 'update', 'accepted', iso(3), null, null, null],
-      ['sync', 'update', 'failed', iso(4), iso(6), null, 'provider unreachable'],
-      ['notify', 'update', 'rejected', iso(7), iso(7), null, 'unknown status paid'],
+      ['sync', 'update', 'failed', iso(4), iso(6), null, 'Internal error'],
+      ['notify', 'update', 'rejected', iso(7), iso(7), null, 'Internal error'],
     ]);
   });
 
@@ -411,8 +411,8 @@ describe('buildTimeline on hand-built histories', () => {
       ],
     });
     expect(result.steps.slice(1).map((s) => [s.name, s.status, s.attempts, s.failure])).toEqual([
-      ['openDeposit', 'running', 4, 'ECONNRESET'],
-      ['checkPaymentCode', 'scheduled', 2, 'provider answered 503'],
+      ['openDeposit', 'running', 4, 'Internal error'],
+      ['checkPaymentCode', 'scheduled', 2, 'Internal error'],
     ]);
   });
 
@@ -488,7 +488,10 @@ describe('buildTimeline on a local activity', () => {
         markerRecordedEventAttributes: {
           markerName: 'core_local_activity',
           details: { data: payloads({ attempt: 1, activity_type: 'transferFunds' }) },
-          failure: { message: 'Insufficient funds' },
+          failure: {
+            message: 'insufficient_funds',
+            applicationFailureInfo: { type: 'insufficient_funds', nonRetryable: true },
+          },
         },
       },
     ]);
@@ -496,6 +499,38 @@ describe('buildTimeline on a local activity', () => {
       status: 'failed',
       failure: 'Insufficient funds',
     });
+  });
+
+  it('shows a decline as the API answers it and any other failure as an internal error', () => {
+    const failed = (failure: Record<string, unknown>) =>
+      timeline([
+        started(0, 'transferWorkflow'),
+        {
+          ...at(1),
+          markerRecordedEventAttributes: {
+            markerName: 'core_local_activity',
+            details: { data: payloads({ attempt: 1, activity_type: 'transferFunds' }) },
+            failure,
+          },
+        },
+      ]).steps.find((s) => s.name === 'transferFunds')?.failure;
+    const declined = (type: string, message: string, nonRetryable = true) => ({
+      message,
+      applicationFailureInfo: { type, nonRetryable },
+    });
+    // The decline's own detail, also when it is the cause of the activity's failure.
+    expect(failed(declined('card_declined', 'Card declined: insufficient funds'))).toBe(
+      'Card declined: insufficient funds',
+    );
+    expect(
+      failed({ message: 'Activity task failed', cause: declined('same_wallet', 'same_wallet') }),
+    ).toBe('Cannot transfer to the same wallet');
+    // A database's, a provider's or a retried failure's message stays in the history only.
+    const internal = 'duplicate key value violates unique constraint "ledger_pkey" at 10.0.3.7';
+    expect(failed({ message: internal })).toBe('Internal error');
+    expect(failed(declined('insufficient_funds', internal, false))).toBe('Internal error');
+    expect(failed(declined('NotAnErrorCode', internal))).toBe('Internal error');
+    expect(failed({ message: '', cause: { message: internal } })).toBe('Internal error');
   });
 });
 

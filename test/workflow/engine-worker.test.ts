@@ -1,11 +1,13 @@
 /**
- * The engine's worker (worker/engine-worker.ts) runs workflows as the SDK does: a looping workflow
- * fails only its own task; the "Stack Trace" query shows where one waits; sink calls of workflows
- * taking turns in the shared context reach the sinks once each, in order, with their own info.
+ * The engine's worker runs workflows as the SDK does: a looping workflow fails only its own task;
+ * "Stack Trace" shows where one waits; workflows taking turns reach the sinks once each, in order,
+ * with their own info; a payload that is not encrypted is refused.
  */
 import { randomUUID } from 'node:crypto';
+import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { InjectedSinks, Worker } from '@temporalio/worker';
+import { PLAINTEXT_REFUSED } from '../../temporal/payload-codec';
 import { bundleWorkflows } from '../../worker/bundle';
 import { createEngineWorker } from '../../worker/engine-worker';
 import { createTimeSkippingEnv, testDataConverter } from '../support/time-skipping';
@@ -119,4 +121,35 @@ test('workflows that take turns in the shared context each reach the sinks with 
     expect(heard.filter((h) => h.workflowId === workflowId).map((h) => h.n)).toEqual([1, 2, 3]);
   }
   expect(heard).toHaveLength(3 * ids.length);
+});
+
+test('a workflow started with a payload that is not encrypted never runs: its task fails instead', async () => {
+  const taskQueue = `engine-worker-${randomUUID()}`;
+  const w = await worker(taskQueue);
+  // What anyone who can reach Temporal but has no key can send: the SDK's plain JSON.
+  const keyless = new Client({ connection: env.client.connection });
+  const { failure, status, sealed } = await w.runUntil(async () => {
+    // By name: `answers` takes no argument, but an argument is what the worker must decode.
+    const forged = await keyless.workflow.start('answers', {
+      taskQueue,
+      workflowId: randomUUID(),
+      args: ['forged'],
+    });
+    const failure = await until(async () => {
+      const { events } = await forged.fetchHistory();
+      return events?.find((e) => e.workflowTaskFailedEventAttributes)
+        ?.workflowTaskFailedEventAttributes?.failure?.message;
+    });
+    const { status } = await forged.describe();
+    await forged.terminate();
+    const sealed = await env.client.workflow.execute<(arg: string) => Promise<string>>('answers', {
+      taskQueue,
+      workflowId: randomUUID(),
+      args: ['sealed'],
+    });
+    return { failure, status: status.name, sealed };
+  });
+  expect(failure).toContain(PLAINTEXT_REFUSED);
+  expect(status).toBe('RUNNING');
+  expect(sealed).toBe('answered');
 });

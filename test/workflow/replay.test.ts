@@ -9,7 +9,9 @@ import { Worker, type ReplayResult } from '@temporalio/worker';
 import * as workflows from '../../workflows';
 import { quietTemporalRuntime } from '../support/engine';
 import { historyFromJSON, historyToJSON, type History } from '../support/history-json';
-import { testDataConverter, workflowBundle } from '../support/time-skipping';
+import { workflowBundle } from '../support/time-skipping';
+import { loadConfig } from '../../config';
+import { temporalDataConverter } from '../../temporal/data-converter';
 import { resolutionSinks } from '../../temporal/resolutions';
 import { paymentSinks } from '../../temporal/settlements';
 
@@ -49,11 +51,14 @@ describe('workflow replay', () => {
     const results: ReplayResult[] = [];
     for await (const result of Worker.runReplayHistories(
       // A replay worker never calls the sink, but a workflow calling one it lacks is logged.
-      // With the engine's codec: histories recorded before encryption pass through it.
+      // With the engine's codec as a move to encryption sets it: the fixtures were recorded
+      // before encryption, so their payloads are plain (docs/temporal-codec.md).
       {
         workflowBundle: await workflowBundle(),
         sinks: { ...paymentSinks, ...resolutionSinks },
-        dataConverter: testDataConverter(),
+        dataConverter: temporalDataConverter(
+          loadConfig({ ...process.env, TEMPORAL_PAYLOAD_ALLOW_PLAINTEXT: 'true' }),
+        ),
       },
       fixtures.map(({ workflowId, history }) => ({ workflowId, history })),
     )) {

@@ -178,7 +178,7 @@ describe('webhookDeliveryWorkflow', () => {
       status: 'failed',
       attempts: result.attempts,
       last_status_code: 500,
-      last_error: 'HTTP 500',
+      last_error: 'http_status',
       next_attempt_at: null,
       delivered_at: null,
     });

@@ -1631,7 +1631,7 @@ export interface components {
       ended_at: string | null;
       /** @description The payment provider’s reference (payment code id) the step worked with */
       provider_reference: string | null;
-      /** @description The message of the last failure: of a failed step, or of the attempt before a retry */
+      /** @description The last failure, of a failed step or of the attempt before a retry: a decline’s detail as the API answers it, any other failure `Internal error` */
       failure: string | null;
       /** @description An operator’s resolution (the update `resolve`): who resolved the payment; absent on other steps */
       operator?: string;
@@ -1721,7 +1721,7 @@ export interface components {
       status_code: number | null;
       /** @description From the request sent to the answer read */
       duration_ms: number;
-      /** @description Why the attempt failed; null after a 2xx */
+      /** @description Why it failed, null after a 2xx: `connection_refused`, `connection_error`, `timeout`, `tls_error`, `dns_error`, `http_status` (a non-2xx answer, whose status is `status_code`), or why nothing was sent (a refused address, an unusable URL) */
       error: string | null;
     };
     WebhookDelivery: {
@@ -1732,7 +1732,7 @@ export interface components {
       attempts: number;
       /** @description HTTP status of the last attempt; null when it got no answer */
       last_status_code: number | null;
-      /** @description Why the last attempt failed, or why the delivery stopped; null after a 2xx */
+      /** @description The last attempt's `error`, or why the delivery stopped. Why it failed, null after a 2xx: `connection_refused`, `connection_error`, `timeout`, `tls_error`, `dns_error`, `http_status` (a non-2xx answer, whose status is `status_code`), or why nothing was sent (a refused address, an unusable URL) */
       last_error: string | null;
       /** @description When the next attempt is due; null once delivered or failed */
       next_attempt_at: string | null;
@@ -1756,7 +1756,7 @@ export interface components {
       /** @description HTTP status of the answer; null when none came */
       status_code: number | null;
       duration_ms: number;
-      /** @description Why it failed; null after a 2xx */
+      /** @description Why it failed, null after a 2xx: `connection_refused`, `connection_error`, `timeout`, `tls_error`, `dns_error`, `http_status` (a non-2xx answer, whose status is `status_code`), or why nothing was sent (a refused address, an unusable URL) */
       error: string | null;
     };
   };
@@ -6464,7 +6464,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Live Mode credentials used; or admin credentials (application credentials only) */
+      /** @description Live Mode credentials used, or another application’s transaction; or admin credentials (application credentials only) */
       403: {
         headers: {
           [name: string]: unknown;
