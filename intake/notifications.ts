@@ -12,6 +12,7 @@ import {
   type NotificationOutcome,
 } from '../db/provider-notifications';
 import { findTransaction } from '../db/transactions';
+import { contradicts, keepContradiction, type ErrorLog } from './contradictions';
 import type { Mode, TransactionType } from '../domain/types';
 import { isNotFound } from '../temporal/connection';
 import { decodePayloadsIn } from '../temporal/data-converter';
@@ -33,6 +34,8 @@ export type TemporalDeps = {
   timeoutMs: number;
   /** The error a wait past `timeoutMs` throws (the API's answers 504). */
   timeoutError?: () => Error;
+  /** Where a provider's contradiction of an ended payment is logged. */
+  logger?: ErrorLog;
 };
 
 type WorkflowKind = 'deposit' | 'cardDeposit' | 'payout' | 'cashout' | 'refund';
@@ -113,6 +116,8 @@ export type ProviderMessage = {
   /** Our transaction id, from the metadata we sent with the payment; null when absent. */
   reference: string | null;
   status: string;
+  /** The payment's amount in the provider's minor units, when its message says. */
+  amount?: bigint | null;
 };
 
 /**
@@ -224,23 +229,33 @@ export async function resolveNotification(
     if (payment.mode !== message.mode) return ignored;
     if (payment.providerReference === null) return unmatched;
     if (payment.providerReference !== message.paymentReference) return ignored;
-    return deliver(deps, target, payment.id, message.status);
+    return deliver(deps, target, payment.id, message);
   }
   if (!transactionId || !target.reopen) return unmatched;
   return reopen(deps, target, target.reopen, transactionId, message);
 }
 
-/** Hands the message to the payment's workflow; a closed one answers the recorded status. */
+/**
+ * Hands the message to the payment's workflow; a closed one answers the recorded status. A
+ * message that contradicts the payment's end is kept (intake/contradictions.ts), never dropped.
+ */
 async function deliver(
   deps: TemporalDeps,
   target: NotificationTarget,
   transactionId: string,
-  status: string,
+  message: ProviderMessage,
 ): Promise<Resolution> {
   const settled =
     (await onWorkflow(deps, workflowIds[target.workflow](transactionId), (handle) =>
-      target.notify(handle, status),
+      target.notify(handle, message.status),
     )) ?? (await findTransaction(deps.pool, transactionId))?.status;
+  if (settled && contradicts(settled, message.status)) {
+    await keepContradiction(deps, transactionId, {
+      name: message.provider,
+      status: message.status,
+      amount: message.amount ?? null,
+    });
+  }
   return { outcome: 'matched', transactionId, status: settled ?? null };
 }
 
@@ -297,7 +312,7 @@ async function reopen(
     deps.temporal.workflow.executeUpdateWithStart(how.open, { startWorkflowOperation: start }),
   );
   if (!opened || how.openedReference(opened) !== message.paymentReference) return unmatched;
-  return deliver(deps, target, transactionId, message.status);
+  return deliver(deps, target, transactionId, message);
 }
 
 /**

@@ -141,7 +141,7 @@ export function adminRoutes({ pool, temporal, config, logger }: ApiDeps): Route[
               ),
           },
           params.transaction_id.toLowerCase(),
-          { ...body, adminId: admin.id, via: 'api' },
+          { ...body, force: body.force === true, adminId: admin.id, via: 'api' },
         );
         if (!answer.ok) {
           if (answer.refused === 'not_found') throw notFound('Transaction');

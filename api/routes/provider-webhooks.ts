@@ -111,6 +111,7 @@ export function providerWebhookRoutes(deps: ApiDeps): Route[] {
     temporal: deps.temporal,
     timeoutMs: deps.config.api.requestTimeoutMs,
     timeoutError: () => new AppError('timeout'),
+    logger: deps.logger,
   };
   const disputes = disputeIntake({ ...caseDeps, taskQueue: deps.config.temporal.taskQueue });
   return [
