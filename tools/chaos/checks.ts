@@ -147,10 +147,12 @@ export async function checkBank(options: {
 
   for (const problem of await moneyLeftTwice(pool, applicationId)) fail(problem);
   const raced = [...history.raced.values()];
+  const answers = new Map<number, number>();
+  for (const r of raced) answers.set(r.resolved, (answers.get(r.resolved) ?? 0) + 1);
   notes.push(
-    `operator resolutions raced with the provider's payment: ${raced.length}, ` +
-      `${raced.filter((r) => r.resolved === 200).length} resolved failed, ` +
-      `${raced.filter((r) => r.paid === 'completed').length} paid`,
+    `operator resolutions raced with the provider's payment: ${raced.length} ` +
+      `(resolve answered ${[...answers].map(([status, n]) => `${n} × ${status}`).join(', ')}), ` +
+      `${raced.filter((r) => r.paid === 'completed').length} paid by the provider`,
   );
 
   // Nothing stuck: a payment whose provider outcome was delivered has settled.

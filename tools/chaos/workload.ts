@@ -293,13 +293,13 @@ export async function runOperation(options: {
         applicationFee: minor(body.application_fee ?? 0),
       });
       if (body.status !== 'pending') break;
-      const resolve = async () => {
-        await new Promise((resolve) => setTimeout(resolve, random.int(0, 50)));
-        const reason = { reason: 'Chaos: the provider says it never paid', operator: 'chaos' };
-        return admin!.post(PATHS.resolve(body.id), { outcome: 'failed', ...reason });
-      };
+      const resolve = () =>
+        admin!.post(PATHS.resolve(body.id), {
+          outcome: 'failed',
+          reason: 'Chaos: the provider says it never paid',
+          operator: 'chaos',
+        });
       const pay = async () => {
-        await new Promise((resolve) => setTimeout(resolve, random.int(0, 50)));
         const paid = await api.post(PATHS.simulate, {
           transaction_id: body.id,
           status: 'successful',
@@ -307,7 +307,19 @@ export async function runOperation(options: {
         count(history, 'simulate', paid);
         return paid;
       };
-      const [resolved, paid] = await Promise.all([resolve(), pay()]);
+      // Each order: the operator first, the provider first, or both at once.
+      const order = random.int(0, 2);
+      let resolved: Outcome;
+      let paid: Outcome;
+      if (order === 0) {
+        resolved = await resolve();
+        paid = await pay();
+      } else if (order === 1) {
+        paid = await pay();
+        resolved = await resolve();
+      } else {
+        [resolved, paid] = await Promise.all([resolve(), pay()]);
+      }
       const paidStatus = paid.kind === 'ok' ? Wire.status.safeParse(paid.body).data?.status : null;
       history.raced.set(body.id, { resolved: resolved.status, paid: paidStatus ?? null });
       if (paidStatus && paidStatus !== 'pending') history.decided.add(body.id);
