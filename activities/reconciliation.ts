@@ -48,6 +48,7 @@ export function createReconciliationActivities(deps: {
     pool,
     temporal: Context.current().client,
     timeoutMs: config.api.requestTimeoutMs,
+    providers,
     logger: {
       error: (fields, message) => {
         Context.current().log.error(message, fields);

@@ -4,11 +4,15 @@
  * dropped; the operator and the reconciliation take it from there.
  */
 import { providerContradictions } from '../observability/metrics';
+import { findMoneyOut } from '../db/money-out';
 import { insertPaymentContradiction } from '../db/payment-contradictions';
 import type { DatabasePool } from '../db/pool';
 import { findTransaction, insertEvent } from '../db/transactions';
 import { minorToMajorNumber } from '../domain/money';
+import type { Mode } from '../domain/types';
 import { transactionEventData } from '../activities/events';
+import type { Providers } from '../providers';
+import type { NotificationKind, ProviderMessage } from './notifications';
 
 /** Where a contradiction is logged: the API's logger, or an activity's. */
 export type ErrorLog = { error(fields: Record<string, unknown>, message: string): void };
@@ -22,6 +26,71 @@ export function contradicts(engineStatus: string, providerStatus: string): boole
   if (engineStatus === 'completed') return NOT_PAID.has(providerStatus);
   if (engineStatus === 'failed' || engineStatus === 'expired') return PAID.has(providerStatus);
   return false;
+}
+
+/** The payment as its provider reports it now: its status in the provider's words, its amount. */
+async function providerView(
+  deps: { pool: DatabasePool; providers: Providers },
+  kind: NotificationKind,
+  mode: Mode,
+  reference: string,
+  transactionId: string,
+): Promise<{ status: string; amount: bigint }> {
+  const { providers } = deps;
+  switch (kind) {
+    case 'deposit':
+      return providers.mobileMoney(mode).getPaymentCode(reference);
+    case 'cardDeposit':
+      return providers.card(mode).getPayment(reference);
+    case 'cashout':
+      return providers.mobileMoney(mode).getPayout(reference);
+    case 'refund':
+      return providers.card(mode).getRefund(reference);
+    case 'payout': {
+      const accountId = (await findMoneyOut(deps.pool, transactionId))?.meta.destination.account_id;
+      return providers.connect(mode).getPayout(accountId ?? '', reference);
+    }
+  }
+}
+
+/**
+ * A signed message that contradicts an ended payment may only be stale (sent before the answer
+ * that ended it): the provider is asked, and its answer now is what is kept. One that cannot be
+ * asked leaves the message's word.
+ */
+export async function keepContradictingMessage(
+  deps: { pool: DatabasePool; providers?: Providers; logger?: ErrorLog },
+  kind: NotificationKind,
+  transactionId: string,
+  message: ProviderMessage,
+): Promise<boolean> {
+  let view: { status: string; amount: bigint | null } = {
+    status: message.status,
+    amount: message.amount ?? null,
+  };
+  if (deps.providers) {
+    const providers = deps.providers;
+    try {
+      const { status, amount } = await providerView(
+        { pool: deps.pool, providers },
+        kind,
+        message.mode,
+        message.paymentReference,
+        transactionId,
+      );
+      view = { status, amount };
+    } catch (error) {
+      deps.logger?.error(
+        { transaction_id: transactionId, err: error },
+        'the provider could not confirm a message that contradicts an ended payment',
+      );
+    }
+  }
+  return keepContradiction(deps, transactionId, {
+    name: message.provider,
+    status: view.status,
+    amount: view.amount,
+  });
 }
 
 /**

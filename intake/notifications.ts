@@ -12,7 +12,8 @@ import {
   type NotificationOutcome,
 } from '../db/provider-notifications';
 import { findTransaction } from '../db/transactions';
-import { contradicts, keepContradiction, type ErrorLog } from './contradictions';
+import type { Providers } from '../providers';
+import { contradicts, keepContradictingMessage, type ErrorLog } from './contradictions';
 import type { Mode, TransactionType } from '../domain/types';
 import { isNotFound } from '../temporal/connection';
 import { decodePayloadsIn } from '../temporal/data-converter';
@@ -36,6 +37,8 @@ export type TemporalDeps = {
   timeoutError?: () => Error;
   /** Where a provider's contradiction of an ended payment is logged. */
   logger?: ErrorLog;
+  /** Asked whether a message that contradicts an ended payment still holds. */
+  providers?: Providers;
 };
 
 type WorkflowKind = 'deposit' | 'cardDeposit' | 'payout' | 'cashout' | 'refund';
@@ -229,10 +232,10 @@ export async function resolveNotification(
     if (payment.mode !== message.mode) return ignored;
     if (payment.providerReference === null) return unmatched;
     if (payment.providerReference !== message.paymentReference) return ignored;
-    return deliver(deps, target, payment.id, message);
+    return deliver(deps, kind, payment.id, message);
   }
   if (!transactionId || !target.reopen) return unmatched;
-  return reopen(deps, target, target.reopen, transactionId, message);
+  return reopen(deps, kind, target.reopen, transactionId, message);
 }
 
 /**
@@ -241,20 +244,17 @@ export async function resolveNotification(
  */
 async function deliver(
   deps: TemporalDeps,
-  target: NotificationTarget,
+  kind: NotificationKind,
   transactionId: string,
   message: ProviderMessage,
 ): Promise<Resolution> {
+  const target: NotificationTarget = notificationTargets[kind];
   const settled =
     (await onWorkflow(deps, workflowIds[target.workflow](transactionId), (handle) =>
       target.notify(handle, message.status),
     )) ?? (await findTransaction(deps.pool, transactionId))?.status;
   if (settled && contradicts(settled, message.status)) {
-    await keepContradiction(deps, transactionId, {
-      name: message.provider,
-      status: message.status,
-      amount: message.amount ?? null,
-    });
+    await keepContradictingMessage(deps, kind, transactionId, message);
   }
   return { outcome: 'matched', transactionId, status: settled ?? null };
 }
@@ -266,12 +266,12 @@ async function deliver(
  */
 async function reopen(
   deps: TemporalDeps,
-  target: NotificationTarget,
+  kind: NotificationKind,
   how: NonNullable<NotificationTarget['reopen']>,
   transactionId: string,
   message: ProviderMessage,
 ): Promise<Resolution> {
-  const workflowId = workflowIds[target.workflow](transactionId);
+  const workflowId = workflowIds[notificationTargets[kind].workflow](transactionId);
   const handle = deps.temporal.workflow.getHandle(workflowId);
   let described: Awaited<ReturnType<WorkflowHandle['describe']>>;
   try {
@@ -312,7 +312,7 @@ async function reopen(
     deps.temporal.workflow.executeUpdateWithStart(how.open, { startWorkflowOperation: start }),
   );
   if (!opened || how.openedReference(opened) !== message.paymentReference) return unmatched;
-  return deliver(deps, target, transactionId, message);
+  return deliver(deps, kind, transactionId, message);
 }
 
 /**
