@@ -53,7 +53,7 @@ export function deliverNotification(
   notification: MobileMoneyNotification,
   body: unknown,
 ): Promise<Delivered> {
-  const { paymentCodeId, reference, status, amount } = notification;
+  const { paymentCodeId, reference, status } = notification;
   return deliver(
     deps,
     'deposit',
@@ -63,7 +63,6 @@ export function deliverNotification(
       paymentReference: paymentCodeId,
       reference,
       status,
-      amount: amount ?? null,
     },
     body,
   );
@@ -140,7 +139,6 @@ export async function deliverPayoutNotification(
       paymentReference: notification.payoutId,
       reference: notification.reference,
       status: notification.status,
-      amount: notification.amount ?? null,
     },
     body,
   );

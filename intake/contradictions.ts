@@ -64,10 +64,7 @@ export async function keepContradictingMessage(
   transactionId: string,
   message: ProviderMessage,
 ): Promise<boolean> {
-  let view: { status: string; amount: bigint | null } = {
-    status: message.status,
-    amount: message.amount ?? null,
-  };
+  let view: { status: string; amount: bigint | null } = { status: message.status, amount: null };
   if (deps.providers) {
     const providers = deps.providers;
     try {

@@ -119,8 +119,6 @@ export type ProviderMessage = {
   /** Our transaction id, from the metadata we sent with the payment; null when absent. */
   reference: string | null;
   status: string;
-  /** The payment's amount in the provider's minor units, when its message says. */
-  amount?: bigint | null;
 };
 
 /**

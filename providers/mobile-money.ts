@@ -35,8 +35,6 @@ export type MobileMoneyNotification = {
   paymentCodeId: string;
   status: PaymentCodeStatus;
   reference: string | null;
-  /** What the payer paid, in SLE cents, when the message says. */
-  amount?: bigint | null;
 };
 
 /** Where a payout to a mobile-money wallet stands at the provider. */
@@ -67,8 +65,6 @@ export type PayoutNotification = {
   payoutId: string;
   status: PayoutStatus;
   reference: string | null;
-  /** What the payout pays, in SLE cents, when the message says. */
-  amount?: bigint | null;
 };
 
 export interface MobileMoneyProvider {

@@ -111,7 +111,6 @@ const notificationBody = z.object({
     id: z.string().min(1),
     status: z.string().optional(),
     metadata: z.record(z.string(), z.unknown()).nullish(),
-    amount: z.object({ value: minorUnits }).nullish(),
   }),
 });
 
@@ -479,7 +478,6 @@ export function readMonimeNotification(
     paymentCodeId: data.id,
     status,
     reference: typeof reference === 'string' ? reference : null,
-    amount: data.amount ? BigInt(data.amount.value) : null,
   };
 }
 
@@ -521,6 +519,5 @@ export function readMonimePayoutNotification(
     payoutId: data.id,
     status,
     reference: typeof reference === 'string' ? reference : null,
-    amount: data.amount ? BigInt(data.amount.value) : null,
   };
 }

@@ -168,12 +168,7 @@ export class SandboxMobileMoneyProvider implements MobileMoneyProvider {
     return this.signed(
       {
         event: `payout.${payout.status}`,
-        data: {
-          id: payout.id,
-          status: payout.status,
-          amount: { currency: 'SLE', value: Number(payout.amount) },
-          metadata: { reference: payout.reference },
-        },
+        data: { id: payout.id, status: payout.status, metadata: { reference: payout.reference } },
       },
       nowSeconds,
     );
@@ -211,12 +206,7 @@ export class SandboxMobileMoneyProvider implements MobileMoneyProvider {
     return this.signed(
       {
         event: `payment_code.${code.status}`,
-        data: {
-          id: code.id,
-          status: code.status,
-          amount: { currency: 'SLE', value: Number(code.amount) },
-          metadata: { reference: code.reference },
-        },
+        data: { id: code.id, status: code.status, metadata: { reference: code.reference } },
       },
       nowSeconds,
     );

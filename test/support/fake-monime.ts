@@ -181,12 +181,7 @@ export class FakeMonimeServer {
     return this.signed(
       {
         event: `payout.${payout.status === 'cancelled' ? 'failed' : payout.status}`,
-        data: {
-          id: payout.id,
-          status: payout.status,
-          amount: payout.amount,
-          metadata: payout.metadata,
-        },
+        data: { id: payout.id, status: payout.status, metadata: payout.metadata },
       },
       options,
     );
