@@ -12,7 +12,6 @@ import { minorToMajorNumber } from '../domain/money';
 import type { Mode } from '../domain/types';
 import { transactionEventData } from '../activities/events';
 import type { Providers } from '../providers';
-import type { NotificationKind, ProviderMessage } from './notifications';
 
 /** Where a contradiction is logged: the API's logger, or an activity's. */
 export type ErrorLog = { error(fields: Record<string, unknown>, message: string): void };
@@ -28,10 +27,16 @@ export function contradicts(engineStatus: string, providerStatus: string): boole
   return false;
 }
 
+/** The payment kinds a provider's message names (intake/notifications.ts `notificationTargets`). */
+type PaymentKind = 'deposit' | 'cardDeposit' | 'cashout' | 'payout' | 'refund';
+
+/** What a verified provider message says of a payment (intake/notifications.ts). */
+type Message = { provider: string; mode: Mode; paymentReference: string; status: string };
+
 /** The payment as its provider reports it now: its status in the provider's words, its amount. */
 async function providerView(
   deps: { pool: DatabasePool; providers: Providers },
-  kind: NotificationKind,
+  kind: PaymentKind,
   mode: Mode,
   reference: string,
   transactionId: string,
@@ -60,9 +65,9 @@ async function providerView(
  */
 export async function keepContradictingMessage(
   deps: { pool: DatabasePool; providers?: Providers; logger?: ErrorLog },
-  kind: NotificationKind,
+  kind: PaymentKind,
   transactionId: string,
-  message: ProviderMessage,
+  message: Message,
 ): Promise<boolean> {
   let view: { status: string; amount: bigint | null } = { status: message.status, amount: null };
   if (deps.providers) {
