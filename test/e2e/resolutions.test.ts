@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { sql } from 'slonik';
+import { z } from 'zod';
 import { formatPayloadKeys, temporalAddress } from '../../config';
 import { createAdmin, type CreatedAdmin } from '../../db/admins';
 import { decodePayloadsIn, payloadKeys } from '../../temporal/data-converter';
@@ -446,6 +447,39 @@ describe('a resolution asks the provider first: the cashout is never paid twice'
     expect(await balanceOf(engine.pool, walletId)).toBe(0n);
     expect(await ledgerLegs(engine.pool, id)).toEqual([]);
     expect(await eventsOf(id)).toEqual([]);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('resolve failed on a card deposit awaiting 3-D Secure cancels the card payment first', async () => {
+    const { walletId } = await createUserWithWallet(usd);
+    const res = await usd.post(CARD_DEPOSIT, {
+      wallet_id: walletId,
+      amount: 40,
+      payment_method_id: 'pm_card_authenticationRequired',
+    });
+    expect(res.body).toMatchObject({ status: 'pending' });
+    const id = res.body.id as string;
+    const paymentId = res.body.provider_reference as string;
+
+    const resolved = await asAdmin(await newAdmin())(id, failed);
+    expect(resolved.status).toBe(200);
+    expect(resolved.body).toMatchObject({ id, status: 'failed' });
+    const card = await engine.pool.oneFirst(sql.type(z.object({ status: z.string() }))`
+      SELECT status FROM sandbox_card_payments WHERE id = ${paymentId}`);
+    expect(card).toBe('failed');
+    // The payer authenticates too late: the card is never charged, the wallet never credited.
+    const late = await usd.post('/api/v1/testing/simulate-card-authentication', {
+      transaction_id: id,
+      status: 'successful',
+    });
+    expect(late.body).toMatchObject({ status: 'failed' });
+    expect(
+      await engine.pool.oneFirst(sql.type(z.object({ status: z.string() }))`
+        SELECT status FROM sandbox_card_payments WHERE id = ${paymentId}`),
+    ).toBe('failed');
+    expect(await balanceOf(engine.pool, walletId)).toBe(0n);
+    expect(await ledgerLegs(engine.pool, id)).toEqual([]);
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual(['deposit.failed']);
     await assertLedgerInvariant(engine.pool);
   });
 });
