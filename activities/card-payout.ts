@@ -78,6 +78,11 @@ function cardPayoutPort(providers: Providers, mode: Mode): MoneyOutPort {
       const payout = await provider.getPayout(record.meta.destination.account_id ?? '', payoutId);
       return { id: payout.id, status: PAYOUT_OUTCOME[payout.status] };
     },
+    cancel: async (payoutId, record) => {
+      const accountId = record.meta.destination.account_id ?? '';
+      const payout = await provider.cancelPayout(accountId, payoutId);
+      return { id: payout.id, status: PAYOUT_OUTCOME[payout.status] };
+    },
   };
 }
 

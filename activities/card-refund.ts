@@ -72,6 +72,10 @@ function cardRefundPort(providers: Providers, mode: Mode): MoneyOutPort {
       const refund = await providers.card(mode).getRefund(refundId);
       return { id: refund.id, status: REFUND_OUTCOME[refund.status] };
     },
+    cancel: async (refundId) => {
+      const refund = await providers.card(mode).cancelRefund(refundId);
+      return { id: refund.id, status: REFUND_OUTCOME[refund.status] };
+    },
   };
 }
 

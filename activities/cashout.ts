@@ -58,6 +58,10 @@ function cashoutPort(providers: Providers, mode: 'test' | 'live'): MoneyOutPort 
       const payout = await provider.getPayout(id);
       return { id: payout.id, status: payout.status };
     },
+    cancel: async (id) => {
+      const payout = await provider.cancelPayout(id);
+      return { id: payout.id, status: payout.status };
+    },
   };
 }
 

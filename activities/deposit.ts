@@ -192,6 +192,17 @@ export function createDepositActivities(deps: {
     return code.status;
   }
 
+  /** An operator's resolution failed cancels the code at the provider; answers its status then. */
+  async function cancelPaymentCode(input: {
+    mode: Mode;
+    paymentCodeId: string;
+  }): Promise<PaymentCodeStatus> {
+    const code = await callProvider(() =>
+      providers.mobileMoney(input.mode).cancelPaymentCode(input.paymentCodeId),
+    );
+    return code.status;
+  }
+
   /**
    * Paid: one ledger transaction (domain/ledger.ts `depositCompletionPostings`), then the event,
    * in the same database transaction. A second run finds the deposit completed and changes
@@ -262,7 +273,7 @@ export function createDepositActivities(deps: {
     });
   }
 
-  return { openDeposit, checkPaymentCode, completeDeposit, closeDeposit };
+  return { openDeposit, checkPaymentCode, cancelPaymentCode, completeDeposit, closeDeposit };
 }
 
 /** A deposit's event: the payment as the API shows it, and the SLE figures in SLE cents. */

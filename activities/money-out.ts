@@ -53,6 +53,11 @@ export type MoneyOutPort = {
   }): Promise<ProviderPayout>;
   /** The payout as the provider reports it now (`record`: the payout's own, for its account). */
   check(payoutId: string, record: MoneyOutRecord): Promise<ProviderPayout>;
+  /**
+   * Cancels the payout where the provider allows it and answers it as it stands then: failed
+   * means it will never pay; pending, that the provider would not cancel it.
+   */
+  cancel(payoutId: string, record: MoneyOutRecord): Promise<ProviderPayout>;
 };
 
 /** The figures of a money out, priced by its kind (meta fields without the provider). */
@@ -261,6 +266,28 @@ export function createMoneyOutActivities(
   }
 
   /**
+   * An operator's resolution asks the provider first: `failed` cancels the payout there,
+   * `completed` looks at it; the answer is recorded and the workflow decides on it.
+   */
+  async function askMoneyOutForResolution(input: {
+    transactionId: string;
+    outcome: 'completed' | 'failed';
+  }): Promise<ProviderPayout> {
+    const record = await findMoneyOut(pool, input.transactionId);
+    if (!record?.meta.provider) throw decline('not_found', 'The provider has no payout yet');
+    const spec = specOfRecord(record);
+    const port = spec.port(providers, record.row.mode);
+    const payoutId = record.meta.provider.id;
+    const payout = await callProvider(
+      () =>
+        input.outcome === 'failed' ? port.cancel(payoutId, record) : port.check(payoutId, record),
+      spec.refusal,
+    );
+    await setMoneyOutProvider(pool, record.row.id, { id: payout.id, status: payout.status });
+    return payout;
+  }
+
+  /**
    * Step 3a, the provider paid: the payouts clearing account gives what it reserved to the
    * provider's account and the application's fee account; the record completes with its event.
    */
@@ -396,6 +423,7 @@ export function createMoneyOutActivities(
     reserveMoneyOut,
     sendMoneyOut,
     checkMoneyOut,
+    askMoneyOutForResolution,
     settleMoneyOut,
     giveBackMoneyOut,
     reverseMoneyOut,

@@ -48,6 +48,12 @@ export function createReconciliationActivities(deps: {
     pool,
     temporal: Context.current().client,
     timeoutMs: config.api.requestTimeoutMs,
+    providers,
+    logger: {
+      error: (fields, message) => {
+        Context.current().log.error(message, fields);
+      },
+    },
   });
 
   /** Every payment a provider settles still pending past the grace period, oldest first. */

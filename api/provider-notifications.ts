@@ -21,7 +21,7 @@ export type Delivered = { transactionId: string | null; status: DepositOutcome |
  * One matching no payment yet is answered 200 and kept `unmatched` for the reconciliation to retry.
  */
 async function deliver(
-  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,
+  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config' | 'logger' | 'providers'>,
   kind: NotificationKind,
   message: ProviderMessage,
   body: unknown,
@@ -32,6 +32,8 @@ async function deliver(
       temporal: deps.temporal,
       timeoutMs: deps.config.api.requestTimeoutMs,
       timeoutError: () => new AppError('timeout'),
+      logger: deps.logger,
+      providers: deps.providers,
     },
     kind,
     message,
@@ -46,7 +48,7 @@ async function deliver(
 
 /** A mobile-money provider's notification, to its mobile-money deposit. */
 export function deliverNotification(
-  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,
+  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config' | 'logger' | 'providers'>,
   provider: { name: string; mode: Mode },
   notification: MobileMoneyNotification,
   body: unknown,
@@ -68,7 +70,7 @@ export function deliverNotification(
 
 /** A card provider's event, to its card deposit. */
 export function deliverCardEvent(
-  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,
+  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config' | 'logger' | 'providers'>,
   provider: { name: string; mode: Mode },
   event: CardEvent,
   body: unknown,
@@ -90,7 +92,7 @@ export function deliverCardEvent(
 
 /** A card provider's event about a payout, to its card payout's saga (a paid one may fail later). */
 export function deliverCardPayoutEvent(
-  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,
+  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config' | 'logger' | 'providers'>,
   provider: { name: string; mode: Mode },
   event: CardPayoutEvent,
   body: unknown,
@@ -116,7 +118,7 @@ export function deliverCardPayoutEvent(
  * gives back exactly once. A provider speaks for its own mode only.
  */
 export async function deliverPayoutNotification(
-  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config'>,
+  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config' | 'logger' | 'providers'>,
   provider: { name: string; mode: Mode },
   notification: PayoutNotification,
   body: unknown,
@@ -127,6 +129,8 @@ export async function deliverPayoutNotification(
       temporal: deps.temporal,
       timeoutMs: deps.config.api.requestTimeoutMs,
       timeoutError: () => new AppError('timeout'),
+      logger: deps.logger,
+      providers: deps.providers,
     },
     'cashout',
     {
@@ -149,7 +153,7 @@ export async function deliverPayoutNotification(
  * its payout and sends its signed notification through the path a live one takes.
  */
 export async function simulateCashout(
-  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config' | 'providers'>,
+  deps: Pick<ApiDeps, 'pool' | 'temporal' | 'config' | 'providers' | 'logger'>,
   transaction: TransactionRow,
   outcome: 'successful' | 'failed',
 ): Promise<{ message: string; transaction_id: string; status: string }> {

@@ -51,7 +51,7 @@ const USAGE = `usage:
   cli admins create --name NAME
   cli admins list
   cli admins revoke --admin ADMIN_ID | --api-key API_KEY
-  cli payments resolve --id TRANSACTION_ID --outcome completed|failed --reason TEXT --operator NAME
+  cli payments resolve --id TRANSACTION_ID --outcome completed|failed --reason TEXT --operator NAME [--force]
   ${LISTEN_USAGE}`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -155,6 +155,7 @@ export async function runCli(
           outcome: { type: 'string' },
           reason: { type: 'string' },
           operator: { type: 'string' },
+          force: { type: 'boolean' },
         },
       });
     } catch (error) {
@@ -309,7 +310,7 @@ export async function runCli(
       const answer = await resolvePayment(
         { pool, temporal: await temporal.client(), timeoutMs: temporal.timeoutMs },
         id.toLowerCase(),
-        { outcome, reason, operator, adminId: null, via: 'cli' },
+        { outcome, reason, operator, adminId: null, via: 'cli', force: values.force === true },
       );
       if (!answer.ok) {
         throw new RefusedError(

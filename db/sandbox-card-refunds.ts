@@ -70,3 +70,9 @@ export async function findSandboxCardRefund(
     sql.type(sandboxCardRefundRow)`SELECT ${columns} FROM sandbox_card_refunds WHERE id = ${id}`,
   );
 }
+
+/** The sandbox cancels a refund it has not sent yet (a resolution failed asks it). */
+export async function cancelSandboxCardRefund(db: CommonQueryMethods, id: string): Promise<void> {
+  await db.query(sql.unsafe`
+    UPDATE sandbox_card_refunds SET status = 'failed' WHERE id = ${id} AND status = 'pending'`);
+}

@@ -108,3 +108,12 @@ export async function findSandboxConnectPayout(
   return db.maybeOne(sql.type(sandboxConnectPayoutRow)`
     SELECT ${payoutColumns} FROM sandbox_connect_payouts WHERE id = ${id}`);
 }
+
+/** The sandbox cancels a payout it has not paid yet (a resolution failed asks it). */
+export async function cancelSandboxConnectPayout(
+  db: CommonQueryMethods,
+  id: string,
+): Promise<void> {
+  await db.query(sql.unsafe`
+    UPDATE sandbox_connect_payouts SET status = 'failed' WHERE id = ${id} AND status = 'pending'`);
+}

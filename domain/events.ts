@@ -15,6 +15,7 @@ export const EVENT_TYPES = [
   'dispute.created',
   'dispute.won',
   'dispute.lost',
+  'payment.contradicted',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

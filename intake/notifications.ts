@@ -12,6 +12,8 @@ import {
   type NotificationOutcome,
 } from '../db/provider-notifications';
 import { findTransaction } from '../db/transactions';
+import type { Providers } from '../providers';
+import { contradicts, keepContradictingMessage, type ErrorLog } from './contradictions';
 import type { Mode, TransactionType } from '../domain/types';
 import { isNotFound } from '../temporal/connection';
 import { decodePayloadsIn } from '../temporal/data-converter';
@@ -33,6 +35,10 @@ export type TemporalDeps = {
   timeoutMs: number;
   /** The error a wait past `timeoutMs` throws (the API's answers 504). */
   timeoutError?: () => Error;
+  /** Where a provider's contradiction of an ended payment is logged. */
+  logger?: ErrorLog;
+  /** Asked whether a message that contradicts an ended payment still holds. */
+  providers?: Providers;
 };
 
 type WorkflowKind = 'deposit' | 'cardDeposit' | 'payout' | 'cashout' | 'refund';
@@ -224,23 +230,30 @@ export async function resolveNotification(
     if (payment.mode !== message.mode) return ignored;
     if (payment.providerReference === null) return unmatched;
     if (payment.providerReference !== message.paymentReference) return ignored;
-    return deliver(deps, target, payment.id, message.status);
+    return deliver(deps, kind, payment.id, message);
   }
   if (!transactionId || !target.reopen) return unmatched;
-  return reopen(deps, target, target.reopen, transactionId, message);
+  return reopen(deps, kind, target.reopen, transactionId, message);
 }
 
-/** Hands the message to the payment's workflow; a closed one answers the recorded status. */
+/**
+ * Hands the message to the payment's workflow; a closed one answers the recorded status. A
+ * message that contradicts the payment's end is kept (intake/contradictions.ts), never dropped.
+ */
 async function deliver(
   deps: TemporalDeps,
-  target: NotificationTarget,
+  kind: NotificationKind,
   transactionId: string,
-  status: string,
+  message: ProviderMessage,
 ): Promise<Resolution> {
+  const target: NotificationTarget = notificationTargets[kind];
   const settled =
     (await onWorkflow(deps, workflowIds[target.workflow](transactionId), (handle) =>
-      target.notify(handle, status),
+      target.notify(handle, message.status),
     )) ?? (await findTransaction(deps.pool, transactionId))?.status;
+  if (settled && contradicts(settled, message.status)) {
+    await keepContradictingMessage(deps, kind, transactionId, message);
+  }
   return { outcome: 'matched', transactionId, status: settled ?? null };
 }
 
@@ -251,12 +264,12 @@ async function deliver(
  */
 async function reopen(
   deps: TemporalDeps,
-  target: NotificationTarget,
+  kind: NotificationKind,
   how: NonNullable<NotificationTarget['reopen']>,
   transactionId: string,
   message: ProviderMessage,
 ): Promise<Resolution> {
-  const workflowId = workflowIds[target.workflow](transactionId);
+  const workflowId = workflowIds[notificationTargets[kind].workflow](transactionId);
   const handle = deps.temporal.workflow.getHandle(workflowId);
   let described: Awaited<ReturnType<WorkflowHandle['describe']>>;
   try {
@@ -297,7 +310,7 @@ async function reopen(
     deps.temporal.workflow.executeUpdateWithStart(how.open, { startWorkflowOperation: start }),
   );
   if (!opened || how.openedReference(opened) !== message.paymentReference) return unmatched;
-  return deliver(deps, target, transactionId, message.status);
+  return deliver(deps, kind, transactionId, message);
 }
 
 /**

@@ -8,6 +8,7 @@ import { findTransaction, type TransactionRow } from '../db/transactions';
 import { workflowIds } from '../workflows/ids';
 import {
   RESOLUTION_REFUSED,
+  RESOLUTION_UNREACHABLE,
   resolutionRefusal,
   resolveUpdate,
   type Resolution,
@@ -17,14 +18,14 @@ import { onWorkflow, paymentSyncs, type TemporalDeps } from './notifications';
 export type ResolveAnswer =
   | { ok: true; transaction: TransactionRow }
   | { ok: false; refused: 'not_found' }
-  | { ok: false; refused: 'refused'; detail: string };
+  | { ok: false; refused: 'refused' | 'unreachable'; detail: string };
 
 const NOT_RESOLVABLE =
   'Only a pending deposit, card deposit, payout, cashout or refund can be resolved';
 
 /**
- * Resolves the payment `transactionId` as if its provider had answered `resolution.outcome`,
- * and answers its record then. The kinds that can be resolved are the ones a provider settles
+ * Resolves the payment `transactionId` as its provider confirms `resolution.outcome` (or, with
+ * `force`, when it cannot be reached), and answers its record then. The kinds that can be resolved are the ones a provider settles
  * (`paymentSyncs`): their workflows wait on a provider.
  */
 export async function resolvePayment(
@@ -44,9 +45,9 @@ export async function resolvePayment(
       handle.executeUpdate(resolveUpdate, { args: [resolution] }),
     );
   } catch (error) {
-    const detail = refusalIn(error);
-    if (detail === null) throw error;
-    return { ok: false, refused: 'refused', detail };
+    const refusal = refusalIn(error);
+    if (refusal === null) throw error;
+    return { ok: false, ...refusal };
   }
   const after = (await findTransaction(deps.pool, row.id)) ?? row;
   if (ended === null) {
@@ -58,12 +59,17 @@ export async function resolvePayment(
   return { ok: true, transaction: after };
 }
 
-/** The reason of a resolution the workflow's validator refused; null for any other error. */
-function refusalIn(error: unknown): string | null {
+/**
+ * Why the workflow refused a resolution (its validator, or the provider's answer); null for any
+ * other error.
+ */
+function refusalIn(error: unknown): { refused: 'refused' | 'unreachable'; detail: string } | null {
   if (!(error instanceof WorkflowUpdateFailedError)) return null;
   const cause = error.cause;
-  if (cause instanceof ApplicationFailure && cause.type === RESOLUTION_REFUSED) {
-    return cause.message;
+  if (!(cause instanceof ApplicationFailure)) return null;
+  if (cause.type === RESOLUTION_REFUSED) return { refused: 'refused', detail: cause.message };
+  if (cause.type === RESOLUTION_UNREACHABLE) {
+    return { refused: 'unreachable', detail: cause.message };
   }
   return null;
 }

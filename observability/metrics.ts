@@ -70,6 +70,13 @@ export const providerEventsUnapplied = new Counter({
   registers: [registry],
 });
 
+export const providerContradictions = new Counter({
+  name: 'payment_provider_contradictions_total',
+  help: 'Provider answers that contradict a payment the engine had ended (paid after it failed, failed after it completed), kept once each, by payment type and mode',
+  labelNames: ['type', 'mode'] as const,
+  registers: [registry],
+});
+
 export const idempotentReplays = new Counter({
   name: 'idempotent_replays_total',
   help: 'Requests answered from a stored Idempotency-Key result instead of running again, by route template',

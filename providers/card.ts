@@ -137,6 +137,8 @@ export interface CardProvider {
   /** Refunds `amount` of a charged payment to its card (idempotent by `idempotencyKey`). */
   createRefund(request: CardRefundRequest): Promise<CardRefund>;
   getRefund(refundId: string): Promise<CardRefund>;
+  /** Cancels a pending refund where the provider allows it; answers it as it stands then. */
+  cancelRefund(refundId: string): Promise<CardRefund>;
   /** Sends a dispute's evidence text to the provider and submits it for review. */
   submitDisputeEvidence(disputeId: string, text: string): Promise<void>;
   /** The dispute's status as the provider reports it now (the scheduled reconciliation). */
@@ -250,6 +252,8 @@ export interface PayoutAccountProvider {
   /** Pays `amount` to the account's debit card (idempotent by `idempotencyKey`). */
   createPayout(request: CardPayoutRequest): Promise<CardPayout>;
   getPayout(accountId: string, payoutId: string): Promise<CardPayout>;
+  /** Cancels a pending payout where the provider allows it; answers it as it stands then. */
+  cancelPayout(accountId: string, payoutId: string): Promise<CardPayout>;
   /**
    * Verifies and reads the provider's signed event about a payout (paid, or failed: possibly
    * days after it was reported paid); null when it is not one or the signature does not match.

@@ -72,6 +72,11 @@ export interface MobileMoneyProvider {
   /** Pays out to a mobile-money wallet (a cashout); the idempotency key makes a retry safe. */
   createPayout(request: PayoutRequest): Promise<Payout>;
   getPayout(id: string): Promise<Payout>;
+  /**
+   * Cancels a pending payout where the provider allows it; answers the payout as it stands then
+   * (failed: it will never pay; pending: the provider would not cancel it; completed: paid).
+   */
+  cancelPayout(id: string): Promise<Payout>;
   /** Verifies and reads an inbound payout notification; null when it is not a valid one. */
   parsePayoutNotification(
     rawBody: string,
@@ -79,6 +84,8 @@ export interface MobileMoneyProvider {
   ): PayoutNotification | null;
   createPaymentCode(request: PaymentCodeRequest): Promise<PaymentCode>;
   getPaymentCode(id: string): Promise<PaymentCode>;
+  /** Cancels a pending payment code where the provider allows it; answers it as it stands then. */
+  cancelPaymentCode(id: string): Promise<PaymentCode>;
   /** Verifies and reads an inbound notification; null when the signature does not match. */
   parseNotification(
     rawBody: string,

@@ -271,6 +271,19 @@ export class MonimeMobileMoneyProvider implements MobileMoneyProvider {
     return toPayout(result, null);
   }
 
+  /**
+   * Monime's API offers no cancel of a payout: the payout as it stands, so that a pending one
+   * reads as "will not cancel" and a resolution is refused unless forced.
+   */
+  async cancelPayout(id: string): Promise<Payout> {
+    return this.getPayout(id);
+  }
+
+  /** No cancel of a payment code in Monime's API either: the code as it stands. */
+  async cancelPaymentCode(id: string): Promise<PaymentCode> {
+    return this.getPaymentCode(id);
+  }
+
   parsePayoutNotification(
     rawBody: string,
     headers: Record<string, string | undefined>,

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { DatabasePool } from '../db/pool';
 import {
+  cancelSandboxCardRefund,
   findSandboxCardRefund,
   insertSandboxCardRefund,
   type SandboxCardRefundRow,
@@ -322,6 +323,12 @@ export class SandboxCardProvider implements CardProvider {
     const row = await findSandboxCardRefund(this.pool, refundId);
     if (!row) throw new ProviderRefusedError(`No such refund: ${refundId}`);
     return toCardRefund(row);
+  }
+
+  /** The sandbox cancels a refund it has not sent yet: it reads failed from then on. */
+  async cancelRefund(refundId: string): Promise<CardRefund> {
+    await cancelSandboxCardRefund(this.pool, refundId);
+    return this.getRefund(refundId);
   }
 
   /** The sandbox takes the evidence as given; its decision comes from simulate-dispute-outcome. */

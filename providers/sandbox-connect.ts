@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { DatabasePool } from '../db/pool';
 import {
+  cancelSandboxConnectPayout,
   findSandboxConnectAccount,
   findSandboxConnectPayout,
   insertSandboxConnectAccount,
@@ -182,6 +183,14 @@ export class SandboxConnectProvider implements PayoutAccountProvider {
         failsLater,
       }),
     );
+  }
+
+  /** The sandbox cancels a payout it has not paid yet: it reads failed from then on. */
+  async cancelPayout(accountId: string, payoutId: string): Promise<CardPayout> {
+    const payout = await this.getPayout(accountId, payoutId);
+    if (payout.status !== 'pending') return payout;
+    await cancelSandboxConnectPayout(this.pool, payoutId);
+    return this.getPayout(accountId, payoutId);
   }
 
   async getPayout(accountId: string, payoutId: string): Promise<CardPayout> {

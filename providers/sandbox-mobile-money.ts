@@ -111,6 +111,12 @@ export class SandboxMobileMoneyProvider implements MobileMoneyProvider {
     return this.getPaymentCode(id);
   }
 
+  /** The sandbox cancels a code nobody has paid yet: paying it later fails. */
+  async cancelPaymentCode(id: string): Promise<PaymentCode> {
+    await settleSandboxPaymentCode(this.pool, id, 'failed');
+    return this.getPaymentCode(id);
+  }
+
   /** A test clock's advance of the deposit's clock: the code expires as much sooner. */
   async advance(id: string, seconds: number): Promise<void> {
     await advanceSandboxPaymentCode(this.pool, id, seconds);
@@ -140,6 +146,12 @@ export class SandboxMobileMoneyProvider implements MobileMoneyProvider {
     const row = await findSandboxPayout(this.pool, id);
     if (!row) throw new ProviderRefusedError(`No payout ${id}`);
     return toPayout(row);
+  }
+
+  /** The sandbox cancels a payout it has not paid yet: it reads failed from then on. */
+  async cancelPayout(id: string): Promise<Payout> {
+    await settleSandboxPayout(this.pool, id, 'failed');
+    return this.getPayout(id);
   }
 
   /** The payout was paid, or it failed (the simulate-webhook endpoint). */

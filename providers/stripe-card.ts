@@ -266,6 +266,19 @@ export class StripeCardProvider implements CardProvider {
   }
 
   /**
+   * Refunds.cancel: Stripe cancels only a refund that waits on the customer; any other is
+   * answered as it stands (a pending one: Stripe will not cancel it).
+   */
+  async cancelRefund(refundId: string): Promise<CardRefund> {
+    try {
+      return toCardRefund(await this.client.refunds.cancel(refundId));
+    } catch (error) {
+      if (!isInvalidRequest(error) || isMissing(error)) throw refusalOrTransient(error);
+      return this.getRefund(refundId);
+    }
+  }
+
+  /**
    * Disputes.update with the text as uncategorized evidence, submitted for review at once. The
    * idempotency key is the dispute and the text: a retry after a lost answer replays the first
    * answer instead of being refused for a dispute already submitted.

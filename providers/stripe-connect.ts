@@ -204,6 +204,20 @@ export class StripeConnectProvider implements PayoutAccountProvider {
   }
 
   /**
+   * Payouts.cancel on the connected account; a payout Stripe will not cancel any more (paid,
+   * failed, in transit) is answered as it stands.
+   */
+  async cancelPayout(accountId: string, payoutId: string): Promise<CardPayout> {
+    try {
+      return toPayout(await this.client.payouts.cancel(payoutId, {}, { stripeAccount: accountId }));
+    } catch (error) {
+      if (!(error instanceof Stripe.errors.StripeInvalidRequestError))
+        throw refusalOrTransient(error);
+      return this.getPayout(accountId, payoutId);
+    }
+  }
+
+  /**
    * A connected account's `payout.paid`, `payout.failed` or `payout.canceled` event, its
    * `Stripe-Signature` verified; null for any other event or a signature that does not match.
    */

@@ -41,10 +41,15 @@ type LocalActivityMarker = {
  * ended the payment and why.
  */
 function showResolution(step: TimelineStep, argument: unknown): void {
-  const { operator, reason } = (argument ?? {}) as { operator?: unknown; reason?: unknown };
+  const { operator, reason, force } = (argument ?? {}) as {
+    operator?: unknown;
+    reason?: unknown;
+    force?: unknown;
+  };
   if (typeof operator === 'string' && typeof reason === 'string') {
     step.operator = operator;
     step.reason = reason;
+    step.force = force === true;
   }
 }
 

@@ -67,6 +67,10 @@ export const TimelineStep = z
     reason: z.string().optional().meta({
       description: 'An operator’s resolution: the reason the operator gave; absent on other steps',
     }),
+    force: z.boolean().optional().meta({
+      description:
+        'An operator’s resolution: whether the operator asked to settle without the provider’s answer (docs/api.md, Resolve a stuck payment); absent on other steps',
+    }),
   })
   .meta({ id: 'TimelineStep' });
 export type TimelineStep = z.infer<typeof TimelineStep>;

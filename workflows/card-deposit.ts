@@ -2,7 +2,7 @@ import { allHandlersFinished, condition, proxyActivities, setHandler } from '@te
 import type { Activities } from './activities-types';
 import { asDeclined, exhausted } from './declines';
 import { asksProviderOnNotify } from './notifications';
-import { handleResolution } from './resolution';
+import { handleResolution, providerAnswer } from './resolution';
 import { activityPresets } from './retry';
 import {
   cardDepositUpdates,
@@ -19,6 +19,7 @@ import { paymentClock } from './clock';
 
 const ledger = proxyActivities<Activities>(activityPresets.ledger);
 const provider = proxyActivities<Activities>(activityPresets.provider);
+const resolver = proxyActivities<Activities>(activityPresets.resolution);
 
 const CARD_PAYMENT_STATES: readonly string[] = [
   'succeeded',
@@ -105,7 +106,20 @@ export async function cardDepositWorkflow(input: CardDepositInput): Promise<Depo
     },
   );
   setHandler(cardDepositUpdates.sync, sync);
-  handleResolution(settle, () => ({ outcome, settling, waiting: payment !== undefined }));
+  handleResolution(
+    settle,
+    () => ({ outcome, settling, waiting: payment !== undefined }),
+    (asked) => {
+      const card = { mode: input.mode, paymentId: payment!.paymentId };
+      return providerAnswer(async () =>
+        outcomeOf(
+          asked === 'failed'
+            ? await resolver.cancelCardPayment(card)
+            : await resolver.checkCardPayment(card),
+        ),
+      );
+    },
+  );
   setHandler(depositStateQuery, () => outcome);
 
   try {

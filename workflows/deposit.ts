@@ -2,7 +2,7 @@ import { allHandlersFinished, condition, proxyActivities, setHandler } from '@te
 import type { Activities } from './activities-types';
 import { asDeclined, exhausted } from './declines';
 import { asksProviderOnNotify } from './notifications';
-import { handleResolution } from './resolution';
+import { handleResolution, providerAnswer } from './resolution';
 import { activityPresets } from './retry';
 import {
   depositStateQuery,
@@ -17,6 +17,7 @@ import { paymentClock } from './clock';
 
 const ledger = proxyActivities<Activities>(activityPresets.ledger);
 const provider = proxyActivities<Activities>(activityPresets.provider);
+const resolver = proxyActivities<Activities>(activityPresets.resolution);
 
 /** After the payment code expires, a last look at the provider before calling it expired. */
 const EXPIRY_GRACE_MS = 5_000;
@@ -96,7 +97,16 @@ export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<D
     },
   );
   setHandler(depositUpdates.sync, sync);
-  handleResolution(settle, () => ({ outcome, settling, waiting: opened !== undefined }));
+  handleResolution(
+    settle,
+    () => ({ outcome, settling, waiting: opened !== undefined }),
+    (asked) => {
+      const code = { mode: input.mode, paymentCodeId: opened!.paymentCode.id };
+      return providerAnswer(() =>
+        asked === 'failed' ? resolver.cancelPaymentCode(code) : resolver.checkPaymentCode(code),
+      );
+    },
+  );
   setHandler(depositStateQuery, () => outcome);
 
   try {

@@ -10,7 +10,7 @@ import {
   type MoneyOutOutcome,
   type MoneyOutProviderStatus,
 } from './money-out-shared';
-import { handleResolution } from './resolution';
+import { handleResolution, providerAnswer } from './resolution';
 import { activityPresets } from './retry';
 import type { Declined } from './shared';
 import { setPaymentStatus } from './status';
@@ -18,6 +18,7 @@ import { paymentClock } from './clock';
 
 const ledger = proxyActivities<Activities>(activityPresets.ledger);
 const provider = proxyActivities<Activities>(activityPresets.provider);
+const resolver = proxyActivities<Activities>(activityPresets.resolution);
 
 /**
  * A provider that stayed unreachable through a whole bounded retry may still have paid: the
@@ -125,7 +126,14 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
     },
   );
   setHandler(moneyOutUpdates.sync, sync);
-  handleResolution(settle, () => ({ outcome, settling, waiting: accepted }));
+  handleResolution(
+    settle,
+    () => ({ outcome, settling, waiting: accepted }),
+    (asked) =>
+      providerAnswer(
+        async () => (await resolver.askMoneyOutForResolution({ ...id, outcome: asked })).status,
+      ),
+  );
   setHandler(moneyOutStateQuery, () => outcome);
 
   let pendingTtlMs: number;

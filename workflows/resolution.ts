@@ -6,11 +6,14 @@
 import { ApplicationFailure } from '@temporalio/common';
 import {
   defineUpdate,
+  log,
+  patched,
   proxySinks,
   setHandler,
   workflowInfo,
   type Sinks,
 } from '@temporalio/workflow';
+import { asDeclined, exhausted } from './declines';
 import { SearchAttributes } from './shared';
 
 export const RESOLUTION_OUTCOMES = ['completed', 'failed'] as const;
@@ -26,6 +29,11 @@ export type Resolution = {
   /** The admin credential that sent it (its id, never a secret); null from the command line. */
   adminId: string | null;
   via: 'api' | 'cli';
+  /**
+   * Settle without the provider's answer when it cannot be reached; absent from resolutions
+   * recorded before providers were asked. A provider that answers decides whatever this says.
+   */
+  force?: boolean;
 };
 
 /** Answers the payment's outcome once the resolution has settled it. */
@@ -33,6 +41,69 @@ export const resolveUpdate = defineUpdate<string, [Resolution]>('resolve');
 
 /** The failure type of a resolution the payment refuses (its message says why). */
 export const RESOLUTION_REFUSED = 'ResolutionRefused';
+
+/** The failure type of a resolution refused because its provider could not be reached. */
+export const RESOLUTION_UNREACHABLE = 'ResolutionProviderUnreachable';
+
+/** Resolutions recorded before this patch settled without asking the provider. */
+export const RESOLUTION_ASKS_PROVIDER_PATCH = 'resolution-asks-provider';
+
+/**
+ * The provider's answer to a resolution: the payment's status there after the cancel (outcome
+ * `failed`) or the look (`completed`), in the payment's own words; unreachable when it could not
+ * be asked, `detail` when it refused the request.
+ */
+export type ProviderAnswer =
+  { reached: true; status: string; detail?: string } | { reached: false };
+
+/** Why the provider's answer forbids `resolution`, or null when it allows it. */
+export function providerRefusal(
+  resolution: Pick<Resolution, 'outcome' | 'force'>,
+  answer: ProviderAnswer,
+): { type: string; detail: string } | null {
+  if (!answer.reached) {
+    if (resolution.force === true) return null;
+    return {
+      type: RESOLUTION_UNREACHABLE,
+      detail:
+        'The provider cannot be reached to confirm the outcome; resolve with force to settle ' +
+        'without its answer',
+    };
+  }
+  const agrees =
+    resolution.outcome === 'completed'
+      ? answer.status === 'completed'
+      : answer.status === 'failed' || answer.status === 'expired';
+  if (agrees) return null;
+  const said =
+    answer.status === REFUSED_REQUEST
+      ? `The provider refused the request (${answer.detail ?? 'no reason given'})`
+      : `The provider says the payment is ${answer.status}`;
+  return {
+    type: RESOLUTION_REFUSED,
+    detail: `${said}: it cannot be resolved ${resolution.outcome}`,
+  };
+}
+
+/** The status of an answer where the provider refused the cancel or the look itself. */
+const REFUSED_REQUEST = 'refused';
+
+/**
+ * The provider's answer from an activity that answers the payment's status there: a decline is
+ * a refusal of the request, an unconfigured provider or an exhausted retry is unreachable.
+ */
+export async function providerAnswer(call: () => Promise<string>): Promise<ProviderAnswer> {
+  try {
+    return { reached: true, status: await call() };
+  } catch (error) {
+    const declined = asDeclined(error);
+    if (declined?.code === 'provider_unavailable' || (!declined && exhausted(error))) {
+      return { reached: false };
+    }
+    if (!declined) throw error;
+    return { reached: true, status: REFUSED_REQUEST, detail: declined.detail ?? declined.code };
+  }
+}
 
 /** Tells the worker's process of a resolution (its metric), never during replay. */
 export interface ResolutionSinks extends Sinks {
@@ -71,22 +142,36 @@ function invalidResolution(resolution: unknown): string | null {
   }
   if (r.adminId !== null && typeof r.adminId !== 'string') return 'adminId must be an id or null';
   if (r.via !== 'api' && r.via !== 'cli') return 'via must be api or cli';
+  if (r.force !== undefined && typeof r.force !== 'boolean') return 'force must be a boolean';
   return null;
 }
 
 /**
- * Registers the payment workflow's `resolve` update. The validator refuses, before anything
- * is written to the history, a malformed resolution and a payment that is not waiting on its
- * provider; an accepted one settles through `settle`, the very path of the provider's answer.
+ * The `resolve` update: the validator refuses a malformed resolution or a payment not waiting
+ * on its provider; an accepted one settles through the provider's path only once `ask` agrees.
  */
 export function handleResolution(
   settle: (outcome: ResolutionOutcome) => Promise<string>,
   state: () => ResolvableState,
+  ask: (outcome: ResolutionOutcome) => Promise<ProviderAnswer>,
 ): void {
+  let asking = false;
   setHandler(
     resolveUpdate,
-    async ({ outcome }) => {
-      const ended = await settle(outcome);
+    async (resolution) => {
+      if (patched(RESOLUTION_ASKS_PROVIDER_PATCH)) {
+        asking = true;
+        const answer = await ask(resolution.outcome).finally(() => (asking = false));
+        const refused = providerRefusal(resolution, answer);
+        if (refused) throw ApplicationFailure.nonRetryable(refused.detail, refused.type);
+        if (!answer.reached) {
+          log.warn('payment resolved by force: its provider could not be reached', {
+            outcome: resolution.outcome,
+            operator: resolution.operator,
+          });
+        }
+      }
+      const ended = await settle(resolution.outcome);
       const info = workflowInfo();
       const type = info.typedSearchAttributes.get(SearchAttributes.PaymentType);
       proxySinks<ResolutionSinks>().operators.resolved({
@@ -97,7 +182,10 @@ export function handleResolution(
     },
     {
       validator: (resolution) => {
-        const why = invalidResolution(resolution) ?? resolutionRefusal(state());
+        const why =
+          invalidResolution(resolution) ??
+          resolutionRefusal(state()) ??
+          (asking ? 'The payment is being resolved' : null);
         if (why) throw ApplicationFailure.nonRetryable(why, RESOLUTION_REFUSED);
       },
     },

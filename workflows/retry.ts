@@ -30,6 +30,14 @@ export const activityPresets = {
   transfer: { startToCloseTimeout: '10 seconds', retry: retryPresets.ledger },
   /** Provider calls get a longer timeout; they are safe to retry (idempotency key per deposit). */
   provider: { startToCloseTimeout: '30 seconds', retry: retryPresets.provider },
+  /**
+   * An operator's resolution asks the provider while the operator waits: few attempts, and a
+   * provider still unreachable then is answered as such (the operator may force).
+   */
+  resolution: {
+    startToCloseTimeout: '10 seconds',
+    retry: { ...retryPresets.provider, maximumAttempts: 3 },
+  },
   /** Housekeeping queries, with the server's default retry. */
   maintenance: { startToCloseTimeout: '1 minute' },
   /**

@@ -76,6 +76,14 @@ const ResolveRequest = z
       'Why (what the provider said when asked); kept in the workflow’s history',
     ),
     operator: OperatorText(RESOLUTION_LIMITS.operator, 'Who resolves it; kept in the history'),
+    force: z
+      .boolean({ error: 'must be a boolean' })
+      .optional()
+      .meta({
+        description:
+          'Settle without the provider’s answer when the provider cannot be reached (otherwise ' +
+          '503); a provider that answers still decides. Kept in the history and on the timeline',
+      }),
   })
   .meta({ id: 'PaymentResolution' });
 
@@ -87,10 +95,11 @@ export function adminRoutes({ pool, temporal, config, logger }: ApiDeps): Route[
       path: '/api/v1/admin/payments/:transaction_id/resolve',
       summary:
         'Platform admins: end a payment stuck on its provider (a pending deposit, card ' +
-        'deposit, payout, cashout or refund) as if its provider had answered `outcome`: ' +
-        'completed settles it, failed gives the money back. Sent to the payment’s workflow as ' +
-        'the `resolve` update, validated before it is accepted; the operator, the reason and ' +
-        'the admin credential’s id are kept in its history and shown on its timeline',
+        'deposit, payout, cashout or refund) with `outcome`, once its provider confirms it: ' +
+        'failed cancels the payment at the provider first, then gives the money back; ' +
+        'completed needs the provider to say it was paid. Sent to the payment’s workflow as ' +
+        'the `resolve` update; the operator, the reason, `force` and the admin credential’s id ' +
+        'are kept in its history and shown on its timeline (docs/api.md, Resolve a stuck payment)',
       tag: 'Admin',
       auth: 'admin',
       admin: true,
@@ -99,8 +108,10 @@ export function adminRoutes({ pool, temporal, config, logger }: ApiDeps): Route[
       responses: {
         200: { description: 'The payment, settled as resolved', schema: TransactionBody },
         400: errorResponse(
-          'The payment cannot be resolved: not pending, not waiting on its provider, or of a ' +
-            'kind no provider settles (a transfer, an escrow hold); the detail says why',
+          'The payment cannot be resolved: not pending, not waiting on its provider, of a kind ' +
+            'no provider settles (a transfer, an escrow hold), or its provider’s answer ' +
+            'contradicts the outcome (paid, will not cancel, not paid); nothing moved; the ' +
+            'detail says why',
         ),
         401: errorResponse('Missing or invalid admin credentials'),
         403: errorResponse('Application credentials (admin credentials only)'),
@@ -108,6 +119,10 @@ export function adminRoutes({ pool, temporal, config, logger }: ApiDeps): Route[
         429: errorResponse(
           'The admin rate limit, or this address is locked out after 5 failed authentications ' +
             'within 15 minutes (even with valid credentials); Retry-After gives the seconds',
+        ),
+        503: errorResponse(
+          'The provider cannot be reached to confirm the outcome and `force` was not set; ' +
+            'nothing moved',
         ),
       },
       handler: async ({ ctx, params, body }) => {
@@ -126,20 +141,25 @@ export function adminRoutes({ pool, temporal, config, logger }: ApiDeps): Route[
               ),
           },
           params.transaction_id.toLowerCase(),
-          { ...body, adminId: admin.id, via: 'api' },
+          { ...body, force: body.force === true, adminId: admin.id, via: 'api' },
         );
         if (!answer.ok) {
           if (answer.refused === 'not_found') throw notFound('Transaction');
+          if (answer.refused === 'unreachable') {
+            throw new AppError('provider_unavailable', answer.detail);
+          }
           throw new AppError('invalid_request', answer.detail);
         }
-        // Beside the workflow's history: the API's log tells who resolved what, by admin id.
-        logger.info(
+        // Beside the workflow's history: the API's log tells who resolved what, by admin id; a
+        // forced resolution is a warning, since no provider confirmed it.
+        logger[body.force ? 'warn' : 'info'](
           {
             transaction_id: answer.transaction.id,
             outcome: body.outcome,
             status: answer.transaction.status,
             operator: body.operator,
             admin_id: admin.id,
+            force: body.force === true,
           },
           'payment resolved by an operator',
         );

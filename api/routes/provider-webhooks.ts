@@ -112,6 +112,7 @@ export function providerWebhookRoutes(deps: ApiDeps): Route[] {
     timeoutMs: deps.config.api.requestTimeoutMs,
     timeoutError: () => new AppError('timeout'),
     logger: deps.logger,
+    providers: deps.providers,
   };
   const disputes = disputeIntake({ ...caseDeps, taskQueue: deps.config.temporal.taskQueue });
   return [

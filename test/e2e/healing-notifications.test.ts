@@ -244,8 +244,10 @@ describe('duplicate and out-of-order notifications', () => {
 
     expect(await balanceOf(engine.pool, walletId)).toBe(2_500n);
     expect(await ledgerTransactionCount(engine.pool, transactionId)).toBe(1);
+    // The provider's books now say failed: nothing moves, but the contradiction is sent.
     expect((await eventsOf(engine.pool, transactionId)).map((e) => e.type)).toEqual([
       'deposit.completed',
+      'payment.contradicted',
     ]);
     expect((await live.get(`/api/v1/transactions/${transactionId}`)).body.status).toBe('completed');
     expect((await notificationsOf(codeId)).map((n) => n.outcome)).toEqual([
@@ -268,9 +270,14 @@ describe('duplicate and out-of-order notifications', () => {
     expect((await notify(codeId)).body.status).toBe('failed');
     expect(await balanceOf(engine.pool, walletId)).toBe(0n);
     expect(await ledgerTransactionCount(engine.pool, transactionId)).toBe(0);
-    expect((await eventsOf(engine.pool, transactionId)).map((e) => e.type)).toEqual([
-      'deposit.failed',
-    ]);
+    // Paid at the provider after the deposit failed: kept and sent, never credited.
+    const events = await eventsOf(engine.pool, transactionId);
+    expect(events.map((e) => e.type)).toEqual(['deposit.failed', 'payment.contradicted']);
+    expect(events[1]!.data).toMatchObject({
+      id: transactionId,
+      status: 'failed',
+      provider: { status: 'completed', amount: expect.any(Number) },
+    });
   });
 });
 

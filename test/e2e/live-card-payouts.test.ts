@@ -10,6 +10,7 @@ import {
   systemBalance,
 } from '../support/database';
 import { FakeStripeConnect } from '../support/fake-stripe-connect';
+import { createAdmin } from '../../db/admins';
 import { clientFor } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
 import { payableWallet } from '../support/payouts';
@@ -115,6 +116,41 @@ describe('Live Mode card payouts through Stripe Connect', () => {
     expect(again.body.status).toBe('failed');
     expect(await balanceOf(engine.pool, walletId)).toBe(50_00n);
     expect(await eventsOf(id)).toHaveLength(2);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('a resolution asks Stripe: completed refused while pending, failed cancels the payout (payouts.cancel)', async () => {
+    const { walletId, accountId } = await payableWallet(live, engine.pool, 50_00n);
+    const res = await live.post(PAYOUT, { wallet_id: walletId, amount: 41.41 });
+    expect(res.body.status).toBe('pending');
+    const id = res.body.id as string;
+    const payoutId = res.body.provider_reference as string;
+    const resolve = async (outcome: string) => {
+      const admin = await createAdmin(engine.pool, `ops-${outcome}`);
+      return clientFor(engine.url, null).post(
+        `/api/v1/admin/payments/${id}/resolve`,
+        { outcome, reason: 'Stripe support ticket 12', operator: 'Lin' },
+        { 'api-key': admin.api_key, 'secret-key': admin.secret_key },
+      );
+    };
+
+    const completed = await resolve('completed');
+    expect(completed.status).toBe(400);
+    expect(completed.body).toEqual({
+      detail: 'The provider says the payment is pending: it cannot be resolved completed',
+    });
+    expect(await ledgerSteps(engine.pool, id)).toEqual(['reserve']);
+    expect(fake.requestsTo('POST', /\/cancel$/)).toHaveLength(0);
+
+    const failed = await resolve('failed');
+    expect(failed.status).toBe(200);
+    expect(failed.body).toMatchObject({ id, status: 'failed' });
+    const [cancel] = fake.requestsTo('POST', new RegExp(`^/v1/payouts/${payoutId}/cancel$`));
+    expect(cancel!.headers['stripe-account']).toBe(accountId);
+    expect(fake.payouts.get(payoutId)!.status).toBe('canceled');
+    expect(await balanceOf(engine.pool, walletId)).toBe(50_00n);
+    expect(await ledgerSteps(engine.pool, id)).toEqual(['reserve', 'give_back']);
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual(['payout.failed']);
     await assertLedgerInvariant(engine.pool);
   });
 

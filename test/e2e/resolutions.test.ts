@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { sql } from 'slonik';
+import { z } from 'zod';
 import { formatPayloadKeys, temporalAddress } from '../../config';
 import { createAdmin, type CreatedAdmin } from '../../db/admins';
 import { decodePayloadsIn, payloadKeys } from '../../temporal/data-converter';
@@ -21,11 +22,12 @@ import {
 } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
 import { increase, scrape, series } from '../support/metrics';
+import { sandboxMobileMoneyPayouts } from '../support/payouts';
 
 /**
  * An operator's resolution of a payment stuck on its provider (docs/api.md, "Resolve a stuck
  * payment"): the admin endpoint and the command line, end to end on the real engine. The
- * payment's workflow gets the `resolve` update and settles as its provider's answer would.
+ * payment's workflow asks the provider first, then settles as its provider's answer would.
  */
 jest.setTimeout(180_000);
 
@@ -97,6 +99,26 @@ async function resolutionInHistory(workflowId: string): Promise<unknown> {
   return payload ? defaultPayloadConverter.fromPayload(payload) : undefined;
 }
 
+const SIMULATE = '/api/v1/testing/simulate-mobile-money-webhook';
+const PHONE = '+23276123456';
+
+/** The provider paid the payer's code (its books say so), but its notification was lost. */
+async function paidAtProviderOnly(transactionId: string): Promise<void> {
+  await engine.pool.query(sql.unsafe`
+    UPDATE sandbox_payment_codes SET status = 'completed' WHERE reference = ${transactionId}`);
+}
+
+/** A cashout of 500.00 SLE with its fees reserved (`total`), pending at the sandbox. */
+async function pendingCashout(): Promise<{ walletId: string; id: string; total: bigint }> {
+  const { walletId } = await createFundedWallet(api, engine.pool, 100_000n);
+  const res = await api.post(CASHOUT, { wallet_id: walletId, amount: 50_000, phone_number: PHONE });
+  expect(res.status).toBe(200);
+  expect(res.body).toMatchObject({ status: 'pending', amount: 500 });
+  const total = BigInt(Math.round((res.body.total_amount as number) * 100));
+  expect(await balanceOf(engine.pool, walletId)).toBe(100_000n - total);
+  return { walletId, id: res.body.id as string, total };
+}
+
 async function pendingDeposit(): Promise<{ walletId: string; id: string }> {
   const { walletId } = await createUserWithWallet(api);
   const res = await api.post(DEPOSIT, { wallet_id: walletId, amount: 10_000 });
@@ -109,6 +131,7 @@ describe('POST /api/v1/admin/payments/{transaction_id}/resolve', () => {
   it('resolves a pending deposit completed: the wallet credited, its event, the timeline step, the metric', async () => {
     const admin = await newAdmin();
     const { walletId, id } = await pendingDeposit();
+    await paidAtProviderOnly(id);
     const before = await scrape(engine.metricsUrl!);
 
     const res = await asAdmin(admin)(id, {
@@ -151,6 +174,7 @@ describe('POST /api/v1/admin/payments/{transaction_id}/resolve', () => {
       operator: 'Ada Operator',
       adminId: admin.admin.id,
       via: 'api',
+      force: false,
     });
     const history = await engine.temporal.workflow
       .getHandle(workflowIds.deposit(id))
@@ -185,9 +209,9 @@ describe('POST /api/v1/admin/payments/{transaction_id}/resolve', () => {
     const refund = await usd.post(`/api/v1/transactions/${deposit.body.id}/refund`, { amount: 10 });
     expect(refund.body).toMatchObject({ status: 'pending', amount: 10 });
     const id = refund.body.id as string;
-    // The provider never answers: its refund stays pending (the sandbox would fail it).
+    // The provider sent the refund, but the engine never heard: its check is a day away.
     await engine.pool.query(sql.unsafe`
-      UPDATE sandbox_card_refunds SET fails_at = now() + interval '1 day'
+      UPDATE sandbox_card_refunds SET fails_at = now() + interval '1 day', status = 'succeeded'
       WHERE id = ${refund.body.provider_reference as string}`);
 
     const res = await asAdmin(admin)(id, {
@@ -304,7 +328,10 @@ describe('npm run cli -- payments resolve', () => {
       operator: 'Lin',
       adminId: null,
       via: 'cli',
+      force: false,
     });
+    // Cancelled at the provider before anything was given back.
+    expect(await sandboxMobileMoneyPayouts(engine.pool, id)).toMatchObject([{ status: 'failed' }]);
     const after = await scrape(engine.metricsUrl!);
     expect(increase(before, after, resolutions('mobile_money_cashout', 'failed'))).toBe(1);
 
@@ -327,6 +354,132 @@ describe('npm run cli -- payments resolve', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--outcome must be completed or failed');
     expect(await balanceOf(engine.pool, walletId)).toBe(20_000n);
+    await assertLedgerInvariant(engine.pool);
+  });
+});
+
+describe('a resolution asks the provider first: the cashout is never paid twice', () => {
+  const failed = {
+    outcome: 'failed',
+    reason: 'Provider support says it never left',
+    operator: 'Ada',
+  };
+
+  it('resolve failed, then the provider pays: cancelled at the provider, the payment stays failed', async () => {
+    const { walletId, id } = await pendingCashout();
+    const res = await asAdmin(await newAdmin())(id, failed);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id, status: 'failed' });
+    expect(await balanceOf(engine.pool, walletId)).toBe(100_000n);
+    // The provider was told first: its payout is cancelled, so the phone can never be paid.
+    expect(await sandboxMobileMoneyPayouts(engine.pool, id)).toMatchObject([{ status: 'failed' }]);
+
+    const paid = await api.post(SIMULATE, { transaction_id: id, status: 'successful' });
+    expect(paid.status).toBe(200);
+    expect(paid.body).toMatchObject({ transaction_id: id, status: 'failed' });
+    expect(await sandboxMobileMoneyPayouts(engine.pool, id)).toMatchObject([{ status: 'failed' }]);
+    expect(await balanceOf(engine.pool, walletId)).toBe(100_000n);
+    expect(await ledgerLegs(engine.pool, id)).toEqual([
+      { step: 'reserve', legs: 2 },
+      { step: 'give_back', legs: 2 },
+    ]);
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual(['cashout.failed']);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('the provider pays, then resolve failed: 400 with the payment’s state, nothing moves', async () => {
+    const { walletId, id, total } = await pendingCashout();
+    const paid = await api.post(SIMULATE, { transaction_id: id, status: 'successful' });
+    expect(paid.body).toMatchObject({ status: 'completed' });
+
+    const res = await asAdmin(await newAdmin())(id, failed);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ detail: 'The payment is already completed' });
+    expect(await balanceOf(engine.pool, walletId)).toBe(100_000n - total);
+    expect((await ledgerLegs(engine.pool, id)).map((l) => l.step)).toEqual(['reserve', 'settle']);
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual(['cashout.completed']);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('the provider paid but never said so, then resolve failed: 400 with the provider’s answer', async () => {
+    const { walletId, id, total } = await pendingCashout();
+    await engine.pool.query(sql.unsafe`
+      UPDATE sandbox_mobile_money_payouts SET status = 'completed' WHERE reference = ${id}`);
+
+    const res = await asAdmin(await newAdmin())(id, failed);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({
+      detail: 'The provider says the payment is completed: it cannot be resolved failed',
+    });
+    expect((await api.get(`/api/v1/transactions/${id}`)).body.status).toBe('pending');
+    expect(await balanceOf(engine.pool, walletId)).toBe(100_000n - total);
+    expect(await ledgerLegs(engine.pool, id)).toEqual([{ step: 'reserve', legs: 2 }]);
+    expect(await eventsOf(id)).toEqual([]);
+    expect(await sandboxMobileMoneyPayouts(engine.pool, id)).toMatchObject([
+      { status: 'completed' },
+    ]);
+    const timeline = await api.get(`/api/v1/transactions/${id}/timeline`);
+    expect((timeline.body.steps as { name: string }[]).filter((s) => s.name === 'resolve')).toEqual(
+      [expect.objectContaining({ status: 'failed', operator: 'Ada', force: false })],
+    );
+
+    // The provider's answer still settles it, once.
+    const synced = await api.post(SIMULATE, { transaction_id: id, status: 'successful' });
+    expect(synced.body).toMatchObject({ status: 'completed' });
+    expect((await ledgerLegs(engine.pool, id)).map((l) => l.step)).toEqual(['reserve', 'settle']);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('resolve completed on a deposit the provider has not been paid: 400, nothing credited', async () => {
+    const { walletId, id } = await pendingDeposit();
+    const res = await asAdmin(await newAdmin())(id, {
+      outcome: 'completed',
+      reason: 'The payer sent a screenshot',
+      operator: 'Ada',
+      force: true,
+    });
+    // Force does not overrule a provider that answers.
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({
+      detail: 'The provider says the payment is pending: it cannot be resolved completed',
+    });
+    expect((await api.get(`/api/v1/transactions/${id}`)).body.status).toBe('pending');
+    expect(await balanceOf(engine.pool, walletId)).toBe(0n);
+    expect(await ledgerLegs(engine.pool, id)).toEqual([]);
+    expect(await eventsOf(id)).toEqual([]);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('resolve failed on a card deposit awaiting 3-D Secure cancels the card payment first', async () => {
+    const { walletId } = await createUserWithWallet(usd);
+    const res = await usd.post(CARD_DEPOSIT, {
+      wallet_id: walletId,
+      amount: 40,
+      payment_method_id: 'pm_card_authenticationRequired',
+    });
+    expect(res.body).toMatchObject({ status: 'pending' });
+    const id = res.body.id as string;
+    const paymentId = res.body.provider_reference as string;
+
+    const resolved = await asAdmin(await newAdmin())(id, failed);
+    expect(resolved.status).toBe(200);
+    expect(resolved.body).toMatchObject({ id, status: 'failed' });
+    const card = await engine.pool.oneFirst(sql.type(z.object({ status: z.string() }))`
+      SELECT status FROM sandbox_card_payments WHERE id = ${paymentId}`);
+    expect(card).toBe('failed');
+    // The payer authenticates too late: the card is never charged, the wallet never credited.
+    const late = await usd.post('/api/v1/testing/simulate-card-authentication', {
+      transaction_id: id,
+      status: 'successful',
+    });
+    expect(late.body).toMatchObject({ status: 'failed' });
+    expect(
+      await engine.pool.oneFirst(sql.type(z.object({ status: z.string() }))`
+        SELECT status FROM sandbox_card_payments WHERE id = ${paymentId}`),
+    ).toBe('failed');
+    expect(await balanceOf(engine.pool, walletId)).toBe(0n);
+    expect(await ledgerLegs(engine.pool, id)).toEqual([]);
+    expect((await eventsOf(id)).map((e) => e.type)).toEqual(['deposit.failed']);
     await assertLedgerInvariant(engine.pool);
   });
 });

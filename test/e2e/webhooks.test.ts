@@ -249,6 +249,15 @@ const MOVEMENTS: Record<string, () => Promise<string>> = {
   'dispute.lost': () => dispute('lost'),
   'refund.completed': () => cardRefund('pm_card_visa'),
   'refund.failed': () => cardRefund('pm_card_refundFails'),
+  'payment.contradicted': async () => {
+    const id = await cashout('successful');
+    // The provider's books later say the paid payout failed: it contradicts the engine.
+    await engine.pool.query(sql.unsafe`
+      UPDATE sandbox_mobile_money_payouts SET status = 'failed' WHERE reference = ${id}`);
+    const told = await api.post(SIMULATE, { transaction_id: id, status: 'failed' });
+    expect(told.body.status).toBe('completed');
+    return id;
+  },
 };
 
 describe('webhook deliveries', () => {

@@ -57,6 +57,7 @@ function sandboxWith(createPayment: CardProvider['createPayment']): Providers {
     parseEvent: (raw, headers) => sandbox.parseEvent(raw, headers),
     createRefund: (request) => sandbox.createRefund(request),
     getRefund: (id) => sandbox.getRefund(id),
+    cancelRefund: (id) => sandbox.cancelRefund(id),
     submitDisputeEvidence: () => sandbox.submitDisputeEvidence(),
     getDisputeStatus: (id) => sandbox.getDisputeStatus(id),
     parseCaseEvent: () => sandbox.parseCaseEvent(),

@@ -209,6 +209,26 @@ describe('refunds and disputes against a fake of Stripe’s wire format', () => 
     expect((await adapter.getRefund(refund.id)).status).toBe('pending');
   });
 
+  it('cancels a refund that waits on the customer (refunds.cancel); any other stands as it is', async () => {
+    const waiting = await adapter.createRefund(
+      refundRequest(fake.addPayment(10_000, 'requires_action')),
+    );
+    expect(waiting.status).toBe('pending');
+    expect(await adapter.cancelRefund(waiting.id)).toMatchObject({
+      id: waiting.id,
+      status: 'failed',
+    });
+    expect(fake.requestsTo('POST', new RegExp(`^/v1/refunds/${waiting.id}/cancel$`))).toHaveLength(
+      1,
+    );
+    // Stripe refuses to cancel a pending or a succeeded refund: the adapter answers it as it is.
+    const pending = await adapter.createRefund(refundRequest(fake.addPayment(10_000, 'pending')));
+    expect(await adapter.cancelRefund(pending.id)).toMatchObject({ status: 'pending' });
+    const paid = await adapter.createRefund(refundRequest(fake.addPayment(10_000)));
+    expect(await adapter.cancelRefund(paid.id)).toMatchObject({ status: 'succeeded' });
+    await expectRefused(adapter.cancelRefund('re_missing'));
+  });
+
   it('refuses more than is left, a payment fully refunded, and unknown objects', async () => {
     const paymentId = fake.addPayment(5_000);
     await adapter.createRefund(refundRequest(paymentId, { amount: 3_000n }));

@@ -12,8 +12,11 @@ import {
  * Stripe's wire format (fake-stripe-server.ts); every request recorded.
  */
 
-/** What a payment's refunds do: succeed at once, stay pending, or read failed once looked at. */
-export type FakeRefundBehaviour = 'succeeds' | 'pending' | 'fails_later';
+/**
+ * What a payment's refunds do: succeed at once, stay pending, read failed once looked at, or wait
+ * on the customer (`requires_action`, the only status Stripe cancels).
+ */
+export type FakeRefundBehaviour = 'succeeds' | 'pending' | 'fails_later' | 'requires_action';
 
 type FakePayment = { id: string; amount: number; currency: string; refunds: FakeRefundBehaviour };
 
@@ -22,7 +25,7 @@ type FakeRefund = {
   payment_intent: string;
   amount: number;
   currency: string;
-  status: 'pending' | 'succeeded' | 'failed';
+  status: 'pending' | 'succeeded' | 'failed' | 'requires_action' | 'canceled';
   reason: string | null;
   metadata: Record<string, unknown>;
   failsLater: boolean;
@@ -161,6 +164,22 @@ export class FakeStripeCases extends FakeStripeServer {
     const { method, path, form } = request;
     let match: RegExpMatchArray | null;
     if (method === 'POST' && path === '/v1/refunds') return this.createRefund(form);
+    if (method === 'POST' && (match = path.match(/^\/v1\/refunds\/([^/]+)\/cancel$/))) {
+      const refund = this.refunds.get(match[1]!);
+      if (!refund) {
+        return error(
+          404,
+          'invalid_request_error',
+          `No such refund: '${match[1]}'`,
+          'resource_missing',
+        );
+      }
+      if (refund.status !== 'requires_action') {
+        return error(400, 'invalid_request_error', `Refund ${refund.id} cannot be canceled`);
+      }
+      refund.status = 'canceled';
+      return { status: 200, body: this.refundObject(refund.id) };
+    }
     if (method === 'GET' && (match = path.match(/^\/v1\/refunds\/([^/]+)$/))) {
       const refund = this.refunds.get(match[1]!);
       if (!refund) {
@@ -209,7 +228,7 @@ export class FakeStripeCases extends FakeStripeServer {
       return error(400, 'invalid_request_error', 'Invalid reason', 'parameter_invalid_empty');
     }
     const refunded = [...this.refunds.values()]
-      .filter((r) => r.payment_intent === payment.id && r.status !== 'failed')
+      .filter((r) => r.payment_intent === payment.id && !['failed', 'canceled'].includes(r.status))
       .reduce((sum, r) => sum + r.amount, 0);
     const left = payment.amount - refunded;
     if (left <= 0) {
@@ -237,7 +256,12 @@ export class FakeStripeCases extends FakeStripeServer {
       payment_intent: payment.id,
       amount,
       currency: payment.currency,
-      status: payment.refunds === 'succeeds' ? 'succeeded' : 'pending',
+      status:
+        payment.refunds === 'succeeds'
+          ? 'succeeded'
+          : payment.refunds === 'requires_action'
+            ? 'requires_action'
+            : 'pending',
       reason,
       metadata: (form.metadata as Record<string, unknown>) ?? {},
       failsLater: payment.refunds === 'fails_later',

@@ -143,11 +143,23 @@ export class FakeStripeConnect extends FakeStripeServer {
         account: account.id,
         amount,
         currency: String(form.currency),
-        status: amount === 4040 ? 'in_transit' : 'paid',
+        // 4040: in transit, then failed; 4141: pending until canceled.
+        status: amount === 4040 ? 'in_transit' : amount === 4141 ? 'pending' : 'paid',
         failsLater: amount === 4040,
         metadata: (form.metadata as Record<string, unknown>) ?? {},
       };
       this.payouts.set(payout.id, payout);
+      return { status: 200, body: this.payoutObject(payout) };
+    }
+    if ((match = path.match(/^\/v1\/payouts\/([^/]+)\/cancel$/)) && method === 'POST') {
+      const payout = this.payouts.get(match[1]!);
+      if (!payout || payout.account !== connected) {
+        return error(404, 'invalid_request_error', 'No such payout', 'resource_missing');
+      }
+      if (payout.status !== 'pending') {
+        return error(400, 'invalid_request_error', 'Payouts can only be canceled while pending');
+      }
+      payout.status = 'canceled';
       return { status: 200, body: this.payoutObject(payout) };
     }
     if ((match = path.match(/^\/v1\/payouts\/([^/]+)$/)) && method === 'GET') {

@@ -1,7 +1,12 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { RESOLUTION_REFUSED, resolveUpdate, type Resolution } from '../../workflows/resolution';
+import {
+  RESOLUTION_REFUSED,
+  RESOLUTION_UNREACHABLE,
+  resolveUpdate,
+  type Resolution,
+} from '../../workflows/resolution';
 import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
 import {
   cashoutActivities,
@@ -26,7 +31,7 @@ beforeAll(async () => {
 afterAll(async () => env?.teardown());
 
 /** The reason a refused update gives, as the API shows it; throws if it was not refused. */
-async function refusal(update: Promise<unknown>): Promise<string> {
+async function refusal(update: Promise<unknown>, type = RESOLUTION_REFUSED): Promise<string> {
   const error: unknown = await update.then(
     () => new Error('the update was accepted'),
     (e: unknown) => e,
@@ -34,7 +39,7 @@ async function refusal(update: Promise<unknown>): Promise<string> {
   expect(error).toBeInstanceOf(WorkflowUpdateFailedError);
   const cause = (error as WorkflowUpdateFailedError).cause;
   expect(cause).toBeInstanceOf(ApplicationFailure);
-  expect((cause as ApplicationFailure).type).toBe(RESOLUTION_REFUSED);
+  expect((cause as ApplicationFailure).type).toBe(type);
   return (cause as ApplicationFailure).message;
 }
 
@@ -92,6 +97,42 @@ describe('an operator’s resolution', () => {
       expect(activities.settleMoneyOut).toHaveBeenCalledTimes(1);
       expect(activities.giveBackMoneyOut).not.toHaveBeenCalled();
       await handle.terminate('test over');
+    });
+  });
+
+  it('asks the provider first: one that paid refuses a resolution failed, nothing given back', async () => {
+    const activities = mocked(cashoutActivities({ sent: 'pending', atProvider: 'completed' }));
+    await withWorker(env, activities, async (taskQueue) => {
+      const { handle } = await openCashout(env, taskQueue, cashoutInput(fixtureId(113)));
+      const resolve = (resolution: Resolution) =>
+        handle.executeUpdate(resolveUpdate, { args: [resolution] });
+      expect(await refusal(resolve({ ...resolutionOf('failed'), force: true }))).toBe(
+        'The provider says the payment is completed: it cannot be resolved failed',
+      );
+      expect(activities.askMoneyOutForResolution).toHaveBeenCalledWith({
+        transactionId: cashoutInput(fixtureId(113)).transactionId,
+        outcome: 'failed',
+      });
+      expect(activities.giveBackMoneyOut).not.toHaveBeenCalled();
+      expect(activities.settleMoneyOut).not.toHaveBeenCalled();
+      await handle.terminate('test over');
+    });
+  });
+
+  it('a provider that cannot be reached refuses the resolution unless it is forced', async () => {
+    const activities = mocked(cashoutActivities({ sent: 'pending', atProvider: 'unreachable' }));
+    await withWorker(env, activities, async (taskQueue) => {
+      const { handle } = await openCashout(env, taskQueue, cashoutInput(fixtureId(114)));
+      const resolve = (resolution: Resolution) =>
+        handle.executeUpdate(resolveUpdate, { args: [resolution] });
+      expect(await refusal(resolve(resolutionOf('failed')), RESOLUTION_UNREACHABLE)).toMatch(
+        /^The provider cannot be reached/,
+      );
+      expect(activities.giveBackMoneyOut).not.toHaveBeenCalled();
+      expect(await resolve({ ...resolutionOf('failed'), force: true })).toBe('failed');
+      expect(activities.giveBackMoneyOut).toHaveBeenCalledTimes(1);
+      expect(activities.settleMoneyOut).not.toHaveBeenCalled();
+      expect(await handle.result()).toBe('failed');
     });
   });
 });

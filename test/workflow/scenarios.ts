@@ -210,6 +210,9 @@ export function depositActivities(
     openDeposit: async (input: DepositInput): Promise<DepositOpened> =>
       openedFor(input, new Date((await env.currentTimeMs()) + THIRTY_MINUTES).toISOString()),
     checkPaymentCode: (_: { mode: string; paymentCodeId: string }) => Promise.resolve(checked),
+    // The provider cancels a code nobody paid (an operator's resolution failed asks it).
+    cancelPaymentCode: (_: { mode: string; paymentCodeId: string }) =>
+      Promise.resolve<DepositOutcome>(checked === 'completed' ? 'completed' : 'failed'),
     completeDeposit: (_: { transactionId: string }) => Promise.resolve(),
     closeDeposit: (_: { transactionId: string; status: 'failed' | 'expired' }) => Promise.resolve(),
   } satisfies Partial<Activities>;
@@ -467,6 +470,8 @@ export function cashoutActivities(
     checked?: MoneyOutProviderStatus;
     lateFailureMs?: number;
     pendingTtlMs?: number;
+    /** What the provider answers a resolution's cancel or look; by default, what it asks. */
+    atProvider?: MoneyOutProviderStatus | 'unreachable';
   } = {},
 ) {
   const payout = (status: MoneyOutProviderStatus) => ({ id: 'po_fixture', status });
@@ -483,6 +488,15 @@ export function cashoutActivities(
         : Promise.resolve(payout(options.sent ?? 'pending')),
     checkMoneyOut: (_: { transactionId: string }) =>
       Promise.resolve(payout(options.checked ?? 'pending')),
+    askMoneyOutForResolution: ({
+      outcome,
+    }: {
+      transactionId: string;
+      outcome: 'completed' | 'failed';
+    }) =>
+      options.atProvider === 'unreachable'
+        ? Promise.reject(new Error('connect ECONNREFUSED'))
+        : Promise.resolve(payout(options.atProvider ?? outcome)),
     settleMoneyOut: (_: { transactionId: string }) => Promise.resolve(),
     giveBackMoneyOut: (_: { transactionId: string }) => Promise.resolve(),
     reverseMoneyOut: (_: { transactionId: string }) => Promise.resolve(),
@@ -1273,18 +1287,24 @@ export const resolutionOf = (outcome: ResolutionOutcome): Resolution => ({
   via: 'api',
 });
 
-/** The provider never answers; an operator resolves the deposit completed: the wallet credited. */
+/**
+ * The provider's notification never came; an operator resolves the deposit completed, the
+ * provider confirms it was paid: the wallet credited.
+ */
 export const depositResolved = scenario({
   name: 'deposit-resolved',
   input: () => depositInput(fixtureId(110)),
-  activities: (env) => depositActivities(env, 'pending'),
+  activities: (env) => depositActivities(env, 'completed'),
   run: async (env, taskQueue, input) =>
     thenToEnd(await openDeposit(env, taskQueue, input), (handle) =>
       handle.executeUpdate(resolveUpdate, { args: [resolutionOf('completed')] }),
     ),
 });
 
-/** The provider accepted the cashout and never told; resolved failed: everything given back. */
+/**
+ * The provider accepted the cashout and never told; resolved failed, the provider cancels it:
+ * everything given back.
+ */
 export const cashoutResolvedFailed = scenario({
   name: 'cashout-resolved-failed',
   input: () => cashoutInput(fixtureId(111)),

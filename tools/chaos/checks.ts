@@ -145,6 +145,16 @@ export async function checkBank(options: {
     `card refunds: ${refundsEnded.completed} completed, ${refundsEnded.failed} failed (given back), ${refundsEnded.other} neither`,
   );
 
+  for (const problem of await moneyLeftTwice(pool, applicationId)) fail(problem);
+  const raced = [...history.raced.values()];
+  const answers = new Map<number, number>();
+  for (const r of raced) answers.set(r.resolved, (answers.get(r.resolved) ?? 0) + 1);
+  notes.push(
+    `operator resolutions raced with the provider's payment: ${raced.length} ` +
+      `(resolve answered ${[...answers].map(([status, n]) => `${n} × ${status}`).join(', ')}), ` +
+      `${raced.filter((r) => r.paid === 'completed').length} paid by the provider`,
+  );
+
   // Nothing stuck: a payment whose provider outcome was delivered has settled.
   for (const id of history.decided) {
     if (stored.get(id)?.status === 'pending') fail(`payment ${id} is still pending once decided`);
@@ -506,4 +516,35 @@ async function checkDisputes(options: {
     }
   }
   return { violations, disputes, releases: releaseRows };
+}
+
+/**
+ * Money never leaves twice: a cashout given back to its wallet was not paid by the sandbox, a
+ * settled one was; and no provider answer contradicts an ended payment (an operator's
+ * resolution asks the sandbox first, so none may).
+ */
+async function moneyLeftTwice(pool: DatabasePool, applicationId: string): Promise<string[]> {
+  const rows = await pool.any(sql.type(
+    z.object({ id: z.string(), status: z.string(), paid: z.string() }),
+  )`SELECT t.id, t.status, p.status AS paid
+    FROM transactions t JOIN sandbox_mobile_money_payouts p ON p.reference = t.id::text
+    WHERE t.application_id = ${applicationId} AND t.transaction_type = 'mobile_money_cashout'
+      AND t.status IN ('completed', 'failed')`);
+  const problems = rows
+    .filter((row) => (row.status === 'completed') !== (row.paid === 'completed'))
+    .map((row) => `cashout ${row.id} is ${row.status}, the sandbox's payout ${row.paid}`);
+  const contradicted = await pool.any(sql.type(
+    z.object({
+      transaction_id: z.string(),
+      engine_status: z.string(),
+      provider_status: z.string(),
+    }),
+  )`SELECT transaction_id, engine_status, provider_status FROM payment_contradictions
+    WHERE application_id = ${applicationId}`);
+  for (const c of contradicted) {
+    problems.push(
+      `payment ${c.transaction_id} is ${c.engine_status}, its provider says ${c.provider_status}`,
+    );
+  }
+  return problems;
 }

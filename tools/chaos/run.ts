@@ -234,6 +234,23 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       cli: (args) => runCli(engine.databaseUrl, args),
     });
 
+    // Operators resolve cashouts while the provider pays them: one admin per client, whose
+    // admin rate limit is its own.
+    const admins: ChaosClient[] = [];
+    for (let i = 0; i < options.clients; i++) {
+      const made = (await cli(engine.databaseUrl, [
+        'admins',
+        'create',
+        '--name',
+        `${runId}-${i}`,
+      ])) as {
+        api_key: string;
+        secret_key: string;
+      };
+      const url = engine.urls[i % engine.urls.length]!;
+      admins.push(chaosClient(url, { apiKey: made.api_key, secretKey: made.secret_key }));
+    }
+
     const startedAt = Date.now();
     const endAt = startedAt + options.durationMs;
     let operations = 0;
@@ -243,6 +260,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       for (let n = 0; Date.now() < endAt && n < 100_000; n++) {
         await runOperation({
           api: through,
+          admin: admins[index],
           random,
           wallets,
           history,

@@ -16,6 +16,7 @@ export const OPERATIONS = [
   'card_deposit',
   'card_refund',
   'dispute',
+  'resolution',
 ] as const;
 export type Operation = (typeof OPERATIONS)[number];
 
@@ -32,6 +33,7 @@ const WEIGHTS: Record<Operation, number> = {
   card_deposit: 5,
   card_refund: 4,
   dispute: 3,
+  resolution: 3,
 };
 
 /** Requests that follow an operation, tallied on their own. */
@@ -49,6 +51,7 @@ export const PATHS = {
   cardDeposit: '/api/v1/transactions/wallet/card-deposit',
   simulateDispute: '/api/v1/testing/simulate-dispute',
   simulateDisputeOutcome: '/api/v1/testing/simulate-dispute-outcome',
+  resolve: (id: string) => `/api/v1/admin/payments/${id}/resolve`,
 };
 
 /** The sandbox's card whose refunds are accepted, then fail a moment later. */
@@ -99,6 +102,8 @@ export type History = {
   openHolds: string[];
   /** Payments whose provider outcome the sandbox answered: none of them may stay pending. */
   decided: Set<string>;
+  /** Cashouts an operator resolved `failed` while the provider paid them: the answers of both. */
+  raced: Map<string, { resolved: number; paid: string | null }>;
 };
 
 export function newHistory(): History {
@@ -117,6 +122,7 @@ export function newHistory(): History {
     disputes: new Map(),
     openHolds: [],
     decided: new Set(),
+    raced: new Map(),
   };
 }
 
@@ -154,13 +160,16 @@ function count(history: History, op: Operation | FollowUp, outcome: Outcome): vo
  */
 export async function runOperation(options: {
   api: ChaosClient;
+  /** An admin's client, for operator resolutions; without it none is drawn. */
+  admin?: ChaosClient;
   random: Random;
   wallets: Wallets;
   history: History;
   key: string;
 }): Promise<Operation> {
-  const { api, random, wallets, history, key } = options;
+  const { api, admin, random, wallets, history, key } = options;
   let op = random.weighted(WEIGHTS);
+  if (op === 'resolution' && !admin) op = 'cashout';
   if (
     (op === 'partial_release' || op === 'full_release' || op === 'refund') &&
     !history.openHolds.length
@@ -263,6 +272,57 @@ export async function runOperation(options: {
       if (op === 'cashout' && body.status === 'pending') {
         await simulate(api, history, id, random.next() < 0.85 ? 'successful' : 'failed');
       }
+      break;
+    }
+    case 'resolution': {
+      // A cashout an operator resolves failed while the provider pays it, in either order or at
+      // once: the provider's answer and the ledger must agree, money never leaving twice.
+      const from = random.pick(wallets.all);
+      const outcome = await api.post(
+        PATHS.cashout,
+        { wallet_id: from, amount: amount(random, 100, 20_000), phone_number: '+23276123456' },
+        key,
+      );
+      count(history, op, outcome);
+      if (outcome.kind !== 'ok') break;
+      const body = Wire.moneyOut.parse(outcome.body);
+      acknowledge(body.id);
+      history.moneyOut.set(body.id, {
+        wallet: from,
+        total: minor(body.total_amount),
+        applicationFee: minor(body.application_fee ?? 0),
+      });
+      if (body.status !== 'pending') break;
+      const resolve = () =>
+        admin!.post(PATHS.resolve(body.id), {
+          outcome: 'failed',
+          reason: 'Chaos: the provider says it never paid',
+          operator: 'chaos',
+        });
+      const pay = async () => {
+        const paid = await api.post(PATHS.simulate, {
+          transaction_id: body.id,
+          status: 'successful',
+        });
+        count(history, 'simulate', paid);
+        return paid;
+      };
+      // Each order: the operator first, the provider first, or both at once.
+      const order = random.int(0, 2);
+      let resolved: Outcome;
+      let paid: Outcome;
+      if (order === 0) {
+        resolved = await resolve();
+        paid = await pay();
+      } else if (order === 1) {
+        paid = await pay();
+        resolved = await resolve();
+      } else {
+        [resolved, paid] = await Promise.all([resolve(), pay()]);
+      }
+      const paidStatus = paid.kind === 'ok' ? Wire.status.safeParse(paid.body).data?.status : null;
+      history.raced.set(body.id, { resolved: resolved.status, paid: paidStatus ?? null });
+      if (paidStatus && paidStatus !== 'pending') history.decided.add(body.id);
       break;
     }
     case 'card_deposit': {

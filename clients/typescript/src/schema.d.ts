@@ -1006,7 +1006,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Platform admins: end a payment stuck on its provider (a pending deposit, card deposit, payout, cashout or refund) as if its provider had answered `outcome`: completed settles it, failed gives the money back. Sent to the payment’s workflow as the `resolve` update, validated before it is accepted; the operator, the reason and the admin credential’s id are kept in its history and shown on its timeline */
+    /** Platform admins: end a payment stuck on its provider (a pending deposit, card deposit, payout, cashout or refund) with `outcome`, once its provider confirms it: failed cancels the payment at the provider first, then gives the money back; completed needs the provider to say it was paid. Sent to the payment’s workflow as the `resolve` update; the operator, the reason, `force` and the admin credential’s id are kept in its history and shown on its timeline (docs/api.md, Resolve a stuck payment) */
     post: operations['post_api_v1_admin_payments_transaction_id_resolve'];
     delete?: never;
     options?: never;
@@ -1289,7 +1289,8 @@ export interface components {
         | 'refund.failed'
         | 'dispute.created'
         | 'dispute.won'
-        | 'dispute.lost';
+        | 'dispute.lost'
+        | 'payment.contradicted';
       created_at: string;
       /** @enum {string} */
       mode: 'test' | 'live';
@@ -1433,6 +1434,8 @@ export interface components {
       reason: string;
       /** @description Who resolves it; kept in the history */
       operator: string;
+      /** @description Settle without the provider’s answer when the provider cannot be reached (otherwise 503); a provider that answers still decides. Kept in the history and on the timeline */
+      force?: boolean;
     };
     PaymentTimeline: {
       transaction_id: string;
@@ -1637,6 +1640,8 @@ export interface components {
       operator?: string;
       /** @description An operator’s resolution: the reason the operator gave; absent on other steps */
       reason?: string;
+      /** @description An operator’s resolution: whether the operator asked to settle without the provider’s answer (docs/api.md, Resolve a stuck payment); absent on other steps */
+      force?: boolean;
     };
     Transaction: {
       id: string;
@@ -6639,6 +6644,7 @@ export interface operations {
             | 'dispute.created'
             | 'dispute.won'
             | 'dispute.lost'
+            | 'payment.contradicted'
           )[];
           /** @default true */
           is_active?: boolean;
@@ -6928,6 +6934,7 @@ export interface operations {
             | 'dispute.created'
             | 'dispute.won'
             | 'dispute.lost'
+            | 'payment.contradicted'
           )[];
           is_active?: boolean;
         };
@@ -7246,7 +7253,8 @@ export interface operations {
           | 'refund.failed'
           | 'dispute.created'
           | 'dispute.won'
-          | 'dispute.lost';
+          | 'dispute.lost'
+          | 'payment.contradicted';
       };
       header?: never;
       path?: never;
@@ -8056,7 +8064,7 @@ export interface operations {
           'application/json': components['schemas']['Transaction'];
         };
       };
-      /** @description The payment cannot be resolved: not pending, not waiting on its provider, or of a kind no provider settles (a transfer, an escrow hold); the detail says why; or the body is not JSON */
+      /** @description The payment cannot be resolved: not pending, not waiting on its provider, of a kind no provider settles (a transfer, an escrow hold), or its provider’s answer contradicts the outcome (paid, will not cancel, not paid); nothing moved; the detail says why; or the body is not JSON */
       400: {
         headers: {
           [name: string]: unknown;
@@ -8120,7 +8128,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      /** @description The provider cannot be reached to confirm the outcome and `force` was not set; nothing moved; or postgres or Temporal is not answering; retry after the seconds Retry-After gives */
       503: {
         headers: {
           'Retry-After': components['headers']['RetryAfterUnavailable'];
