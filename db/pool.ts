@@ -237,8 +237,7 @@ const UNREACHABLE_ERRORS = new Set([
 /**
  * Whether `error` says that Postgres is unreachable rather than that a statement failed: a
  * connection error (slonik's by name: under Jest classes differ between realms), SQLSTATE 08 or
- * 57P01-57P03, or a pooled connection's socket failure, but not a socket error of anything else,
- * nor a TLS refusal (a DatabaseSettingError), which no wait can end.
+ * 57P01-57P03, or a pooled connection's socket failure; not another's, nor a TLS refusal.
  */
 export function isDatabaseUnreachable(error: unknown): boolean {
   if (isDatabaseSettingError(error)) return false;

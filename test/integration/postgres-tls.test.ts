@@ -16,10 +16,9 @@ import {
 } from '../../tools/harness/postgres';
 
 /**
- * Postgres over TLS (docs/operations.md, Postgres over TLS): a server of its own with `ssl=on`,
- * a certificate from a CA made here, and `hostssl` lines only, so no connection goes in clear.
- * The migrations, a pool, LISTEN, the CLI and the API connect with verify-full and
- * DATABASE_SSL_CA; another CA or another host name stops a process at start with one line.
+ * docs/operations.md, Postgres over TLS: a server of its own with `ssl=on`, a certificate from
+ * a CA made here and `hostssl` lines only; every path connects with verify-full, and another CA
+ * or host name stops a process at start with one line.
  */
 
 jest.setTimeout(120_000);
