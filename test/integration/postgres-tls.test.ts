@@ -4,6 +4,7 @@ import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { sql } from 'slonik';
 import { z } from 'zod';
+import { LISTEN_APPLICATION_NAME } from '../../cli/webhooks-listen';
 import { loadConfig } from '../../config';
 import { migrate } from '../../db/migrate';
 import { createDatabasePool, isDatabaseUnreachable, type DatabasePool } from '../../db/pool';
@@ -156,6 +157,13 @@ function runNode(script: string, args: string[], env: Record<string, string>): P
 }
 
 describe('Postgres with sslmode=verify-full and DATABASE_SSL_CA', () => {
+  const tlsEnv = () => ({
+    DATABASE_URL: urlOf('127.0.0.1', 'verify-full'),
+    DATABASE_SSL_CA: file('ca.crt'),
+  });
+  /** The application `apps create` made, for the tests after it. */
+  let applicationId = '';
+
   it('migrates, pools and listens over verified TLS', async () => {
     const url = configured(urlOf('127.0.0.1', 'verify-full'), file('ca.crt'));
     const result = await migrate(url);
@@ -181,10 +189,7 @@ describe('Postgres with sslmode=verify-full and DATABASE_SSL_CA', () => {
   });
 
   it('runs the CLI and the API, whose requests read and write over TLS', async () => {
-    const env = {
-      DATABASE_URL: urlOf('127.0.0.1', 'verify-full'),
-      DATABASE_SSL_CA: file('ca.crt'),
-    };
+    const env = tlsEnv();
     const created = await runNode(
       'cli/main.ts',
       ['apps', 'create', '--name', 'Over TLS', '--currency', 'USD'],
@@ -236,10 +241,49 @@ describe('Postgres with sslmode=verify-full and DATABASE_SSL_CA', () => {
           WHERE application_id = ${application.id} AND app_user_id = 'tls-1'`,
       );
       expect(users).toBe(1);
+      applicationId = application.id;
     } finally {
       api.kill('SIGTERM');
       await exited;
     }
+  });
+
+  it('runs `cli webhooks listen`, whose LISTEN connection is over TLS', async () => {
+    const listen = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'cli/main.ts',
+        ...['webhooks', 'listen', '--app', applicationId, '--mode', 'test'],
+        ...['--forward-to', 'http://127.0.0.1:9/hook'],
+      ],
+      {
+        cwd: root,
+        env: { ...process.env, ...tlsEnv(), DATA_DIR: file('data'), LOG_LEVEL: 'warn' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    const closed = new Promise<number | null>((resolve) => listen.once('close', resolve));
+    try {
+      let said = '';
+      listen.stderr.setEncoding('utf8').on('data', (chunk: string) => (said += chunk));
+      // The secret comes once the command listens.
+      await new Promise<void>((resolve, reject) => {
+        listen.stdout.once('data', () => resolve());
+        listen.once('close', () => reject(new Error(`the command exited:\n${said}`)));
+      });
+      const db = await pool(configured(urlOf('127.0.0.1', 'verify-full'), file('ca.crt')));
+      const listening = await db.oneFirst(
+        sql.type(z.object({ ssl: z.boolean() }))`
+          SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
+          WHERE a.application_name = ${LISTEN_APPLICATION_NAME}`,
+      );
+      expect(listening).toBe(true);
+    } finally {
+      listen.kill('SIGTERM');
+    }
+    expect(await closed).toBe(0);
   });
 });
 
