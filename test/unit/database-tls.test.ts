@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../config';
 import { asDatabaseSettingError, pgConnection } from '../../db/connection';
+import { isDatabaseUnreachable } from '../../db/pool';
 
 /**
  * The TLS settings of Postgres (docs/operations.md, Postgres over TLS): what config accepts and
@@ -138,6 +139,15 @@ describe('asDatabaseSettingError: a TLS refusal as the one line naming the setti
   ])('%s', (_name, error, url, line) => {
     const setting = asDatabaseSettingError(new Error('wrapped', { cause: error }), url);
     expect(setting).toMatchObject({ name: 'DatabaseSettingError', message: line, stack: line });
+  });
+
+  it('is never taken for an unreachable database, even when it wraps a connection error', () => {
+    class ConnectionError extends Error {}
+    const wrapped = Object.assign(new ConnectionError('connection failed'), {
+      cause: tlsError('SELF_SIGNED_CERT_IN_CHAIN', 'self-signed certificate in certificate chain'),
+    });
+    expect(isDatabaseUnreachable(wrapped)).toBe(true);
+    expect(isDatabaseUnreachable(asDatabaseSettingError(wrapped, verified))).toBe(false);
   });
 
   it('leaves other errors, and every error of a connection without TLS, as they are', () => {
