@@ -6,15 +6,17 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { LISTEN_APPLICATION_NAME } from '../../cli/webhooks-listen';
 import { loadConfig } from '../../config';
-import { migrate } from '../../db/migrate';
+import { migrate, type MigrationResult } from '../../db/migrate';
 import { createDatabasePool, isDatabaseUnreachable, type DatabasePool } from '../../db/pool';
-import { listenForEvents } from '../../db/webhook-listener';
+import { listenForEvents, RELAY_CHANNEL } from '../../db/webhook-listener';
 import { freePort } from '../../net/ports';
 import {
   ensureDatabase,
   startEmbeddedPostgres,
   type EmbeddedDatabase,
 } from '../../tools/harness/postgres';
+import { pollUntil } from '../support/wait';
+import { startWorkerProcess } from '../support/worker-process';
 
 /**
  * docs/operations.md, Postgres over TLS: a server of its own with `ssl=on`, a certificate from
@@ -30,6 +32,7 @@ const file = (name: string) => path.join(dir, name);
 let server: EmbeddedDatabase;
 let port: number;
 const opened: DatabasePool[] = [];
+let migrated: MigrationResult;
 
 const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
 
@@ -120,6 +123,8 @@ beforeAll(async () => {
     },
   });
   await ensureDatabase(urlOf('127.0.0.1', 'require', 'postgres'), 'wallet');
+  // Every test below needs the schema: the migrations are the first to connect.
+  migrated = await migrate(configured(urlOf('127.0.0.1', 'verify-full'), file('ca.crt')));
 });
 
 afterAll(async () => {
@@ -166,8 +171,7 @@ describe('Postgres with sslmode=verify-full and DATABASE_SSL_CA', () => {
 
   it('migrates, pools and listens over verified TLS', async () => {
     const url = configured(urlOf('127.0.0.1', 'verify-full'), file('ca.crt'));
-    const result = await migrate(url);
-    expect(result.applied.length).toBeGreaterThan(0);
+    expect(migrated.applied.length).toBeGreaterThan(0);
     const db = await pool(url);
     expect(await encrypted(db)).toBe(true);
     const listener = await listenForEvents(url);
@@ -245,6 +249,33 @@ describe('Postgres with sslmode=verify-full and DATABASE_SSL_CA', () => {
     } finally {
       api.kill('SIGTERM');
       await exited;
+    }
+  });
+
+  it('runs the worker, whose pool and relay connect over TLS', async () => {
+    const config = loadConfig({
+      ...process.env,
+      ...tlsEnv(),
+      DATA_DIR: file('data'),
+      TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS,
+      TEMPORAL_TASK_QUEUE: `pgtls-${port}`,
+    });
+    const worker = await startWorkerProcess(config, { dataDir: file('data') });
+    try {
+      const db = await pool(configured(urlOf('127.0.0.1', 'verify-full'), file('ca.crt')));
+      // The relay's LISTEN connection is the worker's own, opened by its first relay round.
+      const relay = await pollUntil(
+        () =>
+          db.maybeOneFirst(
+            sql.type(z.object({ ssl: z.boolean() }))`
+              SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
+              WHERE a.query = ${`LISTEN ${RELAY_CHANNEL}`} LIMIT 1`,
+          ),
+        (ssl) => ssl !== null,
+      );
+      expect(relay).toBe(true);
+    } finally {
+      await worker.stop();
     }
   });
 
