@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { databaseTls, withCaFile } from '../db/connection';
 
 /**
  * The one place that reads the environment. Everything else receives a typed `Config`.
@@ -45,7 +46,11 @@ export const envSchema = z.object({
   }),
   DATABASE_URL: z.string().url().optional().meta({
     description:
-      'Postgres connection URL, required by `api`, `worker` and `migrate`. Unset, `npm start` and the CLI use the embedded Postgres; set, they use and migrate this database.',
+      'Postgres connection URL, required by `api`, `worker` and `migrate`. Unset, `npm start` and the CLI use the embedded Postgres; set, they use and migrate this database. Its `sslmode` is `disable` (the default), `require` (encrypted, any certificate), `verify-ca` (signed by a trusted CA) or `verify-full` (and issued for the host of the URL); see docs/operations.md, Postgres over TLS.',
+  }),
+  DATABASE_SSL_CA: z.string().optional().meta({
+    description:
+      "Path of the CA certificate (PEM) that signed the Postgres server's certificate, for a CA the system does not trust; it then replaces the system's CAs. Needs `sslmode=verify-ca` or `verify-full` in `DATABASE_URL`. Read when a process starts: a new CA takes a restart.",
   }),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(20).meta({
     description:
@@ -620,6 +625,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         'development and test generate one); the API and the worker must share it',
     );
   }
+  const databaseUrl = parsed.success ? databaseUrlOf(parsed.data, problems) : undefined;
   if (!parsed.success || problems.length > 0) {
     throw new Error(`Invalid configuration: ${problems.join('; ')}`);
   }
@@ -665,7 +671,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       serviceName: e.OTEL_SERVICE_NAME,
     },
     database: {
-      url: e.DATABASE_URL,
+      url: databaseUrl,
       poolSize: e.DATABASE_POOL_SIZE,
       connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
       preparedStatements: e.DATABASE_PREPARED_STATEMENTS,
@@ -741,6 +747,35 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       distDir: path.resolve(e.DASHBOARD_DIST_DIR),
     },
   };
+}
+
+/**
+ * DATABASE_URL with DATABASE_SSL_CA folded in as libpq's `sslrootcert`, so that every path that
+ * takes a connection URL carries it; a TLS setting that cannot work is one of `problems`.
+ */
+function databaseUrlOf(
+  e: Pick<z.infer<typeof envSchema>, 'DATABASE_URL' | 'DATABASE_SSL_CA'>,
+  problems: string[],
+): string | undefined {
+  const caFile = e.DATABASE_SSL_CA || undefined;
+  if (e.DATABASE_URL === undefined) {
+    if (caFile !== undefined) problems.push('DATABASE_SSL_CA: needs DATABASE_URL');
+    return undefined;
+  }
+  // A child process may get both: the URL this function made, and the variable it came from.
+  const named = new URL(e.DATABASE_URL).searchParams.get('sslrootcert');
+  if (caFile !== undefined && named !== null && named !== path.resolve(caFile)) {
+    problems.push('DATABASE_SSL_CA: DATABASE_URL names another CA (sslrootcert)');
+    return undefined;
+  }
+  const url =
+    caFile === undefined ? e.DATABASE_URL : withCaFile(e.DATABASE_URL, path.resolve(caFile));
+  try {
+    databaseTls(url);
+  } catch (error) {
+    problems.push(error instanceof Error ? error.message : String(error));
+  }
+  return url;
 }
 
 /** Requires a database URL: production entry points refuse to guess. */

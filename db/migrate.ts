@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
+import { asDatabaseSettingError, pgConnection } from './connection';
 
 const migrationsDir = path.join(__dirname, 'migrations');
 
@@ -29,8 +30,10 @@ export function statementsChecksum(text: string): string {
  */
 export async function migrate(databaseUrl: string): Promise<MigrationResult> {
   const files = (await readdir(migrationsDir)).filter((f) => f.endsWith('.sql')).sort();
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
+  const client = new pg.Client(pgConnection(databaseUrl));
+  await client.connect().catch((error: unknown) => {
+    throw asDatabaseSettingError(error, databaseUrl);
+  });
   try {
     await client.query('SELECT pg_advisory_lock(7233001)');
     await client.query(`

@@ -10,6 +10,7 @@ import {
   type QueryResultRow,
   type QuerySqlToken,
 } from 'slonik';
+import { asDatabaseSettingError, isDatabaseSettingError, pgConnection } from './connection';
 
 export type { DatabasePool, DatabaseTransactionConnection, CommonQueryMethods } from 'slonik';
 
@@ -134,7 +135,9 @@ export async function createDatabasePool(
     connectTimeoutMs?: number;
   } = {},
 ): Promise<DatabasePool> {
-  const pool = await createPool(url, {
+  const { connectionString, ssl } = pgConnection(url);
+  const pool = await createPool(connectionString, {
+    ...(ssl ? { ssl } : {}),
     maximumPoolSize: options.maximumPoolSize ?? 20,
     typeParsers: [createBigintTypeParser(), timestamptzParser],
     interceptors: [
@@ -151,6 +154,8 @@ export async function createDatabasePool(
     // locks: migrations use their own client), so the default `DISCARD ALL` on every release is
     // a wasted round trip on every statement-heavy payment path.
     resetConnection: () => Promise.resolve(),
+  }).catch((error: unknown) => {
+    throw asDatabaseSettingError(error, url);
   });
   // Slonik emits every failed query's error on the pool, then rethrows it to the caller, who
   // handles it. Without a listener that emit throws instead, and where realms differ (under
@@ -232,9 +237,10 @@ const UNREACHABLE_ERRORS = new Set([
 /**
  * Whether `error` says that Postgres is unreachable rather than that a statement failed: a
  * connection error (slonik's by name: under Jest classes differ between realms), SQLSTATE 08 or
- * 57P01-57P03, or a pooled connection's socket failure, but not a socket error of anything else.
+ * 57P01-57P03, or a pooled connection's socket failure; not another's, nor a TLS refusal.
  */
 export function isDatabaseUnreachable(error: unknown): boolean {
+  if (isDatabaseSettingError(error)) return false;
   const seen = new Set<unknown>();
   for (let e = error; e && typeof e === 'object' && !seen.has(e);) {
     seen.add(e);
@@ -250,7 +256,7 @@ export function isDatabaseUnreachable(error: unknown): boolean {
 /**
  * Runs `open` (creating a pool connects at once) until the database answers: a process started
  * during an outage waits for its end instead of exiting. Errors other than an unreachable
- * database (bad credentials, no such database) are thrown at once.
+ * database (bad credentials, no such database, a certificate TLS refuses) are thrown at once.
  */
 export async function whenDatabaseAnswers<T>(
   open: () => Promise<T>,

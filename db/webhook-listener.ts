@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { asDatabaseSettingError, pgConnection } from './connection';
 
 /** The channel the `events` insert trigger notifies for the relay (migrations 0005, 0011). */
 export const RELAY_CHANNEL = 'webhook_events';
@@ -29,7 +30,7 @@ export async function listenForEvents(
   databaseUrl: string,
   on: ListenOn = { channel: RELAY_CHANNEL },
 ): Promise<EventListener> {
-  const client = new pg.Client({ connectionString: databaseUrl });
+  const client = new pg.Client(pgConnection(databaseUrl));
   let notified = false;
   let wake: (() => void) | undefined;
   let lost = false;
@@ -45,7 +46,9 @@ export async function listenForEvents(
   };
   client.on('error', broke);
   client.on('end', broke);
-  await client.connect();
+  await client.connect().catch((error: unknown) => {
+    throw asDatabaseSettingError(error, databaseUrl);
+  });
   await client.query(`LISTEN ${on.channel}`);
   return {
     wait: (timeoutMs, signal) => {

