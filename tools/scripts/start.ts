@@ -1,10 +1,10 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
-import { openTemporalConnection } from '../../temporal/connection';
+import { openTemporalConnection, temporalConnectionOptions } from '../../temporal/connection';
 import { startApi } from '../../api/server';
 import { CODEC_PATH } from '../../api/routes/temporal-codec';
-import { loadConfig, temporalAddress, type Config } from '../../config';
+import { loadConfig, type Config } from '../../config';
 import { migrate } from '../../db/migrate';
 import { createDatabasePool } from '../../db/pool';
 import { createFixtureApplication } from '../harness/fixtures';
@@ -141,7 +141,7 @@ async function main(): Promise<void> {
     const worker = runResilientWorker({ config: running, pool, logger });
     stops.push(() => worker.stop(WORKER_STOP_MS));
     await worker.ready;
-    const connection = openTemporalConnection(temporalAddress(config));
+    const connection = openTemporalConnection(temporalConnectionOptions(config));
     stops.push(() => connection.close());
     await ensureSchedules(
       new Client({
