@@ -1,7 +1,11 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
-import { openTemporalConnection, temporalConnectionOptions } from '../../temporal/connection';
+import {
+  checkTemporalAccepts,
+  openTemporalConnection,
+  temporalConnectionOptions,
+} from '../../temporal/connection';
 import { startApi } from '../../api/server';
 import { CODEC_PATH } from '../../api/routes/temporal-codec';
 import { loadConfig, type Config } from '../../config';
@@ -108,7 +112,9 @@ async function main(): Promise<void> {
 
     let uiUrl: string | null = null;
     if (config.temporal.address) {
-      await registerSearchAttributes(config.temporal.address, config.temporal.namespace);
+      const external = temporalConnectionOptions(config);
+      await checkTemporalAccepts(external);
+      await registerSearchAttributes(external);
     } else {
       logger.info('starting the Temporal development server');
       const temporal = await supervise({
