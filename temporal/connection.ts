@@ -154,18 +154,17 @@ function probeHandshake(
       socket.write(HTTP2_PREFACE);
     });
     socket.once('data', () => finish('accepted'));
-    socket.once('error', (error: NodeJS.ErrnoException) => {
-      if (!connected) {
-        finish('unreachable');
-        return;
-      }
-      finish(
-        new ConfigurationError(
-          `Temporal refused the TLS handshake: check ${credentialSettings(options)} ` +
-            `(${error.code ?? oneLine(error)})`,
-        ),
+    const refused = (why: string) =>
+      new ConfigurationError(
+        `Temporal refused the TLS handshake: check ${credentialSettings(options)} (${why})`,
       );
-    });
+    socket.once('error', (error: NodeJS.ErrnoException) =>
+      finish(connected ? refused(error.code ?? oneLine(error)) : 'unreachable'),
+    );
+    // Some servers refuse a client certificate by closing the connection, without an alert.
+    socket.once('close', () =>
+      finish(connected ? refused('the server closed the connection') : 'unreachable'),
+    );
   });
 }
 

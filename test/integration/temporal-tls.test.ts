@@ -1,10 +1,17 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
+import tls from 'node:tls';
 import path from 'node:path';
 import { isGrpcServiceError } from '@temporalio/client';
 import { freePort } from '../../net/ports';
-import { connectTemporal, temporalConnectionOptions } from '../../temporal/connection';
+import {
+  checkTemporalAccepts,
+  connectTemporal,
+  temporalConnectionOptions,
+} from '../../temporal/connection';
 import { assertLedgerInvariant, balanceOf, eventsOf } from '../support/database';
 import { createFundedWallet, createUserWithWallet, transfer } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
@@ -315,5 +322,64 @@ describeWithNginx('Temporal behind a TLS terminator', () => {
         ),
       ]);
     });
+  });
+});
+
+describe('the check at start, against servers that refuse during the handshake', () => {
+  let here = '';
+  let own: Certificates;
+  let server: tls.Server;
+  let address = '';
+  beforeAll(async () => {
+    here = await mkdtemp(path.join(os.tmpdir(), 'temporal-tls-check-'));
+    own = await makeCertificates(here);
+    // As a Temporal frontend with mTLS: the handshake itself requires a certificate of its CA.
+    server = tls.createServer(
+      {
+        cert: readFileSync(own.serverCert),
+        key: readFileSync(own.serverKey),
+        ca: readFileSync(own.ca),
+        requestCert: true,
+        rejectUnauthorized: true,
+        ALPNProtocols: ['h2'],
+      },
+      (socket) => socket.end(),
+    );
+    // The accepted path is nginx's, above: this server only ever refuses.
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    address = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server?.close(resolve));
+    if (here) await rm(here, { recursive: true, force: true });
+  });
+  const options = (address: string, pair?: [string, string]) => ({
+    address,
+    namespace: 'default',
+    apiKey: undefined,
+    tls: {
+      serverRootCACertificate: readFileSync(own.ca),
+      serverNameOverride: 'localhost',
+      ...(pair
+        ? { clientCertPair: { crt: readFileSync(pair[0]), key: readFileSync(pair[1]) } }
+        : {}),
+    },
+  });
+  const refusedHandshake =
+    /^Temporal refused the TLS handshake: check TEMPORAL_TLS_CERT and TEMPORAL_TLS_CA \(.+\)$/;
+
+  it('stops on an alert for a missing client certificate, or on a closed connection', async () => {
+    await expect(checkTemporalAccepts(options(address))).rejects.toThrow(refusedHandshake);
+    await expect(
+      checkTemporalAccepts(options(address, [own.otherClientCert, own.otherClientKey])),
+    ).rejects.toThrow(refusedHandshake);
+  });
+
+  it('stops on TLS to a plaintext Temporal, and lets a Temporal that is not there pass', async () => {
+    await expect(checkTemporalAccepts(options(process.env.TEST_TEMPORAL_ADDRESS!))).rejects.toThrow(
+      refusedHandshake,
+    );
+    const nobody = `127.0.0.1:${await freePort()}`;
+    await expect(checkTemporalAccepts(options(nobody))).resolves.toBeUndefined();
   });
 });
