@@ -1,7 +1,8 @@
-import { loadConfig, requireDatabaseUrl } from '../config';
+import { loadConfig, requireDatabaseUrl, startFailure } from '../config';
 import { whenDatabaseAnswers } from '../db/pool';
 import { createLogger } from '../observability/logger';
 import { startApi } from './server';
+import { checkTemporalAccepts, temporalConnectionOptions } from '../temporal/connection';
 
 /**
  * `npm run api`: the HTTP API alone (production; needs DATABASE_URL and Temporal). It outlives
@@ -11,6 +12,7 @@ import { startApi } from './server';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.log.level);
+  await checkTemporalAccepts(temporalConnectionOptions(config));
   const api = await whenDatabaseAnswers(
     () => startApi(config, logger, requireDatabaseUrl(config)),
     (error, retryInMs) => logger.warn({ err: error, retryInMs }, 'waiting for Postgres'),
@@ -28,8 +30,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(
-    `api failed to start: ${error instanceof Error ? error.stack : String(error)}\n`,
-  );
+  process.stderr.write(`api failed to start: ${startFailure(error)}\n`);
   process.exit(1);
 });

@@ -4,13 +4,13 @@ import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import { Client } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
-import { temporalAddress, type Config } from '../config';
+import type { Config } from '../config';
 import { createWalletMemory } from '../cache/wallet-memory';
 import { createCredentialCache } from '../cache/credential-cache';
 import { createDatabasePool } from '../db/pool';
 import { createProviders } from '../providers';
 import { createApp } from './app';
-import { openTemporalConnection } from '../temporal/connection';
+import { openTemporalConnection, temporalConnectionOptions } from '../temporal/connection';
 import { temporalDataConverter } from '../temporal/data-converter';
 import type { Logger } from '../observability/logger';
 import { startMetricsServer } from '../observability/metrics';
@@ -40,7 +40,7 @@ export async function startApi(
     connectTimeoutMs: config.database.connectTimeoutMs,
     preparedStatements: config.database.preparedStatements,
   });
-  const connection = openTemporalConnection(temporalAddress(config));
+  const connection = openTemporalConnection(temporalConnectionOptions(config));
   const tracing = acquireTracing(config.tracing);
   const dataConverter = temporalDataConverter(config);
   const temporal = new Client({

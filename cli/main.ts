@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
-import { loadConfig, temporalAddress, type Config } from '../config';
+import { Client, type Connection } from '@temporalio/client';
+import { loadConfig, type Config } from '../config';
+import { connectTemporal, temporalConnectionOptions } from '../temporal/connection';
 import { createLogger } from '../observability/logger';
 import {
   createApplication,
@@ -348,7 +349,7 @@ async function main(): Promise<void> {
     let connection: Connection | undefined;
     const temporal: CliTemporal = {
       client: async () => {
-        connection ??= await Connection.connect({ address: temporalAddress(config) });
+        connection ??= await connectTemporal(temporalConnectionOptions(config));
         return new Client({
           connection,
           namespace: config.temporal.namespace,

@@ -1,3 +1,5 @@
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { databaseTls, withCaFile } from '../db/connection';
@@ -15,6 +17,12 @@ const onOff = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' 
 const optionalUrl = z.preprocess(
   (value) => (value === '' ? undefined : value),
   z.string().url().optional(),
+);
+
+/** A file's path; an empty variable counts as unset. */
+const optionalPath = z.preprocess(
+  (value) => (value === '' ? undefined : value),
+  z.string().optional(),
 );
 
 /**
@@ -76,6 +84,35 @@ export const envSchema = z.object({
     description:
       'Namespace of the workflows and search attributes; the dev server of `npm start` has only `default`.',
   }),
+  TEMPORAL_TLS_CERT: optionalPath.meta({
+    description:
+      'Path of the PEM client certificate for mutual TLS with Temporal (with `TEMPORAL_TLS_KEY`); turns TLS on. Read at start: restart the processes to rotate it (see [operations.md](operations.md#connecting-to-a-secured-temporal-mtls-temporal-cloud)).',
+    shownDefault: 'unset',
+  }),
+  TEMPORAL_TLS_KEY: optionalPath.meta({
+    description:
+      'Path of the PEM private key of `TEMPORAL_TLS_CERT`; required with it. Read at start, as the certificate.',
+    shownDefault: 'unset',
+  }),
+  TEMPORAL_TLS_CA: optionalPath.meta({
+    description:
+      "Path of the PEM certificate(s) of the CA that signed Temporal's server certificate; turns TLS on. Unset, TLS trusts the system's roots.",
+    shownDefault: "unset (the system's roots)",
+  }),
+  TEMPORAL_TLS_SERVER_NAME: z
+    .preprocess((value) => (value === '' ? undefined : value), z.string().optional())
+    .meta({
+      description:
+        "The name Temporal's server certificate is checked against (and sent as SNI), when it is not the host of `TEMPORAL_ADDRESS`; turns TLS on.",
+      shownDefault: 'the host of `TEMPORAL_ADDRESS`',
+    }),
+  TEMPORAL_API_KEY: z
+    .preprocess((value) => (value === '' ? undefined : value), z.string().optional())
+    .meta({
+      description:
+        "An API key of Temporal Cloud, sent as `authorization: Bearer <key>` on every call; implies TLS (the system's roots unless `TEMPORAL_TLS_CA`).",
+      shownDefault: 'unset',
+    }),
   TEMPORAL_TASK_QUEUE: z.string().default('payments').meta({
     description:
       'Task queue of the workflows and activities; the API and every worker must agree on it.',
@@ -476,6 +513,12 @@ export type Config = {
      * kept in the data directory (development and tests only, temporal/data-converter.ts).
      */
     payloadKeys: PayloadKey[] | undefined;
+    /**
+     * TLS to Temporal, its files read once at start (`TEMPORAL_TLS_*`); undefined: plaintext.
+     * An API key (`TEMPORAL_API_KEY`) always comes with TLS.
+     */
+    tls: TemporalTls | undefined;
+    apiKey: string | undefined;
     /** Reads payloads that are not encrypted, during a rollout only (`TEMPORAL_PAYLOAD_ALLOW_PLAINTEXT`). */
     allowPlaintextPayloads: boolean;
     /**
@@ -557,6 +600,84 @@ export type Config = {
   };
 };
 
+/** TLS to Temporal as the SDK's `tls` option takes it: the files' bytes, read at start. */
+export type TemporalTls = {
+  clientCertPair?: { crt: Buffer; key: Buffer };
+  serverRootCACertificate?: Buffer;
+  serverNameOverride?: string;
+};
+
+/** A configuration that cannot work: its message is one line naming the setting. */
+export class ConfigurationError extends Error {
+  override name = 'ConfigurationError';
+}
+
+/** What a process prints when it cannot start: one line for a configuration, else the stack. */
+export function startFailure(error: unknown): string {
+  if (error instanceof ConfigurationError) return error.message;
+  return error instanceof Error ? (error.stack ?? error.message) : String(error);
+}
+
+/** The file a setting names, checked as PEM: the bytes, or what is wrong with it. */
+function readPem(
+  setting: string,
+  file: string,
+  check: (bytes: Buffer) => unknown,
+): Buffer | string {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file);
+  } catch (error) {
+    return `${setting}: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`;
+  }
+  try {
+    check(bytes);
+  } catch (error) {
+    return `${setting}: ${file} is not valid PEM: ${(error as Error).message}`;
+  }
+  return bytes;
+}
+
+/** The `TEMPORAL_TLS_*` files read and checked (a key that is not the certificate's too). */
+function temporalTls(
+  e: z.infer<typeof envSchema>,
+  problems: string[],
+): { tls: TemporalTls | undefined; apiKey: string | undefined } {
+  const apiKey = e.TEMPORAL_API_KEY;
+  const wanted =
+    e.TEMPORAL_TLS_CERT ?? e.TEMPORAL_TLS_KEY ?? e.TEMPORAL_TLS_CA ?? e.TEMPORAL_TLS_SERVER_NAME;
+  if (wanted === undefined && apiKey === undefined) return { tls: undefined, apiKey };
+  const tls: TemporalTls = {};
+  if (e.TEMPORAL_TLS_SERVER_NAME) tls.serverNameOverride = e.TEMPORAL_TLS_SERVER_NAME;
+  if (e.TEMPORAL_TLS_CA) {
+    const ca = readPem('TEMPORAL_TLS_CA', e.TEMPORAL_TLS_CA, (b) => new X509Certificate(b));
+    if (typeof ca === 'string') problems.push(ca);
+    else tls.serverRootCACertificate = ca;
+  }
+  if (!e.TEMPORAL_TLS_CERT !== !e.TEMPORAL_TLS_KEY) {
+    problems.push(
+      e.TEMPORAL_TLS_CERT
+        ? 'TEMPORAL_TLS_KEY: required with TEMPORAL_TLS_CERT'
+        : 'TEMPORAL_TLS_CERT: required with TEMPORAL_TLS_KEY',
+    );
+  } else if (e.TEMPORAL_TLS_CERT && e.TEMPORAL_TLS_KEY) {
+    const crt = readPem('TEMPORAL_TLS_CERT', e.TEMPORAL_TLS_CERT, (b) => new X509Certificate(b));
+    const key = readPem('TEMPORAL_TLS_KEY', e.TEMPORAL_TLS_KEY, (b) => createPrivateKey(b));
+    if (typeof crt === 'string') problems.push(crt);
+    if (typeof key === 'string') problems.push(key);
+    if (typeof crt !== 'string' && typeof key !== 'string') {
+      if (new X509Certificate(crt).checkPrivateKey(createPrivateKey(key))) {
+        tls.clientCertPair = { crt, key };
+      } else {
+        problems.push(
+          `TEMPORAL_TLS_KEY: ${e.TEMPORAL_TLS_KEY} is not the key of TEMPORAL_TLS_CERT ${e.TEMPORAL_TLS_CERT}`,
+        );
+      }
+    }
+  }
+  return { tls, apiKey };
+}
+
 /** A payload encryption key: its id travels in each encrypted payload's metadata. */
 export type PayloadKey = { id: string; key: Buffer };
 
@@ -626,8 +747,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
   const databaseUrl = parsed.success ? databaseUrlOf(parsed.data, problems) : undefined;
-  if (!parsed.success || problems.length > 0) {
-    throw new Error(`Invalid configuration: ${problems.join('; ')}`);
+  const temporal = parsed.success ? temporalTls(parsed.data, problems) : undefined;
+  if (!parsed.success || problems.length > 0 || !temporal) {
+    throw new ConfigurationError(`Invalid configuration: ${problems.join('; ')}`);
   }
   const e = parsed.data;
   return {
@@ -687,6 +809,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       workflowTaskSlots: e.TEMPORAL_WORKFLOW_TASK_SLOTS,
       payloadKeys: e.TEMPORAL_PAYLOAD_KEYS,
       allowPlaintextPayloads: e.TEMPORAL_PAYLOAD_ALLOW_PLAINTEXT === 'true',
+      tls: temporal.tls,
+      apiKey: temporal.apiKey,
       codecAllowedOrigins:
         e.TEMPORAL_CODEC_ALLOWED_ORIGINS === undefined
           ? isLocalEnv(e.NODE_ENV)

@@ -1,7 +1,7 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, type Worker, type WorkerOptions } from '@temporalio/worker';
 import type { DatabasePool } from '../db/pool';
-import { temporalAddress, type Config } from '../config';
+import type { Config } from '../config';
 import { createActivities } from '../activities';
 import { ensureWebhookRelay } from '../activities/webhooks';
 import { createProviders, type Providers } from '../providers';
@@ -10,6 +10,7 @@ import { paymentSinks } from '../temporal/settlements';
 import { createEngineWorker } from './engine-worker';
 import { preloadedModules } from './bundle';
 import { temporalDataConverter } from '../temporal/data-converter';
+import { sdkConnectionOptions, temporalConnectionOptions } from '../temporal/connection';
 import {
   workerTracingOptions,
   workflowInterceptorsModule,
@@ -34,7 +35,8 @@ export async function createWorker(options: {
   const { config } = options;
   const dataConverter = temporalDataConverter(config);
   const connection =
-    options.connection ?? (await NativeConnection.connect({ address: temporalAddress(config) }));
+    options.connection ??
+    (await NativeConnection.connect(sdkConnectionOptions(temporalConnectionOptions(config))));
   const workflowsPath = require.resolve('../workflows');
   const workflowSource = config.temporal.workflowBundlePath
     ? { workflowBundle: { codePath: config.temporal.workflowBundlePath } }

@@ -1,10 +1,14 @@
 import { Client } from '@temporalio/client';
-import { loadConfig, requireDatabaseUrl, temporalAddress } from '../config';
+import { loadConfig, requireDatabaseUrl, startFailure } from '../config';
 import { createLogger, type Logger } from '../observability/logger';
 import { startMetricsServer } from '../observability/metrics';
 import { freePort } from '../net/ports';
 import { createDatabasePool, whenDatabaseAnswers } from '../db/pool';
-import { openTemporalConnection } from '../temporal/connection';
+import {
+  checkTemporalAccepts,
+  openTemporalConnection,
+  temporalConnectionOptions,
+} from '../temporal/connection';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
 import { runResilientWorker } from './resilient';
 import { ensureSchedules } from './schedules';
@@ -18,6 +22,7 @@ import { temporalDataConverter } from '../temporal/data-converter';
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.log.level);
+  await checkTemporalAccepts(temporalConnectionOptions(config));
   // The SDK's own metrics go to its Prometheus exporter on a loopback port of its own; the
   // worker's metrics endpoint (WORKER_METRICS_PORT) serves them after the engine's.
   const temporalMetricsPort =
@@ -78,7 +83,7 @@ async function createSchedules(
   logger: Logger,
   signal: AbortSignal,
 ): Promise<void> {
-  const connection = openTemporalConnection(temporalAddress(config));
+  const connection = openTemporalConnection(temporalConnectionOptions(config));
   try {
     for (let attempt = 1; !signal.aborted; attempt++) {
       try {
@@ -103,6 +108,6 @@ async function createSchedules(
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`worker failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.stderr.write(`worker failed: ${startFailure(error)}\n`);
   process.exit(1);
 });

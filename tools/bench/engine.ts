@@ -9,6 +9,7 @@ import { NativeConnection, type WorkerOptions } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import { createEngineWorker } from '../../worker/engine-worker';
 import { payloadKeys, temporalDataConverter } from '../../temporal/data-converter';
+import { sdkConnectionOptions, temporalConnectionOptions } from '../../temporal/connection';
 import { paymentSearchAttributes } from '../../api/temporal';
 import { formatPayloadKeys, loadConfig, type Config } from '../../config';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
@@ -163,7 +164,9 @@ export async function startServers(options: {
       preparedStatements: config.database.preparedStatements,
     });
     cleanups.push(() => workerPool.end());
-    const nativeConnection = await NativeConnection.connect({ address: temporal.address });
+    const nativeConnection = await NativeConnection.connect(
+      sdkConnectionOptions(temporalConnectionOptions(config)),
+    );
     cleanups.push(() => nativeConnection.close());
     return {
       dir,

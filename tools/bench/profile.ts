@@ -8,7 +8,8 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
+import { connectTemporal, temporalConnectionOptions } from '../../temporal/connection';
 import { temporal as proto } from '@temporalio/proto';
 import { type ActivityInterceptorsFactory, type WorkerOptions } from '@temporalio/worker';
 import { createEngineWorker } from '../../worker/engine-worker';
@@ -182,7 +183,7 @@ async function startTracedApi(
     maximumPoolSize: config.database.poolSize,
     preparedStatements: config.database.preparedStatements,
   });
-  const connection = await Connection.connect({ address: engine.temporal.address });
+  const connection = await connectTemporal(temporalConnectionOptions(config));
   const { dataConverter } = engine;
   const temporal = new Client({ connection, namespace: config.temporal.namespace, dataConverter });
   traceTemporal(temporal);

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import type { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { startApi, type RunningApi } from '../../api/server';
-import { loadConfig, temporalAddress, type Config } from '../../config';
+import { loadConfig, type Config } from '../../config';
 import type { DatabasePool } from '../../db/pool';
 import type { Logger } from '../../observability/logger';
 import { createWorker, runningConnection } from '../../worker/create-worker';
 import { temporalDataConverter } from '../../temporal/data-converter';
+import { connectTemporal, temporalConnectionOptions } from '../../temporal/connection';
 
 type ScratchOptions = {
   databaseUrl: string;
@@ -129,7 +130,7 @@ export async function startEngine(options: {
       onFailure: options.onWorkerFailure,
     });
     stops.push(worker.stop);
-    const connection = await Connection.connect({ address: temporalAddress(config) });
+    const connection = await connectTemporal(temporalConnectionOptions(config));
     stops.push(() => connection.close());
     const client = new Client({
       connection,

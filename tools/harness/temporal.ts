@@ -9,6 +9,7 @@ import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/w
 import { bundleWorkflows } from '../../worker/bundle';
 import { SEARCH_ATTRIBUTE_DEFINITIONS } from '../../workflows/shared';
 import { lastLines, literally, removePidFile, stopLeftover, writePidFile } from './processes';
+import { connectTemporal, type TemporalConnectionOptions } from '../../temporal/connection';
 
 const rootDir = path.resolve(__dirname, '..', '..');
 const WHEELS = {
@@ -302,8 +303,9 @@ async function waitForTemporal(
 }
 
 /** Registers the payment search attributes on a server started elsewhere (safe to repeat). */
-export async function registerSearchAttributes(address: string, namespace: string): Promise<void> {
-  const connection = await Connection.connect({ address });
+export async function registerSearchAttributes(options: TemporalConnectionOptions): Promise<void> {
+  const { namespace } = options;
+  const connection = await connectTemporal(options);
   try {
     const types = temporal.api.enums.v1.IndexedValueType;
     const existing = await connection.operatorService.listSearchAttributes({ namespace });

@@ -72,6 +72,18 @@ if [ "${1:-}" = "--test" ]; then
       exit 1
     fi
   fi
+  # test/integration/temporal-tls.test.ts puts nginx's gRPC proxy in front of the dev server as its
+  # TLS terminator; it skips, saying so, only where nginx cannot be had.
+  if [ ! -x /usr/sbin/nginx ] && ! command -v nginx >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "installing nginx-light with apt-get" >&2
+      { apt-get update -qq && apt-get install -y -qq --no-install-recommends nginx-light; } >&2 ||
+        apt-get install -y -qq --no-install-recommends nginx >&2 ||
+        echo "nginx could not be installed: the Temporal TLS test will be skipped" >&2
+    else
+      echo "nginx is missing: the Temporal TLS test will be skipped (apt-get install nginx-light)" >&2
+    fi
+  fi
 fi
 
 if [ "${1:-}" = "--test" ]; then

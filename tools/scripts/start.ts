@@ -1,10 +1,14 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
-import { openTemporalConnection } from '../../temporal/connection';
+import {
+  checkTemporalAccepts,
+  openTemporalConnection,
+  temporalConnectionOptions,
+} from '../../temporal/connection';
 import { startApi } from '../../api/server';
 import { CODEC_PATH } from '../../api/routes/temporal-codec';
-import { loadConfig, temporalAddress, type Config } from '../../config';
+import { loadConfig, type Config } from '../../config';
 import { migrate } from '../../db/migrate';
 import { createDatabasePool } from '../../db/pool';
 import { createFixtureApplication } from '../harness/fixtures';
@@ -108,7 +112,9 @@ async function main(): Promise<void> {
 
     let uiUrl: string | null = null;
     if (config.temporal.address) {
-      await registerSearchAttributes(config.temporal.address, config.temporal.namespace);
+      const external = temporalConnectionOptions(config);
+      await checkTemporalAccepts(external);
+      await registerSearchAttributes(external);
     } else {
       logger.info('starting the Temporal development server');
       const temporal = await supervise({
@@ -141,7 +147,7 @@ async function main(): Promise<void> {
     const worker = runResilientWorker({ config: running, pool, logger });
     stops.push(() => worker.stop(WORKER_STOP_MS));
     await worker.ready;
-    const connection = openTemporalConnection(temporalAddress(config));
+    const connection = openTemporalConnection(temporalConnectionOptions(config));
     stops.push(() => connection.close());
     await ensureSchedules(
       new Client({
