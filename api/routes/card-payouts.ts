@@ -59,12 +59,12 @@ export function cardPayoutRoutes(deps: ApiDeps): Route[] {
         await answerEarly(transactionId, moneyOutReserveRules, {
           wallets: { wallet: body.wallet_id },
           checks: () => {
+            assertLiveProvider(caller, providers.liveConnect, 'card payouts');
             if (!canReceivePayouts(account)) {
               throw new AppError('invalid_request', PAYOUTS_NOT_ENABLED);
             }
           },
         });
-        assertLiveProvider(caller, providers.liveConnect, 'card payouts');
         const opened = unlessDeclined(
           await startPaymentWithUpdate(deps, cardPayoutWorkflow, {
             workflowId: workflowIds.payout(transactionId),
