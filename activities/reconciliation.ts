@@ -22,7 +22,9 @@ import {
   type NotificationKind,
   type TemporalDeps,
 } from '../intake/notifications';
+import type { ErrorLog } from '../intake/contradictions';
 import { closeDispute } from '../intake/disputes';
+import { reportUnapplied } from '../intake/unapplied';
 import type { Providers } from '../providers';
 
 /** What a run of the reconciliation workflow found and did. */
@@ -43,17 +45,18 @@ export function createReconciliationActivities(deps: {
   providers: Providers;
 }) {
   const { pool, config, providers } = deps;
+  const logger: ErrorLog = {
+    error: (fields, message) => {
+      Context.current().log.error(message, fields);
+    },
+  };
   /** The worker's own Temporal client, for the payment workflows' updates. */
   const temporalDeps = (): TemporalDeps => ({
     pool,
     temporal: Context.current().client,
     timeoutMs: config.api.requestTimeoutMs,
     providers,
-    logger: {
-      error: (fields, message) => {
-        Context.current().log.error(message, fields);
-      },
-    },
+    logger,
   });
 
   /** Every payment a provider settles still pending past the grace period, oldest first. */
@@ -99,6 +102,10 @@ export function createReconciliationActivities(deps: {
         note,
       ).catch(() => unmatched);
       await recordNotificationAttempt(pool, note.id, resolution);
+      if (resolution.unapplied) {
+        const event = { ...note, transactionId: resolution.transactionId };
+        reportUnapplied(logger, event, resolution.unapplied);
+      }
       if (resolution.outcome === 'matched') matched += 1;
     }
     return { retried: kept.length, matched };

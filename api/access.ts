@@ -59,6 +59,11 @@ export type EarlyFacts<S extends string, P extends string> = {
   wallets: Partial<Record<S, string | null>>;
   subjects?: Facts<S, P>['subjects'];
   params?: Facts<S, P>['params'];
+  /**
+   * The route's own checks past the money rules (a payout account able to receive, say): run
+   * with the early answer, so a retry whose key's payment exists skips them as it skips the rules.
+   */
+  checks?: () => void | Promise<void>;
 };
 
 /**
@@ -84,6 +89,7 @@ export function earlyAnswer(
   return async (payment, step, known, memory) => {
     if (idempotency && !idempotency.fresh && (await findTransaction(db, payment))) return;
     await answerEarly(db, caller, step, known, memory);
+    await known.checks?.();
   };
 }
 

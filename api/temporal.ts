@@ -11,7 +11,7 @@ import type { Caller, TransactionType } from '../domain/types';
 import { SearchAttributes } from '../workflows/shared';
 import { AppError } from './errors';
 import { eagerStarts, paymentsStarted, settledLocally } from '../observability/metrics';
-import { GRPC_UNAVAILABLE } from '../temporal/connection';
+import { GRPC_UNAVAILABLE, NEVER_SENT } from '../temporal/connection';
 import { listenForSettlement } from '../temporal/settlements';
 
 /**
@@ -183,7 +183,7 @@ export function isTemporalUnreachable(error: unknown): boolean {
 function neverSent(error: unknown): boolean {
   for (const e of causes(error)) {
     if (!isGrpcServiceError(e)) continue;
-    return Number(e.code) === GRPC_UNAVAILABLE && /^No connection established/.test(e.details);
+    return Number(e.code) === GRPC_UNAVAILABLE && NEVER_SENT.test(e.details);
   }
   return false;
 }

@@ -6,15 +6,16 @@
 import { findNotifiedPayment, insertProviderNotification } from '../db/provider-notifications';
 import { findTransaction } from '../db/transactions';
 import type { Mode } from '../domain/types';
-import type { Logger } from '../observability/logger';
-import { providerEventsUnapplied } from '../observability/metrics';
 import type { CardCaseEvent } from '../providers/card';
 import type { DisputeStatus } from '../workflows/dispute-shared';
+import type { ErrorLog } from './contradictions';
 import { closeDispute, openDispute, type DisputeDeps } from './disputes';
 import { receiveNotification, type Resolution, type TemporalDeps } from './notifications';
+import { keepUnapplied, type UnappliedReason } from './unapplied';
 
 export type RefundEvent = Extract<CardCaseEvent, { kind: 'refund' }>;
 export type DisputeEvent = Extract<CardCaseEvent, { kind: 'dispute' }>;
+export type UnreadableDisputeEvent = Extract<CardCaseEvent, { kind: 'unreadable_dispute' }>;
 
 /** Where the event came from: its provider and the mode that provider speaks for. */
 export type CaseEventSource = { provider: string; mode: Mode; body: unknown };
@@ -28,7 +29,7 @@ export type Applied = { transactionId: string | null; status: string | null };
  * pending refund says nothing new: kept only.
  */
 export async function applyRefundEvent(
-  deps: TemporalDeps,
+  deps: TemporalDeps & CaseReporting,
   event: RefundEvent,
   source: CaseEventSource,
 ): Promise<Applied> {
@@ -117,51 +118,44 @@ export function disputeIntake(deps: DisputeDeps): DisputeIntake {
   };
 }
 
-/** Why a dispute event moved no money though it should have: the metric's `reason` label. */
-export type UnappliedReason = 'not_our_deposit' | 'declined' | 'unknown_dispute' | 'error';
-
 /** What the dispute webhook reports beyond its rows: a money event it could not apply. */
-export type CaseReporting = { logger: Pick<Logger, 'error'> };
+export type CaseReporting = { logger: ErrorLog };
 
 /**
  * A dispute event to the dispute intake: `created` opens a dispute on our card deposit, `closed`
  * (won or lost) closes it, an update is kept only (`ignored`). One that should move money but
- * cannot is kept `unapplied` for an operator, logged at error and counted (docs/operations.md).
+ * cannot, or cannot be read, is kept `unapplied` for an operator (intake/unapplied.ts).
  */
 export async function applyDisputeEvent(
   deps: Pick<TemporalDeps, 'pool'> & CaseReporting,
-  event: DisputeEvent,
+  event: DisputeEvent | UnreadableDisputeEvent,
   source: CaseEventSource,
   disputes: DisputeIntake,
 ): Promise<Applied> {
   // Never `unmatched`: the reconciliation retries no dispute kind, and such a row would take one
   // of its retry slots for nothing.
-  const keep = (outcome: 'matched' | 'ignored' | 'unapplied', transactionId: string | null) =>
-    insertProviderNotification(deps.pool, {
-      provider: source.provider,
-      kind: 'dispute',
-      mode: source.mode,
-      paymentReference: event.disputeId,
-      reference: event.paymentId,
-      status: event.status,
-      transactionId,
-      outcome,
-      body: source.body,
-    });
+  const kept = (transactionId: string | null) => ({
+    provider: source.provider,
+    kind: 'dispute',
+    mode: source.mode,
+    paymentReference: event.disputeId,
+    reference: event.paymentId,
+    status: event.status,
+    transactionId,
+    body: source.body,
+  });
+  const keep = (outcome: 'matched' | 'ignored', transactionId: string | null) =>
+    insertProviderNotification(deps.pool, { ...kept(transactionId), outcome });
   const unapplied = async (reason: UnappliedReason, transactionId: string | null, why: string) => {
-    await keep('unapplied', transactionId);
-    providerEventsUnapplied.inc({ kind: 'dispute', reason });
-    deps.logger.error(
+    await keepUnapplied(
+      deps,
+      kept(transactionId),
+      { reason, why },
       {
-        provider: source.provider,
-        mode: source.mode,
         change: event.change,
         dispute: event.disputeId,
         payment: event.paymentId,
-        transactionId,
-        reason,
       },
-      `dispute event not applied, kept for an operator: ${why}`,
     );
     return { transactionId: null, status: null };
   };
@@ -169,6 +163,7 @@ export async function applyDisputeEvent(
     await keep('ignored', null);
     return { transactionId: null, status: null };
   }
+  if (event.kind === 'unreadable_dispute') return unapplied('unreadable', null, event.why);
   let answer: DisputeAnswer;
   let transactionId: string | null = null;
   try {

@@ -14,6 +14,7 @@ import {
 import { findTransaction } from '../db/transactions';
 import type { Providers } from '../providers';
 import { contradicts, keepContradictingMessage, type ErrorLog } from './contradictions';
+import { keepUnapplied, type Unapplied, type UnappliedReason } from './unapplied';
 import type { Mode, TransactionType } from '../domain/types';
 import { isNotFound } from '../temporal/connection';
 import { decodePayloadsIn } from '../temporal/data-converter';
@@ -194,22 +195,27 @@ export const notificationTargets = {
 
 export type NotificationKind = keyof typeof notificationTargets;
 
-/** What became of a notification; `status` is the payment's status when it reached one. */
+/**
+ * What became of a notification; `status` is the payment's status when it reached one, and
+ * `unapplied` says why one about a payment could not settle it.
+ */
 export type Resolution = {
   outcome: NotificationOutcome;
   transactionId: string | null;
   status: string | null;
+  unapplied?: Unapplied;
 };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export const unmatched: Resolution = { outcome: 'unmatched', transactionId: null, status: null };
-const ignored: Resolution = { outcome: 'ignored', transactionId: null, status: null };
+const unapplied = (reason: UnappliedReason, transactionId: string | null, why: string) =>
+  ({ outcome: 'unapplied', transactionId, status: null, unapplied: { reason, why } }) as const;
 
 /**
  * Settles a provider's message through its payment's workflow, which settles exactly once: found
  * by the provider's reference, else by our transaction id in its metadata (restarting a deposit
- * that lost its creation answer), else `unmatched`; another mode's or payment's: `ignored`.
+ * that lost its creation answer), else `unmatched`; another mode's or payment's: `unapplied`, for an operator.
  */
 export async function resolveNotification(
   deps: TemporalDeps,
@@ -227,9 +233,13 @@ export async function resolveNotification(
   if (payment) {
     // A provider speaks for its own mode only: the sandbox (Test Mode) can never settle a Live
     // Mode payment, whatever references its message carries, nor the reverse.
-    if (payment.mode !== message.mode) return ignored;
+    if (payment.mode !== message.mode) {
+      return unapplied('other_mode', payment.id, `the payment is a ${payment.mode} mode one`);
+    }
     if (payment.providerReference === null) return unmatched;
-    if (payment.providerReference !== message.paymentReference) return ignored;
+    if (payment.providerReference !== message.paymentReference) {
+      return unapplied('other_payment', payment.id, 'the payment has another provider reference');
+    }
     return deliver(deps, kind, payment.id, message);
   }
   if (!transactionId || !target.reopen) return unmatched;
@@ -278,8 +288,9 @@ async function reopen(
     if (isNotFound(error)) return unmatched;
     throw error;
   }
-  if (described.typedSearchAttributes.get(SearchAttributes.PaymentMode) !== message.mode) {
-    return ignored;
+  const mode = described.typedSearchAttributes.get(SearchAttributes.PaymentMode);
+  if (mode !== message.mode) {
+    return unapplied('other_mode', transactionId, `the payment is a ${String(mode)} mode one`);
   }
   if (described.status.name === 'RUNNING') return unmatched;
   const history = await handle.fetchHistory();
@@ -315,16 +326,17 @@ async function reopen(
 
 /**
  * A provider's message through the HTTP edge: resolved as `resolveNotification` says, then kept
- * with its outcome (an unmatched one is what the reconciliation retries).
+ * with its outcome (an unmatched one is what the reconciliation retries, an unapplied one an
+ * operator's).
  */
 export async function receiveNotification(
-  deps: TemporalDeps,
+  deps: TemporalDeps & { logger: ErrorLog },
   kind: NotificationKind,
   message: ProviderMessage,
   body: unknown,
 ): Promise<Resolution> {
-  const keep = (resolution: Resolution) =>
-    insertProviderNotification(deps.pool, {
+  const keep = async (resolution: Resolution) => {
+    const event = {
       provider: message.provider,
       kind,
       mode: message.mode,
@@ -332,9 +344,11 @@ export async function receiveNotification(
       reference: message.reference,
       status: message.status,
       transactionId: resolution.transactionId,
-      outcome: resolution.outcome,
       body,
-    });
+    };
+    if (resolution.unapplied) await keepUnapplied(deps, event, resolution.unapplied);
+    else await insertProviderNotification(deps.pool, { ...event, outcome: resolution.outcome });
+  };
   let resolution: Resolution;
   try {
     resolution = await resolveNotification(deps, kind, message);
@@ -345,5 +359,6 @@ export async function receiveNotification(
     throw error;
   }
   await keep(resolution);
-  return resolution;
+  // As the dispute intake answers: the payment an unapplied event names is the operator's to see.
+  return resolution.unapplied ? { ...resolution, transactionId: null } : resolution;
 }

@@ -117,6 +117,19 @@ export type CardCaseEvent =
       status: CardDisputeStatus;
       /** When evidence is due, as the provider says (ISO 8601); null when it says none. */
       evidenceDueBy: string | null;
+    }
+  | {
+      /** A signed dispute event the adapter cannot read (a currency it does not know, say). */
+      kind: 'unreadable_dispute';
+      id: string;
+      change: 'created' | 'updated' | 'closed';
+      /** The provider's dispute id, else its event id. */
+      disputeId: string;
+      paymentId: string | null;
+      /** The status as the provider wrote it; `unknown` when absent. */
+      status: string;
+      /** What could not be read. */
+      why: string;
     };
 
 export interface CardProvider {

@@ -310,9 +310,8 @@ export class StripeCardProvider implements CardProvider {
   }
 
   /**
-   * A refund or dispute event, read defensively: an event whose object lacks what the engine
-   * needs, or carries a status this adapter does not know, is null like an unrelated one, so
-   * that the webhook answers and Stripe does not retry it forever.
+   * A refund or dispute event, read defensively: a refund event the adapter cannot read is null
+   * like an unrelated one; a dispute event is `unreadable_dispute`, kept for an operator.
    */
   parseCaseEvent(
     rawBody: string,
@@ -448,9 +447,24 @@ function disputeEvent(eventId: string, change: string, object: object): CardCase
     typeof dispute.status === 'string' && Object.hasOwn(DISPUTE_STATUS, dispute.status)
       ? DISPUTE_STATUS[dispute.status]
       : undefined;
-  if (typeof dispute.id !== 'string' || typeof paymentId !== 'string' || !status) return null;
-  if (!Number.isSafeInteger(dispute.amount) || (dispute.amount as number) <= 0) return null;
-  if (!currency || !CURRENCIES.includes(currency)) return null;
+  const unreadable = (why: string): CardCaseEvent => ({
+    kind: 'unreadable_dispute',
+    id: eventId,
+    change,
+    disputeId: typeof dispute.id === 'string' ? dispute.id : eventId,
+    paymentId: typeof paymentId === 'string' ? paymentId : null,
+    status: typeof dispute.status === 'string' ? dispute.status : 'unknown',
+    why,
+  });
+  if (typeof dispute.id !== 'string') return unreadable('no dispute id');
+  if (typeof paymentId !== 'string') return unreadable('no payment intent');
+  if (!status) return unreadable(`status ${String(dispute.status)}`);
+  if (!Number.isSafeInteger(dispute.amount) || (dispute.amount as number) <= 0) {
+    return unreadable(`amount ${String(dispute.amount)}`);
+  }
+  if (!currency || !CURRENCIES.includes(currency)) {
+    return unreadable(`currency ${String(dispute.currency)}`);
+  }
   const dueBy = dispute.evidence_details?.due_by;
   return {
     kind: 'dispute',

@@ -179,10 +179,17 @@ function splitAddress(address: string): { host: string; port: number } {
   return { host: match?.[1] ?? address, port: Number(match?.[2] ?? 7233) };
 }
 
+/** How gRPC details an UNAVAILABLE call that never left this process (no connection). */
+export const NEVER_SENT = /^No connection established/;
+
+/** An UNAVAILABLE call that did leave: lost on the way, it may have taken effect. */
+const lostAfterSending = (status: { code: number; details?: string }) =>
+  status.code === GRPC_UNAVAILABLE && !NEVER_SENT.test(status.details ?? '');
+
 /**
- * A Temporal connection that fails fast while the server is down and recovers by itself: lazy (the
- * process starts without Temporal), UNAVAILABLE retried briefly instead of the SDK's long retries,
- * quick reconnection. Other retryable failures (RESOURCE_EXHAUSTED) keep the SDK's retries.
+ * A Temporal connection that fails fast while the server is down and recovers by itself: lazy,
+ * UNAVAILABLE retried briefly (while nothing was sent) instead of the SDK's long retries, quick
+ * reconnection. Other retryable failures (RESOURCE_EXHAUSTED) keep the SDK's retries.
  */
 export function openTemporalConnection(options: TemporalConnectionOptions): Connection {
   const quick = defaultGrpcRetryOptions({
@@ -198,7 +205,10 @@ export function openTemporalConnection(options: TemporalConnectionOptions): Conn
     interceptors: [
       makeGrpcRetryInterceptor({
         delayFunction: (attempt, status) => pick(status.code).delayFunction(attempt, status),
-        retryableDecider: (attempt, status) => pick(status.code).retryableDecider(attempt, status),
+        // Not one lost after it was sent: a retry's failure would read as never sent, and the
+        // API would answer "nothing started" (503) for a start that may have happened (504).
+        retryableDecider: (attempt, status) =>
+          !lostAfterSending(status) && pick(status.code).retryableDecider(attempt, status),
       }),
     ],
     channelArgs: {

@@ -86,7 +86,9 @@ export const UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
  * their message shown only when they mark it safe to show.
  */
 function describeError(error: unknown): { status: number; detail: string; code?: ErrorCode } {
-  if (isDatabaseUnreachable(error) || isTemporalUnreachable(error)) {
+  // An answer decided already keeps its status: a 504 whose cause is Temporal lost on the way.
+  const decided = error instanceof AppError;
+  if (!decided && (isDatabaseUnreachable(error) || isTemporalUnreachable(error))) {
     error = new AppError('unavailable', null, { cause: error });
   }
   if (error instanceof AppError) {

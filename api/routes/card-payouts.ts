@@ -55,12 +55,16 @@ export function cardPayoutRoutes(deps: ApiDeps): Route[] {
       },
       handler: async ({ caller, body, idempotency, answerEarly }) => {
         const transactionId = idFromKey(caller, idempotency, 'card_payout');
+        const account = await findPayoutAccount(pool, caller, body.wallet_id);
         await answerEarly(transactionId, moneyOutReserveRules, {
           wallets: { wallet: body.wallet_id },
+          checks: () => {
+            assertLiveProvider(caller, providers.liveConnect, 'card payouts');
+            if (!canReceivePayouts(account)) {
+              throw new AppError('invalid_request', PAYOUTS_NOT_ENABLED);
+            }
+          },
         });
-        assertLiveProvider(caller, providers.liveConnect, 'card payouts');
-        const account = await findPayoutAccount(pool, caller, body.wallet_id);
-        if (!canReceivePayouts(account)) throw new AppError('invalid_request', PAYOUTS_NOT_ENABLED);
         const opened = unlessDeclined(
           await startPaymentWithUpdate(deps, cardPayoutWorkflow, {
             workflowId: workflowIds.payout(transactionId),
@@ -72,7 +76,8 @@ export function cardPayoutRoutes(deps: ApiDeps): Route[] {
                 mode: caller.mode,
                 walletId: body.wallet_id,
                 amount: body.amount.toString(),
-                destination: { account_id: account.account_id },
+                // A retry whose payment exists skips the checks: its workflow keeps its first input.
+                destination: { account_id: account?.account_id ?? '' },
                 ...(body.metadata && { metadata: body.metadata }),
               },
             ],

@@ -26,6 +26,7 @@ import {
   uuidPattern,
 } from '../schemas';
 import { DisputeBody } from '../serializers';
+import { withDeadline } from '../temporal';
 
 const STATUSES = ['needs_response', 'under_review', 'won', 'lost'] as const;
 
@@ -184,19 +185,19 @@ export function disputeRoutes(deps: ApiDeps): Route[] {
           subjects: { deposit: facts && depositFacts(facts) },
           params: { amount, byProvider: false },
         });
-        const opened = unlessDeclined(
-          await openDispute(intake, {
-            applicationId: caller.applicationId,
-            mode: caller.mode,
-            transactionId: id,
-            amount,
-            reason: body.reason ?? 'general',
-            providerDisputeId: null,
-            evidenceDueBy: null,
-            ...(body.metadata && { metadata: body.metadata }),
-            ...(idempotency && { disputeId }),
-          }),
-        );
+        // As every payment start: Temporal lost once the start went out is a 504, not a 503.
+        const opening = openDispute(intake, {
+          applicationId: caller.applicationId,
+          mode: caller.mode,
+          transactionId: id,
+          amount,
+          reason: body.reason ?? 'general',
+          providerDisputeId: null,
+          evidenceDueBy: null,
+          ...(body.metadata && { metadata: body.metadata }),
+          ...(idempotency && { disputeId }),
+        });
+        const opened = unlessDeclined(await withDeadline(opening, intake.timeoutMs));
         return { body: disputeAnswer(disputeFromRecord(opened.dispute)) };
       },
     }),

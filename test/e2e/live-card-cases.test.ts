@@ -192,6 +192,9 @@ describe('refund events reaching a refund record', () => {
     return row.id;
   }
 
+  const statusOf = async (id: string) =>
+    engine.pool.oneFirst(sql.unsafe`SELECT status FROM transactions WHERE id = ${id}`);
+
   it('finds our refund by Stripe’s refund id and hands it on (matched)', async () => {
     const id = await refundRecord('live', 're_ours');
     const res = await post(eventBody('refund.updated', refund('re_ours', 'succeeded', null)));
@@ -221,12 +224,51 @@ describe('refund events reaching a refund record', () => {
     });
   });
 
-  it('ignores one about a Test Mode refund: Stripe speaks for Live Mode only', async () => {
-    await refundRecord('test', 're_test_mode');
+  /** The error lines logged about a provider reference. */
+  const loggedAbout = (paymentReference: string) =>
+    engine.logs
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.paymentReference === paymentReference);
+
+  it('keeps one about a Test Mode refund unapplied, counted and logged: Stripe speaks for Live Mode only', async () => {
+    const id = await refundRecord('test', 're_test_mode');
+    const metricsBefore = await scrape(engine.metricsUrl!);
     const res = await post(eventBody('refund.updated', refund('re_test_mode', 'succeeded', null)));
     expect(res.status).toBe(200);
     expect(res.body.transaction_id).toBeNull();
-    expect((await notificationsFor('re_test_mode'))[0]).toMatchObject({ outcome: 'ignored' });
+    expect((await notificationsFor('re_test_mode'))[0]).toMatchObject({
+      outcome: 'unapplied',
+      transaction_id: id,
+    });
+    expect(await statusOf(id)).toBe('pending');
+    const counted = series('provider_events_unapplied_total', {
+      kind: 'refund',
+      reason: 'other_mode',
+    });
+    expect(increase(metricsBefore, await scrape(engine.metricsUrl!), counted)).toBe(1);
+    expect(loggedAbout('re_test_mode')).toEqual([
+      expect.objectContaining({ level: 50, kind: 'refund', reason: 'other_mode' }),
+    ]);
+  });
+
+  it('keeps one naming our refund under another Stripe refund id unapplied, counted and logged', async () => {
+    const id = await refundRecord('live', 're_first');
+    const metricsBefore = await scrape(engine.metricsUrl!);
+    const res = await post(eventBody('refund.updated', refund('re_second', 'succeeded', id)));
+    expect(res.status).toBe(200);
+    expect(res.body.transaction_id).toBeNull();
+    expect(await notificationsFor('re_second')).toEqual([
+      expect.objectContaining({ reference: id, transaction_id: id, outcome: 'unapplied' }),
+    ]);
+    expect(await statusOf(id)).toBe('pending');
+    const counted = series('provider_events_unapplied_total', {
+      kind: 'refund',
+      reason: 'other_payment',
+    });
+    expect(increase(metricsBefore, await scrape(engine.metricsUrl!), counted)).toBe(1);
+    expect(loggedAbout('re_second')).toEqual([
+      expect.objectContaining({ level: 50, kind: 'refund', reason: 'other_payment' }),
+    ]);
   });
 });
 
@@ -447,5 +489,39 @@ describe('dispute events', () => {
       reason: 'not_our_deposit',
     });
     expect(increase(metricsBefore, await scrape(engine.metricsUrl!), counted)).toBe(2);
+  });
+
+  it('keeps a dispute opening it cannot read (a currency it does not know) unapplied, counted and logged', async () => {
+    const deposit = await liveDeposit(20);
+    const metricsBefore = await scrape(engine.metricsUrl!);
+    const res = await post(
+      eventBody('charge.dispute.created', {
+        ...dispute('dp_euros', deposit.paymentIntent, 'needs_response'),
+        currency: 'eur',
+      }),
+    );
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ received: true, transaction_id: null, status: null });
+    expect(await notificationsFor('dp_euros')).toEqual([
+      {
+        kind: 'dispute',
+        mode: 'live',
+        status: 'needs_response',
+        reference: deposit.paymentIntent,
+        transaction_id: null,
+        outcome: 'unapplied',
+      },
+    ]);
+    expect(await disputesOf(deposit.id)).toEqual([]);
+    expect(await balanceOf(engine.pool, deposit.walletId)).toBe(20_00n);
+    const counted = series('provider_events_unapplied_total', {
+      kind: 'dispute',
+      reason: 'unreadable',
+    });
+    expect(increase(metricsBefore, await scrape(engine.metricsUrl!), counted)).toBe(1);
+    const logged = engine.logs
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.dispute === 'dp_euros');
+    expect(logged).toEqual([expect.objectContaining({ level: 50, reason: 'unreadable' })]);
   });
 });

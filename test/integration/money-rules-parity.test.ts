@@ -3,6 +3,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { createActivities } from '../../activities';
 import { ERROR_MESSAGES } from '../../api/errors';
+import { PAYOUTS_NOT_ENABLED } from '../../api/routes/card-payouts';
 import { insertPendingDeposit } from '../../activities/deposit';
 import { createEscrowActivities } from '../../activities/escrow';
 import { createTransferActivities } from '../../activities/transfer';
@@ -1145,6 +1146,23 @@ const RETRIED: Retried[] = [
         body,
         accounts: [source],
         decline: disable(source),
+      };
+    },
+  },
+  {
+    name: 'card payout, its payout account restricted since',
+    declined: { status: 400, detail: PAYOUTS_NOT_ENABLED },
+    setup: async () => {
+      const source = await fresh(50_000n);
+      const onboarded = await onboardForPayouts(api, source);
+      if (onboarded.status !== 200) throw new Error(`onboarding: ${onboarded.status}`);
+      return {
+        path: '/api/v1/transactions/wallet/card-payout',
+        body: { wallet_id: source, amount: 25 },
+        accounts: [source],
+        decline: () =>
+          engine.pool.query(sql.unsafe`
+            UPDATE payout_accounts SET payouts_enabled = false WHERE wallet_id = ${source}`),
       };
     },
   },

@@ -439,10 +439,8 @@ describe('refund and dispute events', () => {
     expect(adapter.parseEvent(intent, signed(intent))).toMatchObject({ status: 'succeeded' });
   });
 
-  it('is null, never an error, for a malformed object', async () => {
+  it('is null, never an error, for a malformed refund object', async () => {
     const refund = await refundObject('succeeded');
-    const disputeId = fake.addDispute(paymentId, 'needs_response');
-    const dispute = fake.disputeObject(disputeId);
     const malformed: Array<[string, unknown]> = [
       ['refund.updated', null],
       ['refund.updated', 'text'],
@@ -450,13 +448,6 @@ describe('refund and dispute events', () => {
       ['refund.updated', { ...refund, status: 'sideways' }],
       ['refund.updated', { ...refund, status: 'toString' }],
       ['refund.updated', { ...refund, object: 'charge' }],
-      ['charge.dispute.created', { ...dispute, amount: '4000' }],
-      ['charge.dispute.created', { ...dispute, amount: 12.5 }],
-      ['charge.dispute.created', { ...dispute, currency: 'eur' }],
-      ['charge.dispute.created', { ...dispute, currency: 7 }],
-      ['charge.dispute.created', { ...dispute, payment_intent: null }],
-      ['charge.dispute.created', { ...dispute, status: 'sideways' }],
-      ['charge.dispute.closed', { ...dispute, id: undefined }],
     ];
     for (const [type, object] of malformed) {
       const body = fake.eventBody(type, object);
@@ -464,6 +455,37 @@ describe('refund and dispute events', () => {
     }
     const noData = JSON.stringify({ id: 'evt_x', object: 'event', type: 'refund.updated' });
     expect(parse(noData)).toBeNull();
+  });
+
+  it('reads a malformed dispute object as unreadable, never an error, saying what', () => {
+    const disputeId = fake.addDispute(paymentId, 'needs_response');
+    const dispute = fake.disputeObject(disputeId);
+    const malformed: Array<[string, unknown, string]> = [
+      ['charge.dispute.created', { ...dispute, amount: '4000' }, 'amount 4000'],
+      ['charge.dispute.created', { ...dispute, amount: 12.5 }, 'amount 12.5'],
+      ['charge.dispute.created', { ...dispute, currency: 'eur' }, 'currency eur'],
+      ['charge.dispute.created', { ...dispute, currency: 7 }, 'currency 7'],
+      ['charge.dispute.created', { ...dispute, payment_intent: null }, 'no payment intent'],
+      ['charge.dispute.created', { ...dispute, status: 'sideways' }, 'status sideways'],
+    ];
+    for (const [type, object, why] of malformed) {
+      const body = fake.eventBody(type, object);
+      expect(parse(body)).toMatchObject({
+        kind: 'unreadable_dispute',
+        change: 'created',
+        disputeId,
+        why,
+      });
+    }
+    const noId = fake.eventBody('charge.dispute.closed', { ...dispute, id: undefined });
+    expect(parse(noId)).toMatchObject({
+      kind: 'unreadable_dispute',
+      change: 'closed',
+      disputeId: JSON.parse(noId).id,
+      paymentId,
+      why: 'no dispute id',
+    });
+    expect(parse(fake.eventBody('charge.dispute.created', null))).toBeNull();
   });
 
   it('subscribes to case events distinct from the payment events', () => {
