@@ -493,7 +493,7 @@ describe('the worker stopped while deliveries are pending', () => {
 
 describe('the outbox relay', () => {
   it('runs from the worker start-up, and the maintenance workflow starts it again once stopped', async () => {
-    const relayId = webhookRelayId(engine.config.temporal.taskQueue);
+    const relayId = webhookRelayId(engine.config.temporal.webhookTaskQueue);
     const relay = engine.temporal.workflow.getHandle(relayId);
     expect((await relay.describe()).status.name).toBe('RUNNING');
     await relay.terminate('operator stopped it');

@@ -15,15 +15,16 @@ export type WorkerProcess = {
 };
 
 /**
- * `npm run worker` as production runs it (a child process), against `config`'s database,
- * Temporal and task queue, with `env` added; resolves once it says it is running. It shares
- * the payload keys of `config`, so that an API of the test reads what the worker writes.
+ * `npm run worker -- <args>` as production runs it (a child process), against `config`'s
+ * database, Temporal and task queues, with `env` added; resolves once it says it is running. It
+ * shares the payload keys of `config`, so that an API of the test reads what the worker writes.
  */
 export async function startWorkerProcess(
   config: Config,
-  options: { dataDir: string; env?: Record<string, string> },
+  options: { dataDir: string; env?: Record<string, string>; args?: string[] },
 ): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+  const args = ['--import', 'tsx', 'worker/main.ts', ...(options.args ?? [])];
+  const child = spawn(process.execPath, args, {
     cwd: root,
     env: {
       PATH: process.env.PATH,
@@ -34,6 +35,8 @@ export async function startWorkerProcess(
       DATABASE_URL: config.database.url,
       TEMPORAL_ADDRESS: config.temporal.address,
       TEMPORAL_TASK_QUEUE: config.temporal.taskQueue,
+      TEMPORAL_WEBHOOK_TASK_QUEUE: config.temporal.webhookTaskQueue,
+      TEMPORAL_MAINTENANCE_TASK_QUEUE: config.temporal.maintenanceTaskQueue,
       ...(process.env.TEST_WORKFLOW_BUNDLE
         ? { TEMPORAL_WORKFLOW_BUNDLE: process.env.TEST_WORKFLOW_BUNDLE }
         : {}),
