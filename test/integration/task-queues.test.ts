@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -56,7 +56,10 @@ beforeAll(async () => {
     taskQueuePrefix: 'task-queues',
     workflowBundle: process.env.TEST_WORKFLOW_BUNDLE,
     requestTimeoutMs: 30_000,
-    env: { WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1/32' },
+    env: {
+      WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1/32',
+      WEBHOOK_SECRET_KEY: randomBytes(32).toString('base64'),
+    },
   });
   const logger = createLogger('info', new Writable({ write: (_c, _e, done) => done() }));
   api = await startApi(config, logger, database.url);

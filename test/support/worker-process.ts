@@ -17,7 +17,7 @@ export type WorkerProcess = {
 /**
  * `npm run worker -- <args>` as production runs it (a child process), against `config`'s
  * database, Temporal and task queues, with `env` added; resolves once it says it is running. It
- * shares the payload keys of `config`, so that an API of the test reads what the worker writes.
+ * shares the payload and webhook keys of `config`, so that the test's API and it read each other.
  */
 export async function startWorkerProcess(
   config: Config,
@@ -31,6 +31,10 @@ export async function startWorkerProcess(
       HOME: process.env.HOME,
       DATA_DIR: options.dataDir,
       TEMPORAL_PAYLOAD_KEYS: formatPayloadKeys(payloadKeys(config)),
+      WEBHOOK_PRIVATE_ALLOWLIST: config.webhooks.privateAllowlist.join(','),
+      ...(config.webhooks.secretKey
+        ? { WEBHOOK_SECRET_KEY: config.webhooks.secretKey.toString('base64') }
+        : {}),
       HOST: '127.0.0.1',
       DATABASE_URL: config.database.url,
       TEMPORAL_ADDRESS: config.temporal.address,
