@@ -30,6 +30,11 @@ export function createQueueActivities(dependencies: ActivityDeps) {
   const walletCurrencies: WalletCurrencyMemory = new Map();
   const deps = { ...dependencies, systemAccounts, walletCurrencies };
   const webhooks = createWebhookActivities(deps);
+  const maintenance = {
+    ...createMaintenanceActivities(deps),
+    ...createReconciliationActivities(deps),
+    ensureWebhookRelayRuns: webhooks.ensureWebhookRelayRuns,
+  };
   return {
     payments: {
       ...declinePermanentDatabaseErrors({
@@ -45,16 +50,13 @@ export function createQueueActivities(dependencies: ActivityDeps) {
         ...createOnboardingActivities(deps),
         ...createDisputeActivities(deps),
       }),
-      // Deliveries and a relay started on this queue before it had a queue of its own still
-      // finish here (docs/operations.md, task queues).
+      // Deliveries and maintenance runs started on this queue before they had queues of their
+      // own still finish here, until the drain docs/operations.md describes.
       ...webhooks,
+      ...maintenance,
     },
     webhooks,
-    maintenance: {
-      ...createMaintenanceActivities(deps),
-      ...createReconciliationActivities(deps),
-      ensureWebhookRelayRuns: webhooks.ensureWebhookRelayRuns,
-    },
+    maintenance,
   };
 }
 

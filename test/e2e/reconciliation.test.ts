@@ -67,7 +67,7 @@ const status = async (transactionId: string) =>
 const runReconciliation = (workflowId = `reconciliation-test-${randomUUID()}`) =>
   engine.temporal.workflow.execute(reconciliationWorkflow, {
     workflowId,
-    taskQueue: engine.config.temporal.taskQueue,
+    taskQueue: engine.config.temporal.maintenanceTaskQueue,
     args: [{}],
   });
 
