@@ -1,0 +1,67 @@
+/**
+ * Row (3q)'s backlog: webhook deliveries to a loopback endpoint that accepts and never answers,
+ * so that each attempt holds its slot until its timeout, the way a dead merchant endpoint does.
+ */
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { progress, type Engine, type Fixture } from './engine';
+import { failure, type HttpClient } from './senders';
+
+/** The event type the backlog's subscription selects, and only it: transfers' events stay out. */
+const BACKLOG_EVENT = 'escrow.held';
+
+export type SilentEndpoint = { url: string; close: () => Promise<void> };
+
+/** A TCP server on loopback that accepts every connection and never writes a byte. */
+export async function silentEndpoint(): Promise<SilentEndpoint> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/never`,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * Subscribes `url` and writes `count` events it selects, then waits until the relay has started
+ * a delivery workflow for each (the outbox rows relayed).
+ */
+export async function backUpDeliveries(options: {
+  engine: Engine;
+  fixture: Fixture;
+  api: HttpClient;
+  url: string;
+  count: number;
+}): Promise<void> {
+  const { engine, fixture, count } = options;
+  const subscription = await options.api.post('/api/v1/webhooks/subscriptions', {
+    url: options.url,
+    events: [BACKLOG_EVENT],
+  });
+  if (subscription.status !== 201) throw failure('subscribe', subscription);
+  const ids = await engine.pool.anyFirst(sql.type(z.object({ id: z.string() }))`
+    INSERT INTO events (id, application_id, mode, type, data)
+    SELECT gen_random_uuid(), ${fixture.applicationId}, 'test', ${BACKLOG_EVENT}, '{}'::jsonb
+    FROM generate_series(1, ${count})
+    RETURNING id`);
+  progress(`   ${count} deliveries to an endpoint that never answers: relaying`);
+  for (;;) {
+    const waiting = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM events
+      WHERE id = ANY (${sql.array(ids, 'uuid')}) AND relayed_at IS NULL`);
+    if (waiting === 0) return;
+    await sleep(500);
+  }
+}
