@@ -4,9 +4,9 @@
  */
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'slonik';
 import { z } from 'zod';
+import { startWebhookDelivery } from '../../temporal/webhook-deliveries';
 import { progress, type Engine, type Fixture } from './engine';
 import { failure, type HttpClient } from './senders';
 
@@ -34,9 +34,12 @@ export async function silentEndpoint(): Promise<SilentEndpoint> {
   };
 }
 
+/** Delivery workflows started at once, as the relay starts them. */
+const START_CONCURRENCY = 16;
+
 /**
- * Subscribes `url` and writes `count` events it selects, then waits until the relay has started
- * a delivery workflow for each (the outbox rows relayed).
+ * Subscribes `url` and writes `count` events it selects, already relayed, then starts their
+ * delivery workflows as the relay does: a relay starved by the backlog cannot slow the setup.
  */
 export async function backUpDeliveries(options: {
   engine: Engine;
@@ -51,17 +54,26 @@ export async function backUpDeliveries(options: {
     events: [BACKLOG_EVENT],
   });
   if (subscription.status !== 201) throw failure('subscribe', subscription);
-  const ids = await engine.pool.anyFirst(sql.type(z.object({ id: z.string() }))`
-    INSERT INTO events (id, application_id, mode, type, data)
-    SELECT gen_random_uuid(), ${fixture.applicationId}, 'test', ${BACKLOG_EVENT}, '{}'::jsonb
-    FROM generate_series(1, ${count})
-    RETURNING id`);
-  progress(`   ${count} deliveries to an endpoint that never answers: relaying`);
-  for (;;) {
-    const waiting = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
-      SELECT count(*)::int AS n FROM events
-      WHERE id = ANY (${sql.array(ids, 'uuid')}) AND relayed_at IS NULL`);
-    if (waiting === 0) return;
-    await sleep(500);
+  const subscriptionId = (subscription.body as { id: string }).id;
+  const eventIds = await engine.pool.anyFirst(sql.type(z.object({ id: z.string() }))`
+    WITH written AS (
+      INSERT INTO events (id, application_id, mode, type, data, relayed_at)
+      SELECT gen_random_uuid(), ${fixture.applicationId}, 'test', ${BACKLOG_EVENT}, '{}'::jsonb,
+             now()
+      FROM generate_series(1, ${count})
+      RETURNING id)
+    INSERT INTO webhook_deliveries (event_id, subscription_id)
+    SELECT id, ${subscriptionId} FROM written
+    RETURNING event_id AS id`);
+  progress(`   starting ${count} deliveries to an endpoint that never answers`);
+  const taskQueue = engine.config.temporal.webhookTaskQueue;
+  for (let i = 0; i < eventIds.length; i += START_CONCURRENCY) {
+    await Promise.all(
+      eventIds
+        .slice(i, i + START_CONCURRENCY)
+        .map((eventId) =>
+          startWebhookDelivery(engine.client, taskQueue, { eventId, subscriptionId }),
+        ),
+    );
   }
 }
