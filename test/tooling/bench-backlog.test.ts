@@ -19,7 +19,7 @@ describe("row 3q's endpoint that never answers (tools/bench/backlog.ts)", () => 
         signal: AbortSignal.timeout(300),
       }).then(
         () => 'answered',
-        (error: unknown) => (error instanceof Error ? error.name : String(error)),
+        (error: unknown) => (error as { name?: string }).name,
       );
       expect(reply).toBe('TimeoutError');
       expect(Date.now() - started).toBeGreaterThanOrEqual(290);
