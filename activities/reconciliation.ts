@@ -118,7 +118,7 @@ export function createReconciliationActivities(deps: {
    */
   async function syncOpenDisputes(): Promise<{ checked: number; closed: number }> {
     const open = await listOpenProviderDisputes(pool, RUN_LIMIT);
-    const intake = { ...temporalDeps(), taskQueue: Context.current().info.taskQueue };
+    const intake = { ...temporalDeps(), taskQueue: config.temporal.taskQueue };
     let closed = 0;
     for (const dispute of open) {
       // A provider not configured (it throws at once) or not answering: the next run asks.

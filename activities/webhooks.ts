@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Config } from '../config';
 import type { DatabasePool } from '../db/pool';
 import {
@@ -50,11 +50,24 @@ export type WebhookAttemptResult = {
 
 /**
  * Starts the relay workflow unless it runs: at worker start-up, and from the maintenance
- * schedule, so a relay terminated by hand comes back within minutes.
+ * schedule, so a relay terminated by hand comes back within minutes. A relay still running on
+ * another queue (the money queue, before webhooks had their own) is replaced.
  */
 export async function ensureWebhookRelay(client: Client, taskQueue: string): Promise<void> {
+  const workflowId = webhookRelayId(taskQueue);
+  const handle = client.workflow.getHandle(workflowId);
+  const running = await handle.describe().catch((error: unknown) => {
+    if (error instanceof WorkflowNotFoundError) return null;
+    throw error;
+  });
+  if (running?.status.name === 'RUNNING' && running.taskQueue !== taskQueue) {
+    // Safe at any point: the relay's state is the outbox table, claimed row by row.
+    await handle.terminate(`the relay moves to task queue ${taskQueue}`).catch((error: unknown) => {
+      if (!(error instanceof WorkflowNotFoundError)) throw error;
+    });
+  }
   await client.workflow.start('webhookRelayWorkflow', {
-    workflowId: webhookRelayId(taskQueue),
+    workflowId,
     taskQueue,
     args: [],
     workflowIdConflictPolicy: 'USE_EXISTING',
@@ -84,7 +97,7 @@ export function createWebhookActivities(deps: { pool: DatabasePool; config: Conf
   async function relayWebhookEvents(): Promise<{ relayed: number }> {
     const context = Context.current();
     const { client } = context;
-    const taskQueue = context.info.taskQueue;
+    const taskQueue = config.temporal.webhookTaskQueue;
     const signal = context.cancellationSignal;
     const databaseUrl = config.database.url;
     let listener: EventListener | undefined;
@@ -202,8 +215,7 @@ export function createWebhookActivities(deps: { pool: DatabasePool; config: Conf
 
   /** The maintenance schedule's check that the relay runs. */
   async function ensureWebhookRelayRuns(): Promise<void> {
-    const context = Context.current();
-    await ensureWebhookRelay(context.client, context.info.taskQueue);
+    await ensureWebhookRelay(Context.current().client, config.temporal.webhookTaskQueue);
   }
 
   return { relayWebhookEvents, attemptWebhookDelivery, ensureWebhookRelayRuns };

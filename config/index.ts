@@ -113,9 +113,17 @@ export const envSchema = z.object({
         "An API key of Temporal Cloud, sent as `authorization: Bearer <key>` on every call; implies TLS (the system's roots unless `TEMPORAL_TLS_CA`).",
       shownDefault: 'unset',
     }),
-  TEMPORAL_TASK_QUEUE: z.string().default('payments').meta({
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('payments').meta({
     description:
-      'Task queue of the workflows and activities; the API and every worker must agree on it.',
+      'Task queue of the money movements (payments, escrow, onboarding, disputes); the API and every worker must agree on it (docs/operations.md, task queues).',
+  }),
+  TEMPORAL_WEBHOOK_TASK_QUEUE: z.string().min(1).default('webhooks').meta({
+    description:
+      'Task queue of the webhook deliveries and the outbox relay, so that a backlog of deliveries never waits in front of money.',
+  }),
+  TEMPORAL_MAINTENANCE_TASK_QUEUE: z.string().min(1).default('maintenance').meta({
+    description:
+      'Task queue of the maintenance work: the maintenance and reconciliation schedules, purges.',
   }),
   TEMPORAL_PORT: port.default(7233).meta({
     description:
@@ -498,7 +506,10 @@ export type Config = {
   temporal: {
     address: string | undefined;
     namespace: string;
+    /** The money queue (`TEMPORAL_TASK_QUEUE`). */
     taskQueue: string;
+    webhookTaskQueue: string;
+    maintenanceTaskQueue: string;
     port: number;
     uiPort: number;
     workflowBundlePath: string | undefined;
@@ -803,6 +814,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       address: e.TEMPORAL_ADDRESS,
       namespace: e.TEMPORAL_NAMESPACE,
       taskQueue: e.TEMPORAL_TASK_QUEUE,
+      webhookTaskQueue: e.TEMPORAL_WEBHOOK_TASK_QUEUE,
+      maintenanceTaskQueue: e.TEMPORAL_MAINTENANCE_TASK_QUEUE,
       port: e.TEMPORAL_PORT,
       uiPort: e.TEMPORAL_UI_PORT,
       workflowBundlePath: e.TEMPORAL_WORKFLOW_BUNDLE,

@@ -2,13 +2,14 @@ import { Client } from '@temporalio/client';
 import { NativeConnection, type Worker, type WorkerOptions } from '@temporalio/worker';
 import type { DatabasePool } from '../db/pool';
 import type { Config } from '../config';
-import { createActivities } from '../activities';
+import { createQueueActivities } from '../activities';
 import { ensureWebhookRelay } from '../activities/webhooks';
 import { createProviders, type Providers } from '../providers';
 import { resolutionSinks } from '../temporal/resolutions';
 import { paymentSinks } from '../temporal/settlements';
+import { QUEUE_KINDS, taskQueueOf, type QueueKind } from '../temporal/task-queues';
 import { createEngineWorker } from './engine-worker';
-import { preloadedModules } from './bundle';
+import { bundleWorkflows } from './bundle';
 import { temporalDataConverter } from '../temporal/data-converter';
 import { sdkConnectionOptions, temporalConnectionOptions } from '../temporal/connection';
 import {
@@ -17,71 +18,123 @@ import {
   type Tracing,
 } from '../observability/tracing';
 
+/** The workers of one process, one a task queue, run and stopped together. */
+export type QueueWorkers = {
+  byQueue: Partial<Record<QueueKind, Worker>>;
+  /** Runs every worker; when one stops or fails, the others are shut down too. */
+  run: () => Promise<void>;
+  /** Shuts down the workers still running. */
+  shutdown: () => void;
+};
+
 /**
- * The worker: one task queue for every payment workflow and activity. A prebuilt bundle
- * (TEMPORAL_WORKFLOW_BUNDLE) skips bundling at start-up, but with `tracing` it must have been
- * built with the workflow interceptors, as worker/resilient.ts builds it.
+ * What each queue's worker may run at once. Money keeps the pool's size in activities (each
+ * holds at most one connection) and the workflow slots eager starts need; the webhook relay and
+ * the maintenance runs are few and long, and a delivery is a local activity of its workflow.
+ */
+function queueTuning(config: Config, kind: QueueKind): Partial<WorkerOptions> {
+  const tuning: Record<QueueKind, Partial<WorkerOptions>> = {
+    payments: {
+      maxConcurrentActivityTaskExecutions: config.database.poolSize,
+      // A payment starts eagerly on this worker (api/temporal.ts `eagerStart`) only if one of
+      // these slots is free when the API starts it; a free slot costs nothing.
+      maxConcurrentWorkflowTaskExecutions: config.temporal.workflowTaskSlots,
+    },
+    webhooks: { maxConcurrentActivityTaskExecutions: 4 },
+    maintenance: { maxConcurrentActivityTaskExecutions: 4 },
+  };
+  return tuning[kind];
+}
+
+/**
+ * A worker per queue of `queues` (all by default) on one connection, each with its activities,
+ * the workflows bundled once; a TEMPORAL_WORKFLOW_BUNDLE used with `tracing` must have been built
+ * with the workflow interceptors, as worker/resilient.ts builds it.
  */
 export async function createWorker(options: {
   config: Config;
   pool: DatabasePool;
   connection?: NativeConnection;
+  queues?: readonly QueueKind[];
   /** Defaults to the providers the configuration describes. */
   providers?: Providers;
   tuning?: Partial<WorkerOptions>;
   /** OpenTelemetry tracing (observability/tracing.ts); off when undefined. */
   tracing?: Tracing;
-}): Promise<{ worker: Worker; connection: NativeConnection; ownsConnection: boolean }> {
+}): Promise<{ workers: QueueWorkers; connection: NativeConnection; ownsConnection: boolean }> {
   const { config } = options;
+  const queues = options.queues ?? QUEUE_KINDS;
   const dataConverter = temporalDataConverter(config);
+  const workflowBundle = config.temporal.workflowBundlePath
+    ? { codePath: config.temporal.workflowBundlePath }
+    : {
+        code: await bundleWorkflows(
+          require.resolve('../workflows'),
+          options.tracing ? [workflowInterceptorsModule] : [],
+        ),
+      };
   const connection =
     options.connection ??
     (await NativeConnection.connect(sdkConnectionOptions(temporalConnectionOptions(config))));
-  const workflowsPath = require.resolve('../workflows');
-  const workflowSource = config.temporal.workflowBundlePath
-    ? { workflowBundle: { codePath: config.temporal.workflowBundlePath } }
-    : { workflowsPath, bundlerOptions: { preloadModules: preloadedModules(workflowsPath) } };
-  const tracing = workerTracingOptions(options.tracing);
-  if (options.tracing && 'workflowsPath' in workflowSource) {
-    tracing.interceptors = {
-      ...tracing.interceptors,
-      workflowModules: [workflowInterceptorsModule],
-    };
-  }
-  const worker = await createEngineWorker({
-    connection,
-    namespace: config.temporal.namespace,
-    taskQueue: config.temporal.taskQueue,
-    dataConverter,
-    activities: createActivities({
+  try {
+    const tracing = workerTracingOptions(options.tracing);
+    const activities = createQueueActivities({
       pool: options.pool,
       config,
       providers: options.providers ?? createProviders({ config, pool: options.pool }),
-    }),
-    ...workflowSource,
-    ...tracing,
-    sinks: { ...tracing.sinks, ...paymentSinks, ...resolutionSinks },
-    // Every activity holds at most one database connection: no more at once than the pool has,
-    // so that none waits for a connection inside its start-to-close timeout.
-    maxConcurrentActivityTaskExecutions: config.database.poolSize,
-    // A payment starts eagerly on this worker (api/temporal.ts `eagerStart`) only if one of
-    // these slots is free when the API starts it; the SDK's default runs out under load, and a
-    // free slot costs nothing.
-    maxConcurrentWorkflowTaskExecutions: config.temporal.workflowTaskSlots,
-    ...options.tuning,
-  });
-  // The webhook outbox relay runs whenever a worker does (the maintenance schedule checks too).
-  await ensureWebhookRelay(
-    new Client({ connection, namespace: config.temporal.namespace, dataConverter }),
-    config.temporal.taskQueue,
-  );
-  return { worker, connection, ownsConnection: !options.connection };
+    });
+    const byQueue: Partial<Record<QueueKind, Worker>> = {};
+    for (const kind of queues) {
+      byQueue[kind] = await createEngineWorker({
+        connection,
+        namespace: config.temporal.namespace,
+        taskQueue: taskQueueOf(config, kind),
+        dataConverter,
+        activities: activities[kind],
+        workflowBundle,
+        ...tracing,
+        sinks: { ...tracing.sinks, ...paymentSinks, ...resolutionSinks },
+        ...queueTuning(config, kind),
+        ...options.tuning,
+      });
+    }
+    if (byQueue.webhooks) {
+      // The webhook outbox relay runs whenever its queue's worker does (the maintenance schedule
+      // checks too).
+      await ensureWebhookRelay(
+        new Client({ connection, namespace: config.temporal.namespace, dataConverter }),
+        config.temporal.webhookTaskQueue,
+      );
+    }
+    return { workers: queueWorkers(byQueue), connection, ownsConnection: !options.connection };
+  } catch (error) {
+    if (!options.connection) await connection.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+function queueWorkers(byQueue: Partial<Record<QueueKind, Worker>>): QueueWorkers {
+  const workers = Object.values(byQueue);
+  const shutdown = () => {
+    for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+  };
+  return {
+    byQueue,
+    shutdown,
+    run: async () => {
+      const runs = workers.map((worker) => worker.run().finally(shutdown));
+      const failed = (await Promise.allSettled(runs)).find((run) => run.status === 'rejected');
+      if (failed) throw failed.reason;
+    },
+  };
 }
 
 /**
- * The connection of a worker while it runs: a client on it can start workflows eagerly on this
- * worker (api/temporal.ts `eagerStart`); null once it stops, so that starts go the usual way.
+ * The connection of the money queue's worker while it runs: a client on it can start payments
+ * eagerly on this worker (api/temporal.ts `eagerStart`); null once it stops, so that starts go
+ * the usual way.
  */
-export function runningConnection(worker: Worker | undefined): NativeConnection | null {
+export function runningConnection(workers: QueueWorkers | undefined): NativeConnection | null {
+  const worker = workers?.byQueue.payments;
   return worker?.getState() === 'RUNNING' ? (worker.connection ?? null) : null;
 }

@@ -1,3 +1,4 @@
+import { parseArgs } from 'node:util';
 import { Client } from '@temporalio/client';
 import { loadConfig, requireDatabaseUrl, startFailure } from '../config';
 import { createLogger, type Logger } from '../observability/logger';
@@ -13,13 +14,34 @@ import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/w
 import { runResilientWorker } from './resilient';
 import { ensureSchedules } from './schedules';
 import { temporalDataConverter } from '../temporal/data-converter';
+import {
+  parseQueueList,
+  QUEUE_KINDS,
+  QueueListError,
+  taskQueueOf,
+  type QueueKind,
+} from '../temporal/task-queues';
+
+/** The `--queues LIST` of the command line (all of them by default). */
+function queuesArgument(args: string[]): QueueKind[] {
+  const { values } = parseArgs({ args, options: { queues: { type: 'string' } } });
+  return values.queues === undefined ? [...QUEUE_KINDS] : parseQueueList(values.queues);
+}
 
 /**
- * `npm run worker`: the Temporal worker alone (production); needs DATABASE_URL and Temporal.
- * It outlives a Temporal or Postgres outage: the worker is rebuilt until Temporal answers
- * again, and the schedules are created as soon as it does. SIGINT or SIGTERM stops it.
+ * `npm run worker [-- --queues LIST]`: the workers alone, one per task queue (docs/operations.md).
+ * They outlive a Temporal or Postgres outage: rebuilt until Temporal answers, the maintenance
+ * worker then creating the schedules. SIGINT or SIGTERM stops them.
  */
 async function main(): Promise<void> {
+  let queues: QueueKind[];
+  try {
+    queues = queuesArgument(process.argv.slice(2));
+  } catch (error) {
+    if (!(error instanceof QueueListError) && !(error instanceof TypeError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exit(2);
+  }
   const config = loadConfig();
   const logger = createLogger(config.log.level);
   await checkTemporalAccepts(temporalConnectionOptions(config));
@@ -56,11 +78,11 @@ async function main(): Promise<void> {
       }),
     (error, retryInMs) => logger.warn({ err: error, retryInMs }, 'waiting for Postgres'),
   );
-  const worker = runResilientWorker({ config, pool, logger });
+  const worker = runResilientWorker({ config, pool, logger, queues });
   const schedules = new AbortController();
-  void createSchedules(config, logger, schedules.signal);
+  if (queues.includes('maintenance')) void createSchedules(config, logger, schedules.signal);
   await worker.ready;
-  logger.info({ taskQueue: config.temporal.taskQueue }, 'worker running');
+  logger.info({ taskQueues: queues.map((kind) => taskQueueOf(config, kind)) }, 'worker running');
   const stop = () => {
     logger.info('worker stopping');
     schedules.abort();
@@ -93,7 +115,7 @@ async function createSchedules(
             namespace: config.temporal.namespace,
             dataConverter: temporalDataConverter(config),
           }),
-          config.temporal.taskQueue,
+          config.temporal.maintenanceTaskQueue,
           config.reconciliation,
         );
         return;

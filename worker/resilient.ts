@@ -1,13 +1,14 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
+import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import type { Config } from '../config';
 import type { DatabasePool } from '../db/pool';
 import type { Logger } from '../observability/logger';
 import { acquireTracing, workflowInterceptorsModule, type Tracing } from '../observability/tracing';
 import { bundleWorkflows } from './bundle';
-import { createWorker, runningConnection } from './create-worker';
+import type { QueueKind } from '../temporal/task-queues';
+import { createWorker, runningConnection, type QueueWorkers } from './create-worker';
 
 export type ResilientWorker = {
   /** Settles when the first worker polls (rejects only if `stop` came first). */
@@ -50,11 +51,13 @@ export function runResilientWorker(options: {
   config: Config;
   pool: DatabasePool;
   logger: Logger;
+  /** The task queues to serve; all of them by default. */
+  queues?: readonly QueueKind[];
   tuning?: Partial<WorkerOptions>;
 }): ResilientWorker {
   const { logger } = options;
   let stopping = false;
-  let current: Worker | undefined;
+  let current: QueueWorkers | undefined;
   let rebuilds = 0;
   let wake: (() => void) | undefined;
   let markReady: () => void = () => undefined;
@@ -80,16 +83,17 @@ export function runResilientWorker(options: {
     while (!stopping) {
       const began = Date.now();
       try {
-        const { worker, connection } = await createWorker({
+        const { workers, connection } = await createWorker({
           config,
           pool: options.pool,
+          queues: options.queues,
           tuning: options.tuning,
           tracing,
         });
         try {
           if (stopping) break;
-          current = worker;
-          const running = worker.run();
+          current = workers;
+          const running = workers.run();
           markReady();
           await running;
         } finally {
@@ -123,7 +127,7 @@ export function runResilientWorker(options: {
       stopping = true;
       wake?.();
       refuseReady(new Error('the worker was stopped before it ran'));
-      if (current?.getState() === 'RUNNING') current.shutdown();
+      current?.shutdown();
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<void>((resolve) => {
         timer = setTimeout(() => {

@@ -12,13 +12,16 @@ const DEFAULT_RECONCILIATION: Pick<Config['reconciliation'], 'intervalSeconds'> 
   intervalSeconds: 5 * 60,
 };
 
-/** Creates the engine's schedules once; an existing schedule is left as it is. */
+/**
+ * Creates the engine's schedules once (on the maintenance queue); an existing schedule is left as
+ * it is but for its task queue, moved to `taskQueue` when it names another.
+ */
 export async function ensureSchedules(
   client: Client,
   taskQueue: string,
   reconciliation: Pick<Config['reconciliation'], 'intervalSeconds'> = DEFAULT_RECONCILIATION,
 ): Promise<void> {
-  await createOnce(() =>
+  await createOnce(client, MAINTENANCE_SCHEDULE_ID, taskQueue, () =>
     client.schedule.create({
       scheduleId: MAINTENANCE_SCHEDULE_ID,
       spec: { intervals: [{ every: '5 minutes' }] },
@@ -39,7 +42,7 @@ export async function ensureReconciliationSchedule(
   reconciliation: Pick<Config['reconciliation'], 'intervalSeconds'>,
   scheduleId: string = RECONCILIATION_SCHEDULE_ID,
 ): Promise<void> {
-  await createOnce(() =>
+  await createOnce(client, scheduleId, taskQueue, () =>
     client.schedule.create({
       scheduleId,
       spec: { intervals: [{ every: `${reconciliation.intervalSeconds} seconds` }] },
@@ -55,10 +58,24 @@ export async function ensureReconciliationSchedule(
   );
 }
 
-async function createOnce(create: () => Promise<unknown>): Promise<void> {
+async function createOnce(
+  client: Client,
+  scheduleId: string,
+  taskQueue: string,
+  create: () => Promise<unknown>,
+): Promise<void> {
   try {
     await create();
   } catch (error) {
     if (!(error instanceof ScheduleAlreadyRunning)) throw error;
+    await moveToQueue(client, scheduleId, taskQueue);
   }
+}
+
+/** A schedule created before maintenance had its own queue starts its runs there from now on. */
+async function moveToQueue(client: Client, scheduleId: string, taskQueue: string): Promise<void> {
+  const handle = client.schedule.getHandle(scheduleId);
+  const { action } = await handle.describe();
+  if (action.type !== 'startWorkflow' || action.taskQueue === taskQueue) return;
+  await handle.update((schedule) => ({ ...schedule, action: { ...action, taskQueue } }));
 }

@@ -39,8 +39,9 @@ export const webhookDeliveryId = (eventId: string, subscriptionId: string, redel
   `${WORKFLOW_ID_PREFIXES.webhook}${eventId}-${subscriptionId}${redelivery > 0 ? `-r${redelivery}` : ''}`;
 
 /**
- * The outbox relay of a task queue: `webhook-relay` on the engine's default queue (`payments`);
- * another queue (each test engine has its own on a shared Temporal) gets its own relay.
+ * The outbox relay of a webhook task queue: `webhook-relay` on the engine's default (`webhooks`,
+ * the id it had on `payments` before); another queue (each test engine has its own on a shared
+ * Temporal) gets its own relay.
  */
 export const webhookRelayId = (taskQueue: string) =>
-  taskQueue === 'payments' ? 'webhook-relay' : `webhook-relay-${taskQueue}`;
+  taskQueue === 'webhooks' ? 'webhook-relay' : `webhook-relay-${taskQueue}`;

@@ -137,7 +137,7 @@ function eventBody(e: EventWithDeliveries): z.infer<typeof EventBody> {
 /** The events of the caller's application and mode, each with its webhook deliveries. */
 export function eventRoutes(deps: ApiDeps): Route[] {
   const { pool, temporal } = deps;
-  const { taskQueue } = deps.config.temporal;
+  const taskQueue = deps.config.temporal.webhookTaskQueue;
 
   /** The subscription a redelivery names: the caller's, active, and selecting `type`. */
   async function namedSubscription(caller: Caller, id: string, type: string) {

@@ -67,7 +67,7 @@ const status = async (transactionId: string) =>
 const runReconciliation = (workflowId = `reconciliation-test-${randomUUID()}`) =>
   engine.temporal.workflow.execute(reconciliationWorkflow, {
     workflowId,
-    taskQueue: engine.config.temporal.taskQueue,
+    taskQueue: engine.config.temporal.maintenanceTaskQueue,
     args: [{}],
   });
 
@@ -220,7 +220,7 @@ describe('POST /api/v1/transactions/sync/{reference} accepts every kind', () => 
 describe('the reconciliation schedule', () => {
   it('is created once, with the configured interval and overlapping runs skipped', async () => {
     const scheduleId = `reconciliation-test-${randomUUID()}`;
-    const taskQueue = engine.config.temporal.taskQueue;
+    const taskQueue = engine.config.temporal.maintenanceTaskQueue;
     await ensureReconciliationSchedule(
       engine.temporal,
       taskQueue,
@@ -244,6 +244,36 @@ describe('the reconciliation schedule', () => {
         workflowType: 'reconciliationWorkflow',
         workflowId: scheduleId,
         taskQueue,
+      });
+    } finally {
+      await handle.delete();
+    }
+  });
+
+  it('moves a schedule created on the money queue to the maintenance queue, its interval kept', async () => {
+    const scheduleId = `reconciliation-test-${randomUUID()}`;
+    const { taskQueue, maintenanceTaskQueue } = engine.config.temporal;
+    await ensureReconciliationSchedule(
+      engine.temporal,
+      taskQueue,
+      { intervalSeconds: 90 },
+      scheduleId,
+    );
+    await ensureReconciliationSchedule(
+      engine.temporal,
+      maintenanceTaskQueue,
+      { intervalSeconds: 30 },
+      scheduleId,
+    );
+    const handle = engine.temporal.schedule.getHandle(scheduleId);
+    try {
+      const description = await handle.describe();
+      expect(description.spec.intervals).toMatchObject([{ every: 90_000 }]);
+      expect(description.action).toMatchObject({
+        type: 'startWorkflow',
+        workflowType: 'reconciliationWorkflow',
+        workflowId: scheduleId,
+        taskQueue: maintenanceTaskQueue,
       });
     } finally {
       await handle.delete();

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { WebhookVerificationError } from 'standardwebhooks';
 import { z } from 'zod';
+import { ensureWebhookRelay } from '../../activities/webhooks';
 import { insertEvent } from '../../db/transactions';
 import { listenForEvents } from '../../db/webhook-listener';
 import { EVENT_TYPES } from '../../domain/events';
@@ -493,7 +494,7 @@ describe('the worker stopped while deliveries are pending', () => {
 
 describe('the outbox relay', () => {
   it('runs from the worker start-up, and the maintenance workflow starts it again once stopped', async () => {
-    const relayId = webhookRelayId(engine.config.temporal.taskQueue);
+    const relayId = webhookRelayId(engine.config.temporal.webhookTaskQueue);
     const relay = engine.temporal.workflow.getHandle(relayId);
     expect((await relay.describe()).status.name).toBe('RUNNING');
     await relay.terminate('operator stopped it');
@@ -501,7 +502,7 @@ describe('the outbox relay', () => {
 
     await engine.temporal.workflow.execute(maintenanceWorkflow, {
       workflowId: `maintenance-${randomUUID()}`,
-      taskQueue: engine.config.temporal.taskQueue,
+      taskQueue: engine.config.temporal.maintenanceTaskQueue,
     });
     const again = await engine.temporal.workflow.getHandle(relayId).describe();
     expect(again.status.name).toBe('RUNNING');
@@ -510,6 +511,33 @@ describe('the outbox relay', () => {
     const id = await newTransfer();
     const request = await receiver.waitFor(forPayment('/after-restart', 'transfer.completed', id));
     expect(verify(sub.secret, request)).toEqual(request.payload);
+  });
+
+  it('moves a relay still running on the money queue to the webhook queue, and relays from there', async () => {
+    const { taskQueue, webhookTaskQueue } = engine.config.temporal;
+    const relayId = webhookRelayId(webhookTaskQueue);
+    await engine.temporal.workflow.getHandle(relayId).terminate('the test starts it elsewhere');
+    const old = await engine.temporal.workflow.start('webhookRelayWorkflow', {
+      workflowId: relayId,
+      taskQueue,
+    });
+
+    await ensureWebhookRelay(engine.temporal, webhookTaskQueue);
+    const oldRun = engine.temporal.workflow.getHandle(relayId, old.firstExecutionRunId);
+    expect((await oldRun.describe()).status.name).toBe('TERMINATED');
+    const moved = await engine.temporal.workflow.getHandle(relayId).describe();
+    expect(moved).toMatchObject({ status: { name: 'RUNNING' }, taskQueue: webhookTaskQueue });
+    // Once more: the relay on its queue is left running, not replaced.
+    await ensureWebhookRelay(engine.temporal, webhookTaskQueue);
+    expect((await engine.temporal.workflow.getHandle(relayId).describe()).runId).toBe(moved.runId);
+    const sub = await subscribe('/moved-relay', ['transfer.completed']);
+    const id = await newTransfer();
+    const request = await receiver.waitFor(forPayment('/moved-relay', 'transfer.completed', id));
+    expect(verify(sub.secret, request)).toEqual(request.payload);
+    const delivery = await engine.temporal.workflow
+      .getHandle(webhookDeliveryId(request.payload!.id, sub.id))
+      .describe();
+    expect(delivery.taskQueue).toBe(webhookTaskQueue);
   });
 
   it('an event no subscription selects is written relayed, without waking the relay; a selected one is left to it', async () => {

@@ -101,14 +101,15 @@ describe('maintenance', () => {
   });
 
   it('creates the maintenance schedule once', async () => {
-    await ensureSchedules(engine.temporal, engine.config.temporal.taskQueue);
-    await ensureSchedules(engine.temporal, engine.config.temporal.taskQueue);
+    await ensureSchedules(engine.temporal, engine.config.temporal.maintenanceTaskQueue);
+    await ensureSchedules(engine.temporal, engine.config.temporal.maintenanceTaskQueue);
     const description = await engine.temporal.schedule
       .getHandle(MAINTENANCE_SCHEDULE_ID)
       .describe();
     expect(description.action).toMatchObject({
       type: 'startWorkflow',
       workflowType: 'maintenanceWorkflow',
+      taskQueue: engine.config.temporal.maintenanceTaskQueue,
     });
     await engine.temporal.schedule.getHandle(MAINTENANCE_SCHEDULE_ID).delete();
     // ensureSchedules also creates the reconciliation schedule (test/e2e/reconciliation.test.ts).

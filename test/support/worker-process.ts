@@ -15,25 +15,32 @@ export type WorkerProcess = {
 };
 
 /**
- * `npm run worker` as production runs it (a child process), against `config`'s database,
- * Temporal and task queue, with `env` added; resolves once it says it is running. It shares
- * the payload keys of `config`, so that an API of the test reads what the worker writes.
+ * `npm run worker -- <args>` as production runs it (a child process), against `config`'s
+ * database, Temporal and task queues, with `env` added; resolves once it says it is running. It
+ * shares the payload and webhook keys of `config`, so that the test's API and it read each other.
  */
 export async function startWorkerProcess(
   config: Config,
-  options: { dataDir: string; env?: Record<string, string> },
+  options: { dataDir: string; env?: Record<string, string>; args?: string[] },
 ): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+  const args = ['--import', 'tsx', 'worker/main.ts', ...(options.args ?? [])];
+  const child = spawn(process.execPath, args, {
     cwd: root,
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
       DATA_DIR: options.dataDir,
       TEMPORAL_PAYLOAD_KEYS: formatPayloadKeys(payloadKeys(config)),
+      WEBHOOK_PRIVATE_ALLOWLIST: config.webhooks.privateAllowlist.join(','),
+      ...(config.webhooks.secretKey
+        ? { WEBHOOK_SECRET_KEY: config.webhooks.secretKey.toString('base64') }
+        : {}),
       HOST: '127.0.0.1',
       DATABASE_URL: config.database.url,
       TEMPORAL_ADDRESS: config.temporal.address,
       TEMPORAL_TASK_QUEUE: config.temporal.taskQueue,
+      TEMPORAL_WEBHOOK_TASK_QUEUE: config.temporal.webhookTaskQueue,
+      TEMPORAL_MAINTENANCE_TASK_QUEUE: config.temporal.maintenanceTaskQueue,
       ...(process.env.TEST_WORKFLOW_BUNDLE
         ? { TEMPORAL_WORKFLOW_BUNDLE: process.env.TEST_WORKFLOW_BUNDLE }
         : {}),

@@ -26,6 +26,7 @@ import { render, sectionTitle, type ConfigurationReport, type Report } from './r
 import {
   addRatios,
   analyticsScenarios,
+  backlogScenarios,
   cardScenarios,
   refundScenarios,
   escrowScenarios,
@@ -53,10 +54,14 @@ const SECTIONS = [
   'analytics',
   'interleaved',
   'search',
+  'backlog',
 ] as const;
 type Section = (typeof SECTIONS)[number];
-/** Row (8) seeds ten million payments: only when asked for by name. */
-const DEFAULT_SECTIONS = SECTIONS.filter((s) => s !== 'search');
+/**
+ * Row (8) seeds ten million payments, and (3q) leaves ten thousand deliveries retrying for days:
+ * only when asked for by name.
+ */
+const DEFAULT_SECTIONS = SECTIONS.filter((s) => s !== 'search' && s !== 'backlog');
 /** What a configuration after the first measures, and the open rows it keeps. */
 const SHORT_SECTIONS: ReadonlySet<Section> = new Set([
   'orchestration',
@@ -151,7 +156,7 @@ async function measureRows(
     only.has(section) &&
     (at.full || SHORT_SECTIONS.has(section)) &&
     (PER_SHAPE.has(section) ||
-      (['webhooks', 'analytics', 'search'].includes(section) ? at.last : at.first));
+      (['webhooks', 'analytics', 'search', 'backlog'].includes(section) ? at.last : at.first));
   const fractions = at.full ? RATE_FRACTIONS : SHORT_FRACTIONS;
   const rows: Row[] = [];
   const { shape } = bench.engine;
@@ -182,6 +187,8 @@ async function measureRows(
       ...measured.map((row) => (row.load.includes('in-process') ? row : { ...row, shape })),
     );
   }
+  // Last: its deliveries go on retrying after it.
+  if (wanted('backlog')) rows.push(...ofShape(await backlogScenarios(bench)));
   return { rows, invariant };
 }
 

@@ -11,6 +11,7 @@ import type { DatabasePool } from '../../db/pool';
 import { lockAccounts, postLedgerTransaction } from '../../db/ledger';
 import { transferPostings } from '../../domain/ledger';
 import { ANALYTICS_PAYMENTS, dashboardQuery, seedAnalytics } from './analytics';
+import { backUpDeliveries, silentEndpoint } from './backlog';
 import { coresOver, coresUsed, cpuSnapshot, type CpuGroups } from './cpu';
 import {
   progress,
@@ -302,6 +303,51 @@ export const transferScenarios = (bench: Bench, fractions: readonly number[]) =>
     { kind: 'transfer', ...apiTarget(bench), wallets: bench.fixture.wallets },
     fractions,
   );
+
+/** Row (3q)'s backlog of webhook deliveries, to an endpoint that never answers. */
+export const WEBHOOK_BACKLOG = 10_000;
+
+/**
+ * (3q): transfers at half their closed-loop capacity, as (3c), without (3w) then with a backlog
+ * of undeliverable webhook deliveries; their queue of its own keeps the p99 near (3w)'s.
+ */
+export async function backlogScenarios(bench: Bench): Promise<Row[]> {
+  const sender: SenderSpec = {
+    kind: 'transfer',
+    ...apiTarget(bench),
+    wallets: bench.fixture.wallets,
+  };
+  const estimate = await remote(
+    bench,
+    sender,
+    closedShape(API_CONCURRENCY, API_CLOSED_S, API_WARMUP_S),
+  )();
+  const rate = Math.max(1, Math.round(estimate.throughput * 0.5));
+  const load = `open, ${rate} req/s x ${OPEN_S}s`;
+  const without = await measure(
+    '3w',
+    'API transfer at 50%, no webhook backlog',
+    load,
+    remote(bench, sender, { kind: 'open', rate, durationS: OPEN_S }),
+  );
+  const endpoint = await silentEndpoint();
+  const api = httpClient(bench.engine.apiUrl, bench.fixture.headers);
+  try {
+    await backUpDeliveries({ ...bench, api, url: endpoint.url, count: WEBHOOK_BACKLOG });
+    const withBacklog = await measure(
+      '3q',
+      `API transfer at 50%, ${WEBHOOK_BACKLOG.toLocaleString('en')} webhook deliveries backed up`,
+      load,
+      remote(bench, sender, { kind: 'open', rate, durationS: OPEN_S }),
+    );
+    const ratio = (withBacklog.result?.p99 ?? NaN) / (without.result?.p99 ?? NaN);
+    progress(`   p99 with the backlog / without: ${ratio.toFixed(2)} (target at most 1.10)`);
+    return [without, withBacklog];
+  } finally {
+    api.close();
+    await endpoint.close();
+  }
+}
 
 /** (3h): every transfer out of one well-funded wallet, to the others spread out. */
 export const hotWalletScenarios = (bench: Bench) => {

@@ -5,7 +5,7 @@ import { startApi, type RunningApi } from '../../api/server';
 import { loadConfig, type Config } from '../../config';
 import type { DatabasePool } from '../../db/pool';
 import type { Logger } from '../../observability/logger';
-import { createWorker, runningConnection } from '../../worker/create-worker';
+import { createWorker, runningConnection, type QueueWorkers } from '../../worker/create-worker';
 import { temporalDataConverter } from '../../temporal/data-converter';
 import { connectTemporal, temporalConnectionOptions } from '../../temporal/connection';
 
@@ -34,6 +34,8 @@ export function scratchEnv(options: ScratchOptions): Record<string, string> {
     DATABASE_URL: options.databaseUrl,
     TEMPORAL_ADDRESS: options.temporalAddress,
     TEMPORAL_TASK_QUEUE: `${options.taskQueuePrefix}-${randomUUID()}`,
+    TEMPORAL_WEBHOOK_TASK_QUEUE: `${options.taskQueuePrefix}-webhooks-${randomUUID()}`,
+    TEMPORAL_MAINTENANCE_TASK_QUEUE: `${options.taskQueuePrefix}-maintenance-${randomUUID()}`,
     ...(options.workflowBundle ? { TEMPORAL_WORKFLOW_BUNDLE: options.workflowBundle } : {}),
     API_REQUEST_TIMEOUT_MS: String(options.requestTimeoutMs),
     // Throwaway servers share a busy machine, where opening a connection can take seconds; a
@@ -49,21 +51,32 @@ export function scratchConfig(options: ScratchOptions): Config {
 }
 
 export type RunningWorker = {
-  worker: Worker;
+  worker: QueueWorkers;
   /** Settles when the worker stops; rejects if it fails. */
   done: Promise<void>;
   stop: () => Promise<void>;
 };
 
-/** Runs a created worker until `stop`, which shuts it down and waits for it. */
-export function keepRunning(worker: Worker): RunningWorker {
+/** Runs created workers until `stop`, which shuts them down and waits for them. */
+export function keepRunning(created: Worker | QueueWorkers): RunningWorker {
+  // A lone worker (the benchmark's) serves no engine queue.
+  const worker: QueueWorkers =
+    'byQueue' in created
+      ? created
+      : {
+          byQueue: {},
+          run: () => created.run(),
+          shutdown: () => {
+            if (created.getState() === 'RUNNING') created.shutdown();
+          },
+        };
   const done = worker.run();
   return {
     worker,
     done,
     stop: async () => {
       // The SDK shuts a worker down on its shutdown signals by itself; otherwise, do it here.
-      if (worker.getState() === 'RUNNING') worker.shutdown();
+      worker.shutdown();
       await done;
     },
   };
@@ -77,8 +90,8 @@ export async function runWorker(
   options: Parameters<typeof createWorker>[0] & { onFailure?: (error: unknown) => void },
 ): Promise<RunningWorker> {
   const { onFailure, ...workerOptions } = options;
-  const { worker, connection, ownsConnection } = await createWorker(workerOptions);
-  const running = keepRunning(worker);
+  const { workers, connection, ownsConnection } = await createWorker(workerOptions);
+  const running = keepRunning(workers);
   if (onFailure) running.done.catch(onFailure);
   let stopping: Promise<void> | undefined;
   return {

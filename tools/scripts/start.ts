@@ -155,7 +155,7 @@ async function main(): Promise<void> {
         namespace: config.temporal.namespace,
         dataConverter: temporalDataConverter(config),
       }),
-      config.temporal.taskQueue,
+      config.temporal.maintenanceTaskQueue,
       config.reconciliation,
     );
     const api = await startApi(running, logger, databaseUrl, {
