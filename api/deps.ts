@@ -22,4 +22,6 @@ export type ApiDeps = {
   wallets?: WalletMemory;
   logger: Logger;
   providers: Providers;
+  /** True once the process is stopping (api/server.ts `drain`): readiness then answers 503. */
+  draining?: () => boolean;
 };

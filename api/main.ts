@@ -19,8 +19,9 @@ async function main(): Promise<void> {
   );
   logger.info({ url: api.url }, 'api listening');
   const stop = () => {
-    logger.info('api stopping');
-    api.close().then(
+    const graceMs = config.api.shutdownGraceMs;
+    logger.info({ graceMs }, 'api stopping: finishing the requests it started');
+    api.drain(graceMs).then(
       () => process.exit(0),
       () => process.exit(1),
     );

@@ -22,6 +22,12 @@ export type RunningApi = {
   /** The metrics listener's `/metrics` (`API_METRICS_PORT`), or undefined when there is none. */
   metricsUrl: string | undefined;
   close: () => Promise<void>;
+  /**
+   * Stops as a deploy stops it: refuses new connections, answers readiness 503 and every
+   * further request with `Connection: close`, lets the requests it started finish for at most
+   * `graceMs`, then closes what is left and its pool and Temporal connection.
+   */
+  drain: (graceMs: number) => Promise<void>;
 };
 
 /**
@@ -67,6 +73,7 @@ export async function startApi(
         return client;
       }
     : undefined;
+  let draining = false;
   const credentials = createCredentialCache();
   const wallets = createWalletMemory();
   const providers = createProviders({ config, pool });
@@ -79,8 +86,20 @@ export async function startApi(
     wallets,
     logger,
     providers,
+    draining: () => draining,
   });
   const server = app.listen(config.api.port, config.api.host);
+  // First, before Koa: a keep-alive client must not send a stopping process another request.
+  const answering = new Set<ServerResponse>();
+  server.prependListener('request', (_request: IncomingMessage, response: ServerResponse) => {
+    if (draining) response.setHeader('Connection', 'close');
+    answering.add(response);
+    response.once('close', () => {
+      answering.delete(response);
+      // One whose headers left before the drain keeps its socket: closed once it is idle.
+      if (draining) setImmediate(() => server.closeIdleConnections());
+    });
+  });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) =>
     answerClientError(error, socket, logger),
   );
@@ -99,6 +118,11 @@ export async function startApi(
     config.metrics.enabled && config.metrics.apiPort !== undefined
       ? await startMetricsServer({ port: config.metrics.apiPort, host: config.api.host })
       : undefined;
+  const release = async () => {
+    await connection.close();
+    await pool.end();
+    await tracing?.release();
+  };
   return {
     url: `http://${host}:${port}`,
     server,
@@ -107,9 +131,21 @@ export async function startApi(
       await metrics?.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
-      await connection.close();
-      await pool.end();
-      await tracing?.release();
+      await release();
+    },
+    drain: async (graceMs) => {
+      draining = true;
+      for (const response of answering) {
+        if (!response.headersSent) response.setHeader('Connection', 'close');
+      }
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // A connection idle now would otherwise stay open for its keep-alive timeout.
+      server.closeIdleConnections();
+      const cut = setTimeout(() => server.closeAllConnections(), graceMs);
+      await closed;
+      clearTimeout(cut);
+      await metrics?.close();
+      await release();
     },
   };
 }

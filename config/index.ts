@@ -186,6 +186,14 @@ export const envSchema = z.object({
     description:
       "How long, in milliseconds (at least 100), the API waits for a payment workflow's answer before it answers 504; a retry with the same `Idempotency-Key` then gets the result.",
   }),
+  API_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(25_000).meta({
+    description:
+      'How long, in milliseconds, a stopping API (SIGTERM or SIGINT) lets the requests it started finish before it closes their connections and exits; it refuses new connections and answers `/readyz` 503 at once (see [Rolling deploys](operations.md#rolling-deploys)).',
+  }),
+  WORKER_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(25_000).meta({
+    description:
+      "How long, in milliseconds, a stopping worker (SIGTERM or SIGINT) lets its running activities finish after it stops polling (the SDK's `shutdownGraceTime`); then they are cancelled and retried elsewhere (see [Rolling deploys](operations.md#rolling-deploys)).",
+  }),
   MONIME_API_URL: z
     .string()
     .url()
@@ -448,6 +456,8 @@ export type Config = {
     port: number;
     host: string;
     requestTimeoutMs: number;
+    /** How long a stopping API lets its requests finish (`API_SHUTDOWN_GRACE_MS`). */
+    shutdownGraceMs: number;
     /**
      * How many proxies in front of the API to believe in `X-Forwarded-For` (`TRUST_PROXY`:
      * `false` 0, `true` 1, or a number): the client address of rate limits and lockouts. At 0,
@@ -518,6 +528,8 @@ export type Config = {
      * eagerly on this worker only while one is free (worker/create-worker.ts).
      */
     workflowTaskSlots: number;
+    /** How long a stopping worker lets its activities finish (`WORKER_SHUTDOWN_GRACE_MS`). */
+    workerShutdownGraceMs: number;
     /**
      * AES-256-GCM keys of the payload codec (temporal/payload-codec.ts), by key id; the first
      * encrypts, any decrypts (`TEMPORAL_PAYLOAD_KEYS`, `id:base64key,...`). Unset: one key
@@ -771,6 +783,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       port: e.PORT,
       host: e.HOST,
       requestTimeoutMs: e.API_REQUEST_TIMEOUT_MS,
+      shutdownGraceMs: e.API_SHUTDOWN_GRACE_MS,
       trustProxy:
         e.TRUST_PROXY === 'true' ? 1 : e.TRUST_PROXY === 'false' ? 0 : Number(e.TRUST_PROXY),
     },
@@ -820,6 +833,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       uiPort: e.TEMPORAL_UI_PORT,
       workflowBundlePath: e.TEMPORAL_WORKFLOW_BUNDLE,
       workflowTaskSlots: e.TEMPORAL_WORKFLOW_TASK_SLOTS,
+      workerShutdownGraceMs: e.WORKER_SHUTDOWN_GRACE_MS,
       payloadKeys: e.TEMPORAL_PAYLOAD_KEYS,
       allowPlaintextPayloads: e.TEMPORAL_PAYLOAD_ALLOW_PLAINTEXT === 'true',
       tls: temporal.tls,

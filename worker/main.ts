@@ -78,16 +78,24 @@ async function main(): Promise<void> {
       }),
     (error, retryInMs) => logger.warn({ err: error, retryInMs }, 'waiting for Postgres'),
   );
-  const worker = runResilientWorker({ config, pool, logger, queues });
+  const graceMs = config.temporal.workerShutdownGraceMs;
+  // On SIGTERM it stops polling and lets its running activities finish for the grace time.
+  const worker = runResilientWorker({
+    config,
+    pool,
+    logger,
+    queues,
+    tuning: { shutdownGraceTime: graceMs },
+  });
   const schedules = new AbortController();
   if (queues.includes('maintenance')) void createSchedules(config, logger, schedules.signal);
   await worker.ready;
   logger.info({ taskQueues: queues.map((kind) => taskQueueOf(config, kind)) }, 'worker running');
   const stop = () => {
-    logger.info('worker stopping');
+    logger.info({ graceMs }, 'worker stopping: finishing its running activities');
     schedules.abort();
     void worker
-      .stop()
+      .stop(graceMs + STOP_MARGIN_MS)
       .then(() => metrics?.close())
       .then(() => pool.end())
       .then(
@@ -98,6 +106,9 @@ async function main(): Promise<void> {
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
 }
+
+/** What the worker may take beyond its grace time to cancel its activities and let go. */
+const STOP_MARGIN_MS = 5_000;
 
 /** The engine's schedules, created once Temporal answers (retried every few seconds until). */
 async function createSchedules(

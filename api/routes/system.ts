@@ -42,14 +42,20 @@ export function systemRoutes(deps: ApiDeps, allRoutes: () => readonly Route[]): 
     defineRoute({
       method: 'get',
       path: '/readyz',
-      summary: 'Readiness: Postgres and Temporal answer',
+      summary: 'Readiness: Postgres and Temporal answer, and the process is not stopping',
       tag: 'System',
       auth: null,
       responses: {
         200: { description: 'Ready', schema: z.object({ status: z.literal('ready') }) },
-        503: { description: 'A dependency does not answer', schema: ErrorBody },
+        503: {
+          description: 'A dependency does not answer, or the process is stopping',
+          schema: ErrorBody,
+        },
       },
       handler: async () => {
+        if (deps.draining?.()) {
+          return { status: 503, body: { detail: 'Not ready: shutting down' } };
+        }
         // Both asked at once, each bounded: the answer comes within READINESS_TIMEOUT_MS.
         const [postgres, temporal] = await Promise.all([
           withinReadiness(databaseAnswers(deps.pool)),

@@ -4,9 +4,9 @@ import { printReport } from '../../tools/chaos/report';
 import { runChaos, SPLIT_FAULTS, type ChaosReport } from '../../tools/chaos/run';
 
 /**
- * The bank test in the split shape, bounded (docs/testing.md "The split shape"): two APIs and two
- * workers while each kind of process is SIGKILLed at least once, then tools/chaos/checks.ts.
- * Shorter than chaos-bank.test.ts, which covers every payment kind.
+ * The bank test in the split shape, bounded (docs/testing.md "The split shape"): two APIs behind
+ * nginx and two workers, one API rolled, then each kind of process SIGKILLed at least once, then
+ * tools/chaos/checks.ts. Shorter than chaos-bank.test.ts, which covers every payment kind.
  */
 jest.setTimeout(360_000);
 
@@ -21,6 +21,8 @@ beforeAll(async () => {
     wallets: 8,
     seed: 21,
     faults: SPLIT_FAULTS,
+    // One rolling restart, of an API, a second into the load (no second one within the run).
+    rollEveryMs: 600_000,
     log: (line) => lines.push(line),
   });
   printReport(report, (line) => lines.push(line));
@@ -48,6 +50,16 @@ describe('the bank test under kill -9, API and worker apart', () => {
         });
       }
     }
+  });
+
+  it('rolled an API without a failed request: the new one up, the old one exited 0 on SIGTERM', () => {
+    expect(report.rolls.map(({ kind, up, exitCode }) => ({ kind, up, exitCode }))).toEqual([
+      { kind: 'api', up: true, exitCode: 0 },
+    ]);
+    // Kills drop requests by design; the roll comes before the first of them.
+    const firstKill = Math.min(...report.faults.map((fault) => fault.atMs));
+    expect(report.rolls[0]!.atMs + report.rolls[0]!.tookMs).toBeLessThanOrEqual(firstKill);
+    expect(report.failedAtMs.filter((at) => at < firstKill)).toEqual([]);
   });
 
   it('sent requests through both APIs, each to a definitive answer, and some were retried', () => {

@@ -11,6 +11,20 @@ const root = path.resolve(__dirname, '..', '..');
 /** The engine's own processes a run kills and starts again (the servers have supervisors). */
 export type ProcessKind = 'node' | 'api' | 'worker';
 
+/** One rolling restart: a new process started and ready, then the old one sent SIGTERM. */
+export type Roll = {
+  kind: 'api' | 'worker';
+  /** The old process and its replacement (0 when the replacement did not start). */
+  pid: number;
+  newPid: number;
+  /** Whether the replacement came up (else the old one was left running). */
+  up: boolean;
+  /** The old process's exit code after SIGTERM (null: a signal ended it, not itself). */
+  exitCode: number | null;
+  /** From the replacement's start to the old process's exit. */
+  tookMs: number;
+};
+
 /**
  * The engine under a chaos run, on ports and a data folder of its own: `single`, a real `npm
  * start`; `split` (split.ts), two `npm run api` and two `npm run worker` beside the servers.
@@ -18,8 +32,15 @@ export type ProcessKind = 'node' | 'api' | 'worker';
  */
 export type ChaosEngine = {
   dir: string;
-  /** Each API process's address (the clients are spread over them). */
+  /** The addresses the clients use, spread over them: each API's, or the load balancer's. */
   urls: string[];
+  /** Requests each API answered, when a load balancer counts them. */
+  answeredByApi?: () => Promise<number[]>;
+  /**
+   * Rolls the `index`th API or worker (modulo their count) as an orchestrator rolls a
+   * deployment: a replacement first, then SIGTERM to the old one and a wait for its exit.
+   */
+  roll?: (kind: 'api' | 'worker', index: number) => Promise<Roll>;
   databaseUrl: string;
   /** The kinds of its own processes `restart` takes. */
   processKinds: readonly ProcessKind[];

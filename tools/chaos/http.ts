@@ -12,10 +12,67 @@ export type Credentials = { apiKey: string; secretKey: string };
 export const RETRY = { attempts: 400, totalMs: 150_000, perTryMs: 20_000, pauseMs: 300 };
 
 /**
- * An API client that retries every request with the same `Idempotency-Key` until it has a
- * definitive answer, as the bank test requires; `retries` counts the retried attempts.
+ * What a run's clients saw: the attempts that failed and the retried answers that are fine, by
+ * kind, and the longest time without a definitive answer (docs/testing.md, "Rolling restarts").
  */
-export function chaosClient(baseUrl: string, credentials: Credentials) {
+export function createMeter() {
+  let since: number | null = null;
+  const meter = {
+    longestPauseMs: 0,
+    /** When the longest pause ended (epoch ms). */
+    longestPauseEnded: 0,
+    failures: new Map<string, number>(),
+    /** When each failure happened (epoch ms), in order. */
+    failedAt: [] as { at: number; what: string }[],
+    retried: new Map<string, number>(),
+    start: () => {
+      since = Date.now();
+    },
+    answered: () => {
+      if (since === null) return;
+      const now = Date.now();
+      if (now - since > meter.longestPauseMs) {
+        meter.longestPauseMs = now - since;
+        meter.longestPauseEnded = now;
+      }
+      since = now;
+    },
+    failed: (what: string) => {
+      meter.failures.set(what, (meter.failures.get(what) ?? 0) + 1);
+      meter.failedAt.push({ at: Date.now(), what });
+    },
+    retry: (why: string) => meter.retried.set(why, (meter.retried.get(why) ?? 0) + 1),
+  };
+  return meter;
+}
+
+export type Meter = ReturnType<typeof createMeter>;
+
+/** Whether `body` is the API's own error answer, `{"detail": ...}` (a balancer's page is not). */
+const fromApi = (body: Json) =>
+  typeof body === 'object' &&
+  body !== null &&
+  typeof (body as { detail?: unknown }).detail === 'string';
+
+/** Sorts a retried answer into failed (meter.failed) or fine to retry (meter.retry). */
+function judge(meter: Meter, status: number, retryAfter: boolean, body: Json): void {
+  if (status === 502) meter.failed('HTTP 502');
+  else if (status === 504 && !fromApi(body)) meter.failed('HTTP 504 from the balancer');
+  else if (status === 503 && !retryAfter) meter.failed('HTTP 503 without Retry-After');
+  else if (status >= 500 && !fromApi(body)) meter.failed(`HTTP ${status} without a detail`);
+  else meter.retry(`HTTP ${status}${retryAfter ? ' with Retry-After' : ''}`);
+}
+
+/**
+ * An API client that retries every request with the same `Idempotency-Key` until it has a
+ * definitive answer, as the bank test requires; `retries` counts the retried attempts, and
+ * `meter` (shared by a run's clients) what they saw.
+ */
+export function chaosClient(
+  baseUrl: string,
+  credentials: Credentials,
+  meter: Meter = createMeter(),
+) {
   const stats = { requests: 0, retries: 0 };
 
   async function once(
@@ -23,7 +80,7 @@ export function chaosClient(baseUrl: string, credentials: Credentials) {
     path: string,
     body: unknown,
     headers: Record<string, string>,
-  ): Promise<{ status: number; body: Json }> {
+  ): Promise<{ status: number; body: Json; retryAfter: boolean }> {
     const response = await fetch(`${baseUrl}${path}`, {
       method,
       headers: {
@@ -42,7 +99,11 @@ export function chaosClient(baseUrl: string, credentials: Credentials) {
     } catch {
       /* not JSON: keep the text */
     }
-    return { status: response.status, body: parsed };
+    return {
+      status: response.status,
+      body: parsed,
+      retryAfter: response.headers.has('retry-after'),
+    };
   }
 
   /** The request, retried until 2xx or 4xx (or its bounds are spent). */
@@ -60,13 +121,18 @@ export function chaosClient(baseUrl: string, credentials: Credentials) {
       try {
         const reply = await once(method, path, options.body, headers);
         status = reply.status;
-        if (status >= 200 && status < 300)
+        if (status >= 200 && status < 300) {
+          meter.answered();
           return { kind: 'ok', status, body: reply.body, attempts: attempt };
+        }
         if (status >= 400 && status < 500 && status !== 429) {
+          meter.answered();
           return { kind: 'refused', status, body: reply.body, attempts: attempt };
         }
-      } catch {
+        judge(meter, status, reply.retryAfter, reply.body);
+      } catch (error) {
         status = 0; // refused connection, reset, or the per-try timeout
+        meter.failed(noAnswer(error));
       }
       if (Date.now() + RETRY.pauseMs > deadline)
         return { kind: 'indefinite', status, attempts: attempt };
@@ -78,6 +144,7 @@ export function chaosClient(baseUrl: string, credentials: Credentials) {
 
   return {
     stats,
+    meter,
     call,
     get: (path: string) => call('GET', path),
     post: (path: string, body: unknown, key?: string, headers?: Record<string, string>) =>
@@ -86,3 +153,11 @@ export function chaosClient(baseUrl: string, credentials: Credentials) {
 }
 
 export type ChaosClient = ReturnType<typeof chaosClient>;
+
+/** Why an attempt had no answer, as fetch reports it: a timeout, or the socket's error code. */
+function noAnswer(error: unknown): string {
+  if (error instanceof Error && error.name === 'TimeoutError') return 'no answer: timeout';
+  const cause =
+    error instanceof Error ? (error.cause as { code?: unknown } | undefined) : undefined;
+  return `no answer: ${typeof cause?.code === 'string' ? cause.code : 'connection failed'}`;
+}

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { balancerMissing } from './balancer';
 import { printReport } from './report';
 import { faultsOf, runChaos, SHAPES, type Fault, type Shape } from './run';
 
@@ -6,7 +7,7 @@ import { faultsOf, runChaos, SHAPES, type Fault, type Shape } from './run';
  * `npm run chaos`: the bank test (see docs/testing.md, "Chaos test"). Exit status 0 when every check
  * held, 1 on a violation, 2 on bad arguments.
  */
-const USAGE = `usage: npm run chaos -- [--shape single|split] [--duration SECONDS] [--clients N] [--wallets N] [--seed N] [--faults temporal,postgres,node|none (split: temporal,postgres,api,worker)]`;
+const USAGE = `usage: npm run chaos -- [--shape single|split] [--duration SECONDS] [--clients N] [--wallets N] [--seed N] [--faults temporal,postgres,node|none (split: temporal,postgres,api,worker)] [--roll-every SECONDS (split; default 20, 0: no rolling restarts)]`;
 
 const write = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -19,6 +20,7 @@ function options() {
       seed: { type: 'string' },
       shape: { type: 'string', default: 'single' },
       faults: { type: 'string' },
+      'roll-every': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -45,8 +47,14 @@ function options() {
     process.stderr.write(`unknown fault ${unknown.join(', ')} (${shape} shape)\n${USAGE}\n`);
     process.exit(2);
   }
+  const rollEvery = values['roll-every'];
+  if (rollEvery !== undefined && shape !== 'split' && rollEvery !== '0') {
+    process.stderr.write(`--roll-every needs --shape split\n${USAGE}\n`);
+    process.exit(2);
+  }
   return {
     shape,
+    rollEveryMs: shape === 'split' ? whole('roll-every', rollEvery ?? '20', 0) * 1_000 : 0,
     durationMs: whole('duration', values.duration, 1) * 1_000,
     clients: whole('clients', values.clients, 1),
     wallets: whole('wallets', values.wallets, 2),
@@ -60,8 +68,13 @@ function options() {
 
 async function main(): Promise<void> {
   const chosen = options();
+  const missing = chosen.shape === 'split' ? balancerMissing() : null;
+  if (missing) {
+    process.stderr.write(`${missing}\n`);
+    process.exit(1);
+  }
   write(
-    `bank test (${chosen.shape} shape): ${chosen.durationMs / 1_000} s, ${chosen.clients} clients, ${chosen.wallets} wallets, seed ${chosen.seed}, faults ${chosen.faults.join(',') || 'none'}`,
+    `bank test (${chosen.shape} shape): ${chosen.durationMs / 1_000} s, ${chosen.clients} clients, ${chosen.wallets} wallets, seed ${chosen.seed}, faults ${chosen.faults.join(',') || 'none'}${chosen.rollEveryMs ? `, a rolling restart every ${chosen.rollEveryMs / 1_000} s` : ''}`,
   );
   const report = await runChaos({ ...chosen, log: write });
   printReport(report, write);

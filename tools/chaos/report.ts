@@ -24,6 +24,30 @@ export function printReport(report: ChaosReport, write: (line: string) => void):
       `  at ${(f.atMs / 1_000).toFixed(1)} s kill -9 ${f.kind} (pid ${f.pid}): ${f.recoveryMs === null ? 'NOT recovered' : `recovered in ${(f.recoveryMs / 1_000).toFixed(1)} s`}`,
     );
   }
+  if (report.rolls.length) {
+    write(`rolling restarts: ${report.rolls.length}`);
+    for (const r of report.rolls) {
+      write(
+        `  at ${(r.atMs / 1_000).toFixed(1)} s ${r.kind} ${r.pid} -> ${r.newPid}: ${r.up ? `old exited ${r.exitCode}, ${(r.tookMs / 1_000).toFixed(1)} s in all` : 'replacement NOT up'}`,
+      );
+    }
+  }
+  const failed = Object.values(report.failures).reduce((n, count) => n + count, 0);
+  write(
+    `failed attempts: ${failed}${
+      failed
+        ? ` (${Object.entries(report.failures)
+            .map(([what, n]) => `${n} × ${what}`)
+            .join(', ')})`
+        : ''
+    }`,
+  );
+  const retried = Object.entries(report.retriedFor);
+  if (retried.length)
+    write(`retried answers: ${retried.map(([why, n]) => `${n} × ${why}`).join(', ')}`);
+  write(
+    `longest pause without a definitive answer: ${(report.longestPauseMs / 1_000).toFixed(2)} s, ended ${(report.longestPauseEndedAtMs / 1_000).toFixed(1)} s into the load`,
+  );
   for (const note of report.notes) write(`note: ${note}`);
   if (report.violations.length) {
     write(`${report.violations.length} VIOLATIONS:`);

@@ -5,8 +5,8 @@ import { createDatabasePool } from '../../db/pool';
 import { isAlive } from '../harness/processes';
 import { checkBank } from './checks';
 import { currencyProbe, type CliRun, type CurrencyProbe } from './currency';
-import { createChaosEngine, type ChaosEngine, type ProcessKind } from './engine';
-import { chaosClient, type ChaosClient } from './http';
+import { createChaosEngine, type ChaosEngine, type ProcessKind, type Roll } from './engine';
+import { chaosClient, createMeter, type ChaosClient } from './http';
 import { seeded, type Random } from './random';
 import { createSplitChaosEngine } from './split';
 import { Wire } from './wire';
@@ -30,10 +30,17 @@ export type ChaosOptions = {
   faults: readonly Fault[];
   /** Wallets (at least 2); the first quarter are onboarded for card payouts. */
   wallets: number;
+  /**
+   * Split shape: every this many ms (the first a second into the load), one API or one worker,
+   * in turn, is rolled (replaced, then sent SIGTERM); 0 or absent: none.
+   */
+  rollEveryMs?: number;
   log: (line: string) => void;
 };
 
 export type FaultRecord = { kind: Fault; atMs: number; pid: number; recoveryMs: number | null };
+
+export type RollRecord = Roll & { atMs: number };
 
 export type ChaosReport = {
   seed: number;
@@ -46,6 +53,17 @@ export type ChaosReport = {
   requestsByApi: number[];
   history: History;
   faults: FaultRecord[];
+  /** The rolling restarts, in order. */
+  rolls: RollRecord[];
+  /** Attempts that failed, by kind (see `createMeter`), and when each did (ms into the load). */
+  failures: Record<string, number>;
+  failedAtMs: number[];
+  /** Retried answers that are fine (a 503 with Retry-After, the API's own 504), by kind. */
+  retriedFor: Record<string, number>;
+  /** The longest time during the load without a definitive answer to any client. */
+  longestPauseMs: number;
+  /** When, in ms into the load, it ended. */
+  longestPauseEndedAtMs: number;
   violations: string[];
   notes: string[];
   requests: number;
@@ -189,6 +207,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const notes: string[] = [];
   let violations: string[] = [];
   let clients: ChaosClient[] = [];
+  const meter = createMeter();
+  const rolls: RollRecord[] = [];
+  let requestsByApi: number[] | null = null;
+  let loadStartedAt = Date.now();
   let probe: CurrencyProbe | null = null;
   // Stopped from the outside (Ctrl-C): nothing it started may be left running.
   const onSignal = () => void engine.close().finally(() => process.exit(130));
@@ -197,13 +219,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   try {
     log(
       shape === 'split'
-        ? `starting the servers, ${engine.urls.length} npm run api and npm run worker in ${engine.dir}`
+        ? `starting the servers, two npm run api behind nginx and two npm run worker in ${engine.dir}`
         : `starting npm start in ${engine.dir}`,
     );
     await engine.start();
     const app = await createApplication(engine, runId, 'SLE');
     // One client per API; the first also sets up and checks.
-    clients = engine.urls.map((url) => chaosClient(url, app.credentials));
+    clients = engine.urls.map((url) => chaosClient(url, app.credentials, meter));
     const api = clients[0]!;
     const wallets = await setUpWallets({
       api,
@@ -217,7 +239,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     );
 
     const usdApp = await createApplication(engine, runId, 'USD');
-    const usdApi = chaosClient(engine.urls[0]!, usdApp.credentials);
+    const usdApi = chaosClient(engine.urls[0]!, usdApp.credentials, meter);
     const [usdWallet] = (
       await setUpWallets({
         api: usdApi,
@@ -248,11 +270,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         secret_key: string;
       };
       const url = engine.urls[i % engine.urls.length]!;
-      admins.push(chaosClient(url, { apiKey: made.api_key, secretKey: made.secret_key }));
+      admins.push(chaosClient(url, { apiKey: made.api_key, secretKey: made.secret_key }, meter));
     }
 
     const startedAt = Date.now();
+    loadStartedAt = startedAt;
+    meter.start();
     const endAt = startedAt + options.durationMs;
+    // A roll and a fault never overlap: each is measured on an engine otherwise whole.
+    let turn: Promise<unknown> = Promise.resolve();
+    const exclusive = <T>(step: () => Promise<T>): Promise<T> => {
+      const done = turn.then(step);
+      turn = done.catch(() => undefined);
+      return done;
+    };
     let operations = 0;
     const client = async (index: number) => {
       const random = seeded(options.seed * 1_000 + index);
@@ -291,13 +322,36 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         const allowed = options.faults.filter((k) => isProcess(k) || recent(k) < 4);
         if (!plan[i] && !allowed.length) continue;
         const kind = plan[i] ?? random.pick(allowed);
-        log(`fault: kill -9 ${kind}`);
-        const record = await inject(engine, kind, startedAt, random);
+        const record = await exclusive(() => {
+          log(`fault: kill -9 ${kind}`);
+          return inject(engine, kind, startedAt, random);
+        });
         faults.push(record);
         log(
           `  ${kind} (pid ${record.pid}) ${record.recoveryMs === null ? 'did NOT recover' : `recovered in ${record.recoveryMs} ms`}`,
         );
         if (record.recoveryMs === null) return;
+      }
+    };
+    const roller = async () => {
+      const every = options.rollEveryMs ?? 0;
+      if (!every || !engine.roll) return;
+      const roll = engine.roll;
+      for (let n = 0; ; n++) {
+        const at = startedAt + 1_000 + n * every;
+        if (at > endAt - 3_000) return;
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())));
+        // API 0, worker 0, API 1, worker 1, and again.
+        const kind = n % 2 === 0 ? 'api' : 'worker';
+        const record = await exclusive(async () => {
+          log(`roll: ${kind} ${Math.floor(n / 2)}, a new one first, then SIGTERM to the old`);
+          const began = Date.now();
+          return { ...(await roll(kind, Math.floor(n / 2))), atMs: began - startedAt };
+        });
+        rolls.push(record);
+        log(
+          `  ${kind} ${record.pid} -> ${record.newPid}: ${record.up ? `exit ${record.exitCode} after ${record.tookMs} ms` : 'the new one did NOT come up'}`,
+        );
       }
     };
     const progress = setInterval(
@@ -307,12 +361,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     try {
       await Promise.all([
         nemesis(),
+        roller(),
         currencyRounds(),
         ...Array.from({ length: options.clients }, (_, i) => client(i)),
       ]);
     } finally {
       clearInterval(progress);
     }
+    meter.answered();
     log(`load stopped after ${Date.now() - startedAt} ms: ${operations} operations`);
 
     // Quiet: every component up, and pending money out given a moment to settle.
@@ -335,6 +391,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       if (fault.recoveryMs === null)
         violations.push(`${fault.kind} killed at ${fault.atMs} ms did not recover`);
     }
+    violations.push(...rollViolations(rolls));
+    // Kills drop requests by design; without them, not one request may fail.
+    const failed = meter.failedAt.length;
+    if (!options.faults.length && failed) {
+      violations.push(`${failed} attempts failed without a fault (see failures)`);
+    }
+    requestsByApi = (await engine.answeredByApi?.()) ?? null;
   } catch (error) {
     violations.push(`the run failed: ${error instanceof Error ? error.message : String(error)}`);
     notes.push(engine.output().slice(-4_000));
@@ -348,14 +411,31 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     shape,
     dir: engine.dir,
     processes: engine.started(),
-    requestsByApi: clients.map((client) => client.stats.requests),
+    requestsByApi: requestsByApi ?? clients.map((client) => client.stats.requests),
     history,
     faults,
+    rolls,
+    failures: Object.fromEntries(meter.failures),
+    failedAtMs: meter.failedAt.map((f) => f.at - loadStartedAt),
+    retriedFor: Object.fromEntries(meter.retried),
+    longestPauseMs: meter.longestPauseMs,
+    longestPauseEndedAtMs: meter.longestPauseEnded - loadStartedAt,
     violations,
     notes,
     requests: sum(clients, 'requests'),
     retries: sum(clients, 'retries'),
   };
+}
+
+/** A replacement that did not come up, or an old process that did not exit 0 on SIGTERM. */
+function rollViolations(rolls: RollRecord[]): string[] {
+  return rolls.flatMap((r) => {
+    if (!r.up) return [`the ${r.kind} rolled at ${r.atMs} ms: its replacement did not come up`];
+    if (r.exitCode !== 0) {
+      return [`the ${r.kind} ${r.pid} rolled at ${r.atMs} ms exited ${r.exitCode} on SIGTERM`];
+    }
+    return [];
+  });
 }
 
 const sum = (clients: ChaosClient[], stat: 'requests' | 'retries') =>

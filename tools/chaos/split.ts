@@ -12,18 +12,21 @@ import {
   workerPolling,
   type EngineProcess,
 } from '../harness/split';
-import type { ChaosEngine, ProcessKind } from './engine';
+import { startBalancer, type Balancer } from './balancer';
+import type { ChaosEngine, ProcessKind, Roll } from './engine';
 
 const root = path.resolve(__dirname, '..', '..');
 /** How many API and how many worker processes. */
 const EACH = 2;
 /** How long a process may take to be ready after a (re)start. */
 const START_MS = 120_000;
+/** How long a process sent SIGTERM may take to exit: its grace time (the default) and a margin. */
+const STOP_MS = 35_000;
 
 /**
- * The split shape under a chaos run, as production runs the engine: two `npm run api` and two
- * `npm run worker` on the servers of servers.ts (a process group of its own). The run starts a
- * killed API or worker again, as an orchestrator would.
+ * The split shape under a chaos run, as production runs the engine: two `npm run api` behind
+ * nginx (balancer.ts) and two `npm run worker` on the servers of servers.ts (a process group of
+ * its own). The run starts a killed API or worker again, as an orchestrator would, and rolls them.
  */
 export async function createSplitChaosEngine(log: (line: string) => void): Promise<ChaosEngine> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'wallet-chaos-split-'));
@@ -32,7 +35,11 @@ export async function createSplitChaosEngine(log: (line: string) => void): Promi
   const dataDir = path.join(dir, 'data');
   const pgPort = await freePort();
   const temporalPort = await freePort();
-  const apiPorts = await Promise.all(Array.from({ length: EACH }, () => freePort()));
+  // Two ports an API: the running one's, and its replacement's during a roll.
+  const apiPorts: [number, number][] = [];
+  for (let i = 0; i < EACH; i++) apiPorts.push([await freePort(), await freePort()]);
+  const sides = apiPorts.map(() => 0);
+  const balancerPort = await freePort();
   const { DATABASE_URL: _db, TEMPORAL_ADDRESS: _temporal, ...inherited } = process.env;
   const shared: NodeJS.ProcessEnv = {
     ...inherited,
@@ -50,11 +57,13 @@ export async function createSplitChaosEngine(log: (line: string) => void): Promi
   const databaseUrl = `postgres://postgres:postgres@127.0.0.1:${pgPort}/wallet`;
   const temporalAddress = `127.0.0.1:${temporalPort}`;
   const engineEnv = { ...shared, DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress };
-  const urls = apiPorts.map((port) => `http://127.0.0.1:${port}`);
+  const urlOf = (port: number) => `http://127.0.0.1:${port}`;
+  const apiUrl = (i: number) => urlOf(apiPorts[i]![sides[i]!]!);
   const namespace = 'default';
   const taskQueue = 'payments';
 
   let servers: ChildProcess | null = null;
+  let balancer: Balancer | null = null;
   let serversOutput = '';
   const apis: EngineProcess[] = [];
   const workers: EngineProcess[] = [];
@@ -78,22 +87,60 @@ export async function createSplitChaosEngine(log: (line: string) => void): Promi
     }
   };
 
-  const startApi = (i: number) => {
+  const launchApi = (i: number, side: number) => {
+    const port = apiPorts[i]![side]!;
     const api = startEngineProcess(
       'api',
-      { ...engineEnv, PORT: String(apiPorts[i]) },
+      { ...engineEnv, PORT: String(port) },
       { keepStdout: true },
     );
     pids.push(api.pid);
-    apis[i] = api;
-    return waitUntilReady(api, () => apiReady(urls[i]!), START_MS);
+    return { process: api, ready: waitUntilReady(api, () => apiReady(urlOf(port)), START_MS) };
   };
-  const startWorker = (i: number) => {
+  const launchWorker = () => {
     const worker = startEngineProcess('worker', engineEnv, { keepStdout: true });
     pids.push(worker.pid);
-    workers[i] = worker;
-    return waitUntilReady(worker, () => polling(worker.pid), START_MS);
+    return { process: worker, ready: waitUntilReady(worker, () => polling(worker.pid), START_MS) };
   };
+  const startApi = (i: number) => {
+    const { process: api, ready } = launchApi(i, sides[i]!);
+    apis[i] = api;
+    return ready;
+  };
+  const startWorker = (i: number) => {
+    const { process: worker, ready } = launchWorker();
+    workers[i] = worker;
+    return ready;
+  };
+
+  async function roll(kind: 'api' | 'worker', index: number): Promise<Roll> {
+    const list = kind === 'api' ? apis : workers;
+    const i = index % list.length;
+    const old = list[i]!;
+    const began = Date.now();
+    const side = 1 - sides[i]!;
+    const next = kind === 'api' ? launchApi(i, side) : launchWorker();
+    const up = await next.ready.then(
+      () => true,
+      () => false,
+    );
+    if (!up) {
+      await next.process.kill();
+      return { kind, pid: old.pid, newPid: 0, up, exitCode: null, tookMs: Date.now() - began };
+    }
+    list[i] = next.process;
+    if (kind === 'api') sides[i] = side;
+    await old.stop(STOP_MS);
+    const exitCode = await old.exited;
+    return {
+      kind,
+      pid: old.pid,
+      newPid: next.process.pid,
+      up,
+      exitCode,
+      tookMs: Date.now() - began,
+    };
+  }
 
   async function start(): Promise<void> {
     const child = spawn(process.execPath, ['--import', 'tsx', 'tools/chaos/servers.ts'], {
@@ -113,6 +160,11 @@ export async function createSplitChaosEngine(log: (line: string) => void): Promi
     const indexes = Array.from({ length: EACH }, (_, i) => i);
     await Promise.all(indexes.map(startWorker));
     await Promise.all(indexes.map(startApi));
+    balancer = await startBalancer({
+      dir: path.join(dir, 'nginx'),
+      port: balancerPort,
+      upstreams: apiPorts.flat(),
+    });
   }
 
   async function restart(kind: ProcessKind, pick: (count: number) => number) {
@@ -129,13 +181,14 @@ export async function createSplitChaosEngine(log: (line: string) => void): Promi
 
   async function ready(): Promise<boolean> {
     const answers = await Promise.all([
-      ...urls.map((url) => apiReady(url)),
+      ...apis.map((_, i) => apiReady(apiUrl(i))),
       ...workers.map((worker) => worker.running() && polling(worker.pid)),
     ]);
-    return answers.every(Boolean);
+    return (balancer?.running() ?? false) && answers.every(Boolean);
   }
 
   async function close(): Promise<void> {
+    await balancer?.stop();
     await Promise.all([...apis, ...workers].map((child) => child.stop()));
     const group = servers;
     if (group && running(group)) {
@@ -173,14 +226,23 @@ export async function createSplitChaosEngine(log: (line: string) => void): Promi
 
   return {
     dir,
-    urls,
+    urls: [urlOf(balancerPort)],
+    answeredByApi: async () => {
+      const counts = (await balancer?.answeredBy()) ?? new Map<number, number>();
+      return apiPorts.map(([a, b]) => (counts.get(a) ?? 0) + (counts.get(b) ?? 0));
+    },
+    roll,
     databaseUrl,
     processKinds: ['api', 'worker'],
     start,
     serverPids: () => ({ postgres: pgPid(), temporal: temporalPid() }),
     restart,
     ready,
-    started: () => [...pids, ...(servers?.pid ? [servers.pid] : [])],
+    started: () => [
+      ...pids,
+      ...(servers?.pid ? [servers.pid] : []),
+      ...(balancer ? [balancer.pid] : []),
+    ],
     output: () =>
       [
         serversOutput.slice(-2_000),

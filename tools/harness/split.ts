@@ -41,6 +41,8 @@ export type EngineProcess = {
   role: Role;
   pid: number;
   running: () => boolean;
+  /** Settles with its exit code once it has exited (null when a signal ended it). */
+  exited: Promise<number | null>;
   /** The last lines it wrote to stderr (and to stdout when kept), for a failure message. */
   output: () => string;
   /** SIGTERM, then SIGKILL after `graceMs`; resolves once it has exited. */
@@ -73,11 +75,11 @@ export function startEngineProcess(
   };
   child.stdout?.setEncoding('utf8').on('data', hear);
   child.stderr?.setEncoding('utf8').on('data', hear);
-  const exited = new Promise<void>((resolve) => {
-    child.once('exit', () => resolve());
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code) => resolve(code));
     child.once('error', (error) => {
       hear(`${error.message}\n`);
-      resolve();
+      resolve(null);
     });
   });
   const running = () => child.exitCode === null && child.signalCode === null;
@@ -97,6 +99,7 @@ export function startEngineProcess(
     role,
     pid: child.pid ?? 0,
     running,
+    exited,
     output: () => output,
     stop,
     kill: async () => {

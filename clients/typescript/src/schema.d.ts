@@ -28,7 +28,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Readiness: Postgres and Temporal answer */
+    /** Readiness: Postgres and Temporal answer, and the process is not stopping */
     get: operations['get_readyz'];
     put?: never;
     post?: never;
@@ -1836,7 +1836,7 @@ export interface operations {
           };
         };
       };
-      /** @description A dependency does not answer */
+      /** @description A dependency does not answer, or the process is stopping */
       503: {
         headers: {
           'Retry-After': components['headers']['RetryAfterUnavailable'];
