@@ -259,8 +259,14 @@ describe('Postgres with sslmode=verify-full and DATABASE_SSL_CA', () => {
       DATA_DIR: file('data'),
       TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS,
       TEMPORAL_TASK_QUEUE: `pgtls-${port}`,
+      TEMPORAL_WEBHOOK_TASK_QUEUE: `pgtls-webhooks-${port}`,
     });
-    const worker = await startWorkerProcess(config, { dataDir: file('data') });
+    // Not the maintenance queue: its worker would create the server's one schedule of each kind,
+    // which the files sharing this dev server read with keys of their own.
+    const worker = await startWorkerProcess(config, {
+      dataDir: file('data'),
+      args: ['--queues', 'payments,webhooks'],
+    });
     try {
       const db = await pool(configured(urlOf('127.0.0.1', 'verify-full'), file('ca.crt')));
       // The relay's LISTEN connection is the worker's own, opened by its first relay round.
