@@ -15,6 +15,7 @@ import {
   startEmbeddedPostgres,
   type EmbeddedDatabase,
 } from '../../tools/harness/postgres';
+import { makeCertificates } from '../support/tls-terminator';
 import { pollUntil } from '../support/wait';
 import { startWorkerProcess } from '../support/worker-process';
 
@@ -34,63 +35,9 @@ let port: number;
 const opened: DatabasePool[] = [];
 let migrated: MigrationResult;
 
-const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-
-/** Two CAs, and a server certificate from the first for 127.0.0.1 and localhost. */
-function makeCertificates(): void {
-  for (const name of ['ca', 'other-ca']) {
-    openssl(
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.crt`,
-      '-days',
-      '2',
-      '-subj',
-      `/CN=wallet test ${name}`,
-    );
-  }
-  openssl(
-    'req',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    'server.key',
-    '-out',
-    'server.csr',
-    '-subj',
-    '/CN=localhost',
-  );
-  writeFileSync(file('server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-  openssl(
-    'x509',
-    '-req',
-    '-in',
-    'server.csr',
-    '-CA',
-    'ca.crt',
-    '-CAkey',
-    'ca.key',
-    '-CAcreateserial',
-    '-out',
-    'server.crt',
-    '-days',
-    '2',
-    '-extfile',
-    'server.ext',
-  );
+/** The CA-signed server certificate's key, which the server (as `postgres` under root) must own. */
+function ownServerKey(): void {
   chmodSync(file('server.key'), 0o600);
-  // As root, the server runs as `postgres`, which must own its key (Postgres checks).
   if (userInfo().uid === 0) execFileSync('chown', ['postgres', file('server.key')]);
 }
 
@@ -103,7 +50,8 @@ const configured = (url: string, ca?: string) =>
   loadConfig({ ...process.env, DATABASE_URL: url, DATABASE_SSL_CA: ca }).database.url!;
 
 beforeAll(async () => {
-  makeCertificates();
+  await makeCertificates(dir);
+  ownServerKey();
   writeFileSync(
     file('pg_hba.conf'),
     'hostssl all all 127.0.0.0/8 scram-sha-256\nhostssl all all ::1/128 scram-sha-256\n',
@@ -117,14 +65,14 @@ beforeAll(async () => {
       // 127.0.0.2 reaches the same server under an address its certificate does not name.
       listen_addresses: '127.0.0.1,127.0.0.2',
       ssl: 'on',
-      ssl_cert_file: file('server.crt'),
+      ssl_cert_file: file('server.pem'),
       ssl_key_file: file('server.key'),
       hba_file: file('pg_hba.conf'),
     },
   });
   await ensureDatabase(urlOf('127.0.0.1', 'require', 'postgres'), 'wallet');
   // Every test below needs the schema: the migrations are the first to connect.
-  migrated = await migrate(configured(urlOf('127.0.0.1', 'verify-full'), file('ca.crt')));
+  migrated = await migrate(configured(urlOf('127.0.0.1', 'verify-full'), file('ca.pem')));
 });
 
 afterAll(async () => {
@@ -164,13 +112,13 @@ function runNode(script: string, args: string[], env: Record<string, string>): P
 describe('Postgres with sslmode=verify-full and DATABASE_SSL_CA', () => {
   const tlsEnv = () => ({
     DATABASE_URL: urlOf('127.0.0.1', 'verify-full'),
-    DATABASE_SSL_CA: file('ca.crt'),
+    DATABASE_SSL_CA: file('ca.pem'),
   });
   /** The application `apps create` made, for the tests after it. */
   let applicationId = '';
 
   it('migrates, pools and listens over verified TLS', async () => {
-    const url = configured(urlOf('127.0.0.1', 'verify-full'), file('ca.crt'));
+    const url = configured(urlOf('127.0.0.1', 'verify-full'), file('ca.pem'));
     expect(migrated.applied.length).toBeGreaterThan(0);
     const db = await pool(url);
     expect(await encrypted(db)).toBe(true);
@@ -188,7 +136,7 @@ describe('Postgres with sslmode=verify-full and DATABASE_SSL_CA', () => {
   });
 
   it('verifies the host name localhost as well as the address', async () => {
-    const db = await pool(configured(urlOf('localhost', 'verify-full'), file('ca.crt')));
+    const db = await pool(configured(urlOf('localhost', 'verify-full'), file('ca.pem')));
     expect(await encrypted(db)).toBe(true);
   });
 
@@ -238,7 +186,7 @@ describe('Postgres with sslmode=verify-full and DATABASE_SSL_CA', () => {
         body: JSON.stringify({ app_user_id: 'tls-1', name: 'Ada', phone_number: '+23276000001' }),
       });
       expect(res.status).toBe(200);
-      const db = await pool(configured(urlOf('127.0.0.1', 'verify-full'), file('ca.crt')));
+      const db = await pool(configured(urlOf('127.0.0.1', 'verify-full'), file('ca.pem')));
       const users = await db.oneFirst(
         sql.type(z.object({ n: z.number() }))`
           SELECT count(*)::int AS n FROM users
@@ -268,7 +216,7 @@ describe('Postgres with sslmode=verify-full and DATABASE_SSL_CA', () => {
       args: ['--queues', 'payments,webhooks'],
     });
     try {
-      const db = await pool(configured(urlOf('127.0.0.1', 'verify-full'), file('ca.crt')));
+      const db = await pool(configured(urlOf('127.0.0.1', 'verify-full'), file('ca.pem')));
       // The relay's LISTEN connection is the worker's own, opened by its first relay round.
       const relay = await pollUntil(
         () =>
@@ -310,7 +258,7 @@ describe('Postgres with sslmode=verify-full and DATABASE_SSL_CA', () => {
         listen.stdout.once('data', () => resolve());
         listen.once('close', () => reject(new Error(`the command exited:\n${said}`)));
       });
-      const db = await pool(configured(urlOf('127.0.0.1', 'verify-full'), file('ca.crt')));
+      const db = await pool(configured(urlOf('127.0.0.1', 'verify-full'), file('ca.pem')));
       const listening = await db.oneFirst(
         sql.type(z.object({ ssl: z.boolean() }))`
           SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
@@ -325,12 +273,12 @@ describe('Postgres with sslmode=verify-full and DATABASE_SSL_CA', () => {
 });
 
 describe('a certificate TLS refuses stops the process at start with one line', () => {
-  const notSigned = `DATABASE_SSL_CA: the Postgres server's certificate is not signed by ${file('other-ca.crt')}`;
+  const notSigned = `DATABASE_SSL_CA: the Postgres server's certificate is not signed by ${file('other-ca.pem')}`;
 
   it('another CA: the API exits with the line naming DATABASE_SSL_CA, without waiting', async () => {
     const run = await runNode('api/main.ts', [], {
       DATABASE_URL: urlOf('127.0.0.1', 'verify-full'),
-      DATABASE_SSL_CA: file('other-ca.crt'),
+      DATABASE_SSL_CA: file('other-ca.pem'),
       PORT: '0',
       TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS!,
     });
@@ -344,7 +292,7 @@ describe('a certificate TLS refuses stops the process at start with one line', (
   it('another CA: the worker exits with the same line', async () => {
     const run = await runNode('worker/main.ts', [], {
       DATABASE_URL: urlOf('127.0.0.1', 'verify-ca'),
-      DATABASE_SSL_CA: file('other-ca.crt'),
+      DATABASE_SSL_CA: file('other-ca.pem'),
       TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS!,
     });
     expect(run.code).toBe(1);
@@ -356,7 +304,7 @@ describe('a certificate TLS refuses stops the process at start with one line', (
   it('another host name: the CLI exits with the line naming DATABASE_URL', async () => {
     const run = await runNode('cli/main.ts', ['admins', 'list'], {
       DATABASE_URL: urlOf('127.0.0.2', 'verify-full'),
-      DATABASE_SSL_CA: file('ca.crt'),
+      DATABASE_SSL_CA: file('ca.pem'),
     });
     expect(run.code).toBe(1);
     expect(run.stderr.trim().split('\n')).toEqual([
@@ -367,8 +315,8 @@ describe('a certificate TLS refuses stops the process at start with one line', (
   });
 
   it('is not taken for an unreachable database, on every path', async () => {
-    const otherCa = configured(urlOf('127.0.0.1', 'verify-full'), file('other-ca.crt'));
-    const otherHost = configured(urlOf('127.0.0.2', 'verify-full'), file('ca.crt'));
+    const otherCa = configured(urlOf('127.0.0.1', 'verify-full'), file('other-ca.pem'));
+    const otherHost = configured(urlOf('127.0.0.2', 'verify-full'), file('ca.pem'));
     for (const url of [otherCa, otherHost]) {
       for (const open of [() => migrate(url), () => pool(url), () => listenForEvents(url)]) {
         const error: unknown = await open().then(
@@ -384,7 +332,7 @@ describe('a certificate TLS refuses stops the process at start with one line', (
 
 describe('other modes', () => {
   it('verify-ca takes the CA but not the host name', async () => {
-    const db = await pool(configured(urlOf('127.0.0.2', 'verify-ca'), file('ca.crt')));
+    const db = await pool(configured(urlOf('127.0.0.2', 'verify-ca'), file('ca.pem')));
     expect(await encrypted(db)).toBe(true);
   });
 
