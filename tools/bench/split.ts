@@ -15,9 +15,9 @@ import type { Config } from '../../config';
 const START_MS = 120_000;
 
 /**
- * The split shape on the benchmark's servers: `npm run api` and `npm run worker`, each a
- * process of its own, configured by the in-process engine's environment; a task queue of its
- * own, so that nothing left by the single shape's worker reaches it.
+ * The split shape: `npm run api`, a worker for payments and maintenance and one for webhooks,
+ * configured by the in-process engine's environment; a payments queue of its own, so that
+ * nothing left by the single shape's worker reaches it.
  */
 export async function startSplit(servers: {
   env: Record<string, string>;
@@ -48,16 +48,32 @@ export async function startSplit(servers: {
     for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
   };
   try {
-    const worker = startEngineProcess('worker', env);
+    // Webhook deliveries in a worker of their own, as docs/operations.md sizes production: a
+    // backlog of them then takes neither the payments worker's slots nor its event loop.
+    const worker = startEngineProcess('worker', env, {
+      args: ['--queues', 'payments,maintenance'],
+    });
     stops.push(() => worker.stop());
+    const webhookWorker = startEngineProcess('worker', env, { args: ['--queues', 'webhooks'] });
+    stops.push(() => webhookWorker.stop());
     const api = startEngineProcess('api', env);
     stops.push(() => api.stop());
-    countAsEngine(worker.pid);
-    countAsEngine(api.pid);
+    for (const pid of [worker.pid, webhookWorker.pid, api.pid]) countAsEngine(pid);
     await Promise.all([
       waitUntilReady(
         worker,
         () => workerPolling(connection, config.temporal.namespace, taskQueue, worker.pid),
+        START_MS,
+      ),
+      waitUntilReady(
+        webhookWorker,
+        () =>
+          workerPolling(
+            connection,
+            config.temporal.namespace,
+            config.temporal.webhookTaskQueue,
+            webhookWorker.pid,
+          ),
         START_MS,
       ),
       waitUntilReady(api, () => apiReady(apiUrl), START_MS),
@@ -70,7 +86,9 @@ export async function startSplit(servers: {
       }),
       apiUrl,
       apiPid: api.pid,
-      stopWorker: () => worker.stop(),
+      stopWorker: async () => {
+        await Promise.all([worker.stop(), webhookWorker.stop()]);
+      },
       close,
     };
   } catch (error) {

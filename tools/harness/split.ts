@@ -55,16 +55,17 @@ export type EngineProcess = {
 const OUTPUT_CHARS = 8_000;
 
 /**
- * Starts `npm run <role>`'s entry point with `env` (see `engineEnvironment`). Its stdout is
- * thrown away unless `keepStdout` (the access log of a loaded API would cost the reader).
+ * Starts `npm run <role>`'s entry point with `env` (see `engineEnvironment`) and `args` after
+ * it. Its stdout is thrown away unless `keepStdout` (a loaded API's access log would cost the
+ * reader).
  */
 export function startEngineProcess(
   role: Role,
   env: NodeJS.ProcessEnv,
-  options: { keepStdout?: boolean } = {},
+  options: { keepStdout?: boolean; args?: readonly string[] } = {},
 ): EngineProcess {
   const { file, args } = entryCommand(role);
-  const child = spawn(file, args, {
+  const child = spawn(file, [...args, ...(options.args ?? [])], {
     cwd: rootDir,
     env,
     stdio: ['ignore', options.keepStdout ? 'pipe' : 'ignore', 'pipe'],
