@@ -3,12 +3,16 @@ import { Readable } from 'node:stream';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import type { DatabasePool } from '../../db/pool';
+import { insertPayoutAccount, payoutAccountIds } from '../../db/payout-accounts';
 import { findReconImport, saveReconImport } from '../../db/recon-imports';
 import type { ProviderRecord } from '../../providers/books';
 import { parseSettlementFile, SETTLEMENT_FILE_HEADER } from '../../providers/settlement-file';
-import { createCaller, createTestDatabase } from '../support/database';
+import { createCaller, createTestDatabase, insertFundedWallet } from '../support/database';
 
-/** Storing an uploaded settlement file: its import and records together, a file twice once. */
+/**
+ * What the provider reconciliation stores and reads itself: an uploaded settlement file (its
+ * import and records together, a file twice once) and the connected accounts whose books it reads.
+ */
 
 let pool: DatabasePool;
 let appId: string;
@@ -206,5 +210,37 @@ describe('saveReconImport', () => {
       }),
     ).rejects.toThrow();
     expect(await importCount()).toBe(before);
+  });
+});
+
+describe('payoutAccountIds', () => {
+  it('answers the connected accounts of the application and mode, by id', async () => {
+    const accountOf = async (applicationId: string, mode: 'test' | 'live', accountId: string) => {
+      const caller = { applicationId, mode, credentialId: randomUUID() };
+      const walletId = await insertFundedWallet(pool, caller, 'USD', 0n);
+      await insertPayoutAccount(pool, {
+        applicationId,
+        mode,
+        walletId,
+        provider: 'stripe',
+        accountId,
+        state: {
+          payoutsEnabled: true,
+          externalAccountId: null,
+          externalAccountLast4: null,
+          requirements: { currently_due: [], pending_verification: [], disabled_reason: null },
+        },
+        tos: { ip: '203.0.113.7', acceptedAt: '2026-03-01T00:00:00Z' },
+      });
+    };
+    await accountOf(appId, 'live', 'acct_live_b');
+    await accountOf(appId, 'live', 'acct_live_a');
+    await accountOf(appId, 'test', 'acct_test');
+    await accountOf(otherAppId, 'live', 'acct_other');
+    expect(await payoutAccountIds(pool, { applicationId: appId, mode: 'live' })).toEqual([
+      'acct_live_a',
+      'acct_live_b',
+    ]);
+    expect(await payoutAccountIds(pool, { applicationId: otherAppId, mode: 'test' })).toEqual([]);
   });
 });
