@@ -14,6 +14,7 @@ import { createEscrowActivities } from './escrow';
 import { createMaintenanceActivities } from './maintenance';
 import { createMoneyOutActivities } from './money-out';
 import { createOnboardingActivities } from './onboarding';
+import { createProviderReconciliationActivities } from './provider-reconciliation';
 import { createReconciliationActivities } from './reconciliation';
 import { createTransferActivities } from './transfer';
 import { createWebhookActivities } from './webhooks';
@@ -33,6 +34,7 @@ export function createQueueActivities(dependencies: ActivityDeps) {
   const maintenance = {
     ...createMaintenanceActivities(deps),
     ...createReconciliationActivities(deps),
+    ...createProviderReconciliationActivities(deps),
     ensureWebhookRelayRuns: webhooks.ensureWebhookRelayRuns,
   };
   return {

@@ -14,6 +14,8 @@ export const WORKFLOW_ID_PREFIXES = {
   dispute: 'dispute-',
   onboarding: 'onboarding-',
   webhook: 'webhook-',
+  reconRun: 'recon-run-',
+  reconException: 'recon-exception-',
 } as const;
 
 type Prefixed = keyof typeof WORKFLOW_ID_PREFIXES;
@@ -29,6 +31,8 @@ export const workflowIds = {
   maintenance: 'maintenance',
   /** The reconciliation schedule's id; its runs are `reconciliation-<start time>`. */
   reconciliation: 'reconciliation',
+  /** The daily schedule of provider reconciliation runs; its runs are named after it. */
+  reconDaily: 'recon-daily',
 };
 
 /**

@@ -27,6 +27,12 @@ import { escrowWorkflow } from '../../workflows/escrow';
 import { maintenanceWorkflow } from '../../workflows/maintenance';
 import { reconciliationWorkflow } from '../../workflows/reconciliation';
 import { disputeWorkflow } from '../../workflows/dispute';
+import {
+  dailyReconciliationWorkflow,
+  reconciliationRunWorkflow,
+  reconExceptionWorkflow,
+} from '../../workflows/provider-reconciliation';
+import { RECON_EXCEPTION_STALE_MS } from '../../workflows/recon-shared';
 import { clockUpdates, type AdvanceTimeResult } from '../../workflows/clock-shared';
 import {
   disputeUpdates,
@@ -1178,6 +1184,68 @@ export const reconciliation = scenario({
   },
 });
 
+/** A provider reconciliation's steps: two chunks of records, the match, one page of timers. */
+const reconRunSteps = () =>
+  ({
+    loadReconRecords: ({ loaded }: { runId: string; cursor: string | null; loaded: number }) =>
+      Promise.resolve(
+        loaded === 0 ? { cursor: 'page-2', loaded: 5_000 } : { cursor: null, loaded: 7_500 },
+      ),
+    matchReconRun: () => Promise.resolve(),
+    startReconExceptionTimers: () => Promise.resolve({ after: null }),
+    failReconRun: () => Promise.resolve(),
+    scheduleDailyReconRuns: () => Promise.resolve([fixtureId(91), fixtureId(92)]),
+  }) satisfies Partial<Activities>;
+
+/** A provider reconciliation run: its records loaded in two chunks, matched, timers started. */
+export const reconRun = scenario({
+  name: 'recon-run',
+  input: () => ({ runId: fixtureId(90) }),
+  activities: reconRunSteps,
+  run: async (env, taskQueue, input) => {
+    const handle = await env.client.workflow.start(reconciliationRunWorkflow, {
+      workflowId: `recon-run-${input.runId}`,
+      taskQueue,
+      args: [input],
+    });
+    return { handle, result: await handle.result() };
+  },
+});
+
+/** The daily schedule's workflow: two runs written, each run as a child. */
+export const reconDaily = scenario({
+  name: 'recon-daily',
+  input: () => undefined,
+  activities: reconRunSteps,
+  run: async (env, taskQueue) => {
+    const handle = await env.client.workflow.start(dailyReconciliationWorkflow, {
+      workflowId: 'recon-daily',
+      taskQueue,
+    });
+    return { handle, result: await handle.result() };
+  },
+});
+
+/** An exception left open: its timer sends the stale event after 72 hours. */
+export const reconExceptionStale = scenario({
+  name: 'recon-exception-stale',
+  input: () => ({ exceptionId: fixtureId(93) }),
+  activities: () =>
+    ({
+      findReconExceptionState: () => Promise.resolve({ mode: 'test' as const, open: true }),
+      markReconExceptionStale: () => Promise.resolve(true),
+    }) satisfies Partial<Activities>,
+  run: async (env, taskQueue, input) => {
+    const handle = await env.client.workflow.start(reconExceptionWorkflow, {
+      workflowId: `recon-exception-${input.exceptionId}`,
+      taskQueue,
+      args: [input],
+    });
+    await env.sleep(RECON_EXCEPTION_STALE_MS);
+    return { handle, result: await handle.result() };
+  },
+});
+
 /** A dispute: opened, evidence sent (under review), then won by the provider's decision. */
 export const disputeEvidenceWon = scenario({
   name: 'dispute-evidence-won',
@@ -1355,6 +1423,9 @@ export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
   onboardingDocument,
   onboardingCardRefused,
   reconciliation,
+  reconRun,
+  reconDaily,
+  reconExceptionStale,
   disputeEvidenceWon,
   disputeExpired,
   disputeDeclined,
