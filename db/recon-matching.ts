@@ -113,13 +113,25 @@ export async function matchRun(
     AND t.transaction_type = ANY(${types})`;
   const c = await trx.one(sql.type(countsRow)`
     WITH refs AS (
-      SELECT provider_reference, count(*)::int AS n, min(seq) AS first_seq
+      SELECT provider_reference,
+        count(*) FILTER (WHERE status = 'succeeded')::int AS paid,
+        coalesce(min(seq) FILTER (WHERE status = 'succeeded'), min(seq)) AS first_seq,
+        (array_agg(status ORDER BY seq DESC) FILTER (WHERE status <> 'succeeded'))[1] AS undone
       FROM recon_run_records WHERE run_id = ${run.id} GROUP BY provider_reference
+    ), records AS (
+      -- A failure or reversal listed after the payment is its final status, not a second payment.
+      SELECT r.provider_reference, r.booked_at, r.amount, r.currency, refs.paid,
+        coalesce(refs.undone, r.status) AS status
+      FROM refs JOIN recon_run_records r ON r.run_id = ${run.id} AND r.seq = refs.first_seq
+      -- Another application's or mode's payment on a provider account they share is not ours.
+      WHERE NOT EXISTS (SELECT FROM transactions o
+        WHERE o.provider_reference = r.provider_reference
+          AND (o.application_id <> ${run.applicationId} OR o.mode <> ${run.mode}))
     ), classified AS (
       SELECT p.provider_reference, p.booked_at, p.amount, p.currency, p.status, t.id AS tid,
         t.status AS t_status, ${theirAmount} AS t_amount, ${theirCurrency} AS t_currency,
         CASE
-          WHEN refs.n > 1 THEN 'duplicate'
+          WHEN p.paid > 1 THEN 'duplicate'
           WHEN t.id IS NULL THEN 'missing_internal'
           WHEN t.status = 'pending'
             AND t.created_at > now() - make_interval(secs => ${graceSeconds}) THEN 'grace'
@@ -127,8 +139,7 @@ export async function matchRun(
           WHEN ${theirAmount} <> p.amount OR ${theirCurrency} <> p.currency THEN 'amount_mismatch'
           ELSE 'matched'
         END AS kind
-      FROM refs
-      JOIN recon_run_records p ON p.run_id = ${run.id} AND p.seq = refs.first_seq
+      FROM records p
       LEFT JOIN transactions t ON ${scope} AND t.provider_reference = p.provider_reference
     ), missing AS (
       SELECT t.id AS tid, t.provider_reference, t.status AS t_status, ${theirAmount} AS t_amount,

@@ -2,7 +2,10 @@ import type { Config } from '../config';
 import type { DatabasePool } from '../db/pool';
 import type { Mode } from '../domain/types';
 import type { ProviderBooks } from './books';
+import { payoutAccountIds } from '../db/payout-accounts';
 import { ProviderNotConfiguredError } from './mobile-money';
+import { monimeBooksFromConfig } from './monime-books';
+import { stripeBooksFromConfig } from './stripe-books';
 import { ImportedBooks, SandboxBooks } from './sandbox-books';
 
 /** What a run reads: the file it names, else the provider of its mode. */
@@ -18,12 +21,22 @@ export function booksFor(
 ): ProviderBooks {
   if (run.importId !== null) return new ImportedBooks(deps.pool, run.importId);
   if (run.mode === 'test') return new SandboxBooks(deps.pool, run.provider);
-  return liveBooks(deps.config, run.provider);
+  return liveBooks(deps, run.provider);
 }
 
 /** The live provider's list endpoints; without its credentials, a run can never succeed. */
-function liveBooks(_config: Config, provider: 'mobile_money' | 'card'): ProviderBooks {
+function liveBooks(
+  deps: { pool: DatabasePool; config: Config },
+  provider: 'mobile_money' | 'card',
+): ProviderBooks {
+  const books =
+    provider === 'card'
+      ? stripeBooksFromConfig(deps.config, (window) =>
+          payoutAccountIds(deps.pool, { applicationId: window.applicationId, mode: window.mode }),
+        )
+      : monimeBooksFromConfig(deps.config);
+  if (books) return books;
   throw new ProviderNotConfiguredError(
-    `The live ${provider === 'card' ? 'Stripe' : 'Monime'} books are not available`,
+    `The live ${provider === 'card' ? 'Stripe' : 'Monime'} books are not configured`,
   );
 }

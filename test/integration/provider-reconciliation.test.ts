@@ -297,7 +297,7 @@ describe('a run whose books cannot be read', () => {
     const failed = await run('card', null, 'live');
     expect(failed).toMatchObject({
       status: 'failed',
-      failure: 'The live Stripe books are not available',
+      failure: 'The live Stripe books are not configured',
     });
     const completed = await eventsOfType('reconciliation.run.completed');
     expect(completed.filter((e) => e.data.id === failed.id)).toHaveLength(0);
@@ -344,5 +344,53 @@ describe('a contradiction', () => {
       }),
     ).toBe(false);
     expect((await exceptions()).filter((e) => e.transactionId === id)).toHaveLength(1);
+  });
+});
+
+describe('records that are one payment, or not ours', () => {
+  it('takes a failure listed after its payment as its final status, and leaves out another application’s payment', async () => {
+    const other = await createTestApp(engine.pool);
+    app = await createTestApp(engine.pool);
+    await payment({
+      type: 'card_deposit',
+      status: 'failed',
+      reference: 'ch_undone',
+      providerAmount: 700n,
+    });
+    await payment({
+      type: 'card_deposit',
+      status: 'completed',
+      reference: 'ch_twice',
+      providerAmount: 800n,
+    });
+    // Another application's payment, booked on the provider account both share.
+    await engine.pool.query(sql.unsafe`
+      INSERT INTO transactions (id, application_id, mode, transaction_type, status, currency,
+        amount, provider_reference)
+      VALUES (${randomUUID()}, ${other.id}, 'test', 'card_deposit', 'completed', 'SLE', 600,
+        'ch_theirs')`);
+    const importId = randomUUID();
+    await engine.pool.query(sql.unsafe`
+      INSERT INTO recon_imports (id, application_id, mode, provider, sha256, rows)
+      VALUES (${importId}, ${app.id}, 'test', 'card', ${randomUUID()}, 5)`);
+    await engine.pool.query(sql.unsafe`
+      INSERT INTO recon_import_records (import_id, row_number, provider_reference, booked_at,
+        amount, currency, fee, direction, status)
+      VALUES (${importId}, 1, 'ch_undone', now(), 700, 'SLE', 0, 'in', 'succeeded'),
+        (${importId}, 2, 'ch_undone', now(), 700, 'SLE', 0, 'in', 'reversed'),
+        (${importId}, 3, 'ch_twice', now(), 800, 'SLE', 0, 'in', 'succeeded'),
+        (${importId}, 4, 'ch_twice', now(), 800, 'SLE', 0, 'in', 'succeeded'),
+        (${importId}, 5, 'ch_theirs', now(), 600, 'SLE', 0, 'in', 'succeeded')`);
+    const done = await run('card', importId);
+    expect(done.counts).toEqual({
+      matched: 1,
+      missingInternal: 0,
+      missingExternal: 0,
+      amountMismatch: 0,
+      statusMismatch: 0,
+      duplicate: 1,
+    });
+    const found = await exceptions();
+    expect(found.map((e) => [e.kind, e.providerReference])).toEqual([['duplicate', 'ch_twice']]);
   });
 });
