@@ -1,0 +1,162 @@
+import { sql, type CommonQueryMethods } from 'slonik';
+import { z } from 'zod';
+import type { Mode } from '../domain/types';
+import { pageTotal } from './pages';
+
+export const RECON_PROVIDERS = ['mobile_money', 'card'] as const;
+export type ReconProvider = (typeof RECON_PROVIDERS)[number];
+
+export const RECON_RUN_STATUSES = ['running', 'completed', 'failed'] as const;
+export type ReconRunStatus = (typeof RECON_RUN_STATUSES)[number];
+
+export const RECON_EXCEPTION_KINDS = [
+  'missing_internal',
+  'missing_external',
+  'amount_mismatch',
+  'status_mismatch',
+  'duplicate',
+] as const;
+export type ReconExceptionKind = (typeof RECON_EXCEPTION_KINDS)[number];
+
+/** How many of a run's records and payments fell in each class. */
+export type ReconCounts = {
+  matched: number;
+  missingInternal: number;
+  missingExternal: number;
+  amountMismatch: number;
+  statusMismatch: number;
+  duplicate: number;
+};
+
+/** One run over a provider's records of the window `[from, to)` (docs/operations.md). */
+export type ReconRun = {
+  id: string;
+  applicationId: string;
+  mode: Mode;
+  provider: ReconProvider;
+  from: string;
+  to: string;
+  importId: string | null;
+  origin: 'api' | 'schedule';
+  status: ReconRunStatus;
+  counts: ReconCounts;
+  /** Why a failed run could never succeed; null otherwise. */
+  failure: string | null;
+  createdAt: string;
+  completedAt: string | null;
+};
+
+const runRow = z.object({
+  id: z.string(),
+  application_id: z.string(),
+  mode: z.enum(['test', 'live']),
+  provider: z.enum(RECON_PROVIDERS),
+  window_from: z.string(),
+  window_to: z.string(),
+  import_id: z.string().nullable(),
+  origin: z.enum(['api', 'schedule']),
+  status: z.enum(RECON_RUN_STATUSES),
+  matched: z.number(),
+  missing_internal: z.number(),
+  missing_external: z.number(),
+  amount_mismatch: z.number(),
+  status_mismatch: z.number(),
+  duplicate: z.number(),
+  failure: z.string().nullable(),
+  created_at: z.string(),
+  completed_at: z.string().nullable(),
+});
+type RunRow = z.infer<typeof runRow>;
+
+const columns = sql.fragment`id, application_id, mode, provider, window_from, window_to, import_id,
+  origin, status, matched, missing_internal, missing_external, amount_mismatch, status_mismatch,
+  duplicate, failure, created_at, completed_at`;
+
+function toRun(r: RunRow): ReconRun {
+  return {
+    id: r.id,
+    applicationId: r.application_id,
+    mode: r.mode,
+    provider: r.provider,
+    from: r.window_from,
+    to: r.window_to,
+    importId: r.import_id,
+    origin: r.origin,
+    status: r.status,
+    counts: {
+      matched: r.matched,
+      missingInternal: r.missing_internal,
+      missingExternal: r.missing_external,
+      amountMismatch: r.amount_mismatch,
+      statusMismatch: r.status_mismatch,
+      duplicate: r.duplicate,
+    },
+    failure: r.failure,
+    createdAt: r.created_at,
+    completedAt: r.completed_at,
+  };
+}
+
+export type NewReconRun = {
+  id: string;
+  applicationId: string;
+  mode: Mode;
+  provider: ReconProvider;
+  from: string;
+  to: string;
+  importId: string | null;
+  origin: 'api' | 'schedule';
+};
+
+/**
+ * Records a run as `running`. The schedule's run of a day exists once (a unique index): a second
+ * insert of it answers null, as does an id already taken.
+ */
+export async function insertReconRun(
+  db: CommonQueryMethods,
+  run: NewReconRun,
+): Promise<ReconRun | null> {
+  const row = await db.maybeOne(sql.type(runRow)`
+    INSERT INTO recon_runs (id, application_id, mode, provider, window_from, window_to, import_id,
+      origin)
+    VALUES (${run.id}, ${run.applicationId}, ${run.mode}, ${run.provider}, ${run.from}, ${run.to},
+      ${run.importId}, ${run.origin})
+    ON CONFLICT DO NOTHING
+    RETURNING ${columns}`);
+  return row ? toRun(row) : null;
+}
+
+export async function findReconRun(
+  db: CommonQueryMethods,
+  key: { applicationId: string; mode: Mode; id: string },
+): Promise<ReconRun | null> {
+  const row = await db.maybeOne(sql.type(runRow)`
+    SELECT ${columns} FROM recon_runs
+    WHERE id = ${key.id} AND application_id = ${key.applicationId} AND mode = ${key.mode}`);
+  return row ? toRun(row) : null;
+}
+
+/** A run by its id alone, for the run's own workflow. */
+export async function getReconRun(db: CommonQueryMethods, id: string): Promise<ReconRun> {
+  return toRun(await db.one(sql.type(runRow)`SELECT ${columns} FROM recon_runs WHERE id = ${id}`));
+}
+
+/** The application's runs in a mode, newest first. */
+export async function listReconRuns(
+  db: CommonQueryMethods,
+  owner: { applicationId: string; mode: Mode },
+  filter: { status?: ReconRunStatus | undefined; provider?: ReconProvider | undefined },
+  page: { limit: number; offset: number },
+): Promise<{ rows: ReconRun[]; total: number }> {
+  const status = filter.status ?? null;
+  const provider = filter.provider ?? null;
+  const where = sql.fragment`application_id = ${owner.applicationId} AND mode = ${owner.mode}
+    AND (${status}::text IS NULL OR status = ${status}::text)
+    AND (${provider}::text IS NULL OR provider = ${provider}::text)`;
+  const order = sql.fragment`ORDER BY created_at DESC, id`;
+  const total = await pageTotal(db, sql.fragment`recon_runs`, where, page, order);
+  const rows = await db.any(sql.type(runRow)`
+    SELECT ${columns} FROM recon_runs WHERE ${where}
+    ${order} LIMIT ${page.limit} OFFSET ${page.offset}`);
+  return { rows: rows.map(toRun), total };
+}

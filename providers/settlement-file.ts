@@ -1,0 +1,243 @@
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { CsvError, parse, type Parser } from 'csv-parse';
+import { parseInstant } from '../api/instant';
+import { CURRENCIES, MAX_MINOR_UNITS, parseMajorDecimal, type Currency } from '../domain/money';
+import type { BookedStatus, ProviderRecord } from './books';
+
+/**
+ * A settlement file an application uploads instead of the provider's list (docs/api.md,
+ * Reconciliation): a CSV whose header row is exactly `SETTLEMENT_FILE_HEADER`, amounts and fees
+ * in major units. A file with any bad row is refused whole, so every row is checked and named.
+ */
+export const SETTLEMENT_FILE_HEADER = [
+  'provider_reference',
+  'booked_at',
+  'amount',
+  'currency',
+  'fee',
+  'direction',
+  'status',
+] as const;
+
+/** Data rows a file may hold, the header not counted. */
+export const SETTLEMENT_FILE_MAX_ROWS = 200_000;
+/** Errors kept for the answer; `rowsBad` still counts every bad row. */
+export const SETTLEMENT_FILE_MAX_ERRORS = 100;
+/** Longest provider reference kept (providers' ids are far shorter). */
+const MAX_REFERENCE_LENGTH = 255;
+
+/**
+ * `row` is the line of the file as a spreadsheet numbers it, the header being line 1 (a quoted
+ * field spanning lines: the line it ends on); `field` is a column of the header, or `header`,
+ * `row` (its field count) or `file` (the file as a whole).
+ */
+export type SettlementFileError = { row: number; field: string; message: string };
+
+export type SettlementFile = {
+  /** The good rows, in file order; empty when the file has more rows than allowed. */
+  records: ProviderRecord[];
+  /** Data rows read, the header not counted. */
+  rows: number;
+  rowsBad: number;
+  /** At most `maxErrors`, in file order but for a file-wide error, which comes first. */
+  errors: SettlementFileError[];
+  /** SHA-256 of the bytes, hex: the same file uploaded again has the same one. */
+  sha256: string;
+};
+
+const DIRECTIONS: readonly string[] = ['in', 'out'] satisfies ProviderRecord['direction'][];
+const STATUSES: readonly string[] = ['succeeded', 'failed', 'reversed'] satisfies BookedStatus[];
+
+type Row = { record: string[]; info: { lines: number } };
+type FieldCheck = { field: string; message: string };
+
+/**
+ * Reads the whole stream (so that the digest covers every byte and the sender is never cut off),
+ * checking each row; rows past `maxRows` are counted, not kept. A stream that fails rejects.
+ */
+export async function parseSettlementFile(
+  input: Readable,
+  options: { maxRows?: number; maxErrors?: number } = {},
+): Promise<SettlementFile> {
+  const maxRows = options.maxRows ?? SETTLEMENT_FILE_MAX_ROWS;
+  const maxErrors = options.maxErrors ?? SETTLEMENT_FILE_MAX_ERRORS;
+  const hash = createHash('sha256');
+  const errors: SettlementFileError[] = [];
+  let records: ProviderRecord[] = [];
+  let rows = 0;
+  let rowsBad = 0;
+  let header = 'expected' as 'expected' | 'good' | 'bad';
+  let tooMany = false;
+
+  const keep = (error: SettlementFileError) => {
+    if (errors.length < maxErrors) errors.push(error);
+  };
+  // CSV that does not parse (a stray quote) ends the reading: csv-parse cannot find the next
+  // row reliably after it, and the file is refused anyway.
+  const unparsable = (error: CsvError) => {
+    const row = lineOf(error);
+    const message = `The file is not valid CSV from this line on: ${error.message}`;
+    if (header === 'expected') {
+      header = 'bad';
+      keep({ row, field: 'header', message });
+      return;
+    }
+    rows += 1;
+    rowsBad += 1;
+    keep({ row, field: 'row', message });
+  };
+  const parser = parse({ bom: true, info: true, relax_column_count: true, skip_empty_lines: true });
+
+  const consume = async (source: AsyncIterable<Row>) => {
+    for await (const { record, info } of source) {
+      if (header === 'expected') {
+        header = isHeader(record) ? 'good' : 'bad';
+        if (header === 'bad') {
+          keep({
+            row: info.lines,
+            field: 'header',
+            message: `The header row must be exactly ${SETTLEMENT_FILE_HEADER.join(',')}`,
+          });
+        }
+        continue;
+      }
+      rows += 1;
+      if (rows > maxRows) {
+        if (!tooMany) {
+          tooMany = true;
+          records = [];
+          errors.unshift({
+            row: info.lines,
+            field: 'file',
+            message: `The file has more than ${maxRows} rows`,
+          });
+          errors.length = Math.min(errors.length, maxErrors);
+        }
+        continue;
+      }
+      if (header === 'bad') continue;
+      const checked = checkRow(record);
+      if ('problems' in checked) {
+        rowsBad += 1;
+        for (const problem of checked.problems) keep({ row: info.lines, ...problem });
+      } else if (!tooMany) {
+        records.push(checked.record);
+      }
+    }
+  };
+
+  const reading = consume(parser).catch((error: unknown) => {
+    if (!(error instanceof CsvError)) throw error;
+    unparsable(error);
+  });
+  try {
+    for await (const chunk of input as AsyncIterable<Buffer | string>) {
+      hash.update(chunk);
+      if (!parser.destroyed && !parser.write(chunk)) await drained(parser);
+    }
+  } catch (error) {
+    parser.destroy();
+    await reading.catch(() => undefined);
+    throw error;
+  }
+  if (!parser.destroyed) parser.end();
+  await reading;
+  if (header === 'expected') {
+    keep({ row: 1, field: 'header', message: 'The file is empty: it has no header row' });
+  }
+  // A file whose header cannot be read has no row that could be read either.
+  if (header === 'bad') rowsBad = Math.max(rowsBad, rows);
+  return { records: tooMany ? [] : records, rows, rowsBad, errors, sha256: hash.digest('hex') };
+}
+
+function isHeader(record: string[]): boolean {
+  return (
+    record.length === SETTLEMENT_FILE_HEADER.length &&
+    SETTLEMENT_FILE_HEADER.every((name, i) => record[i] === name)
+  );
+}
+
+/** One data row as a record, or every problem it has. */
+function checkRow(record: string[]): { record: ProviderRecord } | { problems: FieldCheck[] } {
+  if (record.length !== SETTLEMENT_FILE_HEADER.length) {
+    return {
+      problems: [
+        {
+          field: 'row',
+          message: `The row has ${record.length} fields; the header has ${SETTLEMENT_FILE_HEADER.length}`,
+        },
+      ],
+    };
+  }
+  const [reference, bookedAtText, amountText, currencyText, feeText, direction, status] =
+    record as [string, string, string, string, string, string, string];
+  const problems: FieldCheck[] = [];
+  const problem = (field: string, message: string) => problems.push({ field, message });
+
+  if (
+    reference === '' ||
+    reference.length > MAX_REFERENCE_LENGTH ||
+    reference !== reference.trim()
+  ) {
+    problem(
+      'provider_reference',
+      `must be 1 to ${MAX_REFERENCE_LENGTH} characters without surrounding spaces`,
+    );
+  }
+  // RFC 3339 wants a time with its offset: a date alone is refused.
+  const bookedAt = /t/i.test(bookedAtText) ? parseInstant(bookedAtText) : null;
+  if (!bookedAt) {
+    problem('booked_at', 'must be an RFC 3339 time with an offset (2026-01-31T12:00:00Z)');
+  }
+  const amount = majorUnits(amountText);
+  if (amount === null) problem('amount', majorUnitsMessage);
+  const currency = currencyText.toUpperCase() as Currency;
+  if (!CURRENCIES.includes(currency)) {
+    problem('currency', `must be one of ${CURRENCIES.join(', ')}`);
+  }
+  const fee = majorUnits(feeText);
+  if (fee === null) problem('fee', majorUnitsMessage);
+  if (!DIRECTIONS.includes(direction)) problem('direction', 'must be in or out');
+  if (!STATUSES.includes(status)) problem('status', 'must be succeeded, failed or reversed');
+
+  if (problems.length > 0) return { problems };
+  return {
+    record: {
+      providerReference: reference,
+      bookedAt: bookedAt!.toISOString(),
+      amount: amount!,
+      currency,
+      fee: fee!,
+      direction: direction as ProviderRecord['direction'],
+      status: status as BookedStatus,
+    },
+  };
+}
+
+const majorUnitsMessage =
+  'must be a decimal in major units with at most 2 decimals, not negative (12.50)';
+
+/** Major units to minor units, exactly; null when not a plain decimal or beyond the maximum. */
+function majorUnits(text: string): bigint | null {
+  const minor = parseMajorDecimal(text);
+  return minor !== null && minor <= MAX_MINOR_UNITS ? minor : null;
+}
+
+function lineOf(error: CsvError): number {
+  const lines = (error as { lines?: unknown }).lines;
+  return typeof lines === 'number' && lines > 0 ? lines : 1;
+}
+
+/** Until the parser takes more, or is gone (it failed, or its reader stopped). */
+function drained(parser: Parser): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      parser.off('drain', done);
+      parser.off('close', done);
+      resolve();
+    };
+    parser.on('drain', done);
+    parser.on('close', done);
+  });
+}
