@@ -15,6 +15,7 @@ import { createMaintenanceActivities } from './maintenance';
 import { createMoneyOutActivities } from './money-out';
 import { createOnboardingActivities } from './onboarding';
 import { createReconciliationActivities } from './reconciliation';
+import { createReconAdjustmentActivities } from './recon-adjustments';
 import { createTransferActivities } from './transfer';
 import { createWebhookActivities } from './webhooks';
 
@@ -33,6 +34,7 @@ export function createQueueActivities(dependencies: ActivityDeps) {
   const maintenance = {
     ...createMaintenanceActivities(deps),
     ...createReconciliationActivities(deps),
+    ...declinePermanentDatabaseErrors(createReconAdjustmentActivities(deps)),
     ensureWebhookRelayRuns: webhooks.ensureWebhookRelayRuns,
   };
   return {

@@ -16,6 +16,10 @@ export const EVENT_TYPES = [
   'dispute.won',
   'dispute.lost',
   'payment.contradicted',
+  'reconciliation.run.completed',
+  'reconciliation.exception.opened',
+  'reconciliation.exception.resolved',
+  'reconciliation.exception.stale',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -14,6 +14,9 @@ export const WORKFLOW_ID_PREFIXES = {
   dispute: 'dispute-',
   onboarding: 'onboarding-',
   webhook: 'webhook-',
+  reconRun: 'recon-run-',
+  reconException: 'recon-exception-',
+  reconAdjust: 'recon-adjust-',
 } as const;
 
 type Prefixed = keyof typeof WORKFLOW_ID_PREFIXES;

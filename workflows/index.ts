@@ -10,3 +10,4 @@ export { webhookDeliveryWorkflow, webhookRelayWorkflow } from './webhook';
 export { onboardingWorkflow } from './onboarding';
 export { reconciliationWorkflow } from './reconciliation';
 export { disputeWorkflow } from './dispute';
+export { reconAdjustWorkflow } from './recon-adjust';
