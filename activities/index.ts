@@ -14,6 +14,7 @@ import { createEscrowActivities } from './escrow';
 import { createMaintenanceActivities } from './maintenance';
 import { createMoneyOutActivities } from './money-out';
 import { createOnboardingActivities } from './onboarding';
+import { createProviderReconciliationActivities } from './provider-reconciliation';
 import { createReconciliationActivities } from './reconciliation';
 import { createReconAdjustmentActivities } from './recon-adjustments';
 import { createTransferActivities } from './transfer';
@@ -34,6 +35,7 @@ export function createQueueActivities(dependencies: ActivityDeps) {
   const maintenance = {
     ...createMaintenanceActivities(deps),
     ...createReconciliationActivities(deps),
+    ...createProviderReconciliationActivities(deps),
     ...declinePermanentDatabaseErrors(createReconAdjustmentActivities(deps)),
     ensureWebhookRelayRuns: webhooks.ensureWebhookRelayRuns,
   };

@@ -10,4 +10,9 @@ export { webhookDeliveryWorkflow, webhookRelayWorkflow } from './webhook';
 export { onboardingWorkflow } from './onboarding';
 export { reconciliationWorkflow } from './reconciliation';
 export { disputeWorkflow } from './dispute';
+export {
+  reconciliationRunWorkflow,
+  reconExceptionWorkflow,
+  dailyReconciliationWorkflow,
+} from './provider-reconciliation';
 export { reconAdjustWorkflow } from './recon-adjust';
