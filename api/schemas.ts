@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { filterInstant, isInstant } from './instant';
+import { filterInstant, isInstant } from '../domain/instant';
 import {
   METADATA_MAX_KEYS,
   METADATA_MAX_KEY_LENGTH,

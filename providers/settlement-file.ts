@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { CsvError, parse, type Parser } from 'csv-parse';
-import { parseInstant } from '../api/instant';
+import { parseInstant } from '../domain/instant';
 import { CURRENCIES, MAX_MINOR_UNITS, parseMajorDecimal, type Currency } from '../domain/money';
 import type { BookedStatus, ProviderRecord } from './books';
 

@@ -23,7 +23,7 @@ import { reconAdjustWorkflow } from '../../workflows/recon-adjust';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound, unlessDeclined } from '../errors';
-import { parseInstant } from '../instant';
+import { parseInstant } from '../../domain/instant';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import {

@@ -14,7 +14,7 @@ import { TRANSACTION_TYPES } from '../../domain/types';
 import { ownedWallet } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
-import { InstantQuery } from '../instant';
+import { InstantQuery } from '../../domain/instant';
 import { defineRoute, type Route } from '../route';
 import { PageQuery, pageWindow } from '../schemas';
 import { csvNumber, csvRecord, STATEMENT_CSV_HEADER } from '../csv';
