@@ -14,6 +14,7 @@ import { createEscrowActivities } from './escrow';
 import { createMaintenanceActivities } from './maintenance';
 import { createMoneyOutActivities } from './money-out';
 import { createOnboardingActivities } from './onboarding';
+import { createProviderReconciliationActivities } from './provider-reconciliation';
 import { createReconciliationActivities } from './reconciliation';
 import { createReconAdjustmentActivities } from './recon-adjustments';
 import { createTransferActivities } from './transfer';
@@ -35,6 +36,7 @@ export function createQueueActivities(dependencies: ActivityDeps) {
     ...createMaintenanceActivities(deps),
     ...createReconciliationActivities(deps),
     ...declinePermanentDatabaseErrors(createReconAdjustmentActivities(deps)),
+    ...createProviderReconciliationActivities(deps),
     ensureWebhookRelayRuns: webhooks.ensureWebhookRelayRuns,
   };
   return {

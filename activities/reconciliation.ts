@@ -26,6 +26,7 @@ import type { ErrorLog } from '../intake/contradictions';
 import { closeDispute } from '../intake/disputes';
 import { reportUnapplied } from '../intake/unapplied';
 import type { Providers } from '../providers';
+import { taskQueueOf } from '../temporal/task-queues';
 
 /** What a run of the reconciliation workflow found and did. */
 export type ReconciliationPlan = {
@@ -57,6 +58,7 @@ export function createReconciliationActivities(deps: {
     timeoutMs: config.api.requestTimeoutMs,
     providers,
     logger,
+    reconQueue: taskQueueOf(config, 'maintenance'),
   });
 
   /** Every payment a provider settles still pending past the grace period, oldest first. */

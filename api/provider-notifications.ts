@@ -6,6 +6,7 @@ import {
 import { findMoneyOut } from '../db/money-out';
 import type { TransactionRow } from '../db/transactions';
 import type { Mode } from '../domain/types';
+import { taskQueueOf } from '../temporal/task-queues';
 import type { CardEvent, CardPayoutEvent } from '../providers/card';
 import type { MobileMoneyNotification, PayoutNotification } from '../providers/mobile-money';
 import type { MoneyOutOutcome } from '../workflows/money-out-shared';
@@ -34,6 +35,7 @@ async function deliver(
       timeoutError: () => new AppError('timeout'),
       logger: deps.logger,
       providers: deps.providers,
+      reconQueue: taskQueueOf(deps.config, 'maintenance'),
     },
     kind,
     message,
@@ -131,6 +133,7 @@ export async function deliverPayoutNotification(
       timeoutError: () => new AppError('timeout'),
       logger: deps.logger,
       providers: deps.providers,
+      reconQueue: taskQueueOf(deps.config, 'maintenance'),
     },
     'cashout',
     {

@@ -1,5 +1,6 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
+import { minorToMajorNumber } from '../domain/money';
 import type { Mode } from '../domain/types';
 import { pageTotal } from './pages';
 import { RECON_EXCEPTION_KINDS, RECON_PROVIDERS, type ReconExceptionKind } from './recon-runs';
@@ -104,13 +105,15 @@ export async function findReconException(
   return row ? toReconException(row) : null;
 }
 
-/** An exception by its id alone, for its own workflow. */
+/** An exception by its id alone, for its own workflow; `lock` holds its row to the end. */
 export async function getReconException(
   db: CommonQueryMethods,
   id: string,
+  options: { lock?: boolean } = {},
 ): Promise<ReconException | null> {
+  const lock = options.lock ? sql.fragment`FOR NO KEY UPDATE` : sql.fragment``;
   const row = await db.maybeOne(sql.type(reconExceptionRow)`
-    SELECT ${reconExceptionColumns} FROM recon_exceptions WHERE id = ${id}`);
+    SELECT ${reconExceptionColumns} FROM recon_exceptions WHERE id = ${id} ${lock}`);
   return row ? toReconException(row) : null;
 }
 
@@ -143,4 +146,32 @@ export async function listReconExceptions(
     SELECT ${reconExceptionColumns} FROM recon_exceptions WHERE ${where}
     ${order} LIMIT ${page.limit} OFFSET ${page.offset}`);
   return { rows: rows.map(toReconException), total };
+}
+
+/**
+ * An Exception as the API shows it and its events carry it: amounts in major units of the
+ * currency each side has it in.
+ */
+export function reconExceptionAnswer(e: ReconException) {
+  return {
+    id: e.id,
+    run_id: e.runId,
+    kind: e.kind,
+    transaction_id: e.transactionId,
+    provider_reference: e.providerReference,
+    ours: e.ours ? { amount: minorToMajorNumber(e.ours.amount), status: e.ours.status } : null,
+    theirs: e.theirs
+      ? {
+          amount: minorToMajorNumber(e.theirs.amount),
+          status: e.theirs.status,
+          booked_at: e.theirs.bookedAt,
+        }
+      : null,
+    status: e.status,
+    resolution: e.resolution,
+    note: e.note,
+    resolved_by: e.resolvedBy,
+    created_at: e.createdAt,
+    resolved_at: e.resolvedAt,
+  };
 }

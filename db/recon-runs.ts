@@ -160,3 +160,56 @@ export async function listReconRuns(
     ${order} LIMIT ${page.limit} OFFSET ${page.offset}`);
   return { rows: rows.map(toRun), total };
 }
+
+/** A Run as the API shows it and `reconciliation.run.completed` carries it. */
+export function reconRunAnswer(run: ReconRun) {
+  return {
+    id: run.id,
+    provider: run.provider,
+    from: run.from,
+    to: run.to,
+    import_id: run.importId,
+    status: run.status,
+    counts: {
+      matched: run.counts.matched,
+      missing_internal: run.counts.missingInternal,
+      missing_external: run.counts.missingExternal,
+      amount_mismatch: run.counts.amountMismatch,
+      status_mismatch: run.counts.statusMismatch,
+      duplicate: run.counts.duplicate,
+    },
+    created_at: run.createdAt,
+    completed_at: run.completedAt,
+  };
+}
+
+/**
+ * The schedule's runs of the window `[from, to)`: one per application and each (mode, provider)
+ * of `books`, written once whichever worker asks (a unique index); answers those still running.
+ */
+export async function insertScheduledReconRuns(
+  db: CommonQueryMethods,
+  window: { from: string; to: string },
+  books: ReadonlyArray<{ mode: Mode; provider: ReconProvider }>,
+): Promise<string[]> {
+  if (books.length === 0) return [];
+  const modes = sql.array(
+    books.map((b) => b.mode),
+    'text',
+  );
+  const providers = sql.array(
+    books.map((b) => b.provider),
+    'text',
+  );
+  await db.query(sql.unsafe`
+    INSERT INTO recon_runs (id, application_id, mode, provider, window_from, window_to, origin)
+    SELECT gen_random_uuid(), a.id, b.mode, b.provider, ${window.from}::timestamptz,
+      ${window.to}::timestamptz, 'schedule'
+    FROM applications a CROSS JOIN unnest(${modes}, ${providers}) AS b (mode, provider)
+    ON CONFLICT DO NOTHING`);
+  const ids = await db.anyFirst(sql.type(z.object({ id: z.string() }))`
+    SELECT id FROM recon_runs
+    WHERE origin = 'schedule' AND window_from = ${window.from}::timestamptz AND status = 'running'
+    ORDER BY id`);
+  return [...ids];
+}

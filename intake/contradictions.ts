@@ -6,12 +6,22 @@
 import { providerContradictions } from '../observability/metrics';
 import { findMoneyOut } from '../db/money-out';
 import { insertPaymentContradiction } from '../db/payment-contradictions';
+import { openContradictionException } from '../db/recon-matching';
 import type { DatabasePool } from '../db/pool';
 import { findTransaction, insertEvent } from '../db/transactions';
 import { minorToMajorNumber } from '../domain/money';
+import { reconProviderOf } from '../domain/recon';
 import type { Mode } from '../domain/types';
 import { transactionEventData } from '../activities/events';
 import type { Providers } from '../providers';
+import { startReconExceptionTimer } from '../temporal/recon-runs';
+import type { Client } from '@temporalio/client';
+
+/**
+ * Where the stale timer of the exception a contradiction opens starts: the worker's or the API's
+ * Temporal client and the maintenance task queue. Without it the exception has no timer.
+ */
+export type ReconTimers = { temporal: Client; reconQueue?: string | undefined };
 
 /** Where a contradiction is logged: the API's logger, or an activity's. */
 export type ErrorLog = { error(fields: Record<string, unknown>, message: string): void };
@@ -64,7 +74,7 @@ async function providerView(
  * asked leaves the message's word.
  */
 export async function keepContradictingMessage(
-  deps: { pool: DatabasePool; providers?: Providers; logger?: ErrorLog },
+  deps: { pool: DatabasePool; providers?: Providers; logger?: ErrorLog } & Partial<ReconTimers>,
   kind: PaymentKind,
   transactionId: string,
   message: Message,
@@ -97,10 +107,11 @@ export async function keepContradictingMessage(
 
 /**
  * Keeps the provider's answer about the ended payment `transactionId` when it contradicts its
- * status: stored with its event in one database transaction, once per provider status.
+ * status: stored with its event and a `status_mismatch` reconciliation exception (its own event)
+ * in one database transaction, once per provider status; the exception's stale timer then starts.
  */
 export async function keepContradiction(
-  deps: { pool: DatabasePool; logger?: ErrorLog },
+  deps: { pool: DatabasePool; logger?: ErrorLog } & Partial<ReconTimers>,
   transactionId: string,
   provider: { name: string; status: string; amount: bigint | null },
 ): Promise<boolean> {
@@ -125,9 +136,36 @@ export async function keepContradiction(
       transactionId: row.id,
       data: { ...transactionEventData(row), provider: { status: provider.status, amount } },
     });
-    return row;
+    const books = reconProviderOf(row.transaction_type);
+    const exception = books
+      ? await openContradictionException(trx, {
+          transactionId: row.id,
+          provider: books,
+          providerStatus: PAID.has(provider.status) ? 'succeeded' : 'failed',
+          providerAmount: provider.amount,
+        })
+      : null;
+    return { row, exception };
   });
   if (!stored) return false;
+  if (stored.exception && deps.temporal && deps.reconQueue) {
+    // The exception is kept either way; a timer that cannot start is logged, not retried here.
+    await startReconExceptionTimer(deps.temporal, deps.reconQueue, stored.exception.id).catch(
+      (error: unknown) =>
+        deps.logger?.error(
+          { exception_id: stored.exception?.id, err: error },
+          'the stale timer of a reconciliation exception did not start',
+        ),
+    );
+  }
+  return logContradiction(deps, stored.row, provider);
+}
+
+function logContradiction(
+  deps: { logger?: ErrorLog },
+  stored: NonNullable<Awaited<ReturnType<typeof findTransaction>>>,
+  provider: { name: string; status: string },
+): boolean {
   providerContradictions.inc({ type: stored.transaction_type, mode: stored.mode });
   deps.logger?.error(
     {

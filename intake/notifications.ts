@@ -40,6 +40,8 @@ export type TemporalDeps = {
   logger?: ErrorLog;
   /** Asked whether a message that contradicts an ended payment still holds. */
   providers?: Providers;
+  /** The maintenance task queue, where a contradiction's reconciliation exception is timed. */
+  reconQueue?: string;
 };
 
 type WorkflowKind = 'deposit' | 'cardDeposit' | 'payout' | 'cashout' | 'refund';

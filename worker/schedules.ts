@@ -2,10 +2,12 @@ import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@tem
 import type { Config } from '../config';
 import { workflowIds } from '../workflows/ids';
 import { maintenanceWorkflow } from '../workflows/maintenance';
+import { dailyReconciliationWorkflow } from '../workflows/provider-reconciliation';
 import { reconciliationWorkflow } from '../workflows/reconciliation';
 
 export const MAINTENANCE_SCHEDULE_ID = workflowIds.maintenance;
 export const RECONCILIATION_SCHEDULE_ID = workflowIds.reconciliation;
+export const RECON_DAILY_SCHEDULE_ID = workflowIds.reconDaily;
 
 /** The default reconciliation interval (RECONCILIATION_INTERVAL_SECONDS). */
 const DEFAULT_RECONCILIATION: Pick<Config['reconciliation'], 'intervalSeconds'> = {
@@ -30,6 +32,21 @@ export async function ensureSchedules(
     }),
   );
   await ensureReconciliationSchedule(client, taskQueue, reconciliation);
+  await createOnce(client, RECON_DAILY_SCHEDULE_ID, taskQueue, () =>
+    client.schedule.create({
+      scheduleId: RECON_DAILY_SCHEDULE_ID,
+      // Past midnight UTC, so that the previous day's late bookings are in the providers' books.
+      spec: { calendars: [{ hour: 1, minute: 0 }], timezone: 'UTC' },
+      action: {
+        type: 'startWorkflow',
+        workflowType: dailyReconciliationWorkflow,
+        workflowId: RECON_DAILY_SCHEDULE_ID,
+        taskQueue,
+        args: [],
+      },
+      policies: { overlap: ScheduleOverlapPolicy.SKIP },
+    }),
+  );
 }
 
 /**

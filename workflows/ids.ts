@@ -32,6 +32,8 @@ export const workflowIds = {
   maintenance: 'maintenance',
   /** The reconciliation schedule's id; its runs are `reconciliation-<start time>`. */
   reconciliation: 'reconciliation',
+  /** The daily schedule of provider reconciliation runs; its runs are named after it. */
+  reconDaily: 'recon-daily',
 };
 
 /**

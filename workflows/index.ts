@@ -11,3 +11,8 @@ export { onboardingWorkflow } from './onboarding';
 export { reconciliationWorkflow } from './reconciliation';
 export { disputeWorkflow } from './dispute';
 export { reconAdjustWorkflow } from './recon-adjust';
+export {
+  reconciliationRunWorkflow,
+  reconExceptionWorkflow,
+  dailyReconciliationWorkflow,
+} from './provider-reconciliation';

@@ -5,6 +5,7 @@ import { createMaintenanceActivities } from '../../activities/maintenance';
 import {
   MAINTENANCE_SCHEDULE_ID,
   RECONCILIATION_SCHEDULE_ID,
+  RECON_DAILY_SCHEDULE_ID,
   ensureSchedules,
 } from '../../worker/schedules';
 import { createTestApp } from '../support/engine';
@@ -114,5 +115,13 @@ describe('maintenance', () => {
     await engine.temporal.schedule.getHandle(MAINTENANCE_SCHEDULE_ID).delete();
     // ensureSchedules also creates the reconciliation schedule (test/e2e/reconciliation.test.ts).
     await engine.temporal.schedule.getHandle(RECONCILIATION_SCHEDULE_ID).delete();
+    // And the daily provider reconciliation's (docs/operations.md, Reconcile with a provider).
+    const daily = engine.temporal.schedule.getHandle(RECON_DAILY_SCHEDULE_ID);
+    expect((await daily.describe()).action).toMatchObject({
+      type: 'startWorkflow',
+      workflowType: 'dailyReconciliationWorkflow',
+      taskQueue: engine.config.temporal.maintenanceTaskQueue,
+    });
+    await daily.delete();
   });
 });

@@ -1,0 +1,119 @@
+import {
+  ApplicationFailure,
+  ActivityFailure,
+  continueAsNew,
+  executeChild,
+  proxyActivities,
+  setHandler,
+  uuid4,
+} from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import type { Activities } from './activities-types';
+import { paymentClock } from './clock';
+import { workflowIds } from './ids';
+import {
+  RECON_EXCEPTION_STALE_MS,
+  reconExceptionResolved,
+  type ReconExceptionInput,
+  type ReconRunInput,
+} from './recon-shared';
+import { RECON_CHUNKS_PER_HISTORY } from '../domain/recon';
+import { activityPresets } from './retry';
+
+/** Loading a chunk asks the provider: its retries are the provider's; the rest are the database's. */
+const books = proxyActivities<Activities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+const steps = proxyActivities<Activities>({
+  startToCloseTimeout: '30 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+const quick = proxyActivities<Activities>(activityPresets.ledger);
+
+/** How many of the schedule's runs go at once. */
+const DAILY_RUNS_AT_ONCE = 4;
+
+/**
+ * One provider reconciliation run (docs/operations.md, Reconcile with a provider): loads the
+ * provider's records of the window chunk by chunk (continuing as new to keep its history small),
+ * then matches them and ends the run; a refusal no retry changes ends it `failed`.
+ */
+export async function reconciliationRunWorkflow(input: ReconRunInput): Promise<void> {
+  let cursor = input.cursor ?? null;
+  let loaded = input.loaded ?? 0;
+  try {
+    for (let chunk = 0; ; chunk++) {
+      if (chunk === RECON_CHUNKS_PER_HISTORY) {
+        await continueAsNew<typeof reconciliationRunWorkflow>({
+          runId: input.runId,
+          cursor,
+          loaded,
+        });
+      }
+      const next = await books.loadReconRecords({ runId: input.runId, cursor, loaded });
+      cursor = next.cursor;
+      loaded = next.loaded;
+      if (cursor === null) break;
+    }
+  } catch (error) {
+    const failure = permanentFailure(error);
+    if (failure === null) throw error;
+    await quick.failReconRun({ runId: input.runId, failure });
+    return;
+  }
+  await steps.matchReconRun({ runId: input.runId });
+  for (let after: string | null = null; ;) {
+    ({ after } = await steps.startReconExceptionTimers({ runId: input.runId, after }));
+    if (after === null) break;
+  }
+}
+
+/** The message of an activity's non-retryable failure (the run's `failure`), else null. */
+function permanentFailure(error: unknown): string | null {
+  if (!(error instanceof ActivityFailure)) return null;
+  const cause = error.cause;
+  if (cause instanceof ApplicationFailure && cause.nonRetryable) return cause.message;
+  return null;
+}
+
+/**
+ * An exception's stale timer: 72 hours after it opened, still open, it sends
+ * `reconciliation.exception.stale` once; resolving it ends the timer. A Test Mode exception's
+ * timer is a payment clock's, so the test clock's update moves it.
+ */
+export async function reconExceptionWorkflow(input: ReconExceptionInput): Promise<boolean> {
+  const state = await quick.findReconExceptionState({ exceptionId: input.exceptionId });
+  if (!state?.open) return false;
+  let resolved = false;
+  setHandler(reconExceptionResolved, () => {
+    resolved = true;
+  });
+  const clock = paymentClock(state.mode);
+  if (await clock.wait(() => resolved, RECON_EXCEPTION_STALE_MS)) return false;
+  return quick.markReconExceptionStale({ exceptionId: input.exceptionId, eventId: uuid4() });
+}
+
+/**
+ * The daily schedule's workflow: the previous UTC day's run of each application, mode and
+ * provider, written once, each then run as a child workflow, a few at a time.
+ */
+export async function dailyReconciliationWorkflow(): Promise<void> {
+  const runIds = await quick.scheduleDailyReconRuns({ firedAt: new Date().toISOString() });
+  let next = 0;
+  async function lane(): Promise<void> {
+    while (next < runIds.length) {
+      const runId = runIds[next++]!;
+      try {
+        await executeChild(reconciliationRunWorkflow, {
+          workflowId: workflowIds.reconRun(runId),
+          args: [{ runId }],
+        });
+      } catch (error) {
+        // Started already (by an earlier attempt of this day): it runs on its own.
+        if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(DAILY_RUNS_AT_ONCE, runIds.length) }, lane));
+}
