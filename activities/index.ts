@@ -35,8 +35,8 @@ export function createQueueActivities(dependencies: ActivityDeps) {
   const maintenance = {
     ...createMaintenanceActivities(deps),
     ...createReconciliationActivities(deps),
-    ...declinePermanentDatabaseErrors(createReconAdjustmentActivities(deps)),
     ...createProviderReconciliationActivities(deps),
+    ...declinePermanentDatabaseErrors(createReconAdjustmentActivities(deps)),
     ensureWebhookRelayRuns: webhooks.ensureWebhookRelayRuns,
   };
   return {

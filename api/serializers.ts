@@ -4,10 +4,9 @@ import { paymentLinks, type PaymentLinks } from '../db/card-refunds';
 import type { MoneyOutRecord } from '../db/money-out';
 import type { CommonQueryMethods } from '../db/pool';
 import { madeStepRow, transactionAnswer, type TransactionRow } from '../db/transactions';
-import type { ReconException } from '../db/recon-exceptions';
+import { reconExceptionAnswer, type ReconException } from '../db/recon-exceptions';
 import type { ReconImport } from '../db/recon-imports';
-import { reconExceptionAnswer } from '../db/recon-resolutions';
-import type { ReconRun } from '../db/recon-runs';
+import { reconRunAnswer, type ReconRun } from '../db/recon-runs';
 import type { UserRow } from '../db/users';
 import type { WalletRow } from '../db/wallets';
 import type { WebhookSubscriptionRow } from '../db/webhook-subscriptions';
@@ -429,30 +428,12 @@ export const ReconRunBody = z
   })
   .meta({ id: 'ReconciliationRun' });
 
-export function reconRunBody(r: ReconRun): z.infer<typeof ReconRunBody> {
-  return {
-    id: r.id,
-    provider: r.provider,
-    from: r.from,
-    to: r.to,
-    import_id: r.importId,
-    status: r.status,
-    counts: {
-      matched: r.counts.matched,
-      missing_internal: r.counts.missingInternal,
-      missing_external: r.counts.missingExternal,
-      amount_mismatch: r.counts.amountMismatch,
-      status_mismatch: r.counts.statusMismatch,
-      duplicate: r.counts.duplicate,
-    },
-    created_at: r.createdAt,
-    completed_at: r.completedAt,
-  };
-}
+export const reconRunBody = (r: ReconRun): z.infer<typeof ReconRunBody> => reconRunAnswer(r);
 
 const ReconSideBody = z.object({
-  amount: z.number().meta({ description: 'Major units of `currency`' }),
-  currency: z.string(),
+  amount: z.number().meta({
+    description: 'Major units of the currency the provider counts the payment in',
+  }),
   status: z.string(),
 });
 
@@ -463,7 +444,6 @@ export const ReconExceptionBody = z
       .string()
       .nullable()
       .meta({ description: 'The run that found it last; null when the engine found it itself' }),
-    provider: RECON_PROVIDER,
     kind: z.enum([
       'missing_internal',
       'missing_external',

@@ -1,10 +1,10 @@
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import { minorToMajorNumber } from '../domain/money';
-import { reconAdjustment, reconCurrency } from '../domain/recon-adjustments';
+import { reconAdjustment } from '../domain/recon-adjustments';
 import type { Mode } from '../domain/types';
 import { lockAccounts, postLedgerTransaction, systemAccountId } from './ledger';
 import {
+  reconExceptionAnswer,
   reconExceptionColumns,
   reconExceptionRow,
   toReconException,
@@ -19,31 +19,6 @@ export type ReconResolution = (typeof RECON_RESOLUTIONS)[number];
 
 /** Who may see an exception: an application in a mode, or a platform admin (any). */
 export type ReconScope = { applicationId: string; mode: Mode } | { admin: true };
-
-/**
- * An exception as the API shows it and its events carry it: amounts in major units of the
- * currency each side counts in.
- */
-export function reconExceptionAnswer(e: ReconException) {
-  const side = <T extends { amount: bigint; currency: string; status: string }>(s: T | null) =>
-    s && { amount: minorToMajorNumber(s.amount), currency: s.currency, status: s.status };
-  return {
-    id: e.id,
-    run_id: e.runId,
-    provider: e.provider,
-    kind: e.kind,
-    transaction_id: e.transactionId,
-    provider_reference: e.providerReference,
-    ours: side(e.ours),
-    theirs: e.theirs && { ...side(e.theirs)!, booked_at: e.theirs.bookedAt },
-    status: e.status,
-    resolution: e.resolution,
-    note: e.note,
-    resolved_by: e.resolvedBy,
-    created_at: e.createdAt,
-    resolved_at: e.resolvedAt,
-  };
-}
 
 /** Why a resolution wrote nothing; `id` names the exception. */
 export type ReconRefusal =
@@ -173,19 +148,19 @@ export async function adjustReconException(
         detail: 'The exception names no payment of a wallet: there is no wallet to adjust',
       };
     }
-    const currency = reconCurrency(exception.ours, exception.theirs);
-    if (currency !== payment.currency) {
-      return {
-        refused: 'not_adjustable',
-        id,
-        detail: `The exception counts in ${currency ?? 'two currencies'}, the wallet in ${payment.currency}: it cannot be adjusted`,
-      };
-    }
-    const amount = reconAdjustment({
+    const { amount, basis, currency } = reconAdjustment({
       type: payment.transaction_type,
+      paymentAmount: payment.amount,
       ours: exception.ours,
       theirs: exception.theirs,
     });
+    if (basis === 'difference' && currency !== payment.currency) {
+      return {
+        refused: 'not_adjustable',
+        id,
+        detail: `The provider counts this payment in ${currency ?? 'two currencies'}, the wallet in ${payment.currency}: the difference cannot be adjusted`,
+      };
+    }
     if (amount === 0n) {
       return {
         refused: 'not_adjustable',

@@ -10,9 +10,9 @@ export { webhookDeliveryWorkflow, webhookRelayWorkflow } from './webhook';
 export { onboardingWorkflow } from './onboarding';
 export { reconciliationWorkflow } from './reconciliation';
 export { disputeWorkflow } from './dispute';
-export { reconAdjustWorkflow } from './recon-adjust';
 export {
   reconciliationRunWorkflow,
   reconExceptionWorkflow,
   dailyReconciliationWorkflow,
 } from './provider-reconciliation';
+export { reconAdjustWorkflow } from './recon-adjust';
