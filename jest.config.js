@@ -17,6 +17,8 @@ const serverless = [
   '<rootDir>/test/integration/address-guard.test.ts',
   '<rootDir>/test/integration/stripe-refunds-adapter.test.ts',
   '<rootDir>/test/integration/late-errors.test.ts',
+  '<rootDir>/test/integration/stripe-books-adapter.test.ts',
+  '<rootDir>/test/integration/monime-books-adapter.test.ts',
 ];
 
 /** @type {import('jest').Config} */

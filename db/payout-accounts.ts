@@ -52,6 +52,21 @@ export async function findPayoutAccount(
 }
 
 /**
+ * The connected accounts of the scope, by id: where the card provider books their payouts, which
+ * the provider reconciliation reads (providers/stripe-books.ts).
+ */
+export async function payoutAccountIds(
+  db: CommonQueryMethods,
+  scope: PayoutScope,
+): Promise<string[]> {
+  const rows = await db.anyFirst(sql.type(z.object({ account_id: z.string() }))`
+    SELECT account_id FROM payout_accounts
+    WHERE application_id = ${scope.applicationId} AND mode = ${scope.mode}
+    ORDER BY account_id`);
+  return [...rows];
+}
+
+/**
  * Whether a card payout may go to this account (docs/api.md, Test Mode sandbox): payouts enabled by the
  * provider and a payout card attached. A card-payout saga refuses otherwise (400).
  */

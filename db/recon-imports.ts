@@ -1,91 +1,127 @@
-// TEMPORARY stand-in for recon-sources' db/recon-imports.ts: replaced when that branch merges.
-import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import type { Mode } from '../domain/types';
 
-export type ReconImport = {
-  id: string;
-  applicationId: string;
-  mode: Mode;
-  provider: 'mobile_money' | 'card';
-  sha256: string;
-  rows: number;
-  createdAt: string;
+/**
+ * Settlement files an application uploaded (docs/api.md, Reconciliation): the import and its
+ * records, written together; the same file again (same SHA-256, application and mode) is the
+ * first import.
+ */
+
+const reconImportRow = z.object({
+  id: z.string(),
+  provider: z.enum(['mobile_money', 'card']),
+  rows: z.number(),
+  sha256: z.string(),
+  createdAt: z.string(),
+});
+export type ReconImport = z.infer<typeof reconImportRow>;
+
+/** A record of the file in minor units: the shape of providers/books.ts' ProviderRecord. */
+export type ReconImportRecord = {
+  providerReference: string;
+  bookedAt: string;
+  amount: bigint;
+  currency: string;
+  fee: bigint;
+  direction: 'in' | 'out';
+  status: 'succeeded' | 'failed' | 'reversed';
 };
 
-const importRow = z.object({
-  id: z.string(),
-  application_id: z.string(),
-  mode: z.enum(['test', 'live']),
-  provider: z.enum(['mobile_money', 'card']),
-  sha256: z.string(),
-  rows: z.number(),
-  created_at: z.string(),
-});
+const columns = sql.fragment`id, provider, rows, sha256, created_at AS "createdAt"`;
 
-const toImport = (r: z.infer<typeof importRow>): ReconImport => ({
-  id: r.id,
-  applicationId: r.application_id,
-  mode: r.mode,
-  provider: r.provider,
-  sha256: r.sha256,
-  rows: r.rows,
-  createdAt: r.created_at,
-});
+/** Records per INSERT: each is one statement of column arrays, far below Postgres' limits. */
+const BATCH = 10_000;
 
+/**
+ * Inserts the import and its records in one transaction; `row_number` is a record's place in the
+ * file, 1 for the first data row. A file already imported answers that import, `created` false
+ * (a concurrent upload of the same file waits for the first and answers it too).
+ */
 export async function saveReconImport(
-  db: CommonQueryMethods & Pick<DatabaseTransactionConnection, 'transaction'>,
-  file: {
+  db: CommonQueryMethods,
+  input: {
+    id: string;
     applicationId: string;
     mode: Mode;
-    provider: 'mobile_money' | 'card';
+    provider: ReconImport['provider'];
     sha256: string;
-    rows: number;
-    records: readonly {
-      providerReference: string;
-      bookedAt: string;
-      amount: bigint;
-      currency: string;
-      fee: bigint;
-      direction: string;
-      status: string;
-    }[];
+    records: readonly ReconImportRecord[];
   },
 ): Promise<{ import: ReconImport; created: boolean }> {
   return db.transaction(async (trx) => {
-    const inserted = await trx.maybeOne(sql.type(importRow)`
+    const inserted = await trx.maybeOne(sql.type(reconImportRow)`
       INSERT INTO recon_imports (id, application_id, mode, provider, sha256, rows)
-      VALUES (${randomUUID()}, ${file.applicationId}, ${file.mode}, ${file.provider},
-        ${file.sha256}, ${file.rows})
+      VALUES (${input.id}, ${input.applicationId}, ${input.mode}, ${input.provider},
+              ${input.sha256}, ${input.records.length})
       ON CONFLICT (application_id, mode, sha256) DO NOTHING
-      RETURNING id, application_id, mode, provider, sha256, rows, created_at`);
+      RETURNING ${columns}`);
     if (!inserted) {
-      const first = await trx.one(sql.type(importRow)`
-        SELECT id, application_id, mode, provider, sha256, rows, created_at FROM recon_imports
-        WHERE application_id = ${file.applicationId} AND mode = ${file.mode}
-          AND sha256 = ${file.sha256}`);
-      return { import: toImport(first), created: false };
+      const existing = await trx.one(sql.type(reconImportRow)`
+        SELECT ${columns} FROM recon_imports
+        WHERE application_id = ${input.applicationId} AND mode = ${input.mode}
+          AND sha256 = ${input.sha256}`);
+      return { import: existing, created: false };
     }
-    let n = 0;
-    for (const r of file.records) {
-      n += 1;
-      await trx.query(sql.unsafe`
-        INSERT INTO recon_import_records (import_id, row_number, provider_reference, booked_at,
-          amount, currency, fee, direction, status)
-        VALUES (${inserted.id}, ${n}, ${r.providerReference}, ${r.bookedAt},
-          ${r.amount.toString()}, ${r.currency}, ${r.fee.toString()}, ${r.direction}, ${r.status})`);
+    for (let start = 0; start < input.records.length; start += BATCH) {
+      await insertRecords(trx, input.id, start, input.records.slice(start, start + BATCH));
     }
-    return { import: toImport(inserted), created: true };
+    return { import: inserted, created: true };
   });
 }
 
+async function insertRecords(
+  trx: DatabaseTransactionConnection,
+  importId: string,
+  offset: number,
+  records: readonly ReconImportRecord[],
+): Promise<void> {
+  const column = <T>(pick: (r: ReconImportRecord) => T) => records.map(pick);
+  await trx.query(sql.unsafe`
+    INSERT INTO recon_import_records
+      (import_id, row_number, provider_reference, booked_at, amount, currency, fee, direction,
+       status)
+    SELECT ${importId}, ${offset} + r.ordinality, r.provider_reference, r.booked_at, r.amount,
+           r.currency, r.fee, r.direction, r.status
+    FROM unnest(
+      ${sql.array(
+        column((r) => r.providerReference),
+        'text',
+      )},
+      ${sql.array(
+        column((r) => r.bookedAt),
+        'timestamptz',
+      )},
+      ${sql.array(
+        column((r) => r.amount.toString()),
+        'int8',
+      )},
+      ${sql.array(
+        column((r) => r.currency),
+        'text',
+      )},
+      ${sql.array(
+        column((r) => r.fee.toString()),
+        'int8',
+      )},
+      ${sql.array(
+        column((r) => r.direction),
+        'text',
+      )},
+      ${sql.array(
+        column((r) => r.status),
+        'text',
+      )}
+    ) WITH ORDINALITY
+      AS r(provider_reference, booked_at, amount, currency, fee, direction, status, ordinality)`);
+}
+
+/** An import of the application and mode, or null (another application's is not found). */
 export async function findReconImport(
   db: CommonQueryMethods,
-  key: { applicationId: string; mode: Mode; id: string },
+  input: { applicationId: string; mode: Mode; id: string },
 ): Promise<ReconImport | null> {
-  const row = await db.maybeOne(sql.type(importRow)`
-    SELECT id, application_id, mode, provider, sha256, rows, created_at FROM recon_imports
-    WHERE id = ${key.id} AND application_id = ${key.applicationId} AND mode = ${key.mode}`);
-  return row ? toImport(row) : null;
+  return db.maybeOne(sql.type(reconImportRow)`
+    SELECT ${columns} FROM recon_imports
+    WHERE id = ${input.id} AND application_id = ${input.applicationId} AND mode = ${input.mode}`);
 }

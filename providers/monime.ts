@@ -97,7 +97,7 @@ const PAYOUT_EVENT_STATUS: Record<string, PayoutStatus> = {
   'payout.failed': 'failed',
 };
 
-const successEnvelope = <T extends z.ZodType>(result: T) =>
+export const successEnvelope = <T extends z.ZodType>(result: T) =>
   z.object({ success: z.literal(true), result });
 
 const errorEnvelope = z.object({
@@ -184,20 +184,12 @@ export function monimeInstructions(ussdCode: string, amount: bigint, name: strin
 
 export class MonimeMobileMoneyProvider implements MobileMoneyProvider {
   readonly name = 'monime';
-  private readonly baseUrl: string;
-  private readonly accessToken: string;
-  private readonly spaceId: string;
+  private readonly connection: MonimeConnection;
   private readonly webhookSecret: string;
-  private readonly timeoutMs: number;
-  private readonly fetchImpl: typeof fetch;
 
   constructor(options: MonimeOptions) {
-    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
-    this.accessToken = options.accessToken;
-    this.spaceId = options.spaceId;
+    this.connection = monimeConnection(options);
     this.webhookSecret = options.webhookSecret;
-    this.timeoutMs = options.timeoutMs ?? MONIME_DEFAULT_TIMEOUT_MS;
-    this.fetchImpl = options.fetch ?? fetch;
   }
 
   async createPaymentCode(request: PaymentCodeRequest): Promise<PaymentCode> {
@@ -344,76 +336,124 @@ export class MonimeMobileMoneyProvider implements MobileMoneyProvider {
     body?: unknown,
     idempotencyKey?: string,
   ): Promise<z.infer<T>> {
-    const what = `Monime ${method} ${path}`;
-    const headers: Record<string, string> = {
-      Authorization: `Bearer ${this.accessToken}`,
-      'Monime-Space-Id': this.spaceId,
-      Accept: 'application/json',
+    const envelope = await callMonime(this.connection, {
+      method,
+      path,
+      envelope: successEnvelope(result),
+      body,
+      idempotencyKey,
+    });
+    return (envelope as { result: z.infer<T> }).result;
+  }
+}
+
+/** Where and as whom the adapters call Monime. */
+export type MonimeConnection = {
+  baseUrl: string;
+  accessToken: string;
+  spaceId: string;
+  timeoutMs: number;
+  fetchImpl: typeof fetch;
+};
+
+/** The connection of the options: the base URL without its trailing slash, the defaults filled. */
+export function monimeConnection(
+  options: Pick<MonimeOptions, 'baseUrl' | 'accessToken' | 'spaceId' | 'timeoutMs' | 'fetch'>,
+): MonimeConnection {
+  return {
+    baseUrl: options.baseUrl.replace(/\/+$/, ''),
+    accessToken: options.accessToken,
+    spaceId: options.spaceId,
+    timeoutMs: options.timeoutMs ?? MONIME_DEFAULT_TIMEOUT_MS,
+    fetchImpl: options.fetch ?? fetch,
+  };
+}
+
+/**
+ * One HTTP exchange with Monime; answers the success body read by `envelope`, throws as the
+ * header comment says.
+ */
+export async function callMonime<E extends z.ZodType>(
+  connection: MonimeConnection,
+  request: {
+    method: 'GET' | 'POST';
+    path: string;
+    envelope: E;
+    body?: unknown;
+    idempotencyKey?: string;
+  },
+): Promise<z.infer<E>> {
+  const { method, path, body, idempotencyKey } = request;
+  const { baseUrl, accessToken, spaceId, timeoutMs, fetchImpl } = connection;
+  const what = `Monime ${method} ${path}`;
+  const headers: Record<string, string> = {
+    Authorization: `Bearer ${accessToken}`,
+    'Monime-Space-Id': spaceId,
+    Accept: 'application/json',
+  };
+  if (idempotencyKey !== undefined) headers['Idempotency-Key'] = idempotencyKey;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+
+  let response: Response;
+  let text: string;
+  try {
+    // The signal covers the whole exchange, the body included.
+    response = await fetchImpl(`${baseUrl}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    text = await response.text();
+  } catch (error) {
+    // Checked by name: a DOMException is not always an `Error` of this realm.
+    const { name, message, cause } = (error ?? {}) as {
+      name?: unknown;
+      message?: unknown;
+      cause?: { code?: unknown };
     };
-    if (idempotencyKey !== undefined) headers['Idempotency-Key'] = idempotencyKey;
-    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    // fetch says "fetch failed"; the reason (ECONNREFUSED, ...) is on its cause.
+    const reason = typeof cause?.code === 'string' ? ` (${cause.code})` : '';
+    throw new Error(
+      name === 'TimeoutError'
+        ? `${what} timed out after ${timeoutMs} ms`
+        : `${what} failed: ${typeof message === 'string' ? message : String(error)}${reason}`,
+      { cause: error },
+    );
+  }
 
-    let response: Response;
-    let text: string;
-    try {
-      // The signal covers the whole exchange, the body included.
-      response = await this.fetchImpl(`${this.baseUrl}${path}`, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
-      text = await response.text();
-    } catch (error) {
-      // Checked by name: a DOMException is not always an `Error` of this realm.
-      const { name, message, cause } = (error ?? {}) as {
-        name?: unknown;
-        message?: unknown;
-        cause?: { code?: unknown };
-      };
-      // fetch says "fetch failed"; the reason (ECONNREFUSED, ...) is on its cause.
-      const reason = typeof cause?.code === 'string' ? ` (${cause.code})` : '';
-      throw new Error(
-        name === 'TimeoutError'
-          ? `${what} timed out after ${this.timeoutMs} ms`
-          : `${what} failed: ${typeof message === 'string' ? message : String(error)}${reason}`,
-        { cause: error },
-      );
-    }
-
-    const json = parseJson(text);
-    if (!response.ok) {
-      const parsedError = errorEnvelope.safeParse(json);
-      const providerMessage = parsedError.success ? parsedError.data.error.message : undefined;
-      const providerCode = parsedError.success ? parsedError.data.error.code : undefined;
-      const cause = { status: response.status, code: providerCode, body: text.slice(0, 1000) };
-      if (
-        response.status >= 400 &&
-        response.status < 500 &&
-        !TRANSIENT_CLIENT_STATUSES.has(response.status)
-      ) {
-        throw new ProviderRefusedError(
-          providerMessage ?? `${what} was refused with HTTP ${response.status}`,
-          { cause },
-        );
-      }
-      throw new Error(
-        `${what} answered HTTP ${response.status}${providerMessage ? `: ${providerMessage}` : ''}`,
+  const json = parseJson(text);
+  if (!response.ok) {
+    const parsedError = errorEnvelope.safeParse(json);
+    const providerMessage = parsedError.success ? parsedError.data.error.message : undefined;
+    const providerCode = parsedError.success ? parsedError.data.error.code : undefined;
+    const cause = { status: response.status, code: providerCode, body: text.slice(0, 1000) };
+    if (
+      response.status >= 400 &&
+      response.status < 500 &&
+      !TRANSIENT_CLIENT_STATUSES.has(response.status)
+    ) {
+      throw new ProviderRefusedError(
+        providerMessage ?? `${what} was refused with HTTP ${response.status}`,
         { cause },
       );
     }
-
-    const parsed = successEnvelope(result).safeParse(json);
-    if (!parsed.success) {
-      throw new MonimeResponseError(
-        `${what} answered an unexpected body: ${z.prettifyError(parsed.error)}`,
-        {
-          cause: parsed.error,
-        },
-      );
-    }
-    return (parsed.data as { result: z.infer<T> }).result;
+    throw new Error(
+      `${what} answered HTTP ${response.status}${providerMessage ? `: ${providerMessage}` : ''}`,
+      { cause },
+    );
   }
+
+  const parsed = request.envelope.safeParse(json);
+  if (!parsed.success) {
+    throw new MonimeResponseError(
+      `${what} answered an unexpected body: ${z.prettifyError(parsed.error)}`,
+      {
+        cause: parsed.error,
+      },
+    );
+  }
+  return parsed.data;
 }
 
 function toPayout(result: z.infer<typeof payoutResult>, requestedReference: string | null): Payout {

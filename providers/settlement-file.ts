@@ -68,7 +68,6 @@ export async function parseSettlementFile(
   let rows = 0;
   let rowsBad = 0;
   let header = 'expected' as 'expected' | 'good' | 'bad';
-  let tooMany = false;
 
   const keep = (error: SettlementFileError) => {
     if (errors.length < maxErrors) errors.push(error);
@@ -89,47 +88,47 @@ export async function parseSettlementFile(
   };
   const parser = parse({ bom: true, info: true, relax_column_count: true, skip_empty_lines: true });
 
-  const consume = async (source: AsyncIterable<Row>) => {
-    for await (const { record, info } of source) {
-      if (header === 'expected') {
-        header = isHeader(record) ? 'good' : 'bad';
-        if (header === 'bad') {
-          keep({
-            row: info.lines,
-            field: 'header',
-            message: `The header row must be exactly ${SETTLEMENT_FILE_HEADER.join(',')}`,
-          });
-        }
-        continue;
+  const read = ({ record, info }: Row) => {
+    if (header === 'expected') {
+      header = isHeader(record) ? 'good' : 'bad';
+      if (header === 'bad') {
+        keep({
+          row: info.lines,
+          field: 'header',
+          message: `The header row must be exactly ${SETTLEMENT_FILE_HEADER.join(',')}`,
+        });
       }
-      rows += 1;
-      if (rows > maxRows) {
-        if (!tooMany) {
-          tooMany = true;
-          records = [];
-          errors.unshift({
-            row: info.lines,
-            field: 'file',
-            message: `The file has more than ${maxRows} rows`,
-          });
-          errors.length = Math.min(errors.length, maxErrors);
-        }
-        continue;
-      }
-      if (header === 'bad') continue;
-      const checked = checkRow(record);
-      if ('problems' in checked) {
-        rowsBad += 1;
-        for (const problem of checked.problems) keep({ row: info.lines, ...problem });
-      } else if (!tooMany) {
-        records.push(checked.record);
-      }
+      return;
     }
+    rows += 1;
+    if (rows === maxRows + 1) {
+      records = [];
+      errors.unshift({
+        row: info.lines,
+        field: 'file',
+        message: `The file has more than ${maxRows} rows`,
+      });
+      errors.length = Math.min(errors.length, maxErrors);
+    }
+    if (rows > maxRows || header === 'bad') return;
+    const checked = checkRow(record);
+    if ('record' in checked) {
+      records.push(checked.record);
+      return;
+    }
+    rowsBad += 1;
+    for (const problem of checked.problems) keep({ row: info.lines, ...problem });
   };
 
-  const reading = consume(parser).catch((error: unknown) => {
-    if (!(error instanceof CsvError)) throw error;
-    unparsable(error);
+  // Rows are read as the parser gives them, so that an error comes after the rows before it.
+  const reading = new Promise<void>((resolve, reject) => {
+    parser.on('data', read);
+    parser.on('end', resolve);
+    parser.on('error', (error) => {
+      if (!(error instanceof CsvError)) return reject(error);
+      unparsable(error);
+      resolve();
+    });
   });
   try {
     for await (const chunk of input as AsyncIterable<Buffer | string>) {
@@ -138,7 +137,7 @@ export async function parseSettlementFile(
     }
   } catch (error) {
     parser.destroy();
-    await reading.catch(() => undefined);
+    void reading.catch(() => undefined);
     throw error;
   }
   if (!parser.destroyed) parser.end();
@@ -148,7 +147,7 @@ export async function parseSettlementFile(
   }
   // A file whose header cannot be read has no row that could be read either.
   if (header === 'bad') rowsBad = Math.max(rowsBad, rows);
-  return { records: tooMany ? [] : records, rows, rowsBad, errors, sha256: hash.digest('hex') };
+  return { records, rows, rowsBad, errors, sha256: hash.digest('hex') };
 }
 
 function isHeader(record: string[]): boolean {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import busboy from 'busboy';
 import type Koa from 'koa';
@@ -401,11 +402,11 @@ export function reconciliationRoutes(deps: ApiDeps): Route[] {
           };
         }
         const saved = await saveReconImport(pool, {
+          id: randomUUID(),
           applicationId: caller.applicationId,
           mode: caller.mode,
           provider: provider.data,
           sha256: file.sha256,
-          rows: file.rows,
           records: file.records,
         });
         return { status: saved.created ? 201 : 200, body: reconImportBody(saved.import) };

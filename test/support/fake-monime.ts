@@ -4,9 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { signMonimeNotification, MONIME_SIGNATURE_HEADER } from '../../providers/monime';
 
 /**
- * A fake Monime API (v1 payment codes and payouts) on loopback, in the live adapter's wire format:
- * bearer token and `Monime-Space-Id` checked, codes keyed by `Idempotency-Key` (the same key, the
- * same code), scripted faults, signed notifications; every request recorded.
+ * A fake Monime API (v1 payment codes, payouts, financial transactions) on loopback, in its wire
+ * format: bearer token and `Monime-Space-Id` checked, codes keyed by `Idempotency-Key` (the same
+ * key, the same code), scripted faults, signed notifications; every request recorded.
  */
 
 export type FakeMonimeStatus =
@@ -26,6 +26,29 @@ export type FakePaymentCode = {
   metadata: Record<string, unknown>;
 };
 
+/**
+ * A movement of a financial account (`GET /v1/financial-transactions`) as Monime lists it, traced
+ * to what owns it (a payment of a payment code, a payout); fees and reversals marked.
+ */
+export type FakeFinancialTransaction = {
+  id: string;
+  type: 'credit' | 'debit';
+  amount: { currency: string; value: number };
+  timestamp: string;
+  reference: string;
+  financialAccount: { id: string; balance: { after: { currency: string; value: number } } };
+  originatingReversal: { originTxnId: string; originTxnRef: string } | null;
+  originatingFee: { code: string } | null;
+  ownershipGraph: { owner: FakeOwner | null };
+  metadata: Record<string, unknown> | null;
+};
+export type FakeOwner = {
+  id: string;
+  type: string;
+  metadata: Record<string, unknown> | null;
+  owner?: FakeOwner | null;
+};
+
 /** A payout to a mobile-money destination (`POST /v1/payouts`), as the fake keeps it. */
 export type FakePayout = {
   id: string;
@@ -41,6 +64,8 @@ export type FakePayout = {
 export type RecordedRequest = {
   method: string;
   path: string;
+  /** The query string's parameters. */
+  query: Record<string, string>;
   headers: http.IncomingHttpHeaders;
   body: string;
   json: unknown;
@@ -67,6 +92,8 @@ export class FakeMonimeServer {
   readonly requests: RecordedRequest[] = [];
   readonly codes: FakePaymentCode[] = [];
   readonly payouts: FakePayout[] = [];
+  /** In the order Monime lists them (newest first, as they were added last). */
+  readonly financialTransactions: FakeFinancialTransaction[] = [];
   readonly accessToken: string;
   readonly spaceId: string;
   readonly webhookSecret: string;
@@ -187,6 +214,36 @@ export class FakeMonimeServer {
     );
   }
 
+  /** Books a movement: `amount` in minor units, `owner` what it belongs to, newest first. */
+  addFinancialTransaction(input: {
+    type: 'credit' | 'debit';
+    amount: number;
+    timestamp: string;
+    owner: FakeOwner | null;
+    fee?: boolean;
+    reverses?: string;
+  }): FakeFinancialTransaction {
+    const transaction: FakeFinancialTransaction = {
+      id: `txn-${randomBytes(10).toString('hex')}`,
+      type: input.type,
+      amount: { currency: 'SLE', value: input.amount },
+      timestamp: input.timestamp,
+      reference: `ref-${randomBytes(6).toString('hex')}`,
+      financialAccount: {
+        id: 'fac-fake-main',
+        balance: { after: { currency: 'SLE', value: 0 } },
+      },
+      originatingReversal: input.reverses
+        ? { originTxnId: input.reverses, originTxnRef: `ref-${input.reverses}` }
+        : null,
+      originatingFee: input.fee ? { code: 'payout_fee' } : null,
+      ownershipGraph: { owner: input.owner },
+      metadata: null,
+    };
+    this.financialTransactions.unshift(transaction);
+    return transaction;
+  }
+
   /** A notification body as Monime sends it, signed with the fake's secret (or `secret`). */
   private signed(
     message: unknown,
@@ -225,8 +282,15 @@ export class FakeMonimeServer {
       } catch {
         json = undefined;
       }
-      const path = new URL(req.url ?? '/', 'http://fake').pathname;
-      const recorded = { method: req.method ?? '', path, headers: req.headers, body, json };
+      const url = new URL(req.url ?? '/', 'http://fake');
+      const recorded = {
+        method: req.method ?? '',
+        path: url.pathname,
+        query: Object.fromEntries(url.searchParams),
+        headers: req.headers,
+        body,
+        json,
+      };
       this.requests.push(recorded);
 
       const scripted = this.faults.shift();
@@ -272,6 +336,9 @@ export class FakeMonimeServer {
     if (req.headers['monime-space-id'] !== this.spaceId) {
       return failure(403, 'forbidden', 'Unknown space');
     }
+    if (req.method === 'GET' && req.path === '/v1/financial-transactions') {
+      return this.listFinancialTransactions(req);
+    }
     if (req.method === 'POST' && req.path === '/v1/payment-codes') return this.create(req);
     if (req.method === 'POST' && req.path === '/v1/payouts') return this.createPayout(req);
     const payoutMatch = /^\/v1\/payouts\/([^/]+)$/.exec(req.path);
@@ -289,6 +356,31 @@ export class FakeMonimeServer {
       return { status: 200, body: envelope(code) };
     }
     return failure(404, 'not_found', `No route ${req.method} ${req.path}`);
+  }
+
+  /** Monime's cursor pages: `limit` 1 to 50 (10 by default), `after` the cursor it gave. */
+  private listFinancialTransactions(req: RecordedRequest): Answer {
+    const limit = Number(req.query.limit ?? 10);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 50) {
+      return failure(400, 'validation_error', 'limit must be between 1 and 50');
+    }
+    let start = 0;
+    if (req.query.after !== undefined) {
+      const index = this.financialTransactions.findIndex((t) => t.id === req.query.after);
+      if (index < 0) return failure(400, 'validation_error', 'Invalid pagination cursor');
+      start = index + 1;
+    }
+    const result = this.financialTransactions.slice(start, start + limit);
+    const more = start + limit < this.financialTransactions.length;
+    return {
+      status: 200,
+      body: structuredClone({
+        success: true,
+        messages: [],
+        result,
+        pagination: { count: result.length, next: more ? result[result.length - 1]!.id : null },
+      }),
+    };
   }
 
   private createPayout(req: RecordedRequest): Answer {
