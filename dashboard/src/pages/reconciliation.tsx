@@ -443,11 +443,11 @@ function ExceptionFilterForm(props: { initial: ExceptionFilters }) {
 }
 
 /** One side's amount and status, or that it has no record. */
-function Side(props: { side: { amount: number; currency: string; status: string } | null }) {
+function Side(props: { side: { amount: number; status: string } | null }) {
   if (!props.side) return <span class="muted">None</span>;
   return (
     <>
-      {money(props.side.amount, props.side.currency)} · {props.side.status}
+      {money(props.side.amount)} · {props.side.status}
     </>
   );
 }
@@ -628,7 +628,6 @@ function Sides(props: { e: ReconException }) {
   const { ours, theirs } = props.e;
   const rows: [string, string | null, string | null][] = [
     ['Amount', ours ? money(ours.amount) : null, theirs ? money(theirs.amount) : null],
-    ['Currency', ours?.currency ?? null, theirs?.currency ?? null],
     ['Status', ours?.status ?? null, theirs?.status ?? null],
     ['Booked at', null, theirs ? when(theirs.booked_at) : null],
   ];
@@ -743,8 +742,6 @@ export function ReconExceptionPage(props: { mode: Mode; id: string }) {
             <dd data-exception-status>
               <Status value={e.status} />
             </dd>
-            <dt>Provider</dt>
-            <dd>{e.provider}</dd>
             <dt>Provider reference</dt>
             <dd>
               <code>{e.provider_reference ?? '—'}</code>
