@@ -623,7 +623,13 @@ export function ReconExceptions(props: { mode: Mode }) {
   );
 }
 
-/** Both sides of the disagreement, row by row; a row where they differ is marked. */
+/** The row each kind of disagreement is about (the statuses' words differ even when they agree). */
+const DIFFERS: Partial<Record<ReconKind, string>> = {
+  amount_mismatch: 'Amount',
+  status_mismatch: 'Status',
+};
+
+/** Both sides of the disagreement, row by row; the row the API found differing is marked. */
 function Sides(props: { e: ReconException }) {
   const { ours, theirs } = props.e;
   const rows: [string, string | null, string | null][] = [
@@ -643,7 +649,7 @@ function Sides(props: { e: ReconException }) {
         </thead>
         <tbody>
           {rows.map(([label, our, their]) => {
-            const differs = ours && theirs && label !== 'Booked at' && our !== their;
+            const differs = DIFFERS[props.e.kind] === label;
             return (
               <tr class={differs ? 'differs' : ''} data-side={label}>
                 <th scope="row">
