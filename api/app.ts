@@ -1,7 +1,7 @@
 import { METHODS } from 'node:http';
 import Router from '@koa/router';
 import Koa from 'koa';
-import { dashboard } from './dashboard/routes';
+import { dashboard, publicPathOf } from './dashboard/routes';
 import type { ApiDeps } from './deps';
 import { jsonBody } from './middleware/body';
 import { errorsAndAccessLog, logLateErrors } from './middleware/errors';
@@ -80,7 +80,9 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(errorsAndAccessLog(deps.logger));
   logLateErrors(app, deps.logger);
   app.use(temporalCodecEdge(deps.config));
-  app.use(jsonBody({ streamed: (path) => streamsOwnBody(path) || streamsReconImport(path) }));
+  // The settlement file streams on its dashboard path too (the page uploads it there).
+  const streamsImport = (path: string) => streamsReconImport(publicPathOf(path) ?? path);
+  app.use(jsonBody({ streamed: (path) => streamsOwnBody(path) || streamsImport(path) }));
   for (const middleware of dashboard(deps, routes)) app.use(middleware);
   app.use(router.routes());
   app.use(concretePathsWin());

@@ -12,8 +12,7 @@ import { isDashboardApi, serveDashboard } from './static';
 
 /**
  * The dashboard's JSON endpoints (/dashboard/api/{mode}/..., session cookie) run the public API's
- * own routes as the signed-in application: the same validation, queries and serializers, not a
- * copy. Exposed: reads, webhook subscriptions, dispute evidence and refunding a card deposit.
+ * own routes as the signed-in application (docs/dashboard.md): the same code, not a copy.
  */
 const EXPOSED = new Set([
   'get /api/v1/analytics/dashboard',
@@ -40,9 +39,23 @@ const EXPOSED = new Set([
   'get /api/v1/events',
   'get /api/v1/events/:event_id',
   'post /api/v1/events/:event_id/redeliver',
+  'post /api/v1/reconciliation/imports',
+  'post /api/v1/reconciliation/runs',
+  'get /api/v1/reconciliation/runs',
+  'get /api/v1/reconciliation/runs/:run_id',
+  'get /api/v1/reconciliation/exceptions',
+  'get /api/v1/reconciliation/exceptions/:exception_id',
+  'post /api/v1/reconciliation/exceptions/resolve',
+  'post /api/v1/reconciliation/exceptions/:exception_id/resolve',
 ]);
 
 const MODE_PREFIX = '/dashboard/api/:mode';
+
+/** The public path a dashboard path runs (`/dashboard/api/test/v1/x` runs `/api/v1/x`), or null. */
+export function publicPathOf(path: string): string | null {
+  const match = /^\/dashboard\/api\/[^/]+(\/v1\/.*)$/.exec(path);
+  return match ? `/api${match[1]}` : null;
+}
 
 /** A public route, at its dashboard path, run as the session's application in the path's mode. */
 function asDashboardRoute(route: Route): Route {

@@ -178,3 +178,56 @@ export const DISPUTE_STATUSES = [
   'lost',
 ] as const satisfies readonly Schemas['Dispute']['status'][];
 export type DisputeStatus = Schemas['Dispute']['status'];
+
+export type ReconRun = Schemas['ReconciliationRun'];
+export type ReconException = Schemas['ReconciliationException'];
+export type ReconImport = Schemas['ReconciliationImport'];
+export type ReconProvider = ReconRun['provider'];
+export type ReconKind = ReconException['kind'];
+
+export const RECON_PROVIDERS = ['mobile_money', 'card'] as const satisfies readonly ReconProvider[];
+export const RECON_KINDS = [
+  'missing_internal',
+  'missing_external',
+  'amount_mismatch',
+  'status_mismatch',
+  'duplicate',
+] as const satisfies readonly ReconKind[];
+export const RECON_EXCEPTION_STATUSES = [
+  'open',
+  'resolved',
+] as const satisfies readonly ReconException['status'][];
+
+/** A settlement file's upload: the import, or its refusal with the bad rows (422). */
+export type UploadOutcome =
+  | { imported: ReconImport; again: boolean }
+  | { refused: string; errors: ReconImport['errors']; rows: number; rowsBad: number };
+
+/**
+ * Uploads a settlement file through the typed client as multipart/form-data (the browser sets
+ * the boundary). Read raw, so that a 422 keeps its `errors`, row by row; any other refusal throws.
+ */
+export async function uploadSettlementFile(
+  mode: Mode,
+  provider: ReconProvider,
+  file: File,
+): Promise<UploadOutcome> {
+  const form = new FormData();
+  form.append('provider', provider);
+  form.append('file', file, file.name);
+  const { data, error, response } = await api(mode).raw.POST('/api/v1/reconciliation/imports', {
+    // The document types the file part as a string; the serializer sends the form itself.
+    body: { provider, file: file.name },
+    bodySerializer: () => form,
+  });
+  if (data) return { imported: data, again: response.status === 200 };
+  if (response.status === 422 && error && 'errors' in error) {
+    return {
+      refused: error.detail,
+      errors: error.errors,
+      rows: error.rows,
+      rowsBad: error.rows_bad,
+    };
+  }
+  throw WalletApiError.fromResponse(response, error);
+}

@@ -9,6 +9,7 @@ import { TransactionPage, Transactions } from './pages/transactions';
 import { DisputePage, Disputes } from './pages/disputes';
 import { UserPage, Users } from './pages/users';
 import { StatementPage } from './pages/statement';
+import { ReconExceptionPage, ReconExceptions, Reconciliation } from './pages/reconciliation';
 
 const PAGES = [
   { path: '/', label: 'Overview' },
@@ -16,6 +17,7 @@ const PAGES = [
   { path: '/webhooks', label: 'Webhooks' },
   { path: '/transactions', label: 'Transactions' },
   { path: '/disputes', label: 'Disputes' },
+  { path: '/reconciliation', label: 'Reconciliation' },
   { path: '/users', label: 'Users and wallets' },
 ] as const;
 
@@ -80,6 +82,8 @@ function Page(props: { path: string; mode: Mode; session: Session }) {
   if (transaction) return <TransactionPage mode={mode} id={transaction[1]!} />;
   const dispute = /^\/disputes\/([^/]+)$/.exec(path);
   if (dispute) return <DisputePage mode={mode} id={dispute[1]!} />;
+  const exception = /^\/reconciliation\/exceptions\/([^/]+)$/.exec(path);
+  if (exception) return <ReconExceptionPage mode={mode} id={exception[1]!} />;
   const user = /^\/users\/([^/]+)$/.exec(path);
   if (user) return <UserPage mode={mode} id={user[1]!} />;
   const statement = /^\/wallets\/([^/]+)\/statement$/.exec(path);
@@ -95,6 +99,10 @@ function Page(props: { path: string; mode: Mode; session: Session }) {
       return <Transactions mode={mode} />;
     case '/disputes':
       return <Disputes mode={mode} />;
+    case '/reconciliation':
+      return <Reconciliation mode={mode} />;
+    case '/reconciliation/exceptions':
+      return <ReconExceptions mode={mode} />;
     case '/users':
       return <Users mode={mode} />;
     default:
