@@ -1,5 +1,6 @@
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { z } from 'zod';
+import { listReconExceptions } from '../../db/recon-exceptions';
 import { findTransaction } from '../../db/transactions';
 import { isNotFound } from '../../temporal/connection';
 import {
@@ -7,6 +8,7 @@ import {
   clockUpdates,
   NOT_WAITING_ON_A_TIMER,
 } from '../../workflows/clock-shared';
+import { workflowIds } from '../../workflows/ids';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
@@ -39,7 +41,8 @@ export function testClockRoutes(deps: ApiDeps): Route[] {
       summary:
         'Test Mode only: moves one payment’s own clock forward. Every timer it waits on (an ' +
         'escrow hold’s `expires_at`, a payment code’s expiry, a card payment’s 3-D Secure ' +
-        'wait, a money-out’s pending wait, a dispute’s evidence deadline) fires at once when ' +
+        'wait, a money-out’s pending wait, a dispute’s evidence deadline, the stale timer of ' +
+        'its open reconciliation exceptions) fires at once when ' +
         'the advance passes its deadline, and keeps what remains of it otherwise. Answers once ' +
         'the payment has acted on it',
       tag: 'Testing',
@@ -61,21 +64,35 @@ export function testClockRoutes(deps: ApiDeps): Route[] {
           uuidPattern.test(id) ? await findTransaction(pool, id) : null,
           'Transaction',
         );
-        // Only the payment's own workflow (an escrow release's row names its hold's, say).
-        if (!row.workflow_id?.endsWith(row.id)) throw notWaiting();
-        const handle = temporal.workflow.getHandle(row.workflow_id);
-        try {
-          await withDeadline(
-            handle.executeUpdate(clockUpdates.advanceTime, { args: [{ seconds: body.seconds }] }),
-            config.api.requestTimeoutMs,
-          );
-        } catch (error) {
-          // Refused by the workflow's validator (it waits on no timer), or the workflow ended.
-          if (error instanceof WorkflowUpdateFailedError || isNotFound(error)) {
-            throw notWaiting();
+        const advance = async (workflowId: string): Promise<boolean> => {
+          try {
+            await withDeadline(
+              temporal.workflow
+                .getHandle(workflowId)
+                .executeUpdate(clockUpdates.advanceTime, { args: [{ seconds: body.seconds }] }),
+              config.api.requestTimeoutMs,
+            );
+            return true;
+          } catch (error) {
+            // Refused by the workflow's validator (it waits on no timer), or the workflow ended.
+            if (error instanceof WorkflowUpdateFailedError || isNotFound(error)) return false;
+            throw error;
           }
-          throw error;
+        };
+        // Only the payment's own workflow (an escrow release's row names its hold's, say).
+        const own = row.workflow_id?.endsWith(row.id) ? await advance(row.workflow_id) : false;
+        // The payment's open reconciliation exceptions wait on their stale timers.
+        const { rows: open } = await listReconExceptions(
+          pool,
+          { applicationId: row.application_id, mode: row.mode },
+          { status: 'open', transactionId: row.id },
+          { limit: 100, offset: 0 },
+        );
+        let exceptions = 0;
+        for (const exception of open) {
+          if (await advance(workflowIds.reconException(exception.id))) exceptions += 1;
         }
+        if (!own && exceptions === 0) throw notWaiting();
         // The sandbox provider's clock moves with the payment's: its payment code expires as
         // much sooner, so that an expired deposit's code cannot be paid any more.
         if (row.transaction_type === 'mobile_money_deposit' && row.provider_reference) {

@@ -771,3 +771,63 @@ describe('end to end: a discrepancy found by a run and adjusted', () => {
     expect(status).toBe('COMPLETED');
   });
 });
+
+describe('the test clock and an open exception', () => {
+  const { api: clockApi } = useTestApp(engine, { currency: 'USD' });
+
+  it('advance-time on the payment fires its open exception’s stale timer', async () => {
+    const from = iso(Date.now() - 60_000);
+    const { depositId } = await cardDeposit(clockApi, 25);
+    expect(
+      (await clockApi.post(SIMULATE, { transaction_id: depositId, kind: 'amount' })).status,
+    ).toBe(200);
+    const started = await clockApi.post(RUNS, { provider: 'card', from, to: iso(Date.now()) });
+    expect(started.status).toBe(202);
+    await pollUntil(
+      async () =>
+        (await clockApi.get(`${RUNS}/${started.body.id as string}`)).body as { status: string },
+      (r) => r.status !== 'running',
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+    const listed = await clockApi.get<{ data: { id: string }[] }>(
+      `${EXCEPTIONS}?transaction_id=${depositId}`,
+    );
+    const exceptionId = listed.body.data[0]!.id;
+    const staleEvents = () =>
+      engine.pool.anyFirst(sql.type(z.object({ id: z.string() }))`
+        SELECT id FROM events WHERE type = 'reconciliation.exception.stale'
+          AND data->>'id' = ${exceptionId}`);
+    expect(await staleEvents()).toHaveLength(0);
+
+    // The deposit itself waits on nothing: an hour short of the deadline, the timer keeps waiting.
+    const early = await clockApi.post('/api/v1/testing/advance-time', {
+      transaction_id: depositId,
+      seconds: 71 * 3600,
+    });
+    expect(early.status).toBe(200);
+    expect(early.body).toEqual({ transaction_id: depositId, status: 'completed' });
+    expect(await staleEvents()).toHaveLength(0);
+
+    const late = await clockApi.post('/api/v1/testing/advance-time', {
+      transaction_id: depositId,
+      seconds: 3600,
+    });
+    expect(late.status).toBe(200);
+    const timer = engine.temporal.workflow.getHandle(workflowIds.reconException(exceptionId));
+    await pollUntil(
+      async () => (await timer.describe()).status.name,
+      (name) => name !== 'RUNNING',
+      { timeoutMs: 15_000, intervalMs: 250 },
+    );
+    expect(await staleEvents()).toHaveLength(1);
+    const after = await clockApi.get(`${EXCEPTIONS}/${exceptionId}`);
+    expect(after.body).toMatchObject({ id: exceptionId, status: 'open' });
+
+    // Nothing waits any more: the payment and its exception's timer are both done.
+    const again = await clockApi.post('/api/v1/testing/advance-time', {
+      transaction_id: depositId,
+      seconds: 60,
+    });
+    expect(again.status).toBe(400);
+  });
+});

@@ -919,7 +919,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Test Mode only: moves one payment’s own clock forward. Every timer it waits on (an escrow hold’s `expires_at`, a payment code’s expiry, a card payment’s 3-D Secure wait, a money-out’s pending wait, a dispute’s evidence deadline) fires at once when the advance passes its deadline, and keeps what remains of it otherwise. Answers once the payment has acted on it */
+    /** Test Mode only: moves one payment’s own clock forward. Every timer it waits on (an escrow hold’s `expires_at`, a payment code’s expiry, a card payment’s 3-D Secure wait, a money-out’s pending wait, a dispute’s evidence deadline, the stale timer of its open reconciliation exceptions) fires at once when the advance passes its deadline, and keeps what remains of it otherwise. Answers once the payment has acted on it */
     post: operations['post_api_v1_testing_advance_time'];
     delete?: never;
     options?: never;
