@@ -37,7 +37,7 @@ export type Declined = { status: 'declined'; code: ErrorCode; detail: string | n
  * `patched`, whose marker and search-attribute upsert cost each payment more history events and a
  * visibility write. A history without it asks `patched`, as it did.
  */
-type LocalSteps = { localSteps?: true };
+export type LocalSteps = { localSteps?: true };
 
 export type TransferInput = LocalSteps & {
   transactionId: string;
@@ -151,7 +151,7 @@ export const depositUpdates = {
 };
 export const depositStateQuery = defineQuery<DepositOutcome>('state');
 
-export type CardDepositInput = {
+export type CardDepositInput = LocalSteps & {
   transactionId: string;
   applicationId: string;
   mode: 'test' | 'live';
