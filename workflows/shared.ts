@@ -33,9 +33,9 @@ export const SEARCH_ATTRIBUTE_DEFINITIONS: Record<keyof typeof SearchAttributes,
 export type Declined = { status: 'declined'; code: ErrorCode; detail: string | null };
 
 /**
- * Set by every start since the money steps became local activities: the workflow then skips
- * `patched`, whose marker and search-attribute upsert cost each payment more history events and a
- * visibility write. A history without it asks `patched`, as it did.
+ * Set by the API's starts of the workflows whose steps are local activities (transfers, holds,
+ * card deposits, refunds): the workflow then skips `patched`, whose marker and search-attribute
+ * upsert cost each payment more history events and a visibility write. Without it: `patched`.
  */
 export type LocalSteps = { localSteps?: true };
 
