@@ -37,13 +37,18 @@ export function buildTimeline(
   }
   const pendingById = new Map((context.pendingActivities ?? []).map((p) => [p.activityId, p]));
   const providerActivities = context.providerActivities ?? PROVIDER_ACTIVITIES;
+  const transactionReference = (name: string) =>
+    providerActivities.has(name) ? (context.providerReference ?? null) : null;
   for (const activity of draft.activities.values()) {
     const pending =
       activity.step.ended_at === null ? pendingById.get(activity.activityId) : undefined;
     if (pending) applyPending(activity, pending);
     activity.step.provider_reference ??=
-      referenceIn(activity.input) ??
-      (providerActivities.has(activity.step.name) ? (context.providerReference ?? null) : null);
+      referenceIn(activity.input) ?? transactionReference(activity.step.name);
+  }
+  // A local activity's marker keeps its result but not its input.
+  for (const { step } of draft.localActivities) {
+    step.provider_reference ??= transactionReference(step.name);
   }
   return draft.result();
 }

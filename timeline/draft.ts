@@ -17,6 +17,8 @@ export class TimelineDraft {
   readonly steps: OpenStep[] = [];
   /** By the id of their scheduled event, which their later events name. */
   readonly activities = new Map<string, OpenActivity>();
+  /** Local activities, each one marker: ended when recorded. */
+  readonly localActivities: OpenStep[] = [];
   /** By update id. */
   readonly updates = new Map<string, OpenStep>();
   /** By timer id. */

@@ -123,6 +123,7 @@ export const EVENT_HANDLERS: EventHandlers = {
     });
     open.step.failure = failureMessage(a.failure);
     open.step.provider_reference = referenceIn(firstValue(a.details?.result));
+    draft.localActivities.push(open);
   },
 
   // An update is admitted (not always written) or accepted, then completed or rejected.

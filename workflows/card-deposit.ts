@@ -1,4 +1,11 @@
-import { allHandlersFinished, condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  condition,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+} from '@temporalio/workflow';
 import type { Activities } from './activities-types';
 import { asDeclined, exhausted } from './declines';
 import { asksProviderOnNotify } from './notifications';
@@ -17,8 +24,19 @@ import {
 import { setPaymentStatus } from './status';
 import { paymentClock } from './clock';
 
-const ledger = proxyActivities<Activities>(activityPresets.ledger);
-const provider = proxyActivities<Activities>(activityPresets.provider);
+/**
+ * The provider's and the ledger's steps are local activities, as in the transfer (see
+ * docs/benchmarks.md); deposits started before replay their remote ones (`patched`, asked once
+ * unless the input says `localSteps`). Each step is idempotent by id: a rerun moves nothing.
+ */
+const local = {
+  ledger: proxyLocalActivities<Activities>(activityPresets.ledger),
+  provider: proxyLocalActivities<Activities>(activityPresets.provider),
+};
+const remote = {
+  ledger: proxyActivities<Activities>(activityPresets.ledger),
+  provider: proxyActivities<Activities>(activityPresets.provider),
+};
 const resolver = proxyActivities<Activities>(activityPresets.resolution);
 
 const CARD_PAYMENT_STATES: readonly string[] = [
@@ -38,6 +56,9 @@ const outcomeOf = (state: CardPaymentState): DepositOutcome =>
  * event, sync, resolution or expiry; charged credits the wallet, failed or expired moves no money.
  */
 export async function cardDepositWorkflow(input: CardDepositInput): Promise<DepositOutcome> {
+  // A start that says so (CardDepositInput `localSteps`) asks no `patched`: no marker, no upsert.
+  const { ledger, provider } =
+    input.localSteps || patched('card-deposit-local-steps') ? local : remote;
   let payment: CardPaymentOpened | undefined;
   let answer: CardDepositOpened | Declined | undefined;
   let outcome: DepositOutcome = 'pending';

@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/workflow';
-import { ActivityFailure, RetryState } from '@temporalio/common';
+import { ActivityFailure, RetryState, TimeoutFailure } from '@temporalio/common';
 import { isErrorCode } from '../domain/errors';
 import type { Declined } from './shared';
 
@@ -17,6 +17,15 @@ export function asDeclined(error: unknown): Declined | null {
   return { status: 'declined', code: cause.type, detail };
 }
 
-/** A provider call that used up its bounded retry (a fault, never a decline). */
-export const exhausted = (error: unknown): boolean =>
-  error instanceof ActivityFailure && error.retryState === RetryState.MAXIMUM_ATTEMPTS_REACHED;
+/**
+ * A provider call that used up its bounded retry (a fault, never a decline). A local activity's
+ * failure comes bare, and only once its retry has ended: then a retryable one means exhausted.
+ */
+export function exhausted(error: unknown): boolean {
+  if (error instanceof ActivityFailure) {
+    return error.retryState === RetryState.MAXIMUM_ATTEMPTS_REACHED;
+  }
+  return (
+    (error instanceof ApplicationFailure && !error.nonRetryable) || error instanceof TimeoutFailure
+  );
+}

@@ -4,12 +4,12 @@
  * (mobile-money cashouts, card payouts, card refunds); `kind` names which. No I/O here.
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
-import type { Declined } from './shared';
+import type { Declined, LocalSteps } from './shared';
 
 /** The ways money leaves a wallet through a provider; each has its workflow id prefix. */
 export type MoneyOutKind = 'cashout' | 'payout' | 'refund';
 
-export type MoneyOutInput = {
+export type MoneyOutInput = LocalSteps & {
   kind: MoneyOutKind;
   transactionId: string;
   applicationId: string;

@@ -1,4 +1,11 @@
-import { allHandlersFinished, condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  condition,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+} from '@temporalio/workflow';
 import type { Activities } from './activities-types';
 import { asDeclined, exhausted } from './declines';
 import { asksProviderOnNotify } from './notifications';
@@ -16,9 +23,24 @@ import type { Declined } from './shared';
 import { setPaymentStatus } from './status';
 import { paymentClock } from './clock';
 
-const ledger = proxyActivities<Activities>(activityPresets.ledger);
-const provider = proxyActivities<Activities>(activityPresets.provider);
+/**
+ * A refund's provider and ledger steps are local activities, as in the transfer (see
+ * docs/benchmarks.md); refunds started before replay their remote ones (`patched`, asked once
+ * unless the input says `localSteps`), and the other kinds keep theirs. Each step is idempotent.
+ */
+const local = {
+  ledger: proxyLocalActivities<Activities>(activityPresets.ledger),
+  provider: proxyLocalActivities<Activities>(activityPresets.provider),
+};
+const remote = {
+  ledger: proxyActivities<Activities>(activityPresets.ledger),
+  provider: proxyActivities<Activities>(activityPresets.provider),
+};
 const resolver = proxyActivities<Activities>(activityPresets.resolution);
+
+/** Whether this saga runs its steps locally: asked once, at its start. */
+const runsLocally = (input: MoneyOutInput): boolean =>
+  input.localSteps === true || (input.kind === 'refund' && patched('refund-local-steps'));
 
 /**
  * A provider that stayed unreachable through a whole bounded retry may still have paid: the
@@ -38,6 +60,7 @@ const PROVIDER_STATUSES: readonly string[] = [
  * step once; where a paid payout may be reported failed later, it stays that window to reverse it.
  */
 export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcome> {
+  const { ledger, provider } = runsLocally(input) ? local : remote;
   const id = { transactionId: input.transactionId };
   let answer: MoneyOutOpened | Declined | undefined;
   let outcome: MoneyOutOutcome = 'pending';

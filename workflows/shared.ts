@@ -33,11 +33,11 @@ export const SEARCH_ATTRIBUTE_DEFINITIONS: Record<keyof typeof SearchAttributes,
 export type Declined = { status: 'declined'; code: ErrorCode; detail: string | null };
 
 /**
- * Set by every start since the money steps became local activities: the workflow then skips
- * `patched`, whose marker and search-attribute upsert cost each payment more history events and a
- * visibility write. A history without it asks `patched`, as it did.
+ * Set by the API's starts of the workflows whose steps are local activities (transfers, holds,
+ * card deposits, refunds): the workflow then skips `patched`, whose marker and search-attribute
+ * upsert cost each payment more history events and a visibility write. Without it: `patched`.
  */
-type LocalSteps = { localSteps?: true };
+export type LocalSteps = { localSteps?: true };
 
 export type TransferInput = LocalSteps & {
   transactionId: string;
@@ -151,7 +151,7 @@ export const depositUpdates = {
 };
 export const depositStateQuery = defineQuery<DepositOutcome>('state');
 
-export type CardDepositInput = {
+export type CardDepositInput = LocalSteps & {
   transactionId: string;
   applicationId: string;
   mode: 'test' | 'live';

@@ -254,6 +254,7 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
                 amount: body.amount.toString(),
                 paymentMethodId: body.payment_method_id,
                 ...(body.metadata && { metadata: body.metadata }),
+                localSteps: true,
               },
             ],
             caller,

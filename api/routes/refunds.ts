@@ -99,6 +99,7 @@ export function refundRoutes(deps: ApiDeps): Route[] {
                   ...(body.reason && { reason: body.reason }),
                 },
                 ...(body.metadata && { metadata: body.metadata }),
+                localSteps: true,
               },
             ],
             caller,

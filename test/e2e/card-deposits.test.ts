@@ -103,7 +103,7 @@ describe('card deposits', () => {
     await assertLedgerInvariant(engine.pool);
   });
 
-  it('costs Temporal 3 workflow tasks and 2 activities: no timer, marker or extra update', async () => {
+  it('costs Temporal 1 workflow task: its 2 steps are local activities, no timer or extra update', async () => {
     // The dev server's work per deposit follows its history: a step added here slows
     // `npm run bench`'s card row, so the shape is pinned.
     const { walletId } = await createUserWithWallet(api);
@@ -123,21 +123,27 @@ describe('card deposits', () => {
     }
     expect(counts).toEqual({
       WORKFLOW_EXECUTION_STARTED: 1,
-      WORKFLOW_TASK_SCHEDULED: 3,
-      WORKFLOW_TASK_STARTED: 3,
-      WORKFLOW_TASK_COMPLETED: 3,
+      WORKFLOW_TASK_SCHEDULED: 1,
+      WORKFLOW_TASK_STARTED: 1,
+      WORKFLOW_TASK_COMPLETED: 1,
       WORKFLOW_EXECUTION_UPDATE_ACCEPTED: 1,
       WORKFLOW_EXECUTION_UPDATE_COMPLETED: 1,
-      ACTIVITY_TASK_SCHEDULED: 2,
-      ACTIVITY_TASK_STARTED: 2,
-      ACTIVITY_TASK_COMPLETED: 2,
+      MARKER_RECORDED: 2,
       UPSERT_WORKFLOW_SEARCH_ATTRIBUTES: 1,
       WORKFLOW_EXECUTION_COMPLETED: 1,
     });
-    const activities = (events ?? []).flatMap(
-      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? [],
+    // Local activities' markers only: no `patched` marker (the API's start says `localSteps`).
+    const markers = (events ?? []).flatMap(
+      (e) => e.markerRecordedEventAttributes?.markerName ?? [],
     );
-    expect(activities).toEqual(['openCardDeposit', 'completeCardDeposit']);
+    expect(markers).toEqual(['core_local_activity', 'core_local_activity']);
+    const timeline = await api.get(`/api/v1/transactions/${res.body.id}/timeline`);
+    expect(timeline.status).toBe(200);
+    const steps = timeline.body.steps as { name: string; kind: string; status: string }[];
+    expect(steps.filter((step) => step.kind === 'activity')).toEqual([
+      expect.objectContaining({ name: 'openCardDeposit', status: 'completed' }),
+      expect.objectContaining({ name: 'completeCardDeposit', status: 'completed' }),
+    ]);
   });
 
   it.each([

@@ -168,6 +168,21 @@ describe('card refunds', () => {
         }),
       ]),
     );
+    // The saga's three steps are local activities, all in the one workflow task.
+    const steps = timeline.body.steps as { name: string; kind: string; status: string }[];
+    expect(steps.filter((step) => step.kind === 'activity')).toEqual(
+      ['reserveMoneyOut', 'sendMoneyOut', 'settleMoneyOut'].map((name) =>
+        expect.objectContaining({ name, status: 'completed' }),
+      ),
+    );
+    const history = (await sagaOf(id).fetchHistory()).events ?? [];
+    expect(history.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
+    expect(history.filter((e) => e.activityTaskScheduledEventAttributes)).toHaveLength(0);
+    expect(history.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? [])).toEqual([
+      'core_local_activity',
+      'core_local_activity',
+      'core_local_activity',
+    ]);
     // A fully refunded deposit stays completed; a further refund is more than is left.
     const again = await reply(
       client.raw.POST('/api/v1/transactions/{transaction_id}/refund', {

@@ -1,17 +1,16 @@
-import { ActivityFailure, ApplicationFailure, RetryState } from '@temporalio/common';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  RetryState,
+  TimeoutFailure,
+  TimeoutType,
+} from '@temporalio/common';
 import { AppError, ERROR_MESSAGES, ERROR_STATUS, unlessDeclined } from '../../api/errors';
 import { ERROR_CODES, isErrorCode } from '../../domain/errors';
-import { asDeclined } from '../../workflows/declines';
+import { asDeclined, exhausted } from '../../workflows/declines';
 
-const wrapped = (cause: Error) =>
-  new ActivityFailure(
-    'Activity task failed',
-    'transferFunds',
-    '1',
-    RetryState.NON_RETRYABLE_FAILURE,
-    undefined,
-    cause,
-  );
+const wrapped = (cause: Error, retryState: RetryState = RetryState.NON_RETRYABLE_FAILURE) =>
+  new ActivityFailure('Activity task failed', 'transferFunds', '1', retryState, undefined, cause);
 
 describe('asDeclined', () => {
   it.each([
@@ -44,6 +43,33 @@ describe('asDeclined', () => {
     ['a plain error', new Error('Insufficient funds')],
   ])('is not fooled by %s', (_name, error) => {
     expect(asDeclined(error)).toBeNull();
+  });
+});
+
+describe('exhausted', () => {
+  const fault = ApplicationFailure.retryable('connect ECONNREFUSED', 'Error');
+  it.each([
+    ['an activity whose attempts ran out', wrapped(fault, RetryState.MAXIMUM_ATTEMPTS_REACHED)],
+    // A local activity's failure reaches the workflow bare, once its retry has ended.
+    ['a local activity that failed its last attempt', fault],
+    [
+      'a local activity whose last attempt timed out',
+      new TimeoutFailure('Activity timed out', undefined, TimeoutType.START_TO_CLOSE),
+    ],
+  ])('is true of %s', (_name, error) => {
+    expect(exhausted(error)).toBe(true);
+  });
+
+  it.each([
+    [
+      'a decline',
+      wrapped(ApplicationFailure.nonRetryable('Insufficient funds', 'insufficient_funds')),
+    ],
+    ['a bare decline', ApplicationFailure.nonRetryable('Card declined', 'card_declined')],
+    ['a non-retryable fault', ApplicationFailure.nonRetryable('bad state', 'Error')],
+    ['an activity still retried when canceled', wrapped(fault, RetryState.CANCEL_REQUESTED)],
+  ])('is false of %s', (_name, error) => {
+    expect(exhausted(error)).toBe(false);
   });
 });
 

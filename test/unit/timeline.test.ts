@@ -480,6 +480,36 @@ describe('buildTimeline on a local activity', () => {
     });
   });
 
+  it('shows the payment’s provider reference on a provider step run locally, as on a remote one', () => {
+    const marker = (order: number, activityType: string, result: unknown) => ({
+      ...at(order),
+      markerRecordedEventAttributes: {
+        markerName: 'core_local_activity',
+        details: {
+          data: payloads({ attempt: 1, activity_type: activityType }),
+          result: payloads(result),
+        },
+      },
+    });
+    const steps = timeline(
+      [
+        started(0, 'cardRefundWorkflow'),
+        workflowTask(1),
+        marker(2, 'reserveMoneyOut', { transactionId: 't-1' }),
+        marker(3, 'sendMoneyOut', { id: 're_from_the_provider', status: 'completed' }),
+        marker(4, 'settleMoneyOut', null),
+        marker(5, 'openCardDeposit', { paymentId: 'pi_in_the_result' }),
+      ],
+      { providerReference: 're_row' },
+    ).steps.filter((s) => s.kind === 'activity');
+    expect(steps.map((s) => [s.name, s.provider_reference])).toEqual([
+      ['reserveMoneyOut', null],
+      ['sendMoneyOut', 're_row'],
+      ['settleMoneyOut', null],
+      ['openCardDeposit', 'pi_in_the_result'],
+    ]);
+  });
+
   it('shows a failed local activity with its failure', () => {
     const result = timeline([
       started(0, 'transferWorkflow'),

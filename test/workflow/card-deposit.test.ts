@@ -17,6 +17,7 @@ import {
   cardDepositExpired,
   cardDepositInput,
   cardDepositSucceeded,
+  historyShape,
   notifyCard,
   ONE_HOUR,
   openCardDeposit,
@@ -52,6 +53,39 @@ describe('cardDepositWorkflow', () => {
     expect(activities.closeCardDeposit).not.toHaveBeenCalled();
     const described = await handle.describe();
     expect(described.typedSearchAttributes.get(SearchAttributes.PaymentStatus)).toBe('completed');
+  });
+
+  it('runs its steps as local activities in one workflow task when the start says localSteps', async () => {
+    // Started as the API starts it (`localSteps`): the provider's and the ledger's steps are
+    // markers of the first workflow task, with no activity task and no `patched` marker. Started
+    // without it (a start from before), the workflow asks `patched`, as the transfer does.
+    const shapeOf = async (input: CardDepositInput) => {
+      const activities = mocked(cardActivities(env, { created: 'succeeded' }));
+      const handle = await withWorker(env, activities, async (taskQueue) => {
+        const opened = await open(taskQueue, input);
+        expect(await opened.handle.result()).toBe('completed');
+        return opened.handle;
+      });
+      expect(activities.openCardDeposit).toHaveBeenCalledTimes(1);
+      expect(activities.completeCardDeposit).toHaveBeenCalledTimes(1);
+      return historyShape((await handle.fetchHistory()).events);
+    };
+    const local = ['core_local_activity', 'core_local_activity'];
+    expect(await shapeOf(inputFor('pm_card_visa'))).toEqual({
+      workflowTasks: 1,
+      activities: [],
+      markers: local,
+      localSteps: ['openCardDeposit', 'completeCardDeposit'],
+      upserted: ['PaymentStatus'],
+    });
+    const { localSteps: _, ...before } = inputFor('pm_card_visa');
+    expect(await shapeOf(before)).toEqual({
+      workflowTasks: 1,
+      activities: [],
+      markers: ['core_patch', ...local],
+      localSteps: ['openCardDeposit', 'completeCardDeposit'],
+      upserted: ['TemporalChangeVersion', 'PaymentStatus'],
+    });
   });
 
   it('answers a decline as data, moves no money, and fails with PaymentStatus failed', async () => {
@@ -201,7 +235,8 @@ describe('cardDepositWorkflow', () => {
       openCardDeposit: (_: CardDepositInput) => Promise.reject(new Error('provider down')),
     });
     const input = inputFor('pm_card_visa');
-    // Started without the open update, so that the test server skips the retries' backoff.
+    // Started without the open update. The local activity's retries back off in the worker, in
+    // real time: the test server skips only its own timers.
     const result = await withWorker(env, activities, (taskQueue) =>
       env.client.workflow.execute(cardDepositWorkflow, {
         workflowId: workflowIds.cardDeposit(input.transactionId),
@@ -233,8 +268,14 @@ describe('cardDepositWorkflow', () => {
       ]);
       expect(answers).toEqual(['completed', 'completed', 'completed']);
       expect(await handle.result()).toBe('completed');
+      // One settlement in the history. A workflow task failed by the server (updates arriving
+      // as the workflow ends) reruns its local steps, which find the deposit settled.
+      const { localSteps } = historyShape((await handle.fetchHistory()).events);
+      expect(localSteps.filter((step) => step === 'completeCardDeposit')).toHaveLength(1);
     });
-    expect(activities.completeCardDeposit).toHaveBeenCalledTimes(1);
+    expect(activities.completeCardDeposit).toHaveBeenCalledWith({
+      transactionId: input.transactionId,
+    });
     expect(activities.closeCardDeposit).not.toHaveBeenCalled();
   });
 
@@ -251,8 +292,13 @@ describe('cardDepositWorkflow', () => {
       ]);
       expect(answers).toEqual(['failed', 'failed']);
       expect(await handle.result()).toBe('failed');
+      const { localSteps } = historyShape((await handle.fetchHistory()).events);
+      expect(localSteps.filter((step) => step === 'closeCardDeposit')).toHaveLength(1);
     });
-    expect(activities.closeCardDeposit).toHaveBeenCalledTimes(1);
+    expect(activities.closeCardDeposit).toHaveBeenCalledWith({
+      transactionId: input.transactionId,
+      status: 'failed',
+    });
     expect(activities.completeCardDeposit).not.toHaveBeenCalled();
   });
 

@@ -251,6 +251,34 @@ export type DepositHandle = Awaited<ReturnType<typeof openDeposit>>['handle'];
 export const notify = (handle: DepositHandle, status: 'completed' | 'failed') =>
   handle.executeUpdate(depositUpdates.notify, { args: [{ status }] });
 
+/**
+ * What a history costs the server: its workflow tasks, the activity tasks it scheduled, its
+ * markers (local activities', `patched`'s) and the search attributes it upserted.
+ */
+export function historyShape(events: temporal.api.history.v1.IHistoryEvent[] | null | undefined) {
+  const all = events ?? [];
+  return {
+    workflowTasks: all.filter((e) => e.workflowTaskCompletedEventAttributes).length,
+    activities: all.flatMap(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? [],
+    ),
+    markers: all.flatMap((e) => e.markerRecordedEventAttributes?.markerName ?? []),
+    /** The local activities the history keeps (a failed workflow task's reruns are not kept). */
+    localSteps: all.flatMap((e) => {
+      const data = e.markerRecordedEventAttributes?.details?.data?.payloads?.[0]?.data;
+      if (e.markerRecordedEventAttributes?.markerName !== 'core_local_activity' || !data) return [];
+      return [
+        (JSON.parse(Buffer.from(data).toString('utf8')) as { activity_type: string }).activity_type,
+      ];
+    }),
+    upserted: all.flatMap((e) =>
+      Object.keys(
+        e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {},
+      ),
+    ),
+  };
+}
+
 // --- card deposit ---
 
 export const ONE_HOUR = 60 * 60 * 1000;
@@ -265,6 +293,7 @@ export const cardDepositInput = (
   walletId: SENDER,
   amount: '10000',
   paymentMethodId,
+  localSteps: true,
 });
 
 export const cardDeclined = () =>
@@ -596,6 +625,7 @@ export const refundInput = (transactionId: string): MoneyOutInput => ({
   walletId: SENDER,
   amount: '1000',
   destination: { deposit_id: fixtureId(40), reason: 'requested_by_customer' },
+  localSteps: true,
 });
 
 /** Test Mode asks the sandbox again after 1 second (activities/card-refund.ts). */
