@@ -16,6 +16,7 @@ import { createMoneyOutActivities } from './money-out';
 import { createOnboardingActivities } from './onboarding';
 import { createProviderReconciliationActivities } from './provider-reconciliation';
 import { createReconciliationActivities } from './reconciliation';
+import { createReconAdjustmentActivities } from './recon-adjustments';
 import { createTransferActivities } from './transfer';
 import { createWebhookActivities } from './webhooks';
 
@@ -35,6 +36,7 @@ export function createQueueActivities(dependencies: ActivityDeps) {
     ...createMaintenanceActivities(deps),
     ...createReconciliationActivities(deps),
     ...createProviderReconciliationActivities(deps),
+    ...declinePermanentDatabaseErrors(createReconAdjustmentActivities(deps)),
     ensureWebhookRelayRuns: webhooks.ensureWebhookRelayRuns,
   };
   return {

@@ -19,6 +19,7 @@ import { depositRoutes } from './routes/deposits';
 import { escrowRoutes } from './routes/escrow';
 import { eventRoutes } from './routes/events';
 import { onboardingRoutes, streamsOwnBody } from './routes/onboarding';
+import { reconciliationRoutes, streamsReconImport } from './routes/reconciliation';
 import { refundRoutes } from './routes/refunds';
 import { providerWebhookRoutes } from './routes/provider-webhooks';
 import { syncRoutes } from './routes/sync';
@@ -52,6 +53,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...feeRoutes(deps),
     ...transactionRoutes(deps),
     ...disputeRoutes(deps),
+    ...reconciliationRoutes(deps),
     ...testClockRoutes(deps),
     ...webhookSubscriptionRoutes(deps),
     ...eventRoutes(deps),
@@ -78,7 +80,7 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(errorsAndAccessLog(deps.logger));
   logLateErrors(app, deps.logger);
   app.use(temporalCodecEdge(deps.config));
-  app.use(jsonBody({ streamed: streamsOwnBody }));
+  app.use(jsonBody({ streamed: (path) => streamsOwnBody(path) || streamsReconImport(path) }));
   for (const middleware of dashboard(deps, routes)) app.use(middleware);
   app.use(router.routes());
   app.use(concretePathsWin());

@@ -317,6 +317,24 @@ export const REQUEST_EXAMPLES: Record<string, Json> = {
   'post /api/v1/disputes/{dispute_id}/evidence': {
     text: 'Delivered on 2026-03-02 to the cardholder’s address; signed receipt attached by email.',
   },
+  'post /api/v1/reconciliation/runs': {
+    provider: 'card',
+    from: '2026-01-30T00:00:00Z',
+    to: '2026-01-31T00:00:00Z',
+  },
+  'post /api/v1/reconciliation/exceptions/{exception_id}/resolve': {
+    action: 'accept',
+    note: 'The provider booked the fee twice; their support confirmed it (case 5521)',
+  },
+  'post /api/v1/reconciliation/exceptions/resolve': {
+    ids: ['3f1c2b7a-8d4e-4f6a-9b0c-1d2e3f4a5b6c', '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d'],
+    action: 'accept',
+    note: 'Known sandbox differences of the January test batch',
+  },
+  'post /api/v1/testing/simulate-provider-discrepancy': {
+    transaction_id: '7c3e1a9b-2d4f-4a6b-8c0d-1e2f3a4b5c6d',
+    kind: 'amount',
+  },
   'post /api/v1/testing/simulate-dispute': {
     transaction_id: '7c3e1a9b-2d4f-4a6b-8c0d-1e2f3a4b5c6d',
     amount: 25,
@@ -368,6 +386,28 @@ const HEADER_PARAMETERS: Record<string, Json[]> = {
 
 /** Request bodies that are not JSON: their routes have no body schema and stream them. */
 const STREAMED_BODIES: Record<string, Json> = {
+  'post /api/v1/reconciliation/imports': {
+    required: true,
+    content: {
+      'multipart/form-data': {
+        schema: {
+          type: 'object',
+          required: ['file', 'provider'],
+          properties: {
+            file: {
+              type: 'string',
+              format: 'binary',
+              description:
+                'A CSV of at most 50 MiB and 200,000 rows; header row exactly ' +
+                '`provider_reference,booked_at,amount,currency,fee,direction,status`',
+            },
+            provider: { type: 'string', enum: ['mobile_money', 'card'] },
+          },
+        },
+        encoding: { file: { contentType: 'text/csv' } },
+      },
+    },
+  },
   'post /api/v1/transactions/wallet/{wallet_id}/verification-document': {
     required: true,
     content: {
@@ -451,6 +491,7 @@ export function buildOpenApi(routes: readonly Route[], version: string): Json {
         : { security: [] }),
       ...(route.testModeOnly ? { 'x-test-mode-only': true } : {}),
       ...(route.admin ? { 'x-admin-only': true } : {}),
+      ...(route.adminToo ? { 'x-admin-allowed': true } : {}),
       parameters: parametersOf(route, requests.get(`${id}.query`), requests.get(`${id}.params`)),
       ...requestBodyOf(route, requests.get(`${id}.body`)),
       responses: responsesOf(route, BODY_METHODS.has(route.method), (status) =>
@@ -471,7 +512,8 @@ export function buildOpenApi(routes: readonly Route[], version: string): Json {
         'Money-moving POSTs accept Idempotency-Key; a replay carries Idempotent-Replayed: true.',
         'Authenticate with the api-key and secret-key headers of a Test Mode or Live Mode',
         'credential (both required). Admin endpoints (x-admin-only) take a platform admin’s',
-        'credential (pk_admin_... and sk_admin_...) in the same headers, and only that.',
+        'credential (pk_admin_... and sk_admin_...) in the same headers, and only that;',
+        'operations marked x-admin-allowed take either an application’s or an admin’s.',
       ].join(' '),
     },
     servers: [{ url: '/' }],

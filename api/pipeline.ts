@@ -363,7 +363,10 @@ export function mountRoutes(
       if (route.throttle) {
         await throttle(pool, clientAddress(ctx), route.throttle);
       }
-      if (route.admin && route.auth !== null) {
+      const asAdmin =
+        route.admin === true ||
+        (route.adminToo === true && ctx.get('api-key').startsWith(ADMIN_API_KEY_PREFIX));
+      if (asAdmin && route.auth !== null) {
         await authenticateAdminRequest(ctx, pool, route.auth, {
           basic: route.adminBasicAuth === true,
         });
@@ -382,7 +385,7 @@ export function mountRoutes(
       };
       let caller: Caller | null;
       let counted: ClaimResult | null | undefined;
-      if (route.auth === null || route.admin) {
+      if (route.auth === null || asAdmin) {
         caller = route.auth === null && route.sessionCaller ? route.sessionCaller(ctx) : null;
         if (caller && route.sessionCategory) {
           await countSessionRequest(pool, caller, route.sessionCategory);

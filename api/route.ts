@@ -61,6 +61,11 @@ export type Route<B = unknown, Q = unknown, P = unknown> = {
    * user, `secret-key` as the password): what a browser can send (the Temporal UI's codec calls).
    */
   adminBasicAuth?: boolean;
+  /**
+   * An application endpoint that admin credentials may call too (an admin's `api-key` opens
+   * with `pk_admin_`): behind the admin lockout and rate limit; `caller` is then not set.
+   */
+  adminToo?: boolean;
   /** An unauthenticated route's limit, counted per client address (its /64 for IPv6). */
   throttle?: Throttle;
   testModeOnly?: boolean;

@@ -4,6 +4,9 @@ import { paymentLinks, type PaymentLinks } from '../db/card-refunds';
 import type { MoneyOutRecord } from '../db/money-out';
 import type { CommonQueryMethods } from '../db/pool';
 import { madeStepRow, transactionAnswer, type TransactionRow } from '../db/transactions';
+import { reconExceptionAnswer, type ReconException } from '../db/recon-exceptions';
+import type { ReconImport } from '../db/recon-imports';
+import { reconRunAnswer, type ReconRun } from '../db/recon-runs';
 import type { UserRow } from '../db/users';
 import type { WalletRow } from '../db/wallets';
 import type { WebhookSubscriptionRow } from '../db/webhook-subscriptions';
@@ -359,3 +362,113 @@ export const DisputeBody = z
 export function transactionMetadata(row: TransactionRow): Record<string, string> {
   return row.merchant_metadata;
 }
+
+const RECON_PROVIDER = z.enum(['mobile_money', 'card']);
+
+export const ReconImportBody = z
+  .object({
+    id: z.string().nullable().meta({ description: 'Null when the file was refused' }),
+    provider: RECON_PROVIDER,
+    rows: z.int().meta({ description: 'Data rows read, the header not counted' }),
+    rows_bad: z.int().meta({ description: 'Rows refused; any refuses the whole file' }),
+    errors: z
+      .array(
+        z.object({
+          row: z.int().meta({ description: 'The line of the file, the header being line 1' }),
+          field: z.string().meta({
+            description: 'A column of the header, or `header`, `row` or `file`',
+          }),
+          message: z.string(),
+        }),
+      )
+      .meta({ description: 'The first 100 problems, in file order' }),
+    sha256: z.string().meta({ description: 'SHA-256 of the file’s bytes, hex' }),
+    created_at: z.string().nullable().meta({ description: 'Null when the file was refused' }),
+  })
+  .meta({ id: 'ReconciliationImport' });
+
+/** A refused settlement file: the import's body with the `detail` every error carries. */
+export const RefusedReconImportBody = ReconImportBody.extend({ detail: z.string() }).meta({
+  id: 'RefusedReconciliationImport',
+});
+
+export function reconImportBody(i: ReconImport): z.infer<typeof ReconImportBody> {
+  return {
+    id: i.id,
+    provider: i.provider,
+    rows: i.rows,
+    rows_bad: 0,
+    errors: [],
+    sha256: i.sha256,
+    created_at: i.createdAt,
+  };
+}
+
+export const ReconRunBody = z
+  .object({
+    id: z.string(),
+    provider: RECON_PROVIDER,
+    from: z.string().meta({ description: 'The window’s start (inclusive)' }),
+    to: z.string().meta({ description: 'The window’s end (exclusive)' }),
+    import_id: z
+      .string()
+      .nullable()
+      .meta({ description: 'The settlement file read instead of the provider’s list' }),
+    status: z.enum(['running', 'completed', 'failed']),
+    counts: z.object({
+      matched: z.int(),
+      missing_internal: z.int(),
+      missing_external: z.int(),
+      amount_mismatch: z.int(),
+      status_mismatch: z.int(),
+      duplicate: z.int(),
+    }),
+    created_at: z.string(),
+    completed_at: z.string().nullable(),
+  })
+  .meta({ id: 'ReconciliationRun' });
+
+export const reconRunBody = (r: ReconRun): z.infer<typeof ReconRunBody> => reconRunAnswer(r);
+
+const ReconSideBody = z.object({
+  amount: z.number().meta({
+    description: 'Major units of the currency the provider counts the payment in',
+  }),
+  status: z.string(),
+});
+
+export const ReconExceptionBody = z
+  .object({
+    id: z.string(),
+    run_id: z
+      .string()
+      .nullable()
+      .meta({ description: 'The run that found it last; null when the engine found it itself' }),
+    kind: z.enum([
+      'missing_internal',
+      'missing_external',
+      'amount_mismatch',
+      'status_mismatch',
+      'duplicate',
+    ]),
+    transaction_id: z.string().nullable(),
+    provider_reference: z.string().nullable(),
+    ours: ReconSideBody.nullable().meta({
+      description: 'The payment as the engine has it (its transaction status); null: none',
+    }),
+    theirs: ReconSideBody.extend({ booked_at: z.string() }).nullable().meta({
+      description: 'The record as the provider booked it (succeeded, failed, reversed); null: none',
+    }),
+    status: z.enum(['open', 'resolved']),
+    resolution: z.enum(['accept', 'adjust']).nullable(),
+    note: z.string().nullable(),
+    resolved_by: z.string().nullable().meta({
+      description: 'Who resolved it: `credential:<id>` (application) or `admin:<id>`',
+    }),
+    created_at: z.string(),
+    resolved_at: z.string().nullable(),
+  })
+  .meta({ id: 'ReconciliationException' });
+
+export const reconExceptionBody = (e: ReconException): z.infer<typeof ReconExceptionBody> =>
+  reconExceptionAnswer(e);

@@ -39,6 +39,8 @@ export const RATE_LIMIT_CATEGORIES = {
   mobile_money_cashouts: 2,
   refunds: 5,
   admin: 5,
+  /** Provider reconciliation: imports, runs, exceptions and their resolutions. */
+  reconciliation: 10,
   /** An operator's Temporal UI decodes a page of a workflow's history at a time. */
   temporal_codec: 600,
 } as const;

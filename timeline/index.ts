@@ -5,6 +5,7 @@
  */
 export { buildTimeline } from './build';
 export { durationToIso, timestampToIso } from './convert';
+export { reconciliationSteps, type ReconExceptionStep } from './reconciliation';
 export {
   PROVIDER_ACTIVITIES,
   STEP_KINDS,

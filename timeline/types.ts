@@ -11,7 +11,14 @@ export type Failure = temporal.api.failure.v1.IFailure;
 /** protobufjs gives 64-bit integers as `Long`; hand-built objects may use numbers or strings. */
 export type Int64 = { toString(): string } | number | string | null | undefined;
 
-export const STEP_KINDS = ['workflow', 'activity', 'update', 'signal', 'timer'] as const;
+export const STEP_KINDS = [
+  'workflow',
+  'activity',
+  'update',
+  'signal',
+  'timer',
+  'reconciliation',
+] as const;
 export const WORKFLOW_STATUSES = [
   'running',
   'completed',
@@ -36,7 +43,8 @@ export const TimelineStep = z
     name: z.string().meta({
       description:
         'Activity type (`openDeposit`), update or signal name (`notify`), `timer` and its ' +
-        'ISO 8601 duration, or `start` and `end` for the workflow itself',
+        'ISO 8601 duration, `start` and `end` for the workflow itself, or a reconciliation ' +
+        'exception’s kind (`amount_mismatch`)',
     }),
     kind: z.enum(STEP_KINDS),
     status: z.enum(STEP_STATUSES).meta({
@@ -62,10 +70,15 @@ export const TimelineStep = z
     }),
     operator: z.string().optional().meta({
       description:
-        'An operator’s resolution (the update `resolve`): who resolved the payment; absent on other steps',
+        'An operator’s resolution (the update `resolve`) or a reconciliation exception’s: who resolved it; absent on other steps',
     }),
     reason: z.string().optional().meta({
-      description: 'An operator’s resolution: the reason the operator gave; absent on other steps',
+      description:
+        'An operator’s resolution: the reason the operator gave (a reconciliation exception’s: its note); absent on other steps',
+    }),
+    resolution: z.enum(['accept', 'adjust']).optional().meta({
+      description:
+        'A reconciliation exception’s resolution, once resolved (docs/api.md, Reconciliation); absent on other steps',
     }),
     force: z.boolean().optional().meta({
       description:

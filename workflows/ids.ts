@@ -16,6 +16,7 @@ export const WORKFLOW_ID_PREFIXES = {
   webhook: 'webhook-',
   reconRun: 'recon-run-',
   reconException: 'recon-exception-',
+  reconAdjust: 'recon-adjust-',
 } as const;
 
 type Prefixed = keyof typeof WORKFLOW_ID_PREFIXES;

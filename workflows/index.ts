@@ -15,3 +15,4 @@ export {
   reconExceptionWorkflow,
   dailyReconciliationWorkflow,
 } from './provider-reconciliation';
+export { reconAdjustWorkflow } from './recon-adjust';

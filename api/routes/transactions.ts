@@ -39,7 +39,13 @@ import {
 } from '../schemas';
 import { TransactionBody, transactionBodies, transactionMetadata } from '../serializers';
 import { isNotFound } from '../../temporal/connection';
-import { buildTimeline, TimelineStep, WORKFLOW_STATUSES } from '../../timeline';
+import { reconExceptionsOfPayment } from '../../db/recon-resolutions';
+import {
+  buildTimeline,
+  reconciliationSteps,
+  TimelineStep,
+  WORKFLOW_STATUSES,
+} from '../../timeline';
 import { decodePayloadsIn } from '../../temporal/data-converter';
 
 const ListQuery = PageQuery.extend({
@@ -349,8 +355,9 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
         'The payment’s timeline, read from its workflow’s history: the workflow’s start and end, ' +
         'each activity (attempts of the last try, last failure), update, signal and timer, ' +
         'with times (ISO 8601 UTC, to the nanosecond) and the provider reference where there ' +
-        'is one. When the history is no longer retained (or the transaction had no workflow) ' +
-        'the answer is still 200, with no steps and a `note` saying why',
+        'is one, then the payment’s reconciliation exceptions (kind `reconciliation`) and ' +
+        'their resolutions. When the history is no longer retained (or the transaction had no ' +
+        'workflow) the answer is still 200, with no workflow steps and a `note` saying why',
       tag: 'Transactions',
       auth: 'default',
       params: TransactionParams,
@@ -360,9 +367,14 @@ export function transactionRoutes(deps: ApiDeps): Route[] {
         403: errorResponse('The transaction belongs to another application or mode'),
         404: errorResponse('Transaction not found'),
       },
-      handler: async ({ caller, params }) => ({
-        body: await timelineOf(temporal, await owned(caller, params.transaction_id)),
-      }),
+      handler: async ({ caller, params }) => {
+        const row = await owned(caller, params.transaction_id);
+        const timeline = await timelineOf(temporal, row);
+        const exceptions = await reconExceptionsOfPayment(pool, row.id);
+        return {
+          body: { ...timeline, steps: [...timeline.steps, ...reconciliationSteps(exceptions)] },
+        };
+      },
     }),
   ];
 

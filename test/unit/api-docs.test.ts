@@ -92,7 +92,7 @@ describe('docs/api.md', () => {
   test('the webhooks section names every event kind a subscription may select', () => {
     const kinds =
       /The event kinds are ([^;]+);/.exec(section('Webhooks').replace(/\s+/g, ' '))?.[1] ?? '';
-    const named = [...kinds.matchAll(/`([a-z_]+\.[a-z_]+)`/g)].map(([, kind]) => kind);
+    const named = [...kinds.matchAll(/`([a-z_]+(?:\.[a-z_]+)+)`/g)].map(([, kind]) => kind);
     expect(named.sort()).toEqual([...EVENT_TYPES].sort());
   });
 

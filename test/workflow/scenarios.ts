@@ -26,6 +26,8 @@ import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
 import { escrowWorkflow } from '../../workflows/escrow';
 import { maintenanceWorkflow } from '../../workflows/maintenance';
 import { reconciliationWorkflow } from '../../workflows/reconciliation';
+import { reconAdjustWorkflow } from '../../workflows/recon-adjust';
+import type { ReconAdjustInput, ReconAdjustStep } from '../../workflows/recon-adjust-shared';
 import { disputeWorkflow } from '../../workflows/dispute';
 import {
   dailyReconciliationWorkflow,
@@ -1099,6 +1101,57 @@ export const maintenance = scenario({
   },
 });
 
+/** An operator's `adjust` resolution of reconciliation exception `exceptionId`. */
+export const reconAdjustInput = (exceptionId: string): ReconAdjustInput => ({
+  exceptionId,
+  note: 'The provider collected one cent more',
+  resolvedBy: `admin:${fixtureId(91)}`,
+});
+
+/** Runs the adjustment as the API starts it: the answer is the workflow's result. */
+export async function runReconAdjust(
+  env: TestWorkflowEnvironment,
+  taskQueue: string,
+  input: ReconAdjustInput,
+) {
+  const handle = await env.client.workflow.start(reconAdjustWorkflow, {
+    workflowId: workflowIds.reconAdjust(input.exceptionId),
+    taskQueue,
+    args: [input],
+  });
+  return { handle, result: await handle.result() };
+}
+
+/** The adjustment's one ledger step writes it. */
+export const reconAdjusted = scenario({
+  name: 'recon-adjusted',
+  input: () => reconAdjustInput(fixtureId(92)),
+  activities: () => ({
+    adjustReconExceptionStep: (step: ReconAdjustStep) =>
+      Promise.resolve({
+        status: 'adjusted' as const,
+        exceptionId: step.exceptionId,
+        adjustmentId: step.adjustmentId,
+        ledgerTransactionId: fixtureId(93),
+        walletId: SENDER,
+        amount: '1',
+        currency: 'USD',
+      }),
+  }),
+  run: runReconAdjust,
+});
+
+/** The wallet would go negative: the step declines, the result is the decline. */
+export const reconAdjustDeclined = scenario({
+  name: 'recon-adjust-declined',
+  input: () => reconAdjustInput(fixtureId(94)),
+  activities: () => ({
+    adjustReconExceptionStep: (_: ReconAdjustStep): Promise<never> =>
+      Promise.reject(insufficientFunds()),
+  }),
+  run: runReconAdjust,
+});
+
 /** Identity number 000000000 and a debit card: verified at once, the workflow ends. */
 export const onboardingVerified = scenario({
   name: 'onboarding-verified',
@@ -1426,6 +1479,8 @@ export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
   reconRun,
   reconDaily,
   reconExceptionStale,
+  reconAdjusted,
+  reconAdjustDeclined,
   disputeEvidenceWon,
   disputeExpired,
   disputeDeclined,

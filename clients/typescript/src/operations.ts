@@ -5,6 +5,8 @@ export const IDEMPOTENT_OPERATIONS: readonly string[] = [
   'post /api/v1/escrow/hold',
   'post /api/v1/escrow/{transaction_id}/refund',
   'post /api/v1/escrow/{transaction_id}/release',
+  'post /api/v1/reconciliation/exceptions/{exception_id}/resolve',
+  'post /api/v1/reconciliation/runs',
   'post /api/v1/testing/simulate-dispute',
   'post /api/v1/transactions/wallet/card-deposit',
   'post /api/v1/transactions/wallet/card-payout',

@@ -678,7 +678,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The payment’s timeline, read from its workflow’s history: the workflow’s start and end, each activity (attempts of the last try, last failure), update, signal and timer, with times (ISO 8601 UTC, to the nanosecond) and the provider reference where there is one. When the history is no longer retained (or the transaction had no workflow) the answer is still 200, with no steps and a `note` saying why */
+    /** The payment’s timeline, read from its workflow’s history: the workflow’s start and end, each activity (attempts of the last try, last failure), update, signal and timer, with times (ISO 8601 UTC, to the nanosecond) and the provider reference where there is one, then the payment’s reconciliation exceptions (kind `reconciliation`) and their resolutions. When the history is no longer retained (or the transaction had no workflow) the answer is still 200, with no workflow steps and a `note` saying why */
     get: operations['get_api_v1_transactions_transaction_id_timeline'];
     put?: never;
     post?: never;
@@ -767,6 +767,143 @@ export interface paths {
     put?: never;
     /** Test Mode only: the provider decides a dispute. Won: the reserve goes back to the wallet (a `dispute_release` record); lost: it goes to the provider. A closed dispute stays as it is */
     post: operations['post_api_v1_testing_simulate_dispute_outcome'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/reconciliation/imports': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Upload a provider’s settlement file (multipart/form-data: `file`, a CSV of at most 50 MiB and 200,000 rows, and `provider`) for a run to read instead of the provider’s list; a file with any bad row is refused whole, the same file again answers its first import */
+    post: operations['post_api_v1_reconciliation_imports'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/reconciliation/runs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List reconciliation runs of the application and mode, newest first (page envelope) */
+    get: operations['get_api_v1_reconciliation_runs'];
+    put?: never;
+    /** Reconcile the ledger with a provider’s books over the window [from, to) (at most 31 days, not in the future): a workflow, `recon-run-<id>`, reads the provider’s records (or the import’s), matches them to the payments and opens an exception for each disagreement */
+    post: operations['post_api_v1_reconciliation_runs'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/reconciliation/runs/{run_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get a reconciliation run: its status and counts */
+    get: operations['get_api_v1_reconciliation_runs_run_id'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/reconciliation/exceptions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List reconciliation exceptions of the application and mode, newest first (page envelope); filter by status, kind, run_id and transaction_id */
+    get: operations['get_api_v1_reconciliation_exceptions'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/reconciliation/exceptions/{exception_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get a reconciliation exception */
+    get: operations['get_api_v1_reconciliation_exceptions_exception_id'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/reconciliation/exceptions/resolve': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Accept many exceptions at once (1 to 1,000 ids), in one database transaction: all or none. The first id that is unknown (404), another application’s (403) or already resolved (400) refuses the request, and its detail names that id */
+    post: operations['post_api_v1_reconciliation_exceptions_resolve'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/reconciliation/exceptions/{exception_id}/resolve': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Resolve an exception with a note. accept (application or admin credentials): the difference is explained, nothing moves. adjust (admin credentials only): a workflow, `recon-adjust-<id>`, writes one balanced ledger transaction between the payment’s wallet and the provider’s clearing account for the difference (a wallet never goes negative), a reconciliation adjustment record, and the resolution */
+    post: operations['post_api_v1_reconciliation_exceptions_exception_id_resolve'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/testing/simulate-provider-discrepancy': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Test Mode only: the sandbox changes its own record of a payment, so that the next reconciliation run finds it: missing (the record is deleted), amount (one minor unit more), status (a success becomes a failure, a failure a success) */
+    post: operations['post_api_v1_testing_simulate_provider_discrepancy'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1290,7 +1427,11 @@ export interface components {
         | 'dispute.created'
         | 'dispute.won'
         | 'dispute.lost'
-        | 'payment.contradicted';
+        | 'payment.contradicted'
+        | 'reconciliation.run.completed'
+        | 'reconciliation.exception.opened'
+        | 'reconciliation.exception.resolved'
+        | 'reconciliation.exception.stale';
       created_at: string;
       /** @enum {string} */
       mode: 'test' | 'live';
@@ -1494,6 +1635,134 @@ export interface components {
       /** @description The national identity number (Test Mode: 000000000 verifies at once) */
       id_number?: string;
     };
+    ProviderDiscrepancy: {
+      transaction_id: string;
+      provider_reference: string;
+      /** @enum {string} */
+      kind: 'missing' | 'amount' | 'status';
+    };
+    ReconciliationBulkResolution: {
+      ids: string[];
+      /** @constant */
+      action: 'accept';
+      /** @description Why: what explains the difference (1 to 1,000 characters) */
+      note: string;
+    };
+    ReconciliationBulkResolved: {
+      data: components['schemas']['ReconciliationException'][];
+    };
+    ReconciliationException: {
+      id: string;
+      /** @description The run that found it last; null when the engine found it itself */
+      run_id: string | null;
+      /** @enum {string} */
+      provider: 'mobile_money' | 'card';
+      /** @enum {string} */
+      kind:
+        | 'missing_internal'
+        | 'missing_external'
+        | 'amount_mismatch'
+        | 'status_mismatch'
+        | 'duplicate';
+      transaction_id: string | null;
+      provider_reference: string | null;
+      /** @description The payment as the engine has it (its transaction status); null: none */
+      ours: {
+        /** @description Major units of `currency` */
+        amount: number;
+        currency: string;
+        status: string;
+      } | null;
+      /** @description The record as the provider booked it (succeeded, failed, reversed); null: none */
+      theirs: {
+        /** @description Major units of `currency` */
+        amount: number;
+        currency: string;
+        status: string;
+        booked_at: string;
+      } | null;
+      /** @enum {string} */
+      status: 'open' | 'resolved';
+      resolution: ('accept' | 'adjust') | null;
+      note: string | null;
+      /** @description Who resolved it: `credential:<id>` (application) or `admin:<id>` */
+      resolved_by: string | null;
+      created_at: string;
+      resolved_at: string | null;
+    };
+    ReconciliationImport: {
+      /** @description Null when the file was refused */
+      id: string | null;
+      /** @enum {string} */
+      provider: 'mobile_money' | 'card';
+      /** @description Data rows read, the header not counted */
+      rows: number;
+      /** @description Rows refused; any refuses the whole file */
+      rows_bad: number;
+      /** @description The first 100 problems, in file order */
+      errors: {
+        /** @description The line of the file, the header being line 1 */
+        row: number;
+        /** @description A column of the header, or `header`, `row` or `file` */
+        field: string;
+        message: string;
+      }[];
+      /** @description SHA-256 of the file’s bytes, hex */
+      sha256: string;
+      /** @description Null when the file was refused */
+      created_at: string | null;
+    };
+    ReconciliationResolution: {
+      /**
+       * @description accept: the difference is known and explained, nothing moves; adjust (admin credentials only): one ledger transaction between the wallet and the provider’s clearing account for the difference
+       * @enum {string}
+       */
+      action: 'accept' | 'adjust';
+      /** @description Why: what explains the difference (1 to 1,000 characters) */
+      note: string;
+    };
+    ReconciliationRun: {
+      id: string;
+      /** @enum {string} */
+      provider: 'mobile_money' | 'card';
+      /** @description The window’s start (inclusive) */
+      from: string;
+      /** @description The window’s end (exclusive) */
+      to: string;
+      /** @description The settlement file read instead of the provider’s list */
+      import_id: string | null;
+      /** @enum {string} */
+      status: 'running' | 'completed' | 'failed';
+      counts: {
+        matched: number;
+        missing_internal: number;
+        missing_external: number;
+        amount_mismatch: number;
+        status_mismatch: number;
+        duplicate: number;
+      };
+      created_at: string;
+      completed_at: string | null;
+    };
+    ReconciliationRunRequest: {
+      /** @enum {string} */
+      provider: 'mobile_money' | 'card';
+      /**
+       * Format: date-time
+       * @description The window’s start (inclusive)
+       */
+      from: string;
+      /**
+       * Format: date-time
+       * @description The window’s end (exclusive), not in the future
+       */
+      to: string;
+      /**
+       * Format: uuid
+       * @description A settlement file of the same provider, read instead of the provider’s list
+       */
+      import_id?: string;
+    };
     Refund: {
       id: string;
       wallet_id: string | null;
@@ -1536,6 +1805,29 @@ export interface components {
       provider_reference: string | null;
       /** @description Why, as the request said */
       reason: ('requested_by_customer' | 'duplicate' | 'fraudulent') | null;
+    };
+    RefusedReconciliationImport: {
+      /** @description Null when the file was refused */
+      id: string | null;
+      /** @enum {string} */
+      provider: 'mobile_money' | 'card';
+      /** @description Data rows read, the header not counted */
+      rows: number;
+      /** @description Rows refused; any refuses the whole file */
+      rows_bad: number;
+      /** @description The first 100 problems, in file order */
+      errors: {
+        /** @description The line of the file, the header being line 1 */
+        row: number;
+        /** @description A column of the header, or `header`, `row` or `file` */
+        field: string;
+        message: string;
+      }[];
+      /** @description SHA-256 of the file’s bytes, hex */
+      sha256: string;
+      /** @description Null when the file was refused */
+      created_at: string | null;
+      detail: string;
     };
     Statement: {
       wallet_id: string;
@@ -1606,10 +1898,10 @@ export interface components {
       }[];
     };
     TimelineStep: {
-      /** @description Activity type (`openDeposit`), update or signal name (`notify`), `timer` and its ISO 8601 duration, or `start` and `end` for the workflow itself */
+      /** @description Activity type (`openDeposit`), update or signal name (`notify`), `timer` and its ISO 8601 duration, `start` and `end` for the workflow itself, or a reconciliation exception’s kind (`amount_mismatch`) */
       name: string;
       /** @enum {string} */
-      kind: 'workflow' | 'activity' | 'update' | 'signal' | 'timer';
+      kind: 'workflow' | 'activity' | 'update' | 'signal' | 'timer' | 'reconciliation';
       /**
        * @description scheduled or running (not finished), completed, failed, timed_out, canceled; terminated and continued_as_new (the workflow’s end); fired (a timer); accepted (an update still running) or rejected (an update refused)
        * @enum {string}
@@ -1636,10 +1928,15 @@ export interface components {
       provider_reference: string | null;
       /** @description The last failure, of a failed step or of the attempt before a retry: a decline’s detail as the API answers it, any other failure `Internal error` */
       failure: string | null;
-      /** @description An operator’s resolution (the update `resolve`): who resolved the payment; absent on other steps */
+      /** @description An operator’s resolution (the update `resolve`) or a reconciliation exception’s: who resolved it; absent on other steps */
       operator?: string;
-      /** @description An operator’s resolution: the reason the operator gave; absent on other steps */
+      /** @description An operator’s resolution: the reason the operator gave (a reconciliation exception’s: its note); absent on other steps */
       reason?: string;
+      /**
+       * @description A reconciliation exception’s resolution, once resolved (docs/api.md, Reconciliation); absent on other steps
+       * @enum {string}
+       */
+      resolution?: 'accept' | 'adjust';
       /** @description An operator’s resolution: whether the operator asked to settle without the provider’s answer (docs/api.md, Resolve a stuck payment); absent on other steps */
       force?: boolean;
     };
@@ -6414,6 +6711,882 @@ export interface operations {
       };
     };
   };
+  post_api_v1_reconciliation_imports: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'multipart/form-data': {
+          /**
+           * Format: binary
+           * @description A CSV of at most 50 MiB and 200,000 rows; header row exactly `provider_reference,booked_at,amount,currency,fee,direction,status`
+           */
+          file: string;
+          /** @enum {string} */
+          provider: 'mobile_money' | 'card';
+        };
+      };
+    };
+    responses: {
+      /** @description The same file was imported before: its import */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ReconciliationImport'];
+        };
+      };
+      /** @description The import */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ReconciliationImport'];
+        };
+      };
+      /** @description Not multipart/form-data, or a malformed form; or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The file is larger than 50 MiB; or the body is larger than 1 MiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description provider or file missing or invalid, or the file has bad rows (then `errors` names them, at most 100, and nothing is imported); or a field is invalid or holds text the database cannot store (NUL) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json':
+            components['schemas']['RefusedReconciliationImport'] | components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (`reconciliation`); or rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  get_api_v1_reconciliation_runs: {
+    parameters: {
+      query?: {
+        page?: number;
+        per_page?: number;
+        status?: 'running' | 'completed' | 'failed';
+        provider?: 'mobile_money' | 'card';
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of runs */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ReconciliationRun'][];
+            page: number;
+            per_page: number;
+            /** @description The matching rows, counted exactly up to 1000 rows past the end of this page; beyond that, this lower bound (the end of this page plus 1000), which still shows a next page whenever there is one */
+            total: number;
+            total_pages: number;
+          };
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Invalid paging or filter; or a field is invalid or holds text the database cannot store (NUL) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (`reconciliation`); or rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  post_api_v1_reconciliation_runs: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Any 1 to 255 printable ASCII characters; a retry with the same key and request returns the first answer and moves no money. Present but empty: 422.
+         * @example order-1234-transfer
+         */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "provider": "card",
+         *       "from": "2026-01-30T00:00:00Z",
+         *       "to": "2026-01-31T00:00:00Z"
+         *     }
+         */
+        'application/json': components['schemas']['ReconciliationRunRequest'];
+      };
+    };
+    responses: {
+      /** @description The run, started */
+      202: {
+        headers: {
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ReconciliationRun'];
+        };
+      };
+      /** @description The body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Import not found (in this application and mode) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body is larger than 1 MiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation failure: from not before to, a window over 31 days, to in the future, or an import of another provider; or an Idempotency-Key reused with another request; or a field is invalid or holds text the database cannot store (NUL); or a malformed Idempotency-Key */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (`reconciliation`); or rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The payment did not finish in time; it goes on: retry with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  get_api_v1_reconciliation_runs_run_id: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        run_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The run */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ReconciliationRun'];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The run belongs to another application or mode; or admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Run not found */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (`reconciliation`); or rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  get_api_v1_reconciliation_exceptions: {
+    parameters: {
+      query?: {
+        page?: number;
+        per_page?: number;
+        status?: 'open' | 'resolved';
+        kind?:
+          | 'missing_internal'
+          | 'missing_external'
+          | 'amount_mismatch'
+          | 'status_mismatch'
+          | 'duplicate';
+        run_id?: string;
+        transaction_id?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of exceptions */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['ReconciliationException'][];
+            page: number;
+            per_page: number;
+            /** @description The matching rows, counted exactly up to 1000 rows past the end of this page; beyond that, this lower bound (the end of this page plus 1000), which still shows a next page whenever there is one */
+            total: number;
+            total_pages: number;
+          };
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Invalid paging or filter; or a field is invalid or holds text the database cannot store (NUL) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (`reconciliation`); or rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  get_api_v1_reconciliation_exceptions_exception_id: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        exception_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The exception */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ReconciliationException'];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The exception belongs to another application or mode; or admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Exception not found */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (`reconciliation`); or rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  post_api_v1_reconciliation_exceptions_resolve: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "ids": [
+         *         "3f1c2b7a-8d4e-4f6a-9b0c-1d2e3f4a5b6c",
+         *         "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+         *       ],
+         *       "action": "accept",
+         *       "note": "Known sandbox differences of the January test batch"
+         *     }
+         */
+        'application/json': components['schemas']['ReconciliationBulkResolution'];
+      };
+    };
+    responses: {
+      /** @description The exceptions, resolved, in the order of ids */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ReconciliationBulkResolved'];
+        };
+      };
+      /** @description An exception is already resolved (the detail names it); nothing written; or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description An exception belongs to another application or mode; or admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description An exception does not exist (the detail names it) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body is larger than 1 MiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation failure: ids, action or note; or a field is invalid or holds text the database cannot store (NUL) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (`reconciliation`); or rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  post_api_v1_reconciliation_exceptions_exception_id_resolve: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Any 1 to 255 printable ASCII characters; a retry with the same key and request returns the first answer and moves no money. Present but empty: 422.
+         * @example order-1234-transfer
+         */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+      };
+      path: {
+        exception_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "action": "accept",
+         *       "note": "The provider booked the fee twice; their support confirmed it (case 5521)"
+         *     }
+         */
+        'application/json': components['schemas']['ReconciliationResolution'];
+      };
+    };
+    responses: {
+      /** @description The exception, resolved */
+      200: {
+        headers: {
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ReconciliationException'];
+        };
+      };
+      /** @description The exception is already resolved; adjust: insufficient funds, no payment of a wallet to adjust, nothing to adjust, or amounts in another currency than the wallet’s; nothing written; or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The exception belongs to another application or mode, or adjust with application credentials (admin credentials only); or admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Exception not found */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body is larger than 1 MiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation failure: action or note; or a field is invalid or holds text the database cannot store (NUL); or a malformed Idempotency-Key */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (`reconciliation`); or rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The adjustment did not finish in time; calling again is safe; or the payment did not finish in time; it goes on: retry with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  post_api_v1_testing_simulate_provider_discrepancy: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "transaction_id": "7c3e1a9b-2d4f-4a6b-8c0d-1e2f3a4b5c6d",
+         *       "kind": "amount"
+         *     }
+         */
+        'application/json': {
+          /**
+           * Format: uuid
+           * @description A payment the sandbox keeps a record of
+           */
+          transaction_id: string;
+          /**
+           * @description missing: the sandbox forgets the payment; amount: it books one minor unit more; status: a success becomes a failure and a failure a success
+           * @enum {string}
+           */
+          kind: 'missing' | 'amount' | 'status';
+        };
+      };
+    };
+    responses: {
+      /** @description The record was changed */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ProviderDiscrepancy'];
+        };
+      };
+      /** @description The payment has no sandbox record (none, or already missing), its record is not final yet, or (missing) the sandbox refunded the card payment; or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Live Mode credentials used, or another application’s transaction; or admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Transaction not found */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body is larger than 1 MiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation failure: kind must be missing, amount or status; or a field is invalid or holds text the database cannot store (NUL) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (`reconciliation`); or rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   post_api_v1_testing_advance_time: {
     parameters: {
       query?: never;
@@ -6645,6 +7818,10 @@ export interface operations {
             | 'dispute.won'
             | 'dispute.lost'
             | 'payment.contradicted'
+            | 'reconciliation.run.completed'
+            | 'reconciliation.exception.opened'
+            | 'reconciliation.exception.resolved'
+            | 'reconciliation.exception.stale'
           )[];
           /** @default true */
           is_active?: boolean;
@@ -6935,6 +8112,10 @@ export interface operations {
             | 'dispute.won'
             | 'dispute.lost'
             | 'payment.contradicted'
+            | 'reconciliation.run.completed'
+            | 'reconciliation.exception.opened'
+            | 'reconciliation.exception.resolved'
+            | 'reconciliation.exception.stale'
           )[];
           is_active?: boolean;
         };
@@ -7254,7 +8435,11 @@ export interface operations {
           | 'dispute.created'
           | 'dispute.won'
           | 'dispute.lost'
-          | 'payment.contradicted';
+          | 'payment.contradicted'
+          | 'reconciliation.run.completed'
+          | 'reconciliation.exception.opened'
+          | 'reconciliation.exception.resolved'
+          | 'reconciliation.exception.stale';
       };
       header?: never;
       path?: never;
