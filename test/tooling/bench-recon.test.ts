@@ -78,7 +78,7 @@ describe("row 9a's seed (tools/bench/recon-seed.ts)", () => {
     });
     const window = { applicationId: app.id, mode: 'test' as const, from: seed.from, to: seed.to };
     let loaded = 0;
-    for (let cursor: string | null = null; ; ) {
+    for (let cursor: string | null = null; ;) {
       const page = await readImportedBooks(pool, seed.importId, window, cursor, 300);
       await insertRunRecords(pool, created!.id, loaded, page.records);
       loaded += page.records.length;
