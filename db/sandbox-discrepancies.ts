@@ -9,13 +9,13 @@ import { z } from 'zod';
 export const DISCREPANCY_KINDS = ['missing', 'amount', 'status'] as const;
 export type DiscrepancyKind = (typeof DISCREPANCY_KINDS)[number];
 
-/** Each sandbox book's table, with its final statuses: a success and a failure. */
+/** Each sandbox book's table, with its final statuses: the success and the failures. */
 const BOOKS = [
-  { table: 'sandbox_payment_codes', succeeded: 'completed', failed: 'failed', fee: true },
-  { table: 'sandbox_card_payments', succeeded: 'succeeded', failed: 'failed', fee: false },
-  { table: 'sandbox_mobile_money_payouts', succeeded: 'completed', failed: 'failed', fee: false },
-  { table: 'sandbox_connect_payouts', succeeded: 'paid', failed: 'failed', fee: false },
-  { table: 'sandbox_card_refunds', succeeded: 'succeeded', failed: 'failed', fee: false },
+  { table: 'sandbox_payment_codes', succeeded: 'completed', failed: ['failed', 'expired'] },
+  { table: 'sandbox_card_payments', succeeded: 'succeeded', failed: ['failed'] },
+  { table: 'sandbox_mobile_money_payouts', succeeded: 'completed', failed: ['failed'] },
+  { table: 'sandbox_connect_payouts', succeeded: 'paid', failed: ['failed'] },
+  { table: 'sandbox_card_refunds', succeeded: 'succeeded', failed: ['failed'] },
 ] as const;
 
 const bookRow = z.object({ status: z.string(), refunds: z.number() });
@@ -24,9 +24,8 @@ export type DiscrepancyOutcome =
   { changed: true } | { changed: false; reason: 'no_record' | 'not_final' | 'has_refunds' };
 
 /**
- * Changes the sandbox's record `providerReference` (its id): `missing` deletes it, `amount` adds
- * one minor unit (a payment code's deposit too), `status` turns a success into a failure and back.
- * A record still pending, or a card payment the sandbox refunded (`missing`), is left as it is.
+ * Changes the sandbox's record `providerReference` (docs/api.md, Reconciliation); a record still
+ * pending, or a card payment the sandbox refunded (`missing`), is left as it is.
  */
 export async function simulateProviderDiscrepancy(
   db: CommonQueryMethods & Pick<DatabaseTransactionConnection, 'transaction'>,
@@ -48,16 +47,17 @@ export async function simulateProviderDiscrepancy(
         await trx.query(sql.unsafe`DELETE FROM ${table} WHERE id = ${providerReference}`);
         return { changed: true };
       }
-      if (found.status !== book.succeeded && found.status !== book.failed) {
+      const failed = (book.failed as readonly string[]).includes(found.status);
+      if (found.status !== book.succeeded && !failed) {
         return { changed: false, reason: 'not_final' };
       }
       if (kind === 'amount') {
         await trx.query(sql.unsafe`
           UPDATE ${table} SET amount = amount + 1
-            ${book.fee ? sql.fragment`, deposit_amount = deposit_amount + 1` : sql.fragment``}
+            ${book.table === 'sandbox_payment_codes' ? sql.fragment`, deposit_amount = deposit_amount + 1` : sql.fragment``}
           WHERE id = ${providerReference}`);
       } else {
-        const flipped = found.status === book.succeeded ? book.failed : book.succeeded;
+        const flipped = failed ? book.succeeded : book.failed[0];
         await trx.query(sql.unsafe`
           UPDATE ${table} SET status = ${flipped} WHERE id = ${providerReference}`);
       }

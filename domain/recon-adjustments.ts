@@ -22,11 +22,8 @@ function moved(side: ReconSide | null, succeeded: string): bigint {
 }
 
 /**
- * The adjustment of the wallet, signed (positive credits it, negative debits it). Where both
- * sides moved money, what the provider moved minus what the engine moved (in the provider's
- * currency, which must be the wallet's); where only one did (a `missing_*` exception, or a
- * status one side failed), the payment's whole amount as the wallet saw it. Turned round for a
- * payment that takes money out.
+ * The wallet's adjustment, signed (+ credits it): the provider's amount less the engine's where
+ * both moved money, else the payment's whole amount (docs/api.md, Reconciliation).
  */
 export function reconAdjustment(input: {
   type: TransactionType;

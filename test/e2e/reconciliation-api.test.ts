@@ -14,6 +14,7 @@ import {
   type Reply,
 } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
+import { pollUntil } from '../support/wait';
 
 /**
  * The provider reconciliation's HTTP side (docs/api.md, Reconciliation): settlement files, runs,
@@ -327,17 +328,11 @@ describe('exceptions', () => {
     expect(got.body).toEqual({
       id,
       run_id: null,
-      provider: 'card',
       kind: 'amount_mismatch',
       transaction_id: depositId,
       provider_reference: reference,
-      ours: { amount: 100, currency: 'USD', status: 'completed' },
-      theirs: {
-        amount: 100.01,
-        currency: 'USD',
-        status: 'succeeded',
-        booked_at: expect.any(String),
-      },
+      ours: { amount: 100, status: 'completed' },
+      theirs: { amount: 100.01, status: 'succeeded', booked_at: expect.any(String) },
       status: 'open',
       resolution: null,
       note: null,
@@ -705,5 +700,74 @@ describe('the reconciliation rate limit', () => {
     expect(answers[10]).toBe(429);
     // Another category is not spent by them.
     expect((await client.get('/api/v1/users/')).status).toBe(200);
+  });
+});
+
+describe('end to end: a discrepancy found by a run and adjusted', () => {
+  const { app: own, api: ownApi } = useTestApp(engine, { currency: 'USD' });
+
+  it('card deposit → sandbox books one cent more → run → amount_mismatch → adjust → balance', async () => {
+    const admin = await newAdmin();
+    const from = iso(Date.now() - 60_000);
+    const { walletId, depositId, reference } = await cardDeposit(ownApi, 100);
+    const simulated = await ownApi.post(SIMULATE, { transaction_id: depositId, kind: 'amount' });
+    expect(simulated.status).toBe(200);
+
+    const started = await ownApi.post(RUNS, { provider: 'card', from, to: iso(Date.now()) });
+    expect(started.status).toBe(202);
+    const runId = started.body.id as string;
+    const run = await pollUntil(
+      async () => (await ownApi.get(`${RUNS}/${runId}`)).body as { status: string; counts: object },
+      (r) => r.status !== 'running',
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+    expect(run).toMatchObject({
+      status: 'completed',
+      counts: { matched: 0, amount_mismatch: 1, missing_internal: 0, missing_external: 0 },
+    });
+
+    const listed = await ownApi.get<Listed & { data: Record<string, unknown>[] }>(
+      `${EXCEPTIONS}?run_id=${runId}`,
+    );
+    expect(listed.status).toBe(200);
+    expect(listed.body.data).toHaveLength(1);
+    const exception = listed.body.data[0]!;
+    const ours = exception.ours as { amount: number; status: string };
+    expect(exception).toMatchObject({
+      run_id: runId,
+      kind: 'amount_mismatch',
+      transaction_id: depositId,
+      provider_reference: reference,
+      status: 'open',
+      ours: { status: 'completed' },
+      theirs: { amount: Math.round(ours.amount * 100 + 1) / 100, status: 'succeeded' },
+    });
+
+    const balance = await balanceOf(engine.pool, walletId);
+    const clearingBefore = await systemBalance(
+      engine.pool,
+      own.id,
+      'provider_clearing_card',
+      'USD',
+    );
+    const id = exception.id;
+    const res = await asAdmin(admin).post(resolveOf(id), {
+      action: 'adjust',
+      note: 'The sandbox charged one cent more; credited to the wallet',
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ id, status: 'resolved', resolution: 'adjust' });
+    expect(await balanceOf(engine.pool, walletId)).toBe(balance + 1n);
+    expect(await systemBalance(engine.pool, own.id, 'provider_clearing_card', 'USD')).toBe(
+      clearingBefore - 1n,
+    );
+    // The resolution ended the exception's wait for `reconciliation.exception.stale`.
+    const timer = engine.temporal.workflow.getHandle(workflowIds.reconException(id));
+    const status = await pollUntil(
+      async () => (await timer.describe()).status.name,
+      (name) => name !== 'RUNNING',
+      { timeoutMs: 15_000, intervalMs: 250 },
+    );
+    expect(status).toBe('COMPLETED');
   });
 });

@@ -1656,8 +1656,6 @@ export interface components {
       /** @description The run that found it last; null when the engine found it itself */
       run_id: string | null;
       /** @enum {string} */
-      provider: 'mobile_money' | 'card';
-      /** @enum {string} */
       kind:
         | 'missing_internal'
         | 'missing_external'
@@ -1668,16 +1666,14 @@ export interface components {
       provider_reference: string | null;
       /** @description The payment as the engine has it (its transaction status); null: none */
       ours: {
-        /** @description Major units of `currency` */
+        /** @description Major units of the currency the provider counts the payment in */
         amount: number;
-        currency: string;
         status: string;
       } | null;
       /** @description The record as the provider booked it (succeeded, failed, reversed); null: none */
       theirs: {
-        /** @description Major units of `currency` */
+        /** @description Major units of the currency the provider counts the payment in */
         amount: number;
-        currency: string;
         status: string;
         booked_at: string;
       } | null;
