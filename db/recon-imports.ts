@@ -46,7 +46,11 @@ export async function saveReconImport(
     mode: Mode;
     provider: ReconImport['provider'];
     sha256: string;
-    records: readonly ReconImportRecord[];
+    /** An array, or anything that gives its records a slice at a time. */
+    records: {
+      readonly length: number;
+      slice(start: number, end: number): readonly ReconImportRecord[];
+    };
   },
 ): Promise<{ import: ReconImport; created: boolean }> {
   return db.transaction(async (trx) => {

@@ -1,6 +1,6 @@
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import { RECON_PAYMENT_TYPES } from '../domain/recon';
+import { RECON_MATCH_STATEMENT_MS, RECON_PAYMENT_TYPES } from '../domain/recon';
 import type { BookedRecord } from './recon-books';
 import {
   reconExceptionAnswer,
@@ -108,6 +108,8 @@ export async function matchRun(
   run: ReconRun,
   graceSeconds: number,
 ): Promise<ReconCounts> {
+  await trx.query(sql.unsafe`
+    SELECT set_config('statement_timeout', ${String(RECON_MATCH_STATEMENT_MS)}, true)`);
   const types = sql.array([...RECON_PAYMENT_TYPES[run.provider]], 'text');
   const scope = sql.fragment`t.application_id = ${run.applicationId} AND t.mode = ${run.mode}
     AND t.transaction_type = ANY(${types})`;

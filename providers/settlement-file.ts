@@ -36,7 +36,7 @@ export type SettlementFileError = { row: number; field: string; message: string 
 
 export type SettlementFile = {
   /** The good rows, in file order; empty when the file has more rows than allowed. */
-  records: ProviderRecord[];
+  records: SettlementRecords;
   /** Data rows read, the header not counted. */
   rows: number;
   rowsBad: number;
@@ -48,6 +48,68 @@ export type SettlementFile = {
 
 const DIRECTIONS: readonly string[] = ['in', 'out'] satisfies ProviderRecord['direction'][];
 const STATUSES: readonly string[] = ['succeeded', 'failed', 'reversed'] satisfies BookedStatus[];
+
+/**
+ * A file's good rows in columns (typed arrays, the short texts as codes): an object a row would
+ * hold several times the memory while the largest file is read (docs/benchmarks.md, row 9b).
+ */
+export class SettlementRecords {
+  #references: string[] = [];
+  #bookedAt = new Float64Array(1024);
+  #amounts = new BigInt64Array(1024);
+  #fees = new BigInt64Array(1024);
+  /** The currency, direction and status's places in their lists, a byte each. */
+  #codes = new Uint8Array(3 * 1024);
+
+  get length(): number {
+    return this.#references.length;
+  }
+
+  push(record: ProviderRecord): void {
+    const i = this.#references.length;
+    if (i === this.#bookedAt.length) this.#grow(2 * i);
+    this.#references.push(record.providerReference);
+    this.#bookedAt[i] = Date.parse(record.bookedAt);
+    this.#amounts[i] = record.amount;
+    this.#fees[i] = record.fee;
+    this.#codes[3 * i] = CURRENCIES.indexOf(record.currency as Currency);
+    this.#codes[3 * i + 1] = DIRECTIONS.indexOf(record.direction);
+    this.#codes[3 * i + 2] = STATUSES.indexOf(record.status);
+  }
+
+  /** The record at `i`, or undefined past the end. */
+  at(i: number): ProviderRecord | undefined {
+    if (i < 0 || i >= this.length) return undefined;
+    return {
+      providerReference: this.#references[i]!,
+      bookedAt: new Date(this.#bookedAt[i]!).toISOString(),
+      amount: this.#amounts[i]!,
+      currency: CURRENCIES[this.#codes[3 * i]!]!,
+      fee: this.#fees[i]!,
+      direction: DIRECTIONS[this.#codes[3 * i + 1]!] as ProviderRecord['direction'],
+      status: STATUSES[this.#codes[3 * i + 2]!] as BookedStatus,
+    };
+  }
+
+  /** The records from `start` up to `end` (excluded), as objects. */
+  slice(start = 0, end = this.length): ProviderRecord[] {
+    const out: ProviderRecord[] = [];
+    for (let i = Math.max(0, start); i < Math.min(end, this.length); i++) out.push(this.at(i)!);
+    return out;
+  }
+
+  #grow(size: number): void {
+    const bookedAt = new Float64Array(size);
+    const amounts = new BigInt64Array(size);
+    const fees = new BigInt64Array(size);
+    const codes = new Uint8Array(3 * size);
+    bookedAt.set(this.#bookedAt);
+    amounts.set(this.#amounts);
+    fees.set(this.#fees);
+    codes.set(this.#codes);
+    [this.#bookedAt, this.#amounts, this.#fees, this.#codes] = [bookedAt, amounts, fees, codes];
+  }
+}
 
 type Row = { record: string[]; info: { lines: number } };
 type FieldCheck = { field: string; message: string };
@@ -64,7 +126,7 @@ export async function parseSettlementFile(
   const maxErrors = options.maxErrors ?? SETTLEMENT_FILE_MAX_ERRORS;
   const hash = createHash('sha256');
   const errors: SettlementFileError[] = [];
-  let records: ProviderRecord[] = [];
+  let records = new SettlementRecords();
   let rows = 0;
   let rowsBad = 0;
   let header = 'expected' as 'expected' | 'good' | 'bad';
@@ -102,7 +164,7 @@ export async function parseSettlementFile(
     }
     rows += 1;
     if (rows === maxRows + 1) {
-      records = [];
+      records = new SettlementRecords();
       errors.unshift({
         row: info.lines,
         field: 'file',

@@ -88,6 +88,14 @@ describe('the bank test under kill -9', () => {
     expect([outcomes.has('won'), outcomes.has('lost')]).toEqual([true, true]);
   });
 
+  it('ran provider reconciliations through the faults and resolved each kind of exception', () => {
+    // Their checks (tools/chaos/reconciliation.ts) are among the violations above.
+    const note = report.notes.find((n) => n.startsWith('reconciliation: ')) ?? '';
+    expect(note).toMatch(
+      /^reconciliation: [1-9]\d* runs \([1-9]\d* acknowledged\), 5 exceptions, 3 adjusted and 2 accepted/,
+    );
+  });
+
   it('left no process running and removed its folder', () => {
     const ours = readdirSync('/proc')
       .filter((entry) => /^\d+$/.test(entry))

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import {
   parseSettlementFile,
+  SettlementRecords,
   SETTLEMENT_FILE_HEADER,
   SETTLEMENT_FILE_MAX_ERRORS,
 } from '../../providers/settlement-file';
@@ -18,8 +19,11 @@ function streamOf(text: string, chunkSize = 7): Readable {
 }
 
 const fileOf = (...rows: string[]) => [HEADER, ...rows].join('\n') + '\n';
-const parseText = (text: string, options?: { maxRows?: number; maxErrors?: number }) =>
-  parseSettlementFile(streamOf(text), options);
+/** The parsed file, its records (kept in columns) as an array of objects. */
+const parseText = async (text: string, options?: { maxRows?: number; maxErrors?: number }) => {
+  const parsed = await parseSettlementFile(streamOf(text), options);
+  return { ...parsed, records: parsed.records.slice() };
+};
 /** The one row's errors, as `field: message` pairs minus the message. */
 const fieldsOf = async (row: string) =>
   (await parseText(fileOf(row))).errors.map((e) => `${e.row}:${e.field}`);
@@ -219,5 +223,27 @@ describe('parseSettlementFile', () => {
       },
     });
     await expect(parseSettlementFile(failing)).rejects.toThrow('connection reset');
+  });
+});
+
+describe('SettlementRecords', () => {
+  it('gives back each record as it was pushed, past its first columns’ size, a slice at a time', () => {
+    const records = new SettlementRecords();
+    const made = Array.from({ length: 2_500 }, (_, i) => ({
+      providerReference: `ref-${i}`,
+      bookedAt: new Date(Date.UTC(2026, 2, 1) + i * 1_001).toISOString(),
+      amount: 10n ** 13n - BigInt(i),
+      currency: i % 2 ? ('USD' as const) : ('SLE' as const),
+      fee: BigInt(i % 7),
+      direction: i % 3 ? ('in' as const) : ('out' as const),
+      status: (['succeeded', 'failed', 'reversed'] as const)[i % 3]!,
+    }));
+    for (const record of made) records.push(record);
+    expect(records.length).toBe(2_500);
+    expect(records.slice()).toEqual(made);
+    expect(records.slice(1_020, 1_030)).toEqual(made.slice(1_020, 1_030));
+    expect(records.slice(2_490, 9_999)).toEqual(made.slice(2_490));
+    expect(records.at(2_499)).toEqual(made[2_499]);
+    expect(records.at(2_500)).toBeUndefined();
   });
 });

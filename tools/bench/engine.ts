@@ -62,6 +62,8 @@ export type Engine = {
   apiUrl: string;
   /** The process the API runs in (this one in the single shape). */
   apiPid: number;
+  /** The process the payments and maintenance worker runs in (this one in the single shape). */
+  workerPid: number;
   /** Stops the engine's worker (the profile replaces it with an instrumented one). */
   stopWorker: () => Promise<void>;
   close: () => Promise<void>;
@@ -109,7 +111,10 @@ export async function startWorker(
 }
 
 /** The servers of one configuration, which its shapes are measured on one after the other. */
-export type Servers = Omit<Engine, 'shape' | 'client' | 'apiUrl' | 'apiPid' | 'stopWorker'> & {
+export type Servers = Omit<
+  Engine,
+  'shape' | 'client' | 'apiUrl' | 'apiPid' | 'workerPid' | 'stopWorker'
+> & {
   /** The engine's environment, as the split shape's processes are given it. */
   env: Record<string, string>;
 };
@@ -221,6 +226,7 @@ export async function startShape(
     client: inProcess.client,
     apiUrl: inProcess.api.url,
     apiPid: process.pid,
+    workerPid: process.pid,
     stopWorker: inProcess.worker.stop,
     close: async () => {
       await engine.stopWorker();

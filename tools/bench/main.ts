@@ -21,6 +21,7 @@ import {
 } from './engine';
 import { forkLoadProcess } from './generator';
 import { dropSearchIndexes, searchPayments, searchScenarios } from './search';
+import { reconciliationScenarios } from './reconciliation';
 import { runProfile, type ProfileReport } from './profile';
 import { render, sectionTitle, type ConfigurationReport, type Report } from './render';
 import {
@@ -55,13 +56,16 @@ const SECTIONS = [
   'interleaved',
   'search',
   'backlog',
+  'reconciliation',
 ] as const;
 type Section = (typeof SECTIONS)[number];
 /**
- * Row (8) seeds ten million payments, and (3q) leaves ten thousand deliveries retrying for days:
- * only when asked for by name.
+ * Row (8) seeds ten million payments, (3q) leaves ten thousand deliveries retrying for days, (9)
+ * seeds a million payments and records: only when asked for by name.
  */
-const DEFAULT_SECTIONS = SECTIONS.filter((s) => s !== 'search' && s !== 'backlog');
+const DEFAULT_SECTIONS = SECTIONS.filter(
+  (s) => s !== 'search' && s !== 'backlog' && s !== 'reconciliation',
+);
 /** What a configuration after the first measures, and the open rows it keeps. */
 const SHORT_SECTIONS: ReadonlySet<Section> = new Set([
   'orchestration',
@@ -156,7 +160,9 @@ async function measureRows(
     only.has(section) &&
     (at.full || SHORT_SECTIONS.has(section)) &&
     (PER_SHAPE.has(section) ||
-      (['webhooks', 'analytics', 'search', 'backlog'].includes(section) ? at.last : at.first));
+      (['webhooks', 'analytics', 'search', 'backlog', 'reconciliation'].includes(section)
+        ? at.last
+        : at.first));
   const fractions = at.full ? RATE_FRACTIONS : SHORT_FRACTIONS;
   const rows: Row[] = [];
   const { shape } = bench.engine;
@@ -187,6 +193,8 @@ async function measureRows(
       ...measured.map((row) => (row.load.includes('in-process') ? row : { ...row, shape })),
     );
   }
+  // After the invariant: the seeded payments have no ledger, which the matching never reads.
+  if (wanted('reconciliation')) rows.push(...ofShape(await reconciliationScenarios(bench)));
   // Last: its deliveries go on retrying after it.
   if (wanted('backlog')) rows.push(...ofShape(await backlogScenarios(bench)));
   return { rows, invariant };

@@ -28,6 +28,7 @@ export async function startSplit(servers: {
   client: Client;
   apiUrl: string;
   apiPid: number;
+  workerPid: number;
   stopWorker: () => Promise<void>;
   close: () => Promise<void>;
 }> {
@@ -86,6 +87,7 @@ export async function startSplit(servers: {
       }),
       apiUrl,
       apiPid: api.pid,
+      workerPid: worker.pid,
       stopWorker: async () => {
         await Promise.all([worker.stop(), webhookWorker.stop()]);
       },

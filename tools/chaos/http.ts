@@ -81,15 +81,17 @@ export function chaosClient(
     body: unknown,
     headers: Record<string, string>,
   ): Promise<{ status: number; body: Json; retryAfter: boolean }> {
+    // A form (a file upload) sets its own content type, with its boundary.
+    const form = body instanceof FormData;
     const response = await fetch(`${baseUrl}${path}`, {
       method,
       headers: {
         'api-key': credentials.apiKey,
         'secret-key': credentials.secretKey,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(body === undefined || form ? {} : { 'content-type': 'application/json' }),
         ...headers,
       },
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined ? undefined : form ? body : JSON.stringify(body),
       signal: AbortSignal.timeout(RETRY.perTryMs),
     });
     const text = await response.text();

@@ -11,6 +11,7 @@ import { seeded, type Random } from './random';
 import { createSplitChaosEngine } from './split';
 import { Wire } from './wire';
 import { newHistory, runOperation, setUpWallets, type History } from './workload';
+import { checkReconLane, runReconLane, setUpReconLane } from './reconciliation';
 
 /** The faults of each shape: the servers, and the engine's own processes. */
 export const FAULTS = ['temporal', 'postgres', 'node'] as const;
@@ -131,6 +132,7 @@ async function createApplication(engine: ChaosEngine, runId: string, currency: '
     'card_payouts',
     'card_deposits',
     'refunds',
+    'reconciliation',
   ];
   await cli(engine.databaseUrl, [
     'apps',
@@ -256,10 +258,21 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       cli: (args) => runCli(engine.databaseUrl, args),
     });
 
+    // Provider reconciliation runs through the faults, on an application of its own.
+    const reconApp = await createApplication(engine, `${runId}-recon`, 'SLE');
+    const reconApi = chaosClient(engine.urls[0]!, reconApp.credentials, meter);
+    const setUpPool = await createDatabasePool(engine.databaseUrl, { maximumPoolSize: 1 });
+    const recon = await setUpReconLane({
+      api: reconApi,
+      pool: setUpPool,
+      applicationId: reconApp.id,
+      runId: `${runId}-recon`,
+    }).finally(() => setUpPool.end());
+
     // Operators resolve cashouts while the provider pays them: one admin per client, whose
-    // admin rate limit is its own.
+    // admin rate limit is its own; one more adjusts the reconciliation's exceptions.
     const admins: ChaosClient[] = [];
-    for (let i = 0; i < options.clients; i++) {
+    for (let i = 0; i <= options.clients; i++) {
       const made = (await cli(engine.databaseUrl, [
         'admins',
         'create',
@@ -363,6 +376,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         nemesis(),
         roller(),
         currencyRounds(),
+        runReconLane({
+          lane: recon,
+          api: reconApi,
+          admin: admins[options.clients]!,
+          endAt,
+          runId: `${runId}-recon`,
+        }),
         ...Array.from({ length: options.clients }, (_, i) => client(i)),
       ]);
     } finally {
@@ -383,6 +403,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         ...violations,
         ...(await checkBank({ pool, api, history, applicationId: app.id, indefinite, notes })),
         ...(await probe.check(pool)),
+        ...(await checkReconLane({ pool, api: reconApi, lane: recon, notes })),
       ];
     } finally {
       await pool.end();
