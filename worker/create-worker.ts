@@ -27,6 +27,9 @@ export type QueueWorkers = {
   shutdown: () => void;
 };
 
+/** Workflows the maintenance worker keeps in memory between their tasks. */
+const MAINTENANCE_CACHED_WORKFLOWS = 100;
+
 /**
  * What each queue's worker may run at once. Money keeps the pool's size in activities (each
  * holds at most one connection) and the workflow slots eager starts need; the webhook relay and
@@ -41,7 +44,12 @@ function queueTuning(config: Config, kind: QueueKind): Partial<WorkerOptions> {
       maxConcurrentWorkflowTaskExecutions: config.temporal.workflowTaskSlots,
     },
     webhooks: { maxConcurrentActivityTaskExecutions: 4 },
-    maintenance: { maxConcurrentActivityTaskExecutions: 4 },
+    maintenance: {
+      maxConcurrentActivityTaskExecutions: 4,
+      // Each open reconciliation exception waits days on its timer: cached, thousands of them
+      // would hold the worker's memory for nothing; replaying one when its timer fires is cheap.
+      maxCachedWorkflows: MAINTENANCE_CACHED_WORKFLOWS,
+    },
   };
   return tuning[kind];
 }
