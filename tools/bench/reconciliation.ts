@@ -68,15 +68,24 @@ export async function reconRunScenario(bench: Bench, records = RECON_RECORDS): P
   let highest: number;
   let timersDone: boolean;
   try {
-    const result = engine.client.workflow.getHandle(workflowIds.reconRun(runId)).result();
-    // Left waiting past the limit, it fails when the shape's connection closes: not the row's.
-    result.catch(() => undefined);
+    // Polled rather than awaited: a result still awaited when the shape's connection closes
+    // would retry on the closed channel and throw from a timer.
+    const handle = engine.client.workflow.getHandle(workflowIds.reconRun(runId));
+    let polling = true;
+    const result = (async () => {
+      while (polling) {
+        if ((await handle.describe()).status.name !== 'RUNNING') return 'ended' as const;
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+      }
+      return 'limit' as const;
+    })();
     // The exceptions' stale timers are started after the run completed: waited for a while.
     const limit = new Promise<'limit'>((resolve) => {
       const check = setInterval(() => {
         const since = (performance.now() - started) / 1000 - completedS;
         if (since > TIMERS_LIMIT_S) {
           clearInterval(check);
+          polling = false;
           resolve('limit');
         }
       }, 1_000);
