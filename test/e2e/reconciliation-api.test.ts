@@ -798,12 +798,17 @@ describe('the test clock and an open exception', () => {
         SELECT id FROM events WHERE type = 'reconciliation.exception.stale'
           AND data->>'id' = ${exceptionId}`);
     expect(await staleEvents()).toHaveLength(0);
-
-    // The deposit itself waits on nothing: an hour short of the deadline, the timer keeps waiting.
-    const early = await clockApi.post('/api/v1/testing/advance-time', {
-      transaction_id: depositId,
-      seconds: 71 * 3600,
-    });
+    // The run starts its exceptions' timers once it is completed: until the timer waits, the
+    // advance is refused and changes nothing.
+    const early = await pollUntil(
+      () =>
+        clockApi.post('/api/v1/testing/advance-time', {
+          transaction_id: depositId,
+          seconds: 71 * 3600,
+        }),
+      (res) => res.status !== 400,
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
     expect(early.status).toBe(200);
     expect(early.body).toEqual({ transaction_id: depositId, status: 'completed' });
     expect(await staleEvents()).toHaveLength(0);

@@ -76,9 +76,11 @@ async function newTransfer(amount = 1.25): Promise<string> {
 }
 
 /** The outbox event of a payment, by kind. */
-async function eventIdOf(transactionId: string, type: string): Promise<string> {
+/** The event of `type` about `id`: a payment's, or a reconciliation run's or exception's. */
+async function eventIdOf(id: string, type: string): Promise<string> {
   return engine.pool.oneFirst(sql.type(z.object({ id: z.string() }))`
-    SELECT id FROM events WHERE transaction_id = ${transactionId} AND type = ${type}`);
+    SELECT id FROM events WHERE type = ${type}
+      AND (transaction_id = ${id} OR (transaction_id IS NULL AND data->>'id' = ${id}))`);
 }
 
 const forPayment = (path: string, type: string, transactionId: string) => (r: Received) =>
@@ -195,6 +197,45 @@ async function dispute(outcome: 'won' | 'lost' | null): Promise<string> {
   return opened.body.id as string;
 }
 
+/** A completed card deposit whose sandbox record then says one cent more, and a run over it. */
+async function reconciled(): Promise<{ depositId: string; runId: string }> {
+  const from = new Date(Date.now() - 60_000).toISOString();
+  const { walletId } = await createUserWithWallet(api);
+  const deposit = await api.post('/api/v1/transactions/wallet/card-deposit', {
+    wallet_id: walletId,
+    amount: 20,
+    payment_method_id: 'pm_card_visa',
+  });
+  expect(deposit.body.status).toBe('completed');
+  const depositId = deposit.body.id as string;
+  const simulated = await api.post('/api/v1/testing/simulate-provider-discrepancy', {
+    transaction_id: depositId,
+    kind: 'amount',
+  });
+  expect(simulated.status).toBe(200);
+  const run = await api.post('/api/v1/reconciliation/runs', {
+    provider: 'card',
+    from,
+    to: new Date().toISOString(),
+  });
+  expect(run.status).toBe(202);
+  const runId = run.body.id as string;
+  // Read from the database: the reconciliation routes' rate limit is small.
+  await pollUntil(
+    () =>
+      engine.pool.oneFirst(sql.type(z.object({ status: z.string() }))`
+        SELECT status FROM recon_runs WHERE id = ${runId}`),
+    (status) => status !== 'running',
+    { timeoutMs: 30_000, intervalMs: 100 },
+  );
+  return { depositId, runId };
+}
+
+/** The open exception a run found about `depositId`. */
+const exceptionOf = (depositId: string) =>
+  engine.pool.oneFirst(sql.type(z.object({ id: z.string() }))`
+    SELECT id FROM recon_exceptions WHERE transaction_id = ${depositId}`);
+
 /**
  * Every event kind of docs/api.md and how to make its money movement: each answers the
  * transaction id of the payment the event must speak of.
@@ -259,6 +300,32 @@ const MOVEMENTS: Record<string, () => Promise<string>> = {
     expect(told.body.status).toBe('completed');
     return id;
   },
+  // A reconciliation event speaks of its run or exception (`data.id`), not of a payment.
+  'reconciliation.run.completed': async () => (await reconciled()).runId,
+  'reconciliation.exception.opened': async () => exceptionOf((await reconciled()).depositId),
+  'reconciliation.exception.resolved': async () => {
+    const id = await exceptionOf((await reconciled()).depositId);
+    const res = await api.post(`/api/v1/reconciliation/exceptions/${id}/resolve`, {
+      action: 'accept',
+      note: 'Known: the sandbox was told to book one cent more',
+    });
+    expect(res.status).toBe(200);
+    return id;
+  },
+  'reconciliation.exception.stale': async () => {
+    const { depositId } = await reconciled();
+    const id = await exceptionOf(depositId);
+    // The run starts its exceptions' timers once it is completed: until the timer waits, the
+    // advance is refused and changes nothing.
+    const advanced = await pollUntil(
+      () =>
+        api.post('/api/v1/testing/advance-time', { transaction_id: depositId, seconds: 72 * 3600 }),
+      (res) => res.status !== 400,
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
+    expect(advanced.status).toBe(200);
+    return id;
+  },
 };
 
 describe('webhook deliveries', () => {
@@ -287,12 +354,20 @@ describe('webhook deliveries', () => {
       expect(request.headers['webhook-id']).toBe(eventId);
       expect(request.headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]+=*$/);
       expect(request.headers['content-type']).toBe('application/json');
-      const record = await api.get(
-        type.startsWith('dispute.')
-          ? `/api/v1/disputes/${transactionId}`
-          : `/api/v1/transactions/${transactionId}`,
-      );
-      if (type.startsWith('dispute.')) {
+      const record = type.startsWith('reconciliation.')
+        ? null
+        : await api.get(
+            type.startsWith('dispute.')
+              ? `/api/v1/disputes/${transactionId}`
+              : `/api/v1/transactions/${transactionId}`,
+          );
+      if (record === null) {
+        // A Run or an Exception, as the reconciliation API answers it.
+        expect(request.payload!.data).toMatchObject({
+          id: transactionId,
+          status: expect.any(String),
+        });
+      } else if (type.startsWith('dispute.')) {
         // The Dispute, as it was when its money moved.
         const { updated_at: _updated, status: _status, ...stable } = record.body;
         const status =
