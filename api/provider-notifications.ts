@@ -8,11 +8,30 @@ import type { TransactionRow } from '../db/transactions';
 import type { Mode } from '../domain/types';
 import { taskQueueOf } from '../temporal/task-queues';
 import type { CardEvent, CardPayoutEvent } from '../providers/card';
-import type { MobileMoneyNotification, PayoutNotification } from '../providers/mobile-money';
+import {
+  ProviderRefusedError,
+  type MobileMoneyNotification,
+  type PayoutNotification,
+} from '../providers/mobile-money';
 import type { MoneyOutOutcome } from '../workflows/money-out-shared';
 import type { DepositOutcome } from '../workflows/shared';
 import type { ApiDeps } from './deps';
 import { AppError } from './errors';
+
+/**
+ * The sandbox's own record of a payment, which the Test Mode discrepancy endpoint may have
+ * removed: then a simulated notification has nothing to settle (404, nothing moves).
+ */
+export async function sandboxRecord<T>(read: Promise<T>): Promise<T> {
+  try {
+    return await read;
+  } catch (error) {
+    if (error instanceof ProviderRefusedError) {
+      throw new AppError('not_found', 'The sandbox has no record of this payment');
+    }
+    throw error;
+  }
+}
 
 export type Delivered = { transactionId: string | null; status: DepositOutcome | null };
 
@@ -164,9 +183,11 @@ export async function simulateCashout(
   if (!transaction.provider_reference) {
     throw new AppError('invalid_request', 'The cashout has not reached the provider yet');
   }
-  const payout = await sandbox.settlePayout(
-    transaction.provider_reference,
-    outcome === 'successful' ? 'completed' : 'failed',
+  const payout = await sandboxRecord(
+    sandbox.settlePayout(
+      transaction.provider_reference,
+      outcome === 'successful' ? 'completed' : 'failed',
+    ),
   );
   const notification = sandbox.payoutNotificationFor(payout, Math.floor(Date.now() / 1000));
   const parsed = sandbox.parsePayoutNotification(notification.body, notification.headers);

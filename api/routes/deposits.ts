@@ -13,7 +13,7 @@ import { defineRoute, type Route } from '../route';
 import { BodyId, Metadata, PositiveMinorUnits } from '../schemas';
 import { MetadataRecord, StatusBody } from '../serializers';
 import { startPaymentWithUpdate } from '../temporal';
-import { deliverNotification, simulateCashout } from '../provider-notifications';
+import { deliverNotification, sandboxRecord, simulateCashout } from '../provider-notifications';
 
 const DepositRequest = z.object({
   wallet_id: BodyId,
@@ -156,7 +156,7 @@ export function depositRoutes(deps: ApiDeps): Route[] {
         200: { description: 'The deposit’s status after the notification', schema: StatusBody },
         401: errorResponse('Missing or invalid credentials'),
         403: errorResponse('Live Mode credentials used, or another application’s transaction'),
-        404: errorResponse('Transaction not found'),
+        404: errorResponse('Transaction not found, or the sandbox has no record of it'),
         422: errorResponse('Validation failure'),
       },
       handler: async ({ caller, body }) => {
@@ -173,9 +173,11 @@ export function depositRoutes(deps: ApiDeps): Route[] {
           throw new AppError('not_found', 'Mobile-money deposit not found');
         }
         const sandbox = providers.sandboxMobileMoney;
-        const code = await sandbox.settle(
-          transaction.provider_reference,
-          body.status === 'successful' ? 'completed' : 'failed',
+        const code = await sandboxRecord(
+          sandbox.settle(
+            transaction.provider_reference,
+            body.status === 'successful' ? 'completed' : 'failed',
+          ),
         );
         const notification = sandbox.notificationFor(code, Math.floor(Date.now() / 1000));
         const parsed = sandbox.parseNotification(notification.body, notification.headers);

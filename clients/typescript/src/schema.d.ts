@@ -3994,7 +3994,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description Transaction not found */
+      /** @description Transaction not found, or the sandbox has no record of it */
       404: {
         headers: {
           [name: string]: unknown;
