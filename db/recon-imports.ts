@@ -30,6 +30,47 @@ export type ReconImportRecord = {
 
 const columns = sql.fragment`id, provider, rows, sha256, created_at AS "createdAt"`;
 
+/**
+ * A provider's records as the column arrays `unnest` reads, in the order provider_reference,
+ * booked_at, amount, currency, fee, direction, status: one statement however many records.
+ */
+export function recordArrays(records: readonly ReconImportRecord[]) {
+  const column = <T>(pick: (r: ReconImportRecord) => T) => records.map(pick);
+  return sql.join(
+    [
+      sql.array(
+        column((r) => r.providerReference),
+        'text',
+      ),
+      sql.array(
+        column((r) => r.bookedAt),
+        'timestamptz',
+      ),
+      sql.array(
+        column((r) => r.amount.toString()),
+        'int8',
+      ),
+      sql.array(
+        column((r) => r.currency),
+        'text',
+      ),
+      sql.array(
+        column((r) => r.fee.toString()),
+        'int8',
+      ),
+      sql.array(
+        column((r) => r.direction),
+        'text',
+      ),
+      sql.array(
+        column((r) => r.status),
+        'text',
+      ),
+    ],
+    sql.fragment`, `,
+  );
+}
+
 /** Records per INSERT: each is one statement of column arrays, far below Postgres' limits. */
 const BATCH = 10_000;
 
@@ -80,43 +121,13 @@ async function insertRecords(
   offset: number,
   records: readonly ReconImportRecord[],
 ): Promise<void> {
-  const column = <T>(pick: (r: ReconImportRecord) => T) => records.map(pick);
   await trx.query(sql.unsafe`
     INSERT INTO recon_import_records
       (import_id, row_number, provider_reference, booked_at, amount, currency, fee, direction,
        status)
     SELECT ${importId}, ${offset} + r.ordinality, r.provider_reference, r.booked_at, r.amount,
            r.currency, r.fee, r.direction, r.status
-    FROM unnest(
-      ${sql.array(
-        column((r) => r.providerReference),
-        'text',
-      )},
-      ${sql.array(
-        column((r) => r.bookedAt),
-        'timestamptz',
-      )},
-      ${sql.array(
-        column((r) => r.amount.toString()),
-        'int8',
-      )},
-      ${sql.array(
-        column((r) => r.currency),
-        'text',
-      )},
-      ${sql.array(
-        column((r) => r.fee.toString()),
-        'int8',
-      )},
-      ${sql.array(
-        column((r) => r.direction),
-        'text',
-      )},
-      ${sql.array(
-        column((r) => r.status),
-        'text',
-      )}
-    ) WITH ORDINALITY
+    FROM unnest(${recordArrays(records)}) WITH ORDINALITY
       AS r(provider_reference, booked_at, amount, currency, fee, direction, status, ordinality)`);
 }
 

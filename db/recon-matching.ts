@@ -2,6 +2,7 @@ import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from
 import { z } from 'zod';
 import { RECON_MATCH_STATEMENT_MS, RECON_PAYMENT_TYPES } from '../domain/recon';
 import type { BookedRecord } from './recon-books';
+import { recordArrays } from './recon-imports';
 import {
   reconExceptionAnswer,
   reconExceptionColumns,
@@ -50,42 +51,12 @@ export async function insertRunRecords(
   records: readonly BookedRecord[],
 ): Promise<void> {
   if (records.length === 0) return;
-  const column = <T>(pick: (r: BookedRecord) => T) => records.map(pick);
   await db.query(sql.unsafe`
     INSERT INTO recon_run_records (run_id, seq, provider_reference, booked_at, amount, currency,
       fee, direction, status)
     SELECT ${runId}, ${firstSeq} + r.n - 1, r.reference, r.booked_at, r.amount, r.currency, r.fee,
       r.direction, r.status
-    FROM unnest(
-      ${sql.array(
-        column((r) => r.providerReference),
-        'text',
-      )},
-      ${sql.array(
-        column((r) => r.bookedAt),
-        'timestamptz',
-      )},
-      ${sql.array(
-        column((r) => r.amount.toString()),
-        'int8',
-      )},
-      ${sql.array(
-        column((r) => r.currency),
-        'text',
-      )},
-      ${sql.array(
-        column((r) => r.fee.toString()),
-        'int8',
-      )},
-      ${sql.array(
-        column((r) => r.direction),
-        'text',
-      )},
-      ${sql.array(
-        column((r) => r.status),
-        'text',
-      )}
-    ) WITH ORDINALITY AS r (reference, booked_at, amount, currency, fee, direction, status, n)
+    FROM unnest(${recordArrays(records)}) WITH ORDINALITY AS r (reference, booked_at, amount, currency, fee, direction, status, n)
     ON CONFLICT (run_id, seq) DO NOTHING`);
 }
 
