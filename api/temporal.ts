@@ -10,7 +10,12 @@ import type { Config } from '../config';
 import type { Caller, TransactionType } from '../domain/types';
 import { SearchAttributes } from '../workflows/shared';
 import { AppError } from './errors';
-import { eagerStarts, paymentsStarted, settledLocally } from '../observability/metrics';
+import {
+  eagerFallbacks,
+  eagerStarts,
+  paymentsStarted,
+  settledLocally,
+} from '../observability/metrics';
 import { GRPC_UNAVAILABLE, NEVER_SENT } from '../temporal/connection';
 import { listenForSettlement } from '../temporal/settlements';
 
@@ -81,11 +86,20 @@ async function startAndListen<W extends Workflow, R>(
   const settlement = eagerClient && answerLocally ? listenForSettlement(options.workflowId) : null;
   try {
     const eager = await eagerStart(eagerClient, workflow, options);
-    if (!eager?.eagerlyStarted) return eager;
+    if (!eagerClient) return eager;
+    if (!eager?.eagerlyStarted) {
+      eagerFallbacks.inc({ type, reason: eager ? 'no_slot' : 'start_failed' });
+      return eager;
+    }
     eagerStarts.inc({ type });
     // This process's worker runs the workflow's first task: it says how the payment settled.
     const local = (await settlement?.within(LOCAL_SETTLEMENT_MS)) as R | undefined;
-    if (local === undefined || !answerLocally?.(local)) return eager;
+    if (local === undefined || !answerLocally?.(local)) {
+      if (answerLocally) {
+        eagerFallbacks.inc({ type, reason: local === undefined ? 'settlement_wait' : 'not_local' });
+      }
+      return eager;
+    }
     settledLocally.inc({ type });
     return { ...eager, answered: { result: local } };
   } finally {

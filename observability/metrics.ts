@@ -49,6 +49,13 @@ export const settledLocally = new Counter({
   registers: [registry],
 });
 
+export const eagerFallbacks = new Counter({
+  name: 'payments_eager_fallbacks_total',
+  help: "Payments with a worker in the API's process that were answered through the server instead, by payment type and why: no_slot (the start was not eager), start_failed (the eager start failed or did not answer in time), settlement_wait (the worker did not report in time), not_local (an answer only the server gives)",
+  labelNames: ['type', 'reason'] as const,
+  registers: [registry],
+});
+
 export const paymentsEnded = new Counter({
   name: 'payments_ended_total',
   help: 'Payment records written with a settled status (held, completed, failed, expired, reversed), by type and outcome',
