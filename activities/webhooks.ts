@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Config } from '../config';
-import type { DatabasePool } from '../db/pool';
+import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import {
   findEvent,
   recordDeliveryAttempt,
@@ -195,21 +195,26 @@ export function createWebhookActivities(deps: { pool: DatabasePool; config: Conf
       : { statusCode: null, error: UNREADABLE_SECRET, durationMs: 0 };
     const ok = outcome.error === null;
     const status = ok ? 'delivered' : input.retryInMs === null ? 'failed' : 'pending';
-    const row = await recordDeliveryAttempt(pool, {
-      ...target,
-      attempt: input.attempt,
-      url: subscription.url,
-      statusCode: outcome.statusCode,
-      error: outcome.error,
-      durationMs: outcome.durationMs,
-      status,
-      retryInMs: input.retryInMs,
-    });
     // Turning a failing endpoint off is decided here, on the attempt's own outcome; a 2xx on a
     // subscription that was not failing costs no write.
-    if (!ok || subscription.failing_since !== null) {
-      await noteDeliveryOutcome(pool, subscription.id, ok);
-    }
+    const note =
+      !ok || subscription.failing_since !== null
+        ? (trx: DatabaseTransactionConnection) => noteDeliveryOutcome(trx, subscription.id, ok)
+        : undefined;
+    const row = await recordDeliveryAttempt(
+      pool,
+      {
+        ...target,
+        attempt: input.attempt,
+        url: subscription.url,
+        statusCode: outcome.statusCode,
+        error: outcome.error,
+        durationMs: outcome.durationMs,
+        status,
+        retryInMs: input.retryInMs,
+      },
+      note,
+    );
     return { status, attempts: row.attempts, statusCode: outcome.statusCode, error: outcome.error };
   }
 

@@ -1,7 +1,7 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { Caller } from '../domain/types';
-import type { DatabasePool } from './pool';
+import type { DatabasePool, DatabaseTransactionConnection } from './pool';
 import { pageTotal } from './pages';
 
 /**
@@ -111,6 +111,8 @@ export type AttemptRecord = DeliveryTarget & {
 export async function recordDeliveryAttempt(
   pool: DatabasePool,
   a: AttemptRecord,
+  /** Written in the same transaction, so readers never see the attempt without it. */
+  also?: (trx: DatabaseTransactionConnection) => Promise<unknown>,
 ): Promise<DeliveryRow> {
   return pool.transaction(async (trx) => {
     const redelivery = a.redelivery ?? 0;
@@ -129,6 +131,7 @@ export async function recordDeliveryAttempt(
       ON CONFLICT (event_id, subscription_id, redelivery, attempt) DO UPDATE SET
         url = excluded.url, status_code = excluded.status_code, error = excluded.error,
         attempted_at = now(), duration_ms = excluded.duration_ms`);
+    await also?.(trx);
     return row;
   });
 }
@@ -214,25 +217,18 @@ export const HISTORY_ATTEMPTS = 25;
 /** The deliveries an event shows: its latest, so that redeliveries never grow the answer. */
 export const EVENT_DELIVERIES = 50;
 
-const historyRow = z.object({
-  event_id: z.string(),
-  subscription_id: z.string(),
-  redelivery: z.number(),
+const historyEntry = z.object({
   attempted_at: z.string(),
   status_code: z.number().nullable(),
   duration_ms: z.number(),
   error: z.string().nullable(),
 });
-export type HistoryEntry = Pick<
-  z.infer<typeof historyRow>,
-  'attempted_at' | 'status_code' | 'duration_ms' | 'error'
->;
+export type HistoryEntry = z.infer<typeof historyEntry>;
 
 export type DeliveryWithHistory = DeliveryRow & { history: readonly HistoryEntry[] };
 export type EventWithDeliveries = EventRow & { deliveries: readonly DeliveryWithHistory[] };
 
-const deliveryKey = (d: { event_id: string; subscription_id: string; redelivery: number }) =>
-  `${d.event_id}/${d.subscription_id}/${d.redelivery}`;
+const deliveryWithHistory = deliveryRow.extend({ history: z.array(historyEntry) });
 
 async function withDeliveries(
   db: CommonQueryMethods,
@@ -243,44 +239,32 @@ async function withDeliveries(
     events.map((e) => e.id),
     'uuid',
   );
-  const [rows, attempts] = await Promise.all([
-    // The latest deliveries of each event, given back oldest first.
-    db.any(sql.type(deliveryRow)`
-      SELECT ${deliveryColumns} FROM (
-        SELECT *, row_number() OVER (PARTITION BY event_id
-          ORDER BY created_at DESC, subscription_id DESC, redelivery DESC) AS nth
-        FROM webhook_deliveries WHERE event_id = ANY (${ids})
-      ) d
-      WHERE nth <= ${EVENT_DELIVERIES}
-      ORDER BY created_at, subscription_id, redelivery`),
-    // The last attempts of each delivery, given back oldest first.
-    db.any(sql.type(historyRow)`
-      SELECT event_id, subscription_id, redelivery, attempted_at, status_code, duration_ms, error
+  // One statement, so that a delivery and its attempts come from one snapshot: an attempt
+  // committed between two reads would show in the count and not in the history.
+  const rows = await db.any(sql.type(deliveryWithHistory)`
+    SELECT ${deliveryColumns}, COALESCE(h.history, '[]'::json) AS history FROM (
+      SELECT *, row_number() OVER (PARTITION BY event_id
+        ORDER BY created_at DESC, subscription_id DESC, redelivery DESC) AS nth
+      FROM webhook_deliveries WHERE event_id = ANY (${ids})
+    ) d
+    LEFT JOIN LATERAL (
+      SELECT json_agg(json_build_object(
+          'attempted_at',
+          to_char(a.attempted_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          'status_code', a.status_code, 'duration_ms', a.duration_ms, 'error', a.error)
+        ORDER BY a.attempt) AS history
       FROM (
-        SELECT *, row_number() OVER (
-          PARTITION BY event_id, subscription_id, redelivery ORDER BY attempt DESC) AS nth
-        FROM webhook_delivery_attempts WHERE event_id = ANY (${ids})
+        SELECT * FROM webhook_delivery_attempts a
+        WHERE a.event_id = d.event_id AND a.subscription_id = d.subscription_id
+          AND a.redelivery = d.redelivery
+        ORDER BY a.attempt DESC LIMIT ${HISTORY_ATTEMPTS}
       ) a
-      WHERE nth <= ${HISTORY_ATTEMPTS}
-      ORDER BY event_id, subscription_id, redelivery, attempt`),
-  ]);
-  const history = new Map<string, HistoryEntry[]>();
-  for (const a of attempts) {
-    const entry = {
-      attempted_at: a.attempted_at,
-      status_code: a.status_code,
-      duration_ms: a.duration_ms,
-      error: a.error,
-    };
-    const list = history.get(deliveryKey(a));
-    if (list) list.push(entry);
-    else history.set(deliveryKey(a), [entry]);
-  }
+    ) h ON true
+    WHERE nth <= ${EVENT_DELIVERIES}
+    ORDER BY created_at, subscription_id, redelivery`);
   return events.map((e) => ({
     ...e,
-    deliveries: rows
-      .filter((d) => d.event_id === e.id)
-      .map((d) => ({ ...d, history: history.get(deliveryKey(d)) ?? [] })),
+    deliveries: rows.filter((d) => d.event_id === e.id),
   }));
 }
 

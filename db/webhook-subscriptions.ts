@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Caller } from '../domain/types';
 import { insertWithinCap } from './caps';
 import { pageTotal } from './pages';
-import type { DatabasePool } from './pool';
+import type { DatabasePool, DatabaseTransactionConnection } from './pool';
 
 export const webhookSubscriptionRow = z.object({
   id: z.string(),
@@ -202,7 +202,7 @@ export async function eraseExpiredPreviousSecrets(
  * subscription off (`failing`) once it has run for FAILING_FOR_MS. Answers whether it did.
  */
 export async function noteDeliveryOutcome(
-  db: DatabasePool,
+  db: DatabasePool | DatabaseTransactionConnection,
   id: string,
   ok: boolean,
 ): Promise<{ disabled: boolean }> {
