@@ -1,8 +1,12 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { floorOf, msPer, paymentCosts } from '../../tools/bench/cost';
+import { historyCounts } from '../../tools/bench/history-counts';
 import type { CpuGroups } from '../../tools/bench/cpu';
 import type { LoadResult } from '../../tools/bench/load';
 import { render, type Report } from '../../tools/bench/render';
 import type { Row } from '../../tools/bench/scenarios';
+import { historyFromJSON } from '../support/history-json';
 
 const rated = (throughput: number): LoadResult => ({
   sent: throughput,
@@ -146,5 +150,52 @@ describe('cost per payment against its floor (tools/bench/cost.ts)', () => {
       'card deposit',
       'card refund',
     ]);
+  });
+});
+
+describe("a payment's history counted (tools/bench/history-counts.ts)", () => {
+  const recorded = (name: string) =>
+    historyCounts(
+      historyFromJSON(
+        JSON.parse(
+          readFileSync(path.join(__dirname, '../fixtures/histories', `${name}.json`), 'utf8'),
+        ),
+      ).events ?? [],
+    );
+
+  it('counts the tasks, the local activities and the upserts of a transfer as it runs now', () => {
+    const counts = recorded('transfer-completed');
+    expect(counts).toMatchObject({
+      events: 7,
+      workflowTasks: 1,
+      activityTasks: 0,
+      localActivities: 1,
+      patches: 0,
+      upserts: 1,
+      upserted: ['PaymentStatus'],
+      updates: 0,
+    });
+    // The input, the four search attributes, the step's marker, the upsert and the result.
+    expect(counts.payloadBytes).toBe(296 + 55 + 100 + 27 + 26 + 66 + 219 + 28 + 87);
+    expect(counts.historyBytes).toBeGreaterThan(counts.payloadBytes);
+  });
+
+  it('tells an activity task and a patch from a local activity', () => {
+    expect(recorded('transfer-completed-remote-activity')).toMatchObject({
+      events: 12,
+      workflowTasks: 2,
+      activityTasks: 1,
+      localActivities: 0,
+      upserts: 1,
+    });
+    expect(recorded('escrow-release-to-another-wallet')).toMatchObject({
+      events: 19,
+      workflowTasks: 2,
+      activityTasks: 0,
+      localActivities: 2,
+      patches: 1,
+      upserted: ['PaymentStatus', 'TemporalChangeVersion', 'WalletId', 'PaymentStatus'],
+      updates: 2,
+    });
   });
 });
