@@ -23,6 +23,7 @@ import { forkLoadProcess } from './generator';
 import { dropSearchIndexes, searchPayments, searchScenarios } from './search';
 import { reconciliationScenarios } from './reconciliation';
 import { runProfile, type ProfileReport } from './profile';
+import { paymentCosts } from './cost';
 import { render, sectionTitle, type ConfigurationReport, type Report } from './render';
 import {
   addRatios,
@@ -66,8 +67,12 @@ type Section = (typeof SECTIONS)[number];
 const DEFAULT_SECTIONS = SECTIONS.filter(
   (s) => s !== 'search' && s !== 'backlog' && s !== 'reconciliation',
 );
-/** What a configuration after the first measures, and the open rows it keeps. */
+/**
+ * What a configuration after the first measures, and the open rows it keeps; the ledger rows
+ * for the floor of its payments' cost (cost.ts), its Postgres being configured apart.
+ */
 const SHORT_SECTIONS: ReadonlySet<Section> = new Set([
+  'ledger',
   'orchestration',
   'api',
   'hotwallet',
@@ -300,6 +305,7 @@ async function main(): Promise<void> {
           }
         }
         addRatios(configuration.rows);
+        Object.assign(configuration, paymentCosts(configuration.rows, options.shapes));
         configurations.push(configuration);
       } finally {
         progress('stopping the servers');

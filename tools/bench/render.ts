@@ -5,6 +5,7 @@
 import type { WorkerOptions } from '@temporalio/worker';
 import { fmtMs, fmtRate } from './format';
 import type { Shape } from './engine';
+import type { Floor, PaymentCost } from './cost';
 import type { ProfileReport } from './profile';
 import { BARE_WORKFLOW, type Row } from './scenarios';
 
@@ -18,6 +19,9 @@ export type ConfigurationReport = {
   rows: Row[];
   /** The ledger invariant's problems in this configuration's database (none: OK). */
   invariant: string[];
+  /** Each shape's floor and each payment kind's cost against it (cost.ts paymentCosts). */
+  floors?: Floor[];
+  costs?: PaymentCost[];
 };
 
 export type Report = {
@@ -102,6 +106,10 @@ const LEGEND = [
   'and worker in the single shape; the split API and worker; and the load of 1, 2d, 7b); load, the',
   "load generator's process; Postgres; the Temporal server; other, every other process on the",
   'machine.',
+  "Cost per payment: a row's cores of the server, node and Postgres over its rate, in CPU ms; the",
+  "floor is its shape's bare workflow (2d or 2b) plus one ledger statement (1a); transfers and",
+  'escrow flows (a hold and its release, one payment) read from 3i and 4i (3 and 4 without them),',
+  'card deposits and refunds from 5 and 5r.',
 ];
 
 const ms = (r: Row | undefined) => (r?.result ? `${fmtMs(r.result.p99)} ms` : 'n/a');
@@ -121,6 +129,47 @@ function targets(c: ConfigurationReport): string[] {
       ` >= 50%); p99 at 50%: transfers ${ms(row('3c'))} (< 100), escrow ${ms(row('4c'))} (< 200)`
     );
   });
+}
+
+const msCells = (ms: Floor['ms']) =>
+  [ms.server, ms.node, ms.postgres, ms.total].map((n) => n.toFixed(2));
+
+/** Each payment kind's CPU per payment beside its shape's floor, per configuration. */
+function costs(c: ConfigurationReport): string[] {
+  if (!c.costs?.length && !c.floors?.length) return [];
+  const rows = c.shapes.flatMap((shape) => {
+    const floor = c.floors?.find((f) => f.shape === shape);
+    const own = (c.costs ?? []).filter((k) => k.shape === shape);
+    return [
+      floor
+        ? [shape, 'floor', floor.rows.join('+'), ...msCells(floor.ms), '1.00', '']
+        : [shape, 'floor', `n/a (needs ${BARE_WORKFLOW[shape]} and 1a)`],
+      ...own.map((k) => [
+        shape,
+        k.kind,
+        k.row,
+        ...msCells(k.ms),
+        k.ofFloor === undefined ? 'n/a' : k.ofFloor.toFixed(2),
+        `<= ${k.target.toFixed(2)}`,
+      ]),
+    ];
+  });
+  const header = [
+    'Shape',
+    'Payment',
+    'Row',
+    'Server',
+    'Node',
+    'Postgres',
+    'Total',
+    'x floor',
+    'Target',
+  ];
+  return [
+    `Cost per payment [${c.name}], CPU ms per payment (server, node, Postgres) and its multiple of the floor:`,
+    table(header, rows, new Set([3, 4, 5, 6, 7])),
+    '',
+  ];
 }
 
 export function render(report: Report): string {
@@ -149,6 +198,7 @@ export function render(report: Report): string {
     '',
     ...report.configurations.flatMap(targets),
     '',
+    ...report.configurations.flatMap(costs),
     ...LEGEND,
     ...(others > 0.2
       ? [

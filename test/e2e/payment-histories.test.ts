@@ -1,0 +1,101 @@
+import { historyCounts, type HistoryCounts } from '../../tools/bench/history-counts';
+import { workflowIds } from '../../workflows/ids';
+import { createFundedWallet, createUserWithWallet } from '../support/http';
+import { useTestApp, useTestEngine } from '../support/hooks';
+
+const engine = useTestEngine();
+const { api } = useTestApp(engine, { currency: 'USD' });
+
+/** What the server keeps of a payment, but its bytes (ids and times vary them a little). */
+async function countsOf(
+  workflowId: string,
+): Promise<Omit<HistoryCounts, 'payloadBytes' | 'historyBytes'>> {
+  const handle = engine.temporal.workflow.getHandle(workflowId);
+  await handle.result();
+  const {
+    payloadBytes: _p,
+    historyBytes: _h,
+    ...counts
+  } = historyCounts((await handle.fetchHistory()).events ?? []);
+  return counts;
+}
+
+const status = (n: number) => Array<string>(n).fill('PaymentStatus');
+
+/**
+ * The server's work per payment as `npm start` runs them (the API and the worker in one
+ * process): events, workflow and activity tasks, upserts. A change here moves every payment's
+ * cost (docs/benchmarks.md "Cost per payment").
+ */
+describe("payments' histories through the API", () => {
+  it('a transfer: one workflow task, its ledger step a local activity, one status upsert', async () => {
+    const from = await createFundedWallet(api, engine.pool, 10_000n);
+    const to = await createUserWithWallet(api);
+    const res = await api.post('/api/v1/transactions/wallet/transfer', {
+      from_wallet_id: from.walletId,
+      to_wallet_id: to.walletId,
+      amount: 1,
+    });
+    expect(res.status).toBe(200);
+    expect(await countsOf(workflowIds.transfer(res.body.id))).toEqual({
+      events: 7,
+      workflowTasks: 1,
+      activityTasks: 0,
+      localActivities: 1,
+      patches: 0,
+      upserts: 1,
+      upserted: status(1),
+      updates: 0,
+    });
+  });
+
+  it('an escrow hold and its release: a workflow task each, the hold answered without an update', async () => {
+    const from = await createFundedWallet(api, engine.pool, 10_000n);
+    const to = await createUserWithWallet(api);
+    const hold = await api.post('/api/v1/escrow/hold', {
+      wallet_id: from.walletId,
+      amount: 1,
+      recipient_wallet_id: to.walletId,
+    });
+    expect(hold.status).toBe(200);
+    const release = await api.post(`/api/v1/escrow/${hold.body.id}/release`, {
+      recipient_wallet_id: to.walletId,
+    });
+    expect(release.status).toBe(200);
+    expect(await countsOf(workflowIds.escrow(hold.body.id))).toEqual({
+      events: 14,
+      workflowTasks: 2,
+      activityTasks: 0,
+      localActivities: 2,
+      patches: 0,
+      upserts: 2,
+      upserted: status(2),
+      updates: 1,
+    });
+  });
+
+  it('a card deposit and a refund of it: one workflow task each, started with their update', async () => {
+    const { walletId } = await createUserWithWallet(api);
+    const deposit = await api.post('/api/v1/transactions/wallet/card-deposit', {
+      wallet_id: walletId,
+      amount: 10,
+      payment_method_id: 'pm_card_visa',
+    });
+    expect(deposit.status).toBe(200);
+    const refund = await api.post(`/api/v1/transactions/${deposit.body.id}/refund`, { amount: 1 });
+    expect(refund.status).toBe(200);
+    const oneTask = { workflowTasks: 1, activityTasks: 0, patches: 0, upserts: 1, updates: 1 };
+    expect(await countsOf(workflowIds.cardDeposit(deposit.body.id))).toEqual({
+      ...oneTask,
+      events: 10,
+      localActivities: 2,
+      upserted: status(1),
+    });
+    expect(await countsOf(workflowIds.refund(refund.body.id))).toEqual({
+      ...oneTask,
+      events: 11,
+      localActivities: 3,
+      upserted: status(1),
+    });
+  });
+});
