@@ -1,4 +1,5 @@
 import { historyCounts, type HistoryCounts } from '../../tools/bench/history-counts';
+import { eagerFallbacks } from '../../observability/metrics';
 import { workflowIds } from '../../workflows/ids';
 import { createFundedWallet, createUserWithWallet } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
@@ -18,6 +19,14 @@ async function countsOf(
     ...counts
   } = historyCounts((await handle.fetchHistory()).events ?? []);
   return counts;
+}
+
+/** Payments of a type whose in-process report came too late (observability/metrics.ts). */
+async function missedReports(type: string): Promise<number> {
+  const { values } = await eagerFallbacks.get();
+  return values
+    .filter((v) => v.labels.type === type && v.labels.reason === 'settlement_wait')
+    .reduce((n, v) => n + v.value, 0);
 }
 
 const status = (n: number) => Array<string>(n).fill('PaymentStatus');
@@ -52,17 +61,25 @@ describe("payments' histories through the API", () => {
   it('an escrow hold and its release: a workflow task each, the hold answered without an update', async () => {
     const from = await createFundedWallet(api, engine.pool, 10_000n);
     const to = await createUserWithWallet(api);
-    const hold = await api.post('/api/v1/escrow/hold', {
-      wallet_id: from.walletId,
-      amount: 1,
-      recipient_wallet_id: to.walletId,
-    });
-    expect(hold.status).toBe(200);
-    const release = await api.post(`/api/v1/escrow/${hold.body.id}/release`, {
+    // A hold whose worker missed its report deadline (a loaded machine) is answered through an
+    // update instead: such a hold is set aside and another made, up to three.
+    let holdId = '';
+    for (let tries = 0; tries < 3; tries += 1) {
+      const missedBefore = await missedReports('escrow_hold');
+      const hold = await api.post('/api/v1/escrow/hold', {
+        wallet_id: from.walletId,
+        amount: 1,
+        recipient_wallet_id: to.walletId,
+      });
+      expect(hold.status).toBe(200);
+      holdId = hold.body.id as string;
+      if ((await missedReports('escrow_hold')) === missedBefore) break;
+    }
+    const release = await api.post(`/api/v1/escrow/${holdId}/release`, {
       recipient_wallet_id: to.walletId,
     });
     expect(release.status).toBe(200);
-    expect(await countsOf(workflowIds.escrow(hold.body.id))).toEqual({
+    expect(await countsOf(workflowIds.escrow(holdId))).toEqual({
       events: 14,
       workflowTasks: 2,
       activityTasks: 0,
