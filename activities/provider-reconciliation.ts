@@ -22,8 +22,11 @@ import { taskQueueOf } from '../temporal/task-queues';
 
 /** How many exceptions' events one page writes, and timers one activity starts. */
 const EXCEPTIONS_PAGE = 1_000;
-/** How many stale timers are started at once. */
-const TIMER_STARTS_AT_ONCE = 20;
+/**
+ * How many stale timers' starts are in flight at once: each is one round trip to the server
+ * (there is no batch start) and, started delayed, no work for a worker.
+ */
+const TIMER_STARTS_AT_ONCE = 64;
 
 /** A refusal that no retry can change ends the run `failed` with its message. */
 function permanent(error: unknown): never {
@@ -96,15 +99,17 @@ export function createProviderReconciliationActivities(deps: {
   }): Promise<{ after: string | null }> {
     const run = await getReconRun(pool, input.runId);
     const opened = await listOpenedExceptions(pool, run, input.after, EXCEPTIONS_PAGE);
-    const client = Context.current().client;
+    const context = Context.current();
     const queue = taskQueueOf(config, 'maintenance');
-    for (let i = 0; i < opened.length; i += TIMER_STARTS_AT_ONCE) {
-      await Promise.all(
-        opened
-          .slice(i, i + TIMER_STARTS_AT_ONCE)
-          .map((e) => startReconExceptionTimer(client, queue, e.id)),
-      );
-    }
+    // Lanes rather than rounds: a slow start holds up only its own lane.
+    let next = 0;
+    const lane = async () => {
+      while (next < opened.length) {
+        await startReconExceptionTimer(context.client, queue, opened[next++]!);
+        context.heartbeat();
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(TIMER_STARTS_AT_ONCE, opened.length) }, lane));
     return { after: opened.length < EXCEPTIONS_PAGE ? null : opened.at(-1)!.id };
   }
 

@@ -150,7 +150,7 @@ export async function keepContradiction(
   if (!stored) return false;
   if (stored.exception && deps.temporal && deps.reconQueue) {
     // The exception is kept either way; a timer that cannot start is logged, not retried here.
-    await startReconExceptionTimer(deps.temporal, deps.reconQueue, stored.exception.id).catch(
+    await startReconExceptionTimer(deps.temporal, deps.reconQueue, stored.exception).catch(
       (error: unknown) =>
         deps.logger?.error(
           { exception_id: stored.exception?.id, err: error },

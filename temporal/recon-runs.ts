@@ -1,12 +1,14 @@
 import {
   WorkflowExecutionAlreadyStartedError,
   WorkflowIdReusePolicy,
-  WorkflowNotFoundError,
   type Client,
 } from '@temporalio/client';
+import type { Mode } from '../domain/types';
 import { workflowIds } from '../workflows/ids';
 import {
+  reconExceptionInput,
   reconExceptionResolved,
+  reconExceptionWake,
   type ReconExceptionInput,
   type ReconRunInput,
 } from '../workflows/recon-shared';
@@ -31,35 +33,68 @@ export async function startReconciliationRun(
   );
 }
 
-/** Starts the stale timer of a newly opened exception, `recon-exception-<id>`, once. */
+/** What an exception's stale timer is started from. */
+export type ReconExceptionTimer = { id: string; mode: Mode; createdAt: string };
+
+/** The options every start of `recon-exception-<id>` shares (a start, a signal-with-start). */
+function timerOptions(taskQueue: string, exception: ReconExceptionTimer) {
+  return {
+    workflowId: workflowIds.reconException(exception.id),
+    taskQueue,
+    args: [reconExceptionInput(exception)] as [ReconExceptionInput],
+    workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+  };
+}
+
+/**
+ * Starts the stale timer of a newly opened exception, `recon-exception-<id>`, once: delayed
+ * until its due time, so that it holds no worker until then (it is dispatched early only by a
+ * signal-with-start: `wakeReconExceptionTimer`).
+ */
 export async function startReconExceptionTimer(
   client: Client,
   taskQueue: string,
-  exceptionId: string,
+  exception: ReconExceptionTimer,
 ): Promise<void> {
-  const input: ReconExceptionInput = { exceptionId };
+  const options = timerOptions(taskQueue, exception);
+  const delayMs = Date.parse(options.args[0].dueAt!) - Date.now();
   await startOnce(() =>
     client.workflow.start('reconExceptionWorkflow', {
-      workflowId: workflowIds.reconException(exceptionId),
-      taskQueue,
-      args: [input],
-      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+      ...options,
+      ...(delayMs > 0 ? { startDelay: delayMs } : {}),
     }),
   );
 }
 
-/** Tells an exception's timer that it was resolved; a timer already ended is fine. */
+/**
+ * Dispatches an exception's timer now, delayed or not (started now if it was not yet), with
+ * `signal`; answers false when the timer has ended already (it is never started again).
+ */
+export async function wakeReconExceptionTimer(
+  client: Client,
+  taskQueue: string,
+  exception: ReconExceptionTimer,
+  signal: typeof reconExceptionResolved | typeof reconExceptionWake,
+): Promise<boolean> {
+  try {
+    await client.workflow.signalWithStart('reconExceptionWorkflow', {
+      ...timerOptions(taskQueue, exception),
+      signal,
+    });
+    return true;
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return false;
+    throw error;
+  }
+}
+
+/** Tells an exception's timer that it was resolved, so that it ends now; one ended is fine. */
 export async function signalReconExceptionResolved(
   client: Client,
-  exceptionId: string,
+  taskQueue: string,
+  exception: ReconExceptionTimer,
 ): Promise<void> {
-  try {
-    await client.workflow
-      .getHandle(workflowIds.reconException(exceptionId))
-      .signal(reconExceptionResolved);
-  } catch (error) {
-    if (!(error instanceof WorkflowNotFoundError)) throw error;
-  }
+  await wakeReconExceptionTimer(client, taskQueue, exception, reconExceptionResolved);
 }
 
 async function startOnce(start: () => Promise<unknown>): Promise<void> {

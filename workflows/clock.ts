@@ -23,13 +23,25 @@ export type PaymentClock = {
  * Test Mode `advanceTime` update moves, rebuilt from history on replay. Without an advance a wait
  * is the old `condition(done, ms)`, so old histories replay with no `patched` branch.
  */
-export function paymentClock(mode: 'test' | 'live'): PaymentClock {
+export function paymentClock(
+  mode: 'test' | 'live',
+  options: {
+    /**
+     * Counts as waiting from its creation until its first wait begins: a workflow whose first
+     * task also brings an advance (one woken to take it) accepts it; that first wait's `ms` is
+     * then measured from the advanced clock. Without it, the clock is as it always was.
+     */
+    waitsFromStart?: boolean;
+  } = {},
+): PaymentClock {
   let offsetMs = 0;
   /** Advances accepted, and the last one every wait has acted on. */
   let advances = 0;
   let actedOn = 0;
+  /** The first wait, counted in `waiting` before it begins (`waitsFromStart`). */
+  let reserved = options.waitsFromStart === true;
   /** Waits on a timer now, and deadline steps running now. */
-  let waiting = 0;
+  let waiting = reserved ? 1 : 0;
   let acting = 0;
 
   setHandler(
@@ -66,7 +78,13 @@ export function paymentClock(mode: 'test' | 'live'): PaymentClock {
     let seen = advances;
     let timeout = ms;
     let reached = false;
-    waiting++;
+    if (reserved) {
+      // Advances taken before it are in `now()` already, so in its deadline: acted on.
+      reserved = false;
+      actedOn = advances;
+    } else {
+      waiting++;
+    }
     try {
       for (;;) {
         if (!(await condition(() => done() || advances !== seen, timeout))) break;

@@ -3,6 +3,7 @@ import {
   ActivityFailure,
   continueAsNew,
   executeChild,
+  patched,
   proxyActivities,
   setHandler,
   uuid4,
@@ -12,11 +13,14 @@ import type { Activities } from './activities-types';
 import { paymentClock } from './clock';
 import { workflowIds } from './ids';
 import {
+  RECON_EXCEPTION_DUE_PATCH,
   RECON_EXCEPTION_STALE_MS,
   reconExceptionResolved,
+  reconExceptionWake,
   type ReconExceptionInput,
   type ReconRunInput,
 } from './recon-shared';
+import type { Mode } from '../domain/types';
 import { RECON_CHUNKS_PER_HISTORY } from '../domain/recon';
 import { activityPresets } from './retry';
 
@@ -80,9 +84,12 @@ function permanentFailure(error: unknown): string | null {
 /**
  * An exception's stale timer: 72 hours after it opened, still open, it sends
  * `reconciliation.exception.stale` once; resolving it ends the timer. A Test Mode exception's
- * timer is a payment clock's, so the test clock's update moves it.
+ * timer is a payment clock's, so the test clock's update moves it (docs/operations.md).
  */
 export async function reconExceptionWorkflow(input: ReconExceptionInput): Promise<boolean> {
+  if (input.mode && input.dueAt && patched(RECON_EXCEPTION_DUE_PATCH)) {
+    return staleWhenDue(input.exceptionId, input.mode, Date.parse(input.dueAt));
+  }
   const state = await quick.findReconExceptionState({ exceptionId: input.exceptionId });
   if (!state?.open) return false;
   let resolved = false;
@@ -92,6 +99,25 @@ export async function reconExceptionWorkflow(input: ReconExceptionInput): Promis
   const clock = paymentClock(state.mode);
   if (await clock.wait(() => resolved, RECON_EXCEPTION_STALE_MS)) return false;
   return quick.markReconExceptionStale({ exceptionId: input.exceptionId, eventId: uuid4() });
+}
+
+/**
+ * The timer started delayed until `due`, which runs no task before it unless woken (by the test
+ * clock's advance or a resolution): then it waits out what is left on the payment clock.
+ */
+async function staleWhenDue(exceptionId: string, mode: Mode, due: number): Promise<boolean> {
+  let resolved = false;
+  setHandler(reconExceptionResolved, () => {
+    resolved = true;
+  });
+  setHandler(reconExceptionWake, () => undefined);
+  if (resolved) return false;
+  if (Date.now() < due) {
+    const clock = paymentClock(mode, { waitsFromStart: true });
+    // An advance in this first task may have passed the due time already: a moment is left.
+    if (await clock.wait(() => resolved, Math.max(due - clock.now(), 1))) return false;
+  }
+  return quick.markReconExceptionStale({ exceptionId, eventId: uuid4() });
 }
 
 /**

@@ -16,7 +16,11 @@ import { DISCREPANCY_KINDS, simulateProviderDiscrepancy } from '../../db/sandbox
 import { findTransaction } from '../../db/transactions';
 import type { Caller } from '../../domain/types';
 import { parseSettlementFile, type SettlementFile } from '../../providers/settlement-file';
-import { signalReconExceptionResolved, startReconciliationRun } from '../../temporal/recon-runs';
+import {
+  signalReconExceptionResolved,
+  startReconciliationRun,
+  type ReconExceptionTimer,
+} from '../../temporal/recon-runs';
 import { taskQueueOf } from '../../temporal/task-queues';
 import { workflowIds } from '../../workflows/ids';
 import { reconAdjustWorkflow } from '../../workflows/recon-adjust';
@@ -317,11 +321,18 @@ function refusal(r: ReconRefusal, bulk: boolean): AppError {
   }
 }
 
-/** Signals each resolved exception's stale timer, a few at a time (the resolution is written). */
-async function signalResolved(deps: ApiDeps, ids: readonly string[]): Promise<void> {
-  for (let i = 0; i < ids.length; i += 20) {
+/**
+ * Signals each resolved exception's stale timer, a few at a time (the resolution is written):
+ * one still delayed is dispatched by it, and ends.
+ */
+async function signalResolved(
+  deps: ApiDeps,
+  exceptions: readonly ReconExceptionTimer[],
+): Promise<void> {
+  const queue = taskQueueOf(deps.config, 'maintenance');
+  for (let i = 0; i < exceptions.length; i += 20) {
     await Promise.all(
-      ids.slice(i, i + 20).map((id) => signalReconExceptionResolved(deps.temporal, id)),
+      exceptions.slice(i, i + 20).map((e) => signalReconExceptionResolved(deps.temporal, queue, e)),
     );
   }
 }
@@ -599,10 +610,7 @@ export function reconciliationRoutes(deps: ApiDeps): Route[] {
           resolvedBy: resolverOf(ctx, caller),
         });
         if ('refused' in outcome) throw refusal(outcome, true);
-        await signalResolved(
-          deps,
-          outcome.resolved.map((e) => e.id),
-        );
+        await signalResolved(deps, outcome.resolved);
         const byId = new Map(outcome.resolved.map((e) => [e.id, e]));
         const order = [...new Set(body.ids)];
         return { body: { data: order.map((id) => reconExceptionBody(byId.get(id)!)) } };
@@ -670,7 +678,7 @@ export function reconciliationRoutes(deps: ApiDeps): Route[] {
           });
           unlessDeclined(await withDeadline(handle.result(), config.api.requestTimeoutMs));
         }
-        await signalResolved(deps, [exception.id]);
+        await signalResolved(deps, [exception]);
         return { body: reconExceptionBody((await getReconException(pool, exception.id))!) };
       },
     }),

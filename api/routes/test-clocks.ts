@@ -3,12 +3,15 @@ import { z } from 'zod';
 import { listReconExceptions } from '../../db/recon-exceptions';
 import { findTransaction } from '../../db/transactions';
 import { isNotFound } from '../../temporal/connection';
+import { wakeReconExceptionTimer } from '../../temporal/recon-runs';
+import { taskQueueOf } from '../../temporal/task-queues';
 import {
   ADVANCE_SECONDS,
   clockUpdates,
   NOT_WAITING_ON_A_TIMER,
 } from '../../workflows/clock-shared';
 import { workflowIds } from '../../workflows/ids';
+import { reconExceptionWake } from '../../workflows/recon-shared';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
@@ -34,6 +37,7 @@ const notWaiting = () => new AppError('invalid_request', NOT_WAITING_ON_A_TIMER)
 
 export function testClockRoutes(deps: ApiDeps): Route[] {
   const { pool, temporal, config, providers } = deps;
+  const maintenanceQueue = taskQueueOf(config, 'maintenance');
   return [
     defineRoute({
       method: 'post',
@@ -90,7 +94,12 @@ export function testClockRoutes(deps: ApiDeps): Route[] {
         );
         let exceptions = 0;
         for (const exception of open) {
-          if (await advance(workflowIds.reconException(exception.id))) exceptions += 1;
+          // A timer still in its start delay takes no update: woken first, it waits on its clock.
+          const woken = await withDeadline(
+            wakeReconExceptionTimer(temporal, maintenanceQueue, exception, reconExceptionWake),
+            config.api.requestTimeoutMs,
+          );
+          if (woken && (await advance(workflowIds.reconException(exception.id)))) exceptions += 1;
         }
         if (!own && exceptions === 0) throw notWaiting();
         // The sandbox provider's clock moves with the payment's: its payment code expires as

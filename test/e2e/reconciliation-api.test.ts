@@ -798,6 +798,18 @@ describe('the test clock and an open exception', () => {
         SELECT id FROM events WHERE type = 'reconciliation.exception.stale'
           AND data->>'id' = ${exceptionId}`);
     expect(await staleEvents()).toHaveLength(0);
+    // Its timer is started delayed until 72 hours after the exception opened: no task run yet.
+    const opened = await clockApi.get<{ created_at: string }>(`${EXCEPTIONS}/${exceptionId}`);
+    const timer = engine.temporal.workflow.getHandle(workflowIds.reconException(exceptionId));
+    const delayed = await pollUntil(
+      () => timer.describe().catch(() => null),
+      (d) => d !== null,
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
+    expect(delayed).toMatchObject({ status: { name: 'RUNNING' }, historyLength: 1 });
+    // Its first task is due then (the server counts the delay from its own receipt of the start).
+    const due = Date.parse(opened.body.created_at) + 72 * 3600 * 1000;
+    expect(Math.abs(delayed!.executionTime!.getTime() - due)).toBeLessThan(1_000);
     // The run starts its exceptions' timers once it is completed: until the timer waits, the
     // advance is refused and changes nothing.
     const early = await pollUntil(
@@ -818,7 +830,6 @@ describe('the test clock and an open exception', () => {
       seconds: 3600,
     });
     expect(late.status).toBe(200);
-    const timer = engine.temporal.workflow.getHandle(workflowIds.reconException(exceptionId));
     await pollUntil(
       async () => (await timer.describe()).status.name,
       (name) => name !== 'RUNNING',

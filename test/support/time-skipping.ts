@@ -48,13 +48,16 @@ export async function workflowBundle(): Promise<WorkflowBundleOption> {
   return { code: await bundled };
 }
 
-/** A worker with mocked activities on a fresh task queue, running `fn` while it polls. */
+/**
+ * A worker with mocked activities on a fresh task queue (or `taskQueue`, for work sent to it
+ * before it polls), running `fn` while it polls.
+ */
 export async function withWorker<R>(
   env: TestWorkflowEnvironment,
   activities: Partial<Activities>,
   fn: (taskQueue: string) => Promise<R>,
+  taskQueue = `wf-test-${randomUUID()}`,
 ): Promise<R> {
-  const taskQueue = `wf-test-${randomUUID()}`;
   const worker = await createEngineWorker({
     connection: env.nativeConnection,
     taskQueue,

@@ -34,7 +34,7 @@ import {
   reconciliationRunWorkflow,
   reconExceptionWorkflow,
 } from '../../workflows/provider-reconciliation';
-import { RECON_EXCEPTION_STALE_MS } from '../../workflows/recon-shared';
+import { RECON_EXCEPTION_STALE_MS, reconExceptionWake } from '../../workflows/recon-shared';
 import { clockUpdates, type AdvanceTimeResult } from '../../workflows/clock-shared';
 import {
   disputeUpdates,
@@ -1329,6 +1329,41 @@ export const reconExceptionStale = scenario({
   },
 });
 
+/**
+ * An exception's timer started delayed until its due time (as a run starts it), woken an hour
+ * in by the test clock, which advances it past the due time: the stale event at once.
+ */
+export const reconExceptionDue = scenario({
+  name: 'recon-exception-due',
+  input: (nowMs) => ({
+    exceptionId: fixtureId(112),
+    mode: 'test' as const,
+    dueAt: new Date(nowMs + RECON_EXCEPTION_STALE_MS).toISOString(),
+  }),
+  activities: () =>
+    ({
+      markReconExceptionStale: () => Promise.resolve(true),
+    }) satisfies Partial<Activities>,
+  run: async (env, taskQueue, input) => {
+    const options = {
+      workflowId: `recon-exception-${input.exceptionId}`,
+      taskQueue,
+      args: [input] as [typeof input],
+    };
+    await env.client.workflow.start(reconExceptionWorkflow, {
+      ...options,
+      startDelay: RECON_EXCEPTION_STALE_MS,
+    });
+    await env.sleep(60 * 60 * 1000);
+    const handle = await env.client.workflow.signalWithStart(reconExceptionWorkflow, {
+      ...options,
+      signal: reconExceptionWake,
+    });
+    await handle.executeUpdate(clockUpdates.advanceTime, { args: [{ seconds: 72 * 3600 }] });
+    return { handle, result: await handle.result() };
+  },
+});
+
 /** A dispute: opened, evidence sent (under review), then won by the provider's decision. */
 export const disputeEvidenceWon = scenario({
   name: 'dispute-evidence-won',
@@ -1509,6 +1544,7 @@ export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
   reconRun,
   reconDaily,
   reconExceptionStale,
+  reconExceptionDue,
   reconAdjusted,
   reconAdjustDeclined,
   disputeEvidenceWon,

@@ -120,7 +120,8 @@ export async function reconRunScenario(bench: Bench, records = RECON_RECORDS): P
   ].join(' ');
   const note =
     `${completedS.toFixed(0)} s to completed (${endedS.toFixed(0)} s ${timersDone ? 'with' : 'and still starting'} ` +
-    `the exceptions' timers), ${rate.toFixed(0)} records/s; worker RSS ${mb(rss.start)} before, ` +
+    `the exceptions' timers: ${(endedS - completedS).toFixed(0)} s after completed), ` +
+    `${rate.toFixed(0)} records/s; worker RSS ${mb(rss.start)} before, ` +
     `${mb(highest)} at most (${verdict})`;
   progress(`   ${note}`);
   return {
