@@ -97,11 +97,14 @@ export type TransferResult =
 
 /**
  * Sinks of the payment workflows (temporal/settlements.ts): `settled` tells this process's API the
- * result a payment settled with (a transfer's result, an escrow hold's first step), so that a
- * request that started it need not wait on the server.
+ * result a payment settled with (a transfer's result, an escrow hold's first step, a card
+ * deposit's or a refund's `open` answer), so that a request that started it need not wait on
+ * the server. `Result` is the workflow's own answer (a refund's is in money-out-shared.ts).
  */
-export interface PaymentSinks extends Sinks {
-  payments: { settled(result: TransferResult | EscrowStepResult): void };
+export interface PaymentSinks<
+  Result = TransferResult | EscrowStepResult | CardDepositOpened | Declined,
+> extends Sinks {
+  payments: { settled(result: Result): void };
 }
 
 export type DepositInput = {
