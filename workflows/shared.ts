@@ -96,10 +96,9 @@ export type TransferResult =
   | Declined;
 
 /**
- * Sinks of the payment workflows (temporal/settlements.ts): `settled` tells this process's API the
- * result a payment settled with (a transfer's result, an escrow hold's first step, a card
- * deposit's or a refund's `open` answer), so that a request that started it need not wait on
- * the server. `Result` is the workflow's own answer (a refund's is in money-out-shared.ts).
+ * Sinks of the payment workflows (temporal/settlements.ts): `settled` tells this process's API
+ * what a payment first answers (`Result`: the workflow's own), so that a request that started it
+ * need not wait on the server.
  */
 export interface PaymentSinks<
   Result = TransferResult | EscrowStepResult | CardDepositOpened | Declined,

@@ -1,11 +1,13 @@
+import { startApi } from '../../api/server';
+import { createLogger } from '../../observability/logger';
 import { historyCounts, type HistoryCounts } from '../../tools/bench/history-counts';
 import { workflowIds } from '../../workflows/ids';
-import { createFundedWallet, createUserWithWallet } from '../support/http';
+import { clientFor, createFundedWallet, createUserWithWallet } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
 import { reportedInProcess } from '../support/metrics';
 
 const engine = useTestEngine();
-const { api } = useTestApp(engine, { currency: 'USD' });
+const { app, api } = useTestApp(engine, { currency: 'USD' });
 
 /** What the server keeps of a payment, but its bytes (ids and times vary them a little). */
 async function countsOf(
@@ -108,5 +110,42 @@ describe("payments' histories through the API", () => {
       localActivities: 3,
       upserted: status(1),
     });
+  });
+
+  it('the split shape (an API without a worker in its process): the card steps go through their update', async () => {
+    const split = await startApi(
+      engine.config,
+      createLogger('silent'),
+      engine.config.database.url!,
+    );
+    try {
+      const apart = clientFor(split.url, app);
+      const { walletId } = await createUserWithWallet(apart);
+      const deposit = await apart.post('/api/v1/transactions/wallet/card-deposit', {
+        wallet_id: walletId,
+        amount: 10,
+        payment_method_id: 'pm_card_visa',
+      });
+      expect(deposit.status).toBe(200);
+      const refund = await apart.post(`/api/v1/transactions/${deposit.body.id}/refund`, {
+        amount: 1,
+      });
+      expect(refund.status).toBe(200);
+      const oneTask = { workflowTasks: 1, activityTasks: 0, patches: 0, upserts: 1, updates: 1 };
+      expect(await countsOf(workflowIds.cardDeposit(deposit.body.id))).toEqual({
+        ...oneTask,
+        events: 10,
+        localActivities: 2,
+        upserted: status(1),
+      });
+      expect(await countsOf(workflowIds.refund(refund.body.id))).toEqual({
+        ...oneTask,
+        events: 11,
+        localActivities: 3,
+        upserted: status(1),
+      });
+    } finally {
+      await split.close();
+    }
   });
 });
