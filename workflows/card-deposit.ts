@@ -4,6 +4,7 @@ import {
   patched,
   proxyActivities,
   proxyLocalActivities,
+  proxySinks,
   setHandler,
 } from '@temporalio/workflow';
 import type { Activities } from './activities-types';
@@ -20,6 +21,7 @@ import {
   type CardPaymentState,
   type Declined,
   type DepositOutcome,
+  type PaymentSinks,
 } from './shared';
 import { setPaymentStatus } from './status';
 import { paymentClock } from './clock';
@@ -38,6 +40,9 @@ const remote = {
   provider: proxyActivities<Activities>(activityPresets.provider),
 };
 const resolver = proxyActivities<Activities>(activityPresets.resolution);
+
+/** Tells the API of this worker's process what `open` answers (temporal/settlements.ts). */
+const { payments } = proxySinks<PaymentSinks>();
 
 const CARD_PAYMENT_STATES: readonly string[] = [
   'succeeded',
@@ -160,12 +165,14 @@ export async function cardDepositWorkflow(input: CardDepositInput): Promise<Depo
     answer = refused;
     outcome = 'failed';
     setPaymentStatus('failed');
+    payments.settled(answer);
     await condition(allHandlersFinished);
     return outcome;
   }
 
   if (payment.paymentStatus === 'succeeded') await settle('completed');
   answer = { status: 'opened', outcome, payment };
+  payments.settled(answer);
 
   const untilExpiry = Math.max(1_000, Date.parse(payment.expiresAt) - Date.now());
   const paymentId = payment.paymentId;

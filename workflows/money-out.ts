@@ -4,6 +4,7 @@ import {
   patched,
   proxyActivities,
   proxyLocalActivities,
+  proxySinks,
   setHandler,
 } from '@temporalio/workflow';
 import type { Activities } from './activities-types';
@@ -19,7 +20,7 @@ import {
 } from './money-out-shared';
 import { handleResolution, providerAnswer } from './resolution';
 import { activityPresets } from './retry';
-import type { Declined } from './shared';
+import type { Declined, PaymentSinks } from './shared';
 import { setPaymentStatus } from './status';
 import { paymentClock } from './clock';
 
@@ -37,6 +38,9 @@ const remote = {
   provider: proxyActivities<Activities>(activityPresets.provider),
 };
 const resolver = proxyActivities<Activities>(activityPresets.resolution);
+
+/** Tells the API of this worker's process what `open` answers (temporal/settlements.ts). */
+const { payments } = proxySinks<PaymentSinks<MoneyOutOpened | Declined>>();
 
 /** Whether this saga runs its steps locally: asked once, at its start. */
 const runsLocally = (input: MoneyOutInput): boolean =>
@@ -103,9 +107,16 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
     return outcome;
   }
 
+  /** Gives `open` its answer once, and tells this process's API (temporal/settlements.ts). */
+  function answerOnce(value: MoneyOutOpened | Declined): void {
+    if (answer !== undefined) return;
+    answer = value;
+    payments.settled(value);
+  }
+
   /** Ends a saga that never reached the provider's acceptance. */
   async function end(declined: Declined): Promise<MoneyOutOutcome> {
-    answer ??= declined;
+    answerOnce(declined);
     outcome = 'failed';
     setPaymentStatus('failed');
     await condition(allHandlersFinished);
@@ -184,13 +195,13 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
       }
       if (!exhausted(error)) throw error;
       // Unreachable: the request is answered pending; the money stays reserved meanwhile.
-      answer ??= opened();
+      answerOnce(opened());
       await clock.wait(() => false, RESEND_PAUSE_MS);
     }
   }
   accepted = true;
   if (payout.status !== 'pending') await settle(payout.status);
-  answer ??= opened();
+  answerOnce(opened());
 
   /** The provider's answer when the pending TTL passes; still pending: another TTL. */
   const askAtTtl = async () => {

@@ -96,12 +96,14 @@ export type TransferResult =
   | Declined;
 
 /**
- * Sinks of the payment workflows (temporal/settlements.ts): `settled` tells this process's API the
- * result a payment settled with (a transfer's result, an escrow hold's first step), so that a
- * request that started it need not wait on the server.
+ * Sinks of the payment workflows (temporal/settlements.ts): `settled` tells this process's API
+ * what a payment first answers (`Result`: the workflow's own), so that a request that started it
+ * need not wait on the server.
  */
-export interface PaymentSinks extends Sinks {
-  payments: { settled(result: TransferResult | EscrowStepResult): void };
+export interface PaymentSinks<
+  Result = TransferResult | EscrowStepResult | CardDepositOpened | Declined,
+> extends Sinks {
+  payments: { settled(result: Result): void };
 }
 
 export type DepositInput = {

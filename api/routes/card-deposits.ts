@@ -261,6 +261,12 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
             type: 'card_deposit',
             walletIds: [body.wallet_id],
             update: cardDepositUpdates.open,
+            // Charged and credited, or declined and recorded failed: a rerun of the task finds
+            // the step made and answers the same. 3-D Secure and the rest go the update's way.
+            answerLocally: (result) =>
+              result.status === 'opened'
+                ? result.outcome === 'completed'
+                : result.code === 'card_declined',
           }),
         );
         const deposit = await findCardDeposit(pool, transactionId);

@@ -106,6 +106,9 @@ export function refundRoutes(deps: ApiDeps): Route[] {
             type: 'card_refund',
             walletIds: [walletId],
             update: moneyOutUpdates.open,
+            // Settled on the provider's answer: a rerun of the task finds every step made. A
+            // decline or a refund still pending goes the update's way, as the workflow records.
+            answerLocally: (result) => result.status === 'opened' && result.outcome !== 'pending',
           }),
         );
         const record = await findMoneyOut(pool, transactionId);

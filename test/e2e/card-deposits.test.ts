@@ -15,6 +15,7 @@ import { createTestApp } from '../support/engine';
 import { sandboxWebhookSecret } from '../../outbound/secret-box';
 import { clientFor, createUserWithWallet } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
+import { reportedInProcess } from '../support/metrics';
 
 const engine = useTestEngine();
 const { app, api } = useTestApp(engine, { currency: 'USD', settings: { feeBps: { card: 150 } } });
@@ -95,27 +96,28 @@ describe('card deposits', () => {
     const listed = await api.get(`/api/v1/transactions/${res.body.id}`);
     expect(listed.status).toBe(200);
     expect(listed.body).toMatchObject({ id: res.body.id, status: 'completed' });
-    const described = await engine.temporal.workflow
-      .getHandle(workflowIds.cardDeposit(res.body.id))
-      .describe();
+    // The answer can come before the workflow task's completion reaches the server.
+    const handle = engine.temporal.workflow.getHandle(workflowIds.cardDeposit(res.body.id));
+    await handle.result();
+    const described = await handle.describe();
     expect(described.typedSearchAttributes.get(SearchAttributes.PaymentType)).toBe('card_deposit');
     expect(described.typedSearchAttributes.get(SearchAttributes.PaymentStatus)).toBe('completed');
     await assertLedgerInvariant(engine.pool);
   });
 
-  it('costs Temporal 1 workflow task: its 2 steps are local activities, no timer or extra update', async () => {
+  it('costs Temporal 1 workflow task: its 2 steps are local activities, no timer or update', async () => {
     // The dev server's work per deposit follows its history: a step added here slows
-    // `npm run bench`'s card row, so the shape is pinned.
+    // `npm run bench`'s card row, so the shape is pinned. A deposit whose worker reported too
+    // late (a loaded machine) went through its `open` update instead, and is set aside.
     const { walletId } = await createUserWithWallet(api);
-    const res = await api.post(DEPOSIT, {
-      wallet_id: walletId,
-      amount: 5,
-      payment_method_id: 'pm_card_visa',
-    });
+    const res = await reportedInProcess('card_deposit', () =>
+      api.post(DEPOSIT, { wallet_id: walletId, amount: 5, payment_method_id: 'pm_card_visa' }),
+    );
     expect(res.status).toBe(200);
-    const { events } = await engine.temporal.workflow
-      .getHandle(workflowIds.cardDeposit(res.body.id))
-      .fetchHistory();
+    // Answered by its own worker, before the task's completion reached the server.
+    const handle = engine.temporal.workflow.getHandle(workflowIds.cardDeposit(res.body.id));
+    expect(await handle.result()).toBe('completed');
+    const { events } = await handle.fetchHistory();
     const counts: Record<string, number> = {};
     for (const e of events ?? []) {
       const name = temporal.api.enums.v1.EventType[e.eventType!].replace('EVENT_TYPE_', '');
@@ -126,8 +128,6 @@ describe('card deposits', () => {
       WORKFLOW_TASK_SCHEDULED: 1,
       WORKFLOW_TASK_STARTED: 1,
       WORKFLOW_TASK_COMPLETED: 1,
-      WORKFLOW_EXECUTION_UPDATE_ACCEPTED: 1,
-      WORKFLOW_EXECUTION_UPDATE_COMPLETED: 1,
       MARKER_RECORDED: 2,
       UPSERT_WORKFLOW_SEARCH_ATTRIBUTES: 1,
       WORKFLOW_EXECUTION_COMPLETED: 1,

@@ -1,3 +1,5 @@
+import { eagerFallbacks } from '../../observability/metrics';
+
 /**
  * The Prometheus text format, read back: every sample by `name{label="value",...}` with its
  * labels sorted, so that a test can name a series whatever order the exporter wrote them in.
@@ -42,4 +44,27 @@ export async function scrape(url: string): Promise<Samples> {
 /** How much a series grew between two scrapes (absent counts as 0). */
 export function increase(before: Samples, after: Samples, key: string): number {
   return (after.get(key) ?? 0) - (before.get(key) ?? 0);
+}
+
+/** Payments of a type whose in-process report came too late (observability/metrics.ts). */
+export async function missedReports(type: string): Promise<number> {
+  const { values } = await eagerFallbacks.get();
+  return values
+    .filter((v) => v.labels.type === type && v.labels.reason === 'settlement_wait')
+    .reduce((n, v) => n + v.value, 0);
+}
+
+/**
+ * Makes a payment of `type` until its own worker's report answered it, up to three: on a loaded
+ * machine the report may miss its deadline and the payment then goes through the server (an
+ * update, or a wait on its result), which changes its history. Answers the last one made.
+ */
+export async function reportedInProcess<T>(type: string, make: () => Promise<T>): Promise<T> {
+  let made: T | undefined;
+  for (let tries = 0; tries < 3; tries += 1) {
+    const missedBefore = await missedReports(type);
+    made = await make();
+    if ((await missedReports(type)) === missedBefore) break;
+  }
+  return made!;
 }
