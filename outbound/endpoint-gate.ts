@@ -26,8 +26,11 @@ export type EndpointGate = {
 export const MIN_DEFERRAL_MS = 1_000;
 /** And at most this long: the retry schedule's longest wait between two attempts. */
 export const MAX_DEFERRAL_MS = 60 * 60 * 1000;
-/** What an attempt is taken to last before this process has seen one to the endpoint finish. */
-const FIRST_GUESS_MS = 1_000;
+/**
+ * What an attempt is taken to last before one to the endpoint has finished here: its longest,
+ * since the endpoint is at its bound with none finished (a first refusal too short is repeated).
+ */
+const FIRST_GUESS_MS = 10_000;
 /** The weight of the newest attempt in the endpoint's running mean of durations. */
 const MEAN_WEIGHT = 0.2;
 /** Endpoints remembered; past it the memory of the idle ones starts over. */
@@ -37,6 +40,7 @@ type Endpoint = {
   running: number;
   failing: boolean;
   meanMs: number;
+  finished: number;
   /** When the last refused attempt was told to come back (ms since the epoch). */
   queuedUntil: number;
 };
@@ -59,7 +63,7 @@ export function endpointGate(options: {
       if (endpoints.size >= ENDPOINTS_REMEMBERED) {
         for (const [k, v] of endpoints) if (v.running === 0) endpoints.delete(k);
       }
-      e = { running: 0, failing: false, meanMs: FIRST_GUESS_MS, queuedUntil: 0 };
+      e = { running: 0, failing: false, meanMs: FIRST_GUESS_MS, finished: 0, queuedUntil: 0 };
       endpoints.set(key, e);
     }
     return e;
@@ -78,7 +82,9 @@ export function endpointGate(options: {
           e.running -= 1;
           if (posted) {
             e.failing = !posted.ok;
-            e.meanMs += MEAN_WEIGHT * (Math.max(0, posted.durationMs) - e.meanMs);
+            const duration = Math.max(0, posted.durationMs);
+            e.meanMs = e.finished === 0 ? duration : e.meanMs + MEAN_WEIGHT * (duration - e.meanMs);
+            e.finished += 1;
           }
           // A healthy endpoint with nothing running or queued is forgotten at once.
           if (idle(e) && endpoints.get(key) === e) endpoints.delete(key);
