@@ -1,8 +1,10 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { Config } from '../config';
 import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import {
+  deferDelivery,
   findEvent,
   recordDeliveryAttempt,
   relayEventBatch,
@@ -17,6 +19,7 @@ import {
   previousSecretBinding,
   resealWebhookSecret,
 } from '../db/webhook-subscriptions';
+import { endpointGate } from '../outbound/endpoint-gate';
 import { seal, SecretBoxError, webhookSecretKey } from '../outbound/secret-box';
 import { webhookSigningSecrets } from '../outbound/webhook-secrets';
 import { postWebhook, signedDelivery } from '../outbound/webhook-post';
@@ -35,14 +38,22 @@ const UNREADABLE_SECRET =
 /** Workflow starts in flight at once. */
 const START_CONCURRENCY = 16;
 
+/** The failure type of an attempt sent back to the queue by its endpoint's bound. */
+export const ENDPOINT_BUSY = 'WebhookEndpointBusy';
+
 export type WebhookAttemptInput = DeliveryTarget & {
   attempt: number;
   /** The wait before the next attempt should this one fail; null: this is the last. */
   retryInMs: number | null;
+  /**
+   * The workflow's local first attempt: when the endpoint is at its bound or its last attempt
+   * failed, answer `queued` at once (nothing sent or written), and the workflow queues it.
+   */
+  queueWhenBusy?: boolean;
 };
 
 export type WebhookAttemptResult = {
-  status: 'delivered' | 'pending' | 'failed' | 'stopped';
+  status: 'delivered' | 'pending' | 'failed' | 'stopped' | 'queued';
   attempts: number;
   statusCode: number | null;
   error: string | null;
@@ -88,6 +99,16 @@ export function createWebhookActivities(deps: { pool: DatabasePool; config: Conf
   const { pool, config } = deps;
   let key: Buffer | undefined;
   const secretKey = () => (key ??= webhookSecretKey(config));
+  // One per process: the money worker's drain of old deliveries shares it with the webhook worker.
+  const gate = endpointGate({ perEndpoint: config.webhooks.attemptsPerEndpoint });
+
+  /** The local first attempt's answer when its endpoint is busy or failing: queue it. */
+  const queued = (input: WebhookAttemptInput): WebhookAttemptResult => ({
+    status: 'queued',
+    attempts: input.attempt - 1,
+    statusCode: null,
+    error: null,
+  });
 
   /**
    * One relay round: claims unrelayed events in order, starts a delivery workflow per matching
@@ -124,9 +145,8 @@ export function createWebhookActivities(deps: { pool: DatabasePool; config: Conf
   }
 
   /**
-   * One delivery attempt: the subscription as it is now (disabled, deleted or no longer
-   * selecting the event: the delivery stops), a POST signed with its current secret through the
-   * address guard, and the attempt and the delivery's new state recorded.
+   * One attempt under its endpoint's bound (docs/api.md, Webhooks): the subscription as it is
+   * now, a POST signed with its current secret through the address guard, and its record.
    */
   async function attemptWebhookDelivery(input: WebhookAttemptInput): Promise<WebhookAttemptResult> {
     const target = {
@@ -134,6 +154,36 @@ export function createWebhookActivities(deps: { pool: DatabasePool; config: Conf
       subscriptionId: input.subscriptionId,
       redelivery: input.redelivery ?? 0,
     };
+    const endpoint = input.subscriptionId;
+    if (input.queueWhenBusy && gate.failing(endpoint)) return queued(input);
+    const lease = gate.enter(endpoint);
+    if (!lease) {
+      if (input.queueWhenBusy) return queued(input);
+      // Back to Temporal's queue, which holds it at no cost; never lost, for the retry policy
+      // has no bound, and not an error either (the SDK logs it at debug).
+      const waitMs = gate.deferralMs(endpoint);
+      await deferDelivery(pool, target, waitMs);
+      throw ApplicationFailure.create({
+        type: ENDPOINT_BUSY,
+        message: `The endpoint has ${config.webhooks.attemptsPerEndpoint} attempts running`,
+        nextRetryDelay: waitMs,
+        category: ApplicationFailureCategory.BENIGN,
+      });
+    }
+    let outcome: { durationMs: number; ok: boolean } | undefined;
+    try {
+      const result = await attemptNow(input, target);
+      outcome = result.posted;
+      return result.answer;
+    } finally {
+      lease.leave(outcome);
+    }
+  }
+
+  async function attemptNow(
+    input: WebhookAttemptInput,
+    target: Required<DeliveryTarget>,
+  ): Promise<{ answer: WebhookAttemptResult; posted?: { durationMs: number; ok: boolean } }> {
     const [event, subscription] = await Promise.all([
       findEvent(pool, input.eventId),
       findSubscriptionForDelivery(pool, target),
@@ -151,7 +201,9 @@ export function createWebhookActivities(deps: { pool: DatabasePool; config: Conf
               : null;
     if (reason || !event || !subscription) {
       const row = await stopDelivery(pool, target, reason ?? 'Stopped');
-      return { status: 'stopped', attempts: row.attempts, statusCode: null, error: reason };
+      return {
+        answer: { status: 'stopped', attempts: row.attempts, statusCode: null, error: reason },
+      };
     }
     let secrets: string[] | undefined;
     try {
@@ -215,7 +267,15 @@ export function createWebhookActivities(deps: { pool: DatabasePool; config: Conf
       },
       note,
     );
-    return { status, attempts: row.attempts, statusCode: outcome.statusCode, error: outcome.error };
+    return {
+      answer: {
+        status,
+        attempts: row.attempts,
+        statusCode: outcome.statusCode,
+        error: outcome.error,
+      },
+      posted: secrets ? { durationMs: outcome.durationMs, ok } : undefined,
+    };
   }
 
   /** The maintenance schedule's check that the relay runs. */

@@ -314,6 +314,14 @@ export const envSchema = z.object({
       'Comma-separated IPs or CIDR ranges (`127.0.0.1/32,::1`) that the webhook URL guard lets through although they are private or internal, for local development and tests. Leave it empty in production.',
     shownDefault: 'empty',
   }),
+  WEBHOOK_ATTEMPTS_PER_WORKER: z.coerce.number().int().min(1).max(1000).default(32).meta({
+    description:
+      "Webhook delivery attempts a webhook worker process runs at once (1 to 1000), besides the outbox relay; the rest wait in Temporal's queue. An attempt holds no database connection while it waits for the endpoint.",
+  }),
+  WEBHOOK_ATTEMPTS_PER_ENDPOINT: z.coerce.number().int().min(1).max(1000).default(4).meta({
+    description:
+      "Attempts to one subscription's endpoint a worker process runs at once (1 to 1000), so that a slow or dead endpoint never holds more of the worker: one more goes back to Temporal's queue for about as long as those ahead of it take, its delivery's `next_attempt_at` saying when.",
+  }),
   WEBHOOKS_LISTEN_SAFETY_READ_SECONDS: z.coerce.number().int().min(1).max(3600).default(5).meta({
     description:
       '`cli webhooks listen` (1 to 3600): how long it waits without a notification before reading the events table anyway, in case a notification was lost with its connection.',
@@ -594,6 +602,9 @@ export type Config = {
     privateAllowlist: string[];
     /** `cli webhooks listen`: its read without a notification, its registration's lifetime. */
     listen: { safetyReadSeconds: number; leaseSeconds: number };
+    /** Attempts a webhook worker runs at once, and to one endpoint (outbound/endpoint-gate.ts). */
+    attemptsPerWorker: number;
+    attemptsPerEndpoint: number;
   };
   /** The `reconciliation` schedule (worker/schedules.ts, workflows/reconciliation.ts). */
   reconciliation: {
@@ -883,6 +894,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         safetyReadSeconds: e.WEBHOOKS_LISTEN_SAFETY_READ_SECONDS,
         leaseSeconds: e.WEBHOOKS_LISTEN_LEASE_SECONDS,
       },
+      attemptsPerWorker: e.WEBHOOK_ATTEMPTS_PER_WORKER,
+      attemptsPerEndpoint: e.WEBHOOK_ATTEMPTS_PER_ENDPOINT,
     },
     reconciliation: {
       intervalSeconds: e.RECONCILIATION_INTERVAL_SECONDS,

@@ -136,6 +136,22 @@ export async function recordDeliveryAttempt(
   });
 }
 
+/**
+ * An attempt that its endpoint's bound sent back to Temporal's queue: `next_attempt_at` says
+ * when it is now expected (the first attempt's included), while the delivery is pending.
+ */
+export async function deferDelivery(
+  db: CommonQueryMethods,
+  target: DeliveryTarget,
+  inMs: number,
+): Promise<void> {
+  await db.query(sql.unsafe`
+    UPDATE webhook_deliveries
+    SET next_attempt_at = now() + ${inMs} * interval '1 millisecond', updated_at = now()
+    WHERE event_id = ${target.eventId} AND subscription_id = ${target.subscriptionId}
+      AND redelivery = ${target.redelivery ?? 0} AND status = 'pending'`);
+}
+
 /** A delivery that stops without an attempt (its subscription disabled or deleted). */
 export async function stopDelivery(
   pool: DatabasePool,

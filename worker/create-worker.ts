@@ -31,9 +31,8 @@ export type QueueWorkers = {
 const MAINTENANCE_CACHED_WORKFLOWS = 100;
 
 /**
- * What each queue's worker may run at once. Money keeps the pool's size in activities (each
- * holds at most one connection) and the workflow slots eager starts need; the webhook relay and
- * the maintenance runs are few and long, and a delivery is a local activity of its workflow.
+ * What each queue's worker may run at once: money, the pool's size in activities and the slots
+ * eager starts need; webhooks, its attempts and the relay's round; maintenance, a few long runs.
  */
 function queueTuning(config: Config, kind: QueueKind): Partial<WorkerOptions> {
   const tuning: Record<QueueKind, Partial<WorkerOptions>> = {
@@ -43,7 +42,10 @@ function queueTuning(config: Config, kind: QueueKind): Partial<WorkerOptions> {
       // these slots is free when the API starts it; a free slot costs nothing.
       maxConcurrentWorkflowTaskExecutions: config.temporal.workflowTaskSlots,
     },
-    webhooks: { maxConcurrentActivityTaskExecutions: 4 },
+    webhooks: {
+      maxConcurrentActivityTaskExecutions: config.webhooks.attemptsPerWorker + 1,
+      maxConcurrentLocalActivityExecutions: config.webhooks.attemptsPerWorker,
+    },
     maintenance: {
       maxConcurrentActivityTaskExecutions: 4,
       // Each open reconciliation exception waits days on its timer: cached, thousands of them

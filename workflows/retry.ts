@@ -49,11 +49,16 @@ export const activityPresets = {
     retry: { ...retryPresets.ledger, maximumAttempts: 3 },
   },
   /**
-   * One webhook POST (at most 10 s) and its record, run as a local activity. It retries only a
-   * fault of ours (the database); the merchant's failures are answers, retried by the workflow's
-   * timers.
+   * One webhook POST (at most 10 s) and its record, an activity task on the webhook queue. It
+   * retries only a fault of ours (the database, a lost worker) and an endpoint at its bound
+   * (which says when); the merchant's failures are answers, retried by the workflow's timers.
    */
-  webhookAttempt: { startToCloseTimeout: '30 seconds', retry: retryPresets.ledger },
+  webhookAttempt: { startToCloseTimeout: '20 seconds', retry: retryPresets.ledger },
+  /**
+   * The same, run as a local activity in the workflow task: a delivery's first attempt, and
+   * every attempt of a delivery recorded before attempts were activity tasks.
+   */
+  webhookAttemptLocal: { startToCloseTimeout: '30 seconds', retry: retryPresets.ledger },
   /** The outbox relay's round: about a minute, heartbeating; a lost worker is noticed in 20 s. */
   webhookRelay: {
     startToCloseTimeout: '5 minutes',

@@ -1,4 +1,10 @@
-import { continueAsNew, proxyActivities, proxyLocalActivities, sleep } from '@temporalio/workflow';
+import {
+  continueAsNew,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  sleep,
+} from '@temporalio/workflow';
 import type { Activities } from './activities-types';
 import { activityPresets } from './retry';
 import { webhookNextRetryMs } from './webhook-schedule';
@@ -17,10 +23,40 @@ export type WebhookDeliveryResult = {
   lastAttemptAt: number;
 };
 
-// A local activity: the attempt runs in the workflow task, without an activity task's round
-// trips through the server (lower delay from the movement to the delivery, less server load).
-const { attemptWebhookDelivery } = proxyLocalActivities<Activities>(activityPresets.webhookAttempt);
+// The first attempt is local (in the workflow task, no activity task's trips through the
+// server: a healthy endpoint gets the event soonest); the others are activity tasks, which wait
+// in the server's queue at no cost while the endpoint is down.
+const { attemptWebhookDelivery: attemptLocally } = proxyLocalActivities<Activities>(
+  activityPresets.webhookAttemptLocal,
+);
+const { attemptWebhookDelivery: attemptQueued } = proxyActivities<Activities>(
+  activityPresets.webhookAttempt,
+);
 const { relayWebhookEvents } = proxyActivities<Activities>(activityPresets.webhookRelay);
+
+type AttemptInput = Parameters<Activities['attemptWebhookDelivery']>[0];
+type AttemptResult = Awaited<ReturnType<Activities['attemptWebhookDelivery']>>;
+/** What an attempt made (or stopped) answers: only the local first attempt answers `queued`. */
+type Attempted = AttemptResult & { status: Exclude<AttemptResult['status'], 'queued'> };
+
+/**
+ * One attempt. The local first attempt hands back an endpoint at its bound or failing (`queued`,
+ * nothing sent), and it is queued instead. Deliveries recorded before attempts were activity
+ * tasks keep every attempt local.
+ */
+async function attemptOnce(input: AttemptInput): Promise<Attempted> {
+  if (!patched('webhook-attempt-activity')) return attempted(await attemptLocally(input));
+  if (input.attempt === 1) {
+    const outcome = await attemptLocally({ ...input, queueWhenBusy: true });
+    if (outcome.status !== 'queued') return attempted(outcome);
+  }
+  return attempted(await attemptQueued(input));
+}
+
+function attempted(outcome: AttemptResult): Attempted {
+  if (outcome.status === 'queued') throw new Error('An attempt asked to be made answered queued');
+  return { ...outcome, status: outcome.status };
+}
 
 /**
  * Delivers one event to one subscription. Each attempt re-reads the subscription (URL, secret;
@@ -34,7 +70,7 @@ export async function webhookDeliveryWorkflow(
   for (let attempt = 1; ; attempt += 1) {
     const lastAttemptAt = Date.now();
     const retryInMs = webhookNextRetryMs(attempt, lastAttemptAt - firstAttemptAt);
-    const outcome = await attemptWebhookDelivery({ ...input, attempt, retryInMs });
+    const outcome = await attemptOnce({ ...input, attempt, retryInMs });
     if (outcome.status !== 'pending' || retryInMs === null) {
       const status = outcome.status === 'pending' ? 'failed' : outcome.status;
       return { status, attempts: outcome.attempts, firstAttemptAt, lastAttemptAt };

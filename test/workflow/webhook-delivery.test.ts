@@ -1,9 +1,14 @@
 import { createCipheriv, randomBytes, randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { sql } from 'slonik';
 import { z } from 'zod';
+import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import {
   createWebhookActivities,
+  ENDPOINT_BUSY,
   type WebhookAttemptInput,
   type WebhookAttemptResult,
 } from '../../activities/webhooks';
@@ -15,6 +20,7 @@ import {
   insertWebhookSubscription,
   updateWebhookSubscription,
 } from '../../db/webhook-subscriptions';
+import { MIN_DEFERRAL_MS } from '../../outbound/endpoint-gate';
 import { newWebhookSecret, open, seal } from '../../outbound/secret-box';
 import { webhookDeliveryId } from '../../workflows/ids';
 import { webhookDeliveryWorkflow } from '../../workflows/webhook';
@@ -287,6 +293,102 @@ describe('webhookDeliveryWorkflow', () => {
     ]);
   });
 
+  it('runs at most WEBHOOK_ATTEMPTS_PER_ENDPOINT attempts to one endpoint at once; the rest go back to the queue', async () => {
+    const bound = 2;
+    const deliveries = 6;
+    const endpoint = await holdingEndpoint(bound);
+    const first = await pendingDelivery('/held');
+    const { subscriptionId } = first;
+    await updateWebhookSubscription(pool, subscriptionId, { url: endpoint.url });
+    const eventIds = [first.eventId];
+    while (eventIds.length < deliveries) {
+      eventIds.push(
+        await insertEvent(pool, {
+          applicationId: app.id,
+          mode: 'test',
+          type: 'transfer.completed',
+          transactionId: null,
+          data: { id: randomUUID(), amount: 1 },
+        }),
+      );
+    }
+    // As the relay writes them, before it starts their workflows.
+    await pool.query(sql.unsafe`
+      INSERT INTO webhook_deliveries (event_id, subscription_id)
+      SELECT unnest(${sql.array(eventIds, 'uuid')}::uuid[]), ${subscriptionId}::uuid`);
+    const bounded = createWebhookActivities({
+      pool,
+      config: { ...config, webhooks: { ...config.webhooks, attemptsPerEndpoint: bound } },
+    });
+    const attempt = (eventId: string, queueWhenBusy?: boolean) =>
+      bounded.attemptWebhookDelivery({
+        eventId,
+        subscriptionId,
+        attempt: 1,
+        retryInMs: 5_000,
+        queueWhenBusy,
+      });
+    const refusals: unknown[] = [];
+    let queuedAnswer: unknown;
+    // While two attempts are held, the refused ones say when they are expected, and a local
+    // first attempt is handed back to be queued.
+    endpoint.holdUntil(async () => {
+      const waiting = await pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+        SELECT count(*)::int AS n FROM webhook_deliveries
+        WHERE event_id = ANY (${sql.array(eventIds, 'uuid')}) AND subscription_id = ${subscriptionId}
+          AND status = 'pending' AND next_attempt_at IS NOT NULL`);
+      if (waiting < deliveries - bound) return false;
+      queuedAnswer ??= await attempt(eventIds[deliveries - 1]!, true);
+      return true;
+    });
+    // Temporal's part: an attempt refused comes back (here soon) until it is made.
+    const untilMade = async (eventId: string) => {
+      for (;;) {
+        try {
+          return await attempt(eventId);
+        } catch (error) {
+          refusals.push(error);
+          await delay(20);
+        }
+      }
+    };
+    try {
+      const results = await Promise.all(eventIds.map(untilMade));
+      expect(results.map((r) => [r.status, r.attempts])).toEqual(
+        Array(deliveries).fill(['delivered', 1]),
+      );
+      expect(endpoint.mostAtOnce()).toBe(bound);
+      expect(endpoint.sawHeldCondition()).toBe(true);
+      expect(queuedAnswer).toEqual({
+        status: 'queued',
+        attempts: 0,
+        statusCode: null,
+        error: null,
+      });
+      expect(refusals.length).toBeGreaterThanOrEqual(deliveries - bound);
+      for (const refusal of refusals) {
+        expect(refusal).toBeInstanceOf(ApplicationFailure);
+        const failure = refusal as ApplicationFailure;
+        expect(failure.type).toBe(ENDPOINT_BUSY);
+        expect(failure.nonRetryable).toBe(false);
+        expect(failure.category).toBe(ApplicationFailureCategory.BENIGN);
+        expect(failure.nextRetryDelay).toBeGreaterThanOrEqual(MIN_DEFERRAL_MS);
+      }
+      // Every event sent once, none lost, one attempt row each.
+      expect(endpoint.received().sort()).toEqual([...eventIds].sort());
+      for (const eventId of eventIds) {
+        expect(await deliveryRow(eventId)).toMatchObject({
+          status: 'delivered',
+          attempts: 1,
+          next_attempt_at: null,
+        });
+        expect(await attemptRows(eventId)).toEqual([{ attempt: 1, status_code: 200 }]);
+      }
+    } finally {
+      await endpoint.close();
+    }
+  });
+
   it.each([webhookDeliveryRetried, webhookDeliveryStopped])(
     'plays the recorded scenario $name',
     async (scenario) => {
@@ -299,6 +401,57 @@ describe('webhookDeliveryWorkflow', () => {
     },
   );
 });
+
+/**
+ * An endpoint that counts the requests it holds open at once: it answers 200 once `bound` are
+ * open and `holdUntil`'s condition holds (the lone last ones after a short wait).
+ */
+async function holdingEndpoint(bound: number) {
+  let open = 0;
+  let most = 0;
+  let sawCondition = false;
+  let condition: () => Promise<boolean> = () => Promise.resolve(true);
+  const ids: string[] = [];
+  const waiting: (() => void)[] = [];
+  const release = async () => {
+    const until = Date.now() + 15_000;
+    while (Date.now() < until && !(await condition())) await delay(50);
+    sawCondition ||= await condition();
+    condition = () => Promise.resolve(true);
+    for (const answer of waiting.splice(0)) answer();
+  };
+  const server = http.createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      ids.push((JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: string }).id);
+      open += 1;
+      most = Math.max(most, open);
+      waiting.push(() => {
+        open -= 1;
+        response.end('ok');
+      });
+      if (open >= bound) void release();
+      else setTimeout(() => void (waiting.length > 0 && open < bound && release()), 2_000);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/held`,
+    holdUntil: (check: () => Promise<boolean>) => {
+      condition = check;
+    },
+    mostAtOnce: () => most,
+    sawHeldCondition: () => sawCondition,
+    received: () => [...ids],
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
 
 /** The format of secrets sealed before they were bound to their subscription (no associated data). */
 function sealV1(sealKey: Buffer, plaintext: string): string {

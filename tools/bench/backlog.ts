@@ -76,4 +76,32 @@ export async function backUpDeliveries(options: {
         ),
     );
   }
+  await backedUp(engine, subscriptionId, count);
+}
+
+/** How long the backlog may take to be in place before the row gives up. */
+const SETTLE_LIMIT_MS = 15 * 60_000;
+
+/**
+ * Waits until every delivery has been tried or put back in the queue once (it has a next
+ * attempt time): the backlog is then backed up, each delivery waiting on its endpoint.
+ */
+async function backedUp(engine: Engine, subscriptionId: string, count: number): Promise<void> {
+  const started = performance.now();
+  for (let seen = -1; ; ) {
+    const waiting = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM webhook_deliveries
+      WHERE subscription_id = ${subscriptionId}
+        AND (attempts > 0 OR next_attempt_at IS NOT NULL)`);
+    const seconds = (performance.now() - started) / 1000;
+    if (waiting !== seen && (waiting === count || Math.floor(seconds) % 15 === 0)) {
+      progress(`   ${waiting} of ${count} deliveries tried or queued after ${seconds.toFixed(0)} s`);
+      seen = waiting;
+    }
+    if (waiting >= count) return;
+    if (performance.now() - started > SETTLE_LIMIT_MS) {
+      throw new Error(`3q: ${waiting} of ${count} deliveries backed up after ${seconds} s`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+  }
 }

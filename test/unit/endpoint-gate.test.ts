@@ -1,0 +1,50 @@
+import { endpointGate, MAX_DEFERRAL_MS, MIN_DEFERRAL_MS } from '../../outbound/endpoint-gate';
+
+describe('endpointGate', () => {
+  const at = { now: 1_000_000 };
+  const gate = () => endpointGate({ perEndpoint: 2, now: () => at.now, jitter: () => 0 });
+
+  it('lets in at most perEndpoint attempts to one endpoint, another endpoint apart', () => {
+    const g = gate();
+    const a = g.enter('sub-a');
+    const b = g.enter('sub-a');
+    expect([a, b].every(Boolean)).toBe(true);
+    expect(g.enter('sub-a')).toBeNull();
+    expect(g.enter('sub-b')).not.toBeNull();
+    a!.leave({ durationMs: 10, ok: true });
+    a!.leave({ durationMs: 10, ok: true });
+    expect(g.running('sub-a')).toBe(1);
+    expect(g.enter('sub-a')).not.toBeNull();
+  });
+
+  it('remembers whether the last attempt failed; one that sent nothing changes nothing', () => {
+    const g = gate();
+    g.enter('sub')!.leave({ durationMs: 10_000, ok: false });
+    expect(g.failing('sub')).toBe(true);
+    g.enter('sub')!.leave();
+    expect(g.failing('sub')).toBe(true);
+    g.enter('sub')!.leave({ durationMs: 50, ok: true });
+    expect(g.failing('sub')).toBe(false);
+  });
+
+  it('gives each refusal the next place in the endpoint queue, at the pace its attempts take', () => {
+    const g = gate();
+    g.enter('sub')!.leave({ durationMs: 8_000, ok: false });
+    g.enter('sub');
+    g.enter('sub');
+    // Two at a time, 8 s each: a place every 4 s.
+    expect([1, 2, 3].map(() => g.deferralMs('sub'))).toEqual([4_000, 8_000, 12_000]);
+    at.now += 6_000;
+    expect(g.deferralMs('sub')).toBe(10_000);
+  });
+
+  it('never defers for less than a second or more than an hour', () => {
+    const g = gate();
+    g.enter('fast');
+    g.enter('fast')!.leave({ durationMs: 10, ok: true });
+    expect(g.deferralMs('fast')).toBe(MIN_DEFERRAL_MS);
+    g.enter('dead')!.leave({ durationMs: 10_000, ok: false });
+    const waits = Array.from({ length: 2_000 }, () => g.deferralMs('dead'));
+    expect(Math.max(...waits)).toBe(MAX_DEFERRAL_MS);
+  });
+});
