@@ -88,14 +88,16 @@ const SETTLE_LIMIT_MS = 15 * 60_000;
  */
 async function backedUp(engine: Engine, subscriptionId: string, count: number): Promise<void> {
   const started = performance.now();
-  for (let seen = -1; ; ) {
+  for (let seen = -1; ;) {
     const waiting = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
       SELECT count(*)::int AS n FROM webhook_deliveries
       WHERE subscription_id = ${subscriptionId}
         AND (attempts > 0 OR next_attempt_at IS NOT NULL)`);
     const seconds = (performance.now() - started) / 1000;
     if (waiting !== seen && (waiting === count || Math.floor(seconds) % 15 === 0)) {
-      progress(`   ${waiting} of ${count} deliveries tried or queued after ${seconds.toFixed(0)} s`);
+      progress(
+        `   ${waiting} of ${count} deliveries tried or queued after ${seconds.toFixed(0)} s`,
+      );
       seen = waiting;
     }
     if (waiting >= count) return;
