@@ -20,7 +20,13 @@ import { createReconAdjustmentActivities } from './recon-adjustments';
 import { createTransferActivities } from './transfer';
 import { createWebhookActivities } from './webhooks';
 
-export type ActivityDeps = { pool: DatabasePool; providers: Providers; config: Config };
+export type ActivityDeps = {
+  pool: DatabasePool;
+  providers: Providers;
+  config: Config;
+  /** Aborted when this process's workers begin to shut down: long activities hand over early. */
+  stopping?: AbortSignal;
+};
 
 /**
  * The activities of each task queue (temporal/task-queues.ts), built from their dependencies

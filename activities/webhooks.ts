@@ -95,7 +95,11 @@ async function startAll(client: Client, taskQueue: string, targets: readonly Del
   }
 }
 
-export function createWebhookActivities(deps: { pool: DatabasePool; config: Config }) {
+export function createWebhookActivities(deps: {
+  pool: DatabasePool;
+  config: Config;
+  stopping?: AbortSignal;
+}) {
   const { pool, config } = deps;
   let key: Buffer | undefined;
   const secretKey = () => (key ??= webhookSecretKey(config));
@@ -111,29 +115,30 @@ export function createWebhookActivities(deps: { pool: DatabasePool; config: Conf
   });
 
   /**
-   * One relay round: claims unrelayed events in order, starts a delivery workflow per matching
-   * active subscription, marks them relayed; waits for the next commit (LISTEN) with a short
-   * timeout. Heartbeats throughout; ends after a minute, or at once when cancelled.
+   * One relay round: claims unrelayed events, starts a delivery per matching subscription, waits
+   * for the next commit (LISTEN). Ends after a minute, when cancelled, or when its worker begins
+   * to stop, so the next round runs on a worker that stays.
    */
   async function relayWebhookEvents(): Promise<{ relayed: number }> {
     const context = Context.current();
     const { client } = context;
     const taskQueue = config.temporal.webhookTaskQueue;
     const signal = context.cancellationSignal;
+    const ended = deps.stopping ? AbortSignal.any([signal, deps.stopping]) : signal;
     const databaseUrl = config.database.url;
     let listener: EventListener | undefined;
     let relayed = 0;
     try {
       if (databaseUrl) listener = await listenForEvents(databaseUrl);
       const until = Date.now() + RELAY_ROUND_MS;
-      while (Date.now() < until && !signal.aborted) {
+      while (Date.now() < until && !ended.aborted) {
         context.heartbeat({ relayed });
         const claimed = await relayEventBatch(pool, RELAY_BATCH, (targets) =>
           startAll(client, taskQueue, targets),
         );
         relayed += claimed;
         if (claimed === RELAY_BATCH) continue;
-        if (listener) await listener.wait(RELAY_IDLE_WAIT_MS, signal);
+        if (listener) await listener.wait(RELAY_IDLE_WAIT_MS, ended);
         else await context.sleep(RELAY_IDLE_WAIT_MS).catch(() => undefined);
       }
     } finally {

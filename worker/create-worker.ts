@@ -88,10 +88,12 @@ export async function createWorker(options: {
     (await NativeConnection.connect(sdkConnectionOptions(temporalConnectionOptions(config))));
   try {
     const tracing = workerTracingOptions(options.tracing);
+    const stopping = new AbortController();
     const activities = createQueueActivities({
       pool: options.pool,
       config,
       providers: options.providers ?? createProviders({ config, pool: options.pool }),
+      stopping: stopping.signal,
     });
     const byQueue: Partial<Record<QueueKind, Worker>> = {};
     for (const kind of queues) {
@@ -116,16 +118,24 @@ export async function createWorker(options: {
         config.temporal.webhookTaskQueue,
       );
     }
-    return { workers: queueWorkers(byQueue), connection, ownsConnection: !options.connection };
+    return {
+      workers: queueWorkers(byQueue, stopping),
+      connection,
+      ownsConnection: !options.connection,
+    };
   } catch (error) {
     if (!options.connection) await connection.close().catch(() => undefined);
     throw error;
   }
 }
 
-function queueWorkers(byQueue: Partial<Record<QueueKind, Worker>>): QueueWorkers {
+function queueWorkers(
+  byQueue: Partial<Record<QueueKind, Worker>>,
+  stopping: AbortController,
+): QueueWorkers {
   const workers = Object.values(byQueue);
   const shutdown = () => {
+    stopping.abort();
     for (const worker of workers) if (worker.getState() === 'RUNNING') worker.shutdown();
   };
   return {

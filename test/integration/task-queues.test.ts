@@ -41,6 +41,7 @@ let config: Config;
 let api: RunningApi;
 let receiver: Receiver;
 const workers: WorkerProcess[] = [];
+const queuesOf = new Map<WorkerProcess, string>();
 
 beforeAll(async () => {
   quietTemporalRuntime();
@@ -81,9 +82,14 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-async function worker(queues: string): Promise<WorkerProcess> {
-  const started = await startWorkerProcess(config, { dataDir: dir, args: ['--queues', queues] });
+async function worker(queues: string, env?: Record<string, string>): Promise<WorkerProcess> {
+  const started = await startWorkerProcess(config, {
+    dataDir: dir,
+    args: ['--queues', queues],
+    ...(env ? { env } : {}),
+  });
   workers.push(started);
+  queuesOf.set(started, queues);
   return started;
 }
 
@@ -163,6 +169,41 @@ describe('npm run worker -- --queues', () => {
     const left = await database.pool.anyFirst(sql.type(z.object({ id: z.string() }))`
       SELECT id FROM event_listeners WHERE id = ${expired}`);
     expect(left).toEqual([]);
+  });
+
+  it('hands the webhook relay to another worker at once when its worker gets SIGTERM', async () => {
+    for (const running of workers.filter((w) => queuesOf.get(w) === 'webhooks')) {
+      await running.stop();
+    }
+    const longGrace = { WORKER_SHUTDOWN_GRACE_MS: '60000' };
+    const first = await worker('webhooks', longGrace);
+    if (!workers.some((w) => queuesOf.get(w) === 'payments')) await worker('payments');
+    const app = await createTestApp(database.pool);
+    const http = clientFor(api.url, app);
+    const subscribed = await http.post('/api/v1/webhooks/subscriptions', {
+      url: receiver.url('/handover'),
+      events: ['transfer.completed'],
+    });
+    expect(subscribed.status).toBe(201);
+    const from = await createFundedWallet(http, database.pool, 5_000n);
+    const to = await createUserWithWallet(http);
+    const delivered = async () => {
+      const moved = await transfer(http, from.walletId, to.walletId, 1);
+      expect(moved.status).toBe('completed');
+      await receiver.waitFor((r) => r.payload?.data?.id === moved.id, 60_000);
+    };
+    // The only webhooks worker runs the relay's round, as this delivery shows.
+    await delivered();
+
+    await worker('webhooks', longGrace);
+    const began = Date.now();
+    await first.stop();
+    // Its relay round ends when it starts to stop, well inside the grace time.
+    expect(Date.now() - began).toBeLessThan(20_000);
+    expect(first.child.exitCode).toBe(0);
+    expect(first.output()).toContain('worker stopping');
+    await delivered();
+    expect(receiver.received.filter((r) => r.path === '/handover')).toHaveLength(2);
   });
 
   it('refuses an unknown queue name with one line and exit status 2', async () => {
