@@ -56,9 +56,9 @@ export function createTransferActivities(deps: {
   });
 
   /**
-   * The transfer in one statement (db/money-steps.ts), one round trip and one commit, once both
-   * wallets' currencies, which never change, are remembered. Null when its checks do not all pass:
-   * it then wrote nothing (a decline, a transfer already written): the usual way runs and says why.
+   * The transfer in one statement (db/money-steps.ts) once both wallets' currencies are remembered;
+   * its guard checks them again. Null when its checks do not all pass: it then wrote nothing (a
+   * decline, a switched currency, a transfer already written): the usual way runs and says why.
    */
   async function atOnce(input: TransferInput) {
     const currency = currencies.get(input.fromWalletId);

@@ -1,7 +1,7 @@
 /**
- * What a process remembers of values that, once committed, never change (a wallet's currency, a
- * system account's id, a hold's owner): a map that starts over past `limit` entries, so that it
- * never grows without bound. Each caller's guard or lookup checks again what it remembers.
+ * What a process remembers of values that rarely change (a wallet's currency, switched only while
+ * empty; a system account's id; a hold's owner), in a map that starts over past `limit` entries.
+ * Each caller's guard or lookup checks again what it remembers, so a stale entry is read afresh.
  */
 export function remember<V>(memory: Map<string, V>, key: string, value: V, limit = 100_000): void {
   if (memory.size >= limit && !memory.has(key)) memory.clear();
