@@ -11,16 +11,6 @@ const shared = {
   setupFilesAfterEnv: ['<rootDir>/test/support/roarr-teardown.ts'],
 };
 
-/** Tests that need neither Postgres nor Temporal, outside test/unit. */
-const serverless = [
-  '<rootDir>/test/integration/monime-adapter.test.ts',
-  '<rootDir>/test/integration/address-guard.test.ts',
-  '<rootDir>/test/integration/stripe-refunds-adapter.test.ts',
-  '<rootDir>/test/integration/late-errors.test.ts',
-  '<rootDir>/test/integration/stripe-books-adapter.test.ts',
-  '<rootDir>/test/integration/monime-books-adapter.test.ts',
-];
-
 /** @type {import('jest').Config} */
 module.exports = {
   maxWorkers: 2,
@@ -33,7 +23,7 @@ module.exports = {
     {
       ...shared,
       displayName: 'unit',
-      testMatch: ['<rootDir>/test/unit/**/*.test.ts', ...serverless],
+      testMatch: ['<rootDir>/test/unit/**/*.test.ts', '<rootDir>/test/serverless/**/*.test.ts'],
     },
     {
       ...shared,
@@ -43,7 +33,7 @@ module.exports = {
         '/node_modules/',
         '<rootDir>/test/unit/',
         '<rootDir>/test/tooling/',
-        ...serverless.map((file) => `${file.replace(/\./g, '\\.')}$`),
+        '<rootDir>/test/serverless/',
       ],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',
