@@ -62,8 +62,10 @@ export type Engine = {
   apiUrl: string;
   /** The process the API runs in (this one in the single shape). */
   apiPid: number;
-  /** The process the payments and maintenance worker runs in (this one in the single shape). */
+  /** The process the payments worker runs in (this one in the single shape). */
   workerPid: number;
+  /** The process the maintenance worker runs in (this one in the single shape). */
+  maintenanceWorkerPid: number;
   /** Stops the engine's worker (the profile replaces it with an instrumented one). */
   stopWorker: () => Promise<void>;
   close: () => Promise<void>;
@@ -113,7 +115,7 @@ export async function startWorker(
 /** The servers of one configuration, which its shapes are measured on one after the other. */
 export type Servers = Omit<
   Engine,
-  'shape' | 'client' | 'apiUrl' | 'apiPid' | 'workerPid' | 'stopWorker'
+  'shape' | 'client' | 'apiUrl' | 'apiPid' | 'workerPid' | 'maintenanceWorkerPid' | 'stopWorker'
 > & {
   /** The engine's environment, as the split shape's processes are given it. */
   env: Record<string, string>;
@@ -227,6 +229,7 @@ export async function startShape(
     apiUrl: inProcess.api.url,
     apiPid: process.pid,
     workerPid: process.pid,
+    maintenanceWorkerPid: process.pid,
     stopWorker: inProcess.worker.stop,
     close: async () => {
       await engine.stopWorker();

@@ -53,7 +53,7 @@ export async function reconRunScenario(bench: Bench, records = RECON_RECORDS): P
     origin: 'api',
   });
   const runId = run!.id;
-  const rss = sampleResident(engine.workerPid);
+  const rss = sampleResident(engine.maintenanceWorkerPid);
   const started = performance.now();
   await startReconciliationRun(engine.client, taskQueueOf(engine.config, 'maintenance'), runId);
   // The run is done for its user when it is `completed`; its workflow then starts the timers.

@@ -15,8 +15,8 @@ import type { Config } from '../../config';
 const START_MS = 120_000;
 
 /**
- * The split shape: `npm run api`, a worker for payments and maintenance and one for webhooks,
- * configured by the in-process engine's environment; a payments queue of its own, so that
+ * The split shape: `npm run api` and a worker per task queue (payments, webhooks, maintenance), as
+ * docs/operations.md sizes production and the compose file runs them, configured by the in-process engine's environment; a payments queue of its own, so that
  * nothing left by the single shape's worker reaches it.
  */
 export async function startSplit(servers: {
@@ -29,6 +29,7 @@ export async function startSplit(servers: {
   apiUrl: string;
   apiPid: number;
   workerPid: number;
+  maintenanceWorkerPid: number;
   stopWorker: () => Promise<void>;
   close: () => Promise<void>;
 }> {
@@ -51,19 +52,34 @@ export async function startSplit(servers: {
   try {
     // Webhook deliveries in a worker of their own, as docs/operations.md sizes production: a
     // backlog of them then takes neither the payments worker's slots nor its event loop.
-    const worker = startEngineProcess('worker', env, {
-      args: ['--queues', 'payments,maintenance'],
-    });
+    const worker = startEngineProcess('worker', env, { args: ['--queues', 'payments'] });
     stops.push(() => worker.stop());
+    const maintenanceWorker = startEngineProcess('worker', env, {
+      args: ['--queues', 'maintenance'],
+    });
+    stops.push(() => maintenanceWorker.stop());
     const webhookWorker = startEngineProcess('worker', env, { args: ['--queues', 'webhooks'] });
     stops.push(() => webhookWorker.stop());
     const api = startEngineProcess('api', env);
     stops.push(() => api.stop());
-    for (const pid of [worker.pid, webhookWorker.pid, api.pid]) countAsEngine(pid);
+    for (const pid of [worker.pid, maintenanceWorker.pid, webhookWorker.pid, api.pid]) {
+      countAsEngine(pid);
+    }
     await Promise.all([
       waitUntilReady(
         worker,
         () => workerPolling(connection, config.temporal.namespace, taskQueue, worker.pid),
+        START_MS,
+      ),
+      waitUntilReady(
+        maintenanceWorker,
+        () =>
+          workerPolling(
+            connection,
+            config.temporal.namespace,
+            config.temporal.maintenanceTaskQueue,
+            maintenanceWorker.pid,
+          ),
         START_MS,
       ),
       waitUntilReady(
@@ -88,8 +104,9 @@ export async function startSplit(servers: {
       apiUrl,
       apiPid: api.pid,
       workerPid: worker.pid,
+      maintenanceWorkerPid: maintenanceWorker.pid,
       stopWorker: async () => {
-        await Promise.all([worker.stop(), webhookWorker.stop()]);
+        await Promise.all([worker.stop(), maintenanceWorker.stop(), webhookWorker.stop()]);
       },
       close,
     };
