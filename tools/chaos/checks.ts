@@ -1,5 +1,6 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
+import { idFromKey } from '../../api/pipeline';
 import { ledgerInvariantProblems } from '../../db/ledger-audit';
 import { MONEY_OUT_TYPES } from '../../db/money-out';
 import type { DatabasePool } from '../../db/pool';
@@ -234,7 +235,15 @@ export async function checkBank(options: {
     (id) => !history.acknowledged.has(id) && !givenBack.has(id) && !ofDisputes.has(id),
   );
   if (unacknowledged.length) {
-    const message = `${unacknowledged.length} payments moved money without a 2xx answer: ${unacknowledged.slice(0, 5).join(', ')}`;
+    const described = unacknowledged.slice(0, 5).map((id) => {
+      const row = stored.get(id);
+      const written = JSON.stringify([...(steps.get(id) ?? [])].sort());
+      return `${id} (${row ? `${row.transaction_type} ${row.status}` : 'no row'}, steps ${written})`;
+    });
+    const answers = await answersUnderKeys(pool, applicationId, unacknowledged);
+    const message =
+      `${unacknowledged.length} payments moved money without a 2xx answer: ${described.join(', ')}` +
+      (answers.length ? `; their keys' stored answers: ${answers.join('; ')}` : '');
     if (options.indefinite === 0) fail(message);
     else notes.push(`${message} (${options.indefinite} requests never had a definitive answer)`);
   }
@@ -547,4 +556,47 @@ async function moneyLeftTwice(pool: DatabasePool, applicationId: string): Promis
     );
   }
   return problems;
+}
+
+/** Payment kinds whose ids the API derives from the request's key (api/pipeline.ts `idFromKey`). */
+const KEYED_KINDS = [
+  'transfer',
+  'escrow_hold',
+  'card_deposit',
+  'card_payout',
+  'card_refund',
+  'mobile_money_cashout',
+  'mobile_money_deposit',
+];
+
+/** For a finding: the key, status and body the API stored for the requests that made `ids`. */
+async function answersUnderKeys(
+  pool: DatabasePool,
+  applicationId: string,
+  ids: readonly string[],
+): Promise<string[]> {
+  const wanted = new Set(ids);
+  const keys = await pool.any(sql.type(
+    z.object({
+      key: z.string(),
+      mode: z.enum(['test', 'live']),
+      response_status: z.number().nullable(),
+      response_body: z.unknown(),
+      created_at: z.string(),
+    }),
+  )`SELECT key, mode, response_status, response_body, created_at
+    FROM idempotency_keys WHERE application_id = ${applicationId}`);
+  const found: string[] = [];
+  for (const row of keys) {
+    const caller = { applicationId, mode: row.mode } as Parameters<typeof idFromKey>[0];
+    for (const kind of KEYED_KINDS) {
+      const id = idFromKey(caller, { key: row.key, claimedAt: row.created_at }, kind);
+      if (wanted.has(id)) {
+        found.push(
+          `${id} ${kind} key ${row.key}: ${row.response_status} ${JSON.stringify(row.response_body)}`,
+        );
+      }
+    }
+  }
+  return found;
 }

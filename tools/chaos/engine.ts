@@ -23,6 +23,8 @@ export type Roll = {
   exitCode: number | null;
   /** From the replacement's start to the old process's exit. */
   tookMs: number;
+  /** From SIGTERM to the old process's exit (null when it was not sent one). */
+  stopMs: number | null;
 };
 
 /**

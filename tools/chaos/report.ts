@@ -28,7 +28,7 @@ export function printReport(report: ChaosReport, write: (line: string) => void):
     write(`rolling restarts: ${report.rolls.length}`);
     for (const r of report.rolls) {
       write(
-        `  at ${(r.atMs / 1_000).toFixed(1)} s ${r.kind} ${r.pid} -> ${r.newPid}: ${r.up ? `old exited ${r.exitCode}, ${(r.tookMs / 1_000).toFixed(1)} s in all` : 'replacement NOT up'}`,
+        `  at ${(r.atMs / 1_000).toFixed(1)} s ${r.kind} ${r.pid} -> ${r.newPid}: ${r.up ? `old exited ${r.exitCode} ${((r.stopMs ?? 0) / 1_000).toFixed(1)} s after SIGTERM, ${(r.tookMs / 1_000).toFixed(1)} s in all` : 'replacement NOT up'}`,
       );
     }
   }

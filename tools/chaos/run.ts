@@ -363,7 +363,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         });
         rolls.push(record);
         log(
-          `  ${kind} ${record.pid} -> ${record.newPid}: ${record.up ? `exit ${record.exitCode} after ${record.tookMs} ms` : 'the new one did NOT come up'}`,
+          `  ${kind} ${record.pid} -> ${record.newPid}: ${record.up ? `exit ${record.exitCode} after ${record.tookMs} ms (${record.stopMs} ms after SIGTERM)` : 'the new one did NOT come up'}`,
         );
       }
     };

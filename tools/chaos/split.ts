@@ -126,10 +126,12 @@ export async function createSplitChaosEngine(log: (line: string) => void): Promi
     );
     if (!up) {
       await next.process.kill();
-      return { kind, pid: old.pid, newPid: 0, up, exitCode: null, tookMs: Date.now() - began };
+      const tookMs = Date.now() - began;
+      return { kind, pid: old.pid, newPid: 0, up, exitCode: null, tookMs, stopMs: null };
     }
     list[i] = next.process;
     if (kind === 'api') sides[i] = side;
+    const stopping = Date.now();
     await old.stop(STOP_MS);
     const exitCode = await old.exited;
     return {
@@ -139,6 +141,7 @@ export async function createSplitChaosEngine(log: (line: string) => void): Promi
       up,
       exitCode,
       tookMs: Date.now() - began,
+      stopMs: Date.now() - stopping,
     };
   }
 
