@@ -114,7 +114,8 @@ describe('roles', () => {
       const session = await signedIn(role);
       expect(session.body).toMatchObject({ role, needs: null, fresh: true });
       for (const route of routes) {
-        const reply = await session.request(route.method.toUpperCase(), concrete(route.path), {});
+        const body = route.method === 'get' ? undefined : {};
+        const reply = await session.request(route.method.toUpperCase(), concrete(route.path), body);
         const allowed = expectedRoles(route.method, route.path).includes(role);
         const forbidden = reply.status === 403 && reply.body?.detail === FORBIDDEN.detail;
         if (forbidden === allowed) {
