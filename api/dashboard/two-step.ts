@@ -149,15 +149,10 @@ export function twoStepRoutes(deps: ApiDeps): Route[] {
           }
           const secret = open(webhookSecretKey(config), pending, boundTo(session.account_id));
           // A wrong first code counts in the sign-in lockout, as every wrong code does.
-          const step = await underLockout(
-            pool,
-            SIGN_IN_LOCKOUT_SCOPE,
-            clientAddress(ctx),
-            async () => {
-              const matched = CODE.test(body.code) ? stepOf(secret, session, body.code) : null;
-              return { failed: matched === null, result: matched };
-            },
-          );
+          const step = await underLockout(pool, SIGN_IN_LOCKOUT_SCOPE, clientAddress(ctx), () => {
+            const matched = CODE.test(body.code) ? stepOf(secret, session, body.code) : null;
+            return Promise.resolve({ failed: matched === null, result: matched });
+          });
           if (step === null) throw new AppError('invalid_request', 'Wrong code: try the next one');
           const codes = Array.from({ length: RECOVERY_CODES }, recoveryCode);
           const recoveryHashes = codes.map((code) => sha256(normalRecovery(code)));
