@@ -122,8 +122,11 @@ export const SESSION_HOURS = 12;
 export type SessionNeeds = 'code' | 'enrolment';
 const SESSION_NEEDS = ['code', 'enrolment'] as const;
 
-/** A session still waiting for its second step lives this long. */
-export const SECOND_STEP_MINUTES = 10;
+/**
+ * A session still waiting for its second step lives as long as a sign-in stays fresh: the
+ * password it was opened with is then fresh for every step it may take.
+ */
+export const SECOND_STEP_MINUTES = FRESH_SECONDS / 60;
 
 const lifetime = (needs: SessionNeeds | null) =>
   needs === null

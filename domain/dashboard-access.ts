@@ -46,8 +46,7 @@ export function permissionsOf(role: DashboardRole): DashboardAction[] {
 }
 
 export const ROLE_FORBIDDEN = 'Your role does not allow this';
-export const NOT_FRESH =
-  'Confirm it is you: give your password or a two-step code again, the last was more than 5 minutes ago';
+export const NOT_FRESH = `Confirm it is you: give your password or a two-step code again, the last was more than ${FRESH_SECONDS / 60} minutes ago`;
 
 /** A dashboard account's password, the same rule wherever one is set. */
 export const PASSWORD_LENGTH = { min: 12, max: 1024 } as const;

@@ -8,6 +8,7 @@ import {
   type Mode,
   type Session,
 } from './api';
+import { FRESH_SECONDS } from '../../domain/dashboard-access';
 import { navigate, usePath } from './router';
 import { ErrorBox, Link } from './ui';
 import { Overview } from './pages/overview';
@@ -146,7 +147,10 @@ function Reconfirm(props: { onDone: (confirmed: boolean) => void }) {
       <div class="dialog" role="dialog" aria-modal="true" aria-labelledby="reconfirm">
         <form onSubmit={submit}>
           <h2 id="reconfirm">Confirm it is you</h2>
-          <p>This action needs your password or a two-step code given in the last 5 minutes.</p>
+          <p>
+            This action needs your password or a two-step code given in the last{' '}
+            {FRESH_SECONDS / 60} minutes.
+          </p>
           {byCode ? (
             <CodeField value={secret} onInput={setSecret} />
           ) : (

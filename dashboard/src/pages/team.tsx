@@ -43,13 +43,16 @@ function RoleSelect(props: {
 function InviteForm(props: { onInvited: () => void }) {
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<DashboardRole>('viewer');
-  const [link, setLink] = useState<string | null>(null);
+  const [link, setLink] = useState<{ url: string; until: string } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const submit = (event: Event) => {
     event.preventDefault();
-    request<{ path: string }>('/team/invitations', { method: 'POST', body: { email, role } })
+    request<{ path: string; invitation: Invitation }>('/team/invitations', {
+      method: 'POST',
+      body: { email, role },
+    })
       .then((answer) => {
-        setLink(`${location.origin}${answer.path}`);
+        setLink({ url: `${location.origin}${answer.path}`, until: answer.invitation.expires_at });
         setEmail('');
         setError(null);
         props.onInvited();
@@ -77,10 +80,10 @@ function InviteForm(props: { onInvited: () => void }) {
       {link && (
         <div class="once" role="status">
           <p>
-            <strong>Send this link to the person you invite:</strong> it works once, for 72 hours,
-            and is shown only now.
+            <strong>Send this link to the person you invite:</strong> it works once, until{' '}
+            {when(link.until)}, and is shown only now.
           </p>
-          <SecretOnce label="Invitation link" value={link} />
+          <SecretOnce label="Invitation link" value={link.url} />
           <button type="button" onClick={() => setLink(null)}>
             Done
           </button>
@@ -95,13 +98,14 @@ export function TeamPage(props: { session: Session }) {
   const team = useLoad(() => request<Team>('/team'), []);
   const [error, setError] = useState<string | null>(null);
   const manage = can('team');
-  const act = (run: Promise<unknown>) =>
+  const act = (run: Promise<unknown>) => {
     run
       .then(() => {
         setError(null);
         team.reload();
       })
       .catch((e: unknown) => setError(errorMessage(e)));
+  };
   const data = team.data;
   return (
     <section>
