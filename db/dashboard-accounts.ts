@@ -52,7 +52,7 @@ export async function verifyPassword(password: string, stored: string): Promise<
 
 export const DASHBOARD_EMAIL_UNIQUE = 'dashboard_users_email_unique';
 
-const accountRow = z.object({
+export const accountRow = z.object({
   id: z.string(),
   application_id: z.string(),
   email: z.string(),
@@ -61,7 +61,7 @@ const accountRow = z.object({
 });
 export type DashboardAccount = z.infer<typeof accountRow>;
 
-const accountColumns = sql.fragment`id, application_id, email, role, created_at`;
+export const accountColumns = sql.fragment`id, application_id, email, role, created_at`;
 
 /**
  * Creates an account (an owner unless told: the command line makes owners); null when the email
@@ -119,8 +119,8 @@ export async function checkAccountPassword(
 export const SESSION_HOURS = 12;
 
 /** What a session waits for before it is fully signed in: a code, or enrolling in two-step. */
-export type SessionNeeds = 'code' | 'enrolment';
-const SESSION_NEEDS = ['code', 'enrolment'] as const;
+export const SESSION_NEEDS = ['code', 'enrolment'] as const;
+export type SessionNeeds = (typeof SESSION_NEEDS)[number];
 
 /**
  * A session still waiting for its second step lives as long as a sign-in stays fresh: the

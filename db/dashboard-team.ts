@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import { DASHBOARD_ROLES, type DashboardRole } from '../domain/dashboard-access';
-import type { DashboardAccount } from './dashboard-accounts';
+import { accountColumns, accountRow, type DashboardAccount } from './dashboard-accounts';
 
 /**
  * An application's dashboard team: its members, their roles and the invitations to join. Each
@@ -17,13 +17,14 @@ const memberRow = z.object({
   created_at: z.string(),
 });
 export type TeamMember = z.infer<typeof memberRow>;
+const memberColumns = sql.fragment`id, email, role, totp_enabled_at IS NOT NULL AS two_step, created_at`;
 
 export async function listTeam(
   db: CommonQueryMethods,
   applicationId: string,
 ): Promise<readonly TeamMember[]> {
   return db.any(sql.type(memberRow)`
-    SELECT id, email, role, totp_enabled_at IS NOT NULL AS two_step, created_at
+    SELECT ${memberColumns}
     FROM dashboard_users WHERE application_id = ${applicationId} ORDER BY created_at, id`);
 }
 
@@ -133,20 +134,12 @@ export async function acceptInvitation(
       WHERE token_hash = ${sql.binary(tokenHash)} AND ${open} FOR UPDATE`);
     if (!invitation) return 'gone';
     // Any unique conflict is the email's: no row back, and the transaction stays usable.
-    const account = await trx.maybeOne(sql.type(
-      z.object({
-        id: z.string(),
-        application_id: z.string(),
-        email: z.string(),
-        role: z.enum(DASHBOARD_ROLES),
-        created_at: z.string(),
-      }),
-    )`
+    const account = await trx.maybeOne(sql.type(accountRow)`
       INSERT INTO dashboard_users (id, application_id, email, password_hash, role)
       VALUES (${randomUUID()}, ${invitation.application_id}, ${invitation.email},
               ${passwordHash}, ${invitation.role})
       ON CONFLICT DO NOTHING
-      RETURNING id, application_id, email, role, created_at`);
+      RETURNING ${accountColumns}`);
     if (!account) return 'taken';
     await trx.query(sql.unsafe`
       UPDATE dashboard_invitations SET accepted_at = now() WHERE id = ${invitation.id}`);
@@ -183,7 +176,7 @@ export async function changeRole(
     const member = await trx.maybeOne(sql.type(memberRow)`
       UPDATE dashboard_users SET role = ${role}
       WHERE id = ${accountId} AND application_id = ${applicationId}
-      RETURNING id, email, role, totp_enabled_at IS NOT NULL AS two_step, created_at`);
+      RETURNING ${memberColumns}`);
     return member ?? 'not_found';
   });
 }
@@ -199,7 +192,7 @@ export async function removeMember(
     const member = await trx.maybeOne(sql.type(memberRow)`
       DELETE FROM dashboard_users
       WHERE id = ${accountId} AND application_id = ${applicationId}
-      RETURNING id, email, role, totp_enabled_at IS NOT NULL AS two_step, created_at`);
+      RETURNING ${memberColumns}`);
     return member ?? 'not_found';
   });
 }

@@ -26,7 +26,7 @@ export type DashboardAccess =
       during?: readonly SessionNeeds[];
     };
 
-const NOT_SIGNED_IN = 'Not signed in: sign in to the dashboard';
+export const NOT_SIGNED_IN = 'Not signed in: sign in to the dashboard';
 
 /** The challenge of a 401 that asks for the password or a code again, not a new sign-in. */
 export const CONFIRM_CHALLENGE = 'Dashboard-Confirm';

@@ -9,17 +9,23 @@ import {
   openDashboardSession,
   revokeDashboardSession,
   SESSION_HOURS,
+  SESSION_NEEDS,
   type DashboardSession,
 } from '../../db/dashboard-accounts';
 import { signInNeeds } from '../../db/dashboard-two-step';
-import { DASHBOARD_ACTIONS, DASHBOARD_ROLES, permissionsOf } from '../../domain/dashboard-access';
+import {
+  DASHBOARD_ACTIONS,
+  DASHBOARD_ROLES,
+  PASSWORD_LENGTH,
+  permissionsOf,
+} from '../../domain/dashboard-access';
 import type { Caller } from '../../domain/types';
 import { AppError, errorResponse } from '../errors';
 import { clientAddress, throttle, underLockout } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { MessageBody } from '../schemas';
 import type { ApiDeps } from '../deps';
-import { anySession, guarded, signedIn, type DashboardState } from './guard';
+import { anySession, guarded, NOT_SIGNED_IN, signedIn, type DashboardState } from './guard';
 import { SIGN_IN_LOCKOUT_SCOPE } from './lockout';
 import { isDashboardApi } from './static';
 import { checkSecondStep } from './two-step';
@@ -42,7 +48,7 @@ function sameToken(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-export function cookie(value: string, maxAgeSeconds: number, secure: boolean): string {
+function cookie(value: string, maxAgeSeconds: number, secure: boolean): string {
   return [
     `${SESSION_COOKIE}=${value}`,
     'Path=/dashboard',
@@ -52,8 +58,6 @@ export function cookie(value: string, maxAgeSeconds: number, secure: boolean): s
     ...(secure ? ['Secure'] : []),
   ].join('; ');
 }
-
-const NOT_SIGNED_IN = 'Not signed in: sign in to the dashboard';
 
 /** The caller the public API's route logic runs as: the session's application, in one mode. */
 export function dashboardCaller(ctx: Koa.Context, mode: string): Caller {
@@ -115,7 +119,7 @@ export function dashboardSession({ pool, config }: ApiDeps): Koa.Middleware {
 
 const SignIn = z.object({
   email: z.string().min(1).max(254),
-  password: z.string().min(1).max(1024),
+  password: z.string().min(1).max(PASSWORD_LENGTH.max),
 });
 
 const SessionBody = z.object({
@@ -125,7 +129,7 @@ const SessionBody = z.object({
   permissions: z.array(z.enum(Object.keys(DASHBOARD_ACTIONS) as [string, ...string[]])),
   application: z.object({ id: z.string(), name: z.string(), base_currency: z.string() }),
   /** What the session waits for before it is signed in: a code, or turning two-step on. */
-  needs: z.enum(['code', 'enrolment']).nullable(),
+  needs: z.enum(SESSION_NEEDS).nullable(),
   two_step: z.object({ enabled: z.boolean(), required: z.boolean() }),
   /** The password or a code was given within the last minutes that fresh actions allow. */
   fresh: z.boolean(),
@@ -170,7 +174,7 @@ const tokenOf = (ctx: Koa.Context) => (ctx.state as Required<DashboardState>).da
 
 const Confirmation = z
   .object({
-    password: z.string().min(1).max(1024).optional(),
+    password: z.string().min(1).max(PASSWORD_LENGTH.max).optional(),
     code: z.string().min(1).max(64).optional(),
   })
   .refine((body) => (body.password === undefined) !== (body.code === undefined), {
