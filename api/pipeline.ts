@@ -360,6 +360,7 @@ export function mountRoutes(
         await next();
         return;
       }
+      route.guard?.(ctx);
       if (route.throttle) {
         await throttle(pool, clientAddress(ctx), route.throttle);
       }

@@ -79,6 +79,11 @@ export type Route<B = unknown, Q = unknown, P = unknown> = {
    * that the dashboard is no way around that route's limit.
    */
   sessionCategory?: RateLimitCategory;
+  /**
+   * Runs before anything else of the route, even its rate limit: the dashboard's check of the
+   * session's role and of a fresh sign-in (api/dashboard/guard.ts).
+   */
+  guard?: (ctx: Koa.Context) => void;
   /** Accepts `Idempotency-Key` (every POST that moves money). */
   idempotent?: boolean;
   body?: z.ZodType<B>;

@@ -17,6 +17,7 @@ import {
   listDashboardAccounts,
   revokeDashboardSessionsByEmail,
 } from '../db/dashboard-accounts';
+import { emailAllowed, PASSWORD_RULE, passwordAllowed } from '../domain/dashboard-access';
 import { createDatabasePool, type DatabasePool } from '../db/pool';
 import { openLocalDatabase } from '../tools/harness/postgres';
 import { minorToDecimalString, parseMajorDecimal } from '../domain/money';
@@ -251,7 +252,7 @@ export async function runCli(
     case 'dashboard-users create': {
       const id = appId(values.app);
       const email = values.email?.trim();
-      if (!email || !/^[^\s@]+@[^\s@]+$/.test(email) || email.length > 254) {
+      if (!email || !emailAllowed(email)) {
         throw new UsageError('--email must be an email address');
       }
       if (!values['password-stdin']) {
@@ -260,9 +261,7 @@ export async function runCli(
         );
       }
       const password = (await readStdin()).replace(/\r?\n$/, '');
-      if (password.length < 12 || password.length > 1024) {
-        throw new UsageError('the password must be 12 to 1024 characters');
-      }
+      if (!passwordAllowed(password)) throw new UsageError(PASSWORD_RULE);
       if (!(await findApplication(pool, id))) throw new UsageError(`no application ${id}`);
       const account = await createDashboardAccount(pool, { applicationId: id, email, password });
       if (!account) throw new UsageError(`a dashboard account with email ${email} already exists`);

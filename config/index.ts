@@ -306,7 +306,7 @@ export const envSchema = z.object({
     )
     .meta({
       description:
-        "The base64 of 32 bytes (`openssl rand -base64 32`): the key that encrypts webhook subscription secrets at rest. Set it in production, the same for the API and the worker, and keep it out of the database's backups; unset, a key is generated once and kept in `DATA_DIR`.",
+        "The base64 of 32 bytes (`openssl rand -base64 32`): the key that encrypts webhook subscription secrets and dashboard two-step (TOTP) secrets at rest. Set it in production, the same for the API and the worker, and keep it out of the database's backups; unset, a key is generated once and kept in `DATA_DIR`.",
       shownDefault: 'unset (a key kept in `DATA_DIR`)',
     }),
   WEBHOOK_PRIVATE_ALLOWLIST: z.string().default('').meta({
@@ -594,7 +594,7 @@ export type Config = {
   onboarding: { documentsPerWallet: number; documentBytesPerWallet: number };
   webhooks: {
     /**
-     * AES-256-GCM key that encrypts subscription secrets at rest; unset: a key generated once
+     * AES-256-GCM key that encrypts subscription and TOTP secrets at rest; unset: a key generated once
      * and kept in the data directory (development and tests, see outbound/secret-box.ts).
      */
     secretKey?: Buffer;

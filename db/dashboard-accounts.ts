@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID, scrypt, timingSafeEqual } from 'node:crypto';
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
+import { DASHBOARD_ROLES, FRESH_SECONDS, type DashboardRole } from '../domain/dashboard-access';
 import { sha256 } from './credentials';
 import { uniqueViolation } from './errors';
 
@@ -51,25 +52,32 @@ export async function verifyPassword(password: string, stored: string): Promise<
 
 export const DASHBOARD_EMAIL_UNIQUE = 'dashboard_users_email_unique';
 
-const accountRow = z.object({
+export const accountRow = z.object({
   id: z.string(),
   application_id: z.string(),
   email: z.string(),
+  role: z.enum(DASHBOARD_ROLES),
   created_at: z.string(),
 });
 export type DashboardAccount = z.infer<typeof accountRow>;
 
-/** Creates an account; null when the email is already taken (by any application). */
+export const accountColumns = sql.fragment`id, application_id, email, role, created_at`;
+
+/**
+ * Creates an account (an owner unless told: the command line makes owners); null when the email
+ * is already taken (by any application).
+ */
 export async function createDashboardAccount(
   db: CommonQueryMethods,
-  input: { applicationId: string; email: string; password: string },
+  input: { applicationId: string; email: string; password: string; role?: DashboardRole },
 ): Promise<DashboardAccount | null> {
   const passwordHash = await hashPassword(input.password);
   try {
     return await db.one(sql.type(accountRow)`
-      INSERT INTO dashboard_users (id, application_id, email, password_hash)
-      VALUES (${randomUUID()}, ${input.applicationId}, ${input.email}, ${passwordHash})
-      RETURNING id, application_id, email, created_at`);
+      INSERT INTO dashboard_users (id, application_id, email, password_hash, role)
+      VALUES (${randomUUID()}, ${input.applicationId}, ${input.email}, ${passwordHash},
+              ${input.role ?? 'owner'})
+      RETURNING ${accountColumns}`);
   } catch (error) {
     if (uniqueViolation(error) === DASHBOARD_EMAIL_UNIQUE) return null;
     throw error;
@@ -78,7 +86,7 @@ export async function createDashboardAccount(
 
 export async function listDashboardAccounts(db: CommonQueryMethods, applicationId: string) {
   return db.any(sql.type(accountRow)`
-    SELECT id, application_id, email, created_at FROM dashboard_users
+    SELECT ${accountColumns} FROM dashboard_users
     WHERE application_id = ${applicationId} ORDER BY created_at, id`);
 }
 
@@ -89,7 +97,7 @@ export async function checkDashboardPassword(
   password: string,
 ): Promise<DashboardAccount | null> {
   const row = await db.maybeOne(sql.type(accountRow.extend({ password_hash: z.string() }))`
-    SELECT id, application_id, email, created_at, password_hash FROM dashboard_users
+    SELECT ${accountColumns}, password_hash FROM dashboard_users
     WHERE lower(email) = lower(${email})`);
   const ok = await verifyPassword(password, row?.password_hash ?? DUMMY_HASH);
   if (!row || !ok) return null;
@@ -97,29 +105,81 @@ export async function checkDashboardPassword(
   return account;
 }
 
+/** Whether the password is the account's own (the fresh sign-in's confirmation). */
+export async function checkAccountPassword(
+  db: CommonQueryMethods,
+  accountId: string,
+  password: string,
+): Promise<boolean> {
+  const stored = await db.maybeOneFirst(sql.type(z.object({ password_hash: z.string() }))`
+    SELECT password_hash FROM dashboard_users WHERE id = ${accountId}`);
+  return verifyPassword(password, stored ?? DUMMY_HASH);
+}
+
 export const SESSION_HOURS = 12;
 
-/** Opens a session; the token goes in the cookie and is never stored in clear. */
+/** What a session waits for before it is fully signed in: a code, or enrolling in two-step. */
+export const SESSION_NEEDS = ['code', 'enrolment'] as const;
+export type SessionNeeds = (typeof SESSION_NEEDS)[number];
+
+/**
+ * A session still waiting for its second step lives as long as a sign-in stays fresh: the
+ * password it was opened with is then fresh for every step it may take.
+ */
+export const SECOND_STEP_MINUTES = FRESH_SECONDS / 60;
+
+const lifetime = (needs: SessionNeeds | null) =>
+  needs === null
+    ? sql.fragment`now() + make_interval(hours => ${SESSION_HOURS})`
+    : sql.fragment`now() + make_interval(mins => ${SECOND_STEP_MINUTES})`;
+
+/**
+ * Opens a session, signed in or waiting for its second step (`needs`); the token goes in the
+ * cookie and is never stored in clear.
+ */
 export async function openDashboardSession(
   db: CommonQueryMethods,
   accountId: string,
+  needs: SessionNeeds | null = null,
 ): Promise<{ token: string; expiresAt: string }> {
   const token = randomBytes(32).toString('base64url');
   const row = await db.one(sql.type(z.object({ expires_at: z.string() }))`
-    INSERT INTO dashboard_sessions (id, dashboard_user_id, token_hash, expires_at)
-    VALUES (${randomUUID()}, ${accountId}, ${sql.binary(sha256(token))},
-            now() + make_interval(hours => ${SESSION_HOURS}))
+    INSERT INTO dashboard_sessions (id, dashboard_user_id, token_hash, expires_at, needs)
+    VALUES (${randomUUID()}, ${accountId}, ${sql.binary(sha256(token))}, ${lifetime(needs)},
+            ${needs})
     RETURNING expires_at`);
   return { token, expiresAt: row.expires_at };
+}
+
+/**
+ * The password or a code was given now: the session is fresh, and one that waited for its
+ * second step is signed in for the full lifetime from here.
+ */
+export async function confirmDashboardSession(
+  db: CommonQueryMethods,
+  sessionId: string,
+  needs: SessionNeeds | null = null,
+): Promise<void> {
+  await db.query(sql.unsafe`
+    UPDATE dashboard_sessions
+    SET confirmed_at = now(), needs = ${needs},
+        expires_at = CASE WHEN needs IS NULL THEN expires_at ELSE ${lifetime(needs)} END
+    WHERE id = ${sessionId} AND revoked_at IS NULL`);
 }
 
 const sessionRow = z.object({
   session_id: z.string(),
   account_id: z.string(),
   email: z.string(),
+  role: z.enum(DASHBOARD_ROLES),
   application_id: z.string(),
   application_name: z.string(),
   base_currency: z.string(),
+  needs: z.enum(SESSION_NEEDS).nullable(),
+  /** The password or a code was given within FRESH_SECONDS: the one definition of fresh. */
+  fresh: z.boolean(),
+  two_step: z.boolean(),
+  two_step_required: z.boolean(),
 });
 export type DashboardSession = z.infer<typeof sessionRow>;
 
@@ -129,8 +189,11 @@ export async function findDashboardSession(
   token: string,
 ): Promise<DashboardSession | null> {
   return db.maybeOne(sql.type(sessionRow)`
-    SELECT s.id AS session_id, u.id AS account_id, u.email, a.id AS application_id,
-      a.name AS application_name, a.base_currency
+    SELECT s.id AS session_id, u.id AS account_id, u.email, u.role, a.id AS application_id,
+      a.name AS application_name, a.base_currency, s.needs,
+      s.confirmed_at > now() - make_interval(secs => ${FRESH_SECONDS}) AS fresh,
+      u.totp_enabled_at IS NOT NULL AS two_step,
+      a.dashboard_two_step_required AS two_step_required
     FROM dashboard_sessions s
     JOIN dashboard_users u ON u.id = s.dashboard_user_id
     JOIN applications a ON a.id = u.application_id

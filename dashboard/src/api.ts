@@ -4,6 +4,7 @@ import {
   type components,
   type WalletClient,
 } from '../../clients/typescript/src/index';
+import type { DashboardAction, DashboardRole } from '../../domain/dashboard-access';
 
 /**
  * The dashboard's one way to the server: public routes go through the typed client (`api(mode)`)
@@ -19,9 +20,46 @@ export type Transaction = Schemas['Transaction'];
 /** `GET /dashboard/api/session`: dashboard-only, so typed here. */
 export type Session = {
   email: string;
+  role: DashboardRole;
+  permissions: DashboardAction[];
   application: { id: string; name: string; base_currency: string };
+  needs: 'code' | 'enrolment' | null;
+  two_step: { enabled: boolean; required: boolean };
+  fresh: boolean;
   csrf_token: string;
 };
+
+let csrf = '';
+let permissions: readonly DashboardAction[] = [];
+
+/** What the session's role may do, as the session said: pages hide the rest. */
+export function rememberSession(session: Session): void {
+  csrf = session.csrf_token;
+  permissions = session.permissions;
+}
+
+export function can(action: DashboardAction): boolean {
+  return permissions.includes(action);
+}
+
+/** The challenge of a 401 that asks for the password or a code again (a fresh sign-in). */
+const CONFIRM_CHALLENGE = 'Dashboard-Confirm';
+let reconfirm: (() => Promise<boolean>) | null = null;
+
+/** Who asks the person to confirm it is them: true once confirmed, false when they gave up. */
+export function onReconfirm(handler: () => Promise<boolean>): void {
+  reconfirm = handler;
+}
+
+/** A request of the page; an action that wants a fresh sign-in asks for one, then goes again. */
+async function send(url: URL | string, init: RequestInit): Promise<Response> {
+  const response = await fetch(url, init);
+  const asks = response.headers.get('WWW-Authenticate') === CONFIRM_CHALLENGE;
+  if (response.status === 401 && asks && reconfirm && (await reconfirm())) {
+    return fetch(url, init);
+  }
+  return response;
+}
 
 /** A refusal of the API or of a dashboard endpoint: `message` is the server's `detail`. */
 export class ApiError extends Error {
@@ -37,12 +75,6 @@ export class ApiError extends Error {
 export function errorMessage(error: unknown): string {
   if (error instanceof WalletApiError) return error.detail;
   return error instanceof Error ? error.message : String(error);
-}
-
-let csrf = '';
-
-export function setCsrfToken(token: string): void {
-  csrf = token;
 }
 
 const clients = new Map<Mode, WalletClient>();
@@ -64,7 +96,7 @@ export function api(mode: Mode): WalletClient {
         if (!headers.has('Accept')) headers.set('Accept', 'application/json');
         const reads = request.method === 'GET' || request.method === 'HEAD';
         if (!reads) headers.set('X-CSRF-Token', csrf);
-        return fetch(url, {
+        return send(url, {
           method: request.method,
           headers,
           credentials: 'same-origin',
@@ -86,7 +118,7 @@ export async function request<T>(
   const headers: Record<string, string> = { ...options.headers, Accept: 'application/json' };
   if (options.body !== undefined) headers['Content-Type'] = 'application/json';
   if (method !== 'GET') headers['X-CSRF-Token'] = csrf;
-  const response = await fetch(`/dashboard/api${path}`, {
+  const response = await send(`/dashboard/api${path}`, {
     method,
     headers,
     credentials: 'same-origin',

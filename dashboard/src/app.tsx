@@ -1,5 +1,14 @@
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, request, setCsrfToken, type Mode, type Session } from './api';
+import {
+  ApiError,
+  errorMessage,
+  onReconfirm,
+  request,
+  rememberSession,
+  type Mode,
+  type Session,
+} from './api';
+import { FRESH_SECONDS } from '../../domain/dashboard-access';
 import { navigate, usePath } from './router';
 import { ErrorBox, Link } from './ui';
 import { Overview } from './pages/overview';
@@ -10,6 +19,9 @@ import { DisputePage, Disputes } from './pages/disputes';
 import { UserPage, Users } from './pages/users';
 import { StatementPage } from './pages/statement';
 import { ReconExceptionPage, ReconExceptions, Reconciliation } from './pages/reconciliation';
+import { TeamPage } from './pages/team';
+import { CodeField, Enrol, TwoStepPage } from './pages/two-step';
+import { InvitationPage } from './pages/invitation';
 
 const PAGES = [
   { path: '/', label: 'Overview' },
@@ -19,6 +31,8 @@ const PAGES = [
   { path: '/disputes', label: 'Disputes' },
   { path: '/reconciliation', label: 'Reconciliation' },
   { path: '/users', label: 'Users and wallets' },
+  { path: '/team', label: 'Team' },
+  { path: '/two-step', label: 'Two-step sign-in' },
 ] as const;
 
 function SignIn(props: { onSignedIn: (session: Session) => void }) {
@@ -76,7 +90,97 @@ function storedMode(): Mode {
   return sessionStorage.getItem('dashboard-mode') === 'live' ? 'live' : 'test';
 }
 
-function Page(props: { path: string; mode: Mode; session: Session }) {
+/** The second step of signing in: a code of the authenticator app, or a recovery code. */
+function CodeStep(props: { onSignedIn: (session: Session) => void; onCancel: () => void }) {
+  const [code, setCode] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const submit = (event: Event) => {
+    event.preventDefault();
+    request<Session>('/session/code', { method: 'POST', body: { code } })
+      .then(props.onSignedIn)
+      .catch((e: unknown) => setError(errorMessage(e)));
+  };
+  return (
+    <main class="signin">
+      <h1>Two-step sign-in</h1>
+      <form onSubmit={submit}>
+        <p>Enter the code your authenticator app shows, or one of your recovery codes.</p>
+        <CodeField value={code} onInput={setCode} />
+        <button type="submit">Continue</button>
+        <button type="button" onClick={props.onCancel}>
+          Cancel
+        </button>
+        <ErrorBox error={error} />
+      </form>
+    </main>
+  );
+}
+
+/** The team requires two-step sign-in: the account turns it on before anything else. */
+function EnrolStep(props: { onDone: () => void }) {
+  return (
+    <main class="signin">
+      <h1>Turn on two-step sign-in</h1>
+      <p>Your team requires two-step sign-in: set it up to continue.</p>
+      <Enrol onDone={props.onDone} />
+    </main>
+  );
+}
+
+/**
+ * Asks for the password or a code again, for an action that wants a fresh sign-in; the action
+ * then goes again on its own.
+ */
+function Reconfirm(props: { onDone: (confirmed: boolean) => void }) {
+  const [secret, setSecret] = useState('');
+  const [byCode, setByCode] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const submit = (event: Event) => {
+    event.preventDefault();
+    const body = byCode ? { code: secret } : { password: secret };
+    request<Session>('/session/confirm', { method: 'POST', body })
+      .then(() => props.onDone(true))
+      .catch((e: unknown) => setError(errorMessage(e)));
+  };
+  return (
+    <div class="overlay">
+      <div class="dialog" role="dialog" aria-modal="true" aria-labelledby="reconfirm">
+        <form onSubmit={submit}>
+          <h2 id="reconfirm">Confirm it is you</h2>
+          <p>
+            This action needs your password or a two-step code given in the last{' '}
+            {FRESH_SECONDS / 60} minutes.
+          </p>
+          {byCode ? (
+            <CodeField value={secret} onInput={setSecret} />
+          ) : (
+            <label>
+              Password
+              <input
+                type="password"
+                name="password"
+                autoComplete="current-password"
+                required
+                value={secret}
+                onInput={(e) => setSecret(e.currentTarget.value)}
+              />
+            </label>
+          )}
+          <button type="submit">Confirm</button>
+          <button type="button" onClick={() => setByCode(!byCode)}>
+            {byCode ? 'Use my password' : 'Use a code'}
+          </button>
+          <button type="button" onClick={() => props.onDone(false)}>
+            Cancel
+          </button>
+          <ErrorBox error={error} />
+        </form>
+      </div>
+    </div>
+  );
+}
+
+function Page(props: { path: string; mode: Mode; session: Session; onSession: () => void }) {
   const { path, mode } = props;
   const transaction = /^\/transactions\/([^/]+)$/.exec(path);
   if (transaction) return <TransactionPage mode={mode} id={transaction[1]!} />;
@@ -105,6 +209,10 @@ function Page(props: { path: string; mode: Mode; session: Session }) {
       return <ReconExceptions mode={mode} />;
     case '/users':
       return <Users mode={mode} />;
+    case '/team':
+      return <TeamPage session={props.session} />;
+    case '/two-step':
+      return <TwoStepPage session={props.session} onChanged={props.onSession} />;
     default:
       return <ErrorBox error="No such page" />;
   }
@@ -115,35 +223,24 @@ export function App() {
   const [session, setSession] = useState<Session | null | undefined>(undefined);
   const [mode, setMode] = useState<Mode>(storedMode());
   const [error, setError] = useState<string | null>(null);
+  const [confirming, setConfirming] = useState<((confirmed: boolean) => void) | null>(null);
 
-  useEffect(() => {
+  const signedIn = (s: Session) => {
+    rememberSession(s);
+    setSession(s);
+  };
+  const loadSession = () => {
     request<Session>('/session')
-      .then((s) => {
-        setCsrfToken(s.csrf_token);
-        setSession(s);
-      })
+      .then(signedIn)
       .catch((e: unknown) => {
         if (e instanceof ApiError && e.status === 401) setSession(null);
         else setError(e instanceof Error ? e.message : String(e));
       });
-  }, []);
-
-  if (session === undefined) return <ErrorBox error={error} />;
-  if (session === null) {
-    return (
-      <SignIn
-        onSignedIn={(s) => {
-          setCsrfToken(s.csrf_token);
-          setSession(s);
-        }}
-      />
-    );
-  }
-
-  const switchMode = (next: Mode) => {
-    sessionStorage.setItem('dashboard-mode', next);
-    setMode(next);
   };
+  useEffect(loadSession, []);
+  useEffect(() => {
+    onReconfirm(() => new Promise<boolean>((resolve) => setConfirming(() => resolve)));
+  }, []);
   const signOut = () => {
     request('/session', { method: 'DELETE' })
       .then(() => {
@@ -152,6 +249,28 @@ export function App() {
       })
       .catch((e: unknown) => setError(e instanceof Error ? e.message : String(e)));
   };
+
+  const invitation = /^\/invitations\/([^/]+)$/.exec(path);
+  if (invitation) {
+    return (
+      <InvitationPage
+        token={decodeURIComponent(invitation[1]!)}
+        onSignedIn={(s) => {
+          signedIn(s);
+          navigate('/');
+        }}
+      />
+    );
+  }
+  if (session === undefined) return <ErrorBox error={error} />;
+  if (session === null) return <SignIn onSignedIn={signedIn} />;
+  if (session.needs === 'code') return <CodeStep onSignedIn={signedIn} onCancel={signOut} />;
+  if (session.needs === 'enrolment') return <EnrolStep onDone={loadSession} />;
+
+  const switchMode = (next: Mode) => {
+    sessionStorage.setItem('dashboard-mode', next);
+    setMode(next);
+  };
   const section = `/${path.split('/')[1] ?? ''}`;
   return (
     <div class={`shell mode-${mode}`}>
@@ -159,6 +278,7 @@ export function App() {
         <div class="brand">
           <strong>{session.application.name}</strong>
           <span class="who">{session.email}</span>
+          <span class="role">{session.role}</span>
         </div>
         <div class="mode-switch" role="group" aria-label="Mode">
           {(['test', 'live'] as const).map((m) => (
@@ -190,8 +310,22 @@ export function App() {
           <p class="banner live">Live Mode.</p>
         )}
         <ErrorBox error={error} />
-        <Page key={`${mode}${path}`} path={path} mode={mode} session={session} />
+        <Page
+          key={`${mode}${path}`}
+          path={path}
+          mode={mode}
+          session={session}
+          onSession={loadSession}
+        />
       </main>
+      {confirming && (
+        <Reconfirm
+          onDone={(confirmed) => {
+            confirming(confirmed);
+            setConfirming(null);
+          }}
+        />
+      )}
     </div>
   );
 }

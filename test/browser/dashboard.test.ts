@@ -160,6 +160,8 @@ describe('the dashboard', () => {
       id: expect.any(String),
       application_id: app.id,
       email: EMAIL,
+      // The command line makes owners: the first account of a team runs everything.
+      role: 'owner',
       created_at: expect.any(String),
     });
     const stored = await engine.pool.one(sql.type(z.object({ password_hash: z.string() }))`

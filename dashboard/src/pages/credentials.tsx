@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { modePath, request, type Mode } from '../api';
+import { can, modePath, request, type Mode } from '../api';
 import { ErrorBox, SecretOnce, Status, useLoad, when } from '../ui';
 
 type Credential = {
@@ -48,18 +48,20 @@ export function Credentials(props: { mode: Mode }) {
   return (
     <section>
       <h1>Credentials ({props.mode === 'test' ? 'Test' : 'Live'} Mode)</h1>
-      <form class="inline" onSubmit={generate}>
-        <label>
-          Expires at (optional)
-          <input
-            type="datetime-local"
-            name="expires_at"
-            value={expiry}
-            onInput={(e) => setExpiry(e.currentTarget.value)}
-          />
-        </label>
-        <button type="submit">Generate a key</button>
-      </form>
+      {can('credentials_create') && (
+        <form class="inline" onSubmit={generate}>
+          <label>
+            Expires at (optional)
+            <input
+              type="datetime-local"
+              name="expires_at"
+              value={expiry}
+              onInput={(e) => setExpiry(e.currentTarget.value)}
+            />
+          </label>
+          <button type="submit">Generate a key</button>
+        </form>
+      )}
       <ErrorBox error={error} />
       {created && (
         <div class="once" role="status">
@@ -101,7 +103,7 @@ export function Credentials(props: { mode: Mode }) {
                 <td>{when(c.expires_at)}</td>
                 <td>{when(c.created_at)}</td>
                 <td>
-                  {c.status === 'active' && (
+                  {c.status === 'active' && can('credentials_revoke') && (
                     <button type="button" class="danger" onClick={() => revoke(c)}>
                       Revoke
                     </button>

@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import {
   DISPUTE_STATUSES,
   api,
+  can,
   errorMessage,
   type DisputeStatus,
   type Mode,
@@ -228,8 +229,12 @@ export function DisputePage(props: { mode: Mode; id: string }) {
             <dt>Updated</dt>
             <dd>{when(d.updated_at)}</dd>
           </dl>
-          <h2>Evidence</h2>
-          <EvidenceForm mode={props.mode} dispute={d} onSubmitted={record.reload} />
+          {can('dispute_evidence') && (
+            <>
+              <h2>Evidence</h2>
+              <EvidenceForm mode={props.mode} dispute={d} onSubmitted={record.reload} />
+            </>
+          )}
         </>
       )}
     </section>

@@ -4,6 +4,7 @@ import {
   RECON_KINDS,
   RECON_PROVIDERS,
   api,
+  can,
   errorMessage,
   uploadSettlementFile,
   type Mode,
@@ -337,23 +338,27 @@ export function Reconciliation(props: { mode: Mode }) {
     <section>
       <h1>Reconciliation</h1>
       <SubNav current="runs" />
-      <UploadForm
-        mode={props.mode}
-        onUseImport={(provider, importId) => {
-          setPreset({ provider, importId });
-          document.getElementById('start-run')?.scrollIntoView();
-        }}
-      />
-      <RunForm
-        key={preset ? preset.importId : 'none'}
-        mode={props.mode}
-        preset={preset}
-        onStarted={(run) => {
-          setStarted(run);
-          setPage(1);
-          runs.reload();
-        }}
-      />
+      {can('reconciliation_runs') && (
+        <>
+          <UploadForm
+            mode={props.mode}
+            onUseImport={(provider, importId) => {
+              setPreset({ provider, importId });
+              document.getElementById('start-run')?.scrollIntoView();
+            }}
+          />
+          <RunForm
+            key={preset ? preset.importId : 'none'}
+            mode={props.mode}
+            preset={preset}
+            onStarted={(run) => {
+              setStarted(run);
+              setPage(1);
+              runs.reload();
+            }}
+          />
+        </>
+      )}
       {started && (
         <p class="once" role="status" data-started-run={started.id}>
           Run <code>{started.id}</code> started.
@@ -542,13 +547,15 @@ export function ReconExceptions(props: { mode: Mode }) {
               <thead>
                 <tr>
                   <th scope="col">
-                    <input
-                      type="checkbox"
-                      aria-label="Select every open exception of this page"
-                      checked={everyOne}
-                      disabled={open.length === 0}
-                      onChange={() => setChosen(everyOne ? [] : open)}
-                    />
+                    {can('reconciliation_accept') && (
+                      <input
+                        type="checkbox"
+                        aria-label="Select every open exception of this page"
+                        checked={everyOne}
+                        disabled={open.length === 0}
+                        onChange={() => setChosen(everyOne ? [] : open)}
+                      />
+                    )}
                   </th>
                   <th scope="col">Found</th>
                   <th scope="col">Kind</th>
@@ -563,7 +570,7 @@ export function ReconExceptions(props: { mode: Mode }) {
                 {list.data.data.map((e) => (
                   <tr data-exception={e.id}>
                     <td>
-                      {e.status === 'open' && (
+                      {e.status === 'open' && can('reconciliation_accept') && (
                         <input
                           type="checkbox"
                           aria-label={`Select the exception of ${e.provider_reference ?? e.id}`}
@@ -608,15 +615,17 @@ export function ReconExceptions(props: { mode: Mode }) {
             totalPages={list.data.total_pages}
             onPage={(next) => navigate(exceptionsPath(filters, next))}
           />
-          <BulkAccept
-            mode={props.mode}
-            ids={selected}
-            onAccepted={(count) => {
-              setAccepted(count);
-              setChosen([]);
-              list.reload();
-            }}
-          />
+          {can('reconciliation_accept') && (
+            <BulkAccept
+              mode={props.mode}
+              ids={selected}
+              onAccepted={(count) => {
+                setAccepted(count);
+                setChosen([]);
+                list.reload();
+              }}
+            />
+          )}
         </>
       )}
     </section>
@@ -792,7 +801,9 @@ export function ReconExceptionPage(props: { mode: Mode; id: string }) {
               <dd>{when(e.resolved_at)}</dd>
             </dl>
           ) : (
-            <AcceptForm mode={props.mode} id={e.id} onAccepted={record.reload} />
+            can('reconciliation_accept') && (
+              <AcceptForm mode={props.mode} id={e.id} onAccepted={record.reload} />
+            )
           )}
         </>
       )}

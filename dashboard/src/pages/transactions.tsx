@@ -3,6 +3,7 @@ import { TRANSACTION_STATUSES, TRANSACTION_TYPES } from '../../../domain/types';
 import {
   api,
   download,
+  can,
   errorMessage,
   idempotencyKey,
   pageOf,
@@ -507,7 +508,7 @@ export function TransactionPage(props: { mode: Mode; id: string }) {
           <Link to={`/disputes?transaction_id=${t.id}`}>Disputes of this deposit</Link>
         </p>
       )}
-      {t?.transaction_type === 'card_deposit' && t.status === 'completed' && (
+      {t?.transaction_type === 'card_deposit' && t.status === 'completed' && can('refunds') && (
         <Refund mode={props.mode} deposit={t} onRefunded={record.reload} />
       )}
       <h2>Timeline</h2>

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { EVENT_TYPES } from '../../../domain/events';
-import { api, errorMessage, type Mode, type Schemas } from '../api';
+import { api, can, errorMessage, type Mode, type Schemas } from '../api';
 import { ErrorBox, Pager, SecretOnce, Status, useLoad, when } from '../ui';
 
 type Subscription = Schemas['WebhookSubscription'];
@@ -142,13 +142,15 @@ function Events(props: { mode: Mode }) {
                   </ul>
                 </td>
                 <td>
-                  <button
-                    type="button"
-                    title="Send it again to every active subscription that takes it"
-                    onClick={() => redeliver(event.id)}
-                  >
-                    Redeliver
-                  </button>
+                  {can('webhooks') && (
+                    <button
+                      type="button"
+                      title="Send it again to every active subscription that takes it"
+                      onClick={() => redeliver(event.id)}
+                    >
+                      Redeliver
+                    </button>
+                  )}
                 </td>
               </tr>
             ))}
@@ -188,11 +190,12 @@ export function Webhooks(props: { mode: Mode }) {
     list.reload();
   };
   const fail = (e: unknown) => setError(errorMessage(e));
+  const manage = can('webhooks');
 
   return (
     <section>
       <h1>Webhooks</h1>
-      {!creating && (
+      {!creating && manage && (
         <button type="button" onClick={() => setCreating(true)}>
           New subscription
         </button>
@@ -257,85 +260,87 @@ export function Webhooks(props: { mode: Mode }) {
                   )}
                 </p>
                 <p class="muted">{s.events.join(', ')}</p>
-                <div class="actions">
-                  <button type="button" onClick={() => setEditing(s.id)}>
-                    Edit
-                  </button>
-                  <button
-                    type="button"
-                    onClick={() =>
-                      void client
-                        .patch('/api/v1/webhooks/subscriptions/{subscription_id}', {
-                          params: { path: { subscription_id: s.id } },
-                          body: { is_active: !s.is_active },
-                        })
-                        .then(done)
-                        .catch(fail)
-                    }
-                  >
-                    {s.is_active ? 'Disable' : 'Enable'}
-                  </button>
-                  <button
-                    type="button"
-                    disabled={tests[s.id] === 'sending'}
-                    onClick={() => {
-                      setTests({ ...tests, [s.id]: 'sending' });
-                      client
-                        .post('/api/v1/webhooks/subscriptions/{subscription_id}/test', {
-                          params: { path: { subscription_id: s.id } },
-                        })
-                        .then((result) => setTests((t) => ({ ...t, [s.id]: result })))
-                        .catch((e: unknown) => {
-                          setTests((t) => {
-                            const { [s.id]: _dropped, ...rest } = t;
-                            return rest;
-                          });
-                          fail(e);
-                        });
-                    }}
-                  >
-                    Send test
-                  </button>
-                  <button
-                    type="button"
-                    onClick={() => {
-                      if (
-                        !confirm(
-                          'Rotate the signing secret? The old one keeps signing for 24 hours.',
-                        )
-                      ) {
-                        return;
+                {manage && (
+                  <div class="actions">
+                    <button type="button" onClick={() => setEditing(s.id)}>
+                      Edit
+                    </button>
+                    <button
+                      type="button"
+                      onClick={() =>
+                        void client
+                          .patch('/api/v1/webhooks/subscriptions/{subscription_id}', {
+                            params: { path: { subscription_id: s.id } },
+                            body: { is_active: !s.is_active },
+                          })
+                          .then(done)
+                          .catch(fail)
                       }
-                      client
-                        .post('/api/v1/webhooks/subscriptions/{subscription_id}/rotate-secret', {
-                          params: { path: { subscription_id: s.id } },
-                          body: {},
-                        })
-                        .then((rotated) => {
-                          setSecret(rotated.secret);
-                          done();
-                        })
-                        .catch(fail);
-                    }}
-                  >
-                    Rotate secret
-                  </button>
-                  <button
-                    type="button"
-                    class="danger"
-                    onClick={() => {
-                      if (!confirm(`Delete the subscription to ${s.url}?`)) return;
-                      client
-                        .delete('/api/v1/webhooks/subscriptions/{subscription_id}', {
-                          params: { path: { subscription_id: s.id } },
-                        })
-                        .then(done)
-                        .catch(fail);
-                    }}
-                  >
-                    Delete
-                  </button>
-                </div>
+                    >
+                      {s.is_active ? 'Disable' : 'Enable'}
+                    </button>
+                    <button
+                      type="button"
+                      disabled={tests[s.id] === 'sending'}
+                      onClick={() => {
+                        setTests({ ...tests, [s.id]: 'sending' });
+                        client
+                          .post('/api/v1/webhooks/subscriptions/{subscription_id}/test', {
+                            params: { path: { subscription_id: s.id } },
+                          })
+                          .then((result) => setTests((t) => ({ ...t, [s.id]: result })))
+                          .catch((e: unknown) => {
+                            setTests((t) => {
+                              const { [s.id]: _dropped, ...rest } = t;
+                              return rest;
+                            });
+                            fail(e);
+                          });
+                      }}
+                    >
+                      Send test
+                    </button>
+                    <button
+                      type="button"
+                      onClick={() => {
+                        if (
+                          !confirm(
+                            'Rotate the signing secret? The old one keeps signing for 24 hours.',
+                          )
+                        ) {
+                          return;
+                        }
+                        client
+                          .post('/api/v1/webhooks/subscriptions/{subscription_id}/rotate-secret', {
+                            params: { path: { subscription_id: s.id } },
+                            body: {},
+                          })
+                          .then((rotated) => {
+                            setSecret(rotated.secret);
+                            done();
+                          })
+                          .catch(fail);
+                      }}
+                    >
+                      Rotate secret
+                    </button>
+                    <button
+                      type="button"
+                      class="danger"
+                      onClick={() => {
+                        if (!confirm(`Delete the subscription to ${s.url}?`)) return;
+                        client
+                          .delete('/api/v1/webhooks/subscriptions/{subscription_id}', {
+                            params: { path: { subscription_id: s.id } },
+                          })
+                          .then(done)
+                          .catch(fail);
+                      }}
+                    >
+                      Delete
+                    </button>
+                  </div>
+                )}
                 <TestOutcome result={tests[s.id]} />
               </>
             )}
