@@ -1,13 +1,16 @@
 import {
   allHandlersFinished,
   condition,
+  getExternalWorkflowHandle,
   patched,
   proxyActivities,
   proxyLocalActivities,
   proxySinks,
   setHandler,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from './activities-types';
+import { batchItemAnswered } from './batch-shared';
 import { asDeclined, exhausted } from './declines';
 import { asksProviderOnNotify } from './notifications';
 import {
@@ -107,11 +110,22 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
     return outcome;
   }
 
-  /** Gives `open` its answer once, and tells this process's API (temporal/settlements.ts). */
+  /**
+   * Gives `open` its answer once, and tells this process's API (temporal/settlements.ts) and
+   * the bulk payment that started it, if one did (a saga with no parent sends nothing more).
+   */
   function answerOnce(value: MoneyOutOpened | Declined): void {
     if (answer !== undefined) return;
     answer = value;
     payments.settled(value);
+    const parent = workflowInfo().parent;
+    if (parent) {
+      // No run id: the batch may have continued as new since it started this saga.
+      void getExternalWorkflowHandle(parent.workflowId).signal(batchItemAnswered, {
+        transactionId: input.transactionId,
+        answer: value,
+      });
+    }
   }
 
   /** Ends a saga that never reached the provider's acceptance. */
