@@ -11,11 +11,7 @@ import {
   type PendingBatchItem,
 } from '../db/batches';
 import { postLedgerTransaction } from '../db/ledger';
-import {
-  PAYOUTS_NOT_ENABLED,
-  canReceivePayouts,
-  findPayoutAccount,
-} from '../db/payout-accounts';
+import { PAYOUTS_NOT_ENABLED, canReceivePayouts, findPayoutAccount } from '../db/payout-accounts';
 import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import { takeRateLimit } from '../db/rate-limit';
 import { insertEvent, insertTransaction } from '../db/transactions';
@@ -24,12 +20,7 @@ import { walletStates, type WalletState } from '../db/wallets';
 import { findApplication } from '../db/applications';
 import { BATCH_ITEM_CATEGORY, BATCH_ITEM_TYPE } from '../domain/batches';
 import { transferPostings, type Posting } from '../domain/ledger';
-import {
-  decide,
-  moneyOutReserveRules,
-  transferRules,
-  type Decision,
-} from '../domain/money-rules';
+import { decide, moneyOutReserveRules, transferRules, type Decision } from '../domain/money-rules';
 import { categoryLimit } from '../domain/types';
 import type { BatchEnded, BatchItemEnd, BatchItemStart } from '../workflows/batch-shared';
 import { workflowIds } from '../workflows/ids';
@@ -73,9 +64,7 @@ export function createBatchActivities(deps: { pool: DatabasePool; config: Config
     const owner = ownerOf(batch);
     const walletsOf = (item: PendingBatchItem): string[] => {
       const body = item.body as Partial<TransferFields & MoneyOutFields>;
-      return batch.kind === 'transfer'
-        ? [body.fromWalletId!, body.toWalletId!]
-        : [body.walletId!];
+      return batch.kind === 'transfer' ? [body.fromWalletId!, body.toWalletId!] : [body.walletId!];
     };
     const states = await walletStates(pool, [...new Set(items.flatMap(walletsOf))]);
     const state = (id: string): WalletState | null => states.get(id) ?? null;
@@ -345,6 +334,11 @@ async function writeAtomicTransfers(
   await recordBatchItemResults(
     trx,
     batch.id,
-    items.map((item) => ({ index: item.item_index, status: 'succeeded', code: null, detail: null })),
+    items.map((item) => ({
+      index: item.item_index,
+      status: 'succeeded',
+      code: null,
+      detail: null,
+    })),
   );
 }

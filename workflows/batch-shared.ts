@@ -32,7 +32,13 @@ export type BatchInput = {
  * would start it; or its decline, when a check the endpoint makes before any start refused it.
  */
 export type BatchItemStart =
-  | { index: number; kind: 'transfer'; workflowId: string; input: TransferInput; walletIds: string[] }
+  | {
+      index: number;
+      kind: 'transfer';
+      workflowId: string;
+      input: TransferInput;
+      walletIds: string[];
+    }
   | {
       index: number;
       kind: 'cashout' | 'payout';
@@ -60,6 +66,5 @@ export const batchCancel = defineUpdate<void>('cancel');
  * A money-out saga started by a batch tells it what its request would have answered (accepted,
  * or declined), so that the item ends then while the payment waits for its provider.
  */
-export const batchItemAnswered = defineSignal<
-  [{ transactionId: string; answer: MoneyOutOpened | Declined }]
->('batchItemAnswered');
+export const batchItemAnswered =
+  defineSignal<[{ transactionId: string; answer: MoneyOutOpened | Declined }]>('batchItemAnswered');

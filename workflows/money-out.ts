@@ -70,6 +70,8 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
   const { ledger, provider } = runsLocally(input) ? local : remote;
   const id = { transactionId: input.transactionId };
   let answer: MoneyOutOpened | Declined | undefined;
+  /** The signal that tells a bulk payment this saga's answer, once sent (`answerOnce`). */
+  let parentTold: Promise<void> | undefined;
   let outcome: MoneyOutOutcome = 'pending';
   let accepted = false;
   let settling = false;
@@ -120,11 +122,11 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
     payments.settled(value);
     const parent = workflowInfo().parent;
     if (parent) {
-      // No run id: the batch may have continued as new since it started this saga.
-      void getExternalWorkflowHandle(parent.workflowId).signal(batchItemAnswered, {
-        transactionId: input.transactionId,
-        answer: value,
-      });
+      // No run id: the batch may have continued as new since it started this saga. A batch
+      // gone (terminated) has no one to tell.
+      parentTold = getExternalWorkflowHandle(parent.workflowId)
+        .signal(batchItemAnswered, { transactionId: input.transactionId, answer: value })
+        .catch(() => undefined);
     }
   }
 
@@ -134,6 +136,8 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
     outcome = 'failed';
     setPaymentStatus('failed');
     await condition(allHandlersFinished);
+    // A signal still on its way when the sender ends is never delivered.
+    await parentTold;
     return outcome;
   }
 
@@ -240,5 +244,6 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
     }
   }
   await condition(() => outcome !== 'pending' && allHandlersFinished());
+  await parentTold;
   return outcome;
 }

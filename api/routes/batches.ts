@@ -274,7 +274,8 @@ export function batchRoutes(deps: ApiDeps): Route[] {
         const id = idFromKey(caller, idempotency, 'batch');
         const owner = { applicationId: caller.applicationId, mode: caller.mode };
         // A retry whose first attempt recorded the batch starts (or finds) its workflow.
-        let batch = idempotency && !idempotency.fresh ? await findBatch(pool, { ...owner, id }) : null;
+        let batch =
+          idempotency && !idempotency.fresh ? await findBatch(pool, { ...owner, id }) : null;
         if (!batch) {
           if (body.kind === 'mobile_money_cashout') {
             assertLiveProvider(caller, providers.liveMobileMoney, 'mobile-money cashouts');
@@ -406,7 +407,10 @@ export function batchRoutes(deps: ApiDeps): Route[] {
           );
         } catch (error) {
           // It ended meanwhile: the update found no running workflow.
-          if (error instanceof WorkflowNotFoundError || error instanceof WorkflowUpdateFailedError) {
+          if (
+            error instanceof WorkflowNotFoundError ||
+            error instanceof WorkflowUpdateFailedError
+          ) {
             throw ended();
           }
           throw error;
