@@ -8,6 +8,7 @@ import {
   expectRateLimited,
   type ApiClient,
 } from '../support/http';
+import { useWalletClient } from '../support/client';
 import { useTestApp, useTestEngine } from '../support/hooks';
 import { payableWallet, sandboxCardPayouts, sandboxMobileMoneyPayouts } from '../support/payouts';
 import { awaitRoomInWindow } from '../support/rate-limit';
@@ -16,6 +17,7 @@ import { listWorkflowIds, pollUntil } from '../support/wait';
 const engine = useTestEngine();
 const { app, api } = useTestApp(engine);
 const { api: other } = useTestApp(engine);
+const client = useWalletClient(engine, app);
 /** An application whose transfers are limited to two a minute: its batches pace themselves. */
 const paced = useTestApp(engine, { rateLimits: { transfers: 2, batches: 1_000 } });
 /** An application with the default limits for batches. */
@@ -422,5 +424,34 @@ describe('bulk payments', () => {
       `WorkflowId = 'transfer-${item.transaction_id}' AND ApplicationId = '${app.id}'`,
     );
     expect(ids).toEqual([`transfer-${item.transaction_id}`]);
+  });
+
+  it('the typed client submits a batch, waits for its end, and walks its items', async () => {
+    const a = await createFundedWallet(api, engine.pool, 1_000n);
+    const b = await createFundedWallet(api, engine.pool, 0n);
+    const items = Array.from({ length: 150 }, (_, i) => ({
+      from_wallet_id: a.walletId,
+      to_wallet_id: b.walletId,
+      amount: 0.01,
+      reference: `line-${i}`,
+    }));
+    const key = newKey();
+    const batch = await client.submitBatch(
+      { kind: 'transfer', items },
+      { idempotencyKey: key, pollMs: 100 },
+    );
+    expect(batch).toMatchObject({ status: 'completed', total: 150, succeeded: 150 });
+    const walked = [];
+    for await (const item of client.batchItems(batch.id)) walked.push(item);
+    expect(walked.map((i) => i.reference)).toEqual(items.map((i) => i.reference));
+    expect(walked.every((i) => i.status === 'succeeded' && i.transaction_id)).toBe(true);
+    const failed = [];
+    for await (const item of client.batchItems(batch.id, { status: 'failed' })) failed.push(item);
+    expect(failed).toEqual([]);
+    expect(await balanceOf(engine.pool, b.walletId)).toBe(150n);
+    // Sent again with its key, the same batch, paid once.
+    const again = await client.submitBatch({ kind: 'transfer', items }, { idempotencyKey: key });
+    expect(again.id).toBe(batch.id);
+    expect(await balanceOf(engine.pool, b.walletId)).toBe(150n);
   });
 });
