@@ -45,7 +45,9 @@ async function itemsOf(client: ApiClient, id: string, query = '') {
   const items: any[] = [];
   for (let after: number | null = null; ;) {
     const cursor: string = after === null ? '' : `&starting_after=${after}`;
-    const page = await client.get(`${BATCHES}/${id}/items?per_page=2${query}${cursor}`);
+    const page = await client.get<{ data: any[]; has_more: boolean }>(
+      `${BATCHES}/${id}/items?per_page=2${query}${cursor}`,
+    );
     expect(page.status).toBe(200);
     items.push(...page.body.data);
     if (!page.body.has_more) return items;
@@ -201,11 +203,13 @@ describe('bulk payments', () => {
     });
     const id = started.body.id as string;
     await ended(api, id);
-    const list = await api.get(`${BATCHES}?per_page=100&status=completed`);
+    const list = await api.get<{ data: Array<{ id: string; status: string }> }>(
+      `${BATCHES}?per_page=100&status=completed`,
+    );
     expect(list.status).toBe(200);
     expect(list.body).toMatchObject({ page: 1, per_page: 100, total: expect.any(Number) });
-    expect(list.body.data.map((x: { id: string }) => x.id)).toContain(id);
-    expect(list.body.data.every((x: { status: string }) => x.status === 'completed')).toBe(true);
+    expect(list.body.data.map((x) => x.id)).toContain(id);
+    expect(list.body.data.every((x) => x.status === 'completed')).toBe(true);
     expectError(await other.get(`${BATCHES}/${id}`), 403);
     expectError(await other.get(`${BATCHES}/${id}/items`), 403);
     expectError(await other.post(`${BATCHES}/${id}/cancel`), 403);
