@@ -5004,6 +5004,28 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "kind": "transfer",
+         *       "items": [
+         *         {
+         *           "from_wallet_id": "0b6f3c2e-8d1a-4f5b-9c7e-2a4d6e8f1b3c",
+         *           "to_wallet_id": "5e9a7c1b-3f2d-4e6a-8b0c-9d1e2f3a4b5c",
+         *           "amount": 120,
+         *           "reference": "payroll-0601"
+         *         },
+         *         {
+         *           "from_wallet_id": "0b6f3c2e-8d1a-4f5b-9c7e-2a4d6e8f1b3c",
+         *           "to_wallet_id": "5e9a7c1b-3f2d-4e6a-8b0c-9d1e2f3a4b5c",
+         *           "amount": 80.5,
+         *           "reference": "payroll-0602"
+         *         }
+         *       ],
+         *       "metadata": {
+         *         "run": "payroll-june"
+         *       }
+         *     }
+         */
         'application/json':
           | {
               /** @constant */
