@@ -56,7 +56,7 @@ export type NewBatch = {
   id: string;
   applicationId: string;
   mode: Mode;
-  credentialId: string;
+  credentialId: string | null;
   kind: BatchKind;
   atomic: boolean;
   metadata: Record<string, string>;

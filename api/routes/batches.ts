@@ -42,7 +42,7 @@ import {
 } from '../payment-requests';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { Metadata, PageQuery, pageEnvelope, pageWindow, toPage } from '../schemas';
+import { Metadata, PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
 import { withDeadline } from '../temporal';
 
 /** The largest bulk payment body: its items at the size their single requests may reach. */
@@ -287,7 +287,8 @@ export function batchRoutes(deps: ApiDeps): Route[] {
             {
               id,
               ...owner,
-              credentialId: caller.credentialId,
+              // A dashboard session is no credential: its batch counts against none (unpaced).
+              credentialId: uuidPattern.test(caller.credentialId) ? caller.credentialId : null,
               kind: body.kind,
               atomic: body.atomic === true,
               metadata: body.metadata ?? {},

@@ -84,8 +84,7 @@ export async function parseBatchFile(text: string): Promise<ParsedFile> {
   else if (!names.includes('amount')) refused = 'The header names amount';
   else if (hasPhone && names.includes('description')) {
     refused = 'A cashout takes no description: only a file of transfers has that column';
-  }
-  else if (body.length === 0) refused = 'The file has no rows';
+  } else if (body.length === 0) refused = 'The file has no rows';
   else if (body.length > BATCH_LIMITS.items) {
     refused = `The file has ${body.length} rows: a batch holds at most ${BATCH_LIMITS.items}`;
   }

@@ -153,8 +153,8 @@ function UploadForm(props: { mode: Mode }) {
       <h2>New batch from a file</h2>
       <p class="muted">
         A CSV with a header naming <code>to_wallet_id</code> (transfers, <code>amount</code> in
-        major units) or <code>phone_number</code> (mobile-money cashouts, <code>amount</code> in
-        SLE cents), and optionally <code>reference</code> and <code>description</code>.
+        major units) or <code>phone_number</code> (mobile-money cashouts, <code>amount</code> in SLE
+        cents), and optionally <code>reference</code> and <code>description</code>.
       </p>
       <form class="inline" onSubmit={submit}>
         <label>
