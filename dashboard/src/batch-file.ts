@@ -69,7 +69,7 @@ export async function parseBatchFile(text: string): Promise<ParsedFile> {
       trim: true,
       skip_empty_lines: true,
       relax_column_count: true,
-    }) as string[][];
+    });
   } catch (error) {
     return { refused: `The file is not CSV: ${(error as Error).message}`, rows: [], bad: 0 };
   }

@@ -61,13 +61,15 @@ const completedFrom = (walletId: string) =>
     WHERE transaction_type = 'transfer' AND status = 'completed' AND wallet_id = ${walletId}`);
 
 /** The rows the item table shows: index, status and error text. */
-const shownItems = (page: Page) =>
-  page.locator('table[data-items] tbody tr').evaluateAll((rows) =>
-    rows.map((row) => {
-      const cells = Array.from(row.querySelectorAll('td'), (td) => td.textContent ?? '');
+async function shownItems(page: Page) {
+  const rows = await page.locator('table[data-items] tbody tr').all();
+  return Promise.all(
+    rows.map(async (row) => {
+      const cells = await row.locator('td').allInnerTexts();
       return [Number(cells[0]), cells[2], cells[4]] as const;
     }),
   );
+}
 
 /** A CSV file handed to the page's file input. */
 const chooseFile = (page: Page, name: string, text: string) =>

@@ -13,8 +13,8 @@ import { failure, httpClient, idOf, pickPair, type HttpClient } from './senders'
 import type { Bench, Row } from './scenarios';
 
 /** Row (10)'s size, the most a batch holds, and row (10a)'s, the most an atomic one holds. */
-export const BATCH_ITEMS = BATCH_LIMITS.items;
-export const ATOMIC_ITEMS = BATCH_LIMITS.atomicItems;
+export const BATCH_ITEMS: number = BATCH_LIMITS.items;
+export const ATOMIC_ITEMS: number = BATCH_LIMITS.atomicItems;
 /** The targets the rows are held to (docs/benchmarks.md). */
 const OF_TRANSFERS_TARGET = 0.9;
 const RSS_GROWTH_TARGET_MB = 100;
