@@ -3,6 +3,7 @@ import type { SystemAccountMemory } from '../db/ledger';
 import type { DatabasePool } from '../db/pool';
 import type { WalletCurrencyMemory } from '../db/wallets';
 import type { Providers } from '../providers';
+import { createBatchActivities } from './batches';
 import { createCardDepositActivities } from './card-deposit';
 import { cardPayoutSpec } from './card-payout';
 import { cardRefundSpec } from './card-refund';
@@ -60,6 +61,7 @@ export function createQueueActivities(dependencies: ActivityDeps) {
         ...createOnboardingActivities(deps),
         ...createDisputeActivities(deps),
       }),
+      ...createBatchActivities(deps),
       // Deliveries and maintenance runs started on this queue before they had queues of their
       // own still finish here, until the drain docs/operations.md describes.
       ...webhooks,

@@ -10,6 +10,7 @@ import { concretePathsWin, mountRoutes } from './pipeline';
 import type { Route } from './route';
 import { adminRoutes } from './routes/admin';
 import { analyticsRoutes } from './routes/analytics';
+import { BATCH_MAX_BODY_BYTES, batchRoutes, takesBatchBody } from './routes/batches';
 import { cardDepositRoutes } from './routes/card-deposits';
 import { cardPayoutRoutes } from './routes/card-payouts';
 import { cashoutRoutes } from './routes/cashouts';
@@ -46,6 +47,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...cardDepositRoutes(deps),
     ...cashoutRoutes(deps),
     ...cardPayoutRoutes(deps),
+    ...batchRoutes(deps),
     ...refundRoutes(deps),
     ...providerWebhookRoutes(deps),
     ...syncRoutes(deps),
@@ -82,7 +84,13 @@ export function createApp(deps: ApiDeps): Koa {
   app.use(temporalCodecEdge(deps.config));
   // The settlement file streams on its dashboard path too (the page uploads it there).
   const streamsImport = (path: string) => streamsReconImport(publicPathOf(path) ?? path);
-  app.use(jsonBody({ streamed: (path) => streamsOwnBody(path) || streamsImport(path) }));
+  app.use(
+    jsonBody({
+      streamed: (path) => streamsOwnBody(path) || streamsImport(path),
+      maxBytes: (path) =>
+        takesBatchBody(publicPathOf(path) ?? path) ? BATCH_MAX_BODY_BYTES : undefined,
+    }),
+  );
   for (const middleware of dashboard(deps, routes)) app.use(middleware);
   app.use(router.routes());
   app.use(concretePathsWin());

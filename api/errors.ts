@@ -1,5 +1,5 @@
 import { CapReachedError } from '../db/caps';
-import type { ErrorCode } from '../domain/errors';
+import { ERROR_CODES, type ErrorCode } from '../domain/errors';
 import type { Declined } from '../workflows/shared';
 import { ErrorBody } from './schemas';
 
@@ -133,6 +133,19 @@ export function unlessDeclined<T extends { status: string }>(result: T | Decline
     throw new AppError(declined.code, declined.detail);
   }
   return result as T;
+}
+
+/**
+ * A decline kept as data (a bulk payment's item, db/batches.ts): the status and detail its own
+ * request would have been answered with, as `unlessDeclined` answers it.
+ */
+export function declineAnswer(declined: { code: string; detail: string | null }): {
+  status: number;
+  detail: string;
+} {
+  const known = (ERROR_CODES as readonly string[]).includes(declined.code);
+  const error = new AppError(known ? (declined.code as ErrorCode) : 'internal', declined.detail);
+  return { status: error.status, detail: error.detail };
 }
 
 /** An error response of a route's documentation: its description, with the `{"detail"}` body. */

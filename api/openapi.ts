@@ -253,6 +253,14 @@ export const REQUEST_EXAMPLES: Record<string, Json> = {
     description: 'Rent for March',
     metadata: { invoice_id: 'INV-0312' },
   },
+  'post /api/v1/batches': {
+    kind: 'transfer',
+    items: [
+      { from_wallet_id: WALLET_A, to_wallet_id: WALLET_B, amount: 120, reference: 'payroll-0601' },
+      { from_wallet_id: WALLET_A, to_wallet_id: WALLET_B, amount: 80.5, reference: 'payroll-0602' },
+    ],
+    metadata: { run: 'payroll-june' },
+  },
   'patch /api/v1/transactions/{transaction_id}': {
     metadata: { shipped: 'yes', coupon: null },
   },

@@ -23,7 +23,12 @@ import { claimIdempotencyKey, completeIdempotencyKey, type ClaimResult } from '.
 import { idempotentReplays, rateLimitedRequests } from '../observability/metrics';
 import { earlyAnswer } from './access';
 import { AppError } from './errors';
-import { RATE_LIMIT_CATEGORIES, type Caller, type RateLimitCategory } from '../domain/types';
+import {
+  RATE_LIMIT_CATEGORIES,
+  categoryLimit,
+  type Caller,
+  type RateLimitCategory,
+} from '../domain/types';
 import { findApplication } from '../db/applications';
 import { refuseUnstorableText } from './middleware/body';
 import { RateLimitedError } from './middleware/errors';
@@ -78,11 +83,6 @@ async function authenticateRequest(
   (ctx.state as { caller?: Caller }).caller = caller;
   refuseOverLimit(result.hit, limitOf(result.rateLimits), category);
   return { caller, ...(result.claim !== undefined ? { claim: result.claim } : {}) };
-}
-
-/** A category's limit a minute: the application's own when it set one, else the default. */
-function categoryLimit(rateLimits: Record<string, number>, category: RateLimitCategory): number {
-  return rateLimits[category] ?? RATE_LIMIT_CATEGORIES[category];
 }
 
 /**
@@ -231,12 +231,20 @@ function inexactNumberMessage(issue: { input?: unknown }): string | undefined {
   return `${input.source} cannot be read exactly as a number: send at most 15 significant digits`;
 }
 
+/** A field's path as a client writes it: `items[3].amount`. */
+function fieldName(path: readonly PropertyKey[]): string {
+  return path.reduce<string>((name, part) => {
+    if (typeof part === 'number') return `${name}[${part}]`;
+    return name ? `${name}.${String(part)}` : String(part);
+  }, '');
+}
+
 function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, where: string): T {
   if (!schema) return undefined as T;
   const result = schema.safeParse(value, { error: inexactNumberMessage });
   if (result.success) return result.data;
   const problems = result.error.issues.map((issue) => {
-    const field = issue.path.length ? issue.path.join('.') : where;
+    const field = issue.path.length ? fieldName(issue.path) : where;
     return `${field}: ${issue.message}`;
   });
   throw new AppError('validation_failed', problems.join('; '));

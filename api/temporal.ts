@@ -5,10 +5,12 @@ import {
   type Client,
   type WorkflowStartOptions,
 } from '@temporalio/client';
-import type { SearchAttributePair, UpdateDefinition, Workflow } from '@temporalio/common';
+import type { UpdateDefinition, Workflow } from '@temporalio/common';
 import type { Config } from '../config';
 import type { Caller, TransactionType } from '../domain/types';
-import { SearchAttributes } from '../workflows/shared';
+import { SearchAttributes, paymentSearchAttributes } from '../workflows/shared';
+
+export { paymentSearchAttributes };
 import { AppError } from './errors';
 import {
   eagerFallbacks,
@@ -200,21 +202,6 @@ function neverSent(error: unknown): boolean {
     return Number(e.code) === GRPC_UNAVAILABLE && NEVER_SENT.test(e.details);
   }
   return false;
-}
-
-/** The search attributes every payment workflow starts with; the workflow moves PaymentStatus. */
-export function paymentSearchAttributes(
-  caller: Caller,
-  type: TransactionType,
-  walletIds: string[],
-): SearchAttributePair[] {
-  return [
-    { key: SearchAttributes.ApplicationId, value: caller.applicationId },
-    { key: SearchAttributes.PaymentMode, value: caller.mode },
-    { key: SearchAttributes.WalletId, value: walletIds },
-    { key: SearchAttributes.PaymentType, value: type },
-    { key: SearchAttributes.PaymentStatus, value: 'pending' },
-  ];
 }
 
 /**

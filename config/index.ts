@@ -352,6 +352,10 @@ export const envSchema = z.object({
     description:
       'How many payments one reconciliation run syncs with their providers at once (1 to 64); keep it under `DATABASE_POOL_SIZE`.',
   }),
+  BATCH_ITEMS_IN_FLIGHT: z.coerce.number().int().min(1).max(500).default(50).meta({
+    description:
+      'How many items of one bulk payment run at once (1 to 500): the batch starts the next item as one ends.',
+  }),
   NOTIFICATION_RETRY_HOURS: z.coerce.number().int().min(1).default(72).meta({
     description:
       'How long, in hours, the reconciliation retries a provider notification that matched no payment.',
@@ -605,6 +609,11 @@ export type Config = {
     /** Attempts a webhook worker runs at once, and to one endpoint (outbound/endpoint-gate.ts). */
     attemptsPerWorker: number;
     attemptsPerEndpoint: number;
+  };
+  /** Bulk payments (workflows/batch.ts). */
+  batches: {
+    /** Items of one batch in flight at once. */
+    itemsInFlight: number;
   };
   /** The `reconciliation` schedule (worker/schedules.ts, workflows/reconciliation.ts). */
   reconciliation: {
@@ -897,6 +906,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       attemptsPerWorker: e.WEBHOOK_ATTEMPTS_PER_WORKER,
       attemptsPerEndpoint: e.WEBHOOK_ATTEMPTS_PER_ENDPOINT,
     },
+    batches: { itemsInFlight: e.BATCH_ITEMS_IN_FLIGHT },
     reconciliation: {
       intervalSeconds: e.RECONCILIATION_INTERVAL_SECONDS,
       graceSeconds: e.RECONCILIATION_GRACE_SECONDS,

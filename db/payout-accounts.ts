@@ -66,6 +66,9 @@ export async function payoutAccountIds(
   return [...rows];
 }
 
+/** docs/api.md, Test Mode sandbox: no verified payout account with a payout card. */
+export const PAYOUTS_NOT_ENABLED = 'Payouts are not enabled for this wallet';
+
 /**
  * Whether a card payout may go to this account (docs/api.md, Test Mode sandbox): payouts enabled by the
  * provider and a payout card attached. A card-payout saga refuses otherwise (400).

@@ -87,3 +87,37 @@ export async function hitKeyedRateLimit(
     VALUES (${value}, ${category}, ${window}, 1)
     ${counted(key)}`);
 }
+
+/**
+ * Counts up to `want` requests of a credential's category at once, within its `limit` a minute
+ * (the window `hitRateLimit` counts in): answers how many it counted, and the seconds left in the
+ * window, when the caller may try again for the rest. A bulk payment paces its items by it.
+ */
+export async function takeRateLimit(
+  db: CommonQueryMethods,
+  credentialId: string,
+  category: string,
+  want: number,
+  limit: number,
+): Promise<{ taken: number; retryAfterSeconds: number }> {
+  return db.transaction(async (trx) => {
+    await trx.query(sql.unsafe`
+      INSERT INTO rate_limit_counters (credential_id, category, window_start, count)
+      VALUES (${credentialId}, ${category}, ${window}, 0)
+      ON CONFLICT (credential_id, category, window_start) DO NOTHING`);
+    return trx.one(sql.type(z.object({ taken: z.number(), retryAfterSeconds: z.number() }))`
+      UPDATE rate_limit_counters c SET count = c.count + g.taken
+      FROM (
+        SELECT greatest(0, least(${want}::int, ${limit}::int - count)) AS taken
+        FROM rate_limit_counters
+        WHERE credential_id = ${credentialId} AND category = ${category}
+          AND window_start = ${window}
+        FOR UPDATE
+      ) g
+      WHERE c.credential_id = ${credentialId} AND c.category = ${category}
+        AND c.window_start = ${window}
+      RETURNING g.taken,
+        greatest(1, ceil(extract(epoch FROM (c.window_start + interval '1 minute' - now()))))::int
+          AS "retryAfterSeconds"`);
+  });
+}

@@ -20,7 +20,7 @@ export type TransferWallet = z.infer<typeof transferWallet>;
 export async function lockTransferWallets(
   trx: DatabaseTransactionConnection,
   transactionId: string,
-  walletIds: readonly [string, string],
+  walletIds: readonly string[],
 ): Promise<readonly TransferWallet[]> {
   return trx.any(
     prepare(sql.type(transferWallet)`

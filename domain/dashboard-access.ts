@@ -26,6 +26,8 @@ export const DASHBOARD_ACTIONS = {
   refunds: { roles: ['owner', 'operator'], fresh: true },
   dispute_evidence: { roles: ['owner', 'operator'], fresh: true },
   reconciliation_accept: { roles: ['owner', 'operator'], fresh: false },
+  /** Bulk payments: a new batch moves money; cancelling one stops the rest of it. */
+  batches: { roles: ['owner'], fresh: true },
   /** Uploading a settlement file and starting a reconciliation run. */
   reconciliation_runs: { roles: ['owner'], fresh: false },
   /** Invitations, roles, removals and the team's two-step switch. */

@@ -20,6 +20,7 @@ export const EVENT_TYPES = [
   'reconciliation.exception.opened',
   'reconciliation.exception.resolved',
   'reconciliation.exception.stale',
+  'batch.completed',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -43,8 +43,18 @@ export const RATE_LIMIT_CATEGORIES = {
   reconciliation: 10,
   /** An operator's Temporal UI decodes a page of a workflow's history at a time. */
   temporal_codec: 600,
+  /** Bulk payments: each item counts in its kind's category too, as its batch starts it. */
+  batches: 10,
 } as const;
 export type RateLimitCategory = keyof typeof RATE_LIMIT_CATEGORIES;
+
+/** A category's limit a minute: the application's own when it set one, else the default. */
+export function categoryLimit(
+  rateLimits: Readonly<Record<string, number>>,
+  category: RateLimitCategory,
+): number {
+  return rateLimits[category] ?? RATE_LIMIT_CATEGORIES[category];
+}
 
 export const PAYMENT_METHODS = ['mobile_money', 'card', 'bank', 'wallet'] as const;
 export type PaymentMethod = (typeof PAYMENT_METHODS)[number];

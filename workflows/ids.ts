@@ -17,6 +17,7 @@ export const WORKFLOW_ID_PREFIXES = {
   reconRun: 'recon-run-',
   reconException: 'recon-exception-',
   reconAdjust: 'recon-adjust-',
+  batch: 'batch-',
 } as const;
 
 type Prefixed = keyof typeof WORKFLOW_ID_PREFIXES;

@@ -16,3 +16,4 @@ export {
   dailyReconciliationWorkflow,
 } from './provider-reconciliation';
 export { reconAdjustWorkflow } from './recon-adjust';
+export { batchWorkflow } from './batch';

@@ -1,13 +1,16 @@
 import {
   allHandlersFinished,
   condition,
+  getExternalWorkflowHandle,
   patched,
   proxyActivities,
   proxyLocalActivities,
   proxySinks,
   setHandler,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from './activities-types';
+import { batchItemAnswered } from './batch-shared';
 import { asDeclined, exhausted } from './declines';
 import { asksProviderOnNotify } from './notifications';
 import {
@@ -67,6 +70,8 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
   const { ledger, provider } = runsLocally(input) ? local : remote;
   const id = { transactionId: input.transactionId };
   let answer: MoneyOutOpened | Declined | undefined;
+  /** The signal that tells a bulk payment this saga's answer, once sent (`answerOnce`). */
+  let parentTold: Promise<void> | undefined;
   let outcome: MoneyOutOutcome = 'pending';
   let accepted = false;
   let settling = false;
@@ -107,11 +112,22 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
     return outcome;
   }
 
-  /** Gives `open` its answer once, and tells this process's API (temporal/settlements.ts). */
+  /**
+   * Gives `open` its answer once, and tells this process's API (temporal/settlements.ts) and
+   * the bulk payment that started it, if one did (a saga with no parent sends nothing more).
+   */
   function answerOnce(value: MoneyOutOpened | Declined): void {
     if (answer !== undefined) return;
     answer = value;
     payments.settled(value);
+    const parent = workflowInfo().parent;
+    if (parent) {
+      // No run id: the batch may have continued as new since it started this saga. A batch
+      // gone (terminated) has no one to tell.
+      parentTold = getExternalWorkflowHandle(parent.workflowId)
+        .signal(batchItemAnswered, { transactionId: input.transactionId, answer: value })
+        .catch(() => undefined);
+    }
   }
 
   /** Ends a saga that never reached the provider's acceptance. */
@@ -120,6 +136,8 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
     outcome = 'failed';
     setPaymentStatus('failed');
     await condition(allHandlersFinished);
+    // A signal still on its way when the sender ends is never delivered.
+    await parentTold;
     return outcome;
   }
 
@@ -226,5 +244,6 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
     }
   }
   await condition(() => outcome !== 'pending' && allHandlersFinished());
+  await parentTold;
   return outcome;
 }

@@ -2,7 +2,11 @@
  * What the API (client side) and the workflows share: search attribute keys, the argument and
  * result types, and (from ./ids.ts) the workflow ids. No I/O here: workflow code imports it.
  */
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import {
+  defineSearchAttributeKey,
+  SearchAttributeType,
+  type SearchAttributePair,
+} from '@temporalio/common';
 import { defineQuery, defineUpdate, type Sinks } from '@temporalio/workflow';
 import type { ErrorCode } from '../domain/errors';
 import type { TransactionStatus, TransactionType } from '../domain/types';
@@ -25,6 +29,24 @@ export const SEARCH_ATTRIBUTE_DEFINITIONS: Record<keyof typeof SearchAttributes,
   PaymentType: 'Keyword',
   PaymentStatus: 'Keyword',
 };
+
+/**
+ * The search attributes every payment workflow starts with (the API's and a bulk payment's
+ * starts); the workflow moves PaymentStatus.
+ */
+export function paymentSearchAttributes(
+  owner: { applicationId: string; mode: 'test' | 'live' },
+  type: TransactionType,
+  walletIds: string[],
+): SearchAttributePair[] {
+  return [
+    { key: SearchAttributes.ApplicationId, value: owner.applicationId },
+    { key: SearchAttributes.PaymentMode, value: owner.mode },
+    { key: SearchAttributes.WalletId, value: walletIds },
+    { key: SearchAttributes.PaymentType, value: type },
+    { key: SearchAttributes.PaymentStatus, value: 'pending' },
+  ];
+}
 
 /**
  * A business decline, carried as data so that every waiter of the workflow sees the same result.

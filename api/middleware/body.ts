@@ -33,7 +33,13 @@ export function jsonDepth(text: string): number {
  * inexact number arrives as an `InexactNumber`, so amounts are judged as written. A multipart
  * upload to a path `streamed` names is left unread: its route streams it, bounded.
  */
-export function jsonBody(options: { streamed?: (path: string) => boolean } = {}): Koa.Middleware {
+export function jsonBody(
+  options: {
+    streamed?: (path: string) => boolean;
+    /** The largest body a path takes, when it is not `MAX_BODY_BYTES` (a bulk payment's). */
+    maxBytes?: (path: string) => number | undefined;
+  } = {},
+): Koa.Middleware {
   return async function readJsonBody(ctx, next) {
     const streamed =
       options.streamed?.(ctx.path) === true && Boolean(ctx.is('multipart/form-data'));
@@ -41,18 +47,17 @@ export function jsonBody(options: { streamed?: (path: string) => boolean } = {})
       await next();
       return;
     }
+    const max = options.maxBytes?.(ctx.path) ?? MAX_BODY_BYTES;
+    const tooLarge = () =>
+      new AppError('payload_too_large', `Request body is larger than ${max / 1024 / 1024} MiB`);
     const declared = Number(ctx.get('content-length') || '0');
-    if (declared > MAX_BODY_BYTES) {
-      throw new AppError('payload_too_large', 'Request body is larger than 1 MiB');
-    }
+    if (declared > max) throw tooLarge();
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of ctx.req) {
       const buffer = chunk as Buffer;
       size += buffer.length;
-      if (size > MAX_BODY_BYTES) {
-        throw new AppError('payload_too_large', 'Request body is larger than 1 MiB');
-      }
+      if (size > max) throw tooLarge();
       chunks.push(buffer);
     }
     const text = Buffer.concat(chunks).toString('utf8');

@@ -1,26 +1,21 @@
-import { z } from 'zod';
 import { findMoneyOut } from '../../db/money-out';
-import { canReceivePayouts, findPayoutAccount } from '../../db/payout-accounts';
+import {
+  PAYOUTS_NOT_ENABLED,
+  canReceivePayouts,
+  findPayoutAccount,
+} from '../../db/payout-accounts';
 import { cardPayoutWorkflow } from '../../workflows/card-payout';
 import { workflowIds } from '../../workflows/ids';
+import { moneyOutInput } from '../../workflows/payment-inputs';
 import { moneyOutUpdates } from '../../workflows/money-out-shared';
 import { moneyOutReserveRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { BodyId, Metadata, PositiveAmount } from '../schemas';
+import { CardPayoutRequest, cardPayoutFields } from '../payment-requests';
 import { startPaymentWithUpdate } from '../temporal';
 import { MoneyOutBody, moneyOutBody } from '../serializers';
-
-const CardPayoutRequest = z.object({
-  wallet_id: BodyId,
-  amount: PositiveAmount,
-  metadata: Metadata.optional(),
-});
-
-/** docs/api.md, Test Mode sandbox: no verified payout account with a payout card. */
-export const PAYOUTS_NOT_ENABLED = 'Payouts are not enabled for this wallet';
 
 export function cardPayoutRoutes(deps: ApiDeps): Route[] {
   const { pool, providers } = deps;
@@ -69,17 +64,13 @@ export function cardPayoutRoutes(deps: ApiDeps): Route[] {
           await startPaymentWithUpdate(deps, cardPayoutWorkflow, {
             workflowId: workflowIds.payout(transactionId),
             args: [
-              {
-                kind: 'payout',
+              moneyOutInput(
+                'payout',
+                caller,
                 transactionId,
-                applicationId: caller.applicationId,
-                mode: caller.mode,
-                walletId: body.wallet_id,
-                amount: body.amount.toString(),
                 // A retry whose payment exists skips the checks: its workflow keeps its first input.
-                destination: { account_id: account?.account_id ?? '' },
-                ...(body.metadata && { metadata: body.metadata }),
-              },
+                cardPayoutFields(body, account?.account_id),
+              ),
             ],
             caller,
             type: 'card_payout',

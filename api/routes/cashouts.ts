@@ -1,26 +1,16 @@
-import { z } from 'zod';
 import { findMoneyOut } from '../../db/money-out';
 import { mobileMoneyCashoutWorkflow } from '../../workflows/cashout';
 import { workflowIds } from '../../workflows/ids';
+import { moneyOutInput } from '../../workflows/payment-inputs';
 import { moneyOutUpdates } from '../../workflows/money-out-shared';
 import { moneyOutReserveRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { BodyId, Metadata, PositiveMinorUnits } from '../schemas';
+import { CashoutRequest, cashoutFields } from '../payment-requests';
 import { MoneyOutBody, moneyOutBody } from '../serializers';
 import { startPaymentWithUpdate } from '../temporal';
-
-const CashoutRequest = z.object({
-  wallet_id: BodyId,
-  amount: PositiveMinorUnits.meta({ description: 'What the phone receives, in SLE cents' }),
-  phone_number: z
-    .string()
-    .regex(/^\+?[0-9]{6,15}$/, 'must be a phone number with its country code, digits only')
-    .meta({ example: '+23276123456' }),
-  metadata: Metadata.optional(),
-});
 
 export function cashoutRoutes(deps: ApiDeps): Route[] {
   const { pool, providers } = deps;
@@ -63,18 +53,7 @@ export function cashoutRoutes(deps: ApiDeps): Route[] {
         const opened = unlessDeclined(
           await startPaymentWithUpdate(deps, mobileMoneyCashoutWorkflow, {
             workflowId: workflowIds.cashout(transactionId),
-            args: [
-              {
-                kind: 'cashout',
-                transactionId,
-                applicationId: caller.applicationId,
-                mode: caller.mode,
-                walletId: body.wallet_id,
-                amount: body.amount.toString(),
-                destination: { phone_number: body.phone_number },
-                ...(body.metadata && { metadata: body.metadata }),
-              },
-            ],
+            args: [moneyOutInput('cashout', caller, transactionId, cashoutFields(body))],
             caller,
             type: 'mobile_money_cashout',
             walletIds: [body.wallet_id],

@@ -1,22 +1,14 @@
-import { z } from 'zod';
 import { workflowIds } from '../../workflows/ids';
+import { transferInput } from '../../workflows/payment-inputs';
 import { transferWorkflow } from '../../workflows/transfer';
 import { transferRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { unlessDeclined, errorResponse } from '../errors';
 import { answerUnderKey, idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import { BodyId, Metadata, PositiveAmount } from '../schemas';
+import { TransferRequest, transferFields } from '../payment-requests';
 import { TransactionBody, madeStepAnswer } from '../serializers';
 import { paymentSearchAttributes, runPaymentWorkflow } from '../temporal';
-
-const TransferRequest = z.object({
-  from_wallet_id: BodyId,
-  to_wallet_id: BodyId,
-  amount: PositiveAmount,
-  description: z.string().max(500).default(''),
-  metadata: Metadata.optional(),
-});
 
 export function transferRoutes(deps: ApiDeps): Route[] {
   const { pool, config } = deps;
@@ -61,16 +53,8 @@ export function transferRoutes(deps: ApiDeps): Route[] {
             timeoutMs: config.api.requestTimeoutMs,
             args: [
               {
-                transactionId,
-                applicationId: caller.applicationId,
-                mode: caller.mode,
-                fromWalletId: body.from_wallet_id,
-                toWalletId: body.to_wallet_id,
-                amount: body.amount.toString(),
-                description: body.description,
-                ...(body.metadata && { metadata: body.metadata }),
+                ...transferInput(caller, transactionId, transferFields(body)),
                 ...answerUnderKey(idempotency),
-                localSteps: true,
               },
             ],
             typedSearchAttributes: paymentSearchAttributes(caller, 'transfer', [

@@ -18,6 +18,7 @@ import { TransactionPage, Transactions } from './pages/transactions';
 import { DisputePage, Disputes } from './pages/disputes';
 import { UserPage, Users } from './pages/users';
 import { StatementPage } from './pages/statement';
+import { BatchPage, Batches } from './pages/batches';
 import { ReconExceptionPage, ReconExceptions, Reconciliation } from './pages/reconciliation';
 import { TeamPage } from './pages/team';
 import { CodeField, Enrol, TwoStepPage } from './pages/two-step';
@@ -29,6 +30,7 @@ const PAGES = [
   { path: '/webhooks', label: 'Webhooks' },
   { path: '/transactions', label: 'Transactions' },
   { path: '/disputes', label: 'Disputes' },
+  { path: '/batches', label: 'Batches' },
   { path: '/reconciliation', label: 'Reconciliation' },
   { path: '/users', label: 'Users and wallets' },
   { path: '/team', label: 'Team' },
@@ -186,6 +188,8 @@ function Page(props: { path: string; mode: Mode; session: Session; onSession: ()
   if (transaction) return <TransactionPage mode={mode} id={transaction[1]!} />;
   const dispute = /^\/disputes\/([^/]+)$/.exec(path);
   if (dispute) return <DisputePage mode={mode} id={dispute[1]!} />;
+  const batch = /^\/batches\/([^/]+)$/.exec(path);
+  if (batch) return <BatchPage mode={mode} id={batch[1]!} />;
   const exception = /^\/reconciliation\/exceptions\/([^/]+)$/.exec(path);
   if (exception) return <ReconExceptionPage mode={mode} id={exception[1]!} />;
   const user = /^\/users\/([^/]+)$/.exec(path);
@@ -203,6 +207,8 @@ function Page(props: { path: string; mode: Mode; session: Session; onSession: ()
       return <Transactions mode={mode} />;
     case '/disputes':
       return <Disputes mode={mode} />;
+    case '/batches':
+      return <Batches mode={mode} />;
     case '/reconciliation':
       return <Reconciliation mode={mode} />;
     case '/reconciliation/exceptions':

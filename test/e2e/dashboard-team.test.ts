@@ -65,6 +65,7 @@ function expectedRoles(method: string, path: string): readonly DashboardRole[] {
   if (/\/refund$/.test(path) || /\/evidence$/.test(path)) return ['owner', 'operator'];
   if (/\/reconciliation\/exceptions\/.*resolve$/.test(path)) return ['owner', 'operator'];
   if (/\/reconciliation\/(imports|runs)$/.test(path)) return ['owner'];
+  if (/\/v1\/batches(\/|$)/.test(path)) return ['owner'];
   if (/^\/dashboard\/api\/team(\/|$)/.test(path)) return ['owner'];
   throw new Error(`no expectation for ${method} ${path}: add it to the roles table`);
 }

@@ -3,7 +3,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { createActivities } from '../../activities';
 import { ERROR_MESSAGES } from '../../api/errors';
-import { PAYOUTS_NOT_ENABLED } from '../../api/routes/card-payouts';
+import { PAYOUTS_NOT_ENABLED } from '../../db/payout-accounts';
 import { insertPendingDeposit } from '../../activities/deposit';
 import { createEscrowActivities } from '../../activities/escrow';
 import { createTransferActivities } from '../../activities/transfer';

@@ -75,6 +75,14 @@ import {
   type TransferResult,
 } from '../../workflows/shared';
 import { transferWorkflow } from '../../workflows/transfer';
+import { batchWorkflow } from '../../workflows/batch';
+import {
+  batchCancel,
+  type BatchInput,
+  type BatchItemEnd,
+  type BatchItemStart,
+} from '../../workflows/batch-shared';
+import { endedBatchStatus } from '../../domain/batches';
 import { WEBHOOK_SCENARIOS } from './webhook-scenarios';
 
 export const THIRTY_MINUTES = 30 * 60 * 1000;
@@ -1502,6 +1510,194 @@ export const cashoutResolvedFailed = scenario({
 });
 
 /** What the recorder needs of a scenario, whatever its workflow. */
+// --- bulk payments ---
+
+/** A batch's items as its activities would load them: transfers, or cashouts. */
+export function batchTransferItems(first: number, count: number): BatchItemStart[] {
+  return Array.from({ length: count }, (_, index) => {
+    const input = transferInput(fixtureId(first + index));
+    return {
+      index,
+      kind: 'transfer' as const,
+      workflowId: workflowIds.transfer(input.transactionId),
+      input,
+      walletIds: [input.fromWalletId, input.toWalletId],
+    };
+  });
+}
+
+export function batchCashoutItems(first: number, count: number): BatchItemStart[] {
+  return Array.from({ length: count }, (_, index) => {
+    const input = cashoutInput(fixtureId(first + index));
+    return {
+      index,
+      kind: 'cashout' as const,
+      workflowId: workflowIds.cashout(input.transactionId),
+      input,
+      walletIds: [input.walletId],
+    };
+  });
+}
+
+export const batchInput = (
+  batchId: string,
+  overrides: Partial<BatchInput> & Pick<BatchInput, 'total'>,
+): BatchInput => ({
+  batchId,
+  applicationId: APP,
+  mode: 'test',
+  kind: 'transfer',
+  atomic: false,
+  window: 2,
+  ...overrides,
+});
+
+/**
+ * A batch's activities over items kept in memory, and its items' payments' steps: a transfer of
+ * a `declined` id and a cashout of a `refused` id are declined. `slots` answers each ask for
+ * rate-limit room in turn (then all that is asked); `recorded` keeps what the batch wrote.
+ */
+export function batchActivities(
+  items: readonly BatchItemStart[],
+  options: {
+    declined?: readonly string[];
+    refused?: readonly string[];
+    slots?: ReadonlyArray<{ taken: number; retryAfterMs: number }>;
+    /** After `slots`, no room any more (a limit reached for good), instead of all that is asked. */
+    noRoomAfter?: boolean;
+  } = {},
+) {
+  const recorded = new Map<number, BatchItemEnd>();
+  const canceled = new Set<number>();
+  const slots = [...(options.slots ?? [])];
+  const declined = new Set(options.declined ?? []);
+  const refused = new Set(options.refused ?? []);
+  const counts = () => ({
+    succeeded: [...recorded.values()].filter((r) => r.status === 'succeeded').length,
+    failed: [...recorded.values()].filter((r) => r.status === 'failed').length,
+    canceled: canceled.size,
+  });
+  const pending = (index: number) => !recorded.has(index) && !canceled.has(index);
+  const activities = {
+    loadBatchItems: ({ from, limit }: { batchId: string; from: number; limit: number }) =>
+      Promise.resolve(items.filter((i) => i.index >= from && pending(i.index)).slice(0, limit)),
+    takeBatchItemSlots: ({ want }: { batchId: string; want: number }) =>
+      Promise.resolve(
+        slots.shift() ??
+          (options.noRoomAfter
+            ? { taken: 0, retryAfterMs: 60_000 }
+            : { taken: want, retryAfterMs: 0 }),
+      ),
+    recordBatchItems: ({ results }: { batchId: string; results: BatchItemEnd[] }) => {
+      for (const r of results) if (pending(r.index)) recorded.set(r.index, r);
+      return Promise.resolve();
+    },
+    cancelBatchItems: ({ from }: { batchId: string; from: number }) => {
+      const left = items.filter((i) => i.index >= from && pending(i.index));
+      for (const i of left) canceled.add(i.index);
+      return Promise.resolve(left.length);
+    },
+    endBatch: (_: { batchId: string }) => Promise.resolve({ status: endedBatchStatus(counts()) }),
+    runAtomicBatch: (_: { batchId: string }) => Promise.resolve({ status: 'completed' as const }),
+    transferFunds: (input: TransferInput) =>
+      declined.has(input.transactionId)
+        ? Promise.reject(insufficientFunds())
+        : transferSucceeds(input),
+    ...cashoutActivities({ sent: 'pending' }),
+    sendMoneyOut: ({ transactionId }: { transactionId: string }) =>
+      refused.has(transactionId)
+        ? Promise.reject(cashoutRefused())
+        : Promise.resolve({ id: 'po_fixture', status: 'pending' as const }),
+  } satisfies Partial<Activities>;
+  return { activities, recorded, canceled, counts };
+}
+
+/** Starts a batch's workflow as the API does; answers its handle and, once it ended, its end. */
+export async function runBatch(env: TestWorkflowEnvironment, taskQueue: string, input: BatchInput) {
+  const handle = await env.client.workflow.start(batchWorkflow, {
+    workflowId: workflowIds.batch(input.batchId),
+    taskQueue,
+    args: [input],
+    typedSearchAttributes: [{ key: SearchAttributes.ApplicationId, value: APP }],
+  });
+  return { handle, result: await handle.result() };
+}
+
+/** Three transfers, two at a time, the second declined; a run starts two and continues as new. */
+export const batchTransfersContinued = scenario({
+  name: 'batch-transfers-continued',
+  input: () => batchInput(fixtureId(100), { total: 3, itemsPerRun: 2 }),
+  activities: () =>
+    batchActivities(batchTransferItems(101, 3), { declined: [fixtureId(102)] }).activities,
+  run: async (env, taskQueue, input) => {
+    const { handle } = await runBatch(env, taskQueue, input);
+    // The first run: the one that continued as new.
+    return { handle: env.client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId) };
+  },
+});
+
+/** Two cashouts: each saga tells the batch its answer, the second refused by the provider. */
+export const batchCashouts = scenario({
+  name: 'batch-cashouts',
+  input: () => batchInput(fixtureId(110), { total: 2, kind: 'mobile_money_cashout' }),
+  activities: () =>
+    batchActivities(batchCashoutItems(111, 2), { refused: [fixtureId(112)] }).activities,
+  run: runBatch,
+});
+
+/** A cashout started by a batch, refused: it tells its batch before it ends (the saga's history). */
+export const cashoutRefusedInBatch = scenario({
+  name: 'cashout-refused-in-batch',
+  input: () => batchInput(fixtureId(140), { total: 1, kind: 'mobile_money_cashout' }),
+  activities: () =>
+    batchActivities(batchCashoutItems(141, 1), { refused: [fixtureId(141)] }).activities,
+  run: async (env, taskQueue, input) => {
+    await runBatch(env, taskQueue, input);
+    return { handle: env.client.workflow.getHandle(workflowIds.cashout(fixtureId(141))) };
+  },
+});
+
+/** The rate limit has no room at first: the batch waits, then a cancel ends what is left. */
+export const batchCanceled = scenario({
+  name: 'batch-canceled',
+  input: () => batchInput(fixtureId(120), { total: 4 }),
+  activities: () =>
+    batchActivities(batchTransferItems(121, 4), {
+      slots: [{ taken: 1, retryAfterMs: 0 }],
+      noRoomAfter: true,
+    }).activities,
+  run: async (env, taskQueue, input) => {
+    const handle = await env.client.workflow.start(batchWorkflow, {
+      workflowId: workflowIds.batch(input.batchId),
+      taskQueue,
+      args: [input],
+    });
+    await waitForTransfer(env, fixtureId(121));
+    await handle.executeUpdate(batchCancel);
+    return { handle, result: await handle.result() };
+  },
+});
+
+/** An atomic batch: its one step. */
+export const batchAtomic = scenario({
+  name: 'batch-atomic',
+  input: () => batchInput(fixtureId(130), { total: 2, atomic: true }),
+  activities: () => batchActivities([]).activities,
+  run: runBatch,
+});
+
+/** Waits until the transfer's workflow has completed (a batch's child). */
+async function waitForTransfer(env: TestWorkflowEnvironment, transactionId: string) {
+  const handle = env.client.workflow.getHandle(workflowIds.transfer(transactionId));
+  for (;;) {
+    try {
+      return await handle.result();
+    } catch {
+      await delay(50);
+    }
+  }
+}
+
 export type RecordedScenario = {
   name: string;
   activities: (env: TestWorkflowEnvironment) => Partial<Activities>;
@@ -1555,5 +1751,10 @@ export const RECORDED_SCENARIOS: readonly RecordedScenario[] = [
   cardDepositExpiredByAdvance,
   disputeExpiredByAdvance,
   cashoutAskedAtAdvance,
+  batchTransfersContinued,
+  batchCashouts,
+  batchCanceled,
+  batchAtomic,
+  cashoutRefusedInBatch,
   ...WEBHOOK_SCENARIOS,
 ];

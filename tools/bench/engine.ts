@@ -273,9 +273,8 @@ export async function setUp(engine: Engine): Promise<Fixture> {
 
 /** The payment search attributes of a made-up transfer, for workflows of the transfer's shape. */
 export function transferAttributes() {
-  return paymentSearchAttributes(
-    { applicationId: randomUUID(), mode: 'test', credentialId: randomUUID() },
-    'transfer',
-    [randomUUID(), randomUUID()],
-  );
+  return paymentSearchAttributes({ applicationId: randomUUID(), mode: 'test' }, 'transfer', [
+    randomUUID(),
+    randomUUID(),
+  ]);
 }

@@ -19,6 +19,7 @@ import {
   type Servers,
   type Shape,
 } from './engine';
+import { batchScenarios } from './batches';
 import { forkLoadProcess } from './generator';
 import { dropSearchIndexes, searchPayments, searchScenarios } from './search';
 import { reconciliationScenarios } from './reconciliation';
@@ -58,6 +59,7 @@ const SECTIONS = [
   'search',
   'backlog',
   'reconciliation',
+  'batches',
 ] as const;
 type Section = (typeof SECTIONS)[number];
 /**
@@ -144,6 +146,7 @@ function parseOptions(argv: readonly string[]): Options {
 /** The sections measured in each shape; the others once, in the first or the last shape. */
 const PER_SHAPE: ReadonlySet<Section> = new Set([
   'api',
+  'batches',
   'hotwallet',
   'escrow',
   'interleaved',
@@ -180,6 +183,10 @@ async function measureRows(
   // Before (5) and (6): the webhook row's subscription stays, and every later payment's event
   // then starts deliveries to its closed endpoint, which would share the machine with the bursts.
   if (wanted('interleaved')) rows.push(...ofShape(await interleavedScenarios(bench)));
+  if (wanted('batches')) {
+    const transfers = rows.find((r) => r.id === '3' && r.shape === shape)?.result?.throughput;
+    rows.push(...ofShape(await batchScenarios(bench, transfers)));
+  }
   if (wanted('card')) {
     rows.push(...ofShape(await cardScenarios(bench, fractions)));
     rows.push(...ofShape(await refundScenarios(bench, fractions)));

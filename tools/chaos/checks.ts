@@ -5,6 +5,7 @@ import { ledgerInvariantProblems } from '../../db/ledger-audit';
 import { MONEY_OUT_TYPES } from '../../db/money-out';
 import type { DatabasePool } from '../../db/pool';
 import { majorNumberToMinor } from '../../domain/money';
+import { BATCHES_END_MS } from './batches';
 import { checkStatements } from './statements';
 import type { ChaosClient } from './http';
 import type { History } from './workload';
@@ -147,6 +148,16 @@ export async function checkBank(options: {
   );
 
   for (const problem of await moneyLeftTwice(pool, applicationId)) fail(problem);
+  violations.push(
+    ...(await checkBatches({
+      pool,
+      api,
+      history,
+      applicationId,
+      notes,
+      indefinite: options.indefinite,
+    })),
+  );
   const raced = [...history.raced.values()];
   const answers = new Map<number, number>();
   for (const r of raced) answers.set(r.resolved, (answers.get(r.resolved) ?? 0) + 1);
@@ -163,12 +174,20 @@ export async function checkBank(options: {
 
   // Exactly once: the ledger transactions written for each payment.
   const ledger = await pool.any(sql.type(
-    z.object({ transaction_id: z.string().nullable(), step: z.string(), n: z.number() }),
-  )`SELECT transaction_id, coalesce(metadata->>'step', '') AS step, count(*)::int AS n
+    z.object({
+      transaction_id: z.string().nullable(),
+      step: z.string(),
+      batch_id: z.string().nullable(),
+      n: z.number(),
+    }),
+  )`SELECT transaction_id, coalesce(metadata->>'step', '') AS step,
+      metadata->>'batch_id' AS batch_id, count(*)::int AS n
     FROM ledger_transactions WHERE application_id = ${applicationId}
-    GROUP BY transaction_id, coalesce(metadata->>'step', '')`);
+    GROUP BY transaction_id, coalesce(metadata->>'step', ''), metadata->>'batch_id'`);
   const steps = new Map<string, string[]>();
-  for (const { transaction_id: id, step, n } of ledger) {
+  for (const { transaction_id: id, step, batch_id: batchId, n } of ledger) {
+    // An atomic batch's one ledger transaction is its items' (checkBatches counts it).
+    if (id === null && batchId !== null && history.batches.get(batchId)?.atomic) continue;
     if (id === null) {
       fail(`${n} ledger transactions (step '${step}') belong to no payment`);
       continue;
@@ -179,6 +198,7 @@ export async function checkBank(options: {
     const row = stored.get(id);
     if (!row) continue;
     const written = (steps.get(id) ?? []).sort();
+    if (history.atomicItems.has(id)) continue;
     if (history.moneyOut.has(id)) {
       const allowed = MONEY_OUT_STEPS[row.status] ?? [];
       if (!allowed.some((set) => JSON.stringify(set) === JSON.stringify(written))) {
@@ -556,6 +576,127 @@ async function moneyLeftTwice(pool: DatabasePool, applicationId: string): Promis
     );
   }
   return problems;
+}
+
+const ENDED = new Set(['succeeded', 'failed', 'canceled']);
+
+/**
+ * The bulk payments' checks of docs/testing.md "Chaos test" (every item ended once, counts, no
+ * item paid twice, an atomic batch all or nothing, no batch without a 2xx): the violations.
+ */
+async function checkBatches(options: {
+  pool: DatabasePool;
+  api: ChaosClient;
+  history: History;
+  applicationId: string;
+  /** Requests that never had a definitive answer: a batch they started is not acknowledged. */
+  indefinite: number;
+  notes: string[];
+}): Promise<string[]> {
+  const { pool, api, history, applicationId, notes } = options;
+  const violations: string[] = [];
+  const fail = (message: string) => violations.push(message);
+  const stored = await pool.any(sql.type(z.object({ id: z.string() }))`
+    SELECT id FROM batches WHERE application_id = ${applicationId}`);
+  const unacknowledged = stored.filter((b) => !history.batches.has(b.id));
+  if (unacknowledged.length) {
+    const message = `${unacknowledged.length} batches started without a 2xx answer`;
+    if (options.indefinite === 0) fail(message);
+    else notes.push(`${message} (${options.indefinite} requests never had a definitive answer)`);
+  }
+  const statuses = new Map<string, number>();
+  const itemEnds = { succeeded: 0, failed: 0, canceled: 0 };
+  for (const [id, submitted] of history.batches) {
+    const read = await api.get(`/api/v1/batches/${id}`);
+    if (read.kind !== 'ok') {
+      fail(`acknowledged batch ${id} not readable: ${JSON.stringify(read)}`);
+      continue;
+    }
+    const batch = Wire.batch.parse(read.body);
+    const label = `${submitted.atomic ? 'atomic ' : ''}${submitted.kind} batch ${id}`;
+    statuses.set(batch.status, (statuses.get(batch.status) ?? 0) + 1);
+    if (batch.status === 'processing') {
+      fail(`${label} still processing ${BATCHES_END_MS / 1_000} s after the load`);
+      continue;
+    }
+    const items = await pool.any(sql.type(
+      z.object({
+        item_index: z.number(),
+        status: z.string(),
+        transaction_id: z.string(),
+        payment: z.string().nullable(),
+        own: z.number(),
+      }),
+    )`SELECT i.item_index, i.status, i.transaction_id, t.status AS payment,
+        (SELECT count(*)::int FROM ledger_transactions l
+          WHERE l.transaction_id = i.transaction_id) AS own
+      FROM batch_items i LEFT JOIN transactions t ON t.id = i.transaction_id
+      WHERE i.batch_id = ${id} ORDER BY i.item_index`);
+    const counted = { succeeded: 0, failed: 0, canceled: 0 };
+    for (const item of items) {
+      if (!ENDED.has(item.status)) {
+        fail(`${label}: item ${item.item_index} ${item.status} once the batch ended`);
+        continue;
+      }
+      counted[item.status as keyof typeof counted] += 1;
+    }
+    for (const [status, n] of Object.entries(counted)) {
+      itemEnds[status as keyof typeof itemEnds] += n;
+    }
+    const answered = { succeeded: batch.succeeded, failed: batch.failed, canceled: batch.canceled };
+    if (
+      items.length !== submitted.total ||
+      batch.total !== submitted.total ||
+      JSON.stringify(answered) !== JSON.stringify(counted)
+    ) {
+      fail(
+        `${label}: ${submitted.total} items sent, ${items.length} stored, total ${batch.total}; ` +
+          `counts ${JSON.stringify(answered)}, its items ${JSON.stringify(counted)}`,
+      );
+    }
+    if (submitted.atomic) {
+      const together = await pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+        SELECT count(*)::int AS n FROM ledger_transactions
+        WHERE application_id = ${applicationId} AND metadata->>'batch_id' = ${id}`);
+      const all = counted.succeeded === items.length;
+      const none = counted.succeeded === 0;
+      const wrote = items.filter((i) => i.payment !== null);
+      const moved = all
+        ? together === 1 && items.every((i) => i.payment === 'completed' && i.own === 0)
+        : none && together === 0 && wrote.length === 0;
+      if (!moved) {
+        fail(
+          `${label}: ${counted.succeeded} of ${items.length} succeeded, ${wrote.length} payments ` +
+            `written, ${together} ledger transactions of the batch`,
+        );
+      }
+      continue;
+    }
+    for (const item of items) {
+      // A transfer writes one ledger transaction when it completes; a cashout's steps are the
+      // money-out checks'. A declined item wrote no payment, and an item canceled none.
+      const once =
+        submitted.kind === 'transfer'
+          ? item.status === 'succeeded'
+            ? item.payment === 'completed' && item.own === 1
+            : item.payment === null && item.own === 0
+          : item.status === 'succeeded'
+            ? item.payment !== null
+            : item.payment === null || item.payment === 'failed';
+      if (!once) {
+        fail(
+          `${label}: item ${item.item_index} ${item.status}, its payment ${item.payment ?? 'none'} ` +
+            `with ${item.own} ledger transactions`,
+        );
+      }
+    }
+  }
+  notes.push(
+    `bulk payments: ${history.batches.size} (${[...history.batches.values()].filter((b) => b.atomic).length} atomic), ` +
+      `${[...statuses].map(([status, n]) => `${n} ${status}`).join(', ') || 'none'}; items ` +
+      `${itemEnds.succeeded} succeeded, ${itemEnds.failed} failed, ${itemEnds.canceled} canceled`,
+  );
+  return violations;
 }
 
 /** Payment kinds whose ids the API derives from the request's key (api/pipeline.ts `idFromKey`). */

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { createDatabasePool } from '../../db/pool';
 import { isAlive } from '../harness/processes';
+import { settleBatches } from './batches';
 import { checkBank } from './checks';
 import { currencyProbe, type CliRun, type CurrencyProbe } from './currency';
 import { createChaosEngine, type ChaosEngine, type ProcessKind, type Roll } from './engine';
@@ -133,6 +134,7 @@ async function createApplication(engine: ChaosEngine, runId: string, currency: '
     'card_deposits',
     'refunds',
     'reconciliation',
+    'batches',
   ];
   await cli(engine.databaseUrl, [
     'apps',
@@ -395,10 +397,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     if ((await recovery(engine, Date.now(), () => true)) === null) {
       violations.push('the engine was not ready after the load');
     }
-    await settle(api, history);
-    const indefinite = Object.values(history.tally).reduce((sum, t) => sum + t.indefinite, 0);
     const pool = await createDatabasePool(engine.databaseUrl, { maximumPoolSize: 2 });
     try {
+      await settleBatches(api, pool, history);
+      await settle(api, history);
+      const indefinite = Object.values(history.tally).reduce((sum, t) => sum + t.indefinite, 0);
       violations = [
         ...violations,
         ...(await checkBank({ pool, api, history, applicationId: app.id, indefinite, notes })),

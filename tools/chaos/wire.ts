@@ -42,5 +42,23 @@ export const Wire = {
     recipient_wallet_id: z.string().nullable(),
     amount_refunded: z.number().optional(),
   }),
+  batch: z.object({
+    id: z.string(),
+    status: z.string(),
+    total: z.number().int(),
+    succeeded: z.number().int(),
+    failed: z.number().int(),
+    canceled: z.number().int(),
+  }),
+  batchItems: z.object({
+    data: z.array(
+      z.object({
+        index: z.number().int(),
+        status: z.string(),
+        transaction_id: z.string().nullable(),
+      }),
+    ),
+    has_more: z.boolean(),
+  }),
   wallets: z.array(z.object({ id: z.string(), balance: z.number() })),
 };

@@ -17,6 +17,7 @@ export const OPERATIONS = [
   'card_refund',
   'dispute',
   'resolution',
+  'batch',
 ] as const;
 export type Operation = (typeof OPERATIONS)[number];
 
@@ -34,6 +35,7 @@ const WEIGHTS: Record<Operation, number> = {
   card_refund: 4,
   dispute: 3,
   resolution: 3,
+  batch: 3,
 };
 
 /** Requests that follow an operation, tallied on their own. */
@@ -52,6 +54,7 @@ export const PATHS = {
   simulateDispute: '/api/v1/testing/simulate-dispute',
   simulateDisputeOutcome: '/api/v1/testing/simulate-dispute-outcome',
   resolve: (id: string) => `/api/v1/admin/payments/${id}/resolve`,
+  batches: '/api/v1/batches',
 };
 
 /** The sandbox's card whose refunds are accepted, then fail a moment later. */
@@ -104,6 +107,16 @@ export type History = {
   decided: Set<string>;
   /** Cashouts an operator resolved `failed` while the provider paid them: the answers of both. */
   raced: Map<string, { resolved: number; paid: string | null }>;
+  /** Bulk payments acknowledged (202): their kind and items; their payments join the rest once ended. */
+  batches: Map<string, AcknowledgedBatch>;
+  /** The payments of atomic batches' items: one ledger transaction for each batch, not each item. */
+  atomicItems: Set<string>;
+};
+
+export type AcknowledgedBatch = {
+  kind: 'transfer' | 'mobile_money_cashout';
+  atomic: boolean;
+  total: number;
 };
 
 export function newHistory(): History {
@@ -123,6 +136,8 @@ export function newHistory(): History {
     openHolds: [],
     decided: new Set(),
     raced: new Map(),
+    batches: new Map(),
+    atomicItems: new Set(),
   };
 }
 
@@ -323,6 +338,40 @@ export async function runOperation(options: {
       const paidStatus = paid.kind === 'ok' ? Wire.status.safeParse(paid.body).data?.status : null;
       history.raced.set(body.id, { resolved: resolved.status, paid: paidStatus ?? null });
       if (paidStatus && paidStatus !== 'pending') history.decided.add(body.id);
+      break;
+    }
+    case 'batch': {
+      // Independent transfers, an atomic batch of them, or cashouts; some items decline.
+      const roll = random.next();
+      const kind = roll < 0.75 ? 'transfer' : 'mobile_money_cashout';
+      const atomic = roll >= 0.45 && roll < 0.75;
+      const items = Array.from({ length: random.int(2, 5) }, (_, i) => {
+        const from = random.pick(wallets.all);
+        const reference = `${key}-${i}`;
+        if (kind === 'mobile_money_cashout') {
+          return {
+            wallet_id: from,
+            // As a single cashout's: now and then refused by the sandbox provider, or too much.
+            amount:
+              random.next() < 0.1
+                ? Number(SANDBOX_REFUSED_CASHOUT_AMOUNT)
+                : amount(random, 100, 20_000),
+            phone_number: '+23276123456',
+            reference,
+          };
+        }
+        return {
+          from_wallet_id: from,
+          to_wallet_id: random.pick(wallets.all.filter((w) => w !== from)),
+          amount: major(amount(random, 1, 3_000)),
+          reference,
+        };
+      });
+      const outcome = await api.post(PATHS.batches, { kind, atomic, items }, key);
+      count(history, op, outcome);
+      if (outcome.kind !== 'ok') break;
+      const batch = Wire.batch.parse(outcome.body);
+      history.batches.set(batch.id, { kind, atomic, total: items.length });
       break;
     }
     case 'card_deposit': {

@@ -9,7 +9,7 @@ import type {
 import { WalletApiError } from './errors.js';
 import { IDEMPOTENT_OPERATIONS } from './operations.js';
 import { retryingFetch, type RetryOptions } from './retry.js';
-import type { paths } from './schema.js';
+import type { components, paths } from './schema.js';
 
 export type WalletClientOptions = {
   /** Where the API is, e.g. `https://payments.example.com` (no trailing `/api/v1`). */
@@ -70,6 +70,19 @@ type ItemOf<P extends PathOf<'get'>> = ElementOf<Answer<P, 'get'>>;
 /** A list call's options; the client sets `page` and `starting_after` itself. */
 type ListInit<P extends PathOf<'get'>> = NonNullable<InitOf<P, 'get'>>;
 
+/** A bulk payment's request body (`POST /api/v1/batches`). */
+export type BatchRequest = NonNullable<InitOf<'/api/v1/batches', 'post'>>['body'];
+export type Batch = components['schemas']['Batch'];
+export type BatchItem = components['schemas']['BatchItem'];
+
+/** How `submitBatch` waits: its poll interval and how long at most (then it throws). */
+export type BatchWait = {
+  /** The batch's Idempotency-Key: give one to resume the wait after a crash (default: made). */
+  idempotencyKey?: string;
+  pollMs?: number;
+  timeoutMs?: number;
+};
+
 export type ExportQuery = NonNullable<
   NonNullable<InitOf<'/api/v1/transactions/export', 'get'>>['params']
 >['query'];
@@ -91,6 +104,13 @@ export type WalletClient = {
   paginateCursor<P extends CursorPath>(path: P, init?: ListInit<P>): AsyncIterable<ItemOf<P>>;
   /** The transactions CSV export, as the bytes arrive (`for await` over it in Node 20+). */
   exportTransactions(query?: ExportQuery): Promise<ReadableStream<Uint8Array>>;
+  /**
+   * Submits a bulk payment and waits until its last item has ended: the batch, no longer
+   * `processing`. Sent again with the same key, it answers the same batch and pays nothing twice.
+   */
+  submitBatch(body: BatchRequest, wait?: BatchWait): Promise<Batch>;
+  /** Every item of a batch in order, page after page by `starting_after`; `status` filters. */
+  batchItems(batchId: string, filter?: { status?: BatchItem['status'] }): AsyncIterable<BatchItem>;
 };
 
 /** `post /api/v1/escrow/{transaction_id}/release` and so on: schema paths, as openapi-fetch names them. */
@@ -191,6 +211,44 @@ export function createWalletClient(options: WalletClientOptions): WalletClient {
         const last = answer.data.at(-1) as { id?: string } | undefined;
         if (!more || last?.id === undefined) return;
         answer = (await call('get', path, withQuery(init, { starting_after: last.id }))) as Page;
+      }
+    },
+    async submitBatch(body, wait = {}) {
+      const key = wait.idempotencyKey ?? (options.idempotencyKey ?? newKey)();
+      const started = (await call('post', '/api/v1/batches', {
+        body,
+        headers: { 'Idempotency-Key': key },
+      })) as Batch;
+      const deadline = Date.now() + (wait.timeoutMs ?? 10 * 60_000);
+      for (let batch = started; ;) {
+        if (batch.status !== 'processing') return batch;
+        if (Date.now() > deadline) {
+          throw new Error(
+            `batch ${batch.id} still processing after ${wait.timeoutMs ?? 600_000} ms`,
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, wait.pollMs ?? 1_000));
+        batch = (await call('get', '/api/v1/batches/{batch_id}', {
+          params: { path: { batch_id: started.id } },
+        })) as Batch;
+      }
+    },
+    async *batchItems(batchId, filter = {}) {
+      for (let after: number | undefined; ;) {
+        const page = (await call('get', '/api/v1/batches/{batch_id}/items', {
+          params: {
+            path: { batch_id: batchId },
+            query: {
+              per_page: 100,
+              ...filter,
+              ...(after === undefined ? {} : { starting_after: after }),
+            },
+          },
+        })) as { data: BatchItem[]; has_more: boolean };
+        yield* page.data;
+        const last = page.data.at(-1);
+        if (!page.has_more || last === undefined) return;
+        after = last.index;
       }
     },
     async exportTransactions(query) {

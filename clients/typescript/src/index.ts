@@ -1,6 +1,10 @@
 export {
   createWalletClient,
   type Answer,
+  type Batch,
+  type BatchItem,
+  type BatchRequest,
+  type BatchWait,
   type CursorPath,
   type ExportQuery,
   type PagedPath,

@@ -2,6 +2,7 @@
 
 /** The operations that move money: they take an Idempotency-Key, so retrying them is safe. */
 export const IDEMPOTENT_OPERATIONS: readonly string[] = [
+  'post /api/v1/batches',
   'post /api/v1/escrow/hold',
   'post /api/v1/escrow/{transaction_id}/refund',
   'post /api/v1/escrow/{transaction_id}/release',

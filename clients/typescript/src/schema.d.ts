@@ -466,6 +466,75 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/batches': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** List the bulk payments of the application and mode, newest first (page envelope) */
+    get: operations['get_api_v1_batches'];
+    put?: never;
+    /** Bulk payment: up to 10,000 transfers, mobile-money cashouts or card payouts, each the body its single endpoint takes, run as its own payment a bounded number at a time (a workflow, `batch-<id>`); `atomic` transfers move in one ledger transaction or not at all */
+    post: operations['post_api_v1_batches'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/batches/{batch_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Get a bulk payment: its status and counts (read from Postgres) */
+    get: operations['get_api_v1_batches_batch_id'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/batches/{batch_id}/items': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The items of a bulk payment in their order, a cursor page by `starting_after` (an index); filter by status */
+    get: operations['get_api_v1_batches_batch_id_items'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/batches/{batch_id}/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Cancel the items of a bulk payment that have not started; those running end as they would, and the batch then ends `canceled` */
+    post: operations['post_api_v1_batches_batch_id_cancel'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/transactions/{transaction_id}/refund': {
     parameters: {
       query?: never;
@@ -1250,6 +1319,37 @@ export interface components {
       balance: number;
       at: string;
     };
+    Batch: {
+      id: string;
+      /** @enum {string} */
+      kind: 'transfer' | 'mobile_money_cashout' | 'card_payout';
+      atomic: boolean;
+      /** @enum {string} */
+      status: 'processing' | 'completed' | 'partially_failed' | 'failed' | 'canceled';
+      total: number;
+      succeeded: number;
+      failed: number;
+      canceled: number;
+      metadata: {
+        [key: string]: string;
+      };
+      created_at: string;
+      completed_at: string | null;
+    };
+    BatchItem: {
+      /** @description The item’s place in the request, from 0 */
+      index: number;
+      reference: string | null;
+      /** @enum {string} */
+      status: 'pending' | 'succeeded' | 'failed' | 'canceled';
+      /** @description The item’s payment, once it was written; null before and if none */
+      transaction_id: string | null;
+      /** @description A failed item: what its single request would have answered */
+      error: {
+        status: number;
+        detail: string;
+      } | null;
+    };
     CardDeposit: {
       id: string;
       wallet_id: string | null;
@@ -1431,7 +1531,8 @@ export interface components {
         | 'reconciliation.run.completed'
         | 'reconciliation.exception.opened'
         | 'reconciliation.exception.resolved'
-        | 'reconciliation.exception.stale';
+        | 'reconciliation.exception.stale'
+        | 'batch.completed';
       created_at: string;
       /** @enum {string} */
       mode: 'test' | 'live';
@@ -4810,6 +4911,574 @@ export interface operations {
       };
     };
   };
+  get_api_v1_batches: {
+    parameters: {
+      query?: {
+        page?: number;
+        per_page?: number;
+        status?: 'processing' | 'completed' | 'partially_failed' | 'failed' | 'canceled';
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of batches */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['Batch'][];
+            page: number;
+            per_page: number;
+            /** @description The matching rows, counted exactly up to 1000 rows past the end of this page; beyond that, this lower bound (the end of this page plus 1000), which still shows a next page whenever there is one */
+            total: number;
+            total_pages: number;
+          };
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Invalid paging or filter; or a field is invalid or holds text the database cannot store (NUL) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (`batches`); or rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  post_api_v1_batches: {
+    parameters: {
+      query?: never;
+      header?: {
+        /**
+         * @description Any 1 to 255 printable ASCII characters; a retry with the same key and request returns the first answer and moves no money. Present but empty: 422.
+         * @example order-1234-transfer
+         */
+        'Idempotency-Key'?: components['parameters']['IdempotencyKey'];
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "kind": "transfer",
+         *       "items": [
+         *         {
+         *           "from_wallet_id": "0b6f3c2e-8d1a-4f5b-9c7e-2a4d6e8f1b3c",
+         *           "to_wallet_id": "5e9a7c1b-3f2d-4e6a-8b0c-9d1e2f3a4b5c",
+         *           "amount": 120,
+         *           "reference": "payroll-0601"
+         *         },
+         *         {
+         *           "from_wallet_id": "0b6f3c2e-8d1a-4f5b-9c7e-2a4d6e8f1b3c",
+         *           "to_wallet_id": "5e9a7c1b-3f2d-4e6a-8b0c-9d1e2f3a4b5c",
+         *           "amount": 80.5,
+         *           "reference": "payroll-0602"
+         *         }
+         *       ],
+         *       "metadata": {
+         *         "run": "payroll-june"
+         *       }
+         *     }
+         */
+        'application/json':
+          | {
+              /** @constant */
+              kind: 'transfer';
+              items: {
+                /** Format: uuid */
+                from_wallet_id: string;
+                /** Format: uuid */
+                to_wallet_id: string;
+                /**
+                 * @description Major units of the base currency, greater than 0, at most 2 decimals (12.5 and 12.50 are the same amount; 12.505 is refused even where a float would round it)
+                 * @example 12.5
+                 */
+                amount: number;
+                /** @default  */
+                description?: string;
+                /**
+                 * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters
+                 * @example {
+                 *       "order_id": "6735"
+                 *     }
+                 */
+                metadata?: {
+                  [key: string]: string;
+                };
+                /** @description The item’s own reference, unique in the batch */
+                reference?: string;
+              }[];
+              /** @description All items or none, in one ledger transaction (transfers only, at most 1,000 items) */
+              atomic?: boolean;
+              /**
+               * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters
+               * @example {
+               *       "order_id": "6735"
+               *     }
+               */
+              metadata?: {
+                [key: string]: string;
+              };
+            }
+          | {
+              /** @constant */
+              kind: 'mobile_money_cashout';
+              items: {
+                /** Format: uuid */
+                wallet_id: string;
+                /**
+                 * @description What the phone receives, in SLE cents
+                 * @example 1000
+                 */
+                amount: number;
+                /** @example +23276123456 */
+                phone_number: string;
+                /**
+                 * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters
+                 * @example {
+                 *       "order_id": "6735"
+                 *     }
+                 */
+                metadata?: {
+                  [key: string]: string;
+                };
+                /** @description The item’s own reference, unique in the batch */
+                reference?: string;
+              }[];
+              /** @description All items or none, in one ledger transaction (transfers only, at most 1,000 items) */
+              atomic?: boolean;
+              /**
+               * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters
+               * @example {
+               *       "order_id": "6735"
+               *     }
+               */
+              metadata?: {
+                [key: string]: string;
+              };
+            }
+          | {
+              /** @constant */
+              kind: 'card_payout';
+              items: {
+                /** Format: uuid */
+                wallet_id: string;
+                /**
+                 * @description Major units of the base currency, greater than 0, at most 2 decimals (12.5 and 12.50 are the same amount; 12.505 is refused even where a float would round it)
+                 * @example 12.5
+                 */
+                amount: number;
+                /**
+                 * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters
+                 * @example {
+                 *       "order_id": "6735"
+                 *     }
+                 */
+                metadata?: {
+                  [key: string]: string;
+                };
+                /** @description The item’s own reference, unique in the batch */
+                reference?: string;
+              }[];
+              /** @description All items or none, in one ledger transaction (transfers only, at most 1,000 items) */
+              atomic?: boolean;
+              /**
+               * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters
+               * @example {
+               *       "order_id": "6735"
+               *     }
+               */
+              metadata?: {
+                [key: string]: string;
+              };
+            };
+      };
+    };
+    responses: {
+      /** @description The batch, started */
+      202: {
+        headers: {
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Batch'];
+        };
+      };
+      /** @description The body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Request body is larger than 16 MiB; or the body is larger than 1 MiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Validation failure, naming `items[INDEX].FIELD` (nothing is started), or an Idempotency-Key reused with another request; or a field is invalid or holds text the database cannot store (NUL); or a malformed Idempotency-Key */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (`batches`); or rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Live Mode provider credentials are not configured; or postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The payment did not finish in time; it goes on: retry with the same Idempotency-Key */
+      504: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  get_api_v1_batches_batch_id: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        batch_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The batch */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Batch'];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The batch belongs to another application or mode; or admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Batch not found */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (`batches`); or rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  get_api_v1_batches_batch_id_items: {
+    parameters: {
+      query?: {
+        per_page?: number;
+        starting_after?: number;
+        status?: 'pending' | 'succeeded' | 'failed' | 'canceled';
+      };
+      header?: never;
+      path: {
+        batch_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A cursor page of items */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['BatchItem'][];
+            per_page: number;
+            /** @description Whether more matching items follow */
+            has_more: boolean;
+          };
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The batch belongs to another application or mode; or admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Batch not found */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Invalid paging or filter; or a field is invalid or holds text the database cannot store (NUL) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (`batches`); or rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  post_api_v1_batches_batch_id_cancel: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        batch_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The batch, its items not started canceled */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Batch'];
+        };
+      };
+      /** @description The batch has ended: nothing is left to cancel; or the body is not JSON */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The batch belongs to another application or mode; or admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Batch not found */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The body is larger than 1 MiB */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A field is invalid or holds text the database cannot store (NUL) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded (`batches`); or rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
   post_api_v1_transactions_transaction_id_refund: {
     parameters: {
       query?: never;
@@ -7818,6 +8487,7 @@ export interface operations {
             | 'reconciliation.exception.opened'
             | 'reconciliation.exception.resolved'
             | 'reconciliation.exception.stale'
+            | 'batch.completed'
           )[];
           /** @default true */
           is_active?: boolean;
@@ -8112,6 +8782,7 @@ export interface operations {
             | 'reconciliation.exception.opened'
             | 'reconciliation.exception.resolved'
             | 'reconciliation.exception.stale'
+            | 'batch.completed'
           )[];
           is_active?: boolean;
         };
@@ -8435,7 +9106,8 @@ export interface operations {
           | 'reconciliation.run.completed'
           | 'reconciliation.exception.opened'
           | 'reconciliation.exception.resolved'
-          | 'reconciliation.exception.stale';
+          | 'reconciliation.exception.stale'
+          | 'batch.completed';
       };
       header?: never;
       path?: never;

@@ -1,0 +1,344 @@
+import type { Config } from '../config';
+import {
+  allBatchItems,
+  cancelPendingItems,
+  endBatch as endBatchRow,
+  getBatch,
+  lockBatch,
+  pendingBatchItems,
+  recordBatchItemResults,
+  type BatchRow,
+  type PendingBatchItem,
+} from '../db/batches';
+import { postLedgerTransaction } from '../db/ledger';
+import { PAYOUTS_NOT_ENABLED, canReceivePayouts, findPayoutAccount } from '../db/payout-accounts';
+import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
+import { takeRateLimit } from '../db/rate-limit';
+import { insertEvent, insertTransaction } from '../db/transactions';
+import { lockTransferWallets } from '../db/transfers';
+import { walletStates, type WalletState } from '../db/wallets';
+import { findApplication } from '../db/applications';
+import { BATCH_ITEM_CATEGORY, BATCH_ITEM_TYPE } from '../domain/batches';
+import { transferPostings, type Posting } from '../domain/ledger';
+import { decide, moneyOutReserveRules, transferRules, type Decision } from '../domain/money-rules';
+import { categoryLimit } from '../domain/types';
+import type { BatchEnded, BatchItemEnd, BatchItemStart } from '../workflows/batch-shared';
+import { workflowIds } from '../workflows/ids';
+import {
+  moneyOutInput,
+  transferInput,
+  type MoneyOutFields,
+  type TransferFields,
+} from '../workflows/payment-inputs';
+import type { Declined } from '../workflows/shared';
+import { transactionEventData } from './events';
+
+/** The detail of an atomic batch's item that passed its checks, not made for another's decline. */
+export const NOT_MADE_IN_ATOMIC_BATCH =
+  'Not made: another item of this atomic batch was declined, so none was';
+
+type Owner = { applicationId: string; mode: 'test' | 'live' };
+
+const ownerOf = (b: BatchRow): Owner => ({ applicationId: b.application_id, mode: b.mode });
+
+const declinedOf = (decision: Decision): Declined | null =>
+  decision.status === 'declined'
+    ? { status: 'declined', code: decision.code, detail: decision.detail ?? null }
+    : null;
+
+/**
+ * The bulk payments' steps (workflows/batch.ts, docs/api.md, Bulk payments): each item starts as
+ * its single endpoint would start it, and its end is recorded here, a page of items at a time.
+ */
+export function createBatchActivities(deps: { pool: DatabasePool; config: Config }) {
+  const { pool } = deps;
+
+  /**
+   * The early answer of the single endpoints (api/access.ts), asked of a page of items over the
+   * wallets' states read once: an item its endpoint would refuse before any start is declined so.
+   */
+  async function earlyDeclines(
+    batch: BatchRow,
+    items: readonly PendingBatchItem[],
+  ): Promise<Map<number, Declined>> {
+    const owner = ownerOf(batch);
+    const walletsOf = (item: PendingBatchItem): string[] => {
+      const body = item.body as Partial<TransferFields & MoneyOutFields>;
+      return batch.kind === 'transfer' ? [body.fromWalletId!, body.toWalletId!] : [body.walletId!];
+    };
+    const states = await walletStates(pool, [...new Set(items.flatMap(walletsOf))]);
+    const state = (id: string): WalletState | null => states.get(id) ?? null;
+    const declines = new Map<number, Declined>();
+    for (const item of items) {
+      let decision: Decision;
+      if (batch.kind === 'transfer') {
+        const body = item.body as TransferFields;
+        decision = decide(transferRules, {
+          subjects: { from: state(body.fromWalletId), to: state(body.toWalletId) },
+          params: {
+            ...owner,
+            fromWalletId: body.fromWalletId,
+            toWalletId: body.toWalletId,
+            amount: BigInt(body.amount),
+          },
+        });
+      } else {
+        const body = item.body as MoneyOutFields;
+        decision = decide(moneyOutReserveRules, {
+          subjects: { wallet: state(body.walletId) },
+          params: owner,
+        });
+      }
+      const declined = declinedOf(decision);
+      if (declined) declines.set(item.item_index, declined);
+    }
+    return declines;
+  }
+
+  /**
+   * A page of the batch's pending items from index `from`, each as its workflow starts it: the
+   * payment's workflow id and input as its single endpoint derives them, or its early decline.
+   */
+  async function loadBatchItems(input: {
+    batchId: string;
+    from: number;
+    limit: number;
+  }): Promise<BatchItemStart[]> {
+    const batch = await getBatch(pool, input.batchId);
+    const items = await pendingBatchItems(pool, batch.id, input.from, input.limit);
+    const declines = await earlyDeclines(batch, items);
+    const owner = ownerOf(batch);
+    const starts: BatchItemStart[] = [];
+    for (const item of items) {
+      const index = item.item_index;
+      const id = item.transaction_id;
+      const declined = declines.get(index);
+      if (declined) {
+        starts.push({ index, kind: 'declined', declined });
+      } else if (batch.kind === 'transfer') {
+        const fields = item.body as TransferFields;
+        starts.push({
+          index,
+          kind: 'transfer',
+          workflowId: workflowIds.transfer(id),
+          input: transferInput(owner, id, fields),
+          walletIds: [fields.fromWalletId, fields.toWalletId],
+        });
+      } else if (batch.kind === 'mobile_money_cashout') {
+        const fields = item.body as MoneyOutFields;
+        starts.push({
+          index,
+          kind: 'cashout',
+          workflowId: workflowIds.cashout(id),
+          input: moneyOutInput('cashout', owner, id, fields),
+          walletIds: [fields.walletId],
+        });
+      } else {
+        const fields = item.body as MoneyOutFields;
+        const account = await findPayoutAccount(pool, owner, fields.walletId);
+        if (!canReceivePayouts(account)) {
+          starts.push({
+            index,
+            kind: 'declined',
+            declined: { status: 'declined', code: 'invalid_request', detail: PAYOUTS_NOT_ENABLED },
+          });
+          continue;
+        }
+        starts.push({
+          index,
+          kind: 'payout',
+          workflowId: workflowIds.payout(id),
+          input: moneyOutInput('payout', owner, id, {
+            ...fields,
+            destination: { account_id: account.account_id },
+          }),
+          walletIds: [fields.walletId],
+        });
+      }
+    }
+    return starts;
+  }
+
+  /**
+   * Counts up to `want` items in their kind's rate-limit category, under the batch credential's
+   * limits: answers how many may start now, and when to ask again for the rest.
+   */
+  async function takeBatchItemSlots(input: {
+    batchId: string;
+    want: number;
+  }): Promise<{ taken: number; retryAfterMs: number }> {
+    const batch = await getBatch(pool, input.batchId);
+    // The credential is gone (deleted with its application's keys): nothing left to count against.
+    if (batch.credential_id === null) return { taken: input.want, retryAfterMs: 0 };
+    const application = await findApplication(pool, batch.application_id);
+    const category = BATCH_ITEM_CATEGORY[batch.kind];
+    const limit = categoryLimit(application?.rate_limits ?? {}, category);
+    const { taken, retryAfterSeconds } = await takeRateLimit(
+      pool,
+      batch.credential_id,
+      category,
+      input.want,
+      limit,
+    );
+    return { taken, retryAfterMs: retryAfterSeconds * 1000 };
+  }
+
+  async function recordBatchItems(input: {
+    batchId: string;
+    results: BatchItemEnd[];
+  }): Promise<void> {
+    await recordBatchItemResults(pool, input.batchId, input.results);
+  }
+
+  async function cancelBatchItems(input: { batchId: string; from: number }): Promise<number> {
+    return cancelPendingItems(pool, input.batchId, input.from);
+  }
+
+  /** Ends the batch once its last item has: its status, and `batch.completed`, once. */
+  async function endBatch(input: { batchId: string }): Promise<BatchEnded> {
+    const ended = await pool.transaction((trx) => endBatchRow(trx, input.batchId));
+    if (ended.status === 'processing') throw new Error(`batch ${input.batchId} did not end`);
+    return { status: ended.status };
+  }
+
+  /**
+   * An atomic batch of transfers, in one database transaction: every wallet locked in the order
+   * single transfers lock in, the transfer's rules asked of each item in order over the balances
+   * the items before it leave, then all of it in one ledger transaction, or nothing.
+   */
+  async function runAtomicBatch(input: { batchId: string }): Promise<BatchEnded> {
+    return pool.transaction(async (trx) => {
+      const batch = await lockBatch(trx, input.batchId);
+      if (batch.status !== 'processing') return { status: batch.status };
+      const items = await allBatchItems(trx, batch.id);
+      const outcomes = await decideAtomically(trx, batch, items);
+      const anyDeclined = outcomes.some((o) => o.declined !== null);
+      if (anyDeclined) {
+        await recordBatchItemResults(
+          trx,
+          batch.id,
+          outcomes.map(({ index, declined }) => ({
+            index,
+            status: 'failed',
+            code: declined?.code ?? 'invalid_request',
+            detail: declined ? declined.detail : NOT_MADE_IN_ATOMIC_BATCH,
+          })),
+        );
+      } else {
+        await writeAtomicTransfers(trx, batch, items, outcomes);
+      }
+      const ended = await endBatchRow(trx, batch.id);
+      if (ended.status === 'processing') throw new Error(`batch ${batch.id} did not end`);
+      return { status: ended.status };
+    });
+  }
+
+  return {
+    loadBatchItems,
+    takeBatchItemSlots,
+    recordBatchItems,
+    cancelBatchItems,
+    endBatch,
+    runAtomicBatch,
+  };
+}
+
+type AtomicOutcome = { index: number; declined: Declined | null; currency: string | null };
+
+/** Each item's decline, in order, the balances moved by the items before it that passed. */
+async function decideAtomically(
+  trx: DatabaseTransactionConnection,
+  batch: BatchRow,
+  items: readonly PendingBatchItem[],
+): Promise<AtomicOutcome[]> {
+  const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+  const ids = [
+    ...new Set(
+      items.flatMap((i) => {
+        const f = i.body as TransferFields;
+        return [f.fromWalletId, f.toWalletId];
+      }),
+    ),
+  ].filter((id) => uuid.test(id));
+  const rows = await lockTransferWallets(trx, items[0]!.transaction_id, ids);
+  const wallets = new Map(rows.map((r) => [r.id, { ...r }]));
+  return items.map((item) => {
+    const f = item.body as TransferFields;
+    const amount = BigInt(f.amount);
+    const from = wallets.get(f.fromWalletId) ?? null;
+    const to = wallets.get(f.toWalletId) ?? null;
+    const declined = declinedOf(
+      decide(transferRules, {
+        subjects: { from, to },
+        params: {
+          applicationId: batch.application_id,
+          mode: batch.mode,
+          fromWalletId: f.fromWalletId,
+          toWalletId: f.toWalletId,
+          amount,
+        },
+      }),
+    );
+    if (!declined && from && to) {
+      from.balance -= amount;
+      to.balance += amount;
+    }
+    return { index: item.item_index, declined, currency: from?.currency ?? null };
+  });
+}
+
+/** Every item's payment row and `transfer.completed`, and one ledger transaction for them all. */
+async function writeAtomicTransfers(
+  trx: DatabaseTransactionConnection,
+  batch: BatchRow,
+  items: readonly PendingBatchItem[],
+  outcomes: readonly AtomicOutcome[],
+): Promise<void> {
+  const postings: Posting[] = [];
+  for (const [i, item] of items.entries()) {
+    const f = item.body as TransferFields;
+    const currency = outcomes[i]!.currency as 'USD' | 'SLE';
+    const amount = BigInt(f.amount);
+    const row = await insertTransaction(trx, {
+      id: item.transaction_id,
+      applicationId: batch.application_id,
+      mode: batch.mode,
+      type: BATCH_ITEM_TYPE.transfer,
+      status: 'completed',
+      currency,
+      amount,
+      walletId: f.fromWalletId,
+      recipientWalletId: f.toWalletId,
+      description: f.description,
+      merchantMetadata: f.metadata,
+      workflowId: workflowIds.batch(batch.id),
+    });
+    await insertEvent(trx, {
+      applicationId: batch.application_id,
+      mode: batch.mode,
+      type: 'transfer.completed',
+      transactionId: row.id,
+      data: transactionEventData(row),
+    });
+    postings.push(...transferPostings(f.fromWalletId, f.toWalletId, currency, amount));
+  }
+  await postLedgerTransaction(trx, {
+    applicationId: batch.application_id,
+    mode: batch.mode,
+    transactionId: null,
+    kind: 'transfer',
+    description: `Atomic batch ${batch.id}`,
+    metadata: { batch_id: batch.id },
+    postings,
+  });
+  await recordBatchItemResults(
+    trx,
+    batch.id,
+    items.map((item) => ({
+      index: item.item_index,
+      status: 'succeeded',
+      code: null,
+      detail: null,
+    })),
+  );
+}

@@ -1,0 +1,70 @@
+/**
+ * What the API, the activities and the bulk payment's workflow share (docs/api.md, Bulk
+ * payments): the batch's input, its items as the workflow starts them, the cancel update and the
+ * signal a money-out item's saga sends its batch. No I/O here: workflow code imports it.
+ */
+import { defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { BatchKind, BatchStatus } from '../domain/batches';
+import type { Mode } from '../domain/types';
+import type { MoneyOutInput, MoneyOutOpened } from './money-out-shared';
+import type { Declined, TransferInput } from './shared';
+
+/** How many items one run of a batch's workflow starts before it continues as new. */
+export const BATCH_ITEMS_PER_RUN = 500;
+
+export type BatchInput = {
+  batchId: string;
+  applicationId: string;
+  mode: Mode;
+  kind: BatchKind;
+  atomic: boolean;
+  total: number;
+  /** At most this many items in flight at once (`BATCH_ITEMS_IN_FLIGHT`). */
+  window: number;
+  /** Where the next run starts: the first index not started yet (a continued run). */
+  next?: number;
+  /** Items a run starts before it continues as new; `BATCH_ITEMS_PER_RUN` when absent. */
+  itemsPerRun?: number;
+};
+
+/**
+ * An item as its workflow starts it: its payment's workflow and input, as the single endpoint
+ * would start it; or its decline, when a check the endpoint makes before any start refused it.
+ */
+export type BatchItemStart =
+  | {
+      index: number;
+      kind: 'transfer';
+      workflowId: string;
+      input: TransferInput;
+      walletIds: string[];
+    }
+  | {
+      index: number;
+      kind: 'cashout' | 'payout';
+      workflowId: string;
+      input: MoneyOutInput;
+      walletIds: string[];
+    }
+  | { index: number; kind: 'declined'; declined: Declined };
+
+/** An ended item, as the batch records it (db/batches.ts `recordBatchItemResults`). */
+export type BatchItemEnd = {
+  index: number;
+  status: 'succeeded' | 'failed';
+  code: string | null;
+  detail: string | null;
+};
+
+/** What a batch's workflow answers once its last item has ended. */
+export type BatchEnded = { status: Exclude<BatchStatus, 'processing'> };
+
+/** Cancels the items not started yet; answers once they are marked canceled. */
+export const batchCancel = defineUpdate<void>('cancel');
+
+/**
+ * A money-out saga started by a batch tells it what its request would have answered (accepted,
+ * or declined), so that the item ends then while the payment waits for its provider.
+ */
+export const batchItemAnswered =
+  defineSignal<[{ transactionId: string; answer: MoneyOutOpened | Declined }]>('batchItemAnswered');

@@ -1,0 +1,164 @@
+import {
+  ParentClosePolicy,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  executeChild,
+  proxyLocalActivities,
+  setHandler,
+  startChild,
+} from '@temporalio/workflow';
+import type { Activities } from './activities-types';
+import {
+  BATCH_ITEMS_PER_RUN,
+  batchCancel,
+  batchItemAnswered,
+  type BatchEnded,
+  type BatchInput,
+  type BatchItemEnd,
+  type BatchItemStart,
+} from './batch-shared';
+import { cardPayoutWorkflow } from './card-payout';
+import { mobileMoneyCashoutWorkflow } from './cashout';
+import type { MoneyOutOpened } from './money-out-shared';
+import { activityPresets } from './retry';
+import { paymentSearchAttributes, type Declined } from './shared';
+import { transferWorkflow } from './transfer';
+import { BATCH_ITEM_TYPE } from '../domain/batches';
+
+/** The batch's own steps are short database statements: local, one marker each in the history. */
+const steps = proxyLocalActivities<Activities>(activityPresets.ledger);
+
+/** How many items one read of the batch's pending items brings. */
+const ITEMS_A_PAGE = 100;
+
+/** How many ended items one write records, at most; a write waits for this many while more run. */
+const ENDS_A_WRITE = 100;
+
+const ended = (index: number, declined: Declined | null): BatchItemEnd =>
+  declined
+    ? { index, status: 'failed', code: declined.code, detail: declined.detail }
+    : { index, status: 'succeeded', code: null, detail: null };
+
+/**
+ * A bulk payment, `batch-<id>`: each item the payment its single endpoint starts, as a child, a
+ * window at a time, paced by its rate limit; continued as new every `itemsPerRun` items. An
+ * atomic batch is one step. See docs/architecture.md, Bulk payments.
+ */
+export async function batchWorkflow(input: BatchInput): Promise<BatchEnded> {
+  const { batchId } = input;
+  let canceled = false;
+  /** No item will start any more in this workflow: a cancel has nothing left to do. */
+  let closed = false;
+  setHandler(batchCancel, async () => {
+    canceled = true;
+    await condition(() => closed);
+  });
+  if (input.atomic) {
+    const done = await steps.runAtomicBatch({ batchId });
+    closed = true;
+    return done;
+  }
+
+  /** A money-out item's saga answers by signal (`batchItemAnswered`), by transaction id. */
+  const answers = new Map<string, (answer: MoneyOutOpened | Declined) => void>();
+  setHandler(batchItemAnswered, ({ transactionId, answer }) => {
+    answers.get(transactionId)?.(answer);
+    answers.delete(transactionId);
+  });
+
+  async function run(item: BatchItemStart): Promise<BatchItemEnd> {
+    if (item.kind === 'declined') return ended(item.index, item.declined);
+    const searchAttributes = paymentSearchAttributes(
+      input,
+      BATCH_ITEM_TYPE[input.kind],
+      item.walletIds,
+    );
+    if (item.kind === 'transfer') {
+      const result = await executeChild(transferWorkflow, {
+        workflowId: item.workflowId,
+        args: [item.input],
+        typedSearchAttributes: searchAttributes,
+      });
+      return ended(item.index, result.status === 'declined' ? result : null);
+    }
+    const answered = new Promise<MoneyOutOpened | Declined>((resolve) => {
+      answers.set(item.input.transactionId, resolve);
+    });
+    // The saga outlives its item: it waits for its provider after answering.
+    await startChild(item.kind === 'cashout' ? mobileMoneyCashoutWorkflow : cardPayoutWorkflow, {
+      workflowId: item.workflowId,
+      args: [item.input],
+      typedSearchAttributes: searchAttributes,
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+    });
+    const answer = await answered;
+    return ended(item.index, answer.status === 'declined' ? answer : null);
+  }
+
+  const ends: BatchItemEnd[] = [];
+  let inFlight = 0;
+  let starting = true;
+  /** Writes the ends a page at a time while items run, and what is left once none does. */
+  async function writeEnds(): Promise<void> {
+    for (;;) {
+      await condition(() => ends.length >= ENDS_A_WRITE || (!starting && inFlight === 0));
+      if (ends.length === 0) return;
+      await steps.recordBatchItems({ batchId, results: ends.splice(0, ENDS_A_WRITE) });
+    }
+  }
+  const writing = writeEnds();
+
+  const perRun = input.itemsPerRun ?? BATCH_ITEMS_PER_RUN;
+  let next = input.next ?? 0;
+  let startedHere = 0;
+  let slots = 0;
+  starting: while (next < input.total && startedHere < perRun && !canceled) {
+    const page = await steps.loadBatchItems({
+      batchId,
+      from: next,
+      limit: Math.min(ITEMS_A_PAGE, perRun - startedHere),
+    });
+    if (page.length === 0) {
+      next = input.total;
+      break;
+    }
+    for (const [i, item] of page.entries()) {
+      await condition(() => canceled || inFlight < input.window);
+      // Each item counts in its kind's rate limit as it starts; at the limit the batch waits.
+      while (slots === 0 && !canceled) {
+        const want = Math.min(input.window, page.length - i);
+        const granted = await steps.takeBatchItemSlots({ batchId, want });
+        slots = granted.taken;
+        if (slots === 0) await condition(() => canceled, granted.retryAfterMs);
+      }
+      if (canceled) break starting;
+      slots -= 1;
+      inFlight += 1;
+      startedHere += 1;
+      next = item.index + 1;
+      void run(item)
+        .catch((error: unknown) => ended(item.index, unexpected(error)))
+        .then((end) => {
+          ends.push(end);
+          inFlight -= 1;
+        });
+    }
+  }
+  starting = false;
+  await writing;
+  // The run drains its window first: a new run cannot wait on the children of this one.
+  if (next < input.total) {
+    await condition(() => canceled || allHandlersFinished());
+    if (!canceled) await continueAsNew<typeof batchWorkflow>({ ...input, next });
+    await steps.cancelBatchItems({ batchId, from: next });
+  }
+  closed = true;
+  return steps.endBatch({ batchId });
+}
+
+/** A payment's workflow that ended in no answer (terminated, say): its item failed. */
+function unexpected(error: unknown): Declined {
+  const message = error instanceof Error ? error.message : String(error);
+  return { status: 'declined', code: 'internal', detail: `The payment did not end: ${message}` };
+}
