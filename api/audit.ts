@@ -1,5 +1,5 @@
 import type Koa from 'koa';
-import { actorName, recordAudit } from '../db/audit-log';
+import { actorName, withAudit, type AuditNote, type AuditSource } from '../db/audit-log';
 import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import type { AuditActor, AuditEntry } from '../domain/audit';
 import type { Caller } from '../domain/types';
@@ -10,9 +10,7 @@ import { sessionOf } from './dashboard/session';
  * it makes recorded in the change's own database transaction.
  */
 
-/** What a route says of its change; the request says who and from where. */
-export type AuditNote = Pick<AuditEntry, 'action' | 'target' | 'details'> &
-  Partial<Pick<AuditEntry, 'applicationId' | 'mode'>>;
+export type { AuditNote };
 
 /**
  * Who sent the request: the signed-in dashboard account, else the admin credential, else the
@@ -35,14 +33,11 @@ export async function requestActor(
   return { type: 'application', id: caller.credentialId, name: name ?? caller.credentialId };
 }
 
-/** Who made a change and where it belongs: an entry's fields that the route does not say. */
-type Source = Pick<AuditEntry, 'actor' | 'ip' | 'applicationId' | 'mode'>;
-
 async function requestSource(
   pool: DatabasePool,
   ctx: Koa.Context,
   caller: Caller | null | undefined,
-): Promise<Source> {
+): Promise<AuditSource> {
   return {
     actor: await requestActor(pool, ctx, caller),
     ip: ctx.ip || null,
@@ -61,11 +56,7 @@ export async function auditEntry(
   return { ...(await requestSource(pool, ctx, caller)), ...note };
 }
 
-/**
- * Makes `change` and records what `note` says of its result (null: nothing changed) in one
- * database transaction: a change that rolls back leaves no entry, and an entry that fails
- * rolls the change back.
- */
+/** `withAudit` (db/audit-log.ts) with this request as the change's source. */
 export async function audited<T>(
   pool: DatabasePool,
   ctx: Koa.Context,
@@ -73,13 +64,5 @@ export async function audited<T>(
   change: (trx: DatabaseTransactionConnection) => Promise<T>,
   note: (result: T) => AuditNote | readonly AuditNote[] | null,
 ): Promise<T> {
-  const source = await requestSource(pool, ctx, caller);
-  return pool.transaction(async (trx) => {
-    const result = await change(trx);
-    const said = note(result);
-    for (const one of said === null ? [] : Array.isArray(said) ? said : [said]) {
-      await recordAudit(trx, { ...source, ...(one as AuditNote) });
-    }
-    return result;
-  });
+  return withAudit(pool, await requestSource(pool, ctx, caller), change, note);
 }

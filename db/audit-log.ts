@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type CommonQueryMethods } from 'slonik';
+import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import {
   AUDIT_ACTOR_TYPES,
@@ -26,6 +26,33 @@ export async function recordAudit(db: CommonQueryMethods, entry: AuditEntry): Pr
             ${sql.jsonb(withoutSecrets(entry.details))}, ${entry.applicationId},
             ${entry.mode ?? null})`);
   return id;
+}
+
+/** What a change says of itself; who made it and where it belongs come from its source. */
+export type AuditNote = Pick<AuditEntry, 'action' | 'target' | 'details'> &
+  Partial<Pick<AuditEntry, 'applicationId' | 'mode'>>;
+
+/** Who makes a change and where it belongs: an entry's fields that the change does not say. */
+export type AuditSource = Pick<AuditEntry, 'actor' | 'ip' | 'applicationId' | 'mode'>;
+
+/**
+ * Makes `change` and records what `note` says of its result (null: nothing changed) in one
+ * database transaction: a change that rolls back leaves no entry, and an entry that fails
+ * rolls the change back.
+ */
+export async function withAudit<T>(
+  db: Pick<DatabaseTransactionConnection, 'transaction'>,
+  source: AuditSource,
+  change: (trx: DatabaseTransactionConnection) => Promise<T>,
+  note: (result: T) => AuditNote | readonly AuditNote[] | null,
+): Promise<T> {
+  return db.transaction(async (trx) => {
+    const result = await change(trx);
+    const said = note(result);
+    const notes: readonly AuditNote[] = said === null ? [] : Array.isArray(said) ? said : [said];
+    for (const one of notes) await recordAudit(trx, { ...source, ...one });
+    return result;
+  });
 }
 
 const auditRow = z.object({
