@@ -10,6 +10,7 @@ import { concretePathsWin, mountRoutes } from './pipeline';
 import type { Route } from './route';
 import { adminRoutes } from './routes/admin';
 import { analyticsRoutes } from './routes/analytics';
+import { auditLogRoutes } from './routes/audit-log';
 import { cardDepositRoutes } from './routes/card-deposits';
 import { cardPayoutRoutes } from './routes/card-payouts';
 import { cashoutRoutes } from './routes/cashouts';
@@ -60,6 +61,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...onboardingRoutes(deps),
     ...analyticsRoutes(deps),
     ...adminRoutes(deps),
+    ...auditLogRoutes(deps),
     ...temporalCodecRoutes(deps),
   );
   return routes;

@@ -98,8 +98,8 @@ export async function listAuditLog(
   }
   if (filter.action !== undefined) where.push(sql.fragment`action = ${filter.action}`);
   if (filter.actorId !== undefined) where.push(sql.fragment`actor_id = ${filter.actorId}`);
-  if (filter.atGte !== undefined) where.push(sql.fragment`at >= ${filter.atGte}`);
-  if (filter.atLt !== undefined) where.push(sql.fragment`at < ${filter.atLt}`);
+  if (filter.atGte !== undefined) where.push(sql.fragment`at >= ${filter.atGte}::timestamptz`);
+  if (filter.atLt !== undefined) where.push(sql.fragment`at < ${filter.atLt}::timestamptz`);
   if (page.startingAfter !== undefined) {
     const scope =
       filter.applicationId === undefined

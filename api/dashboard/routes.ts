@@ -48,6 +48,7 @@ const EXPOSED = new Set([
   'get /api/v1/reconciliation/exceptions/:exception_id',
   'post /api/v1/reconciliation/exceptions/resolve',
   'post /api/v1/reconciliation/exceptions/:exception_id/resolve',
+  'get /api/v1/audit-log',
 ]);
 
 const MODE_PREFIX = '/dashboard/api/:mode';
