@@ -10,6 +10,7 @@ import { DisputePage, Disputes } from './pages/disputes';
 import { UserPage, Users } from './pages/users';
 import { StatementPage } from './pages/statement';
 import { ReconExceptionPage, ReconExceptions, Reconciliation } from './pages/reconciliation';
+import { AuditLog } from './pages/audit-log';
 
 const PAGES = [
   { path: '/', label: 'Overview' },
@@ -19,6 +20,7 @@ const PAGES = [
   { path: '/disputes', label: 'Disputes' },
   { path: '/reconciliation', label: 'Reconciliation' },
   { path: '/users', label: 'Users and wallets' },
+  { path: '/audit-log', label: 'Audit log' },
 ] as const;
 
 function SignIn(props: { onSignedIn: (session: Session) => void }) {
@@ -105,6 +107,8 @@ function Page(props: { path: string; mode: Mode; session: Session }) {
       return <ReconExceptions mode={mode} />;
     case '/users':
       return <Users mode={mode} />;
+    case '/audit-log':
+      return <AuditLog mode={mode} />;
     default:
       return <ErrorBox error="No such page" />;
   }
