@@ -34,22 +34,21 @@ function filterQuery(f: Filters): URLSearchParams {
 
 function FilterForm(props: { initial: Filters; onApply: (filters: Filters) => void }) {
   const [f, setF] = useState<Filters>(props.initial);
-  const field = (
-    label: string,
-    name: keyof Filters,
-    param: string,
-    type: 'text' | 'date' = 'text',
-  ) => (
+  const set = (name: keyof Filters, value: string) => setF((old) => ({ ...old, [name]: value }));
+  const text = (label: string, name: keyof Filters) => (
+    <label>
+      {label}
+      <input name={name} value={f[name]} onInput={(e) => set(name, e.currentTarget.value)} />
+    </label>
+  );
+  const day = (label: string, name: keyof Filters, param: string) => (
     <label>
       {label}
       <input
-        type={type}
+        type="date"
         name={param}
         value={f[name]}
-        onInput={(e) => {
-          const value = e.currentTarget.value;
-          setF((old) => ({ ...old, [name]: value }));
-        }}
+        onInput={(e) => set(name, e.currentTarget.value)}
       />
     </label>
   );
@@ -62,11 +61,11 @@ function FilterForm(props: { initial: Filters; onApply: (filters: Filters) => vo
         props.onApply(f);
       }}
     >
-      {field('Action', 'action', 'action')}
-      {field('Actor id', 'actor_id', 'actor_id')}
+      {text('Action', 'action')}
+      {text('Actor id', 'actor_id')}
       <div class="filter-group">
-        {field('From (UTC)', 'created_gte', 'created[gte]', 'date')}
-        {field('Before (UTC)', 'created_lt', 'created[lt]', 'date')}
+        {day('From (UTC)', 'created_gte', 'created[gte]')}
+        {day('Before (UTC)', 'created_lt', 'created[lt]')}
       </div>
       <button type="submit">Filter</button>
     </form>
