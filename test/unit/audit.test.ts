@@ -4,17 +4,17 @@ import { withoutSecrets } from '../../domain/audit';
 describe('withoutSecrets', () => {
   it.each([
     [
-      'a credential’s keys',
+      'drops a credential’s keys',
       { secret_key: 'x', api_key: 'y', apiKey: 'z', mode: 'live' },
       { mode: 'live' },
     ],
     [
-      'a password and a TOTP secret',
+      'drops a password and a TOTP secret',
       { password: 'p', new_password: 'p', totp_secret: 's', otp: '123456' },
       {},
     ],
     [
-      'tokens, sessions, cookies, signatures',
+      'drops tokens, sessions, cookies, signatures',
       {
         token: 't',
         csrf_token: 'c',
@@ -25,25 +25,29 @@ describe('withoutSecrets', () => {
       },
       {},
     ],
-    ['recovery codes', { recovery_codes: ['a', 'b'] }, {}],
-    ['a webhook secret and its sealed form', { secret: 'whsec_x', secret_sealed: 'v1:...' }, {}],
+    ['drops recovery codes', { recovery_codes: ['a', 'b'] }, {}],
     [
-      'values shaped like the engine’s secrets',
+      'drops a webhook secret and its sealed form',
+      { secret: 'whsec_x', secret_sealed: 'v1:...' },
+      {},
+    ],
+    [
+      'drops values shaped like the engine’s secrets',
       { hint: 'sk_live_abc', other: 'whsec_abc', uri: 'otpauth://totp/x', key: 'pk_admin_x' },
       {},
     ],
     [
-      'the same, nested and in lists',
+      'drops the same, nested and in lists',
       { a: { b: { password: 'p', c: 1 } }, l: ['sk_test_x', 'ok', { token: 't' }] },
       { a: { b: { c: 1 } }, l: ['ok', {}] },
     ],
     [
-      'plain values as they are',
+      'keeps plain values as they are',
       { url: 'https://example.com/hook', events: ['a.b'], n: 3, on: false, none: null },
       { url: 'https://example.com/hook', events: ['a.b'], n: 3, on: false, none: null },
     ],
-    ['undefined fields left out', { a: undefined, b: 1 }, { b: 1 }],
-  ])('drops %s', (_, details, kept) => {
+    ['leaves undefined fields out', { a: undefined, b: 1 }, { b: 1 }],
+  ])('%s', (_, details, kept) => {
     expect(withoutSecrets(details)).toEqual(kept);
   });
 
