@@ -183,7 +183,7 @@ describe('withAudit', () => {
     const result = await withAudit(
       pool,
       source,
-      async () => null,
+      () => Promise.resolve(null),
       (none) => none && { action: 'credential.revoked', target: { type: 'credential', id: null } },
     );
     expect(result).toBeNull();
