@@ -156,7 +156,7 @@ export function AuditLog(props: { mode: Mode }) {
       {list.data && !list.error && (
         <>
           <EntryTable rows={list.data.data} />
-          <nav class="pager" aria-label="Audit log pages">
+          <nav class="pager" aria-label="Audit log paging">
             <button
               type="button"
               disabled={!after}
