@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { hostname, userInfo } from 'node:os';
 import path from 'node:path';
 import { sql } from 'slonik';
@@ -74,7 +75,10 @@ function asAdmin(admin: CreatedAdmin) {
 }
 
 /** `npm run --silent cli -- ...` against the engine's database and Temporal; `input` on stdin. */
-function cli(args: string[], input = ''): Promise<{ code: number | null; stdout: string }> {
+function cli(
+  args: string[],
+  input = '',
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn('npm', ['run', '--silent', 'cli', '--', ...args], {
       cwd: path.resolve(__dirname, '..', '..'),
@@ -85,19 +89,22 @@ function cli(args: string[], input = ''): Promise<{ code: number | null; stdout:
         TEMPORAL_NAMESPACE: engine.config.temporal.namespace,
         TEMPORAL_PAYLOAD_KEYS: formatPayloadKeys(payloadKeys(engine.config)),
       },
-      stdio: ['pipe', 'pipe', 'inherit'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
+    let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout }));
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
     child.stdin.end(input);
   });
 }
 
 async function cliJson(args: string[], input = ''): Promise<any> {
-  const { code, stdout } = await cli(args, input);
-  expect(code).toBe(0);
+  const { code, stdout, stderr } = await cli(args, input);
+  // The error it printed, should it fail.
+  expect({ code, stderr: code === 0 ? '' : stderr }).toEqual({ code: 0, stderr: '' });
   return JSON.parse(stdout);
 }
 
@@ -462,5 +469,139 @@ describe('changes made inside a workflow', () => {
       details: { transaction_id: deposit.body.id, characters: 23 },
     });
     await assertLedgerInvariant(engine.pool);
+  });
+});
+
+describe('reconciliation', () => {
+  /** An open amount mismatch of a new card deposit, as a run records it (minor units). */
+  async function openException(theirs: bigint): Promise<{ id: string; walletId: string }> {
+    const { walletId } = await createUserWithWallet(usd);
+    const deposit = await usd.post('/api/v1/transactions/wallet/card-deposit', {
+      wallet_id: walletId,
+      amount: 100,
+      payment_method_id: 'pm_card_visa',
+    });
+    expect(deposit.body.status).toBe('completed');
+    const id = randomUUID();
+    const side = (amount: bigint, status: string) => ({
+      amount: amount.toString(),
+      currency: 'USD',
+      status,
+    });
+    await engine.pool.query(sql.unsafe`
+      INSERT INTO recon_exceptions (id, application_id, mode, provider, identity, kind,
+        transaction_id, provider_reference, ours, theirs)
+      VALUES (${id}, ${usdApp.id}, 'test', 'card', ${`amount_mismatch:${id}`}, 'amount_mismatch',
+        ${deposit.body.id as string}, ${`ref-${id}`},
+        ${sql.jsonb(side(100_00n, 'completed'))},
+        ${sql.jsonb({ ...side(theirs, 'succeeded'), booked_at: new Date().toISOString() })})`);
+    return { id, walletId };
+  }
+
+  it('records an admin’s adjustment with the money it moved, and acceptances by admins and keys', async () => {
+    const made = await newAdmin();
+    const admin = asAdmin(made);
+    const adjusted = await openException(100_25n);
+    const note = 'The provider collected 0.25 more';
+    const res = await admin.post(`/api/v1/reconciliation/exceptions/${adjusted.id}/resolve`, {
+      action: 'adjust',
+      note,
+    });
+    expect(res.status).toBe(200);
+    expect(await balanceOf(engine.pool, adjusted.walletId)).toBe(100_25n);
+
+    const one = await openException(100_10n);
+    const accepted = await usd.post(`/api/v1/reconciliation/exceptions/${one.id}/resolve`, {
+      action: 'accept',
+      note: 'Known rounding',
+    });
+    expect(accepted.status).toBe(200);
+    const [a, b] = [await openException(100_01n), await openException(100_02n)];
+    const bulk = await admin.post('/api/v1/reconciliation/exceptions/resolve', {
+      ids: [a.id, b.id],
+      action: 'accept',
+      note: 'Both explained',
+    });
+    expect(bulk.status).toBe(200);
+
+    const entries = await allEntries(usd.get);
+    const of = (id: string) => entries.filter((e) => e.target.id === id);
+    const adminActor = { type: 'admin', id: made.admin.id, name: made.admin.name };
+    expect(of(adjusted.id)).toEqual([
+      expect.objectContaining({
+        actor: adminActor,
+        action: 'reconciliation_exception.adjusted',
+        target: { type: 'reconciliation_exception', id: adjusted.id },
+        ip: admin.address,
+        details: expect.objectContaining({ note, amount: '25', currency: 'USD' }),
+      }),
+    ]);
+    expect(of(one.id)).toEqual([
+      expect.objectContaining({
+        actor: {
+          type: 'application',
+          id: expect.any(String),
+          name: apiKeyHint(usdApp.credentials.test.apiKey),
+        },
+        action: 'reconciliation_exception.accepted',
+        details: { note: 'Known rounding' },
+      }),
+    ]);
+    for (const id of [a.id, b.id]) {
+      expect(of(id)).toEqual([
+        expect.objectContaining({
+          actor: adminActor,
+          action: 'reconciliation_exception.accepted',
+          details: { note: 'Both explained' },
+        }),
+      ]);
+    }
+    // A refused resolution records nothing.
+    const again = await admin.post(`/api/v1/reconciliation/exceptions/${a.id}/resolve`, {
+      action: 'accept',
+      note: 'Again',
+    });
+    expect(again.status).toBe(400);
+    expect(of(a.id)).toHaveLength(1);
+    expect((await allEntries(usd.get)).filter((e) => e.target.id === a.id)).toHaveLength(1);
+    await assertLedgerInvariant(engine.pool);
+  });
+
+  it('records an uploaded settlement file and a run started', async () => {
+    const form = new FormData();
+    form.append('provider', 'card');
+    const csv =
+      'provider_reference,booked_at,amount,currency,fee,direction,status\n' +
+      `ref-audit,${new Date(Date.now() - 3_600_000).toISOString()},1.00,USD,0.00,in,succeeded\n`;
+    form.append('file', new Blob([csv], { type: 'text/csv' }), 'settlement.csv');
+    const response = await fetch(`${engine.url}/api/v1/reconciliation/imports`, {
+      method: 'POST',
+      headers: {
+        'api-key': usdApp.credentials.test.apiKey,
+        'secret-key': usdApp.credentials.test.secretKey,
+      },
+      body: form,
+    });
+    expect(response.status).toBe(201);
+    const imported = (await response.json()) as { id: string };
+    const run = await usd.post('/api/v1/reconciliation/runs', {
+      provider: 'card',
+      from: new Date(Date.now() - 2 * 3_600_000).toISOString(),
+      to: new Date(Date.now() - 60_000).toISOString(),
+      import_id: imported.id,
+    });
+    expect(run.status).toBe(202);
+
+    const entries = await allEntries(usd.get);
+    expect(entries.find((e) => e.target.id === imported.id)).toMatchObject({
+      action: 'reconciliation_import.created',
+      target: { type: 'reconciliation_import' },
+      details: { provider: 'card', rows: 1 },
+    });
+    expect(entries.find((e) => e.target.id === run.body.id)).toMatchObject({
+      action: 'reconciliation_run.started',
+      target: { type: 'reconciliation_run' },
+      details: { provider: 'card', import_id: imported.id },
+    });
   });
 });
