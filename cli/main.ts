@@ -393,7 +393,7 @@ export async function runCli(
           },
       );
       if (!revoked) throw new UsageError(`no dashboard account ${values.email}`);
-      return revoked;
+      return revoked.done;
     }
     case 'admins create': {
       const name = values.name?.trim();

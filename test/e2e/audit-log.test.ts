@@ -154,7 +154,9 @@ describe('the command line', () => {
       ],
       `${PASSWORD}\n`,
     );
-    await cliJson(['dashboard-users', 'revoke-sessions', '--email', 'cli@audited.test']);
+    expect(
+      await cliJson(['dashboard-users', 'revoke-sessions', '--email', 'cli@audited.test']),
+    ).toEqual({ email: 'cli@audited.test', revoked_sessions: 0 });
     const madeAdmin = await cliJson(['admins', 'create', '--name', 'Audited Admin']);
     await cliJson(['admins', 'revoke', '--admin', madeAdmin.admin.id]);
     // A refusal changes nothing and records nothing.
