@@ -124,7 +124,13 @@ function applicationJson(app: ApplicationRow) {
  * command line signs in as no one: whoever reaches the database may run it).
  */
 export function cliActor(): AuditActor {
-  const user = userInfo().username;
+  let user: string;
+  try {
+    user = userInfo().username;
+  } catch {
+    // A user id with no name (a container run under an arbitrary one) is named by its number.
+    user = `uid ${process.getuid?.() ?? 'unknown'}`;
+  }
   return { type: 'cli', id: user, name: `${user}@${hostname()}` };
 }
 
