@@ -126,6 +126,27 @@ async function allEntries(get: (p: string) => Promise<{ status: number; body: an
   }
 }
 
+/** A dashboard account of `applicationId`, signed in from `address`: its id and headers. */
+async function dashboardSession(applicationId: string, email: string, address: string) {
+  const account = await createDashboardAccount(engine.pool, {
+    applicationId,
+    email,
+    password: PASSWORD,
+  });
+  const signedIn = await clientFor(engine.url, null).post(
+    '/dashboard/api/session',
+    { email, password: PASSWORD },
+    { 'x-forwarded-for': address },
+  );
+  expect(signedIn.status).toBe(200);
+  const headers = {
+    cookie: (signedIn.headers.get('set-cookie') ?? '').split(';')[0]!,
+    'x-csrf-token': signedIn.body.csrf_token as string,
+    'x-forwarded-for': address,
+  };
+  return { id: account!.id, headers };
+}
+
 describe('the command line', () => {
   it('records each change with the command line as its actor, and no secret', async () => {
     const created = await cliJson(['apps', 'create', '--name', 'Audited Ltd', '--currency', 'SLE']);
@@ -381,24 +402,13 @@ describe('GET /api/v1/audit-log', () => {
 
 describe('the dashboard', () => {
   it('records a dashboard account’s changes with its email and address, and shows the log', async () => {
-    const account = await createDashboardAccount(engine.pool, {
-      applicationId: app.id,
-      email: 'auditor@merchant.test',
-      password: PASSWORD,
-    });
-    const anonymous = clientFor(engine.url, null);
     const address = '203.0.113.77';
-    const signedIn = await anonymous.post(
-      '/dashboard/api/session',
-      { email: 'auditor@merchant.test', password: PASSWORD },
-      { 'x-forwarded-for': address },
+    const { id: accountId, headers } = await dashboardSession(
+      app.id,
+      'auditor@merchant.test',
+      address,
     );
-    expect(signedIn.status).toBe(200);
-    const headers = {
-      cookie: (signedIn.headers.get('set-cookie') ?? '').split(';')[0]!,
-      'x-csrf-token': signedIn.body.csrf_token as string,
-      'x-forwarded-for': address,
-    };
+    const anonymous = clientFor(engine.url, null);
     const made = await anonymous.post('/dashboard/api/test/credentials', {}, headers);
     expect(made.status).toBe(201);
     const revoked = await anonymous.post(
@@ -415,11 +425,11 @@ describe('the dashboard', () => {
     expect(hook.status).toBe(201);
 
     const shown = await anonymous.get<Page>(
-      `/dashboard/api/test/v1/audit-log?actor_id=${account!.id}`,
+      `/dashboard/api/test/v1/audit-log?actor_id=${accountId}`,
       headers,
     );
     expect(shown.status).toBe(200);
-    const actor = { type: 'dashboard_account', id: account!.id, name: 'auditor@merchant.test' };
+    const actor = { type: 'dashboard_account', id: accountId, name: 'auditor@merchant.test' };
     expect(shown.body.data.map((e) => [e.action, e.target.id, e.actor, e.ip])).toEqual([
       ['webhook_subscription.created', hook.body.id, actor, address],
       ['credential.revoked', made.body.id, actor, address],
@@ -433,7 +443,7 @@ describe('the dashboard', () => {
 });
 
 describe('changes made inside a workflow', () => {
-  it('records a refund and dispute evidence with the refund and the evidence themselves', async () => {
+  it('records a refund by key and dispute evidence from the dashboard, each with its change', async () => {
     const { walletId } = await createUserWithWallet(usd);
     const deposit = await usd.post('/api/v1/transactions/wallet/card-deposit', {
       wallet_id: walletId,
@@ -452,9 +462,13 @@ describe('changes made inside a workflow', () => {
       transaction_id: deposit.body.id,
     });
     expect(dispute.status).toBe(200);
-    const evidence = await usd.post(`/api/v1/disputes/${dispute.body.id}/evidence`, {
-      text: 'Signed delivery receipt',
-    });
+    // From the dashboard: the same route, its session's account the actor.
+    const session = await dashboardSession(usdApp.id, 'disputes@merchant.test', '203.0.113.88');
+    const evidence = await clientFor(engine.url, null).post(
+      `/dashboard/api/test/v1/disputes/${dispute.body.id}/evidence`,
+      { text: 'Signed delivery receipt' },
+      session.headers,
+    );
     expect(evidence.status).toBe(200);
     expect(evidence.body.status).toBe('under_review');
 
@@ -466,7 +480,8 @@ describe('changes made inside a workflow', () => {
       details: { deposit_id: deposit.body.id, amount: '2000', reason: 'duplicate' },
     });
     expect(entries.find((e) => e.action === 'dispute.evidence_submitted')).toMatchObject({
-      actor,
+      actor: { type: 'dashboard_account', id: session.id, name: 'disputes@merchant.test' },
+      ip: '203.0.113.88',
       target: { type: 'dispute', id: dispute.body.id },
       details: { transaction_id: deposit.body.id, characters: 23 },
     });
