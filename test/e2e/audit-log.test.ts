@@ -10,8 +10,10 @@ import { apiKeyHint } from '../../db/credentials';
 import { createDashboardAccount } from '../../db/dashboard-accounts';
 import { payloadKeys } from '../../temporal/data-converter';
 import { assertLedgerInvariant, balanceOf } from '../support/database';
-import { clientFor, createUserWithWallet } from '../support/http';
+import { clientFor, createFundedWallet, createUserWithWallet, transfer } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
+import { startReceiver, type Receiver } from '../support/webhook-receiver';
+import { pollUntil } from '../support/wait';
 
 /**
  * The audit log end to end (docs/api.md, Audit log; docs/security.md, Audit log): every change of
@@ -30,6 +32,13 @@ const engine = useTestEngine({
 const { app, api } = useTestApp(engine);
 const { app: other, api: otherApi } = useTestApp(engine);
 const { app: usdApp, api: usd } = useTestApp(engine, { currency: 'USD' });
+const { api: hooked } = useTestApp(engine);
+
+let receiver: Receiver;
+beforeAll(async () => {
+  receiver = await startReceiver();
+});
+afterAll(async () => receiver?.close());
 
 const LOG = '/api/v1/audit-log';
 const SUBSCRIPTIONS = '/api/v1/webhooks/subscriptions';
@@ -619,6 +628,41 @@ describe('reconciliation', () => {
       action: 'reconciliation_run.started',
       target: { type: 'reconciliation_run' },
       details: { provider: 'card', import_id: imported.id },
+    });
+  });
+});
+
+describe('webhook redeliveries', () => {
+  it('records an event sent again, with the subscriptions it went to', async () => {
+    const sub = await hooked.post(SUBSCRIPTIONS, {
+      url: receiver.url('/again'),
+      events: ['transfer.completed'],
+    });
+    expect(sub.status).toBe(201);
+    const from = (await createFundedWallet(hooked, engine.pool, 10_000n)).walletId;
+    const to = (await createUserWithWallet(hooked)).walletId;
+    const sent = (await transfer(hooked, from, to, 1.25)).id as string;
+    const eventId = await engine.pool.oneFirst(sql.type(z.object({ id: z.string() }))`
+      SELECT id FROM events WHERE transaction_id = ${sent} AND type = 'transfer.completed'`);
+    const res = await hooked.post(`/api/v1/events/${eventId}/redeliver`, {
+      subscription_id: sub.body.id,
+    });
+    expect(res.status).toBe(202);
+    expect(res.body.deliveries).toHaveLength(2);
+    // Both deliveries arrive: nothing is left running when the engine stops.
+    const arrived = await pollUntil(
+      () => receiver.received.filter((r) => r.payload?.id === eventId).length,
+      (n) => n === 2,
+      { timeoutMs: 30_000, intervalMs: 50 },
+    );
+    expect(arrived).toBe(2);
+
+    const [entry, ...rest] = await allEntries(hooked.get, '&action=event.redelivered');
+    expect(rest).toEqual([]);
+    expect(entry).toMatchObject({
+      actor: { type: 'application' },
+      target: { type: 'event', id: eventId },
+      details: { subscription_ids: [sub.body.id] },
     });
   });
 });
