@@ -1,5 +1,6 @@
 import type { Config } from '../config';
 import { findApplication } from '../db/applications';
+import { recordAudit } from '../db/audit-log';
 import {
   findCardDeposit,
   lockCardDeposit,
@@ -12,6 +13,7 @@ import { lockAccounts, systemAccountsIn, type SystemAccountMemory } from '../db/
 import { recordMoneyStep } from '../db/money-steps';
 import type { DatabasePool } from '../db/pool';
 import type { TransactionRow } from '../db/transactions';
+import type { AuditEntry } from '../domain/audit';
 import { computeCardDepositFees } from '../domain/fees';
 import { cardDepositCompletionPostings } from '../domain/ledger';
 import { minorToMajorNumber } from '../domain/money';
@@ -200,7 +202,10 @@ export function createCardDepositActivities(deps: {
    * Charged: one ledger transaction (domain/ledger.ts `cardDepositCompletionPostings`), then the
    * event, in the same database transaction. A second run finds it completed and does nothing.
    */
-  async function completeCardDeposit(input: { transactionId: string }): Promise<void> {
+  async function completeCardDeposit(input: {
+    transactionId: string;
+    audit?: AuditEntry;
+  }): Promise<void> {
     await pool.transaction(async (trx) => {
       const { row, meta } = await lockCardDeposit(trx, input.transactionId);
       if (row.status !== 'pending') return;
@@ -233,6 +238,7 @@ export function createCardDepositActivities(deps: {
           data: (completed) => cardDepositEventData(completed, meta),
         },
       });
+      if (input.audit) await recordAudit(trx, input.audit);
     });
   }
 
@@ -240,6 +246,7 @@ export function createCardDepositActivities(deps: {
   async function closeCardDeposit(input: {
     transactionId: string;
     status: 'failed' | 'expired';
+    audit?: AuditEntry;
   }): Promise<void> {
     // A deposit refused before it was recorded (the provider unreachable) has nothing to close.
     if (!(await findCardDeposit(pool, input.transactionId))) return;
@@ -250,6 +257,7 @@ export function createCardDepositActivities(deps: {
         transaction: { id: row.id, status: input.status },
         event: { type: 'deposit.failed', data: (closed) => cardDepositEventData(closed, meta) },
       });
+      if (input.audit) await recordAudit(trx, input.audit);
     });
   }
 

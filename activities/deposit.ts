@@ -1,5 +1,6 @@
 import type { Config } from '../config';
 import { findApplication } from '../db/applications';
+import { recordAudit } from '../db/audit-log';
 import { findDeposit, lockDeposit, type DepositMetadata, type DepositRecord } from '../db/deposits';
 import { lockAccounts, systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
 import { recordMoneyStep } from '../db/money-steps';
@@ -10,6 +11,7 @@ import {
   type TransactionRow,
 } from '../db/transactions';
 import { walletStates } from '../db/wallets';
+import type { AuditEntry } from '../domain/audit';
 import type { Currency } from '../domain/money';
 import { computeDepositFees } from '../domain/fees';
 import { sleInBaseCurrency, sleToUsd } from '../domain/fx';
@@ -208,7 +210,10 @@ export function createDepositActivities(deps: {
    * in the same database transaction. A second run finds the deposit completed and changes
    * nothing.
    */
-  async function completeDeposit(input: { transactionId: string }): Promise<void> {
+  async function completeDeposit(input: {
+    transactionId: string;
+    audit?: AuditEntry;
+  }): Promise<void> {
     await pool.transaction(async (trx) => {
       const { row, meta } = await lockDeposit(trx, input.transactionId);
       if (row.status !== 'pending') return;
@@ -255,6 +260,7 @@ export function createDepositActivities(deps: {
           data: (completed) => depositEventData(completed, meta),
         },
       });
+      if (input.audit) await recordAudit(trx, input.audit);
     });
   }
 
@@ -262,6 +268,7 @@ export function createDepositActivities(deps: {
   async function closeDeposit(input: {
     transactionId: string;
     status: 'failed' | 'expired';
+    audit?: AuditEntry;
   }): Promise<void> {
     await pool.transaction(async (trx) => {
       const { row, meta } = await lockDeposit(trx, input.transactionId);
@@ -270,6 +277,7 @@ export function createDepositActivities(deps: {
         transaction: { id: row.id, status: input.status },
         event: { type: 'deposit.failed', data: (closed) => depositEventData(closed, meta) },
       });
+      if (input.audit) await recordAudit(trx, input.audit);
     });
   }
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { recordAudit } from '../db/audit-log';
 import { depositFacts, lockCardCase } from '../db/card-cases';
 import {
   disputeAnswer,
@@ -17,6 +18,7 @@ import {
 import { recordMoneyStep } from '../db/money-steps';
 import type { DatabasePool } from '../db/pool';
 import { insertEvent } from '../db/transactions';
+import type { AuditEntry } from '../domain/audit';
 import { disputePostings } from '../domain/ledger';
 import { disputeOpenRules, disputeReserve } from '../domain/money-rules';
 import type { Providers } from '../providers';
@@ -138,6 +140,7 @@ export function createDisputeActivities(deps: {
   async function submitDisputeEvidence(input: {
     disputeId: string;
     text: string;
+    audit?: AuditEntry;
   }): Promise<DisputeStatus> {
     const dispute = await findDispute(pool, input.disputeId);
     if (!dispute) throw new Error(`dispute ${input.disputeId} does not exist`);
@@ -152,7 +155,9 @@ export function createDisputeActivities(deps: {
       const locked = await lockDispute(trx, input.disputeId);
       if (!locked) throw new Error(`dispute ${input.disputeId} does not exist`);
       if (closed(locked.status)) throw decline('dispute_closed');
-      return (await setDisputeStatus(trx, locked.id, 'under_review', input.text)).status;
+      const { status } = await setDisputeStatus(trx, locked.id, 'under_review', input.text);
+      if (input.audit) await recordAudit(trx, input.audit);
+      return status;
     });
   }
 

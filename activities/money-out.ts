@@ -1,5 +1,6 @@
 import type { Config } from '../config';
 import { findApplication, type ApplicationRow } from '../db/applications';
+import { recordAudit } from '../db/audit-log';
 import {
   lockAccounts,
   systemAccountsIn,
@@ -23,6 +24,7 @@ import {
   moneyOutReversalPostings,
   moneyOutSettlementPostings,
 } from '../domain/ledger';
+import type { AuditEntry } from '../domain/audit';
 import type { Currency } from '../domain/money';
 import type { WalletFacts } from '../domain/money-rules';
 import { minorToMajorNumber } from '../domain/money';
@@ -224,6 +226,7 @@ export function createMoneyOutActivities(
           }),
         },
       });
+      if (input.audit) await recordAudit(trx, input.audit);
       return done;
     });
   }
@@ -338,7 +341,10 @@ export function createMoneyOutActivities(
     };
   }
 
-  async function settleMoneyOut(input: { transactionId: string }): Promise<void> {
+  async function settleMoneyOut(input: {
+    transactionId: string;
+    audit?: AuditEntry;
+  }): Promise<void> {
     await pool.transaction(async (trx) => {
       const { row, meta } = await lockMoneyOut(trx, input.transactionId);
       if (row.status !== 'pending') return;
@@ -358,6 +364,7 @@ export function createMoneyOutActivities(
         },
         event: { type: spec.events.completed, data: (done) => moneyOutEventData(done, meta) },
       });
+      if (input.audit) await recordAudit(trx, input.audit);
     });
   }
 
@@ -365,7 +372,10 @@ export function createMoneyOutActivities(
    * Step 3b, the provider refused or failed: everything reserved goes back from the payouts
    * clearing account to the wallet; the record fails with its event.
    */
-  async function giveBackMoneyOut(input: { transactionId: string }): Promise<void> {
+  async function giveBackMoneyOut(input: {
+    transactionId: string;
+    audit?: AuditEntry;
+  }): Promise<void> {
     await pool.transaction(async (trx) => {
       const { row, meta } = await lockMoneyOut(trx, input.transactionId);
       if (row.status !== 'pending') return;
@@ -393,6 +403,7 @@ export function createMoneyOutActivities(
         },
         event: { type: spec.events.failed, data: (failed) => moneyOutEventData(failed, meta) },
       });
+      if (input.audit) await recordAudit(trx, input.audit);
     });
   }
 

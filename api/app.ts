@@ -11,6 +11,7 @@ import type { Route } from './route';
 import { adminRoutes } from './routes/admin';
 import { analyticsRoutes } from './routes/analytics';
 import { BATCH_MAX_BODY_BYTES, batchRoutes, takesBatchBody } from './routes/batches';
+import { auditLogRoutes } from './routes/audit-log';
 import { cardDepositRoutes } from './routes/card-deposits';
 import { cardPayoutRoutes } from './routes/card-payouts';
 import { cashoutRoutes } from './routes/cashouts';
@@ -62,6 +63,7 @@ export function apiRoutes(deps: ApiDeps): Route[] {
     ...onboardingRoutes(deps),
     ...analyticsRoutes(deps),
     ...adminRoutes(deps),
+    ...auditLogRoutes(deps),
     ...temporalCodecRoutes(deps),
   );
   return routes;

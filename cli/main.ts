@@ -1,3 +1,4 @@
+import { hostname, userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Client, type Connection } from '@temporalio/client';
 import { loadConfig, type Config } from '../config';
@@ -14,15 +15,18 @@ import { CapReachedError } from '../db/caps';
 import { createCredential, listCredentials, revokeCredential } from '../db/credentials';
 import {
   createDashboardAccount,
+  findDashboardAccountByEmail,
   listDashboardAccounts,
   revokeDashboardSessionsByEmail,
 } from '../db/dashboard-accounts';
 import { emailAllowed, PASSWORD_RULE, passwordAllowed } from '../domain/dashboard-access';
+import { withAudit, type AuditSource } from '../db/audit-log';
 import { createDatabasePool, type DatabasePool } from '../db/pool';
 import { openLocalDatabase } from '../tools/harness/postgres';
 import { minorToDecimalString, parseMajorDecimal } from '../domain/money';
 import { APPLICATION_FEE_METHODS } from '../domain/fees';
 import { RATE_LIMIT_CATEGORIES } from '../domain/types';
+import type { AuditActor } from '../domain/audit';
 import { RefusedError, UsageError } from './errors';
 import { LISTEN_USAGE, listenForWebhooks, parseListenArgs } from './webhooks-listen';
 
@@ -116,6 +120,21 @@ function applicationJson(app: ApplicationRow) {
   };
 }
 
+/**
+ * Who runs the command line, for the audit log: the operating system's user on this host (the
+ * command line signs in as no one: whoever reaches the database may run it).
+ */
+export function cliActor(): AuditActor {
+  let user: string;
+  try {
+    user = userInfo().username;
+  } catch {
+    // A user id with no name (a container run under an arbitrary one) is named by its number.
+    user = `uid ${process.getuid?.() ?? 'unknown'}`;
+  }
+  return { type: 'cli', id: user, name: `${user}@${hostname()}` };
+}
+
 /** What `payments resolve` needs besides the database: Temporal, opened only for it. */
 export type CliTemporal = { client: () => Promise<Client>; timeoutMs: number };
 
@@ -132,8 +151,11 @@ export async function runCli(
   pool: DatabasePool,
   caps: Config['caps'],
   temporal?: CliTemporal,
+  actor: AuditActor = cliActor(),
 ): Promise<unknown> {
   const [group, command, ...rest] = argv;
+  // Every change below and its audit entry are one database transaction.
+  const source: AuditSource = { actor, ip: null, applicationId: null, mode: null };
   const { values } = (() => {
     try {
       return parseArgs({
@@ -171,14 +193,38 @@ export async function runCli(
       if (!name) throw new UsageError('--name is required');
       const baseCurrency = currency(values.currency);
       if (!baseCurrency) throw new UsageError('--currency is required (USD or SLE)');
-      const app = await createApplication(pool, {
-        name,
-        baseCurrency,
-        escrowFeeBps: bps(values['escrow-fee-bps'], '--escrow-fee-bps'),
-        escrowFeeFixed: fixedAmount(values['escrow-fee-fixed']),
-      });
-      const test = await createCredential(pool, { applicationId: app.id, mode: 'test' });
-      const live = await createCredential(pool, { applicationId: app.id, mode: 'live' });
+      const { app, test, live } = await withAudit(
+        pool,
+        source,
+        async (trx) => {
+          const made = await createApplication(trx, {
+            name,
+            baseCurrency,
+            escrowFeeBps: bps(values['escrow-fee-bps'], '--escrow-fee-bps'),
+            escrowFeeFixed: fixedAmount(values['escrow-fee-fixed']),
+          });
+          return {
+            app: made,
+            test: await createCredential(trx, { applicationId: made.id, mode: 'test' }),
+            live: await createCredential(trx, { applicationId: made.id, mode: 'live' }),
+          };
+        },
+        (done) => [
+          {
+            action: 'application.created',
+            target: { type: 'application', id: done.app.id },
+            details: { settings: applicationJson(done.app) },
+            applicationId: done.app.id,
+          },
+          ...[done.test, done.live].map((credential) => ({
+            action: 'credential.created',
+            target: { type: 'credential', id: credential.id },
+            details: { expires_at: credential.expires_at },
+            applicationId: done.app.id,
+            mode: credential.mode,
+          })),
+        ],
+      );
       return {
         application: { id: app.id, name: app.name, base_currency: app.base_currency },
         credentials: {
@@ -189,7 +235,7 @@ export async function runCli(
     }
     case 'apps update': {
       const id = appId(values.app);
-      const updated = await updateApplicationSettings(pool, id, {
+      const settings = {
         baseCurrency: currency(values.currency),
         escrowFeeBps: bps(values['escrow-fee-bps'], '--escrow-fee-bps'),
         escrowFeeFixed: fixedAmount(values['escrow-fee-fixed']),
@@ -207,7 +253,32 @@ export async function runCli(
             return Number(v);
           },
         ),
-      });
+      };
+      const updated = await withAudit(
+        pool,
+        source,
+        (trx) => updateApplicationSettings(trx, id, settings),
+        (done) =>
+          done && !('refused' in done)
+            ? {
+                action: 'application.updated',
+                target: { type: 'application', id },
+                details: {
+                  changes: {
+                    base_currency: settings.baseCurrency,
+                    escrow_fee_bps: settings.escrowFeeBps,
+                    escrow_fee_fixed:
+                      settings.escrowFeeFixed === undefined
+                        ? undefined
+                        : minorToDecimalString(settings.escrowFeeFixed),
+                    fees: settings.feeBps,
+                    rate_limits: settings.rateLimits,
+                  },
+                },
+                applicationId: id,
+              }
+            : null,
+      );
       if (!updated) throw new UsageError(`no application ${id}`);
       if ('refused' in updated) throw new RefusedError(updated.refused);
       return { application: applicationJson(updated.application) };
@@ -221,12 +292,24 @@ export async function runCli(
         throw new UsageError('--expires-at must be an ISO 8601 time');
       }
       if (!(await findApplication(pool, id))) throw new UsageError(`no application ${id}`);
-      const created = await createCredential(pool, {
-        applicationId: id,
-        mode,
-        expiresAt: expiresAt ? new Date(expiresAt).toISOString() : null,
-        cap: caps.credentials,
-      }).catch((error: unknown) => {
+      const created = await withAudit(
+        pool,
+        source,
+        (trx) =>
+          createCredential(trx, {
+            applicationId: id,
+            mode,
+            expiresAt: expiresAt ? new Date(expiresAt).toISOString() : null,
+            cap: caps.credentials,
+          }),
+        (made) => ({
+          action: 'credential.created',
+          target: { type: 'credential', id: made.id },
+          details: { expires_at: made.expires_at },
+          applicationId: id,
+          mode: made.mode,
+        }),
+      ).catch((error: unknown) => {
         if (error instanceof CapReachedError) throw new UsageError(error.message);
         throw error;
       });
@@ -240,9 +323,20 @@ export async function runCli(
     case 'credentials revoke': {
       const apiKey = values['api-key'];
       if (!apiKey) throw new UsageError('--api-key is required');
-      const revoked = await revokeCredential(pool, apiKey);
+      const revoked = await withAudit(
+        pool,
+        source,
+        (trx) => revokeCredential(trx, apiKey),
+        (row) =>
+          row && {
+            action: 'credential.revoked',
+            target: { type: 'credential', id: row.id },
+            applicationId: row.application_id,
+            mode: row.mode,
+          },
+      );
       if (!revoked) throw new UsageError('no credential has this API key');
-      return revoked;
+      return { api_key: revoked.api_key, mode: revoked.mode, status: revoked.status };
     }
     case 'credentials list': {
       const id = appId(values.app);
@@ -263,7 +357,19 @@ export async function runCli(
       const password = (await readStdin()).replace(/\r?\n$/, '');
       if (!passwordAllowed(password)) throw new UsageError(PASSWORD_RULE);
       if (!(await findApplication(pool, id))) throw new UsageError(`no application ${id}`);
-      const account = await createDashboardAccount(pool, { applicationId: id, email, password });
+      // A taken email rolls the transaction back, and nothing is recorded.
+      const account = await withAudit(
+        pool,
+        source,
+        (trx) => createDashboardAccount(trx, { applicationId: id, email, password }),
+        (made) =>
+          made && {
+            action: 'dashboard_account.created',
+            target: { type: 'dashboard_account', id: made.id },
+            details: { email: made.email },
+            applicationId: made.application_id,
+          },
+      );
       if (!account) throw new UsageError(`a dashboard account with email ${email} already exists`);
       return { dashboard_user: account };
     }
@@ -274,15 +380,40 @@ export async function runCli(
     }
     case 'dashboard-users revoke-sessions': {
       if (!values.email) throw new UsageError('--email is required');
-      const revoked = await revokeDashboardSessionsByEmail(pool, values.email);
+      const email = values.email;
+      const revoked = await withAudit(
+        pool,
+        source,
+        async (trx) => {
+          const done = await revokeDashboardSessionsByEmail(trx, email);
+          const owner = done && (await findDashboardAccountByEmail(trx, done.email));
+          return done && owner && { done, owner };
+        },
+        (found) =>
+          found && {
+            action: 'dashboard_account.sessions_revoked',
+            target: { type: 'dashboard_account', id: found.owner.id },
+            details: { email: found.done.email, revoked_sessions: found.done.revoked_sessions },
+            applicationId: found.owner.application_id,
+          },
+      );
       if (!revoked) throw new UsageError(`no dashboard account ${values.email}`);
-      return revoked;
+      return revoked.done;
     }
     case 'admins create': {
       const name = values.name?.trim();
       if (!name) throw new UsageError('--name is required');
       if (name.length > 200) throw new UsageError('--name must be at most 200 characters');
-      return createAdmin(pool, name);
+      return withAudit(
+        pool,
+        source,
+        (trx) => createAdmin(trx, name),
+        (made) => ({
+          action: 'admin.created',
+          target: { type: 'admin', id: made.admin.id },
+          details: { name: made.admin.name },
+        }),
+      );
     }
     case 'admins list':
       return { admins: await listAdmins(pool) };
@@ -293,7 +424,17 @@ export async function runCli(
         throw new UsageError('admins revoke takes --admin ADMIN_ID or --api-key API_KEY');
       }
       if (id !== undefined && !UUID.test(id)) throw new UsageError('--admin must be an admin id');
-      const revoked = await revokeAdmin(pool, id !== undefined ? { id } : { apiKey: apiKey! });
+      const revoked = await withAudit(
+        pool,
+        source,
+        (trx) => revokeAdmin(trx, id !== undefined ? { id } : { apiKey: apiKey! }),
+        (row) =>
+          row && {
+            action: 'admin.revoked',
+            target: { type: 'admin', id: row.id },
+            details: { name: row.name },
+          },
+      );
       if (!revoked) throw new UsageError('no admin matches');
       return { admin: revoked };
     }
@@ -311,6 +452,7 @@ export async function runCli(
         { pool, temporal: await temporal.client(), timeoutMs: temporal.timeoutMs },
         id.toLowerCase(),
         { outcome, reason, operator, adminId: null, via: 'cli', force: values.force === true },
+        { actor, ip: null },
       );
       if (!answer.ok) {
         throw new RefusedError(

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
+import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import type { Currency } from '../domain/money';
 import { disputeIsOpen } from './disputes';
@@ -71,7 +71,7 @@ export async function updateApplication(
  * says why. Wallets are locked first, so the switch and a money step on one (a dispute's too) wait.
  */
 export async function updateApplicationSettings(
-  pool: DatabasePool,
+  pool: CommonQueryMethods & Pick<DatabaseTransactionConnection, 'transaction'>,
   id: string,
   update: ApplicationUpdate,
 ): Promise<{ application: ApplicationRow } | { refused: string } | null> {

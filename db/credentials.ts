@@ -68,14 +68,27 @@ export async function createCredential(
 export async function revokeCredential(
   db: CommonQueryMethods,
   apiKey: string,
-): Promise<{ api_key: string; mode: Mode; status: 'revoked' } | null> {
+): Promise<{
+  id: string;
+  application_id: string;
+  api_key: string;
+  mode: Mode;
+  status: 'revoked';
+} | null> {
   const row = await db.maybeOne(sql.type(
-    z.object({ api_key_hint: z.string(), mode: z.enum(['test', 'live']) }),
+    z.object({
+      id: z.string(),
+      application_id: z.string(),
+      api_key_hint: z.string(),
+      mode: z.enum(['test', 'live']),
+    }),
   )`
     UPDATE credentials SET revoked_at = coalesce(revoked_at, now())
     WHERE api_key_hash = ${sql.binary(sha256(apiKey))}
-    RETURNING api_key_hint, mode`);
-  return row && { api_key: row.api_key_hint, mode: row.mode, status: 'revoked' };
+    RETURNING id, application_id, api_key_hint, mode`);
+  if (!row) return null;
+  const { api_key_hint: hint, ...rest } = row;
+  return { ...rest, api_key: hint, status: 'revoked' };
 }
 
 const listedCredential = z.object({

@@ -219,3 +219,13 @@ export async function revokeDashboardSessionsByEmail(
     WHERE dashboard_user_id = ${account.id} AND revoked_at IS NULL AND expires_at > now()`);
   return { email: account.email, revoked_sessions: result.rowCount };
 }
+
+/** An account by its email (any case), whatever its application; null when none has it. */
+export async function findDashboardAccountByEmail(
+  db: CommonQueryMethods,
+  email: string,
+): Promise<DashboardAccount | null> {
+  return db.maybeOne(sql.type(accountRow)`
+    SELECT id, application_id, email, created_at FROM dashboard_users
+    WHERE lower(email) = lower(${email})`);
+}

@@ -1,7 +1,9 @@
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
+import type { AuditEntry } from '../domain/audit';
 import { reconAdjustment } from '../domain/recon-adjustments';
 import type { Mode } from '../domain/types';
+import { recordAudit } from './audit-log';
 import { lockAccounts, postLedgerTransaction, systemAccountId } from './ledger';
 import {
   reconExceptionAnswer,
@@ -125,7 +127,13 @@ export type ReconAdjustmentRow = {
  */
 export async function adjustReconException(
   db: CommonQueryMethods & Pick<DatabaseTransactionConnection, 'transaction'>,
-  input: { exceptionId: string; adjustmentId: string; note: string; resolvedBy: string },
+  input: {
+    exceptionId: string;
+    adjustmentId: string;
+    note: string;
+    resolvedBy: string;
+    audit?: AuditEntry;
+  },
 ): Promise<{ resolved: ReconException; adjustment: ReconAdjustmentRow } | ReconRefusal> {
   const id = input.exceptionId;
   return db.transaction(async (trx) => {
@@ -210,6 +218,13 @@ export async function adjustReconException(
       note: input.note,
       resolvedBy: input.resolvedBy,
     });
+    if (input.audit) {
+      const { details, ...entry } = input.audit;
+      await recordAudit(trx, {
+        ...entry,
+        details: { ...details, amount: amount.toString(), currency: adjustment.currency },
+      });
+    }
     return { resolved, adjustment };
   });
 }

@@ -296,7 +296,7 @@ export type Redeliveries =
  * transaction so that a failed start leaves none unattempted; one subscription capped: none.
  */
 export async function insertRedeliveries(
-  pool: DatabasePool,
+  pool: CommonQueryMethods & Pick<DatabaseTransactionConnection, 'transaction'>,
   eventId: string,
   subscriptionIds: readonly string[],
   start: (targets: readonly Required<DeliveryTarget>[]) => Promise<void>,

@@ -21,6 +21,7 @@ import {
   disputeUpdates,
   type DisputeInput,
   type DisputeOpened,
+  type DisputeEvidence,
   type DisputeStatus,
 } from '../workflows/dispute-shared';
 import { workflowIds } from '../workflows/ids';
@@ -195,14 +196,14 @@ export async function closeDispute(
 export async function submitDisputeEvidence(
   deps: DisputeDeps,
   dispute: DisputeRow,
-  text: string,
+  evidence: DisputeEvidence,
 ): Promise<DisputeStatus | Declined> {
   const closed: Declined = { status: 'declined', code: 'dispute_closed', detail: null };
   if (dispute.status === 'won' || dispute.status === 'lost') return closed;
   const answer = await bounded(deps, dispute.workflow_id, () =>
     deps.temporal.workflow
       .getHandle(dispute.workflow_id)
-      .executeUpdate(disputeUpdates.evidence, { args: [{ text }] }),
+      .executeUpdate(disputeUpdates.evidence, { args: [evidence] }),
   );
   return answer ?? closed;
 }

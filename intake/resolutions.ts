@@ -5,6 +5,7 @@
  */
 import { ApplicationFailure, WorkflowUpdateFailedError } from '@temporalio/client';
 import { findTransaction, type TransactionRow } from '../db/transactions';
+import type { AuditEntry } from '../domain/audit';
 import { workflowIds } from '../workflows/ids';
 import {
   RESOLUTION_REFUSED,
@@ -24,17 +25,35 @@ const NOT_RESOLVABLE =
   'Only a pending deposit, card deposit, payout, cashout or refund can be resolved';
 
 /**
- * Resolves the payment `transactionId` as its provider confirms `resolution.outcome` (or, with
- * `force`, when it cannot be reached), and answers its record then. The kinds that can be resolved are the ones a provider settles
- * (`paymentSyncs`): their workflows wait on a provider.
+ * Resolves a payment its provider settles (`paymentSyncs`) as the provider confirms the outcome,
+ * or with `force` when it cannot be reached; answers its record then. `by` is who asked: the
+ * settlement writes their audit entry in its own transaction.
  */
 export async function resolvePayment(
   deps: TemporalDeps,
   transactionId: string,
-  resolution: Resolution,
+  asked: Omit<Resolution, 'audit'>,
+  by: Pick<AuditEntry, 'actor' | 'ip'>,
 ): Promise<ResolveAnswer> {
   const row = await findTransaction(deps.pool, transactionId);
   if (!row) return { ok: false, refused: 'not_found' };
+  const resolution: Resolution = {
+    ...asked,
+    audit: {
+      ...by,
+      action: 'payment.resolved',
+      target: { type: 'transaction', id: row.id },
+      details: {
+        outcome: asked.outcome,
+        reason: asked.reason,
+        operator: asked.operator,
+        force: asked.force === true,
+        transaction_type: row.transaction_type,
+      },
+      applicationId: row.application_id,
+      mode: row.mode,
+    },
+  };
   const how = paymentSyncs[row.transaction_type];
   if (!how) return { ok: false, refused: 'refused', detail: NOT_RESOLVABLE };
   const early = resolutionRefusal({ outcome: row.status, settling: false, waiting: true });

@@ -7,6 +7,7 @@ import {
   proxySinks,
   setHandler,
 } from '@temporalio/workflow';
+import type { AuditEntry } from '../domain/audit';
 import type { Activities } from './activities-types';
 import { asDeclined, exhausted } from './declines';
 import { asksProviderOnNotify } from './notifications';
@@ -89,7 +90,7 @@ export async function cardDepositWorkflow(input: CardDepositInput): Promise<Depo
    * Settles once; a second caller (a duplicate event, a racing sync) waits for the first, and a
    * caller that found nothing new while a settlement runs gets its outcome too.
    */
-  async function settle(status: DepositOutcome): Promise<DepositOutcome> {
+  async function settle(status: DepositOutcome, audit?: AuditEntry): Promise<DepositOutcome> {
     if (!payment) return outcome;
     if (outcome !== 'pending' || settling) {
       await condition(() => outcome !== 'pending');
@@ -98,9 +99,16 @@ export async function cardDepositWorkflow(input: CardDepositInput): Promise<Depo
     if (status === 'pending') return outcome;
     settling = true;
     if (status === 'completed') {
-      await ledger.completeCardDeposit({ transactionId: input.transactionId });
+      await ledger.completeCardDeposit({
+        transactionId: input.transactionId,
+        ...(audit && { audit }),
+      });
     } else {
-      await ledger.closeCardDeposit({ transactionId: input.transactionId, status });
+      await ledger.closeCardDeposit({
+        transactionId: input.transactionId,
+        status,
+        ...(audit && { audit }),
+      });
     }
     outcome = status;
     setPaymentStatus(status);

@@ -1,4 +1,5 @@
 import { allHandlersFinished, condition, proxyActivities, setHandler } from '@temporalio/workflow';
+import type { AuditEntry } from '../domain/audit';
 import type { Activities } from './activities-types';
 import { asDeclined, exhausted } from './declines';
 import { asksProviderOnNotify } from './notifications';
@@ -50,7 +51,7 @@ export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<D
   }
 
   /** Settles once; a second caller (a duplicate notification, a racing sync) waits for the first. */
-  async function settle(status: DepositOutcome): Promise<DepositOutcome> {
+  async function settle(status: DepositOutcome, audit?: AuditEntry): Promise<DepositOutcome> {
     if (!opened) return outcome;
     // A caller that found nothing new while a settlement runs gets that settlement's outcome,
     // not `pending`.
@@ -61,9 +62,13 @@ export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<D
     if (status === 'pending') return outcome;
     settling = true;
     if (status === 'completed') {
-      await ledger.completeDeposit({ transactionId: input.transactionId });
+      await ledger.completeDeposit({ transactionId: input.transactionId, ...(audit && { audit }) });
     } else {
-      await ledger.closeDeposit({ transactionId: input.transactionId, status });
+      await ledger.closeDeposit({
+        transactionId: input.transactionId,
+        status,
+        ...(audit && { audit }),
+      });
     }
     outcome = status;
     setPaymentStatus(status);

@@ -3,9 +3,13 @@
  * (docs/api.md, Refunds and Disputes). No I/O here.
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import type { AuditEntry } from '../domain/audit';
 import type { Declined } from './shared';
 
 export type DisputeStatus = 'needs_response' | 'under_review' | 'won' | 'lost';
+
+/** The `evidence` update's argument; `audit` is written with the evidence (absent before it). */
+export type DisputeEvidence = { text: string; audit?: AuditEntry };
 
 export type DisputeInput = {
   /** Our dispute id; the workflow is `dispute-<disputeId>`. */
@@ -67,7 +71,7 @@ export const disputeUpdates = {
    * The merchant's evidence text: sent to the provider; the dispute is then `under_review`.
    * Declined when the dispute is closed, or its evidence is past due.
    */
-  evidence: defineUpdate<DisputeStatus | Declined, [{ text: string }]>('evidence'),
+  evidence: defineUpdate<DisputeStatus | Declined, [DisputeEvidence]>('evidence'),
   /** The provider's decision (its event, the simulate endpoint or the reconciliation). */
   close: defineUpdate<DisputeStatus, [{ status: 'won' | 'lost' }]>('close'),
 };

@@ -55,13 +55,13 @@ export async function disputeWorkflow(input: DisputeInput): Promise<DisputeOutco
   });
   setHandler(
     disputeUpdates.evidence,
-    async ({ text }) => {
+    async ({ text, audit }) => {
       await condition(() => answer !== undefined && !sending);
       if (!opened() || isClosed()) return CLOSED;
       if (pastDue()) return PAST_DUE;
       sending = true;
       try {
-        status = await provider.submitDisputeEvidence({ ...id, text });
+        status = await provider.submitDisputeEvidence({ ...id, text, ...(audit && { audit }) });
         evidenceGiven = true;
         return status;
       } catch (error) {

@@ -4,6 +4,7 @@
  * (mobile-money cashouts, card payouts, card refunds); `kind` names which. No I/O here.
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import type { AuditEntry } from '../domain/audit';
 import type { Declined, LocalSteps } from './shared';
 
 /** The ways money leaves a wallet through a provider; each has its workflow id prefix. */
@@ -27,6 +28,8 @@ export type MoneyOutInput = LocalSteps & {
   destination: Record<string, string>;
   /** The merchant's metadata (api/schemas.ts `Metadata`), written with the record. */
   metadata?: Record<string, string>;
+  /** The audit log's entry of a change a person asked for (a refund), written with the record. */
+  audit?: AuditEntry;
 };
 
 /** Where the provider's payout stands (providers/mobile-money.ts `PayoutStatus`). */

@@ -9,6 +9,7 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { AuditEntry } from '../domain/audit';
 import type { Activities } from './activities-types';
 import { batchItemAnswered } from './batch-shared';
 import { asDeclined, exhausted } from './declines';
@@ -97,7 +98,10 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
   }
 
   /** Settles once; a second caller (a duplicate notification, a racing sync) waits for it. */
-  async function settle(status: MoneyOutProviderStatus): Promise<MoneyOutOutcome> {
+  async function settle(
+    status: MoneyOutProviderStatus,
+    audit?: AuditEntry,
+  ): Promise<MoneyOutOutcome> {
     if (!accepted) return outcome;
     if (outcome !== 'pending' || settling) {
       await condition(() => outcome !== 'pending');
@@ -105,8 +109,9 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
     }
     if (status === 'pending') return outcome;
     settling = true;
-    if (status === 'completed') await ledger.settleMoneyOut(id);
-    else await ledger.giveBackMoneyOut(id);
+    const step = { ...id, ...(audit && { audit }) };
+    if (status === 'completed') await ledger.settleMoneyOut(step);
+    else await ledger.giveBackMoneyOut(step);
     outcome = status;
     setPaymentStatus(status);
     return outcome;

@@ -1,7 +1,16 @@
 /** What the API, the activity and the `adjust` resolution's workflow share; no I/O here. */
+import type { AuditEntry } from '../domain/audit';
 
-/** An operator's `adjust` resolution of a provider-reconciliation exception. */
-export type ReconAdjustInput = { exceptionId: string; note: string; resolvedBy: string };
+/**
+ * An operator's `adjust` resolution of a provider-reconciliation exception; `audit` is written
+ * in the adjustment's own transaction (absent from workflows started before the audit log).
+ */
+export type ReconAdjustInput = {
+  exceptionId: string;
+  note: string;
+  resolvedBy: string;
+  audit?: AuditEntry;
+};
 
 /** What the adjustment wrote; `amount` signed minor units (positive credited the wallet). */
 export type ReconAdjusted = {

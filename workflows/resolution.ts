@@ -13,6 +13,7 @@ import {
   workflowInfo,
   type Sinks,
 } from '@temporalio/workflow';
+import type { AuditEntry } from '../domain/audit';
 import { asDeclined, exhausted } from './declines';
 import { SearchAttributes } from './shared';
 
@@ -34,6 +35,8 @@ export type Resolution = {
    * recorded before providers were asked. A provider that answers decides whatever this says.
    */
   force?: boolean;
+  /** The audit log's entry, written with the settlement (absent from those recorded before). */
+  audit?: AuditEntry;
 };
 
 /** Answers the payment's outcome once the resolution has settled it. */
@@ -151,7 +154,7 @@ function invalidResolution(resolution: unknown): string | null {
  * on its provider; an accepted one settles through the provider's path only once `ask` agrees.
  */
 export function handleResolution(
-  settle: (outcome: ResolutionOutcome) => Promise<string>,
+  settle: (outcome: ResolutionOutcome, audit?: AuditEntry) => Promise<string>,
   state: () => ResolvableState,
   ask: (outcome: ResolutionOutcome) => Promise<ProviderAnswer>,
 ): void {
@@ -171,7 +174,7 @@ export function handleResolution(
           });
         }
       }
-      const ended = await settle(resolution.outcome);
+      const ended = await settle(resolution.outcome, resolution.audit);
       const info = workflowInfo();
       const type = info.typedSearchAttributes.get(SearchAttributes.PaymentType);
       proxySinks<ResolutionSinks>().operators.resolved({

@@ -3,6 +3,7 @@ import type Koa from 'koa';
 import { z } from 'zod';
 import { createCredential } from '../../db/credentials';
 import { listModeCredentials, revokeModeCredential } from '../../db/dashboard-credentials';
+import { audited } from '../audit';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, refuseOverCap } from '../errors';
 import { mountRoutes } from '../pipeline';
@@ -57,6 +58,7 @@ const EXPOSED: Record<string, DashboardAction> = {
   'get /api/v1/reconciliation/exceptions/:exception_id': 'read',
   'post /api/v1/reconciliation/exceptions/resolve': 'reconciliation_accept',
   'post /api/v1/reconciliation/exceptions/:exception_id/resolve': 'reconciliation_accept',
+  'get /api/v1/audit-log': 'read',
 };
 
 const MODE_PREFIX = '/dashboard/api/:mode';
@@ -150,7 +152,18 @@ function credentialRoutes(deps: ApiDeps): Route[] {
             throw new AppError('validation_failed', 'expires_at must be in the future');
           }
           const created = await refuseOverCap(() =>
-            createCredential(pool, { ...caller, expiresAt, cap: deps.config.caps.credentials }),
+            audited(
+              pool,
+              ctx,
+              caller,
+              (trx) =>
+                createCredential(trx, { ...caller, expiresAt, cap: deps.config.caps.credentials }),
+              (made) => ({
+                action: 'credential.created',
+                target: { type: 'credential', id: made.id },
+                details: { expires_at: made.expires_at },
+              }),
+            ),
           );
           return {
             status: 201,
@@ -180,11 +193,14 @@ function credentialRoutes(deps: ApiDeps): Route[] {
         },
         handler: async ({ ctx, params }) => {
           const caller = dashboardCaller(ctx, params.mode);
-          const revoked = await revokeModeCredential(
+          const revoked = await audited(
             pool,
-            caller.applicationId,
-            caller.mode,
-            params.credential_id,
+            ctx,
+            caller,
+            (trx) =>
+              revokeModeCredential(trx, caller.applicationId, caller.mode, params.credential_id),
+            (row) =>
+              row && { action: 'credential.revoked', target: { type: 'credential', id: row.id } },
           );
           if (!revoked) throw new AppError('not_found', 'Credential not found');
           return { body: revoked };

@@ -4,6 +4,7 @@ import { CURRENCIES, divideRoundHalfEven } from '../../domain/money';
 import { TRANSACTION_TYPES } from '../../domain/types';
 import { resolvePayment } from '../../intake/resolutions';
 import { RESOLUTION_LIMITS, RESOLUTION_OUTCOMES } from '../../workflows/resolution';
+import { requestActor } from '../audit';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound } from '../errors';
 import { defineRoute, type Route } from '../route';
@@ -142,6 +143,7 @@ export function adminRoutes({ pool, temporal, config, logger }: ApiDeps): Route[
           },
           params.transaction_id.toLowerCase(),
           { ...body, force: body.force === true, adminId: admin.id, via: 'api' },
+          { actor: await requestActor(pool, ctx, null), ip: ctx.ip || null },
         );
         if (!answer.ok) {
           if (answer.refused === 'not_found') throw notFound('Transaction');

@@ -11,6 +11,7 @@ import {
 } from '../../intake/disputes';
 import { MAX_EVIDENCE_CHARS } from '../../workflows/dispute-shared';
 import { assertOwned } from '../access';
+import { auditEntry } from '../audit';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
@@ -146,9 +147,15 @@ export function disputeRoutes(deps: ApiDeps): Route[] {
         404: errorResponse('Dispute not found'),
         422: errorResponse('Validation failure: text must be 1 to 20,000 characters'),
       },
-      handler: async ({ caller, params, body }) => {
+      handler: async ({ ctx, caller, params, body }) => {
         const dispute = await owned(caller, params.dispute_id);
-        unlessDeclined(wrapStatus(await submitDisputeEvidence(intake, dispute, body.text)));
+        const audit = await auditEntry(pool, ctx, caller, {
+          action: 'dispute.evidence_submitted',
+          target: { type: 'dispute', id: dispute.id },
+          details: { transaction_id: dispute.transaction_id, characters: body.text.length },
+        });
+        const evidence = { text: body.text, audit };
+        unlessDeclined(wrapStatus(await submitDisputeEvidence(intake, dispute, evidence)));
         return { body: disputeAnswer((await findDispute(pool, dispute.id))!) };
       },
     }),

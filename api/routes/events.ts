@@ -17,6 +17,7 @@ import { EVENT_TYPES } from '../../domain/events';
 import type { Caller } from '../../domain/types';
 import { startWebhookDelivery } from '../../temporal/webhook-deliveries';
 import { assertOwned } from '../access';
+import { audited } from '../audit';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
 import { RateLimitedError } from '../middleware/errors';
@@ -226,7 +227,7 @@ export function eventRoutes(deps: ApiDeps): Route[] {
           `The event was already redelivered ${REDELIVERIES_PER_DAY} times in the last 24 hours to a subscription it would go to; Retry-After says when another is allowed, and nothing is sent`,
         ),
       },
-      handler: async ({ caller, params, body }) => {
+      handler: async ({ ctx, caller, params, body }) => {
         const id = params.event_id.toLowerCase();
         const event = assertOwned(
           caller,
@@ -242,13 +243,29 @@ export function eventRoutes(deps: ApiDeps): Route[] {
             'Event is older than 30 days and can no longer be redelivered',
           );
         }
-        const sent = await insertRedeliveries(
+        const sent = await audited(
           pool,
-          event.id,
-          subscriptions.map((s) => s.id),
-          async (targets) => {
-            for (const target of targets) await startWebhookDelivery(temporal, taskQueue, target);
-          },
+          ctx,
+          caller,
+          (trx) =>
+            insertRedeliveries(
+              trx,
+              event.id,
+              subscriptions.map((s) => s.id),
+              async (targets) => {
+                for (const target of targets) {
+                  await startWebhookDelivery(temporal, taskQueue, target);
+                }
+              },
+            ),
+          (outcome) =>
+            'capped' in outcome || outcome.targets.length === 0
+              ? null
+              : {
+                  action: 'event.redelivered',
+                  target: { type: 'event', id: event.id },
+                  details: { subscription_ids: outcome.targets.map((t) => t.subscriptionId) },
+                },
         );
         if ('capped' in sent) {
           throw new RedeliveryCapError(sent.capped.subscriptionId, sent.capped.retryAfterSeconds);

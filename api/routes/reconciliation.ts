@@ -3,7 +3,11 @@ import type { Readable } from 'node:stream';
 import busboy from 'busboy';
 import type Koa from 'koa';
 import { z } from 'zod';
-import { getReconException, listReconExceptions } from '../../db/recon-exceptions';
+import {
+  getReconException,
+  listReconExceptions,
+  type ReconException,
+} from '../../db/recon-exceptions';
 import { findReconImport, saveReconImport } from '../../db/recon-imports';
 import {
   acceptReconExceptions,
@@ -25,6 +29,7 @@ import { taskQueueOf } from '../../temporal/task-queues';
 import { workflowIds } from '../../workflows/ids';
 import { reconAdjustWorkflow } from '../../workflows/recon-adjust';
 import { assertOwned } from '../access';
+import { audited, auditEntry, type AuditNote } from '../audit';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound, unlessDeclined } from '../errors';
 import { parseInstant } from '../../domain/instant';
@@ -298,6 +303,17 @@ function scopeOf(ctx: Koa.Context, caller: Caller | null): ReconScope {
     : { applicationId: caller!.applicationId, mode: caller!.mode };
 }
 
+/** The audit entry of an exception accepted (in its own application, an admin's too). */
+const accepted =
+  (note: string) =>
+  (e: Pick<ReconException, 'id' | 'applicationId' | 'mode'>): AuditNote => ({
+    action: 'reconciliation_exception.accepted',
+    target: { type: 'reconciliation_exception', id: e.id },
+    details: { note },
+    applicationId: e.applicationId,
+    mode: e.mode,
+  });
+
 /** A bulk or single resolution's refusal, as HTTP. */
 function refusal(r: ReconRefusal, bulk: boolean): AppError {
   const which = bulk ? `: ${r.id}` : '';
@@ -412,14 +428,28 @@ export function reconciliationRoutes(deps: ApiDeps): Route[] {
             },
           };
         }
-        const saved = await saveReconImport(pool, {
-          id: randomUUID(),
-          applicationId: caller.applicationId,
-          mode: caller.mode,
-          provider: provider.data,
-          sha256: file.sha256,
-          records: file.records,
-        });
+        const saved = await audited(
+          pool,
+          ctx,
+          caller,
+          (trx) =>
+            saveReconImport(trx, {
+              id: randomUUID(),
+              applicationId: caller.applicationId,
+              mode: caller.mode,
+              provider: provider.data,
+              sha256: file.sha256,
+              records: file.records,
+            }),
+          (done) =>
+            done.created
+              ? {
+                  action: 'reconciliation_import.created',
+                  target: { type: 'reconciliation_import', id: done.import.id },
+                  details: { provider: done.import.provider, rows: done.import.rows },
+                }
+              : null,
+        );
         return { status: saved.created ? 201 : 200, body: reconImportBody(saved.import) };
       },
     }),
@@ -445,7 +475,7 @@ export function reconciliationRoutes(deps: ApiDeps): Route[] {
         ),
         429: errorResponse('Rate limit exceeded (`reconciliation`)'),
       },
-      handler: async ({ caller, body, idempotency }) => {
+      handler: async ({ ctx, caller, body, idempotency }) => {
         const runId = idFromKey(caller, idempotency, 'recon_run');
         const owner = { applicationId: caller.applicationId, mode: caller.mode };
         // A retry whose first attempt recorded the run starts (or finds) its workflow.
@@ -467,15 +497,32 @@ export function reconciliationRoutes(deps: ApiDeps): Route[] {
               );
             }
           }
-          run = await insertReconRun(pool, {
-            id: runId,
-            ...owner,
-            provider: body.provider,
-            from: body.from.toISOString(),
-            to: body.to.toISOString(),
-            importId,
-            origin: 'api',
-          });
+          run = await audited(
+            pool,
+            ctx,
+            caller,
+            (trx) =>
+              insertReconRun(trx, {
+                id: runId,
+                ...owner,
+                provider: body.provider,
+                from: body.from.toISOString(),
+                to: body.to.toISOString(),
+                importId,
+                origin: 'api',
+              }),
+            (inserted) =>
+              inserted && {
+                action: 'reconciliation_run.started',
+                target: { type: 'reconciliation_run', id: inserted.id },
+                details: {
+                  provider: body.provider,
+                  from: body.from.toISOString(),
+                  to: body.to.toISOString(),
+                  import_id: importId,
+                },
+              },
+          );
           run ??= await findReconRun(pool, { ...owner, id: runId });
           if (!run) throw new Error(`reconciliation run ${runId} was neither inserted nor found`);
         }
@@ -605,10 +652,17 @@ export function reconciliationRoutes(deps: ApiDeps): Route[] {
         429: errorResponse('Rate limit exceeded (`reconciliation`)'),
       },
       handler: async ({ ctx, caller, body }) => {
-        const outcome = await acceptReconExceptions(pool, scopeOf(ctx, caller), body.ids, {
-          note: body.note,
-          resolvedBy: resolverOf(ctx, caller),
-        });
+        const outcome = await audited(
+          pool,
+          ctx,
+          caller,
+          (trx) =>
+            acceptReconExceptions(trx, scopeOf(ctx, caller), body.ids, {
+              note: body.note,
+              resolvedBy: resolverOf(ctx, caller),
+            }),
+          (done) => ('refused' in done ? null : done.resolved.map(accepted(body.note))),
+        );
         if ('refused' in outcome) throw refusal(outcome, true);
         await signalResolved(deps, outcome.resolved);
         const byId = new Map(outcome.resolved.map((e) => [e.id, e]));
@@ -661,10 +715,14 @@ export function reconciliationRoutes(deps: ApiDeps): Route[] {
           throw new AppError('invalid_request', ALREADY_RESOLVED);
         const resolvedBy = resolverOf(ctx, caller);
         if (body.action === 'accept') {
-          const outcome = await acceptReconExceptions(pool, scope, [exception.id], {
-            note: body.note,
-            resolvedBy,
-          });
+          const outcome = await audited(
+            pool,
+            ctx,
+            caller,
+            (trx) =>
+              acceptReconExceptions(trx, scope, [exception.id], { note: body.note, resolvedBy }),
+            (done) => ('refused' in done ? null : done.resolved.map(accepted(body.note))),
+          );
           if ('refused' in outcome) throw refusal(outcome, false);
         } else {
           // Concurrent adjustments of one exception share the workflow; a finished one (done or
@@ -672,7 +730,20 @@ export function reconciliationRoutes(deps: ApiDeps): Route[] {
           const handle = await temporal.workflow.start(reconAdjustWorkflow, {
             workflowId: workflowIds.reconAdjust(exception.id),
             taskQueue: maintenanceQueue,
-            args: [{ exceptionId: exception.id, note: body.note, resolvedBy }],
+            args: [
+              {
+                exceptionId: exception.id,
+                note: body.note,
+                resolvedBy,
+                audit: await auditEntry(pool, ctx, caller, {
+                  action: 'reconciliation_exception.adjusted',
+                  target: { type: 'reconciliation_exception', id: exception.id },
+                  details: { note: body.note, transaction_id: exception.transactionId },
+                  applicationId: exception.applicationId,
+                  mode: exception.mode,
+                }),
+              },
+            ],
             workflowIdConflictPolicy: 'USE_EXISTING',
             workflowIdReusePolicy: 'ALLOW_DUPLICATE',
           });

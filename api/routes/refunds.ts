@@ -6,6 +6,7 @@ import { cardRefundRules } from '../../domain/money-rules';
 import { cardRefundWorkflow } from '../../workflows/card-refund';
 import { workflowIds } from '../../workflows/ids';
 import { moneyOutUpdates } from '../../workflows/money-out-shared';
+import { auditEntry } from '../audit';
 import type { ApiDeps } from '../deps';
 import { assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';
@@ -65,7 +66,7 @@ export function refundRoutes(deps: ApiDeps): Route[] {
         429: errorResponse('Rate limit exceeded (`refunds`)'),
         503: errorResponse('Live Mode card provider keys are not configured'),
       },
-      handler: async ({ caller, params, body, idempotency, answerEarly }) => {
+      handler: async ({ ctx, caller, params, body, idempotency, answerEarly }) => {
         const transactionId = idFromKey(caller, idempotency, 'card_refund');
         // A retry whose first attempt reserved the refund, then died before its answer was
         // stored, answers that refund: the rules would now count it against what is left.
@@ -100,6 +101,15 @@ export function refundRoutes(deps: ApiDeps): Route[] {
                 },
                 ...(body.metadata && { metadata: body.metadata }),
                 localSteps: true,
+                audit: await auditEntry(pool, ctx, caller, {
+                  action: 'refund.created',
+                  target: { type: 'refund', id: transactionId },
+                  details: {
+                    deposit_id: deposit.id,
+                    amount: (body.amount ?? left).toString(),
+                    reason: body.reason ?? null,
+                  },
+                }),
               },
             ],
             caller,

@@ -33,6 +33,7 @@ import {
   WEBHOOK_ERROR_DOC,
 } from '../../outbound/webhook-post';
 import { assertOwned } from '../access';
+import { audited } from '../audit';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound, refuseOverCap } from '../errors';
 import { defineRoute, type Route } from '../route';
@@ -202,22 +203,33 @@ export function webhookSubscriptionRoutes(deps: ApiDeps): Route[] {
         401: unauthenticated,
         422: errorResponse('Validation failure (an unknown event kind included)'),
       },
-      handler: async ({ caller, body }) => {
+      handler: async ({ ctx, caller, body }) => {
         await assertAllowedUrl(caller, body.url);
         const secret = newWebhookSecret();
         const id = randomUUID();
         const row = await refuseOverCap(() =>
-          insertWebhookSubscription(
+          audited(
             pool,
+            ctx,
             caller,
-            {
-              id,
-              url: body.url,
-              events: body.events,
-              is_active: body.is_active,
-              secret_sealed: seal(secretKey(), secret, id),
-            },
-            config.caps.webhookSubscriptions,
+            (trx) =>
+              insertWebhookSubscription(
+                trx,
+                caller,
+                {
+                  id,
+                  url: body.url,
+                  events: body.events,
+                  is_active: body.is_active,
+                  secret_sealed: seal(secretKey(), secret, id),
+                },
+                config.caps.webhookSubscriptions,
+              ),
+            (made) => ({
+              action: 'webhook_subscription.created',
+              target: { type: 'webhook_subscription', id: made.id },
+              details: { url: made.url, events: [...made.events], is_active: made.is_active },
+            }),
           ),
         );
         return { status: 201, body: { ...webhookSubscriptionBody(row), secret } };
@@ -279,10 +291,21 @@ export function webhookSubscriptionRoutes(deps: ApiDeps): Route[] {
         404: missing,
         422: errorResponse('Validation failure (an unknown event kind included)'),
       },
-      handler: async ({ caller, params, body }) => {
+      handler: async ({ ctx, caller, params, body }) => {
         await owned(caller, params.subscription_id);
         if (body.url !== undefined) await assertAllowedUrl(caller, body.url);
-        const row = await updateWebhookSubscription(pool, params.subscription_id, body);
+        const row = await audited(
+          pool,
+          ctx,
+          caller,
+          (trx) => updateWebhookSubscription(trx, params.subscription_id, body),
+          (updated) =>
+            updated && {
+              action: 'webhook_subscription.updated',
+              target: { type: 'webhook_subscription', id: updated.id },
+              details: { changes: body },
+            },
+        );
         if (!row) throw notFound('Webhook subscription');
         return { body: webhookSubscriptionBody(row) };
       },
@@ -361,7 +384,7 @@ export function webhookSubscriptionRoutes(deps: ApiDeps): Route[] {
         404: missing,
         422: errorResponse('Validation failure (`previous_secret_expires_in` out of range)'),
       },
-      handler: async ({ caller, params, body }) => {
+      handler: async ({ ctx, caller, params, body }) => {
         let row = await owned(caller, params.subscription_id);
         const secret = newWebhookSecret();
         for (let tries = 1; ; tries += 1) {
@@ -373,15 +396,24 @@ export function webhookSubscriptionRoutes(deps: ApiDeps): Route[] {
             // Nothing can sign with it any more, so there is nothing to overlap with.
             previous = '';
           }
-          const rotated = await rotateWebhookSecret(
+          const overlap = previous ? body.previous_secret_expires_in : 0;
+          const id = row.id;
+          const sealed = {
+            was: row.secret_sealed,
+            current: seal(secretKey(), secret, row.id),
+            previous: seal(secretKey(), previous, previousSecretBinding(row.id)),
+          };
+          const rotated = await audited(
             pool,
-            row.id,
-            {
-              was: row.secret_sealed,
-              current: seal(secretKey(), secret, row.id),
-              previous: seal(secretKey(), previous, previousSecretBinding(row.id)),
-            },
-            previous ? body.previous_secret_expires_in : 0,
+            ctx,
+            caller,
+            (trx) => rotateWebhookSecret(trx, id, sealed, overlap),
+            (done) =>
+              done && {
+                action: 'webhook_subscription.secret_rotated',
+                target: { type: 'webhook_subscription', id: done.id },
+                details: { previous_secret_expires_in: overlap },
+              },
           );
           if (rotated) return { body: { ...webhookSubscriptionBody(rotated), secret } };
           if (tries >= ROTATE_TRIES) {
@@ -404,9 +436,19 @@ export function webhookSubscriptionRoutes(deps: ApiDeps): Route[] {
         403: forbidden,
         404: missing,
       },
-      handler: async ({ caller, params }) => {
-        await owned(caller, params.subscription_id);
-        await deleteWebhookSubscription(pool, params.subscription_id);
+      handler: async ({ ctx, caller, params }) => {
+        const row = await owned(caller, params.subscription_id);
+        await audited(
+          pool,
+          ctx,
+          caller,
+          (trx) => deleteWebhookSubscription(trx, row.id),
+          () => ({
+            action: 'webhook_subscription.deleted',
+            target: { type: 'webhook_subscription', id: row.id },
+            details: { url: row.url },
+          }),
+        );
         return { body: { message: 'Webhook subscription deleted successfully' } };
       },
     }),

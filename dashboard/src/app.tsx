@@ -23,6 +23,7 @@ import { ReconExceptionPage, ReconExceptions, Reconciliation } from './pages/rec
 import { TeamPage } from './pages/team';
 import { CodeField, Enrol, TwoStepPage } from './pages/two-step';
 import { InvitationPage } from './pages/invitation';
+import { AuditLog } from './pages/audit-log';
 
 const PAGES = [
   { path: '/', label: 'Overview' },
@@ -35,6 +36,7 @@ const PAGES = [
   { path: '/users', label: 'Users and wallets' },
   { path: '/team', label: 'Team' },
   { path: '/two-step', label: 'Two-step sign-in' },
+  { path: '/audit-log', label: 'Audit log' },
 ] as const;
 
 function SignIn(props: { onSignedIn: (session: Session) => void }) {
@@ -219,6 +221,8 @@ function Page(props: { path: string; mode: Mode; session: Session; onSession: ()
       return <TeamPage session={props.session} />;
     case '/two-step':
       return <TwoStepPage session={props.session} onChanged={props.onSession} />;
+    case '/audit-log':
+      return <AuditLog mode={mode} />;
     default:
       return <ErrorBox error="No such page" />;
   }

@@ -175,6 +175,12 @@ describe('POST /api/v1/admin/payments/{transaction_id}/resolve', () => {
       adminId: admin.admin.id,
       via: 'api',
       force: false,
+      // Written by the settlement with the payment (docs/security.md, Audit log).
+      audit: expect.objectContaining({
+        action: 'payment.resolved',
+        actor: { type: 'admin', id: admin.admin.id, name: admin.admin.name },
+        target: { type: 'transaction', id },
+      }),
     });
     const history = await engine.temporal.workflow
       .getHandle(workflowIds.deposit(id))
@@ -329,6 +335,11 @@ describe('npm run cli -- payments resolve', () => {
       adminId: null,
       via: 'cli',
       force: false,
+      audit: expect.objectContaining({
+        action: 'payment.resolved',
+        actor: expect.objectContaining({ type: 'cli' }),
+        target: { type: 'transaction', id },
+      }),
     });
     // Cancelled at the provider before anything was given back.
     expect(await sandboxMobileMoneyPayouts(engine.pool, id)).toMatchObject([{ status: 'failed' }]);

@@ -1237,6 +1237,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/audit-log': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The audit log, newest first, as cursor pages {data, per_page, has_more}: who changed what (dashboard accounts, admins, the command line, credentials). Application credentials see their application’s entries; admin credentials see every entry and may filter by application_id. Filters: action, actor_id, created[gte], created[lt] */
+    get: operations['get_api_v1_audit_log'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/temporal-codec/decode': {
     parameters: {
       query?: never;
@@ -1310,6 +1327,34 @@ export interface components {
       /** @description Completed volume per currency */
       volume_by_currency: {
         [key: string]: number;
+      };
+    };
+    AuditEntry: {
+      id: string;
+      /**
+       * Format: date-time
+       * @description When the change was recorded
+       */
+      at: string;
+      actor: {
+        /** @enum {string} */
+        type: 'dashboard_account' | 'admin' | 'cli' | 'application';
+        /** @description The dashboard account’s, admin’s or credential’s id; the operating system’s user for the command line */
+        id: string;
+        /** @description The account’s email, the admin’s name, the API key’s hint, user@host */
+        name: string;
+      };
+      /** @description Dotted: `credential.created`, `payment.resolved` */
+      action: string;
+      target: {
+        type: string;
+        id: string | null;
+      };
+      /** @description The client’s address; null from the CLI */
+      ip: string | null;
+      /** @description What changed; never a secret (keys, passwords, tokens) */
+      details: {
+        [key: string]: unknown;
       };
     };
     BalanceAt: {
@@ -10044,6 +10089,95 @@ export interface operations {
         };
       };
       /** @description The admin rate limit, or this address is locked out after 5 failed authentications within 15 minutes (even with valid credentials); Retry-After gives the seconds; or rate limit exceeded; Retry-After gives the seconds to wait */
+      429: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Postgres or Temporal is not answering; retry after the seconds Retry-After gives */
+      503: {
+        headers: {
+          'Retry-After': components['headers']['RetryAfterUnavailable'];
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  get_api_v1_audit_log: {
+    parameters: {
+      query?: {
+        per_page?: number;
+        starting_after?: string;
+        application_id?: string;
+        action?: string;
+        actor_id?: string;
+        'created[gte]'?: string;
+        'created[lt]'?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description A page of entries */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            data: components['schemas']['AuditEntry'][];
+            per_page: number;
+            /** @description Whether older matching entries follow */
+            has_more: boolean;
+          };
+        };
+      };
+      /** @description Missing or invalid credentials */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description application_id names another application (application credentials); or admin credentials (application credentials only) */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description starting_after names no entry these credentials may see */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Invalid paging or filter; or a field is invalid or holds text the database cannot store (NUL) */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit exceeded; or rate limit exceeded; Retry-After gives the seconds to wait */
       429: {
         headers: {
           'Retry-After': components['headers']['RetryAfter'];
