@@ -1,5 +1,6 @@
 import type Koa from 'koa';
 import { actorName, withAudit, type AuditNote, type AuditSource } from '../db/audit-log';
+import type { DashboardSession } from '../db/dashboard-accounts';
 import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import type { AuditActor, AuditEntry } from '../domain/audit';
 import type { Caller } from '../domain/types';
@@ -65,4 +66,24 @@ export async function audited<T>(
   note: (result: T) => AuditNote | readonly AuditNote[] | null,
 ): Promise<T> {
   return withAudit(pool, await requestSource(pool, ctx, caller), change, note);
+}
+
+/**
+ * `withAudit` for a change a dashboard account makes to its own account or its team, as the
+ * session it signed in with (also one still enrolling in two-step sign-in).
+ */
+export function auditedBySession<T>(
+  pool: DatabasePool,
+  ctx: Koa.Context,
+  session: Pick<DashboardSession, 'account_id' | 'email' | 'application_id'>,
+  change: (trx: DatabaseTransactionConnection) => Promise<T>,
+  note: (result: T) => AuditNote | null,
+): Promise<T> {
+  const source = {
+    actor: { type: 'dashboard_account' as const, id: session.account_id, name: session.email },
+    ip: ctx.ip || null,
+    applicationId: session.application_id,
+    mode: null,
+  };
+  return withAudit(pool, source, change, note);
 }

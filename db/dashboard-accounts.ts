@@ -226,6 +226,5 @@ export async function findDashboardAccountByEmail(
   email: string,
 ): Promise<DashboardAccount | null> {
   return db.maybeOne(sql.type(accountRow)`
-    SELECT id, application_id, email, created_at FROM dashboard_users
-    WHERE lower(email) = lower(${email})`);
+    SELECT ${accountColumns} FROM dashboard_users WHERE lower(email) = lower(${email})`);
 }

@@ -20,6 +20,8 @@ import {
   PASSWORD_LENGTH,
   PASSWORD_RULE,
 } from '../../domain/dashboard-access';
+import { auditedBySession, type AuditNote } from '../audit';
+import { recordAudit } from '../../db/audit-log';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
@@ -61,6 +63,20 @@ function changed(result: TeamChange) {
   if (result === 'not_found') throw new AppError('not_found', 'Team member not found');
   if (result === 'last_owner') throw new AppError('invalid_request', LAST_OWNER);
   return { body: result };
+}
+
+/** The audit note of a change to a member, or null when nothing changed. */
+function memberNote(
+  result: TeamChange,
+  action: string,
+  details: Record<string, string>,
+): AuditNote | null {
+  if (typeof result === 'string') return null;
+  return {
+    action,
+    target: { type: 'dashboard_account', id: result.id },
+    details: { email: result.email, ...details },
+  };
 }
 
 const invitationPath = (token: string) => `/dashboard/invitations/${token}`;
@@ -118,13 +134,27 @@ export function teamRoutes(deps: ApiDeps): Route[] {
         handler: async ({ ctx, body }) => {
           const session = signedIn(ctx);
           const token = randomBytes(32).toString('base64url');
-          const invitation = await createInvitation(pool, {
-            applicationId: session.application_id,
-            email: body.email,
-            role: body.role,
-            invitedBy: session.account_id,
-            tokenHash: sha256(token),
-          });
+          const invitation = await auditedBySession(
+            pool,
+            ctx,
+            session,
+            (trx) =>
+              createInvitation(trx, {
+                applicationId: session.application_id,
+                email: body.email,
+                role: body.role,
+                invitedBy: session.account_id,
+                tokenHash: sha256(token),
+              }),
+            (made) =>
+              made === 'member'
+                ? null
+                : {
+                    action: 'team.invitation_created',
+                    target: { type: 'invitation', id: made.id },
+                    details: { email: made.email, role: made.role, expires_at: made.expires_at },
+                  },
+          );
           if (invitation === 'member') {
             throw new AppError('invalid_request', 'This email is a member of the team already');
           }
@@ -148,7 +178,20 @@ export function teamRoutes(deps: ApiDeps): Route[] {
         },
         handler: async ({ ctx, params }) => {
           const session = signedIn(ctx);
-          if (!(await revokeInvitation(pool, session.application_id, params.invitation_id))) {
+          const revoked = await auditedBySession(
+            pool,
+            ctx,
+            session,
+            (trx) => revokeInvitation(trx, session.application_id, params.invitation_id),
+            (done) =>
+              done
+                ? {
+                    action: 'team.invitation_revoked',
+                    target: { type: 'invitation', id: params.invitation_id },
+                  }
+                : null,
+          );
+          if (!revoked) {
             throw new AppError('not_found', 'Invitation not found');
           }
           return { body: { message: 'Invitation revoked' } };
@@ -173,7 +216,13 @@ export function teamRoutes(deps: ApiDeps): Route[] {
         handler: async ({ ctx, params, body }) => {
           const session = signedIn(ctx);
           return changed(
-            await changeRole(pool, session.application_id, params.account_id, body.role),
+            await auditedBySession(
+              pool,
+              ctx,
+              session,
+              (trx) => changeRole(trx, session.application_id, params.account_id, body.role),
+              (member) => memberNote(member, 'team.member_role_changed', { role: body.role }),
+            ),
           );
         },
       }),
@@ -194,7 +243,15 @@ export function teamRoutes(deps: ApiDeps): Route[] {
         },
         handler: async ({ ctx, params }) => {
           const session = signedIn(ctx);
-          return changed(await removeMember(pool, session.application_id, params.account_id));
+          return changed(
+            await auditedBySession(
+              pool,
+              ctx,
+              session,
+              (trx) => removeMember(trx, session.application_id, params.account_id),
+              (member) => memberNote(member, 'team.member_removed', {}),
+            ),
+          );
         },
       }),
     ),
@@ -215,7 +272,17 @@ export function teamRoutes(deps: ApiDeps): Route[] {
         },
         handler: async ({ ctx, body }) => {
           const session = signedIn(ctx);
-          await setTwoStepRequired(pool, session.application_id, body.two_step_required);
+          await auditedBySession(
+            pool,
+            ctx,
+            session,
+            (trx) => setTwoStepRequired(trx, session.application_id, body.two_step_required),
+            () => ({
+              action: 'team.two_step_required_changed',
+              target: { type: 'application', id: session.application_id },
+              details: { two_step_required: body.two_step_required },
+            }),
+          );
           return { body: { two_step_required: body.two_step_required } };
         },
       }),
@@ -279,7 +346,20 @@ function invitationRoutes(deps: ApiDeps): Route[] {
         },
         handler: async ({ ctx, params, body }) => {
           const passwordHash = await hashPassword(body.password);
-          const account = await acceptInvitation(pool, sha256(params.token), passwordHash);
+          // The new account is the actor: its entry is written with it, or not at all.
+          const account = await pool.transaction(async (trx) => {
+            const made = await acceptInvitation(trx, sha256(params.token), passwordHash);
+            if (typeof made === 'string') return made;
+            await recordAudit(trx, {
+              actor: { type: 'dashboard_account', id: made.id, name: made.email },
+              action: 'team.invitation_accepted',
+              target: { type: 'dashboard_account', id: made.id },
+              ip: ctx.ip || null,
+              applicationId: made.application_id,
+              details: { role: made.role },
+            });
+            return made;
+          });
           if (account === 'gone') throw gone();
           if (account === 'taken') {
             throw new AppError(

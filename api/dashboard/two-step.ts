@@ -13,6 +13,7 @@ import {
   useRecoveryCode,
 } from '../../db/dashboard-two-step';
 import { open, seal, webhookSecretKey } from '../../outbound/secret-box';
+import { auditedBySession } from '../audit';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
 import { clientAddress, underLockout } from '../pipeline';
@@ -156,12 +157,20 @@ export function twoStepRoutes(deps: ApiDeps): Route[] {
           if (step === null) throw new AppError('invalid_request', 'Wrong code: try the next one');
           const codes = Array.from({ length: RECOVERY_CODES }, recoveryCode);
           const recoveryHashes = codes.map((code) => sha256(normalRecovery(code)));
-          const on = await enableTotp(pool, {
-            accountId: session.account_id,
-            pending,
-            step,
-            recoveryHashes,
-          });
+          const on = await auditedBySession(
+            pool,
+            ctx,
+            session,
+            (trx) =>
+              enableTotp(trx, { accountId: session.account_id, pending, step, recoveryHashes }),
+            (done) =>
+              done
+                ? {
+                    action: 'dashboard_account.two_step_enabled',
+                    target: { type: 'dashboard_account', id: session.account_id },
+                  }
+                : null,
+          );
           if (!on) throw new AppError('invalid_request', 'A newer enrolment was started: use it');
           await confirmDashboardSession(pool, session.session_id);
           ctx.set('Cache-Control', 'no-store');
@@ -187,7 +196,16 @@ export function twoStepRoutes(deps: ApiDeps): Route[] {
             throw new AppError('invalid_request', 'Your team requires two-step sign-in');
           }
           if (!session.two_step) throw new AppError('invalid_request', 'Two-step sign-in is off');
-          await disableTotp(pool, session.account_id);
+          await auditedBySession(
+            pool,
+            ctx,
+            session,
+            (trx) => disableTotp(trx, session.account_id),
+            () => ({
+              action: 'dashboard_account.two_step_disabled',
+              target: { type: 'dashboard_account', id: session.account_id },
+            }),
+          );
           return { body: { message: 'Two-step sign-in is off' } };
         },
       }),

@@ -46,6 +46,19 @@ const roleOf = (email: string) =>
   engine.pool.maybeOneFirst(sql.type(z.object({ role: z.string() }))`
     SELECT role FROM dashboard_users WHERE email = ${email}`);
 
+/** The audit log's entries of one target, oldest first: who, what and the details. */
+const auditOf = (targetId: string) =>
+  engine.pool.any(sql.type(
+    z.object({
+      actor_type: z.string(),
+      actor_name: z.string(),
+      action: z.string(),
+      application_id: z.string().nullable(),
+      details: z.record(z.string(), z.unknown()),
+    }),
+  )`SELECT actor_type, actor_name, action, application_id, details FROM audit_log
+    WHERE target_id = ${targetId} ORDER BY at, id`);
+
 /** Makes a session stale: its password or code was given longer ago than fresh actions allow. */
 const makeStale = (session: Session) =>
   engine.pool.query(sql.unsafe`
@@ -167,7 +180,8 @@ describe('roles', () => {
 
 describe('invitations', () => {
   it('invites by email and role with a one-time link valid 72 hours, kept hashed', async () => {
-    const owner = await signedIn('owner');
+    const ownerEmail = await account('owner');
+    const owner = await signIn(engine.url, ownerEmail);
     const email = `new-${Date.now()}@team.test`;
     const made = await owner.request('POST', '/dashboard/api/team/invitations', {
       email,
@@ -235,6 +249,26 @@ describe('invitations', () => {
     expect((await owner.request('GET', '/dashboard/api/team')).body.members).toContainEqual(
       expect.objectContaining({ email, role: 'operator', two_step: false }),
     );
+    // Both changes are in the audit log, each by the account that made it; no token in either.
+    const [invited] = await auditOf(made.body.invitation.id);
+    expect(invited).toMatchObject({
+      actor_type: 'dashboard_account',
+      actor_name: ownerEmail,
+      action: 'team.invitation_created',
+      application_id: app.id,
+      details: { email, role: 'operator' },
+    });
+    expect(JSON.stringify(invited)).not.toContain(token);
+    const joined = await auditOf(await idOf(email));
+    expect(joined).toEqual([
+      expect.objectContaining({
+        actor_type: 'dashboard_account',
+        actor_name: email,
+        action: 'team.invitation_accepted',
+        application_id: app.id,
+        details: { role: 'operator' },
+      }),
+    ]);
   });
 
   it('refuses an expired or revoked link, a member invited again and a bad role', async () => {
@@ -298,7 +332,8 @@ const tokenOf = (path: string) => path.split('/').pop()!;
 
 describe('members', () => {
   it('changes a role, which applies to the member’s open session at once', async () => {
-    const owner = await signedIn('owner');
+    const ownerEmail = await account('owner');
+    const owner = await signIn(engine.url, ownerEmail);
     const email = await account('developer');
     const developer = await signIn(engine.url, email);
     const hooks = '/dashboard/api/test/v1/webhooks/subscriptions';
@@ -315,10 +350,18 @@ describe('members', () => {
     expect(refused.status).toBe(403);
     expect(refused.body).toEqual(FORBIDDEN);
     expect((await developer.request('GET', '/dashboard/api/session')).body.role).toBe('viewer');
+    expect(await auditOf(id)).toEqual([
+      expect.objectContaining({
+        actor_name: ownerEmail,
+        action: 'team.member_role_changed',
+        details: { email, role: 'viewer' },
+      }),
+    ]);
   });
 
   it('removes a member, whose sessions end with it', async () => {
-    const owner = await signedIn('owner');
+    const ownerEmail = await account('owner');
+    const owner = await signIn(engine.url, ownerEmail);
     const email = await account('operator');
     const operator = await signIn(engine.url, email);
     const id = await idOf(email);
@@ -329,6 +372,10 @@ describe('members', () => {
     expect((await operator.request('GET', '/dashboard/api/session')).status).toBe(401);
     const missing = await owner.request('DELETE', `/dashboard/api/team/members/${id}`);
     expect(missing.status).toBe(404);
+    // One entry: the refused second removal recorded nothing.
+    expect(await auditOf(id)).toEqual([
+      expect.objectContaining({ actor_name: ownerEmail, action: 'team.member_removed' }),
+    ]);
   });
 
   it('keeps the last owner: neither demoted nor removed (400), concurrent demotions included', async () => {
