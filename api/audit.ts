@@ -4,7 +4,7 @@ import type { DashboardSession } from '../db/dashboard-accounts';
 import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import type { AuditActor, AuditEntry } from '../domain/audit';
 import type { Caller } from '../domain/types';
-import { sessionOf } from './dashboard/session';
+import { sessionOf } from './dashboard/guard';
 
 /**
  * The audit log's side of a request (docs/security.md, Audit log): who sent it, and the change

@@ -43,6 +43,11 @@ export function anySession(ctx: Koa.Context): DashboardSession {
   return state.session;
 }
 
+/** The signed-in session of the request, or null (no session cookie, or not a dashboard path). */
+export function sessionOf(ctx: Koa.Context): DashboardSession | null {
+  return (ctx.state as DashboardState).dashboard?.session ?? null;
+}
+
 /** The signed-in session of the request (no step left), or 401. */
 export function signedIn(ctx: Koa.Context): DashboardSession {
   const session = anySession(ctx);

@@ -59,11 +59,6 @@ function cookie(value: string, maxAgeSeconds: number, secure: boolean): string {
   ].join('; ');
 }
 
-/** The signed-in session of the request, or null (no session cookie, or not a dashboard path). */
-export function sessionOf(ctx: Koa.Context): DashboardSession | null {
-  return (ctx.state as DashboardState).dashboard?.session ?? null;
-}
-
 /** The caller the public API's route logic runs as: the session's application, in one mode. */
 export function dashboardCaller(ctx: Koa.Context, mode: string): Caller {
   const session = signedIn(ctx);
