@@ -95,6 +95,14 @@ describe('bulk payments', () => {
       items: [{ wallet_id: walletId, amount: 1 }],
     });
     expect(expectError(atomicPayouts, 422)).toBe('atomic: only a batch of transfers');
+    const notAWallet = await submit(api, {
+      kind: 'card_payout',
+      items: [
+        { wallet_id: walletId, amount: 1 },
+        { wallet_id: '0', amount: 1 },
+      ],
+    });
+    expect(expectError(notAWallet, 422)).toBe('items[1].wallet_id: must be a wallet id (a UUID)');
     expect(expectError(await submit(api, { kind: 'transfer', items: [] }), 422)).toBe(
       'items: must hold 1 to 10,000 items',
     );
