@@ -13,8 +13,15 @@ import { useTestApp, useTestEngine } from '../support/hooks';
 import { payableWallet, sandboxCardPayouts, sandboxMobileMoneyPayouts } from '../support/payouts';
 import { awaitRoomInWindow } from '../support/rate-limit';
 import { listWorkflowIds, pollUntil } from '../support/wait';
+import { startReceiver, verify, type Receiver } from '../support/webhook-receiver';
 
-const engine = useTestEngine();
+// Loopback only: the batch's event is delivered to a receiver on this machine.
+const engine = useTestEngine({ env: { WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1/32' } });
+let receiver: Receiver;
+beforeAll(async () => {
+  receiver = await startReceiver();
+});
+afterAll(async () => receiver?.close());
 const { app, api } = useTestApp(engine);
 const { api: other } = useTestApp(engine);
 const client = useWalletClient(engine, app);
@@ -465,5 +472,32 @@ describe('bulk payments', () => {
     const again = await client.submitBatch({ kind: 'transfer', items }, { idempotencyKey: key });
     expect(again.id).toBe(batch.id);
     expect(await balanceOf(engine.pool, b.walletId)).toBe(150n);
+  });
+
+  it('delivers batch.completed to a webhook subscription, signed, once the last item has ended', async () => {
+    const subscription = await api.post('/api/v1/webhooks/subscriptions', {
+      url: receiver.url('/batches'),
+      events: ['batch.completed'],
+    });
+    expect(subscription.status).toBe(201);
+    const a = await createFundedWallet(api, engine.pool, 1_000n);
+    const b = await createFundedWallet(api, engine.pool, 0n);
+    const started = await submit(api, {
+      kind: 'transfer',
+      items: [
+        { from_wallet_id: a.walletId, to_wallet_id: b.walletId, amount: 1 },
+        { from_wallet_id: a.walletId, to_wallet_id: b.walletId, amount: 1_000 },
+      ],
+    });
+    const done = await ended(api, started.body.id);
+    const delivered = await receiver.waitFor(
+      (r) => r.payload?.type === 'batch.completed' && r.payload.data?.id === started.body.id,
+      30_000,
+    );
+    expect(verify(subscription.body.secret, delivered)).toMatchObject({
+      type: 'batch.completed',
+      data: done.body,
+    });
+    expect(done.body).toMatchObject({ status: 'partially_failed', succeeded: 1, failed: 1 });
   });
 });
