@@ -274,6 +274,42 @@ describe('bulk payments', () => {
     await assertLedgerInvariant(engine.pool);
   });
 
+  it('moves an atomic batch of 1,000 transfers among ten wallets at once', async () => {
+    const wallets = await Promise.all(
+      Array.from({ length: 10 }, () => createFundedWallet(api, engine.pool, 10_000n)),
+    );
+    const started = await submit(api, {
+      kind: 'transfer',
+      atomic: true,
+      items: Array.from({ length: 1_000 }, (_, i) => ({
+        from_wallet_id: wallets[i % 10]!.walletId,
+        to_wallet_id: wallets[(i + 3) % 10]!.walletId,
+        amount: 0.05,
+      })),
+    });
+    expect(started.status).toBe(202);
+    const done = await ended(api, started.body.id);
+    expect(done.body).toMatchObject({ status: 'completed', succeeded: 1_000 });
+    // Each wallet sent and received a hundred items: as it was.
+    for (const { walletId } of wallets)
+      expect(await balanceOf(engine.pool, walletId)).toBe(10_000n);
+    const legs = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM ledger_entries e
+        JOIN ledger_transactions t ON t.id = e.ledger_transaction_id
+      WHERE t.metadata->>'batch_id' = ${started.body.id}`);
+    expect(legs).toBe(2_000);
+    const tooMany = await submit(api, {
+      kind: 'transfer',
+      atomic: true,
+      items: Array.from({ length: 1_001 }, (_, i) => ({
+        from_wallet_id: wallets[i % 10]!.walletId,
+        to_wallet_id: wallets[(i + 3) % 10]!.walletId,
+        amount: 0.05,
+      })),
+    });
+    expect(expectError(tooMany, 422)).toBe('items: an atomic batch holds 1 to 1,000 items');
+  });
+
   it('fails an atomic batch whole when an item declines, each item with its own reason', async () => {
     const a = await createFundedWallet(api, engine.pool, 1_000n);
     const b = await createFundedWallet(api, engine.pool, 0n);
