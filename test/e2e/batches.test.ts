@@ -22,7 +22,7 @@ beforeAll(async () => {
   receiver = await startReceiver();
 });
 afterAll(async () => receiver?.close());
-const { app, api } = useTestApp(engine);
+const { app, api, live } = useTestApp(engine);
 const { api: other } = useTestApp(engine);
 const client = useWalletClient(engine, app);
 /** An application whose transfers are limited to two a minute: its batches pace themselves. */
@@ -116,6 +116,12 @@ describe('bulk payments', () => {
     expect(expectError(await submit(api, { kind: 'refund', items: [{}] }), 422)).toMatch(
       /^kind: must be one of transfer, mobile_money_cashout, card_payout/,
     );
+    // Live Mode without the provider's credentials: 503, before anything is written.
+    const unconfigured = await submit(live, {
+      kind: 'mobile_money_cashout',
+      items: [{ wallet_id: walletId, amount: 100, phone_number: '+23276123456' }],
+    });
+    expectError(unconfigured, 503);
     expect(await batchRows()).toBe(before);
     expect(await balanceOf(engine.pool, walletId)).toBe(10_000n);
   });
