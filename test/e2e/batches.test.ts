@@ -360,7 +360,7 @@ describe('bulk payments', () => {
       kind: 'mobile_money_cashout',
       items: [
         { wallet_id: cashWallet.walletId, amount: 10_000, phone_number: '+23276123456' },
-        // The sandbox refuses exactly 4040 SLE cents.
+        // The amount the sandbox refuses (docs/api.md, Test Mode sandbox).
         { wallet_id: cashWallet.walletId, amount: 4040, phone_number: '+23276123456' },
         { wallet_id: cashWallet.walletId, amount: 10_000_000, phone_number: '+23276123456' },
       ],

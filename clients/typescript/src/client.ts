@@ -79,9 +79,9 @@ export type BatchItem = components['schemas']['BatchItem'];
 export type BatchWait = {
   /** The batch's Idempotency-Key: give one to resume the wait after a crash (default: made). */
   idempotencyKey?: string;
-  /** Default 7 s: every batch request counts in `batches`, 10 a minute by default. */
+  /** Between reads of the batch: each read counts in the `batches` rate limit, so not often. */
   pollMs?: number;
-  /** Default 1 hour: a batch paced by its items' rate limit takes its time. */
+  /** How long to wait at most: a batch paced by its items' rate limit takes its time. */
   timeoutMs?: number;
 };
 
