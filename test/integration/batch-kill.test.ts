@@ -37,7 +37,8 @@ const start = async (name: string) => {
 
 describe('a bulk payment whose worker is killed', () => {
   it('resumes on another worker and pays every item once', async () => {
-    const ITEMS = 240;
+    // More than one run of the batch: the kill and the continue-as-new both on the way.
+    const ITEMS = 600;
     const from = await createFundedWallet(api, engine.pool, 100_000n);
     const to = await createFundedWallet(api, engine.pool, 0n);
     const first = await start('first');
