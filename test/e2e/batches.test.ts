@@ -542,4 +542,36 @@ describe('bulk payments', () => {
     });
     expect(done.body).toMatchObject({ status: 'partially_failed', succeeded: 1, failed: 1 });
   });
+
+  it('takes 10,000 items in one request, and one more is refused', async () => {
+    const a = await createFundedWallet(api, engine.pool, 1_000_000n);
+    const b = await createFundedWallet(api, engine.pool, 0n);
+    const items = Array.from({ length: 10_000 }, (_, i) => ({
+      from_wallet_id: a.walletId,
+      to_wallet_id: b.walletId,
+      amount: 0.01,
+      reference: `invoice-${i}`,
+      metadata: { invoice: `INV-${i}` },
+    }));
+    const started = await submit(api, { kind: 'transfer', items });
+    expect(started.status).toBe(202);
+    expect(started.body).toMatchObject({ total: 10_000, status: 'processing' });
+    const id = started.body.id as string;
+    const canceled = await api.post(`${BATCHES}/${id}/cancel`);
+    expect(canceled.status).toBe(200);
+    const done = await ended(api, id);
+    expect(done.body.status).toBe('canceled');
+    const { succeeded, failed } = done.body as { succeeded: number; failed: number };
+    expect(succeeded + failed + (done.body.canceled as number)).toBe(10_000);
+    expect(failed).toBe(0);
+    expect(await balanceOf(engine.pool, b.walletId)).toBe(BigInt(succeeded));
+    const last = await api.get(`${BATCHES}/${id}/items?starting_after=9998`);
+    expect(last.body).toMatchObject({
+      data: [{ index: 9_999, reference: 'invoice-9999' }],
+      has_more: false,
+    });
+    const tooMany = await submit(api, { kind: 'transfer', items: [...items, items[0]] });
+    expect(expectError(tooMany, 422)).toMatch(/^items: must hold 1 to 10,000 items/);
+    await assertLedgerInvariant(engine.pool);
+  });
 });
