@@ -16,11 +16,17 @@ import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import { takeRateLimit } from '../db/rate-limit';
 import { insertEvent, insertTransaction } from '../db/transactions';
 import { lockTransferWallets } from '../db/transfers';
-import { walletStates, type WalletState } from '../db/wallets';
+import { walletStates } from '../db/wallets';
 import { findApplication } from '../db/applications';
 import { BATCH_ITEM_CATEGORY, BATCH_ITEM_TYPE } from '../domain/batches';
 import { transferPostings, type Posting } from '../domain/ledger';
-import { decide, moneyOutReserveRules, transferRules, type Decision } from '../domain/money-rules';
+import {
+  decide,
+  decideOverWallets,
+  moneyOutReserveRules,
+  transferRules,
+  type Decision,
+} from '../domain/money-rules';
 import { categoryLimit } from '../domain/types';
 import type { BatchEnded, BatchItemEnd, BatchItemStart } from '../workflows/batch-shared';
 import { workflowIds } from '../workflows/ids';
@@ -67,25 +73,27 @@ export function createBatchActivities(deps: { pool: DatabasePool; config: Config
       return batch.kind === 'transfer' ? [body.fromWalletId!, body.toWalletId!] : [body.walletId!];
     };
     const states = await walletStates(pool, [...new Set(items.flatMap(walletsOf))]);
-    const state = (id: string): WalletState | null => states.get(id) ?? null;
     const declines = new Map<number, Declined>();
     for (const item of items) {
       let decision: Decision;
       if (batch.kind === 'transfer') {
         const body = item.body as TransferFields;
-        decision = decide(transferRules, {
-          subjects: { from: state(body.fromWalletId), to: state(body.toWalletId) },
-          params: {
-            ...owner,
-            fromWalletId: body.fromWalletId,
-            toWalletId: body.toWalletId,
-            amount: BigInt(body.amount),
+        decision = decideOverWallets(
+          transferRules,
+          { from: body.fromWalletId, to: body.toWalletId },
+          states,
+          {
+            params: {
+              ...owner,
+              fromWalletId: body.fromWalletId,
+              toWalletId: body.toWalletId,
+              amount: BigInt(body.amount),
+            },
           },
-        });
+        );
       } else {
         const body = item.body as MoneyOutFields;
-        decision = decide(moneyOutReserveRules, {
-          subjects: { wallet: state(body.walletId) },
+        decision = decideOverWallets(moneyOutReserveRules, { wallet: body.walletId }, states, {
           params: owner,
         });
       }

@@ -3,7 +3,7 @@ import { findTransaction } from '../db/transactions';
 import { findUser, type UserRow } from '../db/users';
 import type { WalletMemory } from '../cache/wallet-memory';
 import { findWallet, walletStates, type WalletRow, type WalletState } from '../db/wallets';
-import { decide, reads, type Facts, type MoneyStep } from '../domain/money-rules';
+import { decideOverWallets, reads, type Facts, type MoneyStep } from '../domain/money-rules';
 import type { Caller } from '../domain/types';
 import { AppError, notFound } from './errors';
 
@@ -111,15 +111,11 @@ async function answerEarly<S extends string, P extends string>(
     mode: caller.mode,
     ...known.params,
   } as Facts<S, P>['params'];
-  const decideWith = (states: Map<string, WalletState> | undefined) => {
-    const wallets = Object.fromEntries(
-      named.map(([role, id]) => [
-        role,
-        id ? (states ? (states.get(id) ?? null) : undefined) : null,
-      ]),
-    ) as Facts<S, P>['subjects'];
-    return decide(step, { subjects: { ...wallets, ...known.subjects }, params });
-  };
+  const decideWith = (states: Map<string, WalletState> | undefined) =>
+    decideOverWallets(step, known.wallets, states, {
+      params,
+      ...(known.subjects && { subjects: known.subjects }),
+    });
   // What is known without a read first: the wallets are read only if the next rule asks them, in
   // one query, and not when `memory` found each the caller's and active before.
   let decision = decideWith(undefined);

@@ -121,7 +121,7 @@ export async function findBatch(
     WHERE id = ${key.id} AND application_id = ${key.applicationId} AND mode = ${key.mode}`);
 }
 
-/** Whose a batch is, for the 404 and 403 of a batch found in no application and mode of the caller's. */
+/** Whose a batch is: a batch not found in the caller's application and mode is told apart. */
 export async function batchOwner(
   db: CommonQueryMethods,
   id: string,

@@ -8,11 +8,12 @@ export type RowVersions = { credential: string; application: string };
 
 const hitRow = z.object({ count: z.number(), retryAfterSeconds: z.number() });
 const window = sql.fragment`date_trunc('minute', now())`;
+/** The seconds left in the window of counter `c`: when a refused request may try again. */
+const retryAfter = sql.fragment`greatest(1, ceil(extract(epoch FROM (c.window_start + interval '1 minute' - now()))))::int AS "retryAfterSeconds"`;
 /** The upsert's tail that counts one request in a table of counters keyed by `key` (aliased `c`). */
 function counted(key: 'credential_id' | 'admin_id' | 'subject') {
   return sql.fragment`ON CONFLICT (${sql.identifier([key])}, category, window_start) DO UPDATE SET count = c.count + 1
-  RETURNING c.count,
-    greatest(1, ceil(extract(epoch FROM (c.window_start + interval '1 minute' - now()))))::int AS "retryAfterSeconds"`;
+  RETURNING c.count, ${retryAfter}`;
 }
 
 /**
@@ -116,8 +117,6 @@ export async function takeRateLimit(
       ) g
       WHERE c.credential_id = ${credentialId} AND c.category = ${category}
         AND c.window_start = ${window}
-      RETURNING g.taken,
-        greatest(1, ceil(extract(epoch FROM (c.window_start + interval '1 minute' - now()))))::int
-          AS "retryAfterSeconds"`);
+      RETURNING g.taken, ${retryAfter}`);
   });
 }

@@ -381,6 +381,24 @@ export const MONEY_STEPS = {
   cardRefund: cardRefundRules,
 } as const;
 
+/**
+ * A step's decision over the wallets it names by role (an id, or null: the role is not named),
+ * with `states` the wallets read by id (one missing: not found) or undefined when none was read
+ * yet: the early answer's reading, the API's (api/access.ts) and a bulk payment's alike.
+ */
+export function decideOverWallets<S extends string, P extends string>(
+  step: MoneyStep<S, P>,
+  wallets: Partial<Record<S, string | null>>,
+  states: ReadonlyMap<string, Partial<WalletFacts>> | undefined,
+  facts: { params: Facts<S, P>['params']; subjects?: Facts<S, P>['subjects'] },
+): Decision {
+  const named = Object.entries<string | null | undefined>(wallets);
+  const subjects = Object.fromEntries(
+    named.map(([role, id]) => [role, id ? (states ? (states.get(id) ?? null) : undefined) : null]),
+  ) as Facts<S, P>['subjects'];
+  return decide(step, { subjects: { ...subjects, ...facts.subjects }, params: facts.params });
+}
+
 /** SQL's three values, and `undefined` for a fact not known here. */
 type Truth = boolean | null | undefined;
 

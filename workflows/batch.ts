@@ -29,6 +29,12 @@ import { BATCH_ITEM_TYPE } from '../domain/batches';
 /** The batch's own steps are short database statements: local, one marker each in the history. */
 const steps = proxyLocalActivities<Activities>(activityPresets.ledger);
 
+/** An atomic batch writes up to a thousand payments in its one database transaction. */
+const atomicStep = proxyLocalActivities<Activities>({
+  ...activityPresets.ledger,
+  startToCloseTimeout: '2 minutes',
+});
+
 /** How many items one read of the batch's pending items brings. */
 const ITEMS_A_PAGE = 100;
 
@@ -55,7 +61,7 @@ export async function batchWorkflow(input: BatchInput): Promise<BatchEnded> {
     await condition(() => closed);
   });
   if (input.atomic) {
-    const done = await steps.runAtomicBatch({ batchId });
+    const done = await atomicStep.runAtomicBatch({ batchId });
     closed = true;
     return done;
   }

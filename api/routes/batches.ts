@@ -69,32 +69,42 @@ const TransferItem = TransferRequest.extend(referenced);
 const CashoutItem = CashoutRequest.extend(referenced);
 const CardPayoutItem = CardPayoutRequest.extend(referenced);
 
-const common = {
-  atomic: z.boolean().optional().meta({
-    description:
-      'All items or none, in one ledger transaction (transfers only, at most 1,000 items)',
-  }),
-  metadata: Metadata.optional(),
-};
+const Atomic = z.boolean().optional().meta({
+  description: 'All items or none, in one ledger transaction (transfers only, at most 1,000 items)',
+});
+/** Only transfers can be atomic: the other kinds take `false` or nothing. */
+const NotAtomic = z
+  .literal(false, { error: 'only a batch of transfers' })
+  .optional()
+  .meta({ description: 'Only a batch of transfers can be atomic' });
 
 const BatchRequest = z
   .discriminatedUnion(
     'kind',
     [
-      z.object({ kind: z.literal('transfer'), items: itemsOf(TransferItem), ...common }),
+      z.object({
+        kind: z.literal('transfer'),
+        items: itemsOf(TransferItem),
+        atomic: Atomic,
+        metadata: Metadata.optional(),
+      }),
       z.object({
         kind: z.literal('mobile_money_cashout'),
         items: itemsOf(CashoutItem),
-        ...common,
+        atomic: NotAtomic,
+        metadata: Metadata.optional(),
       }),
-      z.object({ kind: z.literal('card_payout'), items: itemsOf(CardPayoutItem), ...common }),
+      z.object({
+        kind: z.literal('card_payout'),
+        items: itemsOf(CardPayoutItem),
+        atomic: NotAtomic,
+        metadata: Metadata.optional(),
+      }),
     ],
     { error: `must be one of ${BATCH_KINDS.join(', ')}` },
   )
   .superRefine((body, ctx) => {
-    if (body.atomic && body.kind !== 'transfer') {
-      ctx.addIssue({ code: 'custom', path: ['atomic'], message: 'only a batch of transfers' });
-    } else if (body.atomic && body.items.length > BATCH_LIMITS.atomicItems) {
+    if (body.atomic && body.items.length > BATCH_LIMITS.atomicItems) {
       ctx.addIssue({
         code: 'custom',
         path: ['items'],
@@ -103,6 +113,16 @@ const BatchRequest = z
     }
     const seen = new Map<string, number>();
     for (const [index, item] of body.items.entries()) {
+      // A batch answers before any wallet is read: an id that names no wallet is refused here.
+      for (const [field, id] of Object.entries(item)) {
+        if (field.endsWith('wallet_id') && typeof id === 'string' && !uuidPattern.test(id)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['items', index, field],
+            message: 'must be a wallet id (a UUID)',
+          });
+        }
+      }
       if (item.reference === undefined) continue;
       const first = seen.get(item.reference);
       if (first !== undefined) {
@@ -162,6 +182,7 @@ const ItemsQuery = z.object({
     .number({ error: 'must be an item index' })
     .int('must be an item index')
     .min(0, 'must be an item index')
+    .max(BATCH_LIMITS.items, 'must be an item index')
     .optional()
     .meta({ description: 'A cursor: the items after this index' }),
   status: z

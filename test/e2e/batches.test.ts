@@ -13,9 +13,16 @@ import { useTestApp, useTestEngine } from '../support/hooks';
 import { payableWallet, sandboxCardPayouts, sandboxMobileMoneyPayouts } from '../support/payouts';
 import { awaitRoomInWindow } from '../support/rate-limit';
 import { listWorkflowIds, pollUntil } from '../support/wait';
+import { startReceiver, verify, type Receiver } from '../support/webhook-receiver';
 
-const engine = useTestEngine();
-const { app, api } = useTestApp(engine);
+// Loopback only: the batch's event is delivered to a receiver on this machine.
+const engine = useTestEngine({ env: { WEBHOOK_PRIVATE_ALLOWLIST: '127.0.0.1/32' } });
+let receiver: Receiver;
+beforeAll(async () => {
+  receiver = await startReceiver();
+});
+afterAll(async () => receiver?.close());
+const { app, api, live } = useTestApp(engine);
 const { api: other } = useTestApp(engine);
 const client = useWalletClient(engine, app);
 /** An application whose transfers are limited to two a minute: its batches pace themselves. */
@@ -95,12 +102,26 @@ describe('bulk payments', () => {
       items: [{ wallet_id: walletId, amount: 1 }],
     });
     expect(expectError(atomicPayouts, 422)).toBe('atomic: only a batch of transfers');
+    const notAWallet = await submit(api, {
+      kind: 'card_payout',
+      items: [
+        { wallet_id: walletId, amount: 1 },
+        { wallet_id: '0', amount: 1 },
+      ],
+    });
+    expect(expectError(notAWallet, 422)).toBe('items[1].wallet_id: must be a wallet id (a UUID)');
     expect(expectError(await submit(api, { kind: 'transfer', items: [] }), 422)).toBe(
       'items: must hold 1 to 10,000 items',
     );
     expect(expectError(await submit(api, { kind: 'refund', items: [{}] }), 422)).toMatch(
       /^kind: must be one of transfer, mobile_money_cashout, card_payout/,
     );
+    // Live Mode without the provider's credentials: 503, before anything is written.
+    const unconfigured = await submit(live, {
+      kind: 'mobile_money_cashout',
+      items: [{ wallet_id: walletId, amount: 100, phone_number: '+23276123456' }],
+    });
+    expectError(unconfigured, 503);
     expect(await batchRows()).toBe(before);
     expect(await balanceOf(engine.pool, walletId)).toBe(10_000n);
   });
@@ -259,6 +280,42 @@ describe('bulk payments', () => {
     await assertLedgerInvariant(engine.pool);
   });
 
+  it('moves an atomic batch of 1,000 transfers among ten wallets at once', async () => {
+    const wallets = await Promise.all(
+      Array.from({ length: 10 }, () => createFundedWallet(api, engine.pool, 10_000n)),
+    );
+    const started = await submit(api, {
+      kind: 'transfer',
+      atomic: true,
+      items: Array.from({ length: 1_000 }, (_, i) => ({
+        from_wallet_id: wallets[i % 10]!.walletId,
+        to_wallet_id: wallets[(i + 3) % 10]!.walletId,
+        amount: 0.05,
+      })),
+    });
+    expect(started.status).toBe(202);
+    const done = await ended(api, started.body.id);
+    expect(done.body).toMatchObject({ status: 'completed', succeeded: 1_000 });
+    // Each wallet sent and received a hundred items: as it was.
+    for (const { walletId } of wallets)
+      expect(await balanceOf(engine.pool, walletId)).toBe(10_000n);
+    const legs = await engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM ledger_entries e
+        JOIN ledger_transactions t ON t.id = e.ledger_transaction_id
+      WHERE t.metadata->>'batch_id' = ${started.body.id}`);
+    expect(legs).toBe(2_000);
+    const tooMany = await submit(api, {
+      kind: 'transfer',
+      atomic: true,
+      items: Array.from({ length: 1_001 }, (_, i) => ({
+        from_wallet_id: wallets[i % 10]!.walletId,
+        to_wallet_id: wallets[(i + 3) % 10]!.walletId,
+        amount: 0.05,
+      })),
+    });
+    expect(expectError(tooMany, 422)).toBe('items: an atomic batch holds 1 to 1,000 items');
+  });
+
   it('fails an atomic batch whole when an item declines, each item with its own reason', async () => {
     const a = await createFundedWallet(api, engine.pool, 1_000n);
     const b = await createFundedWallet(api, engine.pool, 0n);
@@ -303,7 +360,7 @@ describe('bulk payments', () => {
       kind: 'mobile_money_cashout',
       items: [
         { wallet_id: cashWallet.walletId, amount: 10_000, phone_number: '+23276123456' },
-        // The sandbox refuses exactly 4040 SLE cents.
+        // The amount the sandbox refuses (docs/api.md, Test Mode sandbox).
         { wallet_id: cashWallet.walletId, amount: 4040, phone_number: '+23276123456' },
         { wallet_id: cashWallet.walletId, amount: 10_000_000, phone_number: '+23276123456' },
       ],
@@ -457,5 +514,64 @@ describe('bulk payments', () => {
     const again = await client.submitBatch({ kind: 'transfer', items }, { idempotencyKey: key });
     expect(again.id).toBe(batch.id);
     expect(await balanceOf(engine.pool, b.walletId)).toBe(150n);
+  });
+
+  it('delivers batch.completed to a webhook subscription, signed, once the last item has ended', async () => {
+    const subscription = await api.post('/api/v1/webhooks/subscriptions', {
+      url: receiver.url('/batches'),
+      events: ['batch.completed'],
+    });
+    expect(subscription.status).toBe(201);
+    const a = await createFundedWallet(api, engine.pool, 1_000n);
+    const b = await createFundedWallet(api, engine.pool, 0n);
+    const started = await submit(api, {
+      kind: 'transfer',
+      items: [
+        { from_wallet_id: a.walletId, to_wallet_id: b.walletId, amount: 1 },
+        { from_wallet_id: a.walletId, to_wallet_id: b.walletId, amount: 1_000 },
+      ],
+    });
+    const done = await ended(api, started.body.id);
+    const delivered = await receiver.waitFor(
+      (r) => r.payload?.type === 'batch.completed' && r.payload.data?.id === started.body.id,
+      30_000,
+    );
+    expect(verify(subscription.body.secret, delivered)).toMatchObject({
+      type: 'batch.completed',
+      data: done.body,
+    });
+    expect(done.body).toMatchObject({ status: 'partially_failed', succeeded: 1, failed: 1 });
+  });
+
+  it('takes 10,000 items in one request, and one more is refused', async () => {
+    const a = await createFundedWallet(api, engine.pool, 1_000_000n);
+    const b = await createFundedWallet(api, engine.pool, 0n);
+    const items = Array.from({ length: 10_000 }, (_, i) => ({
+      from_wallet_id: a.walletId,
+      to_wallet_id: b.walletId,
+      amount: 0.01,
+      reference: `invoice-${i}`,
+      metadata: { invoice: `INV-${i}` },
+    }));
+    const started = await submit(api, { kind: 'transfer', items });
+    expect(started.status).toBe(202);
+    expect(started.body).toMatchObject({ total: 10_000, status: 'processing' });
+    const id = started.body.id as string;
+    const canceled = await api.post(`${BATCHES}/${id}/cancel`);
+    expect(canceled.status).toBe(200);
+    const done = await ended(api, id);
+    expect(done.body.status).toBe('canceled');
+    const { succeeded, failed } = done.body as { succeeded: number; failed: number };
+    expect(succeeded + failed + (done.body.canceled as number)).toBe(10_000);
+    expect(failed).toBe(0);
+    expect(await balanceOf(engine.pool, b.walletId)).toBe(BigInt(succeeded));
+    const last = await api.get(`${BATCHES}/${id}/items?starting_after=9998`);
+    expect(last.body).toMatchObject({
+      data: [{ index: 9_999, reference: 'invoice-9999' }],
+      has_more: false,
+    });
+    const tooMany = await submit(api, { kind: 'transfer', items: [...items, items[0]] });
+    expect(expectError(tooMany, 422)).toMatch(/^items: must hold 1 to 10,000 items/);
+    await assertLedgerInvariant(engine.pool);
   });
 });

@@ -32,11 +32,12 @@ import {
   type Answer,
 } from '../support/money-rules';
 import { onboardForPayouts } from '../support/payouts';
+import { pollUntil } from '../support/wait';
 
 /**
  * One definition per money rule (docs/architecture.md "Money rules"): every decline of every step,
- * through the API, the activity's usual way, the guard statement alone and the activity trying the
- * statement first, answers the same status and `detail`, and writes nothing.
+ * through the API, a bulk payment's item, the activity's usual way, the guard statement alone and
+ * the activity trying the statement first, answers the same status and `detail`, writing nothing.
  */
 const engine = useTestEngine();
 const { app, api } = useTestApp(engine, { currency: 'USD' });
@@ -273,7 +274,9 @@ const FUNDS = { status: 400, detail: 'Insufficient funds' };
 const EXCEEDS = { status: 400, detail: 'Refund amount exceeds the refundable amount' };
 const NOT_HELD = { status: 400, detail: 'The escrow transaction is not in held status' };
 
-type Paths = Partial<Record<'api' | 'activity' | 'guard' | 'atOnce', () => Promise<Answer | null>>>;
+type Paths = Partial<
+  Record<'api' | 'batch' | 'activity' | 'guard' | 'atOnce', () => Promise<Answer | null>>
+>;
 type Case = {
   step: keyof typeof MONEY_STEPS;
   name: string;
@@ -282,6 +285,20 @@ type Case = {
 };
 
 const reply = (run: Promise<Reply>) => run.then(answerOfReply);
+
+/** The one item of a bulk payment (docs/api.md, Bulk payments): what it ended with. */
+async function batchItem(kind: string, item: Record<string, unknown>): Promise<Answer> {
+  const started = await api.post('/api/v1/batches', { kind, items: [item] });
+  if (started.status !== 202) return answerOfReply(started);
+  const batch = `/api/v1/batches/${started.body.id as string}`;
+  await pollUntil(
+    () => api.get(batch),
+    (r) => r.body.status !== 'processing',
+    { timeoutMs: 30_000, intervalMs: 50 },
+  );
+  const items = await api.get<{ data: Array<{ error: Answer | null }> }>(`${batch}/items`);
+  return items.body.data[0]?.error ?? { status: 200, detail: 'succeeded' };
+}
 
 // -- transfer ------------------------------------------------------------------------------------
 
@@ -328,6 +345,8 @@ function transferCase(
             transferGuard({ ...input(), currency: 'USD', amount: BigInt(amount * 100) }),
           ),
         atOnce: () => atOnce(() => remembered().transferFunds(input()), 'transfer_checked'),
+        batch: () =>
+          batchItem('transfer', { from_wallet_id: w[from], to_wallet_id: w[to], amount }),
       };
     },
   };
@@ -537,6 +556,12 @@ function moneyOutCase(name: string, target: keyof typeof w, expected: Answer): C
               destination: { phone_number: '+23276123456' },
             }),
           ),
+        batch: () =>
+          batchItem('mobile_money_cashout', {
+            wallet_id: w[target],
+            amount: 10_000,
+            phone_number: '+23276123456',
+          }),
       }),
     },
     {
@@ -560,6 +585,7 @@ function moneyOutCase(name: string, target: keyof typeof w, expected: Answer): C
               destination: { account_id: 'acct_parity' },
             }),
           ),
+        batch: () => batchItem('card_payout', { wallet_id: w[target], amount: 25 }),
       }),
     },
   ];

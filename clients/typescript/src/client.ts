@@ -79,7 +79,9 @@ export type BatchItem = components['schemas']['BatchItem'];
 export type BatchWait = {
   /** The batch's Idempotency-Key: give one to resume the wait after a crash (default: made). */
   idempotencyKey?: string;
+  /** Between reads of the batch: each read counts in the `batches` rate limit, so not often. */
   pollMs?: number;
+  /** How long to wait at most: a batch paced by its items' rate limit takes its time. */
   timeoutMs?: number;
 };
 
@@ -219,15 +221,14 @@ export function createWalletClient(options: WalletClientOptions): WalletClient {
         body,
         headers: { 'Idempotency-Key': key },
       })) as Batch;
-      const deadline = Date.now() + (wait.timeoutMs ?? 10 * 60_000);
+      const timeoutMs = wait.timeoutMs ?? 60 * 60_000;
+      const deadline = Date.now() + timeoutMs;
       for (let batch = started; ;) {
         if (batch.status !== 'processing') return batch;
         if (Date.now() > deadline) {
-          throw new Error(
-            `batch ${batch.id} still processing after ${wait.timeoutMs ?? 600_000} ms`,
-          );
+          throw new Error(`batch ${batch.id} still processing after ${timeoutMs} ms`);
         }
-        await new Promise((resolve) => setTimeout(resolve, wait.pollMs ?? 1_000));
+        await new Promise((resolve) => setTimeout(resolve, wait.pollMs ?? 7_000));
         batch = (await call('get', '/api/v1/batches/{batch_id}', {
           params: { path: { batch_id: started.id } },
         })) as Batch;

@@ -5136,8 +5136,11 @@ export interface operations {
                 /** @description The item’s own reference, unique in the batch */
                 reference?: string;
               }[];
-              /** @description All items or none, in one ledger transaction (transfers only, at most 1,000 items) */
-              atomic?: boolean;
+              /**
+               * @description Only a batch of transfers can be atomic
+               * @constant
+               */
+              atomic?: false;
               /**
                * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters
                * @example {
@@ -5171,8 +5174,11 @@ export interface operations {
                 /** @description The item’s own reference, unique in the batch */
                 reference?: string;
               }[];
-              /** @description All items or none, in one ledger transaction (transfers only, at most 1,000 items) */
-              atomic?: boolean;
+              /**
+               * @description Only a batch of transfers can be atomic
+               * @constant
+               */
+              atomic?: false;
               /**
                * @description At most 50 keys, each 1 to 40 characters without [ or ], each value a string of at most 500 characters
                * @example {
