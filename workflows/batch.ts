@@ -3,6 +3,7 @@ import {
   allHandlersFinished,
   condition,
   continueAsNew,
+  patched,
   executeChild,
   proxyLocalActivities,
   setHandler,
@@ -37,6 +38,9 @@ const atomicStep = proxyLocalActivities<Activities>({
 
 /** How many items one read of the batch's pending items brings. */
 const ITEMS_A_PAGE = 100;
+
+/** The longest an ended item waits for its write while fewer than a page have ended. */
+const ENDS_WAIT = '1 second';
 
 /** How many ended items one write records, at most; a write waits for this many while more run. */
 const ENDS_A_WRITE = 100;
@@ -107,9 +111,19 @@ export async function batchWorkflow(input: BatchInput): Promise<BatchEnded> {
   let starting = true;
   /** Writes the ends a page at a time while items run, and what is left once none does. */
   async function writeEnds(): Promise<void> {
+    // Batches recorded before waited for a whole page; their histories replay that way.
+    const timely = patched('batch-ends-written-timely');
+    const over = () => !starting && inFlight === 0;
     for (;;) {
-      await condition(() => ends.length >= ENDS_A_WRITE || (!starting && inFlight === 0));
-      if (ends.length === 0) return;
+      if (timely) {
+        await condition(() => ends.length > 0 || over());
+        if (ends.length === 0) return;
+        // A page of ends, or those of the last moment: the counts follow the payments closely.
+        await condition(() => ends.length >= ENDS_A_WRITE || over(), ENDS_WAIT);
+      } else {
+        await condition(() => ends.length >= ENDS_A_WRITE || over());
+        if (ends.length === 0) return;
+      }
       await steps.recordBatchItems({ batchId, results: ends.splice(0, ENDS_A_WRITE) });
     }
   }

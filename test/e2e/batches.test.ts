@@ -428,11 +428,15 @@ describe('bulk payments', () => {
     });
     expect(started.status).toBe(202);
     const id = started.body.id as string;
-    // Two a minute: two items run, the batch waits for the next window.
-    await pollUntil(
+    // Two a minute: two items run, the batch waits for the next window; its counts say so
+    // while it waits, not only once a page of items has ended.
+    const counted = await pollUntil(
       () => client.get(`${BATCHES}/${id}`),
       (reply) => reply.body.succeeded === 2,
+      { timeoutMs: 10_000 },
     );
+    expect(counted.body).toMatchObject({ status: 'processing', succeeded: 2, failed: 0 });
+    expect(await balanceOf(engine.pool, b.walletId)).toBe(200n);
     // The batch never took a 429: the application's own transfer is the one refused.
     expectRateLimited(
       await client.post('/api/v1/transactions/wallet/transfer', {
