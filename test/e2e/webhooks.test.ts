@@ -300,6 +300,26 @@ const MOVEMENTS: Record<string, () => Promise<string>> = {
     expect(told.body.status).toBe('completed');
     return id;
   },
+  // A batch's event speaks of the batch (`data.id`), once its last item has ended.
+  'batch.completed': async () => {
+    const to = (await createUserWithWallet(api)).walletId;
+    const made = await api.post(
+      '/api/v1/batches',
+      {
+        kind: 'transfer',
+        items: [{ from_wallet_id: await funded(), to_wallet_id: to, amount: 3 }],
+      },
+      { 'Idempotency-Key': randomUUID() },
+    );
+    expect(made.status).toBe(202);
+    const id = made.body.id as string;
+    const ended = await pollUntil(
+      () => api.get(`/api/v1/batches/${id}`),
+      (res) => res.body.status !== 'processing',
+    );
+    expect(ended.body).toMatchObject({ status: 'completed', succeeded: 1 });
+    return id;
+  },
   // A reconciliation event speaks of its run or exception (`data.id`), not of a payment.
   'reconciliation.run.completed': async () => (await reconciled()).runId,
   'reconciliation.exception.opened': async () => exceptionOf((await reconciled()).depositId),
@@ -359,9 +379,14 @@ describe('webhook deliveries', () => {
         : await api.get(
             type.startsWith('dispute.')
               ? `/api/v1/disputes/${transactionId}`
-              : `/api/v1/transactions/${transactionId}`,
+              : type.startsWith('batch.')
+                ? `/api/v1/batches/${transactionId}`
+                : `/api/v1/transactions/${transactionId}`,
           );
-      if (record === null) {
+      if (type.startsWith('batch.')) {
+        // The Batch, ended, as the API answers it.
+        expect(request.payload!.data).toEqual(record!.body);
+      } else if (record === null) {
         // A Run or an Exception, as the reconciliation API answers it.
         expect(request.payload!.data).toMatchObject({
           id: transactionId,
