@@ -30,6 +30,7 @@ import { batchCancel, type BatchInput } from '../../workflows/batch-shared';
 import { workflowIds } from '../../workflows/ids';
 import { SearchAttributes } from '../../workflows/shared';
 import { assertOwned } from '../access';
+import { audited } from '../audit';
 import type { ApiDeps } from '../deps';
 import { AppError, assertLiveProvider, declineAnswer, errorResponse } from '../errors';
 import {
@@ -291,7 +292,7 @@ export function batchRoutes(deps: ApiDeps): Route[] {
         429: errorResponse('Rate limit exceeded (`batches`)'),
         503: errorResponse('Live Mode provider credentials are not configured'),
       },
-      handler: async ({ caller, body, idempotency }) => {
+      handler: async ({ ctx, caller, body, idempotency }) => {
         const id = idFromKey(caller, idempotency, 'batch');
         const owner = { applicationId: caller.applicationId, mode: caller.mode };
         // A retry whose first attempt recorded the batch starts (or finds) its workflow.
@@ -303,19 +304,27 @@ export function batchRoutes(deps: ApiDeps): Route[] {
           } else if (body.kind === 'card_payout') {
             assertLiveProvider(caller, providers.liveConnect, 'card payouts');
           }
-          batch = await insertBatch(
+          const made = {
+            id,
+            ...owner,
+            // A dashboard session is no credential: its batch counts against none (unpaced).
+            credentialId: uuidPattern.test(caller.credentialId) ? caller.credentialId : null,
+            kind: body.kind,
+            atomic: body.atomic === true,
+            metadata: body.metadata ?? {},
+            idempotencyKey: idempotency?.key ?? null,
+          };
+          const items = storedItems(caller, idempotency, body);
+          batch = await audited(
             pool,
-            {
-              id,
-              ...owner,
-              // A dashboard session is no credential: its batch counts against none (unpaced).
-              credentialId: uuidPattern.test(caller.credentialId) ? caller.credentialId : null,
-              kind: body.kind,
-              atomic: body.atomic === true,
-              metadata: body.metadata ?? {},
-              idempotencyKey: idempotency?.key ?? null,
-            },
-            storedItems(caller, idempotency, body),
+            ctx,
+            caller,
+            (trx) => insertBatch(trx, made, items),
+            (row) => ({
+              action: 'batch.created',
+              target: { type: 'batch', id: row.id },
+              details: { kind: row.kind, atomic: row.atomic, total: row.total },
+            }),
           );
         }
         await startBatch(batch);

@@ -277,6 +277,19 @@ describe('bulk payments', () => {
       ]);
     }
     expect(await batchEvents(id)).toHaveLength(1);
+    // The audit log has the batch, made by the application's credential, in its transaction.
+    const audit = await engine.pool.any(
+      sql.type(
+        z.object({ actor_type: z.string(), action: z.string(), details: z.unknown() }),
+      )`SELECT actor_type, action, details FROM audit_log WHERE target_id = ${id}`,
+    );
+    expect(audit).toEqual([
+      {
+        actor_type: 'application',
+        action: 'batch.created',
+        details: { kind: 'transfer', atomic: true, total: 3 },
+      },
+    ]);
     await assertLedgerInvariant(engine.pool);
   });
 
