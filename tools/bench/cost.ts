@@ -32,11 +32,17 @@ export type PaymentCost = {
 /**
  * Each kind's rows, the first one measured taken: the interleaved row where the kind has one
  * (its bursts take turns with the bare workflow's, so drift bends them alike), else the
- * closed-loop estimate. An escrow flow, a hold and its release, is one payment.
+ * closed-loop estimate. An escrow row completes a flow of two payments, a hold and its release,
+ * each its own transaction with its own request, key and answer: `payments` per completion.
  */
-export const PAYMENT_KINDS: readonly { kind: PaymentKind; rows: string[]; target: number }[] = [
+export const PAYMENT_KINDS: readonly {
+  kind: PaymentKind;
+  rows: string[];
+  target: number;
+  payments?: number;
+}[] = [
   { kind: 'transfer', rows: ['3i', '3'], target: 1.25 },
-  { kind: 'escrow', rows: ['4i', '4'], target: 1.25 },
+  { kind: 'escrow', rows: ['4i', '4'], target: 1.25, payments: 2 },
   { kind: 'card deposit', rows: ['5'], target: 2 },
   { kind: 'card refund', rows: ['5r'], target: 2 },
 ];
@@ -44,11 +50,11 @@ export const PAYMENT_KINDS: readonly { kind: PaymentKind; rows: string[]; target
 /** The ledger statement every payment's floor holds one of. */
 export const LEDGER_ROW = '1a';
 
-/** A row's CPU per completion, or undefined when it measured none. */
-export function msPer(row: Row | undefined): CostMs | undefined {
+/** A row's CPU per payment (`payments` in each completion), or undefined when it measured none. */
+export function msPer(row: Row | undefined, payments = 1): CostMs | undefined {
   const rate = row?.result?.throughput;
   if (!row?.cpu || !rate || !Number.isFinite(rate)) return undefined;
-  const per = (cores: number) => (cores * 1000) / rate;
+  const per = (cores: number) => (cores * 1000) / (rate * payments);
   const ms = {
     server: per(row.cpu.temporal),
     node: per(row.cpu.node),
@@ -83,10 +89,10 @@ export function paymentCosts(
   for (const shape of shapes) {
     const floor = floorOf(rows, shape);
     if (floor) floors.push(floor);
-    for (const { kind, rows: ids, target } of PAYMENT_KINDS) {
+    for (const { kind, rows: ids, target, payments } of PAYMENT_KINDS) {
       for (const id of ids) {
         const row = rows.find((r) => r.id === id && r.shape === shape);
-        const ms = msPer(row);
+        const ms = msPer(row, payments);
         if (!ms) continue;
         costs.push({
           shape,

@@ -108,7 +108,8 @@ const LEGEND = [
   'machine.',
   "Cost per payment: a row's cores of the server, node and Postgres over its rate, in CPU ms; the",
   "floor is its shape's bare workflow (2d or 2b) plus one ledger statement (1a); transfers and",
-  'escrow flows (a hold and its release, one payment) read from 3i and 4i (3 and 4 without them),',
+  'escrow payments (an escrow flow is two: its hold and its release) read from 3i and 4i (3 and 4',
+  'without them),',
   'card deposits and refunds from 5 and 5r.',
 ];
 
