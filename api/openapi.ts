@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_BODY_BYTES } from './middleware/body';
+import { OPENAPI_LINKS } from './openapi-links';
 import type { Route } from './route';
 
 type Json = Record<string, unknown>;
@@ -455,6 +456,64 @@ function requestBodyOf(route: Route, schema: Json | undefined): Json {
   };
 }
 
+type Operation = { operationId: string; parameters: Json[]; responses: Record<string, Json> };
+
+/** The top-level properties of a response schema, its `$ref`s and unions followed. */
+function topLevelFields(schema: unknown, components: Record<string, Json>): Set<string> {
+  const fields = new Set<string>();
+  const visit = (node: unknown) => {
+    if (!node || typeof node !== 'object') return;
+    const json = node as Json;
+    if (typeof json.$ref === 'string') visit(components[json.$ref.slice(COMPONENT.length)]);
+    for (const name of Object.keys((json.properties as Json | undefined) ?? {})) fields.add(name);
+    for (const key of ['allOf', 'anyOf', 'oneOf']) {
+      for (const part of (json[key] as unknown[] | undefined) ?? []) visit(part);
+    }
+  };
+  visit(schema);
+  return fields;
+}
+
+/** Adds OPENAPI_LINKS to the answers they start from; a link naming nothing real throws. */
+function addLinks(
+  paths: Record<string, Record<string, unknown>>,
+  components: Record<string, Json>,
+) {
+  const operation = (name: string): Operation => {
+    const [method, path] = name.split(' ') as [string, string];
+    const found = paths[path]?.[method] as Operation | undefined;
+    if (!found) throw new Error(`OpenAPI link: no operation ${name}`);
+    return found;
+  };
+  for (const link of OPENAPI_LINKS) {
+    const response = operation(link.from).responses[String(link.status)];
+    const target = operation(link.to);
+    const content = response?.content as Record<string, Json> | undefined;
+    const fields = topLevelFields(content?.['application/json']?.schema, components);
+    const inPath = new Set(target.parameters.filter((p) => p.in === 'path').map((p) => p.name));
+    for (const [parameter, field] of Object.entries(link.parameters)) {
+      if (!fields.has(field) || !inPath.has(parameter)) {
+        throw new Error(`OpenAPI link ${link.from} -> ${link.to}: ${parameter} from ${field}`);
+      }
+    }
+    if (inPath.size !== Object.keys(link.parameters).length) {
+      throw new Error(`OpenAPI link ${link.from} -> ${link.to}: a path parameter has no value`);
+    }
+    response!.links = {
+      ...(response!.links as Json | undefined),
+      [target.operationId]: {
+        operationId: target.operationId,
+        parameters: Object.fromEntries(
+          Object.entries(link.parameters).map(([name, field]) => [
+            name,
+            `$response.body#/${field}`,
+          ]),
+        ),
+      },
+    };
+  }
+}
+
 /** Methods whose body the server reads (api/middleware/body.ts): 400 and 413 apply to them. */
 const BODY_METHODS = new Set(['post', 'patch', 'delete']);
 
@@ -507,6 +566,7 @@ export function buildOpenApi(routes: readonly Route[], version: string): Json {
       ),
     };
   }
+  addLinks(paths, components);
   return {
     openapi: '3.1.0',
     info: {

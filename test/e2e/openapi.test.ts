@@ -260,6 +260,69 @@ describe('the OpenAPI document', () => {
 
 const ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
 
+describe('links', () => {
+  /** The document's operation by its operationId, as `[method, path]`. */
+  function byOperationId(id: string): [string, string] {
+    const found = operations().find((o) => o.op.operationId === id);
+    expect(found).toBeDefined();
+    return [found!.method, found!.path];
+  }
+
+  /** Follows every GET link of `reply` (an answer of `method path`): each answers 200. */
+  async function followGets(method: string, path: string, reply: Reply): Promise<string[]> {
+    const links = doc.paths[path][method].responses[String(reply.status)].links ?? {};
+    const followed: string[] = [];
+    for (const link of Object.values<any>(links)) {
+      const [targetMethod, targetPath] = byOperationId(link.operationId);
+      if (targetMethod !== 'get') continue;
+      let url = targetPath;
+      for (const [name, expression] of Object.entries<string>(link.parameters)) {
+        const field = expression.replace('$response.body#/', '');
+        url = url.replace(`{${name}}`, String(reply.body[field]));
+      }
+      const answer = await api.get(url);
+      expect({ url, status: answer.status }).toEqual({ url, status: 200 });
+      followed.push(targetPath);
+    }
+    return followed;
+  }
+
+  it('lead from a user to its wallet, from the wallet to its statement, from a payment to its record', async () => {
+    const user = await api.post('/api/v1/users/create/', {
+      app_user_id: `links-${randomUUID()}`,
+      name: 'Linked',
+      phone_number: '+23276000019',
+    });
+    expect(user.status).toBe(200);
+    const links = doc.paths['/api/v1/users/create/'].post.responses['200'].links;
+    const [method, path] = byOperationId(links.post_api_v1_wallets_create_user_id.operationId);
+    expect([method, path]).toEqual(['post', '/api/v1/wallets/create/{user_id}/']);
+    const wallet = await api.post(path.replace('{user_id}', user.body.id));
+    expect(wallet.status).toBe(200);
+    expect(await followGets('post', '/api/v1/users/create/', user)).toEqual(
+      expect.arrayContaining(['/api/v1/users/{user_id}/', '/api/v1/wallets/{user_id}/']),
+    );
+    expect(await followGets('post', path, wallet)).toEqual(
+      expect.arrayContaining([
+        '/api/v1/wallets/{wallet_id}/statement',
+        '/api/v1/wallets/{wallet_id}/balance',
+      ]),
+    );
+    const other = await createUserWithWallet(api);
+    await fundWallet(engine.pool, wallet.body.id, 5_000n);
+    const transfer = await api.post(
+      TRANSFER,
+      { from_wallet_id: wallet.body.id, to_wallet_id: other.walletId, amount: 1.25 },
+      { 'Idempotency-Key': `links-${randomUUID()}` },
+    );
+    expect(transfer.status).toBe(200);
+    expect(await followGets('post', TRANSFER, transfer)).toEqual([
+      '/api/v1/transactions/{transaction_id}',
+      '/api/v1/transactions/{transaction_id}/timeline',
+    ]);
+  });
+});
+
 describe('request examples', () => {
   it('give every request body an example that its documented and its zod schema accept', () => {
     const routes = engineRoutes();
