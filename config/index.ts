@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { databaseTls, withCaFile } from '../db/connection';
+import { derived, schemaOf, settingsOf, variable, type Settings } from './declare';
 
 /**
  * The one place that reads the environment. Everything else receives a typed `Config`.
@@ -25,33 +26,233 @@ const optionalPath = z.preprocess(
   z.string().optional(),
 );
 
+// A variable that more than one setting reads.
+const NODE_ENV = variable('NODE_ENV', z.string().default('development'), {
+  description:
+    'Where the engine runs. Only `development` and `test` generate `SANDBOX_WEBHOOK_SECRET` and `TEMPORAL_PAYLOAD_KEYS` when they are unset (anywhere else they are required), let the local Temporal UI call the codec endpoint and send the dashboard cookie without `Secure`; the Docker image sets `production`.',
+});
+
 /**
- * Every variable the engine reads. Each one's `meta` is its documentation:
- * tools/scripts/config-docs.ts renders docs/configuration.md from it, `shownDefault` standing in
- * for a default that is computed or absent.
+ * Every setting, declared once, so that `Config`, `loadConfig` and docs/configuration.md (in this
+ * order, from each variable's `meta`) cannot disagree: see config/declare.ts.
  */
-export const envSchema = z.object({
-  NODE_ENV: z.string().default('development').meta({
-    description:
-      'Where the engine runs. Only `development` and `test` generate `SANDBOX_WEBHOOK_SECRET` and `TEMPORAL_PAYLOAD_KEYS` when they are unset (anywhere else they are required), let the local Temporal UI call the codec endpoint and send the dashboard cookie without `Secure`; the Docker image sets `production`.',
-  }),
-  PORT: port.default(3000).meta({ description: 'Port of the API (`0`: any free port).' }),
-  HOST: z
-    .string()
-    .default('0.0.0.0')
-    .meta({ description: 'Address the API and the metrics listeners listen on.' }),
-  LOG_LEVEL: z
-    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
-    .default('info')
-    .meta({
+const declarations = {
+  env: NODE_ENV,
+  rootDir: derived({}, () => rootDir),
+  dataDir: variable(
+    'DATA_DIR',
+    z
+      .string()
+      .default(path.join(rootDir, '.data'))
+      .transform((dir) => path.resolve(dir)),
+    {
       description:
-        '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`. Logs are JSON lines (pino) on standard error, credential headers redacted; the CLI logs at `warn` when this is `info`.',
+        "Local state of `npm start` and the CLI: the embedded Postgres (`pg/`), the dev server's `temporal.sqlite`, `demo-credentials.json`, the generated keys and the pid files.",
+      shownDefault: '`.data` in the repository',
+    },
+  ),
+  log: {
+    level: variable(
+      'LOG_LEVEL',
+      z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+      {
+        description:
+          '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`. Logs are JSON lines (pino) on standard error, credential headers redacted; the CLI logs at `warn` when this is `info`.',
+      },
+    ),
+  },
+  api: {
+    port: variable('PORT', port.default(3000), {
+      description: 'Port of the API (`0`: any free port).',
     }),
-  DATA_DIR: z.string().default(path.join(rootDir, '.data')).meta({
-    description:
-      "Local state of `npm start` and the CLI: the embedded Postgres (`pg/`), the dev server's `temporal.sqlite`, `demo-credentials.json`, the generated keys and the pid files.",
-    shownDefault: '`.data` in the repository',
-  }),
+    host: variable('HOST', z.string().default('0.0.0.0'), {
+      description: 'Address the API and the metrics listeners listen on.',
+    }),
+    requestTimeoutMs: variable(
+      'API_REQUEST_TIMEOUT_MS',
+      z.coerce.number().int().min(100).default(30_000),
+      {
+        description:
+          "How long, in milliseconds (at least 100), the API waits for a payment workflow's answer before it answers 504; a retry with the same `Idempotency-Key` then gets the result.",
+      },
+    ),
+    /** How long a stopping API lets its requests finish. */
+    shutdownGraceMs: variable(
+      'API_SHUTDOWN_GRACE_MS',
+      z.coerce.number().int().min(0).default(25_000),
+      {
+        description:
+          'How long, in milliseconds, a stopping API (SIGTERM or SIGINT) lets the requests it started finish before it closes their connections and exits; it refuses new connections and answers `/readyz` 503 at once (see [Rolling deploys](operations.md#rolling-deploys)).',
+      },
+    ),
+    /**
+     * How many proxies in front of the API to believe in `X-Forwarded-For` (`false` 0, `true` 1,
+     * or a number): the client address of rate limits and lockouts. At 0, X-Forwarded-Proto and
+     * X-Forwarded-Host are ignored too.
+     */
+    trustProxy: variable(
+      'TRUST_PROXY',
+      z
+        .string()
+        .regex(/^(true|false|\d{1,2})$/, 'TRUST_PROXY must be true, false or a number of proxies')
+        .default('false')
+        .transform((v) => (v === 'true' ? 1 : v === 'false' ? 0 : Number(v))),
+      {
+        description:
+          "How many proxies in front of the API to believe in `X-Forwarded-For`, `-Proto` and `-Host`: `false` (none: the client address is the connection's peer), `true` (one) or a number. The client address counts for the lockouts and the per-address rate limits; set it only when every request comes through that many proxies.",
+      },
+    ),
+  },
+  /**
+   * Requests a minute of callers that no credential names, counted like the applications'
+   * (db/rate-limit.ts): per client address before a dashboard session (signing in included) and
+   * on the 3-D Secure page, per account after. See docs/security.md, Throttles and lockouts.
+   */
+  throttles: {
+    cardAuthenticationPage: variable(
+      'RATE_LIMIT_CARD_AUTHENTICATION_PAGE',
+      z.coerce.number().int().min(1).default(30),
+      {
+        description: "Requests a minute per client address on the sandbox's 3-D Secure page.",
+      },
+    ),
+    dashboardSignedOut: variable(
+      'RATE_LIMIT_DASHBOARD_SIGNED_OUT',
+      z.coerce.number().int().min(1).default(30),
+      {
+        description:
+          'Dashboard API requests a minute per client address without a session, signing in included.',
+      },
+    ),
+    dashboardAccount: variable(
+      'RATE_LIMIT_DASHBOARD_ACCOUNT',
+      z.coerce.number().int().min(1).default(120),
+      { description: 'Dashboard API requests a minute per signed-in account.' },
+    ),
+  },
+  /**
+   * How many an application may have per mode: active credentials (revoked and expired ones do
+   * not count) and webhook subscriptions, inactive ones included (each one is another signed
+   * POST of every event).
+   */
+  caps: {
+    credentials: variable('MAX_CREDENTIALS_PER_MODE', z.coerce.number().int().min(1).default(20), {
+      description:
+        'Active credentials (not revoked, not expired) an application may have per mode; one more answers 400.',
+    }),
+    webhookSubscriptions: variable(
+      'MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE',
+      z.coerce.number().int().min(1).default(16),
+      {
+        description:
+          'Webhook subscriptions, inactive ones included, an application may have per mode; one more answers 400.',
+      },
+    ),
+  },
+  /**
+   * The transactions export (at most the contract's limit of rows) and how many rows it writes
+   * at a time: the cursor is read on once a chunk has drained. How many stream at once, per
+   * application and per process, and for how long at most.
+   */
+  exports: {
+    maxRows: variable(
+      'EXPORT_MAX_ROWS',
+      z.coerce.number().int().min(1).max(1_000_000).default(1_000_000),
+      {
+        description:
+          'Rows a transactions export may hold; a filter selecting more answers 422 naming the limit.',
+      },
+    ),
+    chunkRows: variable(
+      'EXPORT_BATCH_ROWS',
+      z.coerce.number().int().min(1).max(50_000).default(500),
+      {
+        description:
+          'Rows a transactions export writes to the client at a time, read from one database cursor.',
+      },
+    ),
+    perApplication: variable(
+      'EXPORT_MAX_PER_APPLICATION',
+      z.coerce.number().int().min(1).default(2),
+      {
+        description:
+          'Transactions exports one application (both modes) may have streaming at a time; one more answers 429 with `Retry-After`.',
+      },
+    ),
+    perProcess: variable('EXPORT_MAX_PER_PROCESS', z.coerce.number().int().min(1).default(4), {
+      description:
+        'Transactions exports one API process streams at a time, each holding a database connection; one more answers 429 with `Retry-After`. Keep it well below `DATABASE_POOL_SIZE`.',
+    }),
+    timeLimitMs: variable(
+      'EXPORT_TIME_LIMIT_SECONDS',
+      z.coerce
+        .number()
+        .int()
+        .min(1)
+        .default(900)
+        .transform((seconds) => seconds * 1000),
+      {
+        description:
+          'How long a transactions export may stream: past it the API stops it and closes the connection, so that a client reading slowly or not at all frees its slot and its database connection.',
+      },
+    ),
+  },
+  /**
+   * Prometheus metrics (observability/metrics.ts), counted when `enabled`, each process's on a
+   * listener of its own, never the API's public port: the API's on `apiPort`, the worker's
+   * (with the Temporal SDK's metrics) on `workerPort`; off when unset.
+   */
+  metrics: {
+    enabled: variable('METRICS_ENABLED', onOff.default(true), {
+      description:
+        '`true` or `false` (also `1`, `0`): whether the API counts HTTP requests and serves its metrics on `API_METRICS_PORT` (see [Metrics](operations.md#metrics)).',
+    }),
+    workerPort: variable('WORKER_METRICS_PORT', port.optional(), {
+      description:
+        "Port of the worker's metrics endpoint (`npm run worker`), on `HOST`: the engine's metrics the worker counts and the Temporal SDK's own. Unset: no endpoint.",
+      shownDefault: 'unset (off)',
+    }),
+    apiPort: variable('API_METRICS_PORT', port.optional(), {
+      description:
+        "Port of the API's metrics listener, on `HOST`, apart from its public port. Unset: the API serves no metrics.",
+      shownDefault: 'unset (off)',
+    }),
+  },
+  /**
+   * OpenTelemetry tracing through the Temporal SDK's interceptors (observability/tracing.ts):
+   * spans go by OTLP/HTTP to `endpoint`; off (no interceptor installed) when it is unset.
+   */
+  tracing: {
+    endpoint: derived(
+      {
+        traces: variable('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', optionalUrl, {
+          description:
+            'Full URL the spans are posted to (OTLP/HTTP, JSON), such as `http://collector:4318/v1/traces`; turns tracing on (see [Tracing](operations.md#tracing)).',
+          shownDefault: 'unset (off)',
+        }),
+        base: variable('OTEL_EXPORTER_OTLP_ENDPOINT', optionalUrl, {
+          description:
+            'OTLP/HTTP base URL: the spans go to `<it>/v1/traces` when `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is unset; turns tracing on.',
+          shownDefault: 'unset (off)',
+        }),
+      },
+      ({ traces, base }) => traces ?? (base && `${base.replace(/\/+$/, '')}/v1/traces`),
+    ),
+    serviceName: variable(
+      'OTEL_SERVICE_NAME',
+      z.preprocess(
+        (value) => (value === '' ? undefined : value),
+        z.string().default('wallet-payments-engine'),
+      ),
+      {
+        description: 'The `service.name` of the spans; give the API and the worker each their own.',
+      },
+    ),
+  },
+};
+
+/** The variables not declared above yet, with their `meta` as their documentation. */
+const legacySchema = z.object({
   DATABASE_URL: z.string().url().optional().meta({
     description:
       'Postgres connection URL, required by `api`, `worker` and `migrate`. Unset, `npm start` and the CLI use the embedded Postgres; set, they use and migrate this database. Its `sslmode` is `disable` (the default), `require` (encrypted, any certificate), `verify-ca` (signed by a trusted CA) or `verify-full` (and issued for the host of the URL); see docs/operations.md, Postgres over TLS.',
@@ -182,14 +383,6 @@ export const envSchema = z.object({
       description:
         "How many SLE one USD buys, with at most 2 decimals. Mobile-money amounts of a USD application are converted at this rate (banker's rounding to the cent), and the rate is recorded on the payment.",
     }),
-  API_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000).meta({
-    description:
-      "How long, in milliseconds (at least 100), the API waits for a payment workflow's answer before it answers 504; a retry with the same `Idempotency-Key` then gets the result.",
-  }),
-  API_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(25_000).meta({
-    description:
-      'How long, in milliseconds, a stopping API (SIGTERM or SIGINT) lets the requests it started finish before it closes their connections and exits; it refuses new connections and answers `/readyz` 503 at once (see [Rolling deploys](operations.md#rolling-deploys)).',
-  }),
   WORKER_SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).default(25_000).meta({
     description:
       "How long, in milliseconds, a stopping worker (SIGTERM or SIGINT) lets its running activities finish after it stops polling (the SDK's `shutdownGraceTime`); then they are cancelled and retried elsewhere (see [Rolling deploys](operations.md#rolling-deploys)).",
@@ -377,146 +570,27 @@ export const envSchema = z.object({
         "Where the API finds the dashboard's build; without one, `/dashboard` answers 503 saying how to make it.",
       shownDefault: '`dashboard/dist` in the repository',
     }),
-  TRUST_PROXY: z
-    .string()
-    .regex(/^(true|false|\d{1,2})$/, 'TRUST_PROXY must be true, false or a number of proxies')
-    .default('false')
-    .meta({
-      description:
-        "How many proxies in front of the API to believe in `X-Forwarded-For`, `-Proto` and `-Host`: `false` (none: the client address is the connection's peer), `true` (one) or a number. The client address counts for the lockouts and the per-address rate limits; set it only when every request comes through that many proxies.",
-    }),
-  RATE_LIMIT_CARD_AUTHENTICATION_PAGE: z.coerce.number().int().min(1).default(30).meta({
-    description: "Requests a minute per client address on the sandbox's 3-D Secure page.",
-  }),
-  RATE_LIMIT_DASHBOARD_SIGNED_OUT: z.coerce.number().int().min(1).default(30).meta({
-    description:
-      'Dashboard API requests a minute per client address without a session, signing in included.',
-  }),
-  RATE_LIMIT_DASHBOARD_ACCOUNT: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .default(120)
-    .meta({ description: 'Dashboard API requests a minute per signed-in account.' }),
-  MAX_CREDENTIALS_PER_MODE: z.coerce.number().int().min(1).default(20).meta({
-    description:
-      'Active credentials (not revoked, not expired) an application may have per mode; one more answers 400.',
-  }),
-  EXPORT_MAX_ROWS: z.coerce.number().int().min(1).max(1_000_000).default(1_000_000).meta({
-    description:
-      'Rows a transactions export may hold; a filter selecting more answers 422 naming the limit.',
-  }),
-  EXPORT_BATCH_ROWS: z.coerce.number().int().min(1).max(50_000).default(500).meta({
-    description:
-      'Rows a transactions export writes to the client at a time, read from one database cursor.',
-  }),
-  EXPORT_MAX_PER_APPLICATION: z.coerce.number().int().min(1).default(2).meta({
-    description:
-      'Transactions exports one application (both modes) may have streaming at a time; one more answers 429 with `Retry-After`.',
-  }),
-  EXPORT_MAX_PER_PROCESS: z.coerce.number().int().min(1).default(4).meta({
-    description:
-      'Transactions exports one API process streams at a time, each holding a database connection; one more answers 429 with `Retry-After`. Keep it well below `DATABASE_POOL_SIZE`.',
-  }),
-  EXPORT_TIME_LIMIT_SECONDS: z.coerce.number().int().min(1).default(900).meta({
-    description:
-      'How long a transactions export may stream: past it the API stops it and closes the connection, so that a client reading slowly or not at all frees its slot and its database connection.',
-  }),
-  MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE: z.coerce.number().int().min(1).default(16).meta({
-    description:
-      'Webhook subscriptions, inactive ones included, an application may have per mode; one more answers 400.',
-  }),
-  METRICS_ENABLED: onOff.default(true).meta({
-    description:
-      '`true` or `false` (also `1`, `0`): whether the API counts HTTP requests and serves its metrics on `API_METRICS_PORT` (see [Metrics](operations.md#metrics)).',
-  }),
-  WORKER_METRICS_PORT: port.optional().meta({
-    description:
-      "Port of the worker's metrics endpoint (`npm run worker`), on `HOST`: the engine's metrics the worker counts and the Temporal SDK's own. Unset: no endpoint.",
-    shownDefault: 'unset (off)',
-  }),
-  API_METRICS_PORT: port.optional().meta({
-    description:
-      "Port of the API's metrics listener, on `HOST`, apart from its public port. Unset: the API serves no metrics.",
-    shownDefault: 'unset (off)',
-  }),
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optionalUrl.meta({
-    description:
-      'Full URL the spans are posted to (OTLP/HTTP, JSON), such as `http://collector:4318/v1/traces`; turns tracing on (see [Tracing](operations.md#tracing)).',
-    shownDefault: 'unset (off)',
-  }),
-  OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl.meta({
-    description:
-      'OTLP/HTTP base URL: the spans go to `<it>/v1/traces` when `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is unset; turns tracing on.',
-    shownDefault: 'unset (off)',
-  }),
-  OTEL_SERVICE_NAME: z
-    .preprocess(
-      (value) => (value === '' ? undefined : value),
-      z.string().default('wallet-payments-engine'),
-    )
-    .meta({
-      description: 'The `service.name` of the spans; give the API and the worker each their own.',
-    }),
 });
 
-export type Config = {
-  env: string;
-  rootDir: string;
-  dataDir: string;
-  api: {
-    port: number;
-    host: string;
-    requestTimeoutMs: number;
-    /** How long a stopping API lets its requests finish (`API_SHUTDOWN_GRACE_MS`). */
-    shutdownGraceMs: number;
-    /**
-     * How many proxies in front of the API to believe in `X-Forwarded-For` (`TRUST_PROXY`:
-     * `false` 0, `true` 1, or a number): the client address of rate limits and lockouts. At 0,
-     * X-Forwarded-Proto and X-Forwarded-Host are ignored too.
-     */
-    trustProxy: number;
-  };
-  log: { level: z.infer<typeof envSchema>['LOG_LEVEL'] };
-  /**
-   * Requests a minute of callers that no credential names, counted like the applications'
-   * (db/rate-limit.ts): per client address before a dashboard session (signing in included) and
-   * on the 3-D Secure page, per account after. See docs/security.md, Throttles and lockouts.
-   */
-  throttles: {
-    cardAuthenticationPage: number;
-    dashboardSignedOut: number;
-    dashboardAccount: number;
-  };
+/** Every variable the engine reads, by name: what parses the environment, and its reference. */
+export const envSchema = z.object({ ...schemaOf(declarations).shape, ...legacySchema.shape });
+
+/** The settings not declared above yet. */
+type LegacyConfig = {
   /**
    * How many an application may have per mode: active credentials (`MAX_CREDENTIALS_PER_MODE`;
    * revoked and expired ones do not count) and webhook subscriptions, inactive ones included
    * (`MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE`: each one is another signed POST of every event).
    */
-  caps: { credentials: number; webhookSubscriptions: number };
-  /**
-   * The transactions export (`EXPORT_MAX_ROWS`, at most the contract's limit) and how many rows
-   * it writes at a time (`EXPORT_BATCH_ROWS`): the cursor is read on once a chunk has drained.
-   * How many stream at once, per application and per process, and for how long at most.
-   */
-  exports: {
-    maxRows: number;
-    chunkRows: number;
-    perApplication: number;
-    perProcess: number;
-    timeLimitMs: number;
-  };
   /**
    * Prometheus metrics (observability/metrics.ts), counted when `enabled`, each process's on a
    * listener of its own, never the API's public port: the API's on `apiPort`, the worker's
    * (with the Temporal SDK's metrics) on `workerPort`; off when unset.
    */
-  metrics: { enabled: boolean; workerPort: number | undefined; apiPort: number | undefined };
   /**
    * OpenTelemetry tracing through the Temporal SDK's interceptors (observability/tracing.ts):
    * spans go by OTLP/HTTP to `endpoint`; off (no interceptor installed) when it is unset.
    */
-  tracing: { endpoint: string | undefined; serviceName: string };
   database: {
     url: string | undefined;
     poolSize: number;
@@ -643,6 +717,8 @@ export type Config = {
   };
 };
 
+export type Config = Settings<typeof declarations> & LegacyConfig;
+
 /** TLS to Temporal as the SDK's `tls` option takes it: the files' bytes, read at start. */
 export type TemporalTls = {
   clientCertPair?: { crt: Buffer; key: Buffer };
@@ -683,7 +759,7 @@ function readPem(
 
 /** The `TEMPORAL_TLS_*` files read and checked (a key that is not the certificate's too). */
 function temporalTls(
-  e: z.infer<typeof envSchema>,
+  e: LegacyEnv,
   problems: string[],
 ): { tls: TemporalTls | undefined; apiKey: string | undefined } {
   const apiKey = e.TEMPORAL_API_KEY;
@@ -778,64 +854,29 @@ export function parseStripeApiBase(base: string): StripeApiBase {
   return { host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port, protocol };
 }
 
+/** What the code not converted yet reads of the parsed environment. */
+type LegacyEnv = z.output<typeof legacySchema> & { NODE_ENV: string };
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(env);
   const problems = parsed.success
     ? []
     : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
-  if (parsed.success && !parsed.data.SANDBOX_WEBHOOK_SECRET && !isLocalEnv(parsed.data.NODE_ENV)) {
+  const e = parsed.data as LegacyEnv | undefined;
+  if (e && !e.SANDBOX_WEBHOOK_SECRET && !isLocalEnv(e.NODE_ENV)) {
     problems.push(
-      `SANDBOX_WEBHOOK_SECRET: required when NODE_ENV is ${parsed.data.NODE_ENV} (only ` +
+      `SANDBOX_WEBHOOK_SECRET: required when NODE_ENV is ${e.NODE_ENV} (only ` +
         'development and test generate one); the API and the worker must share it',
     );
   }
-  const databaseUrl = parsed.success ? databaseUrlOf(parsed.data, problems) : undefined;
-  const temporal = parsed.success ? temporalTls(parsed.data, problems) : undefined;
-  if (!parsed.success || problems.length > 0 || !temporal) {
+  const databaseUrl = e ? databaseUrlOf(e, problems) : undefined;
+  const temporal = e ? temporalTls(e, problems) : undefined;
+  const settings = parsed.success ? settingsOf(declarations, parsed.data, problems) : undefined;
+  if (!e || !settings || problems.length > 0 || !temporal) {
     throw new ConfigurationError(`Invalid configuration: ${problems.join('; ')}`);
   }
-  const e = parsed.data;
   return {
-    env: e.NODE_ENV,
-    rootDir,
-    dataDir: path.resolve(e.DATA_DIR),
-    api: {
-      port: e.PORT,
-      host: e.HOST,
-      requestTimeoutMs: e.API_REQUEST_TIMEOUT_MS,
-      shutdownGraceMs: e.API_SHUTDOWN_GRACE_MS,
-      trustProxy:
-        e.TRUST_PROXY === 'true' ? 1 : e.TRUST_PROXY === 'false' ? 0 : Number(e.TRUST_PROXY),
-    },
-    log: { level: e.LOG_LEVEL },
-    throttles: {
-      cardAuthenticationPage: e.RATE_LIMIT_CARD_AUTHENTICATION_PAGE,
-      dashboardSignedOut: e.RATE_LIMIT_DASHBOARD_SIGNED_OUT,
-      dashboardAccount: e.RATE_LIMIT_DASHBOARD_ACCOUNT,
-    },
-    caps: {
-      credentials: e.MAX_CREDENTIALS_PER_MODE,
-      webhookSubscriptions: e.MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE,
-    },
-    exports: {
-      maxRows: e.EXPORT_MAX_ROWS,
-      chunkRows: e.EXPORT_BATCH_ROWS,
-      perApplication: e.EXPORT_MAX_PER_APPLICATION,
-      perProcess: e.EXPORT_MAX_PER_PROCESS,
-      timeLimitMs: e.EXPORT_TIME_LIMIT_SECONDS * 1000,
-    },
-    metrics: {
-      enabled: e.METRICS_ENABLED,
-      workerPort: e.WORKER_METRICS_PORT,
-      apiPort: e.API_METRICS_PORT,
-    },
-    tracing: {
-      endpoint:
-        e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
-        (e.OTEL_EXPORTER_OTLP_ENDPOINT &&
-          `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`),
-      serviceName: e.OTEL_SERVICE_NAME,
-    },
+    ...settings,
     database: {
       url: databaseUrl,
       poolSize: e.DATABASE_POOL_SIZE,
@@ -928,7 +969,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
  * takes a connection URL carries it; a TLS setting that cannot work is one of `problems`.
  */
 function databaseUrlOf(
-  e: Pick<z.infer<typeof envSchema>, 'DATABASE_URL' | 'DATABASE_SSL_CA'>,
+  e: Pick<LegacyEnv, 'DATABASE_URL' | 'DATABASE_SSL_CA'>,
   problems: string[],
 ): string | undefined {
   const caFile = e.DATABASE_SSL_CA || undefined;
