@@ -6,9 +6,6 @@ import { z } from 'zod';
  * environment and docs/configuration.md all follow from that one declaration.
  */
 
-/** What docs/configuration.md says of a variable; `shownDefault` stands for a computed default. */
-export type VariableDocs = { description: string; shownDefault?: string };
-
 /**
  * One environment variable: its schema validates it, gives its default and turns it into the
  * setting's value; the schema's `meta` is its documentation.
@@ -20,12 +17,20 @@ export class Variable<S extends z.ZodType = z.ZodType> {
   ) {}
 }
 
+/**
+ * `description` is what docs/configuration.md says of the variable; `shownDefault` stands there
+ * for a default that is computed or absent.
+ */
 export function variable<S extends z.ZodType>(
   name: string,
   schema: S,
-  docs: VariableDocs,
+  description: string,
+  shownDefault?: string,
 ): Variable<S> {
-  return new Variable(name, schema.meta(docs));
+  return new Variable(
+    name,
+    schema.meta(shownDefault ? { description, shownDefault } : { description }),
+  );
 }
 
 type Inputs = Readonly<Record<string, Variable>>;
