@@ -8,13 +8,18 @@ describe('docs/configuration.md', () => {
     expect(readFileSync(CONFIG_DOCS_FILE, 'utf8')).toBe(renderConfigDocs());
   });
 
-  it('shows each default as the schema has it, through preprocessing, or as shownDefault says', () => {
+  it('shows each default as the schema has it, through preprocessing and transforms, or as shownDefault says', () => {
     const schema = z.object({
       A_PORT: z.coerce.number().default(3000).meta({ description: 'A port.' }),
       A_NAME: z
         .preprocess((v) => (v === '' ? undefined : v), z.string().default('engine'))
         .meta({ description: 'A name.' }),
       A_SWITCH: z.enum(['true', 'false']).default('true').meta({ description: 'A switch.' }),
+      A_LIMIT_SECONDS: z.coerce
+        .number()
+        .default(900)
+        .transform((seconds) => seconds * 1000)
+        .meta({ description: 'A limit.' }),
       A_URL: z.string().optional().meta({ description: 'A URL.' }),
       A_DIR: z
         .string()
@@ -35,6 +40,7 @@ describe('docs/configuration.md', () => {
       ['`A_PORT`', '`3000`', 'A port.'],
       ['`A_NAME`', '`engine`', 'A name.'],
       ['`A_SWITCH`', '`true`', 'A switch.'],
+      ['`A_LIMIT_SECONDS`', '`900`', 'A limit.'],
       ['`A_URL`', 'unset', 'A URL.'],
       ['`A_DIR`', 'here', 'A folder.'],
     ]);

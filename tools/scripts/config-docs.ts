@@ -19,10 +19,15 @@ This file is generated from the schema in \`config/index.ts\` by \`npm run docs:
 the descriptions there, not here.
 `;
 
-/** The schema's own default, looked for through the wrappers a variable may have. */
+/**
+ * The schema's own default, looked for through the wrappers a variable may have: after a
+ * preprocessing step, or before the transform that makes the setting's value.
+ */
 function schemaDefault(schema: z.ZodType): unknown {
   if (schema instanceof z.ZodDefault) return schema.def.defaultValue;
-  if (schema instanceof z.ZodPipe) return schemaDefault(schema.def.out as z.ZodType);
+  if (schema instanceof z.ZodPipe) {
+    return schemaDefault(schema.def.out as z.ZodType) ?? schemaDefault(schema.def.in as z.ZodType);
+  }
   return undefined;
 }
 
