@@ -30,10 +30,8 @@ export type PaymentCost = {
 };
 
 /**
- * Each kind's rows, the first one measured taken: the interleaved row where the kind has one
- * (its bursts take turns with the bare workflow's, so drift bends them alike), else the
- * closed-loop estimate. An escrow row completes a flow of two payments, a hold and its release,
- * each its own transaction with its own request, key and answer: `payments` per completion.
+ * Each kind's rows, the first measured taken: the interleaved row (drift bends it as the bare
+ * workflow's), else the closed-loop one. An escrow row's completion is two payments (`payments`).
  */
 export const PAYMENT_KINDS: readonly {
   kind: PaymentKind;
