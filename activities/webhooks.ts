@@ -22,7 +22,12 @@ import {
 import { endpointGate } from '../outbound/endpoint-gate';
 import { seal, SecretBoxError, webhookSecretKey } from '../outbound/secret-box';
 import { webhookSigningSecrets } from '../outbound/webhook-secrets';
-import { postWebhook, signedDelivery } from '../outbound/webhook-post';
+import {
+  postWebhook,
+  signedDelivery,
+  WEBHOOK_ANSWER_MAX_BYTES,
+  WEBHOOK_TIMEOUT_MS,
+} from '../outbound/webhook-post';
 import { startWebhookDelivery } from '../temporal/webhook-deliveries';
 import { webhookRelayId } from '../workflows/ids';
 
@@ -245,8 +250,8 @@ export function createWebhookActivities(deps: {
           {
             allowlist: config.webhooks.privateAllowlist,
             httpsOnly: subscription.mode === 'live',
-            timeoutMs: 10_000,
-            maxBodyBytes: 64 * 1024,
+            timeoutMs: WEBHOOK_TIMEOUT_MS,
+            maxBodyBytes: WEBHOOK_ANSWER_MAX_BYTES,
           },
         )
       : { statusCode: null, error: UNREADABLE_SECRET, durationMs: 0 };

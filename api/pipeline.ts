@@ -254,7 +254,8 @@ const TIMEOUT_WITHOUT_KEY =
   'The payment is still processing and goes on. It was sent without an Idempotency-Key, so ' +
   'retrying it would start another payment: find its outcome in GET /api/v1/transactions/';
 
-const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
+export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
+const IDEMPOTENCY_KEY = new RegExp(`^[\\x20-\\x7e]{1,${IDEMPOTENCY_KEY_MAX_LENGTH}}$`);
 
 /** JSON with object keys sorted, so that the same request with keys in another order matches. */
 function canonicalJson(value: unknown): string {
@@ -341,7 +342,7 @@ function readRequest(ctx: Koa.Context, route: Route, caller: Caller | null): Req
   if (sentKey !== undefined && !IDEMPOTENCY_KEY.test(key)) {
     throw new AppError(
       'validation_failed',
-      'Idempotency-Key must be 1 to 255 printable characters',
+      `Idempotency-Key must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} printable characters`,
     );
   }
   const body = parse(route.body, ctx.state.body, 'body');

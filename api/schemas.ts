@@ -100,14 +100,17 @@ export const BodyId = z.string().min(1).meta({ format: 'uuid' });
 /** Path ids are UUIDs; anything else names nothing, so it is a 404, not a 422. */
 export const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** A page's size: what `per_page` may ask, and what it is when not asked. */
+export const PER_PAGE = { max: 100, default: 20 } as const;
+
 export const PageQuery = z.object({
   page: z.coerce.number().int().min(1, 'page must be at least 1').default(1),
   per_page: z.coerce
     .number()
     .int()
-    .min(1, 'per_page must be between 1 and 100')
-    .max(100, 'per_page must be between 1 and 100')
-    .default(20),
+    .min(1, `per_page must be between 1 and ${PER_PAGE.max}`)
+    .max(PER_PAGE.max, `per_page must be between 1 and ${PER_PAGE.max}`)
+    .default(PER_PAGE.default),
 });
 
 export const BooleanQuery = z

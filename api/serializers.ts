@@ -6,7 +6,13 @@ import type { CommonQueryMethods } from '../db/pool';
 import { madeStepRow, transactionAnswer, type TransactionRow } from '../db/transactions';
 import { reconExceptionAnswer, type ReconException } from '../db/recon-exceptions';
 import type { ReconImport } from '../db/recon-imports';
-import { reconRunAnswer, type ReconRun } from '../db/recon-runs';
+import {
+  RECON_EXCEPTION_KINDS,
+  RECON_PROVIDERS,
+  RECON_RUN_STATUSES,
+  reconRunAnswer,
+  type ReconRun,
+} from '../db/recon-runs';
 import type { UserRow } from '../db/users';
 import type { WalletRow } from '../db/wallets';
 import type { WebhookSubscriptionRow } from '../db/webhook-subscriptions';
@@ -363,7 +369,7 @@ export function transactionMetadata(row: TransactionRow): Record<string, string>
   return row.merchant_metadata;
 }
 
-const RECON_PROVIDER = z.enum(['mobile_money', 'card']);
+const RECON_PROVIDER = z.enum(RECON_PROVIDERS);
 
 export const ReconImportBody = z
   .object({
@@ -414,7 +420,7 @@ export const ReconRunBody = z
       .string()
       .nullable()
       .meta({ description: 'The settlement file read instead of the provider’s list' }),
-    status: z.enum(['running', 'completed', 'failed']),
+    status: z.enum(RECON_RUN_STATUSES),
     counts: z.object({
       matched: z.int(),
       missing_internal: z.int(),
@@ -444,13 +450,7 @@ export const ReconExceptionBody = z
       .string()
       .nullable()
       .meta({ description: 'The run that found it last; null when the engine found it itself' }),
-    kind: z.enum([
-      'missing_internal',
-      'missing_external',
-      'amount_mismatch',
-      'status_mismatch',
-      'duplicate',
-    ]),
+    kind: z.enum(RECON_EXCEPTION_KINDS),
     transaction_id: z.string().nullable(),
     provider_reference: z.string().nullable(),
     ours: ReconSideBody.nullable().meta({

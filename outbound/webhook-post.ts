@@ -46,6 +46,11 @@ export function signedDelivery(
 
 export type PostOutcome = { statusCode: number | null; error: string | null; durationMs: number };
 
+/** How long a delivery or test send waits for its answer, connection to last byte read. */
+export const WEBHOOK_TIMEOUT_MS = 10_000;
+/** The most of an answer read; the rest is dropped with the connection. */
+export const WEBHOOK_ANSWER_MAX_BYTES = 64 * 1024;
+
 export type PostOptions = {
   /** `WEBHOOK_PRIVATE_ALLOWLIST`. */
   allowlist: readonly string[];

@@ -25,7 +25,7 @@ export const SETTLEMENT_FILE_MAX_ROWS = 200_000;
 /** Errors kept for the answer; `rowsBad` still counts every bad row. */
 export const SETTLEMENT_FILE_MAX_ERRORS = 100;
 /** Longest provider reference kept (providers' ids are far shorter). */
-const MAX_REFERENCE_LENGTH = 255;
+export const MAX_REFERENCE_LENGTH = 255;
 
 /**
  * `row` is the line of the file as a spreadsheet numbers it, the header being line 1 (a quoted

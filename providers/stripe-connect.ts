@@ -35,6 +35,9 @@ const PAYOUT_EVENT_STATUS: Record<string, CardPayoutEvent['status']> = {
   'payout.canceled': 'failed',
 };
 
+/** Those events, for a webhook endpoint's subscription (docs/operations.md). */
+export const STRIPE_PAYOUT_EVENT_TYPES: readonly string[] = Object.keys(PAYOUT_EVENT_STATUS);
+
 export type StripeConnectOptions = {
   secretKey: string;
   /** Verifies `Stripe-Signature` of the payout events; without it none is read. */

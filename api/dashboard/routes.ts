@@ -210,6 +210,16 @@ function credentialRoutes(deps: ApiDeps): Route[] {
   ];
 }
 
+/** The dashboard's endpoints of its own, not public routes (docs/dashboard.md lists them). */
+export function dashboardOwnRoutes(deps: ApiDeps): Route[] {
+  return [
+    ...sessionRoutes(deps),
+    ...twoStepRoutes(deps),
+    ...teamRoutes(deps),
+    ...credentialRoutes(deps),
+  ];
+}
+
 /**
  * The router of the dashboard's JSON endpoints. Every route goes through the role guard
  * (api/dashboard/guard.ts): one without it does not start.
@@ -217,10 +227,7 @@ function credentialRoutes(deps: ApiDeps): Route[] {
 export function dashboardRouter(deps: ApiDeps, publicRoutes: readonly Route[]): Router {
   const router = new Router();
   const routes = [
-    ...sessionRoutes(deps),
-    ...twoStepRoutes(deps),
-    ...teamRoutes(deps),
-    ...credentialRoutes(deps),
+    ...dashboardOwnRoutes(deps),
     ...publicRoutes.flatMap((route) => {
       const action = EXPOSED[`${route.method} ${route.path}`];
       return action ? [asDashboardRoute(route, action)] : [];

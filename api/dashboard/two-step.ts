@@ -27,8 +27,8 @@ import { SIGN_IN_LOCKOUT_SCOPE } from './lockout';
  * authenticator app reads it. The secret must be read to check a code, so it is sealed with the
  * engine's secret box (outbound/secret-box.ts), bound to its account; recovery codes are hashed.
  */
-const PERIOD = 30;
-const DIGITS = 6;
+export const TOTP_PERIOD = 30;
+export const TOTP_DIGITS = 6;
 export const RECOVERY_CODES = 10;
 
 function totp(secretBase32: string, session: { email: string; application_name: string }) {
@@ -36,8 +36,8 @@ function totp(secretBase32: string, session: { email: string; application_name: 
     issuer: session.application_name,
     label: session.email,
     algorithm: 'SHA1',
-    digits: DIGITS,
-    period: PERIOD,
+    digits: TOTP_DIGITS,
+    period: TOTP_PERIOD,
     secret: Secret.fromBase32(secretBase32),
   });
 }
@@ -47,10 +47,10 @@ const boundTo = (accountId: string) => `dashboard-totp:${accountId}`;
 /** The time step a code matches (the one before and after too, for a clock a little off). */
 function stepOf(secretBase32: string, session: DashboardSession, code: string): number | null {
   const delta = totp(secretBase32, session).validate({ token: code, window: 1 });
-  return delta === null ? null : Math.floor(Date.now() / 1000 / PERIOD) + delta;
+  return delta === null ? null : Math.floor(Date.now() / 1000 / TOTP_PERIOD) + delta;
 }
 
-const CODE = /^\d{6}$/;
+const CODE = new RegExp(`^\\d{${TOTP_DIGITS}}$`);
 const normalRecovery = (code: string) => code.toLowerCase().replace(/[\s-]/g, '');
 
 /**

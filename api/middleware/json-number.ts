@@ -46,7 +46,7 @@ function sameDecimal(a: Decimal | null, b: Decimal | null): boolean {
 }
 
 /** Longest plain decimal worth writing out: far more than any amount or count of minor units. */
-const MAX_PLAIN_DIGITS = 40;
+export const MAX_PLAIN_DIGITS = 40;
 
 /**
  * The exact value in plain notation without superfluous zeros (`1.005e1` -> "10.05",

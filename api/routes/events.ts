@@ -96,7 +96,7 @@ const RedeliverRequest = z.object({
 });
 
 /** How far back an event may be sent again (docs/api.md, "Webhooks"). */
-const REDELIVERY_WINDOW_MS = 30 * 24 * 60 * 60 * 1000;
+export const REDELIVERY_WINDOW_MS = 30 * 24 * 60 * 60 * 1000;
 
 /** 429: the event went to the subscription as many times today as it may. */
 class RedeliveryCapError extends RateLimitedError {

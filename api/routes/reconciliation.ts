@@ -15,7 +15,13 @@ import {
   type ReconRefusal,
   type ReconScope,
 } from '../../db/recon-resolutions';
-import { findReconRun, insertReconRun, listReconRuns } from '../../db/recon-runs';
+import {
+  findReconRun,
+  insertReconRun,
+  listReconRuns,
+  RECON_EXCEPTION_KINDS,
+  RECON_PROVIDERS,
+} from '../../db/recon-runs';
 import { DISCREPANCY_KINDS, simulateProviderDiscrepancy } from '../../db/sandbox-discrepancies';
 import { findTransaction } from '../../db/transactions';
 import type { Caller } from '../../domain/types';
@@ -70,15 +76,7 @@ export const RECON_IMPORTS_PATH = '/api/v1/reconciliation/imports';
 export const streamsReconImport = (path: string): boolean =>
   /^\/api\/v1\/reconciliation\/imports\/?$/.test(path);
 
-const PROVIDERS = ['mobile_money', 'card'] as const;
-const Provider = z.enum(PROVIDERS, { error: 'must be mobile_money or card' });
-const KINDS = [
-  'missing_internal',
-  'missing_external',
-  'amount_mismatch',
-  'status_mismatch',
-  'duplicate',
-] as const;
+const Provider = z.enum(RECON_PROVIDERS, { error: 'must be mobile_money or card' });
 
 const Instant = z
   .string({ error: 'must be an RFC 3339 time such as 2026-01-31T00:00:00Z' })
@@ -133,7 +131,9 @@ const Uuid = (what: string) =>
 
 const ExceptionsQuery = PageQuery.extend({
   status: z.enum(['open', 'resolved'], { error: 'must be open or resolved' }).optional(),
-  kind: z.enum(KINDS, { error: `must be one of ${KINDS.join(', ')}` }).optional(),
+  kind: z
+    .enum(RECON_EXCEPTION_KINDS, { error: `must be one of ${RECON_EXCEPTION_KINDS.join(', ')}` })
+    .optional(),
   run_id: Uuid('a run id').optional(),
   transaction_id: Uuid('a transaction id').optional(),
 });

@@ -20,7 +20,7 @@ import { PageQuery, pageWindow } from '../schemas';
 import { csvNumber, csvRecord, STATEMENT_CSV_HEADER } from '../csv';
 
 /** The window of a statement asked without `from`. */
-const DEFAULT_DAYS = 30;
+export const DEFAULT_DAYS = 30;
 const DAY_MS = 86_400_000;
 
 /** The most entries one CSV statement holds, as the transactions export's rows. */

@@ -30,7 +30,9 @@ import {
   DNS_FAILURES,
   postWebhook,
   signedDelivery,
+  WEBHOOK_ANSWER_MAX_BYTES,
   WEBHOOK_ERROR_DOC,
+  WEBHOOK_TIMEOUT_MS,
 } from '../../outbound/webhook-post';
 import { assertOwned } from '../access';
 import { audited } from '../audit';
@@ -352,8 +354,8 @@ export function webhookSubscriptionRoutes(deps: ApiDeps): Route[] {
         const outcome = await postWebhook(row.url, signedDelivery(payload, secrets), {
           allowlist: config.webhooks.privateAllowlist,
           httpsOnly: row.mode === 'live',
-          timeoutMs: 10_000,
-          maxBodyBytes: 64 * 1024,
+          timeoutMs: WEBHOOK_TIMEOUT_MS,
+          maxBodyBytes: WEBHOOK_ANSWER_MAX_BYTES,
         });
         return {
           body: {
