@@ -320,7 +320,7 @@ export const envSchema = z.object({
   }),
   WEBHOOK_ATTEMPTS_PER_ENDPOINT: z.coerce.number().int().min(1).max(1000).default(4).meta({
     description:
-      "Attempts to one subscription's endpoint a worker process runs at once (1 to 1000), so that a slow or dead endpoint never holds more of the worker: one more goes back to Temporal's queue for about as long as those ahead of it take, its delivery's `next_attempt_at` saying when.",
+      "Attempts to one subscription's endpoint a worker process runs at once (1 to 1000), so that a slow or dead endpoint never holds more of the worker (one while its last attempt failed): one more goes back to Temporal's queue for about as long as those ahead of it take, its delivery's `next_attempt_at` saying when.",
   }),
   WEBHOOKS_LISTEN_SAFETY_READ_SECONDS: z.coerce.number().int().min(1).max(3600).default(5).meta({
     description:
