@@ -91,7 +91,9 @@ export function endpointGate(options: {
     let until = at + earliestMs;
     // With nothing running past the bound and nobody waiting, the schedule's time is free.
     if (e.running >= bound(e) || e.queuedUntil > at) {
-      const spacing = (e.meanMs * PACE_MARGIN) / bound(e);
+      // Until an attempt has finished, paced as if one at a time: the endpoint may be dead.
+      const slots = e.finished === 0 ? 1 : bound(e);
+      const spacing = (e.meanMs * PACE_MARGIN) / slots;
       until = Math.max(until, Math.max(at, e.queuedUntil) + spacing);
     }
     if (until - at > MAX_DEFERRAL_MS) {

@@ -67,6 +67,13 @@ describe('endpointGate', () => {
     expect(g.retryMs('busy', MAX_DEFERRAL_MS)).toBe(MAX_DEFERRAL_MS);
   });
 
+  it('paces refusals one at a time until an attempt to the endpoint has finished', () => {
+    const g = gate();
+    g.enter('new');
+    g.enter('new');
+    expect([1, 2].map(() => g.deferralMs('new'))).toEqual([11_000, 22_000]);
+  });
+
   it('never defers for less than a second or more than an hour', () => {
     const g = gate();
     g.enter('fast');
