@@ -19,7 +19,7 @@ import {
   previousSecretBinding,
   resealWebhookSecret,
 } from '../db/webhook-subscriptions';
-import { endpointGate } from '../outbound/endpoint-gate';
+import { endpointGate, type EndpointLease } from '../outbound/endpoint-gate';
 import { seal, SecretBoxError, webhookSecretKey } from '../outbound/secret-box';
 import { webhookSigningSecrets } from '../outbound/webhook-secrets';
 import {
@@ -62,6 +62,11 @@ export type WebhookAttemptResult = {
   attempts: number;
   statusCode: number | null;
   error: string | null;
+  /**
+   * `pending`: the wait before the next attempt, the input's `retryInMs` or later when the
+   * endpoint's queue reaches past it (absent in results recorded before: `retryInMs`).
+   */
+  nextAttemptInMs?: number;
 };
 
 /**
@@ -180,20 +185,19 @@ export function createWebhookActivities(deps: {
         category: ApplicationFailureCategory.BENIGN,
       });
     }
-    let outcome: { durationMs: number; ok: boolean } | undefined;
     try {
-      const result = await attemptNow(input, target);
-      outcome = result.posted;
-      return result.answer;
+      return await attemptNow(input, target, lease);
     } finally {
-      lease.leave(outcome);
+      lease.leave();
     }
   }
 
+  /** The attempt itself; its lease is left as soon as its POST is over. */
   async function attemptNow(
     input: WebhookAttemptInput,
     target: Required<DeliveryTarget>,
-  ): Promise<{ answer: WebhookAttemptResult; posted?: { durationMs: number; ok: boolean } }> {
+    lease: EndpointLease,
+  ): Promise<WebhookAttemptResult> {
     const [event, subscription] = await Promise.all([
       findEvent(pool, input.eventId),
       findSubscriptionForDelivery(pool, target),
@@ -211,9 +215,7 @@ export function createWebhookActivities(deps: {
               : null;
     if (reason || !event || !subscription) {
       const row = await stopDelivery(pool, target, reason ?? 'Stopped');
-      return {
-        answer: { status: 'stopped', attempts: row.attempts, statusCode: null, error: reason },
-      };
+      return { status: 'stopped', attempts: row.attempts, statusCode: null, error: reason };
     }
     let secrets: string[] | undefined;
     try {
@@ -256,7 +258,13 @@ export function createWebhookActivities(deps: {
         )
       : { statusCode: null, error: UNREADABLE_SECRET, durationMs: 0 };
     const ok = outcome.error === null;
+    if (secrets) lease.leave({ durationMs: outcome.durationMs, ok });
     const status = ok ? 'delivered' : input.retryInMs === null ? 'failed' : 'pending';
+    // Taken after the lease is left, so the endpoint's queue counts this failure.
+    const retryInMs =
+      status === 'pending' && input.retryInMs !== null
+        ? gate.retryMs(input.subscriptionId, input.retryInMs)
+        : input.retryInMs;
     // Turning a failing endpoint off is decided here, on the attempt's own outcome; a 2xx on a
     // subscription that was not failing costs no write.
     const note =
@@ -273,18 +281,16 @@ export function createWebhookActivities(deps: {
         error: outcome.error,
         durationMs: outcome.durationMs,
         status,
-        retryInMs: input.retryInMs,
+        retryInMs,
       },
       note,
     );
     return {
-      answer: {
-        status,
-        attempts: row.attempts,
-        statusCode: outcome.statusCode,
-        error: outcome.error,
-      },
-      posted: secrets ? { durationMs: outcome.durationMs, ok } : undefined,
+      status,
+      attempts: row.attempts,
+      statusCode: outcome.statusCode,
+      error: outcome.error,
+      ...(status === 'pending' && retryInMs !== null ? { nextAttemptInMs: retryInMs } : {}),
     };
   }
 

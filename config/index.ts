@@ -476,7 +476,7 @@ const declarations = {
     attemptsPerEndpoint: variable(
       'WEBHOOK_ATTEMPTS_PER_ENDPOINT',
       int(1, 1000).default(4),
-      "Attempts to one subscription's endpoint a worker process runs at once (1 to 1000), so that a slow or dead endpoint never holds more of the worker: one more goes back to Temporal's queue for about as long as those ahead of it take, its delivery's `next_attempt_at` saying when.",
+      "Attempts to one subscription's endpoint a worker process runs at once (1 to 1000), so that a slow or dead endpoint never holds more of the worker (one while its last attempt failed): one more goes back to Temporal's queue for about as long as those ahead of it take, its delivery's `next_attempt_at` saying when.",
     ),
     /** `cli webhooks listen`: its read without a notification, its registration's lifetime. */
     listen: {

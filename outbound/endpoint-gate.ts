@@ -8,16 +8,24 @@
 export type EndpointLease = { leave: (posted?: { durationMs: number; ok: boolean }) => void };
 
 export type EndpointGate = {
-  /** A slot for one attempt to `endpoint`, or null while `perEndpoint` attempts to it run. */
+  /**
+   * A slot for one attempt to `endpoint`, or null while its bound of attempts run: `perEndpoint`,
+   * or one while its last attempt failed (that one attempt probes it for the others).
+   */
   enter: (endpoint: string) => EndpointLease | null;
   /** Whether the last attempt to `endpoint` in this process failed (none yet: false). */
   failing: (endpoint: string) => boolean;
   /**
    * How long an attempt refused now should wait before it comes back: the endpoint's queue of
-   * refused attempts drained at the pace its attempts have been taking, each refusal taking the
+   * waiting attempts drained at the pace its attempts have been taking, each refusal taking the
    * next place in it.
    */
   deferralMs: (endpoint: string) => number;
+  /**
+   * The wait before the next attempt of a delivery whose attempt to `endpoint` just failed: the
+   * schedule's `scheduledMs`, or its place in the endpoint's queue when that is later.
+   */
+  retryMs: (endpoint: string, scheduledMs: number) => number;
   /** Attempts to `endpoint` running now (tests, metrics). */
   running: (endpoint: string) => number;
 };
@@ -33,6 +41,13 @@ export const MAX_DEFERRAL_MS = 60 * 60 * 1000;
 const FIRST_GUESS_MS = 10_000;
 /** The weight of the newest attempt in the endpoint's running mean of durations. */
 const MEAN_WEIGHT = 0.2;
+/**
+ * Places are spaced a little wider than attempts take, so that an attempt coming back at its
+ * place finds the slot of the one before it free, not still held by its last steps.
+ */
+const PACE_MARGIN = 1.1;
+/** Waits past the longest are spread over this fraction of it, not all due at one instant. */
+const CAPPED_SPREAD = 0.1;
 /** Endpoints remembered; past it the memory of the idle ones starts over. */
 const ENDPOINTS_REMEMBERED = 10_000;
 
@@ -41,21 +56,22 @@ type Endpoint = {
   failing: boolean;
   meanMs: number;
   finished: number;
-  /** When the last refused attempt was told to come back (ms since the epoch). */
+  /** The last place given in the endpoint's queue (ms since the epoch). */
   queuedUntil: number;
 };
 
 export function endpointGate(options: {
   perEndpoint: number;
   now?: () => number;
-  /** Spreads comebacks that fall together; a fraction of the wait (default: random, ±10%). */
+  /** Spreads the waits past the longest; a fraction from 0 to 1 (default: random). */
   jitter?: () => number;
 }): EndpointGate {
   const { perEndpoint } = options;
   const now = options.now ?? Date.now;
-  const jitter = options.jitter ?? (() => (Math.random() - 0.5) / 5);
+  const jitter = options.jitter ?? Math.random;
   const endpoints = new Map<string, Endpoint>();
 
+  const bound = (e: Endpoint) => (e.failing ? 1 : perEndpoint);
   const idle = (e: Endpoint) => e.running === 0 && !e.failing && e.queuedUntil <= now();
   const of = (key: string): Endpoint => {
     let e = endpoints.get(key);
@@ -69,11 +85,31 @@ export function endpointGate(options: {
     return e;
   };
 
+  /** The next place in `e`'s queue, no sooner than `earliestMs` from now; the wait until it. */
+  const place = (e: Endpoint, earliestMs: number): number => {
+    const at = now();
+    let until = at + earliestMs;
+    // With nothing running past the bound and nobody waiting, the schedule's time is free.
+    if (e.running >= bound(e) || e.queuedUntil > at) {
+      // Until an attempt has finished, paced as if one at a time: the endpoint may be dead.
+      const slots = e.finished === 0 ? 1 : bound(e);
+      const spacing = (e.meanMs * PACE_MARGIN) / slots;
+      until = Math.max(until, Math.max(at, e.queuedUntil) + spacing);
+    }
+    if (until - at > MAX_DEFERRAL_MS) {
+      e.queuedUntil = at + MAX_DEFERRAL_MS;
+      return Math.max(earliestMs, Math.round(MAX_DEFERRAL_MS * (1 - CAPPED_SPREAD * jitter())));
+    }
+    e.queuedUntil = Math.max(e.queuedUntil, until);
+    return Math.round(until - at);
+  };
+
   return {
     enter: (key) => {
       const e = of(key);
-      if (e.running >= perEndpoint) return null;
+      if (e.running >= bound(e)) return null;
       e.running += 1;
+      const enteredAt = now();
       let left = false;
       return {
         leave: (posted) => {
@@ -82,7 +118,8 @@ export function endpointGate(options: {
           e.running -= 1;
           if (posted) {
             e.failing = !posted.ok;
-            const duration = Math.max(0, posted.durationMs);
+            // The slot is held for the attempt's reads as well as its POST.
+            const duration = Math.max(0, posted.durationMs, now() - enteredAt);
             e.meanMs = e.finished === 0 ? duration : e.meanMs + MEAN_WEIGHT * (duration - e.meanMs);
             e.finished += 1;
           }
@@ -92,13 +129,10 @@ export function endpointGate(options: {
       };
     },
     failing: (key) => endpoints.get(key)?.failing ?? false,
-    deferralMs: (key) => {
-      const e = of(key);
-      const at = now();
-      const place = Math.max(at, e.queuedUntil) + e.meanMs / perEndpoint;
-      e.queuedUntil = Math.min(place, at + MAX_DEFERRAL_MS);
-      const wait = (e.queuedUntil - at) * (1 + jitter());
-      return Math.round(Math.min(MAX_DEFERRAL_MS, Math.max(MIN_DEFERRAL_MS, wait)));
+    deferralMs: (key) => Math.max(MIN_DEFERRAL_MS, place(of(key), MIN_DEFERRAL_MS)),
+    retryMs: (key, scheduledMs) => {
+      const e = endpoints.get(key);
+      return e ? place(e, scheduledMs) : scheduledMs;
     },
     running: (key) => endpoints.get(key)?.running ?? 0,
   };

@@ -75,7 +75,8 @@ export async function webhookDeliveryWorkflow(
       const status = outcome.status === 'pending' ? 'failed' : outcome.status;
       return { status, attempts: outcome.attempts, firstAttemptAt, lastAttemptAt };
     }
-    await sleep(retryInMs);
+    // The attempt may have put the next one later, at its place in the endpoint's queue.
+    await sleep(outcome.nextAttemptInMs ?? retryInMs);
   }
 }
 

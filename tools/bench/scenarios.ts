@@ -307,6 +307,19 @@ export const transferScenarios = (bench: Bench, fractions: readonly number[]) =>
 /** Row (3q)'s backlog of webhook deliveries, to an endpoint that never answers. */
 export const WEBHOOK_BACKLOG = 10_000;
 
+/** Row (3q)'s backlog: BENCH_BACKLOG_DELIVERIES (a smaller run, to try it out), else the most. */
+export function backlogSize(env: NodeJS.ProcessEnv): number {
+  const text = env.BENCH_BACKLOG_DELIVERIES;
+  if (text === undefined) return WEBHOOK_BACKLOG;
+  const n = Number(text.replace(/_/g, ''));
+  if (!Number.isInteger(n) || n < 1 || n > WEBHOOK_BACKLOG) {
+    throw new Error(
+      `BENCH_BACKLOG_DELIVERIES ${text}: a whole number from 1 to ${WEBHOOK_BACKLOG}`,
+    );
+  }
+  return n;
+}
+
 /** Rows (3w) and (3q) compare two p99s within a tenth: they need more samples than (3c) takes. */
 const BACKLOG_OPEN_S = 30;
 
@@ -335,11 +348,12 @@ export async function backlogScenarios(bench: Bench): Promise<Row[]> {
   );
   const endpoint = await silentEndpoint();
   const api = httpClient(bench.engine.apiUrl, bench.fixture.headers);
+  const count = backlogSize(process.env);
   try {
-    await backUpDeliveries({ ...bench, api, url: endpoint.url, count: WEBHOOK_BACKLOG });
+    await backUpDeliveries({ ...bench, api, url: endpoint.url, count });
     const withBacklog = await measure(
       '3q',
-      `API transfer at 50%, ${WEBHOOK_BACKLOG.toLocaleString('en')} webhook deliveries backed up`,
+      `API transfer at 50%, ${count.toLocaleString('en')} webhook deliveries backed up`,
       load,
       remote(bench, sender, { kind: 'open', rate, durationS: BACKLOG_OPEN_S }),
     );
