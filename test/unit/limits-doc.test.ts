@@ -63,8 +63,13 @@ import {
 const ROOT = path.join(__dirname, '..', '..');
 const LIMITS_MD = readFileSync(path.join(ROOT, 'docs', 'limits.md'), 'utf8');
 
-/** The settings' defaults, as an unset environment gets them; each limit read here a number. */
-const env = envSchema.parse({}) as Record<string, number>;
+const defaults: Record<string, unknown> = envSchema.parse({});
+/** A setting's default, as an unset environment gets it: every limit read here is a number. */
+function setting(name: string): number {
+  const value = defaults[name];
+  if (typeof value !== 'number') throw new Error(`${name} has no number for a default`);
+  return value;
+}
 
 const n = (value: number | bigint) => value.toLocaleString('en');
 const plural = (value: number, unit: string) => `${n(value)} ${unit}${value === 1 ? '' : 's'}`;
@@ -89,7 +94,7 @@ const EXPECTED: Record<string, string> = {
   'api/middleware/body.ts MAX_BODY_DEPTH': `${MAX_BODY_DEPTH} levels`,
   'api/pipeline.ts IDEMPOTENCY_KEY_MAX_LENGTH': `${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters`,
   'db/idempotency.ts IDEMPOTENCY_TTL_HOURS': plural(IDEMPOTENCY_TTL_HOURS, 'hour'),
-  'config/index.ts API_REQUEST_TIMEOUT_MS': `${n(env.API_REQUEST_TIMEOUT_MS)} ms`,
+  'config/index.ts API_REQUEST_TIMEOUT_MS': `${n(setting('API_REQUEST_TIMEOUT_MS'))} ms`,
   'api/schemas.ts PER_PAGE.max': `${PER_PAGE.max} (default ${PER_PAGE.default})`,
   'api/schemas.ts PER_PAGE.default': `${PER_PAGE.default}`,
   'db/pages.ts TOTAL_COUNTED_AHEAD': n(TOTAL_COUNTED_AHEAD),
@@ -105,10 +110,14 @@ const EXPECTED: Record<string, string> = {
     ]),
   ),
   'config/index.ts RATE_LIMIT_CARD_AUTHENTICATION_PAGE': perMinute(
-    env.RATE_LIMIT_CARD_AUTHENTICATION_PAGE,
+    setting('RATE_LIMIT_CARD_AUTHENTICATION_PAGE'),
   ),
-  'config/index.ts RATE_LIMIT_DASHBOARD_SIGNED_OUT': perMinute(env.RATE_LIMIT_DASHBOARD_SIGNED_OUT),
-  'config/index.ts RATE_LIMIT_DASHBOARD_ACCOUNT': perMinute(env.RATE_LIMIT_DASHBOARD_ACCOUNT),
+  'config/index.ts RATE_LIMIT_DASHBOARD_SIGNED_OUT': perMinute(
+    setting('RATE_LIMIT_DASHBOARD_SIGNED_OUT'),
+  ),
+  'config/index.ts RATE_LIMIT_DASHBOARD_ACCOUNT': perMinute(
+    setting('RATE_LIMIT_DASHBOARD_ACCOUNT'),
+  ),
   'db/webhook-deliveries.ts REDELIVERIES_PER_DAY': `${REDELIVERIES_PER_DAY} in 24 hours`,
 
   'db/auth-lockout.ts DEFAULT_LOCKOUT.limit': `${DEFAULT_LOCKOUT.limit}`,
@@ -117,18 +126,18 @@ const EXPECTED: Record<string, string> = {
   ),
   'db/auth-lockout.ts DEFAULT_LOCKOUT.lockSeconds': secondsAndMinutes(DEFAULT_LOCKOUT.lockSeconds),
 
-  'config/index.ts MAX_CREDENTIALS_PER_MODE': `${env.MAX_CREDENTIALS_PER_MODE}`,
-  'config/index.ts MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE': `${env.MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE}`,
-  'config/index.ts ONBOARDING_DOCUMENTS_PER_WALLET': `${env.ONBOARDING_DOCUMENTS_PER_WALLET}`,
-  'config/index.ts ONBOARDING_DOCUMENT_BYTES_PER_WALLET': `${env.ONBOARDING_DOCUMENT_BYTES_PER_WALLET} bytes (${mib(env.ONBOARDING_DOCUMENT_BYTES_PER_WALLET)})`,
+  'config/index.ts MAX_CREDENTIALS_PER_MODE': `${setting('MAX_CREDENTIALS_PER_MODE')}`,
+  'config/index.ts MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE': `${setting('MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE')}`,
+  'config/index.ts ONBOARDING_DOCUMENTS_PER_WALLET': `${setting('ONBOARDING_DOCUMENTS_PER_WALLET')}`,
+  'config/index.ts ONBOARDING_DOCUMENT_BYTES_PER_WALLET': `${setting('ONBOARDING_DOCUMENT_BYTES_PER_WALLET')} bytes (${mib(setting('ONBOARDING_DOCUMENT_BYTES_PER_WALLET'))})`,
 
-  'config/index.ts EXPORT_MAX_ROWS': n(env.EXPORT_MAX_ROWS),
-  'config/index.ts EXPORT_MAX_PER_APPLICATION': `${env.EXPORT_MAX_PER_APPLICATION}`,
-  'config/index.ts EXPORT_MAX_PER_PROCESS': `${env.EXPORT_MAX_PER_PROCESS}`,
+  'config/index.ts EXPORT_MAX_ROWS': n(setting('EXPORT_MAX_ROWS')),
+  'config/index.ts EXPORT_MAX_PER_APPLICATION': `${setting('EXPORT_MAX_PER_APPLICATION')}`,
+  'config/index.ts EXPORT_MAX_PER_PROCESS': `${setting('EXPORT_MAX_PER_PROCESS')}`,
   'api/export-slots.ts EXPORT_RETRY_AFTER_SECONDS': plural(EXPORT_RETRY_AFTER_SECONDS, 'second'),
   // The setting holds milliseconds, read from seconds.
   'config/index.ts EXPORT_TIME_LIMIT_SECONDS': plural(
-    env.EXPORT_TIME_LIMIT_SECONDS / 1000,
+    setting('EXPORT_TIME_LIMIT_SECONDS') / 1000,
     'second',
   ),
   'api/routes/statements.ts MAX_CSV_ENTRIES': n(MAX_CSV_ENTRIES),
@@ -141,7 +150,7 @@ const EXPECTED: Record<string, string> = {
     'character',
   ),
   'api/routes/batches.ts BATCH_MAX_BODY_BYTES': mib(BATCH_MAX_BODY_BYTES),
-  'config/index.ts BATCH_ITEMS_IN_FLIGHT': `${env.BATCH_ITEMS_IN_FLIGHT}`,
+  'config/index.ts BATCH_ITEMS_IN_FLIGHT': `${setting('BATCH_ITEMS_IN_FLIGHT')}`,
 
   'api/routes/reconciliation.ts MAX_BULK_RESOLVE': n(MAX_BULK_RESOLVE),
   'api/routes/reconciliation.ts MAX_RUN_WINDOW_DAYS': plural(MAX_RUN_WINDOW_DAYS, 'day'),
@@ -159,8 +168,8 @@ const EXPECTED: Record<string, string> = {
     WEBHOOK_MAX_RETRY_INTERVAL_MS,
   ),
   'db/webhook-subscriptions.ts FAILING_FOR_MS': hours(FAILING_FOR_MS),
-  'config/index.ts WEBHOOK_ATTEMPTS_PER_WORKER': `${env.WEBHOOK_ATTEMPTS_PER_WORKER}`,
-  'config/index.ts WEBHOOK_ATTEMPTS_PER_ENDPOINT': `${env.WEBHOOK_ATTEMPTS_PER_ENDPOINT}`,
+  'config/index.ts WEBHOOK_ATTEMPTS_PER_WORKER': `${setting('WEBHOOK_ATTEMPTS_PER_WORKER')}`,
+  'config/index.ts WEBHOOK_ATTEMPTS_PER_ENDPOINT': `${setting('WEBHOOK_ATTEMPTS_PER_ENDPOINT')}`,
   'api/routes/events.ts REDELIVERY_WINDOW_MS': days(REDELIVERY_WINDOW_MS),
   'db/webhook-deliveries.ts HISTORY_ATTEMPTS': `${HISTORY_ATTEMPTS}`,
   'db/webhook-deliveries.ts EVENT_DELIVERIES': `${EVENT_DELIVERIES}`,
@@ -170,8 +179,8 @@ const EXPECTED: Record<string, string> = {
     MONIME_SIGNATURE_TOLERANCE_SECONDS,
     'second',
   ),
-  'config/index.ts NOTIFICATION_RETRY_HOURS': plural(env.NOTIFICATION_RETRY_HOURS, 'hour'),
-  'config/index.ts NOTIFICATION_KEEP_DAYS': plural(env.NOTIFICATION_KEEP_DAYS, 'day'),
+  'config/index.ts NOTIFICATION_RETRY_HOURS': plural(setting('NOTIFICATION_RETRY_HOURS'), 'hour'),
+  'config/index.ts NOTIFICATION_KEEP_DAYS': plural(setting('NOTIFICATION_KEEP_DAYS'), 'day'),
 
   'api/routes/onboarding.ts MAX_DOCUMENT_BYTES': mib(MAX_DOCUMENT_BYTES),
 
@@ -186,9 +195,9 @@ const EXPECTED: Record<string, string> = {
   'workflows/clock-shared.ts ADVANCE_SECONDS.min': plural(ADVANCE_SECONDS.min, 'second'),
   'workflows/clock-shared.ts ADVANCE_SECONDS.max': plural(ADVANCE_SECONDS.max, 'second'),
 
-  'config/index.ts SANDBOX_PAYMENT_CODE_TTL_SECONDS': `${env.SANDBOX_PAYMENT_CODE_TTL_SECONDS} seconds`,
-  'config/index.ts CARD_PAYMENT_PENDING_TTL_SECONDS': `${env.CARD_PAYMENT_PENDING_TTL_SECONDS} seconds`,
-  'config/index.ts MONEY_OUT_PENDING_TTL_SECONDS': `${env.MONEY_OUT_PENDING_TTL_SECONDS} seconds`,
+  'config/index.ts SANDBOX_PAYMENT_CODE_TTL_SECONDS': `${setting('SANDBOX_PAYMENT_CODE_TTL_SECONDS')} seconds`,
+  'config/index.ts CARD_PAYMENT_PENDING_TTL_SECONDS': `${setting('CARD_PAYMENT_PENDING_TTL_SECONDS')} seconds`,
+  'config/index.ts MONEY_OUT_PENDING_TTL_SECONDS': `${setting('MONEY_OUT_PENDING_TTL_SECONDS')} seconds`,
 
   'db/dashboard-accounts.ts SESSION_HOURS': plural(SESSION_HOURS, 'hour'),
   'db/dashboard-accounts.ts SECOND_STEP_MINUTES': plural(SECOND_STEP_MINUTES, 'minute'),
