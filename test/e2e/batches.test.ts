@@ -251,7 +251,13 @@ describe('bulk payments', () => {
         { from_wallet_id: a.walletId, to_wallet_id: b.walletId, amount: 10 },
         // Only the money the item before it brought makes this one possible.
         { from_wallet_id: b.walletId, to_wallet_id: c.walletId, amount: 4 },
-        { from_wallet_id: a.walletId, to_wallet_id: c.walletId, amount: 0.5 },
+        {
+          from_wallet_id: a.walletId,
+          to_wallet_id: c.walletId,
+          amount: 0.5,
+          description: 'rent',
+          metadata: { line: '3' },
+        },
       ],
     });
     expect(started.status).toBe(202);
@@ -276,6 +282,38 @@ describe('bulk payments', () => {
         'transfer.completed',
       ]);
     }
+    // Each item's record and event are those the single transfer writes, but for the ids, the
+    // writing workflow and the time, which is the database's.
+    const single = await api.post('/api/v1/transactions/wallet/transfer', {
+      from_wallet_id: a.walletId,
+      to_wallet_id: c.walletId,
+      amount: 0.5,
+      description: 'rent',
+      metadata: { line: '3' },
+    });
+    expect(single.status).toBe(200);
+    const rowOf = (txId: string) =>
+      engine.pool.one(sql.type(z.record(z.string(), z.unknown()))`
+        SELECT to_jsonb(t) - 'id' - 'workflow_id' - 'created_at' - 'updated_at' AS row,
+          t.created_at = t.updated_at AND t.created_at = (
+            SELECT created_at FROM events e WHERE e.transaction_id = t.id) AS same_time
+        FROM transactions t WHERE t.id = ${txId}`);
+    const [batched, alone] = [await rowOf(items[2].transaction_id), await rowOf(single.body.id)];
+    expect(batched).toEqual(alone);
+    expect(batched.same_time).toBe(true);
+    const eventOf = async (txId: string) => (await eventsOf(engine.pool, txId))[0]!.data;
+    const [batchedEvent, aloneEvent] = [
+      await eventOf(items[2].transaction_id),
+      await eventOf(single.body.id),
+    ];
+    const without = ({ id: _, created_at: __, updated_at: ___, ...rest }: any) => rest;
+    expect(without(batchedEvent)).toEqual(without(aloneEvent));
+    const read = await api.get(`/api/v1/transactions/${items[2].transaction_id}`);
+    expect([batchedEvent.created_at, batchedEvent.updated_at]).toEqual([
+      read.body.created_at,
+      read.body.updated_at,
+    ]);
+    expect(batchedEvent.id).toBe(items[2].transaction_id);
     expect(await batchEvents(id)).toHaveLength(1);
     // The audit log has the batch, made by the application's credential, in its transaction.
     const audit = await engine.pool.any(
