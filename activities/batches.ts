@@ -1,6 +1,7 @@
 import type { Config } from '../config';
 import {
   allBatchItems,
+  batchPacedBy,
   cancelPendingItems,
   endBatch as endBatchRow,
   getBatch,
@@ -168,22 +169,24 @@ export function createBatchActivities(deps: { pool: DatabasePool; config: Config
   }
 
   /**
-   * Counts up to `want` items in their kind's rate-limit category, under the batch credential's
-   * limits: answers how many may start now, and when to ask again for the rest.
+   * Counts up to `want` items in their kind's rate-limit category, under the limits of whoever
+   * sent the batch (its credential, or its dashboard session's subject): answers how many may
+   * start now, and when to ask again for the rest.
    */
   async function takeBatchItemSlots(input: {
     batchId: string;
     want: number;
   }): Promise<{ taken: number; retryAfterMs: number }> {
     const batch = await getBatch(pool, input.batchId);
+    const pacedBy = batchPacedBy(batch);
     // The credential is gone (deleted with its application's keys): nothing left to count against.
-    if (batch.credential_id === null) return { taken: input.want, retryAfterMs: 0 };
+    if (pacedBy === null) return { taken: input.want, retryAfterMs: 0 };
     const application = await findApplication(pool, batch.application_id);
     const category = BATCH_ITEM_CATEGORY[batch.kind];
     const limit = categoryLimit(application?.rate_limits ?? {}, category);
     const { taken, retryAfterSeconds } = await takeRateLimit(
       pool,
-      batch.credential_id,
+      pacedBy,
       category,
       input.want,
       limit,

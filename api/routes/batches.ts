@@ -307,8 +307,11 @@ export function batchRoutes(deps: ApiDeps): Route[] {
           const made = {
             id,
             ...owner,
-            // A dashboard session is no credential: its batch counts against none (unpaced).
-            credentialId: uuidPattern.test(caller.credentialId) ? caller.credentialId : null,
+            // Its items count where its request did: the credential's, or the session's subject.
+            pacedBy:
+              caller.rateLimitSubject === undefined
+                ? { credentialId: caller.credentialId }
+                : { subject: caller.rateLimitSubject },
             kind: body.kind,
             atomic: body.atomic === true,
             metadata: body.metadata ?? {},

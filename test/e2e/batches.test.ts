@@ -9,6 +9,7 @@ import {
   type ApiClient,
 } from '../support/http';
 import { useWalletClient } from '../support/client';
+import { dashboardAccount, signIn } from '../support/dashboard';
 import { useTestApp, useTestEngine } from '../support/hooks';
 import { payableWallet, sandboxCardPayouts, sandboxMobileMoneyPayouts } from '../support/payouts';
 import { awaitRoomInWindow } from '../support/rate-limit';
@@ -510,6 +511,58 @@ describe('bulk payments', () => {
     ]);
     expect(await balanceOf(engine.pool, b.walletId)).toBe(200n);
     expectError(await client.post(`${BATCHES}/${id}/cancel`), 400);
+  });
+
+  it('paces a batch sent from the dashboard under the session’s subject', async () => {
+    const email = await dashboardAccount(engine.pool, paced.app.id, 'owner');
+    const owner = await signIn(engine.url, email);
+    const a = await createFundedWallet(paced.api, engine.pool, 10_000n);
+    const b = await createFundedWallet(paced.api, engine.pool, 0n);
+    await awaitRoomInWindow(engine.pool, 30);
+    const started = await clientFor(engine.url, null).post(
+      '/dashboard/api/test/v1/batches',
+      {
+        kind: 'transfer',
+        items: Array.from({ length: 5 }, () => ({
+          from_wallet_id: a.walletId,
+          to_wallet_id: b.walletId,
+          amount: 1,
+        })),
+      },
+      { ...owner.headers, 'Idempotency-Key': newKey() },
+    );
+    expect(started.status).toBe(202);
+    const id = started.body.id as string;
+    // No credential sent it: its items count where the dashboard's requests of the application
+    // and mode count, two transfers a minute.
+    const subject = `session:${paced.app.id}:test`;
+    const stored = await engine.pool.one(
+      sql.type(
+        z.object({
+          credential_id: z.string().nullable(),
+          rate_limit_subject: z.string().nullable(),
+        }),
+      )`SELECT credential_id, rate_limit_subject FROM batches WHERE id = ${id}`,
+    );
+    expect(stored).toEqual({ credential_id: null, rate_limit_subject: subject });
+    const counted = await pollUntil(
+      () => paced.api.get(`${BATCHES}/${id}`),
+      (reply) => reply.body.succeeded === 2,
+      { timeoutMs: 10_000 },
+    );
+    expect(counted.body).toMatchObject({ status: 'processing', succeeded: 2, failed: 0 });
+    const used = await engine.pool.oneFirst(sql.type(z.object({ count: z.number() }))`
+      SELECT count FROM throttle_counters
+      WHERE subject = ${subject} AND category = 'transfers'
+        AND window_start = date_trunc('minute', now())`);
+    expect(used).toBe(2);
+    expect(await balanceOf(engine.pool, b.walletId)).toBe(200n);
+
+    const canceled = await owner.request('POST', `/dashboard/api/test/v1/batches/${id}/cancel`);
+    expect(canceled.status).toBe(200);
+    expect(canceled.body).toMatchObject({ id, succeeded: 2, canceled: 3 });
+    const done = await ended(paced.api, id);
+    expect(done.body).toMatchObject({ status: 'canceled', succeeded: 2, canceled: 3 });
   });
 
   it('counts batch requests in the batches category (10 a minute)', async () => {
