@@ -268,9 +268,13 @@ export async function recordBatchItemResults(
   );
 }
 
-/** Marks the batch asked to cancel (its workflow cancels what it has not started). */
-export async function requestBatchCancel(db: CommonQueryMethods, batchId: string): Promise<void> {
-  await db.query(sql.unsafe`UPDATE batches SET cancel_requested = true WHERE id = ${batchId}`);
+/** Marks the batch asked to cancel (its workflow cancels what it has not started); answers it. */
+export async function requestBatchCancel(
+  db: CommonQueryMethods,
+  batchId: string,
+): Promise<BatchRow> {
+  return db.one(sql.type(batchRow)`
+    UPDATE batches SET cancel_requested = true WHERE id = ${batchId} RETURNING ${columns}`);
 }
 
 /** Cancels the items still pending from index `from` on, and counts them; answers how many. */

@@ -67,6 +67,18 @@ const batchRows = () =>
   engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
     SELECT (SELECT count(*) FROM batches WHERE application_id = ${app.id})::int AS n`);
 
+/** A batch's audit log entries, oldest first. */
+const auditOf = (batchId: string) =>
+  engine.pool.any(
+    sql.type(z.object({ actor_type: z.string(), action: z.string(), details: z.unknown() }))`
+      SELECT actor_type, action, details FROM audit_log WHERE target_id = ${batchId}
+      ORDER BY at, action DESC`,
+  );
+
+const requestedCancel = (batchId: string) =>
+  engine.pool.oneFirst(sql.type(z.object({ cancel_requested: z.boolean() }))`
+    SELECT cancel_requested FROM batches WHERE id = ${batchId}`);
+
 const batchEvents = (batchId: string) =>
   engine.pool.any(sql.type(z.object({ type: z.string(), data: z.any() }))`
     SELECT type, data FROM events WHERE type = 'batch.completed' AND data->>'id' = ${batchId}`);
@@ -511,9 +523,15 @@ describe('bulk payments', () => {
     ]);
     expect(await balanceOf(engine.pool, b.walletId)).toBe(200n);
     expectError(await client.post(`${BATCHES}/${id}/cancel`), 400);
+    // The cancel is in the audit log, by the application's credential; the refused one is not.
+    expect(await auditOf(id)).toEqual([
+      { actor_type: 'application', action: 'batch.created', details: expect.anything() },
+      { actor_type: 'application', action: 'batch.canceled', details: { canceled: 4 } },
+    ]);
+    expect(await requestedCancel(id)).toBe(true);
   });
 
-  it('paces a batch sent from the dashboard under the session’s subject', async () => {
+  it('paces a batch sent from the dashboard under the session’s subject, and audits its cancel', async () => {
     const email = await dashboardAccount(engine.pool, paced.app.id, 'owner');
     const owner = await signIn(engine.url, email);
     const a = await createFundedWallet(paced.api, engine.pool, 10_000n);
@@ -561,6 +579,10 @@ describe('bulk payments', () => {
     const canceled = await owner.request('POST', `/dashboard/api/test/v1/batches/${id}/cancel`);
     expect(canceled.status).toBe(200);
     expect(canceled.body).toMatchObject({ id, succeeded: 2, canceled: 3 });
+    expect(await auditOf(id)).toEqual([
+      { actor_type: 'dashboard_account', action: 'batch.created', details: expect.anything() },
+      { actor_type: 'dashboard_account', action: 'batch.canceled', details: { canceled: 3 } },
+    ]);
     const done = await ended(paced.api, id);
     expect(done.body).toMatchObject({ status: 'canceled', succeeded: 2, canceled: 3 });
   });
