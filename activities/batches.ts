@@ -1,6 +1,7 @@
 import type { Config } from '../config';
 import {
   allBatchItems,
+  batchPacedBy,
   cancelPendingItems,
   endBatch as endBatchRow,
   getBatch,
@@ -14,12 +15,12 @@ import { postLedgerTransaction } from '../db/ledger';
 import { PAYOUTS_NOT_ENABLED, canReceivePayouts, findPayoutAccount } from '../db/payout-accounts';
 import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import { takeRateLimit } from '../db/rate-limit';
-import { insertEvent, insertTransaction } from '../db/transactions';
+import { eventsInsertPart, transactionsInsertPart, writtenTransaction } from '../db/transactions';
 import { lockTransferWallets } from '../db/transfers';
 import { walletStates } from '../db/wallets';
 import { findApplication } from '../db/applications';
-import { BATCH_ITEM_CATEGORY, BATCH_ITEM_TYPE } from '../domain/batches';
-import { transferPostings, type Posting } from '../domain/ledger';
+import { BATCH_ITEM_CATEGORY } from '../domain/batches';
+import type { Currency } from '../domain/money';
 import {
   decide,
   decideOverWallets,
@@ -37,7 +38,7 @@ import {
   type TransferFields,
 } from '../workflows/payment-inputs';
 import type { Declined } from '../workflows/shared';
-import { transactionEventData } from './events';
+import { transferStep } from './transfer';
 
 /** The detail of an atomic batch's item that passed its checks, not made for another's decline. */
 export const NOT_MADE_IN_ATOMIC_BATCH =
@@ -168,22 +169,24 @@ export function createBatchActivities(deps: { pool: DatabasePool; config: Config
   }
 
   /**
-   * Counts up to `want` items in their kind's rate-limit category, under the batch credential's
-   * limits: answers how many may start now, and when to ask again for the rest.
+   * Counts up to `want` items in their kind's rate-limit category, under the limits of whoever
+   * sent the batch (its credential, or its dashboard session's subject): answers how many may
+   * start now, and when to ask again for the rest.
    */
   async function takeBatchItemSlots(input: {
     batchId: string;
     want: number;
   }): Promise<{ taken: number; retryAfterMs: number }> {
     const batch = await getBatch(pool, input.batchId);
+    const pacedBy = batchPacedBy(batch);
     // The credential is gone (deleted with its application's keys): nothing left to count against.
-    if (batch.credential_id === null) return { taken: input.want, retryAfterMs: 0 };
+    if (pacedBy === null) return { taken: input.want, retryAfterMs: 0 };
     const application = await findApplication(pool, batch.application_id);
     const category = BATCH_ITEM_CATEGORY[batch.kind];
     const limit = categoryLimit(application?.rate_limits ?? {}, category);
     const { taken, retryAfterSeconds } = await takeRateLimit(
       pool,
-      batch.credential_id,
+      pacedBy,
       category,
       input.want,
       limit,
@@ -219,7 +222,7 @@ export function createBatchActivities(deps: { pool: DatabasePool; config: Config
       const batch = await lockBatch(trx, input.batchId);
       if (batch.status !== 'processing') return { status: batch.status };
       const items = await allBatchItems(trx, batch.id);
-      const outcomes = await decideAtomically(trx, batch, items);
+      const { outcomes, at } = await decideAtomically(trx, batch, items);
       const anyDeclined = outcomes.some((o) => o.declined !== null);
       if (anyDeclined) {
         await recordBatchItemResults(
@@ -233,7 +236,8 @@ export function createBatchActivities(deps: { pool: DatabasePool; config: Config
           })),
         );
       } else {
-        await writeAtomicTransfers(trx, batch, items, outcomes);
+        // No item declined: each found both its wallets, so they were locked and `at` read.
+        await writeAtomicTransfers(trx, batch, items, outcomes, at!);
       }
       const ended = await endBatchRow(trx, batch.id);
       if (ended.status === 'processing') throw new Error(`batch ${batch.id} did not end`);
@@ -253,12 +257,15 @@ export function createBatchActivities(deps: { pool: DatabasePool; config: Config
 
 type AtomicOutcome = { index: number; declined: Declined | null; currency: string | null };
 
-/** Each item's decline, in order, the balances moved by the items before it that passed. */
+/**
+ * Each item's decline, in order, the balances moved by the items before it that passed; and the
+ * database transaction's `now()`, which the payment rows are written with.
+ */
 async function decideAtomically(
   trx: DatabaseTransactionConnection,
   batch: BatchRow,
   items: readonly PendingBatchItem[],
-): Promise<AtomicOutcome[]> {
+): Promise<{ outcomes: AtomicOutcome[]; at: string | null }> {
   const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
   const ids = [
     ...new Set(
@@ -268,9 +275,10 @@ async function decideAtomically(
       }),
     ),
   ].filter((id) => uuid.test(id));
+  // Every wallet of the batch in one statement, locked in the order single transfers lock in.
   const rows = await lockTransferWallets(trx, items[0]!.transaction_id, ids);
   const wallets = new Map(rows.map((r) => [r.id, { ...r }]));
-  return items.map((item) => {
+  const outcomes = items.map((item) => {
     const f = item.body as TransferFields;
     const amount = BigInt(f.amount);
     const from = wallets.get(f.fromWalletId) ?? null;
@@ -293,52 +301,54 @@ async function decideAtomically(
     }
     return { index: item.item_index, declined, currency: from?.currency ?? null };
   });
+  return { outcomes, at: rows[0]?.at ?? null };
 }
 
-/** Every item's payment row and `transfer.completed`, and one ledger transaction for them all. */
+/**
+ * Every item's payment row and `transfer.completed`, each as a single transfer writes it
+ * (activities/transfer.ts `transferStep`), and one ledger transaction for them all: one
+ * statement, however many items.
+ */
 async function writeAtomicTransfers(
   trx: DatabaseTransactionConnection,
   batch: BatchRow,
   items: readonly PendingBatchItem[],
   outcomes: readonly AtomicOutcome[],
+  at: string,
 ): Promise<void> {
-  const postings: Posting[] = [];
-  for (const [i, item] of items.entries()) {
-    const f = item.body as TransferFields;
-    const currency = outcomes[i]!.currency as 'USD' | 'SLE';
-    const amount = BigInt(f.amount);
-    const row = await insertTransaction(trx, {
-      id: item.transaction_id,
-      applicationId: batch.application_id,
-      mode: batch.mode,
-      type: BATCH_ITEM_TYPE.transfer,
-      status: 'completed',
-      currency,
-      amount,
-      walletId: f.fromWalletId,
-      recipientWalletId: f.toWalletId,
-      description: f.description,
-      merchantMetadata: f.metadata,
-      workflowId: workflowIds.batch(batch.id),
-    });
-    await insertEvent(trx, {
-      applicationId: batch.application_id,
-      mode: batch.mode,
-      type: 'transfer.completed',
-      transactionId: row.id,
-      data: transactionEventData(row),
-    });
-    postings.push(...transferPostings(f.fromWalletId, f.toWalletId, currency, amount));
-  }
-  await postLedgerTransaction(trx, {
-    applicationId: batch.application_id,
-    mode: batch.mode,
-    transactionId: null,
-    kind: 'transfer',
-    description: `Atomic batch ${batch.id}`,
-    metadata: { batch_id: batch.id },
-    postings,
+  const owner = ownerOf(batch);
+  const steps = items.map((item, i) => {
+    const step = transferStep(
+      transferInput(owner, item.transaction_id, item.body as TransferFields),
+      outcomes[i]!.currency as Currency,
+      at,
+    );
+    // The batch's workflow writes it: no transfer workflow of its own ever runs.
+    return {
+      ...step,
+      transaction: { ...step.transaction, workflowId: workflowIds.batch(batch.id) },
+    };
   });
+  const events = steps.map(({ transaction, event }) => ({
+    applicationId: transaction.applicationId,
+    mode: transaction.mode,
+    type: event.type,
+    transactionId: transaction.id,
+    data: event.data(writtenTransaction(transaction, at)),
+  }));
+  await postLedgerTransaction(
+    trx,
+    {
+      applicationId: batch.application_id,
+      mode: batch.mode,
+      transactionId: null,
+      kind: 'transfer',
+      description: `Atomic batch ${batch.id}`,
+      metadata: { batch_id: batch.id },
+      postings: steps.flatMap((step) => step.ledger.postings),
+    },
+    [transactionsInsertPart(steps.map((step) => step.transaction)), eventsInsertPart(events)],
+  );
   await recordBatchItemResults(
     trx,
     batch.id,

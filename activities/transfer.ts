@@ -12,6 +12,36 @@ import { refuseUnlessAll } from './money-rules';
 import { transferRules } from '../domain/money-rules';
 
 /**
+ * A transfer's money step (db/money-steps.ts): its payment row, ledger postings, event and answer,
+ * in a database transaction whose `now()` is `at`. An atomic batch's items are these too.
+ */
+export function transferStep(input: TransferInput, currency: Currency, at: string) {
+  const amount = BigInt(input.amount);
+  return {
+    transaction: {
+      id: input.transactionId,
+      applicationId: input.applicationId,
+      mode: input.mode,
+      type: 'transfer' as const,
+      status: 'completed' as const,
+      currency,
+      amount,
+      walletId: input.fromWalletId,
+      recipientWalletId: input.toWalletId,
+      description: input.description,
+      merchantMetadata: input.metadata,
+      workflowId: workflowIds.transfer(input.transactionId),
+    },
+    ledger: {
+      postings: transferPostings(input.fromWalletId, input.toWalletId, currency, amount),
+    },
+    event: { type: 'transfer.completed', data: transactionEventData },
+    ...recordAnswer(input, input.answer),
+    at,
+  };
+}
+
+/**
  * Moves money between two wallets in one database transaction, locking both accounts in the fixed
  * order so that concurrent transfers cannot deadlock; running it again for the same transaction id
  * changes nothing. See docs/architecture.md, The transfer path.
@@ -22,32 +52,6 @@ export function createTransferActivities(deps: {
   walletCurrencies?: WalletCurrencyMemory;
 }) {
   const currencies = deps.walletCurrencies ?? new Map<string, Currency>();
-
-  function newTransfer(input: TransferInput, currency: Currency, at: string) {
-    const amount = BigInt(input.amount);
-    return {
-      transaction: {
-        id: input.transactionId,
-        applicationId: input.applicationId,
-        mode: input.mode,
-        type: 'transfer' as const,
-        status: 'completed' as const,
-        currency,
-        amount,
-        walletId: input.fromWalletId,
-        recipientWalletId: input.toWalletId,
-        description: input.description,
-        merchantMetadata: input.metadata,
-        workflowId: workflowIds.transfer(input.transactionId),
-      },
-      ledger: {
-        postings: transferPostings(input.fromWalletId, input.toWalletId, currency, amount),
-      },
-      event: { type: 'transfer.completed', data: transactionEventData },
-      ...recordAnswer(input, input.answer),
-      at,
-    };
-  }
 
   const written = (input: TransferInput, row: TransactionRow) => ({
     transactionId: input.transactionId,
@@ -63,7 +67,7 @@ export function createTransferActivities(deps: {
   async function atOnce(input: TransferInput) {
     const currency = currencies.get(input.fromWalletId);
     if (currency === undefined || currencies.get(input.toWalletId) !== currency) return null;
-    const step = newTransfer(input, currency, new Date().toISOString());
+    const step = transferStep(input, currency, new Date().toISOString());
     return recordMoneyStepAtOnce(
       deps.pool,
       step,
@@ -90,7 +94,7 @@ export function createTransferActivities(deps: {
         subjects: { from, to: found(input.toWalletId) },
         params: { ...input, amount },
       });
-      const row = await recordMoneyStep(trx, newTransfer(input, from!.currency, from!.at));
+      const row = await recordMoneyStep(trx, transferStep(input, from!.currency, from!.at));
       return written(input, row);
     });
   }

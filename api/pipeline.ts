@@ -96,7 +96,8 @@ async function countSessionRequest(
 ): Promise<void> {
   const application = await findApplication(pool, caller.applicationId);
   const limit = categoryLimit(application?.rate_limits ?? {}, category);
-  const subject = `session:${caller.applicationId}:${caller.mode}`;
+  const subject = caller.rateLimitSubject;
+  if (subject === undefined) throw new Error('a session caller without its rate-limit subject');
   refuseOverLimit(await hitKeyedRateLimit(pool, 'subject', subject, category), limit, category);
 }
 

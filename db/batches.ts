@@ -12,12 +12,14 @@ import {
 import type { Mode } from '../domain/types';
 import { pageTotal } from './pages';
 import { prepare } from './pool';
+import type { RateLimitKey } from './rate-limit';
 
 const batchRow = z.object({
   id: z.string(),
   application_id: z.string(),
   mode: z.enum(['test', 'live']),
   credential_id: z.string().nullable(),
+  rate_limit_subject: z.string().nullable(),
   kind: z.enum(BATCH_KINDS),
   atomic: z.boolean(),
   status: z.enum(BATCH_STATUSES),
@@ -32,8 +34,8 @@ const batchRow = z.object({
 });
 export type BatchRow = z.infer<typeof batchRow>;
 
-const columns = sql.fragment`id, application_id, mode, credential_id, kind, atomic, status, total,
-  succeeded, failed, canceled, metadata, cancel_requested, created_at, completed_at`;
+const columns = sql.fragment`id, application_id, mode, credential_id, rate_limit_subject, kind, atomic,
+  status, total, succeeded, failed, canceled, metadata, cancel_requested, created_at, completed_at`;
 
 /** A Batch as the API answers it and `batch.completed` carries it (docs/api.md, Bulk payments). */
 export function batchAnswer(b: BatchRow) {
@@ -56,7 +58,11 @@ export type NewBatch = {
   id: string;
   applicationId: string;
   mode: Mode;
-  credentialId: string | null;
+  /**
+   * Whose rate limits its items count against as they start: the credential that sent it, or
+   * the subject of the dashboard session that did (db/rate-limit.ts `RateLimitKey`).
+   */
+  pacedBy: RateLimitKey;
   kind: BatchKind;
   atomic: boolean;
   metadata: Record<string, string>;
@@ -77,10 +83,12 @@ export async function insertBatch(
 ): Promise<BatchRow> {
   return db.transaction(async (trx) => {
     const row = await trx.maybeOne(sql.type(batchRow)`
-      INSERT INTO batches (id, application_id, mode, credential_id, kind, atomic, total, metadata,
-        idempotency_key)
-      VALUES (${batch.id}, ${batch.applicationId}, ${batch.mode}, ${batch.credentialId},
-        ${batch.kind}, ${batch.atomic}, ${items.length}, ${sql.jsonb(batch.metadata)},
+      INSERT INTO batches (id, application_id, mode, credential_id, rate_limit_subject, kind,
+        atomic, total, metadata, idempotency_key)
+      VALUES (${batch.id}, ${batch.applicationId}, ${batch.mode},
+        ${'credentialId' in batch.pacedBy ? batch.pacedBy.credentialId : null},
+        ${'subject' in batch.pacedBy ? batch.pacedBy.subject : null}, ${batch.kind},
+        ${batch.atomic}, ${items.length}, ${sql.jsonb(batch.metadata)},
         ${batch.idempotencyKey})
       ON CONFLICT (id) DO NOTHING
       RETURNING ${columns}`);
@@ -104,6 +112,13 @@ export async function insertBatch(
       ) WITH ORDINALITY AS i (reference, transaction_id, body, n)`);
     return row;
   });
+}
+
+/** Whose rate limits a batch's items count against; null once its credential is gone. */
+export function batchPacedBy(b: BatchRow): RateLimitKey | null {
+  if (b.credential_id !== null) return { credentialId: b.credential_id };
+  if (b.rate_limit_subject !== null) return { subject: b.rate_limit_subject };
+  return null;
 }
 
 /** A batch by its id alone (its workflow's activities); throws when there is none. */
@@ -253,9 +268,13 @@ export async function recordBatchItemResults(
   );
 }
 
-/** Marks the batch asked to cancel (its workflow cancels what it has not started). */
-export async function requestBatchCancel(db: CommonQueryMethods, batchId: string): Promise<void> {
-  await db.query(sql.unsafe`UPDATE batches SET cancel_requested = true WHERE id = ${batchId}`);
+/** Marks the batch asked to cancel (its workflow cancels what it has not started); answers it. */
+export async function requestBatchCancel(
+  db: CommonQueryMethods,
+  batchId: string,
+): Promise<BatchRow> {
+  return db.one(sql.type(batchRow)`
+    UPDATE batches SET cancel_requested = true WHERE id = ${batchId} RETURNING ${columns}`);
 }
 
 /** Cancels the items still pending from index `from` on, and counts them; answers how many. */

@@ -67,6 +67,13 @@ export function countStatement(
     ${counted('credential_id')}`;
 }
 
+/**
+ * The subject a dashboard session's requests are counted under (`hitKeyedRateLimit`): the
+ * application and mode, as one caller, whichever account sends them.
+ */
+export const sessionSubject = (owner: { applicationId: string; mode: string }): string =>
+  `session:${owner.applicationId}:${owner.mode}`;
+
 /** The tables of the callers that are not credentials, by the column that names the caller. */
 const KEYED_COUNTERS = {
   admin_id: 'admin_rate_limit_counters',
@@ -89,33 +96,41 @@ export async function hitKeyedRateLimit(
     ${counted(key)}`);
 }
 
+/** Whose counters `takeRateLimit` counts in: a credential's, or a subject's (a session's). */
+export type RateLimitKey = { credentialId: string } | { subject: string };
+
 /**
- * Counts up to `want` requests of a credential's category at once, within its `limit` a minute
- * (the window `hitRateLimit` counts in): answers how many it counted, and the seconds left in the
- * window, when the caller may try again for the rest. A bulk payment paces its items by it.
+ * Counts up to `want` of a caller's category at once, within its `limit` a minute: how many it
+ * counted, and the seconds left in the window. A bulk payment paces its items by it.
  */
 export async function takeRateLimit(
   db: CommonQueryMethods,
-  credentialId: string,
+  key: RateLimitKey,
   category: string,
   want: number,
   limit: number,
 ): Promise<{ taken: number; retryAfterSeconds: number }> {
+  const [table, column, value] =
+    'credentialId' in key
+      ? (['rate_limit_counters', 'credential_id', key.credentialId] as const)
+      : ([KEYED_COUNTERS.subject, 'subject', key.subject] as const);
+  const counters = sql.identifier([table]);
+  const keyColumn = sql.identifier([column]);
   return db.transaction(async (trx) => {
     await trx.query(sql.unsafe`
-      INSERT INTO rate_limit_counters (credential_id, category, window_start, count)
-      VALUES (${credentialId}, ${category}, ${window}, 0)
-      ON CONFLICT (credential_id, category, window_start) DO NOTHING`);
+      INSERT INTO ${counters} (${keyColumn}, category, window_start, count)
+      VALUES (${value}, ${category}, ${window}, 0)
+      ON CONFLICT (${keyColumn}, category, window_start) DO NOTHING`);
     return trx.one(sql.type(z.object({ taken: z.number(), retryAfterSeconds: z.number() }))`
-      UPDATE rate_limit_counters c SET count = c.count + g.taken
+      UPDATE ${counters} c SET count = c.count + g.taken
       FROM (
         SELECT greatest(0, least(${want}::int, ${limit}::int - count)) AS taken
-        FROM rate_limit_counters
-        WHERE credential_id = ${credentialId} AND category = ${category}
+        FROM ${counters}
+        WHERE ${keyColumn} = ${value} AND category = ${category}
           AND window_start = ${window}
         FOR UPDATE
       ) g
-      WHERE c.credential_id = ${credentialId} AND c.category = ${category}
+      WHERE c.${keyColumn} = ${value} AND c.category = ${category}
         AND c.window_start = ${window}
       RETURNING g.taken, ${retryAfter}`);
   });

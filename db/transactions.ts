@@ -193,24 +193,91 @@ export function writtenTransaction(t: NewTransaction, at: string): TransactionRo
   };
 }
 
+/** A column of an insert: its name, its type (as a row read from JSON is cast) and its value. */
+type WrittenColumn = readonly [
+  name: string,
+  type: 'uuid' | 'text' | 'int8' | 'jsonb' | 'timestamptz',
+  value: unknown,
+];
+
+/** The columns a new payment row is written with (the rest take their defaults), in order. */
+function writtenColumns(t: NewTransaction): readonly WrittenColumn[] {
+  return [
+    ['id', 'uuid', t.id],
+    ['application_id', 'uuid', t.applicationId],
+    ['mode', 'text', t.mode],
+    ['transaction_type', 'text', t.type],
+    ['status', 'text', t.status],
+    ['currency', 'text', t.currency],
+    ['amount', 'int8', t.amount.toString()],
+    ['wallet_id', 'uuid', t.walletId ?? null],
+    ['recipient_wallet_id', 'uuid', t.recipientWalletId ?? null],
+    ['escrow_wallet_id', 'uuid', t.escrowWalletId ?? null],
+    ['application_wallet_id', 'uuid', t.applicationWalletId ?? null],
+    ['escrow_amount', 'int8', (t.escrowAmount ?? 0n).toString()],
+    ['application_fee', 'int8', t.applicationFee?.toString() ?? null],
+    ['description', 'text', t.description ?? ''],
+    ['provider_reference', 'text', t.providerReference ?? null],
+    ['workflow_id', 'text', t.workflowId ?? null],
+    ['parent_id', 'uuid', t.parentId ?? null],
+    ['metadata', 'jsonb', JSON.parse(JSON.stringify(t.metadata ?? {}))],
+    ['merchant_metadata', 'jsonb', { ...t.merchantMetadata }],
+    ...(t.createdAt === undefined
+      ? []
+      : ([
+          ['created_at', 'timestamptz', t.createdAt],
+          ['updated_at', 'timestamptz', t.createdAt],
+        ] as const)),
+  ];
+}
+
+const columnNames = (columns: readonly WrittenColumn[]) =>
+  sql.join(
+    columns.map(([name]) => sql.identifier([name])),
+    sql.fragment`, `,
+  );
+
+/** `(columns) VALUES (...)` of one row, or, given a `guard`, selected only where it holds. */
+function oneRow(columns: readonly WrittenColumn[], guard?: FragmentSqlToken): FragmentSqlToken {
+  const values = sql.join(
+    columns.map(([, type, value]) =>
+      type === 'jsonb' ? sql.jsonb(value as never) : (value as string | null),
+    ),
+    sql.fragment`, `,
+  );
+  return sql.fragment`(${columnNames(columns)}) ${insertedValues(sql.fragment`${values}`, guard)}`;
+}
+
+/**
+ * `(columns) SELECT ...` of many rows of the same columns in one parameter (a JSON array read
+ * back by `jsonb_to_recordset`), so that a thousand rows are one statement's work.
+ */
+function manyRows(rows: readonly (readonly WrittenColumn[])[]): FragmentSqlToken {
+  const first = rows[0];
+  if (first === undefined) throw new Error('an insert of many rows needs one at least');
+  const json = rows.map((columns) => Object.fromEntries(columns.map(([name, , v]) => [name, v])));
+  const shape = sql.join(
+    first.map(([name, type]) => sql.fragment`${sql.identifier([name])} ${sql.identifier([type])}`),
+    sql.fragment`, `,
+  );
+  return sql.fragment`(${columnNames(first)})
+    SELECT ${columnNames(first)} FROM jsonb_to_recordset(${sql.jsonb(json)}) AS r (${shape})`;
+}
+
 function transactionValues(t: NewTransaction, guard?: FragmentSqlToken): FragmentSqlToken {
-  const at = t.createdAt;
-  return sql.fragment`(id, application_id, mode, transaction_type, status, currency, amount,
-      wallet_id, recipient_wallet_id, escrow_wallet_id, application_wallet_id, escrow_amount,
-      application_fee, description, provider_reference, workflow_id, parent_id, metadata, merchant_metadata${
-        at === undefined ? sql.fragment`` : sql.fragment`, created_at, updated_at`
-      })
-    ${insertedValues(
-      sql.fragment`${t.id}, ${t.applicationId}, ${t.mode}, ${t.type}, ${t.status}, ${t.currency},
-      ${t.amount.toString()}, ${t.walletId ?? null}, ${t.recipientWalletId ?? null},
-      ${t.escrowWalletId ?? null}, ${t.applicationWalletId ?? null}, ${(t.escrowAmount ?? 0n).toString()},
-      ${t.applicationFee?.toString() ?? null}, ${t.description ?? ''}, ${t.providerReference ?? null},
-      ${t.workflowId ?? null}, ${t.parentId ?? null}, ${sql.jsonb(JSON.parse(JSON.stringify(t.metadata ?? {})) as never)},
-      ${sql.jsonb({ ...t.merchantMetadata })}${
-        at === undefined ? sql.fragment`` : sql.fragment`, ${at}, ${at}`
-      }`,
-      guard,
-    )}`;
+  return oneRow(writtenColumns(t), guard);
+}
+
+/**
+ * `insertTransaction` of many new rows as one part of another statement's WITH (db/ledger.ts
+ * `alongside`), each row written as the one alone would be: in a database transaction whose
+ * `now()` is `at`, each reads back as `writtenTransaction(t, at)`.
+ */
+export function transactionsInsertPart(
+  ts: readonly (NewTransaction & { createdAt?: undefined })[],
+): FragmentSqlToken {
+  return sql.fragment`payments_written AS (
+    INSERT INTO transactions ${manyRows(ts.map(writtenColumns))})`;
 }
 
 export async function findTransaction(
@@ -480,13 +547,26 @@ export function eventInsertPart(e: NewEvent, guard?: FragmentSqlToken): Fragment
   return sql.fragment`event_written AS (INSERT INTO events ${eventValues(randomUUID(), e, guard)})`;
 }
 
+/** The columns an event is written with, in order. */
+function eventColumns(id: string, e: NewEvent): readonly WrittenColumn[] {
+  return [
+    ['id', 'uuid', id],
+    ['application_id', 'uuid', e.applicationId],
+    ['mode', 'text', e.mode],
+    ['type', 'text', e.type],
+    ['transaction_id', 'uuid', e.transactionId],
+    ['data', 'jsonb', JSON.parse(JSON.stringify(e.data))],
+  ];
+}
+
 function eventValues(id: string, e: NewEvent, guard?: FragmentSqlToken): FragmentSqlToken {
-  return sql.fragment`(id, application_id, mode, type, transaction_id, data)
-    ${insertedValues(
-      sql.fragment`${id}, ${e.applicationId}, ${e.mode}, ${e.type}, ${e.transactionId},
-            ${sql.jsonb(JSON.parse(JSON.stringify(e.data)) as never)}`,
-      guard,
-    )}`;
+  return oneRow(eventColumns(id, e), guard);
+}
+
+/** `insertEvent` of many events as one part of another statement's WITH, each as alone. */
+export function eventsInsertPart(es: readonly NewEvent[]): FragmentSqlToken {
+  return sql.fragment`events_written AS (
+    INSERT INTO events ${manyRows(es.map((e) => eventColumns(randomUUID(), e)))})`;
 }
 
 /**

@@ -2,7 +2,16 @@ export const MODES = ['test', 'live'] as const;
 export type Mode = (typeof MODES)[number];
 
 /** Who is calling: the application and the mode of the credential that authenticated. */
-export type Caller = { applicationId: string; mode: Mode; credentialId: string };
+export type Caller = {
+  applicationId: string;
+  mode: Mode;
+  credentialId: string;
+  /**
+   * A caller no credential names (a dashboard session): the subject its requests are counted
+   * under in the rate limits (db/rate-limit.ts `sessionSubject`).
+   */
+  rateLimitSubject?: string;
+};
 
 export const TRANSACTION_TYPES = [
   'mobile_money_deposit',

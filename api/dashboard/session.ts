@@ -13,6 +13,7 @@ import {
   type DashboardSession,
 } from '../../db/dashboard-accounts';
 import { signInNeeds } from '../../db/dashboard-two-step';
+import { sessionSubject } from '../../db/rate-limit';
 import {
   DASHBOARD_ACTIONS,
   DASHBOARD_ROLES,
@@ -67,6 +68,7 @@ export function dashboardCaller(ctx: Koa.Context, mode: string): Caller {
     applicationId: session.application_id,
     mode,
     credentialId: `dashboard-session:${session.session_id}`,
+    rateLimitSubject: sessionSubject({ applicationId: session.application_id, mode }),
   };
 }
 

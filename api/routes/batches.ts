@@ -13,6 +13,7 @@ import {
   insertBatch,
   listBatchItems,
   listBatches,
+  requestBatchCancel,
   type BatchRow,
   type NewBatchItem,
 } from '../../db/batches';
@@ -307,8 +308,11 @@ export function batchRoutes(deps: ApiDeps): Route[] {
           const made = {
             id,
             ...owner,
-            // A dashboard session is no credential: its batch counts against none (unpaced).
-            credentialId: uuidPattern.test(caller.credentialId) ? caller.credentialId : null,
+            // Its items count where its request did: the credential's, or the session's subject.
+            pacedBy:
+              caller.rateLimitSubject === undefined
+                ? { credentialId: caller.credentialId }
+                : { subject: caller.rateLimitSubject },
             kind: body.kind,
             atomic: body.atomic === true,
             metadata: body.metadata ?? {},
@@ -427,7 +431,7 @@ export function batchRoutes(deps: ApiDeps): Route[] {
         404: errorResponse('Batch not found'),
         429: errorResponse('Rate limit exceeded (`batches`)'),
       },
-      handler: async ({ caller, params }) => {
+      handler: async ({ ctx, caller, params }) => {
         const batch = await ownedBatch(caller, params.batch_id.toLowerCase());
         const ended = () => new AppError('invalid_request', BATCH_ENDED);
         if (batch.status !== 'processing') throw ended();
@@ -446,7 +450,19 @@ export function batchRoutes(deps: ApiDeps): Route[] {
           }
           throw error;
         }
-        return { body: batchAnswer(await ownedBatch(caller, batch.id)) };
+        // Recorded once the workflow took the cancel: a batch that had ended keeps no entry.
+        const canceled = await audited(
+          pool,
+          ctx,
+          caller,
+          (trx) => requestBatchCancel(trx, batch.id),
+          (row) => ({
+            action: 'batch.canceled',
+            target: { type: 'batch', id: row.id },
+            details: { canceled: row.canceled },
+          }),
+        );
+        return { body: batchAnswer(canceled) };
       },
     }),
   ];

@@ -9,6 +9,7 @@ import {
   type ApiClient,
 } from '../support/http';
 import { useWalletClient } from '../support/client';
+import { dashboardAccount, signIn } from '../support/dashboard';
 import { useTestApp, useTestEngine } from '../support/hooks';
 import { payableWallet, sandboxCardPayouts, sandboxMobileMoneyPayouts } from '../support/payouts';
 import { awaitRoomInWindow } from '../support/rate-limit';
@@ -65,6 +66,18 @@ async function itemsOf(client: ApiClient, id: string, query = '') {
 const batchRows = () =>
   engine.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
     SELECT (SELECT count(*) FROM batches WHERE application_id = ${app.id})::int AS n`);
+
+/** A batch's audit log entries, oldest first. */
+const auditOf = (batchId: string) =>
+  engine.pool.any(
+    sql.type(z.object({ actor_type: z.string(), action: z.string(), details: z.unknown() }))`
+      SELECT actor_type, action, details FROM audit_log WHERE target_id = ${batchId}
+      ORDER BY at, action DESC`,
+  );
+
+const requestedCancel = (batchId: string) =>
+  engine.pool.oneFirst(sql.type(z.object({ cancel_requested: z.boolean() }))`
+    SELECT cancel_requested FROM batches WHERE id = ${batchId}`);
 
 const batchEvents = (batchId: string) =>
   engine.pool.any(sql.type(z.object({ type: z.string(), data: z.any() }))`
@@ -251,7 +264,13 @@ describe('bulk payments', () => {
         { from_wallet_id: a.walletId, to_wallet_id: b.walletId, amount: 10 },
         // Only the money the item before it brought makes this one possible.
         { from_wallet_id: b.walletId, to_wallet_id: c.walletId, amount: 4 },
-        { from_wallet_id: a.walletId, to_wallet_id: c.walletId, amount: 0.5 },
+        {
+          from_wallet_id: a.walletId,
+          to_wallet_id: c.walletId,
+          amount: 0.5,
+          description: 'rent',
+          metadata: { line: '3' },
+        },
       ],
     });
     expect(started.status).toBe(202);
@@ -276,6 +295,38 @@ describe('bulk payments', () => {
         'transfer.completed',
       ]);
     }
+    // Each item's record and event are those the single transfer writes, but for the ids, the
+    // writing workflow and the time, which is the database's.
+    const single = await api.post('/api/v1/transactions/wallet/transfer', {
+      from_wallet_id: a.walletId,
+      to_wallet_id: c.walletId,
+      amount: 0.5,
+      description: 'rent',
+      metadata: { line: '3' },
+    });
+    expect(single.status).toBe(200);
+    const rowOf = (txId: string) =>
+      engine.pool.one(sql.type(z.record(z.string(), z.unknown()))`
+        SELECT to_jsonb(t) - 'id' - 'workflow_id' - 'created_at' - 'updated_at' AS row,
+          t.created_at = t.updated_at AND t.created_at = (
+            SELECT created_at FROM events e WHERE e.transaction_id = t.id) AS same_time
+        FROM transactions t WHERE t.id = ${txId}`);
+    const [batched, alone] = [await rowOf(items[2].transaction_id), await rowOf(single.body.id)];
+    expect(batched).toEqual(alone);
+    expect(batched.same_time).toBe(true);
+    const eventOf = async (txId: string) => (await eventsOf(engine.pool, txId))[0]!.data;
+    const [batchedEvent, aloneEvent] = [
+      await eventOf(items[2].transaction_id),
+      await eventOf(single.body.id),
+    ];
+    const without = ({ id: _, created_at: __, updated_at: ___, ...rest }: any) => rest;
+    expect(without(batchedEvent)).toEqual(without(aloneEvent));
+    const read = await api.get(`/api/v1/transactions/${items[2].transaction_id}`);
+    expect([batchedEvent.created_at, batchedEvent.updated_at]).toEqual([
+      read.body.created_at,
+      read.body.updated_at,
+    ]);
+    expect(batchedEvent.id).toBe(items[2].transaction_id);
     expect(await batchEvents(id)).toHaveLength(1);
     // The audit log has the batch, made by the application's credential, in its transaction.
     const audit = await engine.pool.any(
@@ -472,6 +523,68 @@ describe('bulk payments', () => {
     ]);
     expect(await balanceOf(engine.pool, b.walletId)).toBe(200n);
     expectError(await client.post(`${BATCHES}/${id}/cancel`), 400);
+    // The cancel is in the audit log, by the application's credential; the refused one is not.
+    expect(await auditOf(id)).toEqual([
+      { actor_type: 'application', action: 'batch.created', details: expect.anything() },
+      { actor_type: 'application', action: 'batch.canceled', details: { canceled: 4 } },
+    ]);
+    expect(await requestedCancel(id)).toBe(true);
+  });
+
+  it('paces a batch sent from the dashboard under the session’s subject, and audits its cancel', async () => {
+    const email = await dashboardAccount(engine.pool, paced.app.id, 'owner');
+    const owner = await signIn(engine.url, email);
+    const a = await createFundedWallet(paced.api, engine.pool, 10_000n);
+    const b = await createFundedWallet(paced.api, engine.pool, 0n);
+    await awaitRoomInWindow(engine.pool, 30);
+    const started = await clientFor(engine.url, null).post(
+      '/dashboard/api/test/v1/batches',
+      {
+        kind: 'transfer',
+        items: Array.from({ length: 5 }, () => ({
+          from_wallet_id: a.walletId,
+          to_wallet_id: b.walletId,
+          amount: 1,
+        })),
+      },
+      { ...owner.headers, 'Idempotency-Key': newKey() },
+    );
+    expect(started.status).toBe(202);
+    const id = started.body.id as string;
+    // No credential sent it: its items count where the dashboard's requests of the application
+    // and mode count, two transfers a minute.
+    const subject = `session:${paced.app.id}:test`;
+    const stored = await engine.pool.one(
+      sql.type(
+        z.object({
+          credential_id: z.string().nullable(),
+          rate_limit_subject: z.string().nullable(),
+        }),
+      )`SELECT credential_id, rate_limit_subject FROM batches WHERE id = ${id}`,
+    );
+    expect(stored).toEqual({ credential_id: null, rate_limit_subject: subject });
+    const counted = await pollUntil(
+      () => paced.api.get(`${BATCHES}/${id}`),
+      (reply) => reply.body.succeeded === 2,
+      { timeoutMs: 10_000 },
+    );
+    expect(counted.body).toMatchObject({ status: 'processing', succeeded: 2, failed: 0 });
+    const used = await engine.pool.oneFirst(sql.type(z.object({ count: z.number() }))`
+      SELECT count FROM throttle_counters
+      WHERE subject = ${subject} AND category = 'transfers'
+        AND window_start = date_trunc('minute', now())`);
+    expect(used).toBe(2);
+    expect(await balanceOf(engine.pool, b.walletId)).toBe(200n);
+
+    const canceled = await owner.request('POST', `/dashboard/api/test/v1/batches/${id}/cancel`);
+    expect(canceled.status).toBe(200);
+    expect(canceled.body).toMatchObject({ id, succeeded: 2, canceled: 3 });
+    expect(await auditOf(id)).toEqual([
+      { actor_type: 'dashboard_account', action: 'batch.created', details: expect.anything() },
+      { actor_type: 'dashboard_account', action: 'batch.canceled', details: { canceled: 3 } },
+    ]);
+    const done = await ended(paced.api, id);
+    expect(done.body).toMatchObject({ status: 'canceled', succeeded: 2, canceled: 3 });
   });
 
   it('counts batch requests in the batches category (10 a minute)', async () => {
