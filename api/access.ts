@@ -3,7 +3,14 @@ import { findTransaction } from '../db/transactions';
 import { findUser, type UserRow } from '../db/users';
 import type { WalletMemory } from '../cache/wallet-memory';
 import { findWallet, walletStates, type WalletRow, type WalletState } from '../db/wallets';
-import { decideOverWallets, reads, type Facts, type MoneyStep } from '../domain/money-rules';
+import {
+  activeWalletRules,
+  decide,
+  decideOverWallets,
+  reads,
+  type Facts,
+  type MoneyStep,
+} from '../domain/money-rules';
 import type { Caller } from '../domain/types';
 import { AppError, notFound } from './errors';
 
@@ -49,8 +56,17 @@ export async function activeWallet(
 }
 
 function assertActive(wallet: WalletRow): WalletRow {
-  if (!wallet.is_active) throw new AppError('wallet_disabled');
+  refuseIfDeclined(activeWalletRules, { subjects: { wallet }, params: {} });
   return wallet;
+}
+
+/** A money step's rules over what the API read: the first that does not hold is its answer. */
+export function refuseIfDeclined<S extends string, P extends string>(
+  step: MoneyStep<S, P>,
+  facts: Facts<S, P>,
+): void {
+  const decision = decide(step, facts);
+  if (decision.status === 'declined') throw new AppError(decision.code, decision.detail);
 }
 
 /** What a money step's early answer knows: the wallets it names, its other subjects, its params. */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import type { Currency } from '../domain/money';
+import { currencySwitchRefusal } from '../domain/money-rules';
 import { disputeIsOpen } from './disputes';
 
 export const applicationRow = z.object({
@@ -93,18 +94,10 @@ export async function updateApplicationSettings(
         ) w`);
       const open = await trx.exists(sql.unsafe`
         SELECT 1 FROM transactions WHERE application_id = ${id} AND status IN ('pending', 'held')`);
-      // A dispute won later credits its wallet in the currency it was opened in.
       const disputed = await trx.exists(sql.unsafe`
         SELECT 1 FROM disputes WHERE application_id = ${id} AND ${disputeIsOpen}`);
-      const refused =
-        funded > 0
-          ? 'a wallet of the application holds money'
-          : open
-            ? 'a payment of the application is still open'
-            : disputed
-              ? 'a dispute of the application is still open'
-              : null;
-      if (refused) return { refused: `the base currency cannot change: ${refused}` };
+      const refused = currencySwitchRefusal({ funded: funded > 0, open, disputed });
+      if (refused) return { refused };
       await trx.query(sql.unsafe`
         UPDATE ledger_accounts SET currency = ${to}
         WHERE application_id = ${id} AND kind = 'user_wallet'`);

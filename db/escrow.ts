@@ -1,7 +1,13 @@
 import { sql, type DatabaseTransactionConnection, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 import { transactionColumns, transactionRow, type TransactionRow } from './transactions';
-import { joinedWalletState, type WalletState } from './wallets';
+import {
+  holdFacts,
+  joinedWalletState,
+  joinedWalletStateShape,
+  walletFacts,
+  type WalletState,
+} from './wallet-facts';
 import { prepare } from './pool';
 import {
   factColumns,
@@ -17,13 +23,9 @@ const lockedHold = transactionRow.extend({
   at: z.string(),
   escrow_fee_bps: z.number().int(),
   escrow_fee_fixed: z.bigint(),
-  recipient_id: z.string().nullable(),
-  recipient_application_id: z.string().nullable(),
-  recipient_mode: z.enum(['test', 'live']).nullable(),
-  recipient_is_active: z.boolean().nullable(),
-  recipient_currency: z.enum(['USD', 'SLE']).nullable(),
-  recipient_base_currency: z.enum(['USD', 'SLE']).nullable(),
+  ...joinedWalletStateShape('recipient_'),
 });
+const TRANSACTION_FIELDS = Object.keys(transactionRow.shape) as (keyof TransactionRow)[];
 
 /** A hold locked for one money step, with what the step reads besides (`lockHold`). */
 export type LockedHold = {
@@ -53,9 +55,7 @@ export async function lockHold(
     prepare(sql.type(lockedHold)`
     SELECT t.*, EXISTS (SELECT 1 FROM transactions s WHERE s.id = ${stepId}) AS step_made, now() AS at,
       app.escrow_fee_bps, app.escrow_fee_fixed,
-      rw.id AS recipient_id, rw.application_id AS recipient_application_id, rw.mode AS recipient_mode,
-      rw.is_active AS recipient_is_active, ra.currency AS recipient_currency,
-      rapp.base_currency AS recipient_base_currency
+      ${walletFacts(RECIPIENT_TABLES, { prefix: 'recipient_', omit: ['balance'] })}
     FROM (
       SELECT ${transactionColumns} FROM transactions
       WHERE id = ${holdId} AND transaction_type = 'escrow_hold'
@@ -67,24 +67,19 @@ export async function lockHold(
     LEFT JOIN applications rapp ON rapp.id = rw.application_id`),
   );
   if (!row) throw new Error(`escrow hold ${holdId} has no record`);
-  const { step_made, at, escrow_fee_bps, escrow_fee_fixed, ...rest } = row;
-  const {
-    recipient_id: id,
-    recipient_application_id: application_id,
-    recipient_mode: mode,
-    recipient_is_active: is_active,
-    recipient_currency: currency,
-    recipient_base_currency: base_currency,
-    ...hold
-  } = rest;
+  // The hold's own columns, picked: one of them (`recipient_wallet_id`) shares the prefix.
+  const hold = Object.fromEntries(TRANSACTION_FIELDS.map((f) => [f, row[f]])) as TransactionRow;
   return {
     hold,
-    stepMade: step_made,
-    at,
-    fee: { bps: escrow_fee_bps, fixed: escrow_fee_fixed },
-    recipient: joinedWalletState({ id, application_id, mode, is_active, currency, base_currency }),
+    stepMade: row.step_made,
+    at: row.at,
+    fee: { bps: row.escrow_fee_bps, fixed: row.escrow_fee_fixed },
+    recipient: joinedWalletState(row, 'recipient_'),
   };
 }
+
+/** The tables `lockHold` reads its recipient's facts from (`app` is the hold's application). */
+const RECIPIENT_TABLES = { wallet: 'rw', account: 'ra', application: 'rapp' };
 
 /**
  * What a hold still holds after a step, as a part of the step's ledger statement (db/ledger.ts
@@ -135,13 +130,13 @@ export function releaseGuard(step: {
   });
   return {
     prelude: sql.fragment`release_hold AS (
-      SELECT id, application_id, mode, status, currency, escrow_amount FROM transactions
+      SELECT ${holdFacts} FROM transactions
       WHERE id = ${hold.id} AND transaction_type = 'escrow_hold' AND status = 'held'
         AND escrow_amount = ${hold.escrow_amount.toString()}::int8
       FOR NO KEY UPDATE
     ), release_accounts AS (
-      SELECT a.id, a.kind, a.application_id, a.mode, a.currency, w.id AS wallet_id,
-        w.is_active, app.base_currency
+      SELECT ${walletFacts({ scope: 'account' }, { omit: ['balance'] })}, a.kind,
+        w.id AS wallet_id
       FROM ledger_accounts a LEFT JOIN wallets w ON w.id = a.id
         JOIN applications app ON app.id = a.application_id
       WHERE a.id = ANY(${sql.array([step.recipientWalletId, ...system], 'uuid')})
@@ -191,15 +186,14 @@ export function holdGuard(step: {
 }): MoneyStepGuard {
   return {
     prelude: sql.fragment`hold_accounts AS (
-      SELECT a.id, a.kind, a.application_id, a.mode, a.currency, a.balance, w.id AS wallet_id,
-        w.is_active, app.base_currency
+      SELECT ${walletFacts({ scope: 'account' })}, a.kind, w.id AS wallet_id
       FROM ledger_accounts a LEFT JOIN wallets w ON w.id = a.id
         JOIN applications app ON app.id = a.application_id
       WHERE a.id = ANY(${sql.array([step.walletId, step.escrowAccountId], 'uuid')})
       ORDER BY (a.kind <> 'user_wallet'), a.id
       FOR NO KEY UPDATE OF a
     ), hold_recipient AS (
-      SELECT w.id, w.application_id, w.mode, w.is_active, ra.currency, rapp.base_currency
+      SELECT ${walletFacts({ account: 'ra', application: 'rapp' }, { omit: ['balance'] })}
       FROM wallets w JOIN ledger_accounts ra ON ra.id = w.id
         JOIN applications rapp ON rapp.id = w.application_id
       WHERE w.id = ${step.recipientWalletId}::uuid

@@ -119,26 +119,7 @@ export function compileRules<S extends string, P extends string>(
   return sql.fragment`(${firstBrokenRule(step, params)} IS NULL)`;
 }
 
-/** The wallet fields a step's facts hold, as columns of a relation that reads a wallet. */
-export const WALLET_FIELDS = [
-  'id',
-  'application_id',
-  'mode',
-  'is_active',
-  'currency',
-  'base_currency',
-  'balance',
-] as const;
-
-/** The hold fields a step's facts hold, as columns of `transactions`. */
-export const HOLD_FIELDS = [
-  'id',
-  'application_id',
-  'mode',
-  'status',
-  'currency',
-  'escrow_amount',
-] as const;
+export { HOLD_FIELDS, WALLET_FIELDS } from './wallet-facts';
 
 /**
  * `alias.field AS subject_field` for each field: a subject's columns in the one-row relation of

@@ -12,7 +12,8 @@ import {
 } from '../domain/types';
 import type { TransactionRecord } from '../workflows/shared';
 import { prepare, type DatabasePool } from './pool';
-import { compileRules, factColumns } from './money-rules';
+import { compileRules } from './money-rules';
+import { walletFacts } from './wallet-facts';
 import { depositRules } from '../domain/money-rules';
 import { metadataContains, metadataMerge } from './metadata';
 import { pageTotal, TOTAL_COUNTED_AHEAD } from './pages';
@@ -127,8 +128,7 @@ export async function insertTransactionInCurrency(
       WITH deposit_account AS (
         SELECT id, currency FROM ledger_accounts WHERE id = ${t.walletId} FOR KEY SHARE
       ), deposit_facts AS (
-        SELECT ${factColumns('wallet', 'w', ['id', 'application_id', 'mode', 'is_active'])},
-          a.currency AS wallet_currency, app.base_currency AS wallet_base_currency
+        SELECT ${walletFacts({}, { prefix: 'wallet_', omit: ['balance'] })}
         FROM (SELECT) one
           LEFT JOIN (deposit_account a JOIN wallets w ON w.id = a.id
             JOIN applications app ON app.id = w.application_id) ON true

@@ -1,12 +1,11 @@
 import { sql, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import { walletState } from './wallets';
+import { walletFacts, walletFactsRow } from './wallet-facts';
 import { prepare } from './pool';
 import { factColumns, firstBrokenRule, WALLET_FIELDS, type MoneyStepGuard } from './money-rules';
 import { transferRules } from '../domain/money-rules';
 
-const transferWallet = walletState.extend({
-  balance: z.bigint(),
+const transferWallet = walletFactsRow.extend({
   done: z.boolean(),
   at: z.string(),
 });
@@ -24,7 +23,7 @@ export async function lockTransferWallets(
 ): Promise<readonly TransferWallet[]> {
   return trx.any(
     prepare(sql.type(transferWallet)`
-      SELECT a.id, w.application_id, w.mode, w.is_active, a.currency, app.base_currency, a.balance,
+      SELECT ${walletFacts()},
         EXISTS (SELECT 1 FROM transactions t WHERE t.id = ${transactionId}) AS done, now() AS at
       FROM ledger_accounts a JOIN wallets w ON w.id = a.id
         JOIN applications app ON app.id = w.application_id
@@ -44,7 +43,7 @@ export function transferGuard(
 ): MoneyStepGuard {
   return {
     prelude: sql.fragment`transfer_wallets AS (
-      SELECT a.id, w.application_id, w.mode, w.is_active, a.currency, app.base_currency, a.balance
+      SELECT ${walletFacts()}
       FROM ledger_accounts a JOIN wallets w ON w.id = a.id
         JOIN applications app ON app.id = w.application_id
       WHERE a.id = ANY(${sql.array([step.fromWalletId, step.toWalletId], 'uuid')})

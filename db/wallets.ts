@@ -7,6 +7,15 @@ import { remember } from '../cache/bounded';
 import { prepare } from './pool';
 import { metadataMerge } from './metadata';
 import { pageTotal } from './pages';
+import {
+  joinedWalletState,
+  joinedWalletStateShape,
+  walletFacts,
+  walletState,
+  type WalletState,
+} from './wallet-facts';
+
+export { joinedWalletState, walletState, type WalletState };
 
 export const walletRow = z.object({
   id: z.string(),
@@ -111,20 +120,6 @@ export async function mergeWalletMetadata(
 }
 
 /**
- * What a money step checks of a wallet: its scope, whether it is active, its currency and its
- * application's base currency (domain/money-rules.ts).
- */
-export const walletState = z.object({
-  id: z.string(),
-  application_id: z.string(),
-  mode: z.enum(['test', 'live']),
-  is_active: z.boolean(),
-  currency: z.enum(['USD', 'SLE']),
-  base_currency: z.enum(['USD', 'SLE']),
-});
-export type WalletState = z.infer<typeof walletState>;
-
-/**
  * Wallet currencies as a worker process has seen them: what lets a money step be tried in one
  * statement (db/money-steps.ts `recordMoneyStepAtOnce`), whose guard checks the currency again,
  * so a wallet switched since (only while empty: db/applications.ts) is merely read afresh.
@@ -138,31 +133,10 @@ export function rememberWalletCurrencies(
   for (const w of wallets) remember(memory, w.id, w.currency);
 }
 
-/** A wallet's state as an outer join reads it: every column null when there is no wallet. */
-type JoinedWalletState = { [K in keyof WalletState]: WalletState[K] | null };
-
-/** The state an outer join read (`JoinedWalletState`), or undefined when it found no wallet. */
-export function joinedWalletState(s: JoinedWalletState): WalletState | undefined {
-  const { id, application_id, mode, is_active, currency, base_currency } = s;
-  return id !== null &&
-    application_id !== null &&
-    mode !== null &&
-    is_active !== null &&
-    currency &&
-    base_currency
-    ? { id, application_id, mode, is_active, currency, base_currency }
-    : undefined;
-}
-
 const walletStateOrNone = z.object({
   made: z.boolean(),
   at: z.string(),
-  id: z.string().nullable(),
-  application_id: z.string().nullable(),
-  mode: z.enum(['test', 'live']).nullable(),
-  is_active: z.boolean().nullable(),
-  currency: z.enum(['USD', 'SLE']).nullable(),
-  base_currency: z.enum(['USD', 'SLE']).nullable(),
+  ...joinedWalletStateShape(),
 });
 
 /**
@@ -177,8 +151,7 @@ export async function walletStatesUnlessMade(
 ): Promise<{ made: boolean; at: string; states: Map<string, WalletState> }> {
   const rows = await db.any(
     prepare(sql.type(walletStateOrNone)`
-      SELECT m.made, m.at, w.id, w.application_id, w.mode, w.is_active, a.currency,
-        app.base_currency
+      SELECT m.made, m.at, ${walletFacts({}, { omit: ['balance'] })}
       FROM (SELECT EXISTS (SELECT 1 FROM transactions WHERE id = ${paymentId}) AS made, now() AS at) m
       LEFT JOIN (wallets w JOIN ledger_accounts a ON a.id = w.id
         JOIN applications app ON app.id = w.application_id)
@@ -206,7 +179,7 @@ export async function walletStates(
   if (valid.length === 0) return new Map();
   const rows = await db.any(
     prepare(sql.type(walletState)`
-      SELECT w.id, w.application_id, w.mode, w.is_active, a.currency, app.base_currency
+      SELECT ${walletFacts({}, { omit: ['balance'] })}
       FROM wallets w JOIN ledger_accounts a ON a.id = w.id
         JOIN applications app ON app.id = w.application_id
       WHERE w.id = ANY(${sql.array(valid, 'uuid')})`),

@@ -107,6 +107,9 @@ const or = (...of: Expr[]): Expr => ({ op: 'or', of });
 const exists = (subject: string): Expr => ({ op: 'exists', subject });
 const absent = (name: string): Expr => ({ op: 'absent', param: name });
 
+/** An active wallet: a disabled one takes part in no payment. */
+const walletActive = (role: string): Expr => eq(fact(role, 'is_active'), value(true));
+
 /** A wallet that may take part: found, the application's and mode's, active. */
 function walletUsable(role: string, optional?: string): MoneyRule[] {
   const unlessUnnamed = (e: Expr) => (optional ? or(absent(optional), e) : e);
@@ -121,7 +124,7 @@ function walletUsable(role: string, optional?: string): MoneyRule[] {
         ),
       ),
     },
-    { code: 'wallet_disabled', holds: unlessUnnamed(eq(fact(role, 'is_active'), value(true))) },
+    { code: 'wallet_disabled', holds: unlessUnnamed(walletActive(role)) },
   ];
 }
 
@@ -161,6 +164,23 @@ const step = <S extends string, P extends string>(
   params: readonly P[],
   rules: readonly MoneyRule[],
 ): MoneyStep<S, P> => ({ name, subjects, params, rules });
+
+/**
+ * A wallet of the caller's (found and owned already) asked to take part in a payment, before its
+ * money step is known (api/access.ts `activeWallet`): the step's own rule that it be active.
+ */
+export const activeWalletRules = step(
+  'active wallet',
+  ['wallet'],
+  [],
+  [{ code: 'wallet_disabled', holds: walletActive('wallet') }],
+);
+
+/**
+ * A hold still holding, read after a release or refund could not reach its workflow (api/routes/
+ * escrow.ts): the steps' own rule, so a hold ended meanwhile answers as they would.
+ */
+export const heldRules = step('hold held', ['hold'], [], [held]);
 
 /** Every wallet owned first, then every wallet active, as a payment between two reads best. */
 export const transferRules = step(
@@ -367,6 +387,28 @@ export const cardRefundRules = step(
     },
   ],
 );
+
+/**
+ * What keeps an application's base currency from switching, in the order asked: each wallet is
+ * switched with it, so none may hold money, and no payment or dispute may still settle in the old
+ * currency (a dispute won later credits its wallet in the currency it was opened in).
+ */
+const CURRENCY_SWITCH_BLOCKERS = [
+  { blocker: 'funded', detail: 'a wallet of the application holds money' },
+  { blocker: 'open', detail: 'a payment of the application is still open' },
+  { blocker: 'disputed', detail: 'a dispute of the application is still open' },
+] as const;
+
+/** What db/applications.ts reads of an application before switching its base currency. */
+export type CurrencySwitchFacts = {
+  [B in (typeof CURRENCY_SWITCH_BLOCKERS)[number]['blocker']]: boolean;
+};
+
+/** Why the base currency may not switch now (the first blocker found), or null: it may. */
+export function currencySwitchRefusal(facts: CurrencySwitchFacts): string | null {
+  const found = CURRENCY_SWITCH_BLOCKERS.find((b) => facts[b.blocker]);
+  return found ? `the base currency cannot change: ${found.detail}` : null;
+}
 
 /** Every money step's rules, for the documentation and the parity test. */
 export const MONEY_STEPS = {

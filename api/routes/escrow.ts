@@ -9,8 +9,8 @@ import {
   type EscrowStepResult,
   type TransactionRecord,
 } from '../../workflows/shared';
-import { assertOwned } from '../access';
-import { holdRules, refundRules, releaseRules } from '../../domain/money-rules';
+import { assertOwned, refuseIfDeclined } from '../access';
+import { heldRules, holdRules, refundRules, releaseRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound, unlessDeclined } from '../errors';
 import { answerUnderKey, idFromKey } from '../pipeline';
@@ -96,9 +96,7 @@ export function escrowRoutes(deps: ApiDeps): Route[] {
       if (error instanceof AppError) throw error;
       // The hold's workflow ended between our read and the update: nothing is held any more.
       const current = await findTransaction(pool, hold.id);
-      if (current && current.status !== 'held') {
-        throw new AppError('escrow_not_held');
-      }
+      if (current) refuseIfDeclined(heldRules, { subjects: { hold: current }, params: {} });
       throw error;
     }
   }

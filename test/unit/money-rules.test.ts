@@ -1,6 +1,9 @@
 import { firstBrokenRule } from '../../db/money-rules';
 import {
+  activeWalletRules,
+  currencySwitchRefusal,
   decide,
+  heldRules,
   holdRules,
   MONEY_STEPS,
   reads,
@@ -221,6 +224,37 @@ describe('firstBrokenRule: the rules compiled to SQL', () => {
   it('refuses to compile a step without a parameter its rules need', () => {
     expect(() => firstBrokenRule(transferRules, { applicationId: APP })).toThrow(
       /parameter \w+ not given/,
+    );
+  });
+});
+
+describe('the rules read outside a money step', () => {
+  it('declines a disabled wallet as the steps do', () => {
+    const step = (is_active: boolean) =>
+      decide(activeWalletRules, { subjects: { wallet: wallet('a', { is_active }) }, params: {} });
+    expect(step(true)).toEqual({ status: 'passed' });
+    expect(step(false)).toEqual({ status: 'declined', code: 'wallet_disabled' });
+  });
+
+  it('answers a hold ended meanwhile as not held', () => {
+    const hold = { status: 'held', escrow_amount: 300n };
+    const answer = (change: object) =>
+      decide(heldRules, { subjects: { hold: { ...hold, ...change } }, params: {} });
+    expect(answer({})).toEqual({ status: 'passed' });
+    expect(answer({ status: 'completed', escrow_amount: 0n })).toEqual({
+      status: 'declined',
+      code: 'escrow_not_held',
+    });
+  });
+
+  it('refuses a currency switch for the first blocker found', () => {
+    const none = { funded: false, open: false, disputed: false };
+    expect(currencySwitchRefusal(none)).toBeNull();
+    expect(currencySwitchRefusal({ ...none, open: true, disputed: true })).toBe(
+      'the base currency cannot change: a payment of the application is still open',
+    );
+    expect(currencySwitchRefusal({ funded: true, open: true, disputed: true })).toBe(
+      'the base currency cannot change: a wallet of the application holds money',
     );
   });
 });
