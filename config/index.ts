@@ -354,7 +354,7 @@ export const envSchema = z.object({
   }),
   BATCH_ITEMS_IN_FLIGHT: z.coerce.number().int().min(1).max(500).default(50).meta({
     description:
-      'How many items of one bulk payment run at once (1 to 500): the batch starts the next item as one ends.',
+      'How many items of one bulk payment run at once (1 to 500): the batch starts the next item as one ends (a transfer batch, the next page of half as many as a page ends).',
   }),
   NOTIFICATION_RETRY_HOURS: z.coerce.number().int().min(1).default(72).meta({
     description:
