@@ -58,9 +58,9 @@ const ENDS_WAIT = '1 second';
 const ENDS_A_WRITE = 100;
 
 /**
- * A bulk payment, `batch-<id>`: each item the payment its single endpoint starts, as a child, a
- * window at a time, paced by its rate limit; continued as new every `itemsPerRun` items. An
- * atomic batch is one step. See docs/architecture.md, Bulk payments.
+ * A bulk payment, `batch-<id>`: each item its single endpoint's payment (transfers a page an
+ * activity, a money-out saga a child), a window at a time, paced by its rate limit; continued as
+ * new every `itemsPerRun` items; an atomic batch one step (docs/architecture.md, Bulk payments).
  */
 export async function batchWorkflow(input: BatchInput): Promise<BatchEnded> {
   const { batchId } = input;
