@@ -1,3 +1,9 @@
+import { Context } from '@temporalio/activity';
+import {
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  type Client,
+} from '@temporalio/client';
 import type { Config } from '../config';
 import {
   allBatchItems,
@@ -29,7 +35,14 @@ import {
   type Decision,
 } from '../domain/money-rules';
 import { categoryLimit } from '../domain/types';
-import type { BatchEnded, BatchItemEnd, BatchItemStart } from '../workflows/batch-shared';
+import {
+  itemEnded,
+  paymentDidNotEnd,
+  type BatchEnded,
+  type BatchItemEnd,
+  type BatchItemStart,
+  type BatchTransferPage,
+} from '../workflows/batch-shared';
 import { workflowIds } from '../workflows/ids';
 import {
   moneyOutInput,
@@ -37,7 +50,14 @@ import {
   type MoneyOutFields,
   type TransferFields,
 } from '../workflows/payment-inputs';
-import type { Declined } from '../workflows/shared';
+import {
+  paymentSearchAttributes,
+  type Declined,
+  type TransferInput,
+  type TransferResult,
+} from '../workflows/shared';
+import { listenForSettlement, transferAnsweredLocally } from '../temporal/settlements';
+import { transactionEventData } from './events';
 import { transferStep } from './transfer';
 
 /** The detail of an atomic batch's item that passed its checks, not made for another's decline. */
@@ -247,12 +267,97 @@ export function createBatchActivities(deps: { pool: DatabasePool; config: Config
 
   return {
     loadBatchItems,
+    runBatchTransfers,
     takeBatchItemSlots,
     recordBatchItems,
     cancelBatchItems,
     endBatch,
     runAtomicBatch,
   };
+}
+
+/**
+ * How long an item started eagerly waits for this worker to report how it settled before it asks
+ * the server for the workflow's result (as api/temporal.ts does for a single transfer).
+ */
+const LOCAL_SETTLEMENT_MS = 3_000;
+
+/** `transferWorkflow`, started by name: its module's types lead back here. */
+type TransferWorkflow = (input: TransferInput) => Promise<TransferResult>;
+
+/** How often a page tells the server it is alive while its items run (a lost worker shows). */
+const PAGE_HEARTBEAT_MS = 5_000;
+
+/**
+ * A page of a transfer batch's items, each the single endpoint's workflow under its id, started
+ * eagerly on this worker when it has room; answers their ends. A retried page attaches to the runs
+ * it started (`USE_EXISTING`) or reads those that ended (`REJECT_DUPLICATE`): none paid twice.
+ */
+export async function runBatchTransfers(page: BatchTransferPage): Promise<BatchItemEnd[]> {
+  const context = Context.current();
+  const beat = setInterval(() => context.heartbeat(), PAGE_HEARTBEAT_MS);
+  try {
+    const settled = await Promise.allSettled(
+      page.items.map(async (item) => {
+        try {
+          const result = await runTransfer(context.client, context.info.taskQueue, page, item);
+          return itemEnded(item.index, result.status === 'declined' ? result : null);
+        } catch (error) {
+          // The workflow ended without an answer (terminated, say): its item failed. Anything
+          // else (Temporal unreachable, this worker stopping) retries the page.
+          if (error instanceof WorkflowFailedError) {
+            return itemEnded(item.index, paymentDidNotEnd(error.cause ?? error));
+          }
+          throw error;
+        }
+      }),
+    );
+    const failed = settled.find((s) => s.status === 'rejected');
+    if (failed) throw failed.reason;
+    return settled.map((s) => (s as PromiseFulfilledResult<BatchItemEnd>).value);
+  } finally {
+    clearInterval(beat);
+  }
+}
+
+async function runTransfer(
+  client: Client,
+  taskQueue: string,
+  page: BatchTransferPage,
+  item: BatchTransferPage['items'][number],
+): Promise<TransferResult> {
+  const { workflowId } = item;
+  // Listening before the start, so that a settlement that comes first is not missed.
+  const settlement = listenForSettlement(workflowId);
+  try {
+    let runId: string | undefined;
+    try {
+      const handle = await client.workflow.start<TransferWorkflow>('transferWorkflow', {
+        workflowId,
+        taskQueue,
+        args: [item.input],
+        typedSearchAttributes: paymentSearchAttributes(
+          page,
+          BATCH_ITEM_TYPE.transfer,
+          item.walletIds,
+        ),
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        requestEagerStart: true,
+      });
+      runId = handle.firstExecutionRunId;
+      if (handle.eagerlyStarted) {
+        const local = (await settlement.within(LOCAL_SETTLEMENT_MS)) as TransferResult | undefined;
+        if (local !== undefined && transferAnsweredLocally(local)) return local;
+      }
+    } catch (error) {
+      // It ran and ended already (a retried page): its recorded result is the item's.
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+    }
+    return await client.workflow.getHandle<TransferWorkflow>(workflowId, runId).result();
+  } finally {
+    settlement.stop();
+  }
 }
 
 type AtomicOutcome = { index: number; declined: Declined | null; currency: string | null };

@@ -537,7 +537,7 @@ const declarations = {
     itemsInFlight: variable(
       'BATCH_ITEMS_IN_FLIGHT',
       int(1, 500).default(50),
-      'How many items of one bulk payment run at once (1 to 500): the batch starts the next item as one ends.',
+      'How many items of one bulk payment run at once (1 to 500): the batch starts the next item as one ends (a transfer batch, the next page of half as many as a page ends).',
     ),
   },
   /** The web dashboard at /dashboard (api/dashboard/). */

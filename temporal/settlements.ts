@@ -1,5 +1,5 @@
 import type { InjectedSinks } from '@temporalio/worker';
-import type { PaymentSinks } from '../workflows/shared';
+import type { PaymentSinks, TransferResult } from '../workflows/shared';
 
 /** Requests of this process waiting for a payment's settlement, by workflow id. */
 const waiting = new Map<string, Set<(result: unknown) => void>>();
@@ -56,3 +56,11 @@ export function listenForSettlement(workflowId: string): {
     },
   };
 }
+
+/**
+ * Which transfer results the worker's report may answer: committed money is committed (a rerun
+ * of the task finds the step made and completes the same); a decline wrote nothing and a rerun
+ * might not decline, so the server's recorded result answers it.
+ */
+export const transferAnsweredLocally = (result: TransferResult): boolean =>
+  result.status === 'completed';

@@ -56,6 +56,26 @@ export type BatchItemEnd = {
   detail: string | null;
 };
 
+/** An item's end from its payment's result: succeeded, or failed with the decline. */
+export const itemEnded = (index: number, declined: Declined | null): BatchItemEnd =>
+  declined
+    ? { index, status: 'failed', code: declined.code, detail: declined.detail }
+    : { index, status: 'succeeded', code: null, detail: null };
+
+/** A payment's workflow that ended in no answer (terminated, say): its item failed. */
+export function paymentDidNotEnd(error: unknown): Declined {
+  const message = error instanceof Error ? error.message : String(error);
+  return { status: 'declined', code: 'internal', detail: `The payment did not end: ${message}` };
+}
+
+/** A page of a transfer batch's items that one activity starts and waits for. */
+export type BatchTransferPage = {
+  batchId: string;
+  applicationId: string;
+  mode: Mode;
+  items: Extract<BatchItemStart, { kind: 'transfer' }>[];
+};
+
 /** What a batch's workflow answers once its last item has ended. */
 export type BatchEnded = { status: Exclude<BatchStatus, 'processing'> };
 

@@ -5,6 +5,7 @@ import {
   continueAsNew,
   patched,
   executeChild,
+  proxyActivities,
   proxyLocalActivities,
   setHandler,
   startChild,
@@ -14,6 +15,8 @@ import {
   BATCH_ITEMS_PER_RUN,
   batchCancel,
   batchItemAnswered,
+  itemEnded as ended,
+  paymentDidNotEnd as unexpected,
   type BatchEnded,
   type BatchInput,
   type BatchItemEnd,
@@ -36,6 +39,15 @@ const atomicStep = proxyLocalActivities<Activities>({
   startToCloseTimeout: '2 minutes',
 });
 
+/** A page of transfers: started and waited for by one activity, heartbeating. */
+const pages = proxyActivities<Activities>(activityPresets.batchPage);
+
+/**
+ * How many pages of transfers run at once, the window split between them: one page's slowest
+ * items overlap another's.
+ */
+const PAGES_IN_FLIGHT = 2;
+
 /** How many items one read of the batch's pending items brings. */
 const ITEMS_A_PAGE = 100;
 
@@ -45,15 +57,10 @@ const ENDS_WAIT = '1 second';
 /** How many ended items one write records, at most; a write waits for this many while more run. */
 const ENDS_A_WRITE = 100;
 
-const ended = (index: number, declined: Declined | null): BatchItemEnd =>
-  declined
-    ? { index, status: 'failed', code: declined.code, detail: declined.detail }
-    : { index, status: 'succeeded', code: null, detail: null };
-
 /**
- * A bulk payment, `batch-<id>`: each item the payment its single endpoint starts, as a child, a
- * window at a time, paced by its rate limit; continued as new every `itemsPerRun` items. An
- * atomic batch is one step. See docs/architecture.md, Bulk payments.
+ * A bulk payment, `batch-<id>`: each item its single endpoint's payment (transfers a page an
+ * activity, a money-out saga a child), a window at a time, paced by its rate limit; continued as
+ * new every `itemsPerRun` items; an atomic batch one step (docs/architecture.md, Bulk payments).
  */
 export async function batchWorkflow(input: BatchInput): Promise<BatchEnded> {
   const { batchId } = input;
@@ -133,6 +140,35 @@ export async function batchWorkflow(input: BatchInput): Promise<BatchEnded> {
   let next = input.next ?? 0;
   let startedHere = 0;
   let slots = 0;
+  // Transfer batches recorded before pages started each item as a child; they replay so.
+  const paged = input.kind === 'transfer' && patched('batch-transfers-in-pages');
+  const pageSize = Math.max(1, Math.ceil(input.window / PAGES_IN_FLIGHT));
+
+  /**
+   * A page's transfers, started and waited for by one activity (not a child each: fewer tasks of
+   * this workflow, and each started eagerly on the worker); its ends come back together.
+   */
+  function runPage(items: BatchItemStart[]): void {
+    const transfers = items.filter((i) => i.kind === 'transfer');
+    for (const item of items)
+      if (item.kind === 'declined') ends.push(ended(item.index, item.declined));
+    if (transfers.length === 0) return;
+    inFlight += transfers.length;
+    const page = {
+      batchId,
+      applicationId: input.applicationId,
+      mode: input.mode,
+      items: transfers,
+    };
+    void pages
+      .runBatchTransfers(page)
+      .catch((error: unknown) => transfers.map((t) => ended(t.index, unexpected(error))))
+      .then((pageEnds) => {
+        ends.push(...pageEnds);
+        inFlight -= transfers.length;
+      });
+  }
+
   starting: while (next < input.total && startedHere < perRun && !canceled) {
     const page = await steps.loadBatchItems({
       batchId,
@@ -142,6 +178,26 @@ export async function batchWorkflow(input: BatchInput): Promise<BatchEnded> {
     if (page.length === 0) {
       next = input.total;
       break;
+    }
+    if (paged) {
+      for (let i = 0; i < page.length;) {
+        await condition(() => canceled || inFlight < input.window);
+        while (slots === 0 && !canceled) {
+          const want = Math.min(input.window, page.length - i);
+          const granted = await steps.takeBatchItemSlots({ batchId, want });
+          slots = granted.taken;
+          if (slots === 0) await condition(() => canceled, granted.retryAfterMs);
+        }
+        if (canceled) break starting;
+        const taken = Math.min(pageSize, input.window - inFlight, slots, page.length - i);
+        const items = page.slice(i, i + taken);
+        i += taken;
+        slots -= taken;
+        startedHere += taken;
+        next = items.at(-1)!.index + 1;
+        runPage(items);
+      }
+      continue;
     }
     for (const [i, item] of page.entries()) {
       await condition(() => canceled || inFlight < input.window);
@@ -175,10 +231,4 @@ export async function batchWorkflow(input: BatchInput): Promise<BatchEnded> {
   }
   closed = true;
   return steps.endBatch({ batchId });
-}
-
-/** A payment's workflow that ended in no answer (terminated, say): its item failed. */
-function unexpected(error: unknown): Declined {
-  const message = error instanceof Error ? error.message : String(error);
-  return { status: 'declined', code: 'internal', detail: `The payment did not end: ${message}` };
 }

@@ -59,6 +59,15 @@ export const activityPresets = {
    * every attempt of a delivery recorded before attempts were activity tasks.
    */
   webhookAttemptLocal: { startToCloseTimeout: '30 seconds', retry: retryPresets.ledger },
+  /**
+   * A page of a batch's transfers, started and waited for (activities/batches.ts): as long as
+   * its payments take, heartbeating; a lost worker is noticed in 20 s and the retry attaches.
+   */
+  batchPage: {
+    startToCloseTimeout: '10 minutes',
+    heartbeatTimeout: '20 seconds',
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds' },
+  },
   /** The outbox relay's round: about a minute, heartbeating; a lost worker is noticed in 20 s. */
   webhookRelay: {
     startToCloseTimeout: '5 minutes',

@@ -9,6 +9,7 @@ import { defineRoute, type Route } from '../route';
 import { TransferRequest, transferFields } from '../payment-requests';
 import { TransactionBody, madeStepAnswer } from '../serializers';
 import { paymentSearchAttributes, runPaymentWorkflow } from '../temporal';
+import { transferAnsweredLocally } from '../../temporal/settlements';
 
 export function transferRoutes(deps: ApiDeps): Route[] {
   const { pool, config } = deps;
@@ -61,10 +62,7 @@ export function transferRoutes(deps: ApiDeps): Route[] {
               body.from_wallet_id,
               body.to_wallet_id,
             ]),
-            // Committed money is committed: a rerun of the task finds the step made and
-            // completes the same. A decline wrote nothing and a rerun might not decline: the
-            // server's recorded result answers it.
-            answerLocally: (result) => result.status === 'completed',
+            answerLocally: transferAnsweredLocally,
           }),
         );
         return madeStepAnswer(pool, completed);

@@ -64,7 +64,7 @@ describe('rows 10 and 10a, bulk payments (tools/bench/batches.ts)', () => {
     expect(row).toMatchObject({ id: '10', load: 'one batch', result: null });
     expect(row.scenario).toBe('bulk payment, 30 transfers, until completed');
     expect(row.note).toMatch(
-      /^[\d.]+ s, [\d.]+ items\/s, \d+% of \(3\)'s 1000\.0\/s \((at least|UNDER) 90%\); worker RSS \d+ MB before, \+\d+ MB at most \((under|OVER) 100 MB\)$/,
+      /^[\d.]+ s, [\d.]+ items\/s, \d+% of \(3\)'s 1000\.0\/s \((at least|UNDER) 90%\); worker RSS \d+ MB before, \+\d+ MB at most \((under|OVER) 100 MB\)(; main heap \d+ MB before, \+\d+ MB at most)?; CPU ms an item: node [\d.]+, Postgres [\d.]+, Temporal [\d.]+$/,
     );
     const unrated = await batchScenario({ engine: engine!, fixture }, undefined, 5);
     expect(unrated.note).toContain('(3) not measured in this shape');

@@ -87,14 +87,15 @@ describe('batchWorkflow', () => {
     expect(activities.endBatch).toHaveBeenCalledTimes(1);
     const firstRun = await eventsOfRun(handle.workflowId, handle.firstExecutionRunId);
     expect(firstRun.at(-1)).toBe(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW);
-    // Every child of the first run ended before it continued as new.
+    // Every page of the first run ended before it continued as new: its 3 items, 2 at once.
     const started = firstRun.filter(
-      (t) => t === EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED,
+      (t) => t === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
     ).length;
-    const ended = firstRun.filter(
-      (t) => t === EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED,
-    ).length;
+    const ended = firstRun.filter((t) => t === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED).length;
     expect([started, ended]).toEqual([3, 3]);
+    expect(activities.runBatchTransfers.mock.calls.map(([page]) => page.items.length)).toEqual([
+      1, 1, 1, 1, 1, 1, 1,
+    ]);
     const lastRun = await eventsOfRun(handle.workflowId);
     expect(lastRun.at(-1)).toBe(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED);
   });

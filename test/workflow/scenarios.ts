@@ -76,6 +76,7 @@ import {
 } from '../../workflows/shared';
 import { transferWorkflow } from '../../workflows/transfer';
 import { batchWorkflow } from '../../workflows/batch';
+import { runBatchTransfers } from '../../activities/batches';
 import {
   batchCancel,
   type BatchInput,
@@ -1599,6 +1600,8 @@ export function batchActivities(
     },
     endBatch: (_: { batchId: string }) => Promise.resolve({ status: endedBatchStatus(counts()) }),
     runAtomicBatch: (_: { batchId: string }) => Promise.resolve({ status: 'completed' as const }),
+    // The real page: it starts each transfer on the test server and waits for it.
+    runBatchTransfers,
     transferFunds: (input: TransferInput) =>
       declined.has(input.transactionId)
         ? Promise.reject(insufficientFunds())

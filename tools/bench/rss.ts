@@ -23,3 +23,20 @@ export function sampleResident(pid: number, everyMs = 100): { stop: () => number
     },
   };
 }
+
+/** Samples this process's used V8 heap (main thread) every `everyMs`; answers the highest seen. */
+export function sampleHeap(everyMs = 100): { stop: () => number; start: number } {
+  const used = () => process.memoryUsage().heapUsed;
+  const start = used();
+  let highest = start;
+  const timer = setInterval(() => {
+    highest = Math.max(highest, used());
+  }, everyMs);
+  return {
+    start,
+    stop: () => {
+      clearInterval(timer);
+      return Math.max(highest, used());
+    },
+  };
+}
