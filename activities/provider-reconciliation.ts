@@ -59,13 +59,19 @@ export function createProviderReconciliationActivities(deps: {
   }): Promise<{ cursor: string | null; loaded: number }> {
     const run = await getReconRun(pool, input.runId);
     if (run.status !== 'running') return { cursor: null, loaded: input.loaded };
+    const window = { applicationId: run.applicationId, mode: run.mode, from: run.from, to: run.to };
     let page;
     try {
-      page = await booksFor(deps, run).listRecords(
-        { applicationId: run.applicationId, mode: run.mode, from: run.from, to: run.to },
-        input.cursor,
-        RECON_CHUNK_RECORDS,
-      );
+      const books = booksFor(deps, run);
+      if (books.copyRecords) {
+        // Copied inside the database: rows read through the worker would be garbage it must hold.
+        const copy = await books.copyRecords(window, input.cursor, RECON_CHUNK_RECORDS, {
+          runId: run.id,
+          firstSeq: input.loaded,
+        });
+        return { cursor: copy.cursor, loaded: input.loaded + copy.copied };
+      }
+      page = await books.listRecords(window, input.cursor, RECON_CHUNK_RECORDS);
     } catch (error) {
       permanent(error);
     }

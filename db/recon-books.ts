@@ -128,6 +128,27 @@ export async function readSandboxBooks(
   return page(rows, limit);
 }
 
+/**
+ * A page of an imported file's records of the window after `cursor`, in the file's order, each
+ * with its `position` (its row number); reading and copying a page go by the same rule.
+ */
+function importedPage(
+  importId: string,
+  w: BookWindow,
+  cursor: string | null,
+  limit: number,
+): FragmentSqlToken {
+  const after = cursor === null ? 0 : Number(cursor);
+  return sql.fragment`
+    SELECT provider_reference, booked_at, amount, currency, fee, direction, status,
+      row_number AS position
+    FROM recon_import_records
+    WHERE import_id = ${importId} AND row_number > ${after}
+      AND booked_at >= ${w.from}::timestamptz AND booked_at < ${w.to}::timestamptz
+    ORDER BY row_number
+    LIMIT ${limit}`;
+}
+
 /** A page of an imported file's records of the window, in the file's order. */
 export async function readImportedBooks(
   db: CommonQueryMethods,
@@ -136,14 +157,41 @@ export async function readImportedBooks(
   cursor: string | null,
   limit: number,
 ): Promise<BookPage> {
-  const after = cursor === null ? 0 : Number(cursor);
   const rows = await db.any(sql.type(recordRow)`
     SELECT provider_reference, booked_at, amount, currency, fee, direction, status,
-      row_number::text AS position
-    FROM recon_import_records
-    WHERE import_id = ${importId} AND row_number > ${after}
-      AND booked_at >= ${w.from}::timestamptz AND booked_at < ${w.to}::timestamptz
-    ORDER BY row_number
-    LIMIT ${limit}`);
+      position::text AS position
+    FROM (${importedPage(importId, w, cursor, limit)}) AS p
+    ORDER BY p.position`);
   return page(rows, limit);
+}
+
+const copiedRow = z.object({ copied: z.number(), last: z.number().nullable() });
+
+/**
+ * Copies the page `readImportedBooks` would read into the run's staging rows from `firstSeq`
+ * (as `insertRunRecords` writes them), in one statement: the rows never pass through the worker.
+ * Answers how many and where the next page starts.
+ */
+export async function copyImportedRecords(
+  db: CommonQueryMethods,
+  importId: string,
+  w: BookWindow,
+  cursor: string | null,
+  limit: number,
+  into: { runId: string; firstSeq: number },
+): Promise<{ copied: number; cursor: string | null }> {
+  const { copied, last } = await db.one(sql.type(copiedRow)`
+    WITH page AS (
+      SELECT p.*, row_number() OVER (ORDER BY p.position) AS n
+      FROM (${importedPage(importId, w, cursor, limit)}) AS p
+    ), stored AS (
+      INSERT INTO recon_run_records (run_id, seq, provider_reference, booked_at, amount, currency,
+        fee, direction, status)
+      SELECT ${into.runId}, ${into.firstSeq} + n - 1, provider_reference, booked_at, amount,
+        currency, fee, direction, status
+      FROM page
+      ON CONFLICT (run_id, seq) DO NOTHING
+    )
+    SELECT count(*)::int AS copied, max(position) AS last FROM page`);
+  return { copied, cursor: copied < limit || last === null ? null : String(last) };
 }

@@ -37,4 +37,14 @@ export interface ProviderBooks {
    * page); at most `limit` records.
    */
   listRecords(window: BookWindow, cursor: string | null, limit: number): Promise<BookPage>;
+  /**
+   * Books kept in the engine's own database copy that page into a run's staging rows (from
+   * `firstSeq`) without passing it through the worker; answers how many and the next cursor.
+   */
+  copyRecords?(
+    window: BookWindow,
+    cursor: string | null,
+    limit: number,
+    into: { runId: string; firstSeq: number },
+  ): Promise<{ copied: number; cursor: string | null }>;
 }

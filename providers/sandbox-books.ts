@@ -1,4 +1,4 @@
-import { readImportedBooks, readSandboxBooks } from '../db/recon-books';
+import { copyImportedRecords, readImportedBooks, readSandboxBooks } from '../db/recon-books';
 import type { DatabasePool } from '../db/pool';
 import type { BookPage, BookWindow, ProviderBooks } from './books';
 
@@ -33,5 +33,14 @@ export class ImportedBooks implements ProviderBooks {
 
   listRecords(window: BookWindow, cursor: string | null, limit: number): Promise<BookPage> {
     return readImportedBooks(this.pool, this.importId, window, cursor, limit);
+  }
+
+  copyRecords(
+    window: BookWindow,
+    cursor: string | null,
+    limit: number,
+    into: { runId: string; firstSeq: number },
+  ): Promise<{ copied: number; cursor: string | null }> {
+    return copyImportedRecords(this.pool, this.importId, window, cursor, limit, into);
   }
 }

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
-import { readImportedBooks } from '../../db/recon-books';
-import { insertRunRecords, matchRun } from '../../db/recon-matching';
+import { copyImportedRecords, readImportedBooks } from '../../db/recon-books';
+import { matchRun } from '../../db/recon-matching';
 import { getReconRun, insertReconRun } from '../../db/recon-runs';
 import { freePort } from '../../net/ports';
 import { createFixtureApplication } from '../../tools/harness/fixtures';
@@ -79,13 +79,25 @@ describe("row 9a's seed (tools/bench/recon-seed.ts)", () => {
     const window = { applicationId: app.id, mode: 'test' as const, from: seed.from, to: seed.to };
     let loaded = 0;
     for (let cursor: string | null = null; ;) {
-      const page = await readImportedBooks(pool, seed.importId, window, cursor, 300);
-      await insertRunRecords(pool, created!.id, loaded, page.records);
-      loaded += page.records.length;
+      const page = await copyImportedRecords(pool, seed.importId, window, cursor, 300, {
+        runId: created!.id,
+        firstSeq: loaded,
+      });
+      loaded += page.copied;
       cursor = page.cursor;
       if (cursor === null) break;
     }
     expect(loaded).toBe(1_000);
+    // A page copied again (a retried load) writes nothing twice, and reads as the file does.
+    const again = await copyImportedRecords(pool, seed.importId, window, null, 300, {
+      runId: created!.id,
+      firstSeq: 0,
+    });
+    const read = await readImportedBooks(pool, seed.importId, window, null, 300);
+    expect(again).toEqual({ copied: 300, cursor: read.cursor });
+    const staged = await pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+      SELECT count(*)::int AS n FROM recon_run_records WHERE run_id = ${created!.id}`);
+    expect(staged).toBe(1_000);
     const counts = await pool.transaction(async (trx) =>
       matchRun(trx, await getReconRun(trx, created!.id), 60),
     );
