@@ -25,7 +25,7 @@ import { eventsInsertPart, transactionsInsertPart, writtenTransaction } from '..
 import { lockTransferWallets } from '../db/transfers';
 import { walletStates } from '../db/wallets';
 import { findApplication } from '../db/applications';
-import { BATCH_ITEM_CATEGORY } from '../domain/batches';
+import { BATCH_ITEM_CATEGORY, BATCH_ITEM_TYPE } from '../domain/batches';
 import type { Currency } from '../domain/money';
 import {
   decide,
@@ -57,7 +57,6 @@ import {
   type TransferResult,
 } from '../workflows/shared';
 import { listenForSettlement, transferAnsweredLocally } from '../temporal/settlements';
-import { transactionEventData } from './events';
 import { transferStep } from './transfer';
 
 /** The detail of an atomic batch's item that passed its checks, not made for another's decline. */
