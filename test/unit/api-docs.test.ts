@@ -1,12 +1,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Client } from '@temporalio/client';
 import { apiRoutes } from '../../api/app';
-import { loadConfig } from '../../config';
+import { offlineDeps } from '../support/offline-deps';
 import { EVENT_TYPES } from '../../domain/events';
 import { RATE_LIMIT_CATEGORIES } from '../../domain/types';
-import { createLogger } from '../../observability/logger';
-import { createProviders } from '../../providers';
 import { SANDBOX_CARDS } from '../../providers/sandbox-card';
 
 const API_MD = readFileSync(path.join(__dirname, '..', '..', 'docs', 'api.md'), 'utf8');
@@ -19,17 +16,9 @@ function section(title: string): string {
   return API_MD.slice(start, end < 0 ? undefined : end);
 }
 
-/** The app's route list, built without a database or Temporal (a lazy client never connects). */
+/** The app's route list, built without a database or Temporal. */
 function routes(): { route: string; category: string }[] {
-  const config = loadConfig({ DATABASE_URL: 'postgres://unused@127.0.0.1:1/unused' });
-  const pool = {} as never;
-  return apiRoutes({
-    config,
-    pool,
-    temporal: new Client(),
-    logger: createLogger('silent'),
-    providers: createProviders({ config, pool }),
-  }).map((route) => ({
+  return apiRoutes(offlineDeps()).map((route) => ({
     route: `${route.method.toUpperCase()} ${route.path.replace(/:(\w+)/g, '{$1}')}`,
     category: route.auth ?? 'none',
   }));

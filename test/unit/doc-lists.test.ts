@@ -1,11 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Client } from '@temporalio/client';
+import { offlineDeps } from '../support/offline-deps';
 import { dashboardOwnRoutes } from '../../api/dashboard/routes';
-import { loadConfig } from '../../config';
 import { RECON_EXCEPTION_KINDS } from '../../db/recon-runs';
-import { createLogger } from '../../observability/logger';
-import { createProviders } from '../../providers';
 import { STRIPE_CARD_EVENT_TYPES, STRIPE_CASE_EVENT_TYPES } from '../../providers/stripe-card';
 import { STRIPE_PAYOUT_EVENT_TYPES } from '../../providers/stripe-connect';
 import { WORKFLOW_ID_PREFIXES } from '../../workflows/ids';
@@ -94,15 +91,7 @@ describe('docs/dashboard.md', () => {
       const [, method = '', route = ''] = /([A-Z]+) (\/\S+)/.exec(spans(cell).at(-1) ?? '') ?? [];
       return [...methods, method].map((each) => `${each} ${route}`);
     });
-    const config = loadConfig({ DATABASE_URL: 'postgres://unused@127.0.0.1:1/unused' });
-    const pool = {} as never;
-    const served = dashboardOwnRoutes({
-      config,
-      pool,
-      temporal: new Client(),
-      logger: createLogger('silent'),
-      providers: createProviders({ config, pool }),
-    }).map(
+    const served = dashboardOwnRoutes(offlineDeps()).map(
       ({ method, path: route }) => `${method.toUpperCase()} ${route.replace(/:(\w+)/g, '{$1}')}`,
     );
     expect(sorted(documented)).toEqual(sorted(served));

@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Client } from '@temporalio/client';
 import { z } from 'zod';
 import { apiRoutes } from '../../api/app';
+import { offlineDeps } from '../support/offline-deps';
 import { RECOVERY_CODES, TOTP_DIGITS, TOTP_PERIOD } from '../../api/dashboard/two-step';
 import { EXPORT_RETRY_AFTER_SECONDS } from '../../api/export-slots';
 import { MAX_BODY_BYTES, MAX_BODY_DEPTH } from '../../api/middleware/body';
@@ -19,7 +19,7 @@ import {
 } from '../../api/routes/reconciliation';
 import { DEFAULT_DAYS, MAX_CSV_ENTRIES } from '../../api/routes/statements';
 import { PER_PAGE } from '../../api/schemas';
-import { envSchema, loadConfig } from '../../config';
+import { envSchema } from '../../config';
 import { DEFAULT_LOCKOUT } from '../../db/auth-lockout';
 import { SECOND_STEP_MINUTES, SESSION_HOURS } from '../../db/dashboard-accounts';
 import { INVITATION_HOURS } from '../../db/dashboard-team';
@@ -42,9 +42,7 @@ import { MAX_MINOR_UNITS, parseMajorDecimal } from '../../domain/money';
 import { MONEY_STEPS } from '../../domain/money-rules';
 import { RATE_LIMIT_CATEGORIES } from '../../domain/types';
 import { TEST_EVIDENCE_DAYS } from '../../intake/disputes';
-import { createLogger } from '../../observability/logger';
 import { WEBHOOK_ANSWER_MAX_BYTES, WEBHOOK_TIMEOUT_MS } from '../../outbound/webhook-post';
-import { createProviders } from '../../providers';
 import { MONIME_SIGNATURE_TOLERANCE_SECONDS } from '../../providers/monime';
 import {
   MAX_REFERENCE_LENGTH,
@@ -234,17 +232,9 @@ function limitRows(): Row[] {
 
 const isRoute = (span: string | undefined) => /^[A-Z]+ \//.test(span ?? '');
 
-/** The app's routes, built without a database or Temporal (a lazy client never connects). */
+/** The app's routes, built without a database or Temporal. */
 function routes() {
-  const config = loadConfig({ DATABASE_URL: 'postgres://unused@127.0.0.1:1/unused' });
-  const pool = {} as never;
-  return apiRoutes({
-    config,
-    pool,
-    temporal: new Client(),
-    logger: createLogger('silent'),
-    providers: createProviders({ config, pool }),
-  });
+  return apiRoutes(offlineDeps());
 }
 
 /** The bound (longest, most items, largest) a route's body or query schema gives `field`. */
