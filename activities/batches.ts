@@ -56,7 +56,11 @@ import {
   type TransferInput,
   type TransferResult,
 } from '../workflows/shared';
-import { listenForSettlement, transferAnsweredLocally } from '../temporal/settlements';
+import {
+  LOCAL_SETTLEMENT_MS,
+  listenForSettlement,
+  transferAnsweredLocally,
+} from '../temporal/settlements';
 import { transferStep } from './transfer';
 
 /** The detail of an atomic batch's item that passed its checks, not made for another's decline. */
@@ -274,12 +278,6 @@ export function createBatchActivities(deps: { pool: DatabasePool; config: Config
     runAtomicBatch,
   };
 }
-
-/**
- * How long an item started eagerly waits for this worker to report how it settled before it asks
- * the server for the workflow's result (as api/temporal.ts does for a single transfer).
- */
-const LOCAL_SETTLEMENT_MS = 3_000;
 
 /** `transferWorkflow`, started by name: its module's types lead back here. */
 type TransferWorkflow = (input: TransferInput) => Promise<TransferResult>;

@@ -19,7 +19,7 @@ import {
   settledLocally,
 } from '../observability/metrics';
 import { GRPC_UNAVAILABLE, NEVER_SENT } from '../temporal/connection';
-import { listenForSettlement } from '../temporal/settlements';
+import { LOCAL_SETTLEMENT_MS, listenForSettlement } from '../temporal/settlements';
 
 /**
  * Runs a payment workflow and waits at most `timeoutMs` for its result. The workflow id is the
@@ -64,12 +64,6 @@ export async function runPaymentWorkflow<W extends Workflow>(
   };
   return withDeadline(run(), timeoutMs);
 }
-
-/**
- * How long a payment started eagerly waits for this process's worker to report how it settled,
- * before it asks the server for the workflow's result (a step still retrying, a worker stopped).
- */
-const LOCAL_SETTLEMENT_MS = 3_000;
 
 /**
  * Starts the payment eagerly on this process's worker and, when `answerLocally` says so, answers

@@ -21,6 +21,12 @@ export const paymentSinks: InjectedSinks<PaymentSinks> = {
 };
 
 /**
+ * How long a payment started eagerly waits for this process's worker to report how it settled,
+ * before it asks the server for the workflow's result (a step still retrying, a worker stopped).
+ */
+export const LOCAL_SETTLEMENT_MS = 3_000;
+
+/**
  * Listens for the settlement of the payment `workflowId` by this process's worker, from now
  * on (before the start, so that none is missed): `within(ms)` answers it, or undefined when it
  * did not come in time; `stop()` forgets the listener (always call it).
