@@ -44,6 +44,7 @@ import {
   type BatchTransferPage,
 } from '../workflows/batch-shared';
 import { workflowIds } from '../workflows/ids';
+import { whileBeating } from './heartbeat';
 import {
   moneyOutInput,
   transferInput,
@@ -282,9 +283,6 @@ export function createBatchActivities(deps: { pool: DatabasePool; config: Config
 /** `transferWorkflow`, started by name: its module's types lead back here. */
 type TransferWorkflow = (input: TransferInput) => Promise<TransferResult>;
 
-/** How often a page tells the server it is alive while its items run (a lost worker shows). */
-const PAGE_HEARTBEAT_MS = 5_000;
-
 /**
  * A page of a transfer batch's items, each the single endpoint's workflow under its id, started
  * eagerly on this worker when it has room; answers their ends. A retried page attaches to the runs
@@ -292,8 +290,7 @@ const PAGE_HEARTBEAT_MS = 5_000;
  */
 export async function runBatchTransfers(page: BatchTransferPage): Promise<BatchItemEnd[]> {
   const context = Context.current();
-  const beat = setInterval(() => context.heartbeat(), PAGE_HEARTBEAT_MS);
-  try {
+  return whileBeating(async () => {
     const settled = await Promise.allSettled(
       page.items.map(async (item) => {
         try {
@@ -312,9 +309,7 @@ export async function runBatchTransfers(page: BatchTransferPage): Promise<BatchI
     const failed = settled.find((s) => s.status === 'rejected');
     if (failed) throw failed.reason;
     return settled.map((s) => (s as PromiseFulfilledResult<BatchItemEnd>).value);
-  } finally {
-    clearInterval(beat);
-  }
+  });
 }
 
 async function runTransfer(

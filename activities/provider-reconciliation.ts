@@ -1,6 +1,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Config } from '../config';
-import type { DatabasePool } from '../db/pool';
+import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import {
   completeReconRun,
   failReconRun,
@@ -19,6 +19,7 @@ import { ProviderNotConfiguredError, ProviderRefusedError } from '../providers/m
 import { booksFor } from '../providers/recon-books';
 import { startReconExceptionTimer } from '../temporal/recon-runs';
 import { taskQueueOf } from '../temporal/task-queues';
+import { whileBeating } from './heartbeat';
 
 /** How many exceptions' events one page writes, and timers one activity starts. */
 const EXCEPTIONS_PAGE = 1_000;
@@ -57,6 +58,10 @@ export function createProviderReconciliationActivities(deps: {
     cursor: string | null;
     loaded: number;
   }): Promise<{ cursor: string | null; loaded: number }> {
+    return whileBeating(() => loadChunk(input));
+  }
+
+  async function loadChunk(input: Parameters<typeof loadReconRecords>[0]) {
     const run = await getReconRun(pool, input.runId);
     if (run.status !== 'running') return { cursor: null, loaded: input.loaded };
     const window = { applicationId: run.applicationId, mode: run.mode, from: run.from, to: run.to };
@@ -84,18 +89,21 @@ export function createProviderReconciliationActivities(deps: {
    * events, the counts, `reconciliation.run.completed`. A run already ended is left alone.
    */
   async function matchReconRun(input: { runId: string }): Promise<void> {
-    await pool.transaction(async (trx) => {
-      const run = await getReconRun(trx, input.runId);
-      if (run.status !== 'running') return;
-      const counts = await matchRun(trx, run, config.reconciliation.graceSeconds);
-      for (let after: string | null = null; ;) {
-        const opened = await listOpenedExceptions(trx, run, after, EXCEPTIONS_PAGE);
-        await insertExceptionOpenedEvents(trx, opened);
-        if (opened.length < EXCEPTIONS_PAGE) break;
-        after = opened.at(-1)!.id;
-      }
-      await completeReconRun(trx, run.id, counts);
-    });
+    await whileBeating(() => pool.transaction((trx) => matchInside(trx, input.runId)));
+  }
+
+  /** The run locked first: an attempt begun while a lost one's transaction ends then finds it ended. */
+  async function matchInside(trx: DatabaseTransactionConnection, runId: string): Promise<void> {
+    const run = await getReconRun(trx, runId, { lock: true });
+    if (run.status !== 'running') return;
+    const counts = await matchRun(trx, run, config.reconciliation.graceSeconds);
+    for (let after: string | null = null; ;) {
+      const opened = await listOpenedExceptions(trx, run, after, EXCEPTIONS_PAGE);
+      await insertExceptionOpenedEvents(trx, opened);
+      if (opened.length < EXCEPTIONS_PAGE) break;
+      after = opened.at(-1)!.id;
+    }
+    await completeReconRun(trx, run.id, counts);
   }
 
   /** Starts the stale timers of a page of the exceptions the run opened; answers where next. */
@@ -103,6 +111,10 @@ export function createProviderReconciliationActivities(deps: {
     runId: string;
     after: string | null;
   }): Promise<{ after: string | null }> {
+    return whileBeating(() => startTimers(input));
+  }
+
+  async function startTimers(input: Parameters<typeof startReconExceptionTimers>[0]) {
     const run = await getReconRun(pool, input.runId);
     const opened = await listOpenedExceptions(pool, run, input.after, EXCEPTIONS_PAGE);
     const context = Context.current();
@@ -112,7 +124,6 @@ export function createProviderReconciliationActivities(deps: {
     const lane = async () => {
       while (next < opened.length) {
         await startReconExceptionTimer(context.client, queue, opened[next++]!);
-        context.heartbeat();
       }
     };
     await Promise.all(Array.from({ length: Math.min(TIMER_STARTS_AT_ONCE, opened.length) }, lane));

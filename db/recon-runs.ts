@@ -137,8 +137,15 @@ export async function findReconRun(
 }
 
 /** A run by its id alone, for the run's own workflow. */
-export async function getReconRun(db: CommonQueryMethods, id: string): Promise<ReconRun> {
-  return toRun(await db.one(sql.type(runRow)`SELECT ${columns} FROM recon_runs WHERE id = ${id}`));
+export async function getReconRun(
+  db: CommonQueryMethods,
+  id: string,
+  options: { lock?: boolean } = {},
+): Promise<ReconRun> {
+  const lock = options.lock ? sql.fragment`FOR UPDATE` : sql.fragment``;
+  return toRun(
+    await db.one(sql.type(runRow)`SELECT ${columns} FROM recon_runs WHERE id = ${id} ${lock}`),
+  );
 }
 
 /** The application's runs in a mode, newest first. */

@@ -24,15 +24,9 @@ import type { Mode } from '../domain/types';
 import { RECON_CHUNKS_PER_HISTORY } from '../domain/recon';
 import { activityPresets } from './retry';
 
-/** Loading a chunk asks the provider: its retries are the provider's; the rest are the database's. */
-const books = proxyActivities<Activities>({
-  startToCloseTimeout: '5 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
-const steps = proxyActivities<Activities>({
-  startToCloseTimeout: '30 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+/** Loading a chunk asks the provider; matching is one long transaction: both heartbeat. */
+const books = proxyActivities<Activities>(activityPresets.reconBooks);
+const steps = proxyActivities<Activities>(activityPresets.reconSteps);
 const quick = proxyActivities<Activities>(activityPresets.ledger);
 
 /** How many of the schedule's runs go at once. */

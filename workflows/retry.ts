@@ -21,6 +21,8 @@ export const retryPresets = {
     maximumInterval: '10 seconds',
     maximumAttempts: 8,
   },
+  /** A long step (a reconciliation's chunk or matching): slow retries, never giving up. */
+  longStep: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 } as const satisfies Record<string, RetryPolicy>;
 
 export const activityPresets = {
@@ -67,6 +69,21 @@ export const activityPresets = {
     startToCloseTimeout: '10 minutes',
     heartbeatTimeout: '20 seconds',
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '10 seconds' },
+  },
+  /**
+   * A reconciliation run's chunk of the provider's books (a provider call): heartbeating, so a
+   * worker lost mid-chunk is noticed in 20 s rather than at the timeout.
+   */
+  reconBooks: {
+    startToCloseTimeout: '5 minutes',
+    heartbeatTimeout: '20 seconds',
+    retry: retryPresets.longStep,
+  },
+  /** A run's matching (one long transaction over its records) and its timers' starts: the same. */
+  reconSteps: {
+    startToCloseTimeout: '30 minutes',
+    heartbeatTimeout: '20 seconds',
+    retry: retryPresets.longStep,
   },
   /** The outbox relay's round: about a minute, heartbeating; a lost worker is noticed in 20 s. */
   webhookRelay: {
