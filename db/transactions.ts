@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
+import { isSqlToken, sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 import { minorToMajorNumber, type Currency } from '../domain/money';
 import {
@@ -11,7 +11,7 @@ import {
   type TransactionType,
 } from '../domain/types';
 import type { TransactionRecord } from '../workflows/shared';
-import { prepare, type DatabasePool } from './pool';
+import { jsonbValue, prepare, type DatabasePool } from './pool';
 import { compileRules } from './money-rules';
 import { walletFacts } from './wallet-facts';
 import { depositRules } from '../domain/money-rules';
@@ -91,11 +91,6 @@ export type NewTransaction = {
   metadata?: Record<string, unknown>;
   /** The merchant's metadata (api/schemas.ts `Metadata`), written with the row. */
   merchantMetadata?: Readonly<Record<string, string>> | undefined;
-  /**
-   * The row's `created_at` and `updated_at`, when the caller sets them (a step written in one
-   * statement, db/money-steps.ts `recordMoneyStepAtOnce`); else the transaction's `now()`.
-   */
-  createdAt?: string;
 };
 
 export async function insertTransaction(
@@ -196,7 +191,7 @@ export function writtenTransaction(t: NewTransaction, at: string): TransactionRo
 /** A column of an insert: its name, its type (as a row read from JSON is cast) and its value. */
 type WrittenColumn = readonly [
   name: string,
-  type: 'uuid' | 'text' | 'int8' | 'jsonb' | 'timestamptz',
+  type: 'uuid' | 'text' | 'int8' | 'jsonb',
   value: unknown,
 ];
 
@@ -222,12 +217,6 @@ function writtenColumns(t: NewTransaction): readonly WrittenColumn[] {
     ['parent_id', 'uuid', t.parentId ?? null],
     ['metadata', 'jsonb', JSON.parse(JSON.stringify(t.metadata ?? {}))],
     ['merchant_metadata', 'jsonb', { ...t.merchantMetadata }],
-    ...(t.createdAt === undefined
-      ? []
-      : ([
-          ['created_at', 'timestamptz', t.createdAt],
-          ['updated_at', 'timestamptz', t.createdAt],
-        ] as const)),
   ];
 }
 
@@ -241,7 +230,7 @@ const columnNames = (columns: readonly WrittenColumn[]) =>
 function oneRow(columns: readonly WrittenColumn[], guard?: FragmentSqlToken): FragmentSqlToken {
   const values = sql.join(
     columns.map(([, type, value]) =>
-      type === 'jsonb' ? sql.jsonb(value as never) : (value as string | null),
+      type === 'jsonb' ? jsonbValue(value) : (value as string | null),
     ),
     sql.fragment`, `,
   );
@@ -273,9 +262,7 @@ function transactionValues(t: NewTransaction, guard?: FragmentSqlToken): Fragmen
  * `alongside`), each row written as the one alone would be: in a database transaction whose
  * `now()` is `at`, each reads back as `writtenTransaction(t, at)`.
  */
-export function transactionsInsertPart(
-  ts: readonly (NewTransaction & { createdAt?: undefined })[],
-): FragmentSqlToken {
+export function transactionsInsertPart(ts: readonly NewTransaction[]): FragmentSqlToken {
   return sql.fragment`payments_written AS (
     INSERT INTO transactions ${manyRows(ts.map(writtenColumns))})`;
 }
@@ -532,6 +519,7 @@ export type NewEvent = {
   mode: Mode;
   type: string;
   transactionId: string | null;
+  /** For `eventInsertPart`, also a jsonb expression the statement computes (`jsonbValue`). */
   data: unknown;
 };
 
@@ -555,7 +543,7 @@ function eventColumns(id: string, e: NewEvent): readonly WrittenColumn[] {
     ['mode', 'text', e.mode],
     ['type', 'text', e.type],
     ['transaction_id', 'uuid', e.transactionId],
-    ['data', 'jsonb', JSON.parse(JSON.stringify(e.data))],
+    ['data', 'jsonb', isSqlToken(e.data) ? e.data : JSON.parse(JSON.stringify(e.data))],
   ];
 }
 
