@@ -12,7 +12,7 @@ import type { Mode } from '../domain/types';
 import { ledgerTransactionDuration } from '../observability/metrics';
 import { remember } from '../cache/bounded';
 import { afterCommit, nowAsRead, prepare } from './pool';
-import { insertedValues } from './transactions';
+import { insertedValues } from './insert-values';
 
 export type SystemAccountKind =
   | 'escrow'

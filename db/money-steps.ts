@@ -11,8 +11,6 @@ import {
   type DatabaseTransactionConnection,
 } from './pool';
 import {
-  eventInsertPart,
-  insertEvent,
   insertTransaction,
   setTransactionStatus,
   transactionAnswer,
@@ -21,6 +19,7 @@ import {
   type NewTransaction,
   type TransactionRow,
 } from './transactions';
+import { eventInsertPart, insertEvent } from './transaction-events';
 
 /**
  * The `answer` of a step whose request is answered with the payment row as written (a transfer,
