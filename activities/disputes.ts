@@ -17,7 +17,7 @@ import {
 } from '../db/ledger';
 import { recordMoneyStep } from '../db/money-steps';
 import type { DatabasePool } from '../db/pool';
-import { insertEvent } from '../db/transactions';
+import { insertEvent } from '../db/transaction-events';
 import type { AuditEntry } from '../domain/audit';
 import { disputePostings } from '../domain/ledger';
 import { disputeOpenRules, disputeReserve } from '../domain/money-rules';

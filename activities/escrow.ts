@@ -83,8 +83,11 @@ export function createEscrowActivities(deps: {
     else holds.delete(hold.id);
   }
 
-  /** The hold's step, as written by either way (`holdFunds`). */
-  function newHold(input: HoldInput, escrow: string, currency: Currency, at: string) {
+  /**
+   * The hold's step, as written by either way (`holdFunds`): `at` is the transaction's `now()`,
+   * none in one statement (which takes the statement's).
+   */
+  function newHold(input: HoldInput, escrow: string, currency: Currency, at?: string) {
     const amount = BigInt(input.amount);
     return {
       transaction: {
@@ -133,7 +136,7 @@ export function createEscrowActivities(deps: {
       currency,
     );
     if (escrow === undefined) return null;
-    const step = newHold(input, escrow, currency, new Date().toISOString());
+    const step = newHold(input, escrow, currency);
     const row = await recordMoneyStepAtOnce(
       pool,
       step,
@@ -190,12 +193,12 @@ export function createEscrowActivities(deps: {
     });
   }
 
-  /** The release's step, as written by either way (`releaseFunds`). */
+  /** The release's step, as written by either way (`releaseFunds`); `at` as `newHold`'s. */
   function newRelease(
     input: ReleaseRequest & { holdId: string },
     hold: TransactionRow,
     moved: { amount: bigint; fee: bigint; net: bigint; feeAccount: string | null },
-    at: string,
+    at: string | undefined,
     guard?: ReturnType<typeof releaseGuard>['guard'],
   ) {
     const { fee, net, feeAccount } = moved;
@@ -279,7 +282,7 @@ export function createEscrowActivities(deps: {
       fee: rule,
     });
     const moved = { amount, fee, net, feeAccount };
-    const step = newRelease(input, hold, moved, new Date().toISOString(), guard.guard);
+    const step = newRelease(input, hold, moved, undefined, guard.guard);
     const row = await recordMoneyStepAtOnce(pool, step, guard);
     if (!row) {
       // Not as remembered (or a decline): the usual way reads it afresh.

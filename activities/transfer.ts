@@ -13,9 +13,10 @@ import { transferRules } from '../domain/money-rules';
 
 /**
  * A transfer's money step (db/money-steps.ts): its payment row, ledger postings, event and answer,
- * in a database transaction whose `now()` is `at`. An atomic batch's items are these too.
+ * in a database transaction whose `now()` is `at` (none for a step written in one statement,
+ * which takes the statement's). An atomic batch's items are these too.
  */
-export function transferStep(input: TransferInput, currency: Currency, at: string) {
+export function transferStep(input: TransferInput, currency: Currency, at?: string) {
   const amount = BigInt(input.amount);
   return {
     transaction: {
@@ -67,7 +68,7 @@ export function createTransferActivities(deps: {
   async function atOnce(input: TransferInput) {
     const currency = currencies.get(input.fromWalletId);
     if (currency === undefined || currencies.get(input.toWalletId) !== currency) return null;
-    const step = transferStep(input, currency, new Date().toISOString());
+    const step = transferStep(input, currency);
     return recordMoneyStepAtOnce(
       deps.pool,
       step,

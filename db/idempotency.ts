@@ -2,7 +2,7 @@ import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 import type { Caller } from '../domain/types';
 import { countStatement, type RateLimitHit, type RowVersions } from './rate-limit';
-import { prepare } from './pool';
+import { jsonbValue, prepare } from './pool';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;
 
@@ -145,9 +145,9 @@ export async function completeIdempotencyKey(
 }
 
 /**
- * `completeIdempotencyKey` as a part of another statement's WITH, so a money step stores the
- * answer in the transaction that writes the payment. Only the use claimed at `claimedAt` is
- * answered: a key taken over after 24 hours belongs to another request.
+ * `completeIdempotencyKey` as a part of another statement's WITH (its `body` JSON or a jsonb
+ * expression), so a money step stores the answer in the transaction that writes the payment.
+ * Only the use claimed at `claimedAt` is answered: a key taken over after 24 hours is another's.
  */
 export function answerKeyPart(
   use: KeyUse,
@@ -163,7 +163,7 @@ export function answerKeyPart(
 
 function answerOf(status: number, body: unknown): FragmentSqlToken {
   return sql.fragment`response_status = ${status},
-    response_body = ${sql.jsonb(body as never)}, completed_at = now()`;
+    response_body = ${jsonbValue(body)}, completed_at = now()`;
 }
 
 /** The key's row while it has no answer; `claimedAt` is the claim's time to the millisecond. */

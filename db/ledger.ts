@@ -11,8 +11,8 @@ import type { Currency } from '../domain/money';
 import type { Mode } from '../domain/types';
 import { ledgerTransactionDuration } from '../observability/metrics';
 import { remember } from '../cache/bounded';
-import { afterCommit, prepare } from './pool';
-import { insertedValues } from './transactions';
+import { afterCommit, nowAsRead, prepare } from './pool';
+import { insertedValues } from './insert-values';
 
 export type SystemAccountKind =
   | 'escrow'
@@ -71,18 +71,19 @@ export async function postLedgerTransaction(
 }
 
 /**
- * `postLedgerTransaction` as a statement of its own, whose `prelude` locks and reads what `guard`
- * needs; everything (`alongside` too) is written only where the guard holds. Answers whether it
- * held: if not, nothing was written, and the locks were let go with the statement.
+ * `postLedgerTransaction` as a statement of its own, written (`alongside` too) only where `guard`
+ * holds, which its `prelude` locks and reads for. Answers the time of all it wrote (its `now()`,
+ * db/pool.ts `nowAsRead`), or null: nothing written, the locks let go with the statement.
  */
 export async function postGuardedLedgerTransaction(
   db: CommonQueryMethods,
   input: LedgerTransactionInput,
   guarded: { prelude: FragmentSqlToken; guard: FragmentSqlToken },
   alongside: readonly FragmentSqlToken[] = [],
-): Promise<boolean> {
+): Promise<string | null> {
   const statement = ledgerStatement(randomUUID(), input, alongside, guarded);
-  return timed(input.kind, () => db.oneFirst(prepare(statement)));
+  const { written, at } = await timed(input.kind, () => db.one(prepare(statement)));
+  return written ? at : null;
 }
 
 type LedgerTransactionInput = {
@@ -95,8 +96,8 @@ type LedgerTransactionInput = {
   postings: readonly Posting[];
 };
 
-/** What a ledger statement answers: whether it wrote (a guarded one may not). */
-const writtenRow = z.object({ written: z.boolean() });
+/** What a ledger statement answers: whether it wrote (a guarded one may not), and when. */
+const writtenRow = z.object({ written: z.boolean(), at: z.string() });
 
 async function timed<T>(kind: string, run: () => Promise<T>): Promise<T> {
   const started = process.hrtime.bigint();
@@ -136,7 +137,7 @@ function ledgerStatement(
   ];
   return sql.type(writtenRow)`
     WITH ${sql.join(parts, sql.fragment`, `)}
-    SELECT ${guard ?? sql.fragment`true`} AS written`;
+    SELECT ${guard ?? sql.fragment`true`} AS written, ${nowAsRead} AS at`;
 }
 
 /**

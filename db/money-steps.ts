@@ -1,13 +1,16 @@
-import { UniqueIntegrityConstraintViolationError, type FragmentSqlToken } from 'slonik';
+import { sql, UniqueIntegrityConstraintViolationError, type FragmentSqlToken } from 'slonik';
 import type { Posting } from '../domain/ledger';
 import type { TransactionStatus } from '../domain/types';
 import { countPaymentEnded } from '../observability/metrics';
 import { answerKeyPart, type KeyUse } from './idempotency';
 import { postGuardedLedgerTransaction, postLedgerTransaction } from './ledger';
-import { afterCommit, type CommonQueryMethods, type DatabaseTransactionConnection } from './pool';
 import {
-  eventInsertPart,
-  insertEvent,
+  afterCommit,
+  nowAsRead,
+  type CommonQueryMethods,
+  type DatabaseTransactionConnection,
+} from './pool';
+import {
   insertTransaction,
   setTransactionStatus,
   transactionAnswer,
@@ -16,6 +19,7 @@ import {
   type NewTransaction,
   type TransactionRow,
 } from './transactions';
+import { eventInsertPart, insertEvent } from './transaction-events';
 
 /**
  * The `answer` of a step whose request is answered with the payment row as written (a transfer,
@@ -124,8 +128,33 @@ export async function recordMoneyStep(
 }
 
 /**
+ * Stands for the statement's time in the row of a step written in one statement, built before
+ * the statement runs; its event and answer take the database's clock in its place.
+ */
+const STATEMENT_TIME = 'the statement time';
+
+/**
+ * `value` as jsonb in SQL, each top-level field that holds `STATEMENT_TIME` set to the
+ * statement's `now()` as it reads back (db/pool.ts `nowAsRead`).
+ */
+function stampedJson(value: unknown): FragmentSqlToken {
+  const json: unknown = JSON.parse(JSON.stringify(value));
+  const fields =
+    json && typeof json === 'object' && !Array.isArray(json) ? Object.entries(json) : [];
+  const stamped = fields.filter(([, v]) => v === STATEMENT_TIME).map(([k]) => k);
+  const rest =
+    stamped.length > 0 ? Object.fromEntries(fields.filter(([, v]) => v !== STATEMENT_TIME)) : json;
+  if (JSON.stringify(rest).includes(STATEMENT_TIME)) {
+    throw new Error("a money step's time is stamped only in its JSON's top-level fields");
+  }
+  if (stamped.length === 0) return sql.fragment`${sql.jsonb(rest as never)}`;
+  const times = stamped.map((k) => sql.fragment`${k}::text, ${nowAsRead}`);
+  return sql.fragment`(${sql.jsonb(rest as never)} || jsonb_build_object(${sql.join(times, sql.fragment`, `)}))`;
+}
+
+/**
  * A new payment's money step as one statement outside any transaction, written only where
- * `guard.guard` holds (docs/architecture.md, The transfer path); its time is the caller's `at`.
+ * `guard.guard` holds (docs/architecture.md, The transfer path), at the statement's `now()`.
  * Null when nothing was written: the caller then runs the step the usual way, which says why.
  */
 export async function recordMoneyStepAtOnce(
@@ -136,25 +165,27 @@ export async function recordMoneyStepAtOnce(
     ledger: Pick<StepLedger, 'postings' | 'alongside'>;
     event: StepEvent;
     answer?: StepAnswer;
-    at: string;
   },
   guard: { prelude: FragmentSqlToken; guard: FragmentSqlToken },
 ): Promise<TransactionRow | null> {
-  const fresh = { ...step.transaction, createdAt: step.at };
-  const row = writtenTransaction(fresh, step.at);
-  const answer = step.answer && answerOf(row, step.answer);
-  const written = await postGuardedLedgerTransaction(db, ledgerOf(row, step.ledger), guard, [
-    transactionInsertPart(fresh, guard.guard),
+  const unstamped = writtenTransaction(step.transaction, STATEMENT_TIME);
+  const event = eventOf(unstamped, step.event);
+  const answer = step.answer && answerOf(unstamped, step.answer);
+  const at = await postGuardedLedgerTransaction(db, ledgerOf(unstamped, step.ledger), guard, [
+    transactionInsertPart(step.transaction, guard.guard),
     ...(step.ledger.alongside ?? []),
-    eventInsertPart(eventOf(row, step.event), guard.guard),
-    ...(answer ? [answerKeyPart(answer.use, answer.status, answer.body, guard.guard)] : []),
+    eventInsertPart({ ...event, data: stampedJson(event.data) }, guard.guard),
+    ...(answer
+      ? [answerKeyPart(answer.use, answer.status, stampedJson(answer.body), guard.guard)]
+      : []),
   ]).catch((error: unknown) => {
     // A unique key taken meanwhile: another attempt of the same step wrote it (the usual way
     // finds it made).
-    if (error instanceof UniqueIntegrityConstraintViolationError) return false;
+    if (error instanceof UniqueIntegrityConstraintViolationError) return null;
     throw error;
   });
-  if (!written) return null;
+  if (at === null) return null;
+  const row = writtenTransaction(step.transaction, at);
   countPaymentEnded(row);
   return row;
 }

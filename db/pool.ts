@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import {
   createBigintTypeParser,
   createPool,
+  isSqlToken,
   SchemaValidationError,
   sql,
   type CommonQueryMethods,
@@ -9,6 +10,7 @@ import {
   type Interceptor,
   type QueryResultRow,
   type QuerySqlToken,
+  type SqlToken,
 } from 'slonik';
 import { asDatabaseSettingError, isDatabaseSettingError, pgConnection } from './connection';
 
@@ -19,6 +21,17 @@ const timestamptzParser = {
   name: 'timestamptz',
   parse: (value: string) => new Date(value).toISOString(),
 };
+
+/**
+ * The statement's `now()` as text, as `timestamptzParser` reads it: for a time written into JSON
+ * by the statement that also writes it into a column (db/money-steps.ts `recordMoneyStepAtOnce`).
+ */
+export const nowAsRead = sql.fragment`to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/** A JSON value as a jsonb parameter; a jsonb expression in SQL (a token) as it is. */
+export function jsonbValue(value: unknown): SqlToken {
+  return isSqlToken(value) ? value : sql.jsonb(value as never);
+}
 
 /**
  * Validates every row of a `sql.type(schema)` query, so a schema that drifts from the database

@@ -12,7 +12,8 @@ import {
   toReconException,
   type ReconException,
 } from './recon-exceptions';
-import { findTransaction, insertEvent } from './transactions';
+import { findTransaction } from './transactions';
+import { insertEvent } from './transaction-events';
 
 /** Resolutions of provider-reconciliation exceptions (docs/api.md, Reconciliation). */
 

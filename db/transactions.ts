@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 import { minorToMajorNumber, type Currency } from '../domain/money';
@@ -11,12 +10,12 @@ import {
   type TransactionType,
 } from '../domain/types';
 import type { TransactionRecord } from '../workflows/shared';
-import { prepare, type DatabasePool } from './pool';
+import { prepare } from './pool';
 import { compileRules } from './money-rules';
 import { walletFacts } from './wallet-facts';
 import { depositRules } from '../domain/money-rules';
-import { metadataContains, metadataMerge } from './metadata';
-import { pageTotal, TOTAL_COUNTED_AHEAD } from './pages';
+import { metadataMerge } from './metadata';
+import { oneRow, manyRows, type WrittenColumn } from './insert-values';
 
 export const transactionRow = z.object({
   id: z.string(),
@@ -91,11 +90,6 @@ export type NewTransaction = {
   metadata?: Record<string, unknown>;
   /** The merchant's metadata (api/schemas.ts `Metadata`), written with the row. */
   merchantMetadata?: Readonly<Record<string, string>> | undefined;
-  /**
-   * The row's `created_at` and `updated_at`, when the caller sets them (a step written in one
-   * statement, db/money-steps.ts `recordMoneyStepAtOnce`); else the transaction's `now()`.
-   */
-  createdAt?: string;
 };
 
 export async function insertTransaction(
@@ -153,18 +147,6 @@ export function transactionInsertPart(
 }
 
 /**
- * The values of an insert: `VALUES (...)`, or, given a `guard` (a boolean SQL expression), the
- * same values selected only where the guard holds, so that a statement whose guard fails inserts
- * nothing (db/money-steps.ts `recordMoneyStepAtOnce`).
- */
-export function insertedValues(
-  values: FragmentSqlToken,
-  guard: FragmentSqlToken | undefined,
-): FragmentSqlToken {
-  return guard ? sql.fragment`SELECT ${values} WHERE ${guard}` : sql.fragment`VALUES (${values})`;
-}
-
-/**
  * The row `insertTransaction` writes, as it reads back, in a database transaction whose `now()`
  * is `at` (every timestamp default is `now()`, the transaction's start, the same for each of
  * its statements; no trigger changes the row).
@@ -193,13 +175,6 @@ export function writtenTransaction(t: NewTransaction, at: string): TransactionRo
   };
 }
 
-/** A column of an insert: its name, its type (as a row read from JSON is cast) and its value. */
-type WrittenColumn = readonly [
-  name: string,
-  type: 'uuid' | 'text' | 'int8' | 'jsonb' | 'timestamptz',
-  value: unknown,
-];
-
 /** The columns a new payment row is written with (the rest take their defaults), in order. */
 function writtenColumns(t: NewTransaction): readonly WrittenColumn[] {
   return [
@@ -222,46 +197,7 @@ function writtenColumns(t: NewTransaction): readonly WrittenColumn[] {
     ['parent_id', 'uuid', t.parentId ?? null],
     ['metadata', 'jsonb', JSON.parse(JSON.stringify(t.metadata ?? {}))],
     ['merchant_metadata', 'jsonb', { ...t.merchantMetadata }],
-    ...(t.createdAt === undefined
-      ? []
-      : ([
-          ['created_at', 'timestamptz', t.createdAt],
-          ['updated_at', 'timestamptz', t.createdAt],
-        ] as const)),
   ];
-}
-
-const columnNames = (columns: readonly WrittenColumn[]) =>
-  sql.join(
-    columns.map(([name]) => sql.identifier([name])),
-    sql.fragment`, `,
-  );
-
-/** `(columns) VALUES (...)` of one row, or, given a `guard`, selected only where it holds. */
-function oneRow(columns: readonly WrittenColumn[], guard?: FragmentSqlToken): FragmentSqlToken {
-  const values = sql.join(
-    columns.map(([, type, value]) =>
-      type === 'jsonb' ? sql.jsonb(value as never) : (value as string | null),
-    ),
-    sql.fragment`, `,
-  );
-  return sql.fragment`(${columnNames(columns)}) ${insertedValues(sql.fragment`${values}`, guard)}`;
-}
-
-/**
- * `(columns) SELECT ...` of many rows of the same columns in one parameter (a JSON array read
- * back by `jsonb_to_recordset`), so that a thousand rows are one statement's work.
- */
-function manyRows(rows: readonly (readonly WrittenColumn[])[]): FragmentSqlToken {
-  const first = rows[0];
-  if (first === undefined) throw new Error('an insert of many rows needs one at least');
-  const json = rows.map((columns) => Object.fromEntries(columns.map(([name, , v]) => [name, v])));
-  const shape = sql.join(
-    first.map(([name, type]) => sql.fragment`${sql.identifier([name])} ${sql.identifier([type])}`),
-    sql.fragment`, `,
-  );
-  return sql.fragment`(${columnNames(first)})
-    SELECT ${columnNames(first)} FROM jsonb_to_recordset(${sql.jsonb(json)}) AS r (${shape})`;
 }
 
 function transactionValues(t: NewTransaction, guard?: FragmentSqlToken): FragmentSqlToken {
@@ -273,9 +209,7 @@ function transactionValues(t: NewTransaction, guard?: FragmentSqlToken): Fragmen
  * `alongside`), each row written as the one alone would be: in a database transaction whose
  * `now()` is `at`, each reads back as `writtenTransaction(t, at)`.
  */
-export function transactionsInsertPart(
-  ts: readonly (NewTransaction & { createdAt?: undefined })[],
-): FragmentSqlToken {
+export function transactionsInsertPart(ts: readonly NewTransaction[]): FragmentSqlToken {
   return sql.fragment`payments_written AS (
     INSERT INTO transactions ${manyRows(ts.map(writtenColumns))})`;
 }
@@ -308,200 +242,6 @@ export async function madeStepRow(
   return row;
 }
 
-/** The filters of a transaction list (docs/api.md, Metadata). */
-export type TransactionFilter = {
-  status?: readonly TransactionStatus[] | undefined;
-  transaction_type?: readonly TransactionType[] | undefined;
-  /** Sender or recipient. */
-  wallet_id?: string | undefined;
-  /** ISO 8601 instants: `created_gte` inclusive, `created_lt` exclusive. */
-  created_gte?: string | undefined;
-  created_lt?: string | undefined;
-  /** Minor units, both bounds inclusive. */
-  amount_gte?: bigint | undefined;
-  amount_lte?: bigint | undefined;
-  provider_reference?: string | undefined;
-  /** `metadata[KEY]=VALUE`: the merchant's metadata holds each pair exactly. */
-  metadata?: Readonly<Record<string, string>> | undefined;
-};
-
-/** `column` is one of `values`: an equality when one, so an index gives its rows in order. */
-function oneOf(column: FragmentSqlToken, values: readonly string[]): FragmentSqlToken {
-  return values.length === 1
-    ? sql.fragment`${column} = ${values[0]!}`
-    : sql.fragment`${column} = ANY(${sql.array([...values], 'text')})`;
-}
-
-/** The conditions of `filter` but the wallet's (see `matching`), and the caller's scope. */
-function transactionWhere(caller: Caller, filter: TransactionFilter): FragmentSqlToken[] {
-  const parts = [sql.fragment`application_id = ${caller.applicationId} AND mode = ${caller.mode}`];
-  if (filter.status?.length) parts.push(oneOf(sql.fragment`status`, filter.status));
-  if (filter.transaction_type?.length) {
-    parts.push(oneOf(sql.fragment`transaction_type`, filter.transaction_type));
-  }
-  if (filter.created_gte !== undefined) {
-    parts.push(sql.fragment`created_at >= ${filter.created_gte}::timestamptz`);
-  }
-  if (filter.created_lt !== undefined) {
-    parts.push(sql.fragment`created_at < ${filter.created_lt}::timestamptz`);
-  }
-  if (filter.amount_gte !== undefined) {
-    parts.push(sql.fragment`amount >= ${filter.amount_gte.toString()}::bigint`);
-  }
-  if (filter.amount_lte !== undefined) {
-    parts.push(sql.fragment`amount <= ${filter.amount_lte.toString()}::bigint`);
-  }
-  if (filter.provider_reference !== undefined) {
-    parts.push(sql.fragment`provider_reference = ${filter.provider_reference}`);
-  }
-  if (filter.metadata && Object.keys(filter.metadata).length > 0) {
-    parts.push(metadataContains(sql.identifier(['merchant_metadata']), filter.metadata));
-  }
-  return parts;
-}
-
-/** Newest first; the id breaks ties, so that a cursor names one place in the order. */
-const NEWEST_FIRST = sql.fragment`ORDER BY created_at DESC, id DESC`;
-
-const and = (parts: FragmentSqlToken[]) => sql.fragment`${sql.join(parts, sql.fragment` AND `)}`;
-
-/**
- * The rows that match, as a FROM item, of which the first `first` in the list's order are
- * exact. A wallet's are its sent and its received ones, each read newest first from its own
- * index and merged, so that a busy wallet costs no more than a page (an OR cannot do that).
- */
-function matching(
-  caller: Caller,
-  filter: TransactionFilter,
-  more: FragmentSqlToken[],
-  first: number,
-  columns: FragmentSqlToken = transactionColumns,
-): FragmentSqlToken {
-  const where = [...transactionWhere(caller, filter), ...more];
-  const wallet = filter.wallet_id;
-  if (wallet === undefined) {
-    return sql.fragment`(SELECT ${columns} FROM transactions WHERE ${and(where)}) AS t`;
-  }
-  return sql.fragment`(
-    (SELECT ${columns} FROM transactions
-      WHERE ${and([...where, sql.fragment`wallet_id = ${wallet}::uuid`])}
-      ${NEWEST_FIRST} LIMIT ${first})
-    UNION ALL
-    (SELECT ${columns} FROM transactions
-      WHERE ${and([
-        ...where,
-        sql.fragment`recipient_wallet_id = ${wallet}::uuid`,
-        sql.fragment`wallet_id IS DISTINCT FROM ${wallet}::uuid`,
-      ])}
-      ${NEWEST_FIRST} LIMIT ${first})) AS t`;
-}
-
-export async function listTransactions(
-  db: CommonQueryMethods,
-  caller: Caller,
-  filter: TransactionFilter,
-  page: { limit: number; offset: number },
-): Promise<{ rows: readonly TransactionRow[]; total: number }> {
-  const counted = page.offset + page.limit + TOTAL_COUNTED_AHEAD;
-  const total = await pageTotal(
-    db,
-    matching(caller, filter, [], counted),
-    sql.fragment`true`,
-    page,
-    NEWEST_FIRST,
-  );
-  const rows = await db.any(sql.type(transactionRow)`
-    SELECT ${transactionColumns} FROM ${matching(caller, filter, [], page.offset + page.limit)}
-    ${NEWEST_FIRST} LIMIT ${page.limit} OFFSET ${page.offset}`);
-  return { rows, total };
-}
-
-/**
- * The matching transactions older than the cursor, and whether more follow; null when the cursor
- * is not the caller's. A keyset, not an offset: payments made meanwhile are all newer than the
- * cursor, so a walk neither repeats nor skips a row.
- */
-export async function listTransactionsAfter(
-  db: CommonQueryMethods,
-  caller: Caller,
-  filter: TransactionFilter,
-  cursor: string,
-  limit: number,
-): Promise<{ rows: readonly TransactionRow[]; hasMore: boolean } | null> {
-  const found = await db.maybeOne(sql.type(z.object({ id: z.string() }))`
-    SELECT id FROM transactions
-    WHERE id = ${cursor} AND application_id = ${caller.applicationId} AND mode = ${caller.mode}`);
-  if (!found) return null;
-  const after = sql.fragment`(created_at, id) < (
-    SELECT created_at, id FROM transactions WHERE id = ${cursor})`;
-  const rows = await db.any(sql.type(transactionRow)`
-    SELECT ${transactionColumns} FROM ${matching(caller, filter, [after], limit + 1)}
-    ${NEWEST_FIRST} LIMIT ${limit + 1}`);
-  return { rows: rows.slice(0, limit), hasMore: rows.length > limit };
-}
-
-/** A row of the transactions export: the record and the provider's fee where it has one. */
-export const exportRow = transactionRow.extend({ provider_fee: z.string().nullable() });
-export type ExportRow = z.infer<typeof exportRow>;
-
-/** The payment types that record a provider's fee: card deposits and the money-out saga's. */
-const exportColumns = sql.fragment`${transactionColumns},
-  CASE WHEN transaction_type IN ('card_deposit', 'mobile_money_cashout', 'card_payout', 'card_refund')
-    THEN metadata->>'provider_fee' END AS provider_fee`;
-
-/** How many transactions match, counted no further than `limit`. */
-export async function countTransactionsUpTo(
-  db: CommonQueryMethods,
-  caller: Caller,
-  filter: TransactionFilter,
-  limit: number,
-): Promise<number> {
-  return db.oneFirst(sql.type(z.object({ n: z.number() }))`
-    SELECT count(*)::int AS n FROM (
-      SELECT 1 FROM ${matching(caller, filter, [], limit)} LIMIT ${limit}) AS c`);
-}
-
-/**
- * The matching transactions in the list's order, at most `maxRows`, through one database cursor:
- * one snapshot, rows fetched only as the caller takes them, so memory stays flat. Returning early
- * closes the cursor and gives the connection back.
- */
-export async function* transactionStream(
-  pool: DatabasePool,
-  caller: Caller,
-  filter: TransactionFilter,
-  chunkRows: number,
-  maxRows: number,
-): AsyncGenerator<readonly ExportRow[]> {
-  // Untyped, then each chunk's first row checked against the schema: a drifting column still
-  // fails at once, without the cost of a schema copy of every one of up to a million rows.
-  const query = sql.unsafe`
-    SELECT ${transactionColumns}, provider_fee
-    FROM ${matching(caller, filter, [], maxRows, exportColumns)}
-    ${NEWEST_FIRST} LIMIT ${maxRows}`;
-  let open: (rows: AsyncIterable<{ data: unknown }> & { destroy(): void }) => void = () => {};
-  const opened = new Promise<Parameters<typeof open>[0]>((resolve) => (open = resolve));
-  const finished = pool.stream(query, (rows) => open(rows));
-  // The stream opens once a connection is taken; failing to take one ends `finished` first.
-  const rows = await Promise.race([opened, finished.then(() => opened)]);
-  let chunk: ExportRow[] = [];
-  try {
-    for await (const { data } of rows) {
-      if (chunk.length === 0) exportRow.parse(data);
-      chunk.push(data as ExportRow);
-      if (chunk.length === chunkRows) {
-        yield chunk;
-        chunk = [];
-      }
-    }
-    if (chunk.length > 0) yield chunk;
-    await finished;
-  } finally {
-    rows.destroy();
-    await finished.catch(() => undefined);
-  }
-}
-
 /**
  * A payment as the API answers it (api/serializers.ts `TransactionBody`): amounts as major-unit
  * numbers (docs/api.md, API conventions). Here, so that a money step can store it as the
@@ -524,49 +264,6 @@ export function transactionAnswer(t: TransactionRow) {
     created_at: t.created_at,
     updated_at: t.updated_at,
   };
-}
-
-/** An event for the outbox (insertEvent, eventInsertPart). */
-export type NewEvent = {
-  applicationId: string;
-  mode: Mode;
-  type: string;
-  transactionId: string | null;
-  data: unknown;
-};
-
-/** Writes an event to the outbox; call it in the transaction of the movement it describes. */
-export async function insertEvent(db: CommonQueryMethods, e: NewEvent): Promise<string> {
-  const id = randomUUID();
-  await db.query(prepare(sql.unsafe`INSERT INTO events ${eventValues(id, e)}`));
-  return id;
-}
-
-/** An event's insert as a part of another statement's WITH (db/ledger.ts `alongside`). */
-export function eventInsertPart(e: NewEvent, guard?: FragmentSqlToken): FragmentSqlToken {
-  return sql.fragment`event_written AS (INSERT INTO events ${eventValues(randomUUID(), e, guard)})`;
-}
-
-/** The columns an event is written with, in order. */
-function eventColumns(id: string, e: NewEvent): readonly WrittenColumn[] {
-  return [
-    ['id', 'uuid', id],
-    ['application_id', 'uuid', e.applicationId],
-    ['mode', 'text', e.mode],
-    ['type', 'text', e.type],
-    ['transaction_id', 'uuid', e.transactionId],
-    ['data', 'jsonb', JSON.parse(JSON.stringify(e.data))],
-  ];
-}
-
-function eventValues(id: string, e: NewEvent, guard?: FragmentSqlToken): FragmentSqlToken {
-  return oneRow(eventColumns(id, e), guard);
-}
-
-/** `insertEvent` of many events as one part of another statement's WITH, each as alone. */
-export function eventsInsertPart(es: readonly NewEvent[]): FragmentSqlToken {
-  return sql.fragment`events_written AS (
-    INSERT INTO events ${manyRows(es.map((e) => eventColumns(randomUUID(), e)))})`;
 }
 
 /**

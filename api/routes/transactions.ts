@@ -5,16 +5,18 @@ import { z } from 'zod';
 import { findAccountOwner } from '../../db/ledger';
 import type { CommonQueryMethods } from '../../db/pool';
 import {
-  countTransactionsUpTo,
   findTransaction,
+  mergeTransactionMetadata,
+  type TransactionRow,
+} from '../../db/transactions';
+import {
+  countTransactionsUpTo,
   listTransactions,
   listTransactionsAfter,
-  mergeTransactionMetadata,
   transactionStream,
   type ExportRow,
   type TransactionFilter,
-  type TransactionRow,
-} from '../../db/transactions';
+} from '../../db/transaction-search';
 import { minorToMajorNumber } from '../../domain/money';
 import type { Logger } from '../../observability/logger';
 import { csvNumber, csvRecord, TRANSACTIONS_CSV_HEADER } from '../csv';

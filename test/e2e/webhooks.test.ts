@@ -3,7 +3,7 @@ import { sql } from 'slonik';
 import { WebhookVerificationError } from 'standardwebhooks';
 import { z } from 'zod';
 import { ensureWebhookRelay } from '../../activities/webhooks';
-import { insertEvent } from '../../db/transactions';
+import { insertEvent } from '../../db/transaction-events';
 import { listenForEvents } from '../../db/webhook-listener';
 import { EVENT_TYPES } from '../../domain/events';
 import { REFUSED_ADDRESS_ERROR } from '../../outbound/webhook-post';

@@ -8,17 +8,22 @@ import type { DatabasePool } from '../../db/pool';
 import { setWalletActive } from '../../db/wallets';
 import type { Caller } from '../../domain/types';
 import type { EscrowStepResult, HoldInput } from '../../workflows/shared';
-import { findTransaction, transactionRecord } from '../../db/transactions';
+import { claimIdempotencyKey } from '../../db/idempotency';
+import { findTransaction, transactionAnswer, transactionRecord } from '../../db/transactions';
+import { transactionEventData } from '../../activities/events';
 import {
   assertLedgerInvariant,
   balanceOf,
   createCaller,
   createTestDatabase,
+  eventsOf,
   insertFundedWallet,
   roundTripsOf,
+  writtenAtDatabaseTime,
   systemBalance,
   writtenFor,
 } from '../support/database';
+import { hashOf } from '../support/steps';
 
 let pool: DatabasePool;
 let caller: Caller;
@@ -69,18 +74,33 @@ const declineOf = (step: Promise<unknown>) =>
 
 /**
  * Runs a step that must take one round trip (one statement), checks that it answers with the
- * row it wrote as that row reads back, and answers that row.
+ * row it wrote as that row reads back, at the database's time, and answers that row.
  */
-async function madeAtOnce(run: () => Promise<EscrowStepResult>, id: string, remaining: string) {
+async function madeAtOnce(
+  run: () => Promise<EscrowStepResult>,
+  id: string,
+  remaining: string,
+  answered = false,
+) {
   let made: EscrowStepResult | undefined;
-  expect(await roundTripsOf(async () => (made = await run()))).toBe(1);
+  const at = await writtenAtDatabaseTime(pool, id, async () => {
+    expect(await roundTripsOf(async () => (made = await run()))).toBe(1);
+  });
   const stored = await findTransaction(pool, id);
   expect(made).toEqual({
     status: 'done',
     transactionId: id,
     remaining,
     transaction: stored && transactionRecord(stored),
+    ...(answered ? { answered: true } : {}),
   });
+  expect(stored).toMatchObject({ created_at: at, updated_at: at });
+  expect(await eventsOf(pool, id)).toEqual([
+    {
+      type: expect.any(String),
+      data: expect.objectContaining(transactionEventData(stored!)),
+    },
+  ]);
   return stored;
 }
 
@@ -164,8 +184,21 @@ describe('escrow steps, each one database transaction', () => {
     const { input, recipient } = await held(1_000n);
     const hold = (change: Partial<HoldInput>) => ({ ...input, holdId: randomUUID(), ...change });
 
-    const named = hold({ recipientWalletId: recipient, amount: '2000' });
-    const stored = await madeAtOnce(() => steps.holdFunds(named), named.holdId, '2000');
+    const key = `key-${randomUUID()}`;
+    const claim = await claimIdempotencyKey(pool, caller, key, hashOf(key));
+    if (claim.kind !== 'claimed') throw new Error(`expected a fresh claim, got ${claim.kind}`);
+    const named = hold({
+      recipientWalletId: recipient,
+      amount: '2000',
+      answer: { key, claimedAt: claim.claimedAt },
+    });
+    const stored = await madeAtOnce(() => steps.holdFunds(named), named.holdId, '2000', true);
+    // The answer stored with it has the same time as the record.
+    expect(await claimIdempotencyKey(pool, caller, key, hashOf(key))).toEqual({
+      kind: 'replay',
+      status: 200,
+      body: transactionAnswer(stored!),
+    });
     expect(stored).toMatchObject({
       status: 'held',
       escrow_amount: 2_000n,

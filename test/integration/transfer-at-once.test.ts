@@ -20,6 +20,7 @@ import {
   eventsOf,
   insertFundedWallet,
   roundTripsOf,
+  writtenAtDatabaseTime,
   writtenFor,
 } from '../support/database';
 import { hashOf, transferStepInput } from '../support/steps';
@@ -64,11 +65,14 @@ describe('a transfer between wallets seen before, in one statement', () => {
       answer: { key, claimedAt: claim.claimedAt },
     };
     let made: Awaited<ReturnType<typeof transferFunds>> | undefined;
-    expect(await roundTripsOf(async () => (made = await transferFunds(input)))).toBe(1);
+    const at = await writtenAtDatabaseTime(pool, input.transactionId, async () => {
+      expect(await roundTripsOf(async () => (made = await transferFunds(input)))).toBe(1);
+    });
     expect(made?.answered).toBe(true);
-    // The row it answers with is the row as it reads back, its time included.
+    // The row it answers with is the row as it reads back, its time (the database's) included.
     const stored = await findTransaction(pool, input.transactionId);
     expect(stored && transactionRecord(stored)).toEqual(made?.transaction);
+    expect(made?.transaction).toMatchObject({ created_at: at, updated_at: at });
     expect(stored).toMatchObject({ status: 'completed', amount: 250n, currency: 'SLE' });
     expect(await balanceOf(pool, from)).toBe(749n);
     // The helper funds every wallet it makes: the recipient started at 1.

@@ -98,6 +98,39 @@ export function eventsOf(pool: DatabasePool, transactionId: string) {
     SELECT type, data FROM events WHERE transaction_id = ${transactionId} ORDER BY created_at`);
 }
 
+const databaseNow = (pool: DatabasePool) =>
+  pool.oneFirst(sql.type(z.object({ now: z.string() }))`SELECT now() AS now`);
+
+/**
+ * Runs `run`, which writes a payment step, and checks that all it wrote has one time, the
+ * database's: the record's, its event's and its ledger transaction's are one instant, between
+ * the database's `now()` before and after. Answers that time, as the pool reads it.
+ */
+export async function writtenAtDatabaseTime(
+  pool: DatabasePool,
+  transactionId: string,
+  run: () => Promise<unknown>,
+): Promise<string> {
+  const before = await databaseNow(pool);
+  await run();
+  const after = await databaseNow(pool);
+  const { at, one_instant } = await pool.one(sql.type(
+    z.object({ at: z.string(), one_instant: z.boolean() }),
+  )`
+    SELECT t.created_at AS at,
+      t.updated_at = t.created_at AND e.created_at = t.created_at AND l.created_at = t.created_at
+        AS one_instant
+    FROM transactions t
+      JOIN events e ON e.transaction_id = t.id
+      JOIN ledger_transactions l ON l.transaction_id = t.id
+    WHERE t.id = ${transactionId}`);
+  expect({ one_instant, between: before <= at && at <= after }).toEqual({
+    one_instant: true,
+    between: true,
+  });
+  return at;
+}
+
 /**
  * An application in `currency` written straight to the database, and a Test Mode caller of it
  * (as an API credential of its would be), for tests that call activities or queries directly.

@@ -10,7 +10,7 @@ import { MAX_PLAIN_DIGITS } from '../../api/middleware/json-number';
 import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../../api/pipeline';
 import { BATCH_MAX_BODY_BYTES } from '../../api/routes/batches';
 import { REDELIVERY_WINDOW_MS } from '../../api/routes/events';
-import { MAX_DOCUMENT_BYTES } from '../../api/routes/onboarding';
+import { MAX_DOCUMENT_BYTES } from '../../api/document-upload';
 import { MAX_NOTIFICATION_BYTES } from '../../api/routes/provider-webhooks';
 import {
   MAX_BULK_RESOLVE,
@@ -180,7 +180,7 @@ const EXPECTED: Record<string, string> = {
   'config/index.ts NOTIFICATION_RETRY_HOURS': plural(setting('NOTIFICATION_RETRY_HOURS'), 'hour'),
   'config/index.ts NOTIFICATION_KEEP_DAYS': plural(setting('NOTIFICATION_KEEP_DAYS'), 'day'),
 
-  'api/routes/onboarding.ts MAX_DOCUMENT_BYTES': mib(MAX_DOCUMENT_BYTES),
+  'api/document-upload.ts MAX_DOCUMENT_BYTES': mib(MAX_DOCUMENT_BYTES),
 
   'intake/disputes.ts TEST_EVIDENCE_DAYS': plural(TEST_EVIDENCE_DAYS, 'day'),
   'workflows/dispute-shared.ts MAX_EVIDENCE_CHARS': plural(MAX_EVIDENCE_CHARS, 'character'),

@@ -14,7 +14,7 @@ import {
 } from '../../activities/webhooks';
 import { loadConfig } from '../../config';
 import type { DatabasePool } from '../../db/pool';
-import { insertEvent } from '../../db/transactions';
+import { insertEvent } from '../../db/transaction-events';
 import {
   findWebhookSubscription,
   insertWebhookSubscription,
