@@ -1,22 +1,12 @@
 import type { UpdateDefinition } from '@temporalio/common';
 import { depositRules } from '../domain/money-rules';
 import type { TransactionType } from '../domain/types';
-import type { Declined, DepositOutcome } from '../workflows/shared';
+import type { Declined, DepositInput, DepositOutcome } from '../workflows/shared';
 import type { ApiDeps } from './deps';
 import { assertLiveProvider, unlessDeclined } from './errors';
 import { idFromKey } from './pipeline';
 import type { RouteContext } from './route';
 import { startPaymentWithUpdate } from './temporal';
-
-/** What every deposit's workflow input holds, from the request. */
-export type DepositFields = {
-  transactionId: string;
-  applicationId: string;
-  mode: 'test' | 'live';
-  walletId: string;
-  amount: string;
-  metadata?: Record<string, string>;
-};
 
 /** What every deposit request's body holds. */
 type DepositBody = { wallet_id: string; amount: bigint; metadata?: Record<string, string> };
@@ -28,8 +18,8 @@ export type DepositStart<I, O> = {
   live: { provider: unknown; what: string; credentials?: string };
   workflow: (input: I) => Promise<DepositOutcome>;
   workflowId: (transactionId: string) => string;
-  /** The workflow's input: the request's fields, with the provider's own. */
-  input: (fields: DepositFields) => NoInfer<I>;
+  /** The workflow's input: the mobile-money deposit's (what every deposit has), with its own. */
+  input: (fields: DepositInput) => NoInfer<I>;
   update: UpdateDefinition<O | Declined>;
   /** See `startPaymentWithUpdate`. */
   answerLocally?: (result: O | Declined) => boolean;
@@ -52,7 +42,7 @@ export async function startDeposit<I, O extends { status: string }>(
   const transactionId = idFromKey(caller, request.idempotency, deposit.type);
   await request.answerEarly(transactionId, depositRules, { wallets: { wallet: body.wallet_id } });
   assertLiveProvider(caller, deposit.live.provider, deposit.live.what, deposit.live.credentials);
-  const fields: DepositFields = {
+  const fields: DepositInput = {
     transactionId,
     applicationId: caller.applicationId,
     mode: caller.mode,
