@@ -1,6 +1,5 @@
 import type { Config } from '../config';
 import { findApplication } from '../db/applications';
-import { recordAudit } from '../db/audit-log';
 import {
   findCardDeposit,
   lockCardDeposit,
@@ -9,11 +8,10 @@ import {
   type CardDepositRecord,
   type CardPaymentMetadata,
 } from '../db/card-deposits';
-import { lockAccounts, systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
+import { systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
 import { recordMoneyStep } from '../db/money-steps';
 import type { DatabasePool } from '../db/pool';
 import type { TransactionRow } from '../db/transactions';
-import type { AuditEntry } from '../domain/audit';
 import { computeCardDepositFees } from '../domain/fees';
 import { cardDepositCompletionPostings } from '../domain/ledger';
 import { minorToMajorNumber } from '../domain/money';
@@ -25,6 +23,7 @@ import { workflowIds } from '../workflows/ids';
 import type { CardDepositInput, CardPaymentOpened, CardPaymentState } from '../workflows/shared';
 import { decline } from './declines';
 import { checkDepositWallet, insertPendingDeposit } from './deposit';
+import { depositCompletion } from './deposit-completion';
 import { transactionEventData } from './events';
 
 /**
@@ -198,24 +197,16 @@ export function createCardDepositActivities(deps: {
     return payment.status;
   }
 
-  /**
-   * Charged: one ledger transaction (domain/ledger.ts `cardDepositCompletionPostings`), then the
-   * event, in the same database transaction. A second run finds it completed and does nothing.
-   */
-  async function completeCardDeposit(input: {
-    transactionId: string;
-    audit?: AuditEntry;
-  }): Promise<void> {
-    await pool.transaction(async (trx) => {
-      const { row, meta } = await lockCardDeposit(trx, input.transactionId);
-      if (row.status !== 'pending') return;
+  /** Charged: one ledger transaction (domain/ledger.ts `cardDepositCompletionPostings`). */
+  const { complete: completeCardDeposit, close } = depositCompletion(pool, {
+    lock: lockCardDeposit,
+    async credit(trx, { row, meta }) {
       const { application_id: app, mode, currency } = row;
       const walletId = row.wallet_id!;
       const clearing = await systemAccount(trx, app, mode, 'provider_clearing_card', currency);
       const fees = await systemAccount(trx, app, mode, 'application_fees', currency);
-      await lockAccounts(trx, [walletId, clearing, fees]);
-      await recordMoneyStep(trx, {
-        transaction: { id: row.id, status: 'completed' },
+      return {
+        accounts: [walletId, clearing, fees],
         ledger: {
           metadata: {
             payment_method_id: meta.payment_method_id,
@@ -233,32 +224,15 @@ export function createCardDepositActivities(deps: {
             applicationFee: BigInt(meta.application_fee),
           }),
         },
-        event: {
-          type: 'deposit.completed',
-          data: (completed) => cardDepositEventData(completed, meta),
-        },
-      });
-      if (input.audit) await recordAudit(trx, input.audit);
-    });
-  }
+      };
+    },
+    eventData: cardDepositEventData,
+  });
 
-  /** Failed or expired: no money moves; the record and the `deposit.failed` event say why. */
-  async function closeCardDeposit(input: {
-    transactionId: string;
-    status: 'failed' | 'expired';
-    audit?: AuditEntry;
-  }): Promise<void> {
+  async function closeCardDeposit(input: Parameters<typeof close>[0]): Promise<void> {
     // A deposit refused before it was recorded (the provider unreachable) has nothing to close.
     if (!(await findCardDeposit(pool, input.transactionId))) return;
-    await pool.transaction(async (trx) => {
-      const { row, meta } = await lockCardDeposit(trx, input.transactionId);
-      if (row.status !== 'pending') return;
-      await recordMoneyStep(trx, {
-        transaction: { id: row.id, status: input.status },
-        event: { type: 'deposit.failed', data: (closed) => cardDepositEventData(closed, meta) },
-      });
-      if (input.audit) await recordAudit(trx, input.audit);
-    });
+    await close(input);
   }
 
   return {

@@ -1,9 +1,7 @@
 import type { Config } from '../config';
 import { findApplication } from '../db/applications';
-import { recordAudit } from '../db/audit-log';
 import { findDeposit, lockDeposit, type DepositMetadata, type DepositRecord } from '../db/deposits';
-import { lockAccounts, systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
-import { recordMoneyStep } from '../db/money-steps';
+import { systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
 import type { CommonQueryMethods, DatabasePool } from '../db/pool';
 import {
   insertTransactionInCurrency,
@@ -11,7 +9,6 @@ import {
   type TransactionRow,
 } from '../db/transactions';
 import { walletStates } from '../db/wallets';
-import type { AuditEntry } from '../domain/audit';
 import type { Currency } from '../domain/money';
 import { computeDepositFees } from '../domain/fees';
 import { sleInBaseCurrency, sleToUsd } from '../domain/fx';
@@ -27,6 +24,7 @@ import type { Providers } from '../providers';
 import { workflowIds } from '../workflows/ids';
 import type { DepositInput, DepositOpened } from '../workflows/shared';
 import { decline } from './declines';
+import { depositCompletion } from './deposit-completion';
 import { refuseUnlessAll } from './money-rules';
 import { depositRules } from '../domain/money-rules';
 import { transactionEventData } from './events';
@@ -206,17 +204,12 @@ export function createDepositActivities(deps: {
   }
 
   /**
-   * Paid: one ledger transaction (domain/ledger.ts `depositCompletionPostings`), then the event,
-   * in the same database transaction. A second run finds the deposit completed and changes
-   * nothing.
+   * Paid: one ledger transaction (domain/ledger.ts `depositCompletionPostings`), with FX legs
+   * when the wallet holds another currency than SLE.
    */
-  async function completeDeposit(input: {
-    transactionId: string;
-    audit?: AuditEntry;
-  }): Promise<void> {
-    await pool.transaction(async (trx) => {
-      const { row, meta } = await lockDeposit(trx, input.transactionId);
-      if (row.status !== 'pending') return;
+  const { complete: completeDeposit, close: closeDeposit } = depositCompletion(pool, {
+    lock: lockDeposit,
+    async credit(trx, { row, meta }) {
       const { application_id: app, mode } = row;
       const walletId = row.wallet_id!;
       const clearing = await systemAccount(trx, app, mode, 'provider_clearing_mobile_money', 'SLE');
@@ -229,14 +222,8 @@ export function createDepositActivities(deps: {
               usdAccountId: await systemAccount(trx, app, mode, 'fx', 'USD'),
               creditedUsd: row.amount,
             };
-      await lockAccounts(trx, [
-        walletId,
-        clearing,
-        fees,
-        ...(fx ? [fx.sleAccountId, fx.usdAccountId] : []),
-      ]);
-      await recordMoneyStep(trx, {
-        transaction: { id: row.id, status: 'completed' },
+      return {
+        accounts: [walletId, clearing, fees, ...(fx ? [fx.sleAccountId, fx.usdAccountId] : [])],
         ledger: {
           metadata: {
             sle_amount: meta.sle_amount,
@@ -255,31 +242,10 @@ export function createDepositActivities(deps: {
             fx,
           }),
         },
-        event: {
-          type: 'deposit.completed',
-          data: (completed) => depositEventData(completed, meta),
-        },
-      });
-      if (input.audit) await recordAudit(trx, input.audit);
-    });
-  }
-
-  /** Failed or expired: no money moves; the record and the `deposit.failed` event say why. */
-  async function closeDeposit(input: {
-    transactionId: string;
-    status: 'failed' | 'expired';
-    audit?: AuditEntry;
-  }): Promise<void> {
-    await pool.transaction(async (trx) => {
-      const { row, meta } = await lockDeposit(trx, input.transactionId);
-      if (row.status !== 'pending') return;
-      await recordMoneyStep(trx, {
-        transaction: { id: row.id, status: input.status },
-        event: { type: 'deposit.failed', data: (closed) => depositEventData(closed, meta) },
-      });
-      if (input.audit) await recordAudit(trx, input.audit);
-    });
-  }
+      };
+    },
+    eventData: depositEventData,
+  });
 
   return { openDeposit, checkPaymentCode, cancelPaymentCode, completeDeposit, closeDeposit };
 }

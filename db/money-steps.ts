@@ -34,7 +34,7 @@ export function recordAnswer(
 
 type StepAnswer = { use: KeyUse; status: number; body: (row: TransactionRow) => unknown };
 type StepEvent = { type: string; data: (row: TransactionRow) => unknown };
-type StepLedger = {
+export type StepLedger = {
   postings: readonly Posting[];
   /** Defaults to the payment's description. */
   description?: string;

@@ -5,17 +5,13 @@ import {
   proxyActivities,
   proxyLocalActivities,
   proxySinks,
-  setHandler,
 } from '@temporalio/workflow';
-import type { AuditEntry } from '../domain/audit';
 import type { Activities } from './activities-types';
 import { asDeclined, exhausted } from './declines';
-import { asksProviderOnNotify } from './notifications';
-import { handleResolution, providerAnswer } from './resolution';
+import { depositSaga, providerView } from './deposit-saga';
 import { activityPresets } from './retry';
 import {
   cardDepositUpdates,
-  depositStateQuery,
   type CardDepositInput,
   type CardDepositOpened,
   type CardPaymentOpened,
@@ -25,7 +21,6 @@ import {
   type PaymentSinks,
 } from './shared';
 import { setPaymentStatus } from './status';
-import { paymentClock } from './clock';
 
 /**
  * The provider's and the ledger's steps are local activities, as in the transfer (see
@@ -58,106 +53,36 @@ const outcomeOf = (state: CardPaymentState): DepositOutcome =>
 
 /**
  * A card deposit, started with the `open` update, which answers once the card is charged or the
- * provider asks for 3-D Secure (pending, with the payer's URL). It then settles exactly once: by
- * event, sync, resolution or expiry; charged credits the wallet, failed or expired moves no money.
+ * provider asks for 3-D Secure (pending, with the payer's URL); then the deposit saga settles it.
  */
 export async function cardDepositWorkflow(input: CardDepositInput): Promise<DepositOutcome> {
   // A start that says so (CardDepositInput `localSteps`) asks no `patched`: no marker, no upsert.
   const { ledger, provider } =
     input.localSteps || patched('card-deposit-local-steps') ? local : remote;
-  let payment: CardPaymentOpened | undefined;
-  let answer: CardDepositOpened | Declined | undefined;
-  let outcome: DepositOutcome = 'pending';
-  let settling = false;
-
-  /** Whether the provider's payment exists, or the deposit was refused before it did. */
-  const isOpen = () => payment !== undefined || answer !== undefined;
-  const clock = paymentClock(input.mode);
-
-  /** The provider's answer about the payment, or null when it cannot tell (a decline, a fault). */
-  async function askProvider(ask: () => Promise<CardPaymentState>): Promise<DepositOutcome | null> {
-    try {
-      return outcomeOf(await ask());
-    } catch (error) {
-      if (asDeclined(error) || exhausted(error)) return null;
-      throw error;
-    }
-  }
+  const askProvider = (ask: () => Promise<CardPaymentState>) => providerView(ask, outcomeOf);
   const check = (paymentId: string) =>
     askProvider(() => provider.checkCardPayment({ mode: input.mode, paymentId }));
-
-  /**
-   * Settles once; a second caller (a duplicate event, a racing sync) waits for the first, and a
-   * caller that found nothing new while a settlement runs gets its outcome too.
-   */
-  async function settle(status: DepositOutcome, audit?: AuditEntry): Promise<DepositOutcome> {
-    if (!payment) return outcome;
-    if (outcome !== 'pending' || settling) {
-      await condition(() => outcome !== 'pending');
-      return outcome;
-    }
-    if (status === 'pending') return outcome;
-    settling = true;
-    if (status === 'completed') {
-      await ledger.completeCardDeposit({
-        transactionId: input.transactionId,
-        ...(audit && { audit }),
-      });
-    } else {
-      await ledger.closeCardDeposit({
-        transactionId: input.transactionId,
-        status,
-        ...(audit && { audit }),
-      });
-    }
-    outcome = status;
-    setPaymentStatus(status);
-    return outcome;
-  }
-
-  /** Asks the provider and settles on its answer; one that cannot tell changes nothing. */
-  async function sync(): Promise<DepositOutcome> {
-    await condition(isOpen);
-    if (!payment || outcome !== 'pending') return outcome;
-    return settle((await check(payment.paymentId)) ?? 'pending');
-  }
-
-  setHandler(cardDepositUpdates.open, async () => {
-    await condition(() => answer !== undefined);
-    return answer!;
-  });
-  setHandler(
-    cardDepositUpdates.notify,
-    async ({ status }) => {
-      if (asksProviderOnNotify(outcomeOf(status))) return sync();
-      await condition(isOpen);
-      return settle(outcomeOf(status));
-    },
-    {
-      validator: ({ status }: { status: string }) => {
-        if (!CARD_PAYMENT_STATES.includes(status)) throw new Error(`unknown status ${status}`);
-      },
-    },
-  );
-  setHandler(cardDepositUpdates.sync, sync);
-  handleResolution(
-    settle,
-    () => ({ outcome, settling, waiting: payment !== undefined }),
-    (asked) => {
-      const card = { mode: input.mode, paymentId: payment!.paymentId };
-      return providerAnswer(async () =>
-        outcomeOf(
-          asked === 'failed'
-            ? await resolver.cancelCardPayment(card)
-            : await resolver.checkCardPayment(card),
-        ),
+  const saga = depositSaga<CardPaymentOpened, CardDepositOpened | Declined, CardPaymentState>({
+    transactionId: input.transactionId,
+    mode: input.mode,
+    updates: cardDepositUpdates,
+    statuses: CARD_PAYMENT_STATES,
+    outcomeOf,
+    complete: ledger.completeCardDeposit,
+    close: ledger.closeCardDeposit,
+    check: (payment) => check(payment.paymentId),
+    resolve: async (asked, payment) => {
+      const card = { mode: input.mode, paymentId: payment.paymentId };
+      return outcomeOf(
+        asked === 'failed'
+          ? await resolver.cancelCardPayment(card)
+          : await resolver.checkCardPayment(card),
       );
     },
-  );
-  setHandler(depositStateQuery, () => outcome);
+  });
 
   try {
-    payment = await provider.openCardDeposit(input);
+    saga.payment = await provider.openCardDeposit(input);
   } catch (error) {
     const refused =
       asDeclined(error) ??
@@ -170,25 +95,26 @@ export async function cardDepositWorkflow(input: CardDepositInput): Promise<Depo
     if (!asDeclined(error)) {
       await ledger.closeCardDeposit({ transactionId: input.transactionId, status: 'failed' });
     }
-    answer = refused;
-    outcome = 'failed';
+    saga.answer = refused;
+    saga.outcome = 'failed';
     setPaymentStatus('failed');
-    payments.settled(answer);
+    payments.settled(saga.answer);
     await condition(allHandlersFinished);
-    return outcome;
+    return saga.outcome;
   }
 
-  if (payment.paymentStatus === 'succeeded') await settle('completed');
-  answer = { status: 'opened', outcome, payment };
-  payments.settled(answer);
+  const payment = saga.payment;
+  if (payment.paymentStatus === 'succeeded') await saga.settle('completed');
+  saga.answer = { status: 'opened', outcome: saga.outcome, payment };
+  payments.settled(saga.answer);
 
   const untilExpiry = Math.max(1_000, Date.parse(payment.expiresAt) - Date.now());
   const paymentId = payment.paymentId;
-  await clock.wait(
-    () => outcome !== 'pending',
+  await saga.clock.wait(
+    () => saga.outcome !== 'pending',
     untilExpiry,
     async () => {
-      if (settling) return;
+      if (saga.settling) return;
       // Nobody authenticated in time: one last look; a payment still waiting is canceled at the
       // provider (so that a late authentication charges nobody) unless the cancel finds it
       // charged after all, and the deposit expires.
@@ -199,9 +125,9 @@ export async function cardDepositWorkflow(input: CardDepositInput): Promise<Depo
         );
         last = canceled === 'completed' ? 'completed' : 'expired';
       }
-      await settle(last);
+      await saga.settle(last);
     },
   );
-  await condition(() => outcome !== 'pending' && allHandlersFinished());
-  return outcome;
+  await condition(() => saga.outcome !== 'pending' && allHandlersFinished());
+  return saga.outcome;
 }

@@ -9,12 +9,15 @@ import { UnknownPaymentMethodError } from '../../providers/card';
 import { ProviderNotConfiguredError } from '../../providers/mobile-money';
 import { cardDepositWorkflow } from '../../workflows/card-deposit';
 import { workflowIds } from '../../workflows/ids';
-import { cardDepositUpdates, type DepositOutcome } from '../../workflows/shared';
+import {
+  cardDepositUpdates,
+  type CardDepositInput,
+  type DepositOutcome,
+} from '../../workflows/shared';
 import { assertOwned } from '../access';
-import { depositRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
-import { AppError, assertLiveProvider, errorResponse, notFound, unlessDeclined } from '../errors';
-import { idFromKey } from '../pipeline';
+import { startDeposit } from '../deposit-start';
+import { AppError, errorResponse, notFound } from '../errors';
 import { defineRoute, type Route } from '../route';
 import { BodyId, Metadata, PositiveAmount, uuidPattern } from '../schemas';
 import {
@@ -24,7 +27,6 @@ import {
   TransactionBody,
   transactionBodies,
 } from '../serializers';
-import { startPaymentWithUpdate } from '../temporal';
 import { deliverCardEvent } from '../provider-notifications';
 import { authenticationPage, HTML_HEADERS } from '../card-authentication-page';
 
@@ -188,37 +190,30 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
         422: errorResponse('Validation failure'),
         503: errorResponse('Live Mode card provider keys are not configured, or it is unreachable'),
       },
-      handler: async ({ ctx, caller, body, idempotency, answerEarly }) => {
-        const transactionId = idFromKey(caller, idempotency, 'card_deposit');
-        await answerEarly(transactionId, depositRules, { wallets: { wallet: body.wallet_id } });
-        assertLiveProvider(caller, providers.liveCard, 'card deposits', 'the Stripe keys');
-        const opened = unlessDeclined(
-          await startPaymentWithUpdate(deps, cardDepositWorkflow, {
-            workflowId: workflowIds.cardDeposit(transactionId),
-            args: [
-              {
-                transactionId,
-                applicationId: caller.applicationId,
-                mode: caller.mode,
-                walletId: body.wallet_id,
-                amount: body.amount.toString(),
-                paymentMethodId: body.payment_method_id,
-                ...(body.metadata && { metadata: body.metadata }),
-                localSteps: true,
-              },
-            ],
-            caller,
-            type: 'card_deposit',
-            walletIds: [body.wallet_id],
-            update: cardDepositUpdates.open,
-            // Charged and credited, or declined and recorded failed: a rerun of the task finds
-            // the step made and answers the same. 3-D Secure and the rest go the update's way.
-            answerLocally: (result) =>
-              result.status === 'opened'
-                ? result.outcome === 'completed'
-                : result.code === 'card_declined',
+      handler: async (request) => {
+        const { transactionId, opened } = await startDeposit(deps, request, {
+          type: 'card_deposit',
+          live: {
+            provider: providers.liveCard,
+            what: 'card deposits',
+            credentials: 'the Stripe keys',
+          },
+          workflow: cardDepositWorkflow,
+          workflowId: workflowIds.cardDeposit,
+          input: ({ metadata, ...fields }): CardDepositInput => ({
+            ...fields,
+            paymentMethodId: request.body.payment_method_id,
+            ...(metadata && { metadata }),
+            localSteps: true,
           }),
-        );
+          update: cardDepositUpdates.open,
+          // Charged and credited, or declined and recorded failed: a rerun of the task finds
+          // the step made and answers the same. 3-D Secure and the rest go the update's way.
+          answerLocally: (result) =>
+            result.status === 'opened'
+              ? result.outcome === 'completed'
+              : result.code === 'card_declined',
+        });
         const deposit = await findCardDeposit(pool, transactionId);
         if (!deposit) throw new Error(`card deposit ${transactionId} has no record`);
         const { row, meta } = deposit;
@@ -231,7 +226,7 @@ export function cardDepositRoutes(deps: ApiDeps): Route[] {
             provider_reference: row.provider_reference,
             next_action:
               row.status === 'pending' && url
-                ? { type: 'authenticate', url: absoluteUrl(ctx, url) }
+                ? { type: 'authenticate', url: absoluteUrl(request.ctx, url) }
                 : null,
           } satisfies z.output<typeof CardDepositBody>,
         };

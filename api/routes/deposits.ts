@@ -5,14 +5,12 @@ import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
 import { workflowIds } from '../../workflows/ids';
 import { depositUpdates, type DepositOpened } from '../../workflows/shared';
 import { assertOwned } from '../access';
-import { depositRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
-import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
-import { idFromKey } from '../pipeline';
+import { startDeposit } from '../deposit-start';
+import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
 import { BodyId, Metadata, PositiveMinorUnits } from '../schemas';
 import { MetadataRecord, StatusBody } from '../serializers';
-import { startPaymentWithUpdate } from '../temporal';
 import { deliverNotification, sandboxRecord, simulateCashout } from '../provider-notifications';
 
 const DepositRequest = z.object({
@@ -115,30 +113,16 @@ export function depositRoutes(deps: ApiDeps): Route[] {
         ),
         503: errorResponse('Live Mode provider credentials are not configured'),
       },
-      handler: async ({ caller, body, idempotency, answerEarly }) => {
-        const transactionId = idFromKey(caller, idempotency, 'mobile_money_deposit');
-        await answerEarly(transactionId, depositRules, { wallets: { wallet: body.wallet_id } });
-        assertLiveProvider(caller, providers.liveMobileMoney, 'mobile-money deposits');
-        const opened = unlessDeclined(
-          await startPaymentWithUpdate(deps, mobileMoneyDepositWorkflow, {
-            workflowId: workflowIds.deposit(transactionId),
-            args: [
-              {
-                transactionId,
-                applicationId: caller.applicationId,
-                mode: caller.mode,
-                walletId: body.wallet_id,
-                amount: body.amount.toString(),
-                ...(body.metadata && { metadata: body.metadata }),
-              },
-            ],
-            caller,
-            type: 'mobile_money_deposit',
-            walletIds: [body.wallet_id],
-            update: depositUpdates.open,
-          }),
-        );
-        return { body: depositBody(opened, body.metadata ?? {}) };
+      handler: async (request) => {
+        const { opened } = await startDeposit(deps, request, {
+          type: 'mobile_money_deposit',
+          live: { provider: providers.liveMobileMoney, what: 'mobile-money deposits' },
+          workflow: mobileMoneyDepositWorkflow,
+          workflowId: workflowIds.deposit,
+          input: (fields) => fields,
+          update: depositUpdates.open,
+        });
+        return { body: depositBody(opened, request.body.metadata ?? {}) };
       },
     }),
     defineRoute({
