@@ -167,6 +167,8 @@ describe('npm start supervises what it started', () => {
     expect(reply.body).toMatchObject({ status: 'completed', amount: 1 });
     expect(await balanceOf(pool, from)).toBe(9_900n);
     expect(first.output()).toMatch(/Temporal dev server exited unexpectedly/);
+    // The supervisor says so once its own readiness check passes, which may follow the payment.
+    await waitFor(() => /Temporal dev server restarted/.test(first.output()), 30_000);
     expect(first.output()).toMatch(/Temporal dev server restarted/);
   });
 
@@ -184,6 +186,7 @@ describe('npm start supervises what it started', () => {
     expect(await balanceOf(pool, from)).toBe(9_700n);
     expect(await balanceOf(pool, to)).toBe(300n);
     await assertLedgerInvariant(pool);
+    await waitFor(() => /embedded Postgres restarted/.test(first.output()), 30_000);
     expect(first.output()).toMatch(/embedded Postgres restarted/);
   });
 
