@@ -53,26 +53,26 @@ module.exports = {
     forbid(
       'api-is-the-edge',
       'What the API shares with the worker is in a module both import (temporal/, intake/).',
-      { path: '^api/' },
+      { path: '^src/api/' },
       { path: ['^(activities|worker)/', TOOLING] },
     ),
     forbid(
       'worker-not-api',
       'What the worker shares with the API is in a module both import (temporal/).',
       { path: '^worker/' },
-      { path: '^api/' },
+      { path: '^src/api/' },
     ),
     forbid(
       'routes-import-no-routes',
-      'Shared bodies go to api/serializers.ts, shared steps to a module of api/.',
-      { path: '^api/routes/' },
-      { path: '^api/routes/' },
+      'Shared bodies go to src/api/serializers.ts, shared steps to a module of src/api/.',
+      { path: '^src/api/routes/' },
+      { path: '^src/api/routes/' },
     ),
     forbid(
       'activities-not-api',
-      'activities/ never import the HTTP edge (api/).',
+      'activities/ never import the HTTP edge (src/api/).',
       { path: '^activities/' },
-      { path: '^api/' },
+      { path: '^src/api/' },
     ),
     forbid(
       'sql-in-db',
@@ -90,7 +90,7 @@ module.exports = {
       'db-is-storage',
       'db/ is the storage layer: it never imports the layers above it.',
       { path: '^db/' },
-      { path: '^(api|activities|providers|worker|intake|temporal)/' },
+      { path: '^(src/api|activities|providers|worker|intake|temporal)/' },
     ),
     forbid(
       'runtime-not-tooling',

@@ -86,7 +86,7 @@ export function createBatchActivities(deps: { pool: DatabasePool; config: Config
   const { pool } = deps;
 
   /**
-   * The early answer of the single endpoints (api/access.ts), asked of a page of items over the
+   * The early answer of the single endpoints (src/api/access.ts), asked of a page of items over the
    * wallets' states read once: an item its endpoint would refuse before any start is declined so.
    */
   async function earlyDeclines(

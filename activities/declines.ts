@@ -4,7 +4,7 @@ import type { ErrorCode } from '../domain/errors';
 
 /**
  * A business decline: not retried, and carried to the API as its code. `detail` only when it
- * says more than the code's standard message (which lives at the edge, api/errors.ts); the
+ * says more than the code's standard message (which lives at the edge, src/api/errors.ts); the
  * failure's message is then the code itself, so that the workflow's history still reads.
  */
 export function decline(

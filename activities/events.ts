@@ -2,7 +2,7 @@ import { transactionAnswer, type TransactionRow } from '../db/transactions';
 
 /**
  * The `data` of an event about a payment: the Transaction record as the API shows it (every
- * field of api/serializers.ts `transactionBody`) and its currency, amounts in the base currency
+ * field of src/api/serializers.ts `transactionBody`) and its currency, amounts in the base currency
  * as major-unit numbers (docs/api.md, API conventions).
  */
 export function transactionEventData(t: TransactionRow) {

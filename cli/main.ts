@@ -31,7 +31,7 @@ import { RefusedError, UsageError } from './errors';
 import { LISTEN_USAGE, listenForWebhooks, parseListenArgs } from './webhooks-listen';
 
 import { resolvePayment } from '../intake/resolutions';
-import { transactionBodies } from '../api/serializers';
+import { transactionBodies } from '../src/api/serializers';
 import { temporalDataConverter } from '../temporal/data-converter';
 import {
   RESOLUTION_LIMITS,

@@ -540,7 +540,7 @@ const declarations = {
       'How many items of one bulk payment run at once (1 to 500): the batch starts the next item as one ends (a transfer batch, the next page of half as many as a page ends).',
     ),
   },
-  /** The web dashboard at /dashboard (api/dashboard/). */
+  /** The web dashboard at /dashboard (src/api/dashboard/). */
   dashboard: {
     /** The session cookie carries `Secure`: always, except in local development and tests. */
     secureCookie: derived(

@@ -2,7 +2,7 @@ import { defineConfig } from 'vite';
 
 /**
  * The dashboard's build: plain Preact through Vite's own JSX transform (Oxc), served by the API
- * process from dist/ at /dashboard (api/dashboard/static.ts), with no CDN.
+ * process from dist/ at /dashboard (src/api/dashboard/static.ts), with no CDN.
  */
 export default defineConfig({
   root: import.meta.dirname,

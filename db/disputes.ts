@@ -29,7 +29,7 @@ export const disputeRow = z.object({
   evidence_due_by: z.string(),
   provider_reference: z.string().nullable(),
   workflow_id: z.string(),
-  /** The merchant's metadata (api/schemas.ts `Metadata`). */
+  /** The merchant's metadata (src/api/schemas.ts `Metadata`). */
   metadata: z.record(z.string(), z.string()),
   created_at: z.string(),
   updated_at: z.string(),

@@ -88,7 +88,7 @@ export type NewTransaction = {
   workflowId?: string | null;
   parentId?: string | null;
   metadata?: Record<string, unknown>;
-  /** The merchant's metadata (api/schemas.ts `Metadata`), written with the row. */
+  /** The merchant's metadata (src/api/schemas.ts `Metadata`), written with the row. */
   merchantMetadata?: Readonly<Record<string, string>> | undefined;
 };
 
@@ -243,7 +243,7 @@ export async function madeStepRow(
 }
 
 /**
- * A payment as the API answers it (api/serializers.ts `TransactionBody`): amounts as major-unit
+ * A payment as the API answers it (src/api/serializers.ts `TransactionBody`): amounts as major-unit
  * numbers (docs/api.md, API conventions). Here, so that a money step can store it as the
  * answer of the request that asked for it (db/money-steps.ts `answer`).
  */

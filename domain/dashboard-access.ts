@@ -1,6 +1,6 @@
 /**
  * Who may do what in the dashboard (docs/dashboard.md, Roles): the one table every dashboard
- * route is checked against (api/dashboard/guard.ts), and that the session hands the page so
+ * route is checked against (src/api/dashboard/guard.ts), and that the session hands the page so
  * that it hides what its account cannot do.
  */
 export const DASHBOARD_ROLES = ['owner', 'developer', 'operator', 'viewer'] as const;

@@ -1,6 +1,6 @@
 /**
  * The closed set of expected failures, by code. A code is all that crosses Temporal and the
- * layers below the API; its HTTP status and standard message live at the edge (`api/errors.ts`),
+ * layers below the API; its HTTP status and standard message live at the edge (`src/api/errors.ts`),
  * where a code added here without a status or a message does not compile.
  */
 export const ERROR_CODES = [

@@ -167,7 +167,7 @@ const step = <S extends string, P extends string>(
 
 /**
  * A wallet of the caller's (found and owned already) asked to take part in a payment, before its
- * money step is known (api/access.ts `activeWallet`): the step's own rule that it be active.
+ * money step is known (src/api/access.ts `activeWallet`): the step's own rule that it be active.
  */
 export const activeWalletRules = step(
   'active wallet',
@@ -177,7 +177,7 @@ export const activeWalletRules = step(
 );
 
 /**
- * A hold still holding, read after a release or refund could not reach its workflow (api/routes/
+ * A hold still holding, read after a release or refund could not reach its workflow (src/api/routes/
  * escrow.ts): the steps' own rule, so a hold ended meanwhile answers as they would.
  */
 export const heldRules = step('hold held', ['hold'], [], [held]);
@@ -426,7 +426,7 @@ export const MONEY_STEPS = {
 /**
  * A step's decision over the wallets it names by role (an id, or null: the role is not named),
  * with `states` the wallets read by id (one missing: not found) or undefined when none was read
- * yet: the early answer's reading, the API's (api/access.ts) and a bulk payment's alike.
+ * yet: the early answer's reading, the API's (src/api/access.ts) and a bulk payment's alike.
  */
 export function decideOverWallets<S extends string, P extends string>(
   step: MoneyStep<S, P>,

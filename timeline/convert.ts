@@ -3,7 +3,7 @@
  * payloads, failures, and the local-activity marker's protobuf JSON times.
  */
 import { defaultPayloadConverter } from '@temporalio/common';
-import { AppError } from '../api/errors';
+import { AppError } from '../src/api/errors';
 import { isErrorCode } from '../domain/errors';
 import type { Duration, Failure, Int64, Payloads, Timestamp } from './types';
 

@@ -26,7 +26,7 @@ export type MoneyOutInput = LocalSteps & {
    * `deposit_id`, the card deposit refunded, and `reason` when given).
    */
   destination: Record<string, string>;
-  /** The merchant's metadata (api/schemas.ts `Metadata`), written with the record. */
+  /** The merchant's metadata (src/api/schemas.ts `Metadata`), written with the record. */
   metadata?: Record<string, string>;
   /** The audit log's entry of a change a person asked for (a refund), written with the record. */
   audit?: AuditEntry;

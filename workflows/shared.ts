@@ -70,7 +70,7 @@ export type TransferInput = LocalSteps & {
   /** Minor units as a decimal string: Temporal payloads are JSON, and JSON has no bigint. */
   amount: string;
   description: string;
-  /** The merchant's metadata (api/schemas.ts `Metadata`), written with the payment row. */
+  /** The merchant's metadata (src/api/schemas.ts `Metadata`), written with the payment row. */
   metadata?: Record<string, string>;
   /** The request's Idempotency-Key use, if it has one: the ledger step stores its answer. */
   answer?: PaymentAnswer;
@@ -135,7 +135,7 @@ export type DepositInput = {
   walletId: string;
   /** SLE cents, as a decimal string. */
   amount: string;
-  /** The merchant's metadata (api/schemas.ts `Metadata`), written with the payment row. */
+  /** The merchant's metadata (src/api/schemas.ts `Metadata`), written with the payment row. */
   metadata?: Record<string, string>;
 };
 
@@ -183,7 +183,7 @@ export type CardDepositInput = LocalSteps & {
   /** Minor units of the application's base currency, as a decimal string. */
   amount: string;
   paymentMethodId: string;
-  /** The merchant's metadata (api/schemas.ts `Metadata`), written with the payment row. */
+  /** The merchant's metadata (src/api/schemas.ts `Metadata`), written with the payment row. */
   metadata?: Record<string, string>;
 };
 

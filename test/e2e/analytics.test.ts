@@ -1,6 +1,6 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { startApi, type RunningApi } from '../../api/server';
+import { startApi, type RunningApi } from '../../src/api/server';
 import { createAdmin, type CreatedAdmin } from '../../db/admins';
 import { dashboardAnalytics } from '../../db/analytics';
 import { admitAttempt, clear, lockedUntil, settleAttempt } from '../../db/auth-lockout';

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { formatPayloadKeys } from '../../config';
-import { createApp } from '../../api/app';
+import { createApp } from '../../src/api/app';
 import { createProviders } from '../../providers';
 import { createLogger } from '../../observability/logger';
 import { payloadKeys } from '../../temporal/data-converter';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { apiRoutes } from '../../api/app';
-import { dashboardRouter } from '../../api/dashboard/routes';
+import { apiRoutes } from '../../src/api/app';
+import { dashboardRouter } from '../../src/api/dashboard/routes';
 import { sha256 } from '../../db/credentials';
 import { DASHBOARD_ROLES, type DashboardRole } from '../../domain/dashboard-access';
 import { createLogger } from '../../observability/logger';

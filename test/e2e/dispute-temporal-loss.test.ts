@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { Writable } from 'node:stream';
-import { startApi, type RunningApi } from '../../api/server';
+import { startApi, type RunningApi } from '../../src/api/server';
 import { createLogger } from '../../observability/logger';
 import { balanceOf } from '../support/database';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';

@@ -5,7 +5,7 @@
  */
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { MAX_NOTIFICATION_BYTES } from '../../api/routes/provider-webhooks';
+import { MAX_NOTIFICATION_BYTES } from '../../src/api/routes/provider-webhooks';
 import { signMonimeNotification } from '../../providers/monime';
 import { workflowIds } from '../../workflows/ids';
 import { moneyOutUpdates } from '../../workflows/money-out-shared';

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 // ajv 8 validates real answers against the document's schemas (draft 2020-12).
 import Ajv2020 from 'ajv/dist/2020';
-import { apiRoutes } from '../../api/app';
+import { apiRoutes } from '../../src/api/app';
 import { createAdmin } from '../../db/admins';
 import { createLogger } from '../../observability/logger';
-import { openApiPath, REQUEST_EXAMPLES } from '../../api/openapi';
+import { openApiPath, REQUEST_EXAMPLES } from '../../src/api/openapi';
 import { createProviders } from '../../providers';
 import { fundWallet } from '../support/database';
 import { clientFor, createUserWithWallet, expectError, type Reply } from '../support/http';

@@ -1,4 +1,4 @@
-import { startApi } from '../../api/server';
+import { startApi } from '../../src/api/server';
 import { createLogger } from '../../observability/logger';
 import { historyCounts, type HistoryCounts } from '../../tools/bench/history-counts';
 import { workflowIds } from '../../workflows/ids';

@@ -1,7 +1,7 @@
 /**
  * Personal data kept by the engine: encrypted in Temporal's histories (temporal/payload-codec.ts),
  * readable by admins through the codec endpoint the Temporal UI calls
- * (api/routes/temporal-codec.ts), and erased from what is kept when the user is deleted.
+ * (src/api/routes/temporal-codec.ts), and erased from what is kept when the user is deleted.
  */
 import { temporal } from '@temporalio/proto';
 import { PLAINTEXT_REFUSED } from '../../temporal/payload-codec';

@@ -5,7 +5,7 @@ import re
 
 import schemathesis
 
-# What the API accepts as an Idempotency-Key (api/pipeline.ts).
+# What the API accepts as an Idempotency-Key (src/api/pipeline.ts).
 _VALID_KEY = re.compile(r"[\x20-\x7e]{1,255}")
 _sequence = itertools.count()
 

@@ -3,7 +3,7 @@ import { WorkflowClient } from '@temporalio/client';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createActivities } from '../../activities';
-import { ERROR_MESSAGES } from '../../api/errors';
+import { ERROR_MESSAGES } from '../../src/api/errors';
 import { PAYOUTS_NOT_ENABLED } from '../../db/payout-accounts';
 import { insertPendingDeposit } from '../../activities/deposit';
 import { createEscrowActivities } from '../../activities/escrow';
@@ -925,7 +925,7 @@ noRecipient.paths = () => ({
 });
 
 /**
- * Declines the early answer (api/access.ts) leaves to the step: a balance or a converted amount,
+ * Declines the early answer (src/api/access.ts) leaves to the step: a balance or a converted amount,
  * a hold remembered without its status, currencies of wallets remembered active, and what follows.
  */
 const LEFT_TO_THE_STEP = new Set([

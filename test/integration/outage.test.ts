@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { startApi, type RunningApi } from '../../api/server';
+import { startApi, type RunningApi } from '../../src/api/server';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
 import { scratchConfig } from '../../tools/harness/engine';
 import { freePort } from '../../net/ports';

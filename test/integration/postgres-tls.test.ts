@@ -152,7 +152,7 @@ describe('Postgres with sslmode=verify-full and DATABASE_SSL_CA', () => {
       application: { id: string };
       credentials: { test: { api_key: string; secret_key: string } };
     };
-    const api = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
+    const api = spawn(process.execPath, ['--import', 'tsx', 'src/api/main.ts'], {
       cwd: root,
       env: {
         ...process.env,
@@ -276,7 +276,7 @@ describe('a certificate TLS refuses stops the process at start with one line', (
   const notSigned = `DATABASE_SSL_CA: the Postgres server's certificate is not signed by ${file('other-ca.pem')}`;
 
   it('another CA: the API exits with the line naming DATABASE_SSL_CA, without waiting', async () => {
-    const run = await runNode('api/main.ts', [], {
+    const run = await runNode('src/api/main.ts', [], {
       DATABASE_URL: urlOf('127.0.0.1', 'verify-full'),
       DATABASE_SSL_CA: file('other-ca.pem'),
       PORT: '0',

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { startApi, type RunningApi } from '../../api/server';
+import { startApi, type RunningApi } from '../../src/api/server';
 import type { Config } from '../../config';
 import type { DatabasePool } from '../../db/pool';
 import { freePort } from '../../net/ports';

@@ -48,7 +48,7 @@ type Exit = { code: number | null; stderr: string };
  * stopped after `until` appears in its output, for a process that must start).
  */
 async function runProcess(
-  entry: 'worker/main.ts' | 'api/main.ts',
+  entry: 'worker/main.ts' | 'src/api/main.ts',
   env: Record<string, string>,
   until?: string,
 ): Promise<Exit> {
@@ -181,7 +181,7 @@ describeWithNginx('Temporal behind a TLS terminator', () => {
 
     it('starts the API while a TLS Temporal does not answer at all, as without TLS', async () => {
       const exit = await runProcess(
-        'api/main.ts',
+        'src/api/main.ts',
         {
           DATABASE_URL: engine.config.database.url!,
           TEMPORAL_ADDRESS: `127.0.0.1:${await freePort()}`,
@@ -222,7 +222,7 @@ describeWithNginx('Temporal behind a TLS terminator', () => {
       };
       const [worker, api] = await Promise.all([
         runProcess('worker/main.ts', other),
-        runProcess('api/main.ts', other),
+        runProcess('src/api/main.ts', other),
       ]);
       expect(worker.code).toBe(1);
       expect(linesOf(worker)).toEqual([

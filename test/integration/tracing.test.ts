@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { startApi, type RunningApi } from '../../api/server';
+import { startApi, type RunningApi } from '../../src/api/server';
 import { loadConfig } from '../../config';
 import { scratchConfig } from '../../tools/harness/engine';
 import { freePort } from '../../net/ports';

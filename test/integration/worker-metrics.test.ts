@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { startApi, type RunningApi } from '../../api/server';
+import { startApi, type RunningApi } from '../../src/api/server';
 import { scratchConfig } from '../../tools/harness/engine';
 import { freePort } from '../../net/ports';
 import { startTemporalDevServer, type DevServer } from '../../tools/harness/temporal';

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Readable, Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Koa from 'koa';
-import { logLateErrors } from '../../api/middleware/errors';
+import { logLateErrors } from '../../src/api/middleware/errors';
 import { createLogger } from '../../observability/logger';
 import { pollUntil } from '../support/wait';
 

@@ -1,6 +1,6 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { AppError } from '../../api/errors';
+import { AppError } from '../../src/api/errors';
 import type { MoneyStepGuard } from '../../db/money-rules';
 import type { DatabasePool } from '../../db/pool';
 import type { MoneyStep } from '../../domain/money-rules';
@@ -16,7 +16,7 @@ export const answerOfReply = (reply: Reply): Answer => ({
   detail: (reply.body as { detail?: string } | undefined)?.detail ?? `(no detail: ${reply.status})`,
 });
 
-/** A code and detail as the API's edge answers them (api/errors.ts `unlessDeclined`). */
+/** A code and detail as the API's edge answers them (src/api/errors.ts `unlessDeclined`). */
 const answerOfCode = (code: AppError['code'], detail?: string | null): Answer => {
   const error = new AppError(code, detail);
   return { status: error.status, detail: error.detail };

@@ -1,5 +1,5 @@
 import { Client } from '@temporalio/client';
-import type { ApiDeps } from '../../api/deps';
+import type { ApiDeps } from '../../src/api/deps';
 import { loadConfig } from '../../config';
 import { createLogger } from '../../observability/logger';
 import { createProviders } from '../../providers';

@@ -1,4 +1,4 @@
-import { addressKey } from '../../api/pipeline';
+import { addressKey } from '../../src/api/pipeline';
 
 describe('addressKey: what a lockout or a rate limit counts a client under', () => {
   it.each([

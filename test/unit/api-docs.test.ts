@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { apiRoutes } from '../../api/app';
+import { apiRoutes } from '../../src/api/app';
 import { offlineDeps } from '../support/offline-deps';
 import { EVENT_TYPES } from '../../domain/events';
 import { RATE_LIMIT_CATEGORIES } from '../../domain/types';

@@ -5,7 +5,7 @@ import {
   TimeoutFailure,
   TimeoutType,
 } from '@temporalio/common';
-import { AppError, ERROR_MESSAGES, ERROR_STATUS, unlessDeclined } from '../../api/errors';
+import { AppError, ERROR_MESSAGES, ERROR_STATUS, unlessDeclined } from '../../src/api/errors';
 import { ERROR_CODES, isErrorCode } from '../../domain/errors';
 import { asDeclined, exhausted } from '../../workflows/declines';
 

@@ -1,24 +1,24 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { apiRoutes } from '../../api/app';
+import { apiRoutes } from '../../src/api/app';
 import { offlineDeps } from '../support/offline-deps';
-import { RECOVERY_CODES, TOTP_DIGITS, TOTP_PERIOD } from '../../api/dashboard/two-step';
-import { EXPORT_RETRY_AFTER_SECONDS } from '../../api/export-slots';
-import { MAX_BODY_BYTES, MAX_BODY_DEPTH } from '../../api/middleware/body';
-import { MAX_PLAIN_DIGITS } from '../../api/middleware/json-number';
-import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../../api/pipeline';
-import { BATCH_MAX_BODY_BYTES } from '../../api/routes/batches';
-import { REDELIVERY_WINDOW_MS } from '../../api/routes/events';
-import { MAX_DOCUMENT_BYTES } from '../../api/document-upload';
-import { MAX_NOTIFICATION_BYTES } from '../../api/routes/provider-webhooks';
+import { RECOVERY_CODES, TOTP_DIGITS, TOTP_PERIOD } from '../../src/api/dashboard/two-step';
+import { EXPORT_RETRY_AFTER_SECONDS } from '../../src/api/export-slots';
+import { MAX_BODY_BYTES, MAX_BODY_DEPTH } from '../../src/api/middleware/body';
+import { MAX_PLAIN_DIGITS } from '../../src/api/middleware/json-number';
+import { IDEMPOTENCY_KEY_MAX_LENGTH } from '../../src/api/pipeline';
+import { BATCH_MAX_BODY_BYTES } from '../../src/api/routes/batches';
+import { REDELIVERY_WINDOW_MS } from '../../src/api/routes/events';
+import { MAX_DOCUMENT_BYTES } from '../../src/api/document-upload';
+import { MAX_NOTIFICATION_BYTES } from '../../src/api/routes/provider-webhooks';
 import {
   MAX_BULK_RESOLVE,
   MAX_RUN_WINDOW_DAYS,
   MAX_SETTLEMENT_FILE_BYTES,
-} from '../../api/routes/reconciliation';
-import { DEFAULT_DAYS, MAX_CSV_ENTRIES } from '../../api/routes/statements';
-import { PER_PAGE } from '../../api/schemas';
+} from '../../src/api/routes/reconciliation';
+import { DEFAULT_DAYS, MAX_CSV_ENTRIES } from '../../src/api/routes/statements';
+import { PER_PAGE } from '../../src/api/schemas';
 import { envSchema } from '../../config';
 import { DEFAULT_LOCKOUT } from '../../db/auth-lockout';
 import { SECOND_STEP_MINUTES, SESSION_HOURS } from '../../db/dashboard-accounts';
@@ -86,15 +86,15 @@ const EXPECTED: Record<string, string> = {
   'domain/money.ts MAX_MINOR_UNITS': `${n(MAX_MINOR_UNITS)} (${n(MAX_MINOR_UNITS / 100n)}.00 major)`,
   'domain/money.ts parseMajorDecimal':
     parseMajorDecimal('0.01') === 1n && parseMajorDecimal('0.001') === null ? '2' : 'not 2',
-  'api/middleware/json-number.ts MAX_PLAIN_DIGITS': n(MAX_PLAIN_DIGITS),
+  'src/api/middleware/json-number.ts MAX_PLAIN_DIGITS': n(MAX_PLAIN_DIGITS),
 
-  'api/middleware/body.ts MAX_BODY_BYTES': mib(MAX_BODY_BYTES),
-  'api/middleware/body.ts MAX_BODY_DEPTH': `${MAX_BODY_DEPTH} levels`,
-  'api/pipeline.ts IDEMPOTENCY_KEY_MAX_LENGTH': `${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters`,
+  'src/api/middleware/body.ts MAX_BODY_BYTES': mib(MAX_BODY_BYTES),
+  'src/api/middleware/body.ts MAX_BODY_DEPTH': `${MAX_BODY_DEPTH} levels`,
+  'src/api/pipeline.ts IDEMPOTENCY_KEY_MAX_LENGTH': `${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters`,
   'db/idempotency.ts IDEMPOTENCY_TTL_HOURS': plural(IDEMPOTENCY_TTL_HOURS, 'hour'),
   'config/index.ts API_REQUEST_TIMEOUT_MS': `${n(setting('API_REQUEST_TIMEOUT_MS'))} ms`,
-  'api/schemas.ts PER_PAGE.max': `${PER_PAGE.max} (default ${PER_PAGE.default})`,
-  'api/schemas.ts PER_PAGE.default': `${PER_PAGE.default}`,
+  'src/api/schemas.ts PER_PAGE.max': `${PER_PAGE.max} (default ${PER_PAGE.default})`,
+  'src/api/schemas.ts PER_PAGE.default': `${PER_PAGE.default}`,
   'db/pages.ts TOTAL_COUNTED_AHEAD': n(TOTAL_COUNTED_AHEAD),
 
   'domain/metadata.ts METADATA_MAX_KEYS': `${METADATA_MAX_KEYS}`,
@@ -132,14 +132,17 @@ const EXPECTED: Record<string, string> = {
   'config/index.ts EXPORT_MAX_ROWS': n(setting('EXPORT_MAX_ROWS')),
   'config/index.ts EXPORT_MAX_PER_APPLICATION': `${setting('EXPORT_MAX_PER_APPLICATION')}`,
   'config/index.ts EXPORT_MAX_PER_PROCESS': `${setting('EXPORT_MAX_PER_PROCESS')}`,
-  'api/export-slots.ts EXPORT_RETRY_AFTER_SECONDS': plural(EXPORT_RETRY_AFTER_SECONDS, 'second'),
+  'src/api/export-slots.ts EXPORT_RETRY_AFTER_SECONDS': plural(
+    EXPORT_RETRY_AFTER_SECONDS,
+    'second',
+  ),
   // The setting holds milliseconds, read from seconds.
   'config/index.ts EXPORT_TIME_LIMIT_SECONDS': plural(
     setting('EXPORT_TIME_LIMIT_SECONDS') / 1000,
     'second',
   ),
-  'api/routes/statements.ts MAX_CSV_ENTRIES': n(MAX_CSV_ENTRIES),
-  'api/routes/statements.ts DEFAULT_DAYS': plural(DEFAULT_DAYS, 'day'),
+  'src/api/routes/statements.ts MAX_CSV_ENTRIES': n(MAX_CSV_ENTRIES),
+  'src/api/routes/statements.ts DEFAULT_DAYS': plural(DEFAULT_DAYS, 'day'),
 
   'domain/batches.ts BATCH_LIMITS.items': n(BATCH_LIMITS.items),
   'domain/batches.ts BATCH_LIMITS.atomicItems': n(BATCH_LIMITS.atomicItems),
@@ -147,12 +150,12 @@ const EXPECTED: Record<string, string> = {
     BATCH_LIMITS.referenceLength,
     'character',
   ),
-  'api/routes/batches.ts BATCH_MAX_BODY_BYTES': mib(BATCH_MAX_BODY_BYTES),
+  'src/api/routes/batches.ts BATCH_MAX_BODY_BYTES': mib(BATCH_MAX_BODY_BYTES),
   'config/index.ts BATCH_ITEMS_IN_FLIGHT': `${setting('BATCH_ITEMS_IN_FLIGHT')}`,
 
-  'api/routes/reconciliation.ts MAX_BULK_RESOLVE': n(MAX_BULK_RESOLVE),
-  'api/routes/reconciliation.ts MAX_RUN_WINDOW_DAYS': plural(MAX_RUN_WINDOW_DAYS, 'day'),
-  'api/routes/reconciliation.ts MAX_SETTLEMENT_FILE_BYTES': mib(MAX_SETTLEMENT_FILE_BYTES),
+  'src/api/routes/reconciliation.ts MAX_BULK_RESOLVE': n(MAX_BULK_RESOLVE),
+  'src/api/routes/reconciliation.ts MAX_RUN_WINDOW_DAYS': plural(MAX_RUN_WINDOW_DAYS, 'day'),
+  'src/api/routes/reconciliation.ts MAX_SETTLEMENT_FILE_BYTES': mib(MAX_SETTLEMENT_FILE_BYTES),
   'providers/settlement-file.ts SETTLEMENT_FILE_MAX_ROWS': n(SETTLEMENT_FILE_MAX_ROWS),
   'providers/settlement-file.ts SETTLEMENT_FILE_MAX_ERRORS': n(SETTLEMENT_FILE_MAX_ERRORS),
   'providers/settlement-file.ts MAX_REFERENCE_LENGTH': plural(MAX_REFERENCE_LENGTH, 'character'),
@@ -168,11 +171,11 @@ const EXPECTED: Record<string, string> = {
   'db/webhook-subscriptions.ts FAILING_FOR_MS': hours(FAILING_FOR_MS),
   'config/index.ts WEBHOOK_ATTEMPTS_PER_WORKER': `${setting('WEBHOOK_ATTEMPTS_PER_WORKER')}`,
   'config/index.ts WEBHOOK_ATTEMPTS_PER_ENDPOINT': `${setting('WEBHOOK_ATTEMPTS_PER_ENDPOINT')}`,
-  'api/routes/events.ts REDELIVERY_WINDOW_MS': days(REDELIVERY_WINDOW_MS),
+  'src/api/routes/events.ts REDELIVERY_WINDOW_MS': days(REDELIVERY_WINDOW_MS),
   'db/webhook-deliveries.ts HISTORY_ATTEMPTS': `${HISTORY_ATTEMPTS}`,
   'db/webhook-deliveries.ts EVENT_DELIVERIES': `${EVENT_DELIVERIES}`,
 
-  'api/routes/provider-webhooks.ts MAX_NOTIFICATION_BYTES': kib(MAX_NOTIFICATION_BYTES),
+  'src/api/routes/provider-webhooks.ts MAX_NOTIFICATION_BYTES': kib(MAX_NOTIFICATION_BYTES),
   'providers/monime.ts MONIME_SIGNATURE_TOLERANCE_SECONDS': plural(
     MONIME_SIGNATURE_TOLERANCE_SECONDS,
     'second',
@@ -180,7 +183,7 @@ const EXPECTED: Record<string, string> = {
   'config/index.ts NOTIFICATION_RETRY_HOURS': plural(setting('NOTIFICATION_RETRY_HOURS'), 'hour'),
   'config/index.ts NOTIFICATION_KEEP_DAYS': plural(setting('NOTIFICATION_KEEP_DAYS'), 'day'),
 
-  'api/document-upload.ts MAX_DOCUMENT_BYTES': mib(MAX_DOCUMENT_BYTES),
+  'src/api/document-upload.ts MAX_DOCUMENT_BYTES': mib(MAX_DOCUMENT_BYTES),
 
   'intake/disputes.ts TEST_EVIDENCE_DAYS': plural(TEST_EVIDENCE_DAYS, 'day'),
   'workflows/dispute-shared.ts MAX_EVIDENCE_CHARS': plural(MAX_EVIDENCE_CHARS, 'character'),
@@ -202,9 +205,9 @@ const EXPECTED: Record<string, string> = {
   'domain/dashboard-access.ts FRESH_SECONDS': secondsAndMinutes(FRESH_SECONDS),
   'domain/dashboard-access.ts PASSWORD_LENGTH': `${PASSWORD_LENGTH.min} to ${PASSWORD_LENGTH.max} characters`,
   'db/dashboard-team.ts INVITATION_HOURS': plural(INVITATION_HOURS, 'hour'),
-  'api/dashboard/two-step.ts RECOVERY_CODES': `${RECOVERY_CODES}`,
-  'api/dashboard/two-step.ts TOTP_DIGITS': `${TOTP_DIGITS}`,
-  'api/dashboard/two-step.ts TOTP_PERIOD': plural(TOTP_PERIOD, 'second'),
+  'src/api/dashboard/two-step.ts RECOVERY_CODES': `${RECOVERY_CODES}`,
+  'src/api/dashboard/two-step.ts TOTP_DIGITS': `${TOTP_DIGITS}`,
+  'src/api/dashboard/two-step.ts TOTP_PERIOD': plural(TOTP_PERIOD, 'second'),
 };
 
 type Row = { line: string; limit: string; value: string; where: string[] };

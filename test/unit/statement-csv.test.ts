@@ -1,5 +1,5 @@
 import { filterInstant, isInstant, parseInstant } from '../../domain/instant';
-import { csvField, csvNumber, csvRecord, STATEMENT_CSV_HEADER } from '../../api/csv';
+import { csvField, csvNumber, csvRecord, STATEMENT_CSV_HEADER } from '../../src/api/csv';
 
 describe('csvField quotes as RFC 4180 says', () => {
   it.each([

@@ -10,7 +10,7 @@ import type { DataConverter } from '@temporalio/common';
 import { createEngineWorker } from '../../worker/engine-worker';
 import { payloadKeys, temporalDataConverter } from '../../temporal/data-converter';
 import { sdkConnectionOptions, temporalConnectionOptions } from '../../temporal/connection';
-import { paymentSearchAttributes } from '../../api/temporal';
+import { paymentSearchAttributes } from '../../src/api/temporal';
 import { formatPayloadKeys, loadConfig, type Config } from '../../config';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
 import {

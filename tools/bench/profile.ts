@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- --profile` (docs/benchmarks.md "Options"): where one API transfer's and one
- * escrow flow's time and CPU go, through a second copy of the API (built as api/server.ts builds
+ * escrow flow's time and CPU go, through a second copy of the API (built as src/api/server.ts builds
  * it, plus tracing) and an instrumented worker, both in the engine's process.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
@@ -15,7 +15,7 @@ import { type ActivityInterceptorsFactory, type WorkerOptions } from '@temporali
 import { createEngineWorker } from '../../worker/engine-worker';
 import pg from 'pg';
 import { createTransferActivities } from '../../activities/transfer';
-import { createApp } from '../../api/app';
+import { createApp } from '../../src/api/app';
 import { createLogger } from '../../observability/logger';
 import { createWalletMemory } from '../../cache/wallet-memory';
 import { createCredentialCache } from '../../cache/credential-cache';
@@ -131,7 +131,7 @@ function traceTemporal(client: Client): void {
     trace.workflowIds.push(handle.workflowId);
     return timedResult(handle, trace);
   }) as typeof workflow.start;
-  // The API waits for a payment's result on a handle of its own (api/temporal.ts).
+  // The API waits for a payment's result on a handle of its own (src/api/temporal.ts).
   const getHandle = workflow.getHandle.bind(workflow);
   workflow.getHandle = ((...args: Parameters<typeof getHandle>) => {
     const trace = traces.getStore();
@@ -173,7 +173,7 @@ const activityTracing =
     },
   });
 
-/** The instrumented copy of the API: api/server.ts's construction, with tracing around it. */
+/** The instrumented copy of the API: src/api/server.ts's construction, with tracing around it. */
 async function startTracedApi(
   engine: Engine,
   done: Trace[],
@@ -188,7 +188,7 @@ async function startTracedApi(
   const temporal = new Client({ connection, namespace: config.temporal.namespace, dataConverter });
   traceTemporal(temporal);
   // As the engine's API runs: payments started eagerly on the in-process worker's connection,
-  // credentials and active wallets kept in memory (api/server.ts).
+  // credentials and active wallets kept in memory (src/api/server.ts).
   const eager = new Client({
     connection: engine.nativeConnection,
     namespace: config.temporal.namespace,

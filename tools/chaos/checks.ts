@@ -1,6 +1,6 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { idFromKey } from '../../api/pipeline';
+import { idFromKey } from '../../src/api/pipeline';
 import { ledgerInvariantProblems } from '../../db/ledger-audit';
 import { MONEY_OUT_TYPES } from '../../db/money-out';
 import type { DatabasePool } from '../../db/pool';
@@ -699,7 +699,7 @@ async function checkBatches(options: {
   return violations;
 }
 
-/** Payment kinds whose ids the API derives from the request's key (api/pipeline.ts `idFromKey`). */
+/** Payment kinds whose ids the API derives from the request's key (src/api/pipeline.ts `idFromKey`). */
 const KEYED_KINDS = [
   'transfer',
   'escrow_hold',

@@ -15,7 +15,7 @@ export type Role = 'api' | 'worker';
 
 const rootDir = path.resolve(__dirname, '..', '..');
 
-/** The command of `npm run <role>` (`node --import tsx api/main.ts`), Node being this one. */
+/** The command of `npm run <role>` (`node --import tsx src/api/main.ts`), Node being this one. */
 export function entryCommand(role: Role): { file: string; args: string[] } {
   const manifest = JSON.parse(readFileSync(path.join(rootDir, 'package.json'), 'utf8')) as {
     scripts: Record<string, string>;

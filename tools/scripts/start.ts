@@ -6,8 +6,8 @@ import {
   openTemporalConnection,
   temporalConnectionOptions,
 } from '../../temporal/connection';
-import { startApi } from '../../api/server';
-import { CODEC_PATH } from '../../api/routes/temporal-codec';
+import { startApi } from '../../src/api/server';
+import { CODEC_PATH } from '../../src/api/routes/temporal-codec';
 import { loadConfig, type Config } from '../../config';
 import { migrate } from '../../db/migrate';
 import { createDatabasePool } from '../../db/pool';
