@@ -33,7 +33,7 @@ module.exports = {
         pathNot: [
           '^workflows/',
           '^domain/',
-          '^activities/',
+          '^src/activities/',
           pkg('@temporalio/(workflow|common|interceptors-opentelemetry)'),
         ],
       },
@@ -42,19 +42,19 @@ module.exports = {
       'workflows-see-activities-by-type',
       'Workflows see activities by type only, through workflows/activities-types.ts.',
       { path: '^workflows/', pathNot: '^workflows/activities-types\\.ts$' },
-      { path: '^activities/' },
+      { path: '^src/activities/' },
     ),
     forbid(
       'activity-types-only',
       'workflows/activities-types.ts takes the activities’ types, never their code.',
       { path: '^workflows/activities-types\\.ts$' },
-      { path: '^activities/', dependencyTypesNot: ['type-only'] },
+      { path: '^src/activities/', dependencyTypesNot: ['type-only'] },
     ),
     forbid(
       'api-is-the-edge',
       'What the API shares with the worker is in a module both import (temporal/, intake/).',
       { path: '^src/api/' },
-      { path: ['^(activities|worker)/', TOOLING] },
+      { path: ['^(src/activities|worker)/', TOOLING] },
     ),
     forbid(
       'worker-not-api',
@@ -70,8 +70,8 @@ module.exports = {
     ),
     forbid(
       'activities-not-api',
-      'activities/ never import the HTTP edge (src/api/).',
-      { path: '^activities/' },
+      'src/activities/ never import the HTTP edge (src/api/).',
+      { path: '^src/activities/' },
       { path: '^src/api/' },
     ),
     forbid(
@@ -90,7 +90,7 @@ module.exports = {
       'db-is-storage',
       'db/ is the storage layer: it never imports the layers above it.',
       { path: '^db/' },
-      { path: '^(src/api|activities|providers|worker|intake|temporal)/' },
+      { path: '^(src/api|src/activities|providers|worker|intake|temporal)/' },
     ),
     forbid(
       'runtime-not-tooling',

@@ -13,7 +13,7 @@ import { insertEvent } from '../db/transaction-events';
 import { minorToMajorNumber } from '../domain/money';
 import { reconProviderOf } from '../domain/recon';
 import type { Mode } from '../domain/types';
-import { transactionEventData } from '../activities/events';
+import { transactionEventData } from '../src/activities/events';
 import type { Providers } from '../providers';
 import { startReconExceptionTimer } from '../temporal/recon-runs';
 import type { Client } from '@temporalio/client';

@@ -115,7 +115,7 @@ export function failureMessage(failure: Failure | null | undefined): string | nu
   for (let f: Failure | null | undefined = failure; f; f = f.cause) {
     const info = f.applicationFailureInfo;
     if (info?.nonRetryable && isErrorCode(info.type)) {
-      // A message that is only the code means the code's standard detail (activities/declines.ts).
+      // A message that is only the code means the code's standard detail (src/activities/declines.ts).
       return new AppError(info.type, f.message === info.type ? null : f.message).detail;
     }
   }

@@ -12,7 +12,7 @@ export function asDeclined(error: unknown): Declined | null {
   const cause = error instanceof ActivityFailure ? error.cause : error;
   if (!(cause instanceof ApplicationFailure) || !cause.nonRetryable) return null;
   if (!isErrorCode(cause.type)) return null;
-  // A message that is only the code carries no specific detail (activities/declines.ts).
+  // A message that is only the code carries no specific detail (src/activities/declines.ts).
   const detail = cause.message && cause.message !== cause.type ? cause.message : null;
   return { status: 'declined', code: cause.type, detail };
 }

@@ -62,7 +62,7 @@ export const activityPresets = {
    */
   webhookAttemptLocal: { startToCloseTimeout: '30 seconds', retry: retryPresets.ledger },
   /**
-   * A page of a batch's transfers, started and waited for (activities/batches.ts): as long as
+   * A page of a batch's transfers, started and waited for (src/activities/batches.ts): as long as
    * its payments take, heartbeating; a lost worker is noticed in 20 s and the retry attaches.
    */
   batchPage: {

@@ -3,7 +3,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { sql } from 'slonik';
 import { WebhookVerificationError } from 'standardwebhooks';
 import { z } from 'zod';
-import { createMaintenanceActivities } from '../../activities/maintenance';
+import { createMaintenanceActivities } from '../../src/activities/maintenance';
 import { TURNED_OFF } from '../../db/webhook-subscriptions';
 import { REFUSED_ADDRESS_ERROR } from '../../outbound/webhook-post';
 import { webhookDeliveryId } from '../../workflows/ids';

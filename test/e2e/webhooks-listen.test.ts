@@ -3,7 +3,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createMaintenanceActivities } from '../../activities/maintenance';
+import { createMaintenanceActivities } from '../../src/activities/maintenance';
 import { LISTEN_APPLICATION_NAME } from '../../cli/webhooks-listen';
 import { LISTENERS_CHANNEL } from '../../db/event-listeners';
 import { listenForEvents } from '../../db/webhook-listener';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { WebhookVerificationError } from 'standardwebhooks';
 import { z } from 'zod';
-import { ensureWebhookRelay } from '../../activities/webhooks';
+import { ensureWebhookRelay } from '../../src/activities/webhooks';
 import { insertEvent } from '../../db/transaction-events';
 import { listenForEvents } from '../../db/webhook-listener';
 import { EVENT_TYPES } from '../../domain/events';

@@ -2,7 +2,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createActivities } from '../../activities';
+import { createActivities } from '../../src/activities';
 import { loadConfig } from '../../config';
 import { findCardDeposit } from '../../db/card-deposits';
 import type { DatabasePool } from '../../db/pool';

@@ -1,6 +1,6 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
-import { createActivities } from '../../activities';
+import { createActivities } from '../../src/activities';
 import { loadConfig } from '../../config';
 import { findMoneyOut } from '../../db/money-out';
 import type { DatabasePool } from '../../db/pool';

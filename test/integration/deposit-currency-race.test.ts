@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/activity';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { insertPendingDeposit } from '../../activities/deposit';
+import { insertPendingDeposit } from '../../src/activities/deposit';
 import { createFixtureApplication } from '../../tools/harness/fixtures';
 import { createDatabasePool, type DatabasePool } from '../../db/pool';
 import { createTestDatabase, insertFundedWallet } from '../support/database';

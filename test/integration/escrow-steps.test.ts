@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createEscrowActivities } from '../../activities/escrow';
+import { createEscrowActivities } from '../../src/activities/escrow';
 import { updateApplication } from '../../db/applications';
 import type { DatabasePool } from '../../db/pool';
 import { setWalletActive } from '../../db/wallets';
@@ -10,7 +10,7 @@ import type { Caller } from '../../domain/types';
 import type { EscrowStepResult, HoldInput } from '../../workflows/shared';
 import { claimIdempotencyKey } from '../../db/idempotency';
 import { findTransaction, transactionAnswer, transactionRecord } from '../../db/transactions';
-import { transactionEventData } from '../../activities/events';
+import { transactionEventData } from '../../src/activities/events';
 import {
   assertLedgerInvariant,
   balanceOf,

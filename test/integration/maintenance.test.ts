@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createMaintenanceActivities } from '../../activities/maintenance';
+import { createMaintenanceActivities } from '../../src/activities/maintenance';
 import {
   MAINTENANCE_SCHEDULE_ID,
   RECONCILIATION_SCHEDULE_ID,

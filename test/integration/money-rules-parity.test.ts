@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { WorkflowClient } from '@temporalio/client';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createActivities } from '../../activities';
+import { createActivities } from '../../src/activities';
 import { ERROR_MESSAGES } from '../../src/api/errors';
 import { PAYOUTS_NOT_ENABLED } from '../../db/payout-accounts';
-import { insertPendingDeposit } from '../../activities/deposit';
-import { createEscrowActivities } from '../../activities/escrow';
-import { createTransferActivities } from '../../activities/transfer';
+import { insertPendingDeposit } from '../../src/activities/deposit';
+import { createEscrowActivities } from '../../src/activities/escrow';
+import { createTransferActivities } from '../../src/activities/transfer';
 import { holdGuard, releaseGuard } from '../../db/escrow';
 import {
   firstBrokenRule,

@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
 import { InvalidInputError, sql } from 'slonik';
-import { createActivities } from '../../activities';
+import { createActivities } from '../../src/activities';
 import { loadConfig } from '../../config';
 import { isPermanentDatabaseError, sqlState, uniqueViolation } from '../../db/errors';
 import type { DatabasePool } from '../../db/pool';

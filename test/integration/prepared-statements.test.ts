@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createTransferActivities } from '../../activities/transfer';
+import { createTransferActivities } from '../../src/activities/transfer';
 import { findTransaction } from '../../db/transactions';
 import { createDatabasePool, prepare, type DatabasePool } from '../../db/pool';
 import type { Caller } from '../../domain/types';
@@ -34,7 +34,7 @@ const preparedOn = (one: DatabasePool) =>
 /**
  * Three transfers of 1 from a wallet of 10 through a one-connection pool, each by fresh activities
  * (which remember no wallet: each runs the usual transaction), or, `remembering`, by shared ones:
- * the first the usual way, the next two in one statement each (activities/transfer.ts).
+ * the first the usual way, the next two in one statement each (src/activities/transfer.ts).
  */
 async function threeTransfers(one: DatabasePool, remembering = false) {
   const from = await insertFundedWallet(pool, caller, 'SLE', 10n);

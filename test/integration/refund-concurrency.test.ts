@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createActivities } from '../../activities';
+import { createActivities } from '../../src/activities';
 import { createProviders } from '../../providers';
 import { workflowIds } from '../../workflows/ids';
 import type { MoneyOutInput } from '../../workflows/money-out-shared';

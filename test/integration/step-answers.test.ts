@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createTransferActivities } from '../../activities/transfer';
+import { createTransferActivities } from '../../src/activities/transfer';
 import { claimIdempotencyKey, completeIdempotencyKey } from '../../db/idempotency';
 import type { DatabasePool } from '../../db/pool';
 import {

@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
-import { transactionEventData } from '../../activities/events';
-import { createTransferActivities } from '../../activities/transfer';
+import { transactionEventData } from '../../src/activities/events';
+import { createTransferActivities } from '../../src/activities/transfer';
 import { claimIdempotencyKey } from '../../db/idempotency';
 import type { DatabasePool } from '../../db/pool';
 import {

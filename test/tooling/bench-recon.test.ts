@@ -65,7 +65,7 @@ describe("row 9a's seed (tools/bench/recon-seed.ts)", () => {
     expect(stored).toEqual({ payments: 1_000, records: 1_000 });
     expect(seed.records).toBe(1_000);
 
-    // What the run's activities do (activities/provider-reconciliation.ts), page by page.
+    // What the run's activities do (src/activities/provider-reconciliation.ts), page by page.
     const created = await insertReconRun(pool, {
       id: randomUUID(),
       applicationId: app.id,

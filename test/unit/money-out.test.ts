@@ -1,7 +1,7 @@
 import { loadConfig } from '../../config';
 import type { ApplicationRow } from '../../db/applications';
-import { priceCardRefund } from '../../activities/card-refund';
-import { priceCashout } from '../../activities/cashout';
+import { priceCardRefund } from '../../src/activities/card-refund';
+import { priceCashout } from '../../src/activities/cashout';
 import { CASHOUT_PROVIDER_FEE, computeMoneyOutFees } from '../../domain/fees';
 import {
   assertBalanced,

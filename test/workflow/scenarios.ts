@@ -76,7 +76,7 @@ import {
 } from '../../workflows/shared';
 import { transferWorkflow } from '../../workflows/transfer';
 import { batchWorkflow } from '../../workflows/batch';
-import { runBatchTransfers } from '../../activities/batches';
+import { runBatchTransfers } from '../../src/activities/batches';
 import {
   batchCancel,
   type BatchInput,
@@ -590,7 +590,7 @@ export const payoutInput = (
   destination: { account_id: 'acct_sandbox_fixture' },
 });
 
-/** Test Mode asks the sandbox again after 2 seconds (activities/card-payout.ts). */
+/** Test Mode asks the sandbox again after 2 seconds (src/activities/card-payout.ts). */
 export const SANDBOX_PAYOUT_CHECK_MS = 2_000;
 /** Live Mode: the provider may report a paid payout failed for 14 days. */
 export const PAYOUT_LATE_FAILURE_MS = 14 * 24 * 60 * 60 * 1000;
@@ -637,7 +637,7 @@ export const refundInput = (transactionId: string): MoneyOutInput => ({
   localSteps: true,
 });
 
-/** Test Mode asks the sandbox again after 1 second (activities/card-refund.ts). */
+/** Test Mode asks the sandbox again after 1 second (src/activities/card-refund.ts). */
 export const SANDBOX_REFUND_CHECK_MS = 1_000;
 
 /** The saga's activities for a card refund (see `cashoutActivities`). */

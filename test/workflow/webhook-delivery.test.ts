@@ -11,7 +11,7 @@ import {
   ENDPOINT_BUSY,
   type WebhookAttemptInput,
   type WebhookAttemptResult,
-} from '../../activities/webhooks';
+} from '../../src/activities/webhooks';
 import { loadConfig } from '../../config';
 import type { DatabasePool } from '../../db/pool';
 import { insertEvent } from '../../db/transaction-events';

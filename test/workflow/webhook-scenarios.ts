@@ -5,7 +5,7 @@
  */
 import { WorkflowContinuedAsNewError, type WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { WebhookAttemptInput, WebhookAttemptResult } from '../../activities/webhooks';
+import type { WebhookAttemptInput, WebhookAttemptResult } from '../../src/activities/webhooks';
 import { webhookDeliveryId, webhookRelayId } from '../../workflows/ids';
 import { webhookDeliveryWorkflow, webhookRelayWorkflow } from '../../workflows/webhook';
 

@@ -14,7 +14,7 @@ import { temporal as proto } from '@temporalio/proto';
 import { type ActivityInterceptorsFactory, type WorkerOptions } from '@temporalio/worker';
 import { createEngineWorker } from '../../worker/engine-worker';
 import pg from 'pg';
-import { createTransferActivities } from '../../activities/transfer';
+import { createTransferActivities } from '../../src/activities/transfer';
 import { createApp } from '../../src/api/app';
 import { createLogger } from '../../observability/logger';
 import { createWalletMemory } from '../../cache/wallet-memory';

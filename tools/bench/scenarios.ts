@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import type { WorkerOptions } from '@temporalio/worker';
-import { createTransferActivities } from '../../activities/transfer';
+import { createTransferActivities } from '../../src/activities/transfer';
 import type { DatabasePool } from '../../db/pool';
 import { lockAccounts, postLedgerTransaction } from '../../db/ledger';
 import { transferPostings } from '../../domain/ledger';

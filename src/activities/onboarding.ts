@@ -7,22 +7,22 @@ import {
   updatePayoutAccount,
   type PayoutAccountRow,
   type PayoutAccountState,
-} from '../db/payout-accounts';
-import type { DatabasePool } from '../db/pool';
-import type { Providers } from '../providers';
+} from '../../db/payout-accounts';
+import type { DatabasePool } from '../../db/pool';
+import type { Providers } from '../../providers';
 import {
   DebitCardRequiredError,
   UnknownCardTokenError,
   type PayoutAccount,
   type PayoutAccountProvider,
-} from '../providers/card';
-import { ProviderNotConfiguredError, ProviderRefusedError } from '../providers/mobile-money';
-import { workflowIds } from '../workflows/ids';
+} from '../../providers/card';
+import { ProviderNotConfiguredError, ProviderRefusedError } from '../../providers/mobile-money';
+import { workflowIds } from '../../workflows/ids';
 import type {
   OnboardingInput,
   OnboardingResult,
   OnboardingSubmission,
-} from '../domain/payout-accounts';
+} from '../../domain/payout-accounts';
 import { decline } from './declines';
 
 /**

@@ -4,7 +4,7 @@ import {
   WorkflowFailedError,
   type Client,
 } from '@temporalio/client';
-import type { Config } from '../config';
+import type { Config } from '../../config';
 import {
   allBatchItems,
   batchPacedBy,
@@ -16,26 +16,30 @@ import {
   recordBatchItemResults,
   type BatchRow,
   type PendingBatchItem,
-} from '../db/batches';
-import { postLedgerTransaction } from '../db/ledger';
-import { PAYOUTS_NOT_ENABLED, canReceivePayouts, findPayoutAccount } from '../db/payout-accounts';
-import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
-import { takeRateLimit } from '../db/rate-limit';
-import { transactionsInsertPart, writtenTransaction } from '../db/transactions';
-import { eventsInsertPart } from '../db/transaction-events';
-import { lockTransferWallets } from '../db/transfers';
-import { walletStates } from '../db/wallets';
-import { findApplication } from '../db/applications';
-import { BATCH_ITEM_CATEGORY, BATCH_ITEM_TYPE } from '../domain/batches';
-import type { Currency } from '../domain/money';
+} from '../../db/batches';
+import { postLedgerTransaction } from '../../db/ledger';
+import {
+  PAYOUTS_NOT_ENABLED,
+  canReceivePayouts,
+  findPayoutAccount,
+} from '../../db/payout-accounts';
+import type { DatabasePool, DatabaseTransactionConnection } from '../../db/pool';
+import { takeRateLimit } from '../../db/rate-limit';
+import { transactionsInsertPart, writtenTransaction } from '../../db/transactions';
+import { eventsInsertPart } from '../../db/transaction-events';
+import { lockTransferWallets } from '../../db/transfers';
+import { walletStates } from '../../db/wallets';
+import { findApplication } from '../../db/applications';
+import { BATCH_ITEM_CATEGORY, BATCH_ITEM_TYPE } from '../../domain/batches';
+import type { Currency } from '../../domain/money';
 import {
   decide,
   decideOverWallets,
   moneyOutReserveRules,
   transferRules,
   type Decision,
-} from '../domain/money-rules';
-import { categoryLimit } from '../domain/types';
+} from '../../domain/money-rules';
+import { categoryLimit } from '../../domain/types';
 import {
   itemEnded,
   paymentDidNotEnd,
@@ -43,26 +47,26 @@ import {
   type BatchItemEnd,
   type BatchItemStart,
   type BatchTransferPage,
-} from '../workflows/batch-shared';
-import { workflowIds } from '../workflows/ids';
+} from '../../workflows/batch-shared';
+import { workflowIds } from '../../workflows/ids';
 import { whileBeating } from './heartbeat';
 import {
   moneyOutInput,
   transferInput,
   type MoneyOutFields,
   type TransferFields,
-} from '../workflows/payment-inputs';
+} from '../../workflows/payment-inputs';
 import {
   paymentSearchAttributes,
   type Declined,
   type TransferInput,
   type TransferResult,
-} from '../workflows/shared';
+} from '../../workflows/shared';
 import {
   LOCAL_SETTLEMENT_MS,
   listenForSettlement,
   transferAnsweredLocally,
-} from '../temporal/settlements';
+} from '../../temporal/settlements';
 import { transferStep } from './transfer';
 
 /** The detail of an atomic batch's item that passed its checks, not made for another's decline. */
@@ -404,7 +408,7 @@ async function decideAtomically(
 
 /**
  * Every item's payment row and `transfer.completed`, each as a single transfer writes it
- * (activities/transfer.ts `transferStep`), and one ledger transaction for them all: one
+ * (src/activities/transfer.ts `transferStep`), and one ledger transaction for them all: one
  * statement, however many items.
  */
 async function writeAtomicTransfers(

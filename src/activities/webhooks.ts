@@ -1,8 +1,8 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
-import type { Config } from '../config';
-import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
+import type { Config } from '../../config';
+import type { DatabasePool, DatabaseTransactionConnection } from '../../db/pool';
 import {
   deferDelivery,
   findEvent,
@@ -10,26 +10,26 @@ import {
   relayEventBatch,
   stopDelivery,
   type DeliveryTarget,
-} from '../db/webhook-deliveries';
-import { listenForEvents, type EventListener } from '../db/webhook-listener';
+} from '../../db/webhook-deliveries';
+import { listenForEvents, type EventListener } from '../../db/webhook-listener';
 import {
   eraseExpiredPreviousSecrets,
   findSubscriptionForDelivery,
   noteDeliveryOutcome,
   previousSecretBinding,
   resealWebhookSecret,
-} from '../db/webhook-subscriptions';
-import { endpointGate, type EndpointLease } from '../outbound/endpoint-gate';
-import { seal, SecretBoxError, webhookSecretKey } from '../outbound/secret-box';
-import { webhookSigningSecrets } from '../outbound/webhook-secrets';
+} from '../../db/webhook-subscriptions';
+import { endpointGate, type EndpointLease } from '../../outbound/endpoint-gate';
+import { seal, SecretBoxError, webhookSecretKey } from '../../outbound/secret-box';
+import { webhookSigningSecrets } from '../../outbound/webhook-secrets';
 import {
   postWebhook,
   signedDelivery,
   WEBHOOK_ANSWER_MAX_BYTES,
   WEBHOOK_TIMEOUT_MS,
-} from '../outbound/webhook-post';
-import { startWebhookDelivery } from '../temporal/webhook-deliveries';
-import { webhookRelayId } from '../workflows/ids';
+} from '../../outbound/webhook-post';
+import { startWebhookDelivery } from '../../temporal/webhook-deliveries';
+import { webhookRelayId } from '../../workflows/ids';
 
 /** Events claimed per relay transaction. */
 const RELAY_BATCH = 200;

@@ -1,18 +1,18 @@
 import { Context } from '@temporalio/activity';
-import type { Config } from '../config';
-import { listOpenProviderDisputes } from '../db/disputes';
-import type { DatabasePool } from '../db/pool';
+import type { Config } from '../../config';
+import { listOpenProviderDisputes } from '../../db/disputes';
+import type { DatabasePool } from '../../db/pool';
 import {
   listUnmatchedNotifications,
   recordNotificationAttempt,
-} from '../db/provider-notifications';
+} from '../../db/provider-notifications';
 import {
   findStalePendingPayments,
   insertReconciliationRun,
   type ReconciliationRunRecord,
   type StalePayment,
-} from '../db/reconciliation';
-import { findTransaction } from '../db/transactions';
+} from '../../db/reconciliation';
+import { findTransaction } from '../../db/transactions';
 import {
   notificationTargets,
   resolveNotification,
@@ -21,12 +21,12 @@ import {
   unmatched,
   type NotificationKind,
   type TemporalDeps,
-} from '../intake/notifications';
-import type { ErrorLog } from '../intake/contradictions';
-import { closeDispute } from '../intake/disputes';
-import { reportUnapplied } from '../intake/unapplied';
-import type { Providers } from '../providers';
-import { taskQueueOf } from '../temporal/task-queues';
+} from '../../intake/notifications';
+import type { ErrorLog } from '../../intake/contradictions';
+import { closeDispute } from '../../intake/disputes';
+import { reportUnapplied } from '../../intake/unapplied';
+import type { Providers } from '../../providers';
+import { taskQueueOf } from '../../temporal/task-queues';
 
 /** What a run of the reconciliation workflow found and did. */
 export type ReconciliationPlan = {

@@ -1,11 +1,11 @@
-import type { Config } from '../config';
-import type { ApplicationRow } from '../db/applications';
-import { computeMoneyOutFees, type FeeRule } from '../domain/fees';
-import type { Mode } from '../domain/types';
-import type { Providers } from '../providers';
-import type { CardPayoutStatus } from '../providers/card';
-import type { PayoutStatus } from '../providers/mobile-money';
-import type { MoneyOutInput } from '../workflows/money-out-shared';
+import type { Config } from '../../config';
+import type { ApplicationRow } from '../../db/applications';
+import { computeMoneyOutFees, type FeeRule } from '../../domain/fees';
+import type { Mode } from '../../domain/types';
+import type { Providers } from '../../providers';
+import type { CardPayoutStatus } from '../../providers/card';
+import type { PayoutStatus } from '../../providers/mobile-money';
+import type { MoneyOutInput } from '../../workflows/money-out-shared';
 import type { MoneyOutPort, MoneyOutPrice, MoneyOutSpec } from './money-out';
 
 /**
@@ -86,7 +86,7 @@ function cardPayoutPort(providers: Providers, mode: Mode): MoneyOutPort {
   };
 }
 
-/** Card payouts, as a kind of the money-out saga (activities/money-out.ts). */
+/** Card payouts, as a kind of the money-out saga (src/activities/money-out.ts). */
 export const cardPayoutSpec: MoneyOutSpec = {
   type: 'card_payout',
   description: 'Card payout',

@@ -1,9 +1,9 @@
-import type { Config } from '../config';
-import type { ApplicationRow } from '../db/applications';
-import { CASHOUT_PROVIDER_FEE, computeMoneyOutFees } from '../domain/fees';
-import { sleInBaseCurrency, sleToUsd } from '../domain/fx';
-import type { Providers } from '../providers';
-import type { MoneyOutInput } from '../workflows/money-out-shared';
+import type { Config } from '../../config';
+import type { ApplicationRow } from '../../db/applications';
+import { CASHOUT_PROVIDER_FEE, computeMoneyOutFees } from '../../domain/fees';
+import { sleInBaseCurrency, sleToUsd } from '../../domain/fx';
+import type { Providers } from '../../providers';
+import type { MoneyOutInput } from '../../workflows/money-out-shared';
 import type { MoneyOutPort, MoneyOutPrice, MoneyOutSpec } from './money-out';
 
 /**
@@ -65,7 +65,7 @@ function cashoutPort(providers: Providers, mode: 'test' | 'live'): MoneyOutPort 
   };
 }
 
-/** Mobile-money cashouts, as a kind of the money-out saga (activities/money-out.ts). */
+/** Mobile-money cashouts, as a kind of the money-out saga (src/activities/money-out.ts). */
 export const cashoutSpec: MoneyOutSpec = {
   type: 'mobile_money_cashout',
   description: 'Mobile money cashout',

@@ -1,6 +1,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { Config } from '../config';
-import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
+import type { Config } from '../../config';
+import type { DatabasePool, DatabaseTransactionConnection } from '../../db/pool';
 import {
   completeReconRun,
   failReconRun,
@@ -9,16 +9,16 @@ import {
   insertRunRecords,
   listOpenedExceptions,
   matchRun,
-} from '../db/recon-matching';
-import { getReconException } from '../db/recon-exceptions';
-import { getReconRun, insertScheduledReconRuns, type ReconProvider } from '../db/recon-runs';
-import { RECON_CHUNK_RECORDS } from '../domain/recon';
-import type { Mode } from '../domain/types';
-import type { Providers } from '../providers';
-import { ProviderNotConfiguredError, ProviderRefusedError } from '../providers/mobile-money';
-import { booksFor } from '../providers/recon-books';
-import { startReconExceptionTimer } from '../temporal/recon-runs';
-import { taskQueueOf } from '../temporal/task-queues';
+} from '../../db/recon-matching';
+import { getReconException } from '../../db/recon-exceptions';
+import { getReconRun, insertScheduledReconRuns, type ReconProvider } from '../../db/recon-runs';
+import { RECON_CHUNK_RECORDS } from '../../domain/recon';
+import type { Mode } from '../../domain/types';
+import type { Providers } from '../../providers';
+import { ProviderNotConfiguredError, ProviderRefusedError } from '../../providers/mobile-money';
+import { booksFor } from '../../providers/recon-books';
+import { startReconExceptionTimer } from '../../temporal/recon-runs';
+import { taskQueueOf } from '../../temporal/task-queues';
 import { whileBeating } from './heartbeat';
 
 /** How many exceptions' events one page writes, and timers one activity starts. */

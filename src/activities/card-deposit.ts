@@ -1,5 +1,5 @@
-import type { Config } from '../config';
-import { findApplication } from '../db/applications';
+import type { Config } from '../../config';
+import { findApplication } from '../../db/applications';
 import {
   findCardDeposit,
   lockCardDeposit,
@@ -7,20 +7,20 @@ import {
   type CardDepositMetadata,
   type CardDepositRecord,
   type CardPaymentMetadata,
-} from '../db/card-deposits';
-import { systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
-import { recordMoneyStep } from '../db/money-steps';
-import type { DatabasePool } from '../db/pool';
-import type { TransactionRow } from '../db/transactions';
-import { computeCardDepositFees } from '../domain/fees';
-import { cardDepositCompletionPostings } from '../domain/ledger';
-import { minorToMajorNumber } from '../domain/money';
-import type { Mode } from '../domain/types';
-import type { Providers } from '../providers';
-import { UnknownPaymentMethodError, type CardPayment } from '../providers/card';
-import { ProviderNotConfiguredError } from '../providers/mobile-money';
-import { workflowIds } from '../workflows/ids';
-import type { CardDepositInput, CardPaymentOpened, CardPaymentState } from '../workflows/shared';
+} from '../../db/card-deposits';
+import { systemAccountsIn, type SystemAccountMemory } from '../../db/ledger';
+import { recordMoneyStep } from '../../db/money-steps';
+import type { DatabasePool } from '../../db/pool';
+import type { TransactionRow } from '../../db/transactions';
+import { computeCardDepositFees } from '../../domain/fees';
+import { cardDepositCompletionPostings } from '../../domain/ledger';
+import { minorToMajorNumber } from '../../domain/money';
+import type { Mode } from '../../domain/types';
+import type { Providers } from '../../providers';
+import { UnknownPaymentMethodError, type CardPayment } from '../../providers/card';
+import { ProviderNotConfiguredError } from '../../providers/mobile-money';
+import { workflowIds } from '../../workflows/ids';
+import type { CardDepositInput, CardPaymentOpened, CardPaymentState } from '../../workflows/shared';
 import { decline } from './declines';
 import { checkDepositWallet, insertPendingDeposit } from './deposit';
 import { depositCompletion } from './deposit-completion';

@@ -1,43 +1,43 @@
-import type { Config } from '../config';
-import { findApplication, type ApplicationRow } from '../db/applications';
-import { recordAudit } from '../db/audit-log';
+import type { Config } from '../../config';
+import { findApplication, type ApplicationRow } from '../../db/applications';
+import { recordAudit } from '../../db/audit-log';
 import {
   lockAccounts,
   systemAccountsIn,
   type SystemAccountKind,
   type SystemAccountMemory,
-} from '../db/ledger';
-import { recordMoneyStep } from '../db/money-steps';
+} from '../../db/ledger';
+import { recordMoneyStep } from '../../db/money-steps';
 import {
   findMoneyOut,
   lockMoneyOut,
   setMoneyOutProvider,
   type MoneyOutMetadata,
   type MoneyOutRecord,
-} from '../db/money-out';
-import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
-import type { TransactionRow } from '../db/transactions';
-import { walletStates } from '../db/wallets';
+} from '../../db/money-out';
+import type { DatabasePool, DatabaseTransactionConnection } from '../../db/pool';
+import type { TransactionRow } from '../../db/transactions';
+import { walletStates } from '../../db/wallets';
 import {
   moneyOutGiveBackPostings,
   moneyOutReservePostings,
   moneyOutReversalPostings,
   moneyOutSettlementPostings,
-} from '../domain/ledger';
-import type { AuditEntry } from '../domain/audit';
-import type { Currency } from '../domain/money';
-import type { WalletFacts } from '../domain/money-rules';
-import { minorToMajorNumber } from '../domain/money';
-import type { Mode, TransactionType } from '../domain/types';
-import type { Providers } from '../providers';
-import type { PayoutStatus } from '../providers/mobile-money';
-import { workflowIds } from '../workflows/ids';
-import type { MoneyOutInput, MoneyOutKind } from '../workflows/money-out-shared';
+} from '../../domain/ledger';
+import type { AuditEntry } from '../../domain/audit';
+import type { Currency } from '../../domain/money';
+import type { WalletFacts } from '../../domain/money-rules';
+import { minorToMajorNumber } from '../../domain/money';
+import type { Mode, TransactionType } from '../../domain/types';
+import type { Providers } from '../../providers';
+import type { PayoutStatus } from '../../providers/mobile-money';
+import { workflowIds } from '../../workflows/ids';
+import type { MoneyOutInput, MoneyOutKind } from '../../workflows/money-out-shared';
 import { decline } from './declines';
 import { callProvider } from './deposit';
 import { transactionEventData } from './events';
 import { refuseUnless, refuseUnlessAll } from './money-rules';
-import { moneyOutReserveRules } from '../domain/money-rules';
+import { moneyOutReserveRules } from '../../domain/money-rules';
 
 /** The provider's payout as the port reports it. */
 export type ProviderPayout = { id: string; status: PayoutStatus };

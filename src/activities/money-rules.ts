@@ -1,4 +1,4 @@
-import { decide, type Facts, type MoneyStep } from '../domain/money-rules';
+import { decide, type Facts, type MoneyStep } from '../../domain/money-rules';
 import { decline } from './declines';
 
 /**

@@ -5,34 +5,34 @@ import {
   shrinkHoldPart,
   type EscrowFeeMemory,
   type HoldMemory,
-} from '../db/escrow';
+} from '../../db/escrow';
 import {
   lockAccounts,
   rememberedSystemAccount,
   systemAccountsIn,
   type SystemAccountMemory,
-} from '../db/ledger';
-import { remember } from '../cache/bounded';
-import { recordAnswer, recordMoneyStep, recordMoneyStepAtOnce } from '../db/money-steps';
-import { afterCommit, type DatabasePool, type DatabaseTransactionConnection } from '../db/pool';
-import { findTransaction, transactionRecord, type TransactionRow } from '../db/transactions';
+} from '../../db/ledger';
+import { remember } from '../../cache/bounded';
+import { recordAnswer, recordMoneyStep, recordMoneyStepAtOnce } from '../../db/money-steps';
+import { afterCommit, type DatabasePool, type DatabaseTransactionConnection } from '../../db/pool';
+import { findTransaction, transactionRecord, type TransactionRow } from '../../db/transactions';
 import {
   rememberWalletCurrencies,
   walletStatesUnlessMade,
   type WalletCurrencyMemory,
-} from '../db/wallets';
-import { computeEscrowFee } from '../domain/fees';
-import { holdPostings, refundPostings, releasePostings } from '../domain/ledger';
-import { minorToMajorNumber, type Currency } from '../domain/money';
-import { workflowIds } from '../workflows/ids';
+} from '../../db/wallets';
+import { computeEscrowFee } from '../../domain/fees';
+import { holdPostings, refundPostings, releasePostings } from '../../domain/ledger';
+import { minorToMajorNumber, type Currency } from '../../domain/money';
+import { workflowIds } from '../../workflows/ids';
 import type {
   EscrowStepResult,
   HoldInput,
   RefundRequest,
   ReleaseRequest,
-} from '../workflows/shared';
+} from '../../workflows/shared';
 import { refuseUnless, refuseUnlessAll } from './money-rules';
-import { holdRules, refundRules, releaseRules } from '../domain/money-rules';
+import { holdRules, refundRules, releaseRules } from '../../domain/money-rules';
 import { transactionEventData } from './events';
 
 /** The step already written under this id (a retried activity or update): its result again. */

@@ -1,32 +1,37 @@
-import type { Config } from '../config';
-import { findApplication } from '../db/applications';
-import { findDeposit, lockDeposit, type DepositMetadata, type DepositRecord } from '../db/deposits';
-import { systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
-import type { CommonQueryMethods, DatabasePool } from '../db/pool';
+import type { Config } from '../../config';
+import { findApplication } from '../../db/applications';
+import {
+  findDeposit,
+  lockDeposit,
+  type DepositMetadata,
+  type DepositRecord,
+} from '../../db/deposits';
+import { systemAccountsIn, type SystemAccountMemory } from '../../db/ledger';
+import type { CommonQueryMethods, DatabasePool } from '../../db/pool';
 import {
   insertTransactionInCurrency,
   type NewTransaction,
   type TransactionRow,
-} from '../db/transactions';
-import { walletStates } from '../db/wallets';
-import type { Currency } from '../domain/money';
-import { computeDepositFees } from '../domain/fees';
-import { sleInBaseCurrency, sleToUsd } from '../domain/fx';
-import { depositCompletionPostings } from '../domain/ledger';
-import { minorTextToWireInteger } from '../domain/money';
-import type { Mode } from '../domain/types';
+} from '../../db/transactions';
+import { walletStates } from '../../db/wallets';
+import type { Currency } from '../../domain/money';
+import { computeDepositFees } from '../../domain/fees';
+import { sleInBaseCurrency, sleToUsd } from '../../domain/fx';
+import { depositCompletionPostings } from '../../domain/ledger';
+import { minorTextToWireInteger } from '../../domain/money';
+import type { Mode } from '../../domain/types';
 import {
   ProviderNotConfiguredError,
   ProviderRefusedError,
   type PaymentCodeStatus,
-} from '../providers/mobile-money';
-import type { Providers } from '../providers';
-import { workflowIds } from '../workflows/ids';
-import type { DepositInput, DepositOpened } from '../workflows/shared';
+} from '../../providers/mobile-money';
+import type { Providers } from '../../providers';
+import { workflowIds } from '../../workflows/ids';
+import type { DepositInput, DepositOpened } from '../../workflows/shared';
 import { decline } from './declines';
 import { depositCompletion } from './deposit-completion';
 import { refuseUnlessAll } from './money-rules';
-import { depositRules } from '../domain/money-rules';
+import { depositRules } from '../../domain/money-rules';
 import { transactionEventData } from './events';
 
 function opened({ row, meta }: DepositRecord): DepositOpened {
