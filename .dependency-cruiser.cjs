@@ -27,11 +27,11 @@ module.exports = {
     ),
     forbid(
       'workflows-are-deterministic',
-      'Workflow code imports only workflows/, domain/ and the SDK’s workflow-side packages.',
-      { path: '^workflows/' },
+      'Workflow code imports only src/workflows/, domain/ and the SDK’s workflow-side packages.',
+      { path: '^src/workflows/' },
       {
         pathNot: [
-          '^workflows/',
+          '^src/workflows/',
           '^domain/',
           '^src/activities/',
           pkg('@temporalio/(workflow|common|interceptors-opentelemetry)'),
@@ -40,14 +40,14 @@ module.exports = {
     ),
     forbid(
       'workflows-see-activities-by-type',
-      'Workflows see activities by type only, through workflows/activities-types.ts.',
-      { path: '^workflows/', pathNot: '^workflows/activities-types\\.ts$' },
+      'Workflows see activities by type only, through src/workflows/activities-types.ts.',
+      { path: '^src/workflows/', pathNot: '^src/workflows/activities-types\\.ts$' },
       { path: '^src/activities/' },
     ),
     forbid(
       'activity-types-only',
-      'workflows/activities-types.ts takes the activities’ types, never their code.',
-      { path: '^workflows/activities-types\\.ts$' },
+      'src/workflows/activities-types.ts takes the activities’ types, never their code.',
+      { path: '^src/workflows/activities-types\\.ts$' },
       { path: '^src/activities/', dependencyTypesNot: ['type-only'] },
     ),
     forbid(
@@ -84,7 +84,7 @@ module.exports = {
       'db-takes-workflow-types-only',
       'db/ may use workflow types, never workflow code.',
       { path: '^db/' },
-      { path: '^workflows/', dependencyTypesNot: ['type-only'] },
+      { path: '^src/workflows/', dependencyTypesNot: ['type-only'] },
     ),
     forbid(
       'db-is-storage',

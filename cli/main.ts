@@ -37,7 +37,7 @@ import {
   RESOLUTION_LIMITS,
   RESOLUTION_OUTCOMES,
   type ResolutionOutcome,
-} from '../workflows/resolution';
+} from '../src/workflows/resolution';
 
 /**
  * The specification's dashboard on the command line. Each command prints one JSON document on

@@ -215,7 +215,7 @@ const declarations = {
     workflowBundlePath: variable(
       'TEMPORAL_WORKFLOW_BUNDLE',
       z.string().optional(),
-      'Path to a prebuilt workflow bundle (`bundleWorkflowCode` of `@temporalio/worker`), so that the worker does not bundle `workflows/` at start-up; the tests use it.',
+      'Path to a prebuilt workflow bundle (`bundleWorkflowCode` of `@temporalio/worker`), so that the worker does not bundle `src/workflows/` at start-up; the tests use it.',
     ),
     /**
      * Workflow tasks the worker runs at once, its pollers' included: a payment is started
@@ -492,7 +492,7 @@ const declarations = {
       ),
     },
   },
-  /** The `reconciliation` schedule (worker/schedules.ts, workflows/reconciliation.ts). */
+  /** The `reconciliation` schedule (worker/schedules.ts, src/workflows/reconciliation.ts). */
   reconciliation: {
     /** How often the schedule starts a run. */
     intervalSeconds: variable(
@@ -531,7 +531,7 @@ const declarations = {
       'Days a matched or ignored provider notification is kept before the maintenance schedule deletes it; unmatched ones go once the reconciliation stops retrying them, unapplied ones are never deleted (an operator settles them).',
     ),
   },
-  /** Bulk payments (workflows/batch.ts). */
+  /** Bulk payments (src/workflows/batch.ts). */
   batches: {
     /** Items of one batch in flight at once. */
     itemsInFlight: variable(

@@ -2,7 +2,7 @@ import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from
 import { z } from 'zod';
 import { minorToMajorNumber } from '../domain/money';
 import type { Caller, Mode } from '../domain/types';
-import type { DisputeRecord, DisputeStatus } from '../workflows/dispute-shared';
+import type { DisputeRecord, DisputeStatus } from '../src/workflows/dispute-shared';
 import { pageTotal } from './pages';
 
 export const DISPUTE_STATUSES = ['needs_response', 'under_review', 'won', 'lost'] as const;

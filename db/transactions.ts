@@ -9,7 +9,7 @@ import {
   type TransactionStatus,
   type TransactionType,
 } from '../domain/types';
-import type { TransactionRecord } from '../workflows/shared';
+import type { TransactionRecord } from '../src/workflows/shared';
 import { prepare } from './pool';
 import { compileRules } from './money-rules';
 import { walletFacts } from './wallet-facts';
@@ -41,7 +41,7 @@ export const transactionRow = z.object({
 });
 export type TransactionRow = z.infer<typeof transactionRow>;
 
-/** A payment row as JSON, for a workflow result (workflows/shared.ts `TransactionRecord`). */
+/** A payment row as JSON, for a workflow result (src/workflows/shared.ts `TransactionRecord`). */
 export function transactionRecord(row: TransactionRow): TransactionRecord {
   return {
     ...row,

@@ -28,6 +28,6 @@ export const RECON_CHUNKS_PER_HISTORY = 50;
 
 /**
  * The deadline of the match's statements: a large window's match outlasts the pool's deadline,
- * and must still end before the match activity's own timeout (workflows/) retries it.
+ * and must still end before the match activity's own timeout (src/workflows/) retries it.
  */
 export const RECON_MATCH_STATEMENT_MS = 25 * 60 * 1000;

@@ -7,7 +7,7 @@ import { findNotifiedPayment, insertProviderNotification } from '../db/provider-
 import { findTransaction } from '../db/transactions';
 import type { Mode } from '../domain/types';
 import type { CardCaseEvent } from '../providers/card';
-import type { DisputeStatus } from '../workflows/dispute-shared';
+import type { DisputeStatus } from '../src/workflows/dispute-shared';
 import type { ErrorLog } from './contradictions';
 import { closeDispute, openDispute, type DisputeDeps } from './disputes';
 import { receiveNotification, type Resolution, type TemporalDeps } from './notifications';

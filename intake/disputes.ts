@@ -23,12 +23,12 @@ import {
   type DisputeOpened,
   type DisputeEvidence,
   type DisputeStatus,
-} from '../workflows/dispute-shared';
-import { workflowIds } from '../workflows/ids';
-import { SearchAttributes, type Declined } from '../workflows/shared';
+} from '../src/workflows/dispute-shared';
+import { workflowIds } from '../src/workflows/ids';
+import { SearchAttributes, type Declined } from '../src/workflows/shared';
 import type { TemporalDeps } from './notifications';
 
-/** The dispute workflow's type (workflows/dispute.ts `disputeWorkflow`). */
+/** The dispute workflow's type (src/workflows/dispute.ts `disputeWorkflow`). */
 export const DISPUTE_WORKFLOW = 'disputeWorkflow';
 
 /** What starting a dispute's workflow needs beyond reaching one: the worker's task queue. */

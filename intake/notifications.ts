@@ -18,15 +18,15 @@ import { keepUnapplied, type Unapplied, type UnappliedReason } from './unapplied
 import type { Mode, TransactionType } from '../domain/types';
 import { isNotFound } from '../temporal/connection';
 import { decodePayloadsIn } from '../temporal/data-converter';
-import { workflowIds } from '../workflows/ids';
-import { moneyOutUpdates, type MoneyOutProviderStatus } from '../workflows/money-out-shared';
+import { workflowIds } from '../src/workflows/ids';
+import { moneyOutUpdates, type MoneyOutProviderStatus } from '../src/workflows/money-out-shared';
 import {
   cardDepositUpdates,
   depositUpdates,
   SearchAttributes,
   type CardPaymentState,
   type DepositOutcome,
-} from '../workflows/shared';
+} from '../src/workflows/shared';
 
 /** What reaching a payment's workflow needs. */
 export type TemporalDeps = {
@@ -145,7 +145,7 @@ type NotificationTarget = {
 };
 
 /**
- * A money-out kind's notifications go to its saga's `notify` (workflows/money-out.ts). Its
+ * A money-out kind's notifications go to its saga's `notify` (src/workflows/money-out.ts). Its
  * record is written before its provider is asked: no reopen.
  */
 const moneyOutTarget = (

@@ -1,19 +1,19 @@
 /**
  * An operator's resolution of a stuck payment, for the admin endpoint and the command line: the
- * workflow's `resolve` validator has the last word (workflows/resolution.ts); the checks here only
+ * workflow's `resolve` validator has the last word (src/workflows/resolution.ts); the checks here only
  * spare it a request that the record already refuses.
  */
 import { ApplicationFailure, WorkflowUpdateFailedError } from '@temporalio/client';
 import { findTransaction, type TransactionRow } from '../db/transactions';
 import type { AuditEntry } from '../domain/audit';
-import { workflowIds } from '../workflows/ids';
+import { workflowIds } from '../src/workflows/ids';
 import {
   RESOLUTION_REFUSED,
   RESOLUTION_UNREACHABLE,
   resolutionRefusal,
   resolveUpdate,
   type Resolution,
-} from '../workflows/resolution';
+} from '../src/workflows/resolution';
 import { onWorkflow, paymentSyncs, type TemporalDeps } from './notifications';
 
 export type ResolveAnswer =

@@ -49,7 +49,7 @@ type Shared = {
 const providers = new Map<string, Shared>();
 
 /** The module the workflow bundle carries for the workflow interceptors (only when tracing). */
-export const workflowInterceptorsModule = require.resolve('../workflows/tracing-interceptors');
+export const workflowInterceptorsModule = require.resolve('../src/workflows/tracing-interceptors');
 
 /** The process's tracing for `config`, or undefined when tracing is off. */
 export function acquireTracing(config: Config['tracing']): Tracing | undefined {

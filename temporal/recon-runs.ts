@@ -4,14 +4,14 @@ import {
   type Client,
 } from '@temporalio/client';
 import type { Mode } from '../domain/types';
-import { workflowIds } from '../workflows/ids';
+import { workflowIds } from '../src/workflows/ids';
 import {
   reconExceptionInput,
   reconExceptionResolved,
   reconExceptionWake,
   type ReconExceptionInput,
   type ReconRunInput,
-} from '../workflows/recon-shared';
+} from '../src/workflows/recon-shared';
 
 /**
  * Starts the workflow of a provider reconciliation run, `recon-run-<runId>` (on the maintenance

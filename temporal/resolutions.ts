@@ -1,9 +1,9 @@
 import type { InjectedSinks } from '@temporalio/worker';
 import { paymentResolutions } from '../observability/metrics';
-import type { ResolutionSinks } from '../workflows/resolution';
+import type { ResolutionSinks } from '../src/workflows/resolution';
 
 /**
- * The `operators` sink (workflows/resolution.ts): a payment workflow that an operator's
+ * The `operators` sink (src/workflows/resolution.ts): a payment workflow that an operator's
  * resolution settled counts it in this worker's metrics, by the payment's type (its search
  * attribute, as the workflow reads it) and the outcome it ended with. Never during replay, so a resolution counts once.
  */

@@ -4,7 +4,7 @@ import {
   type Client,
 } from '@temporalio/client';
 import type { DeliveryTarget } from '../db/webhook-deliveries';
-import { webhookDeliveryId } from '../workflows/ids';
+import { webhookDeliveryId } from '../src/workflows/ids';
 
 /**
  * Starts one delivery workflow (the relay's, or a redelivery the API asked for); one that

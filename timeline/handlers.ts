@@ -37,7 +37,7 @@ type LocalActivityMarker = {
 
 /**
  * An update whose argument names an operator and a reason (an operator's resolution,
- * workflows/resolution.ts) shows both on its step: they are what the history keeps of who
+ * src/workflows/resolution.ts) shows both on its step: they are what the history keeps of who
  * ended the payment and why.
  */
 function showResolution(step: TimelineStep, argument: unknown): void {

@@ -79,7 +79,7 @@ export async function createWorker(options: {
     ? { codePath: config.temporal.workflowBundlePath }
     : {
         code: await bundleWorkflows(
-          require.resolve('../workflows'),
+          require.resolve('../src/workflows'),
           options.tracing ? [workflowInterceptorsModule] : [],
         ),
       };

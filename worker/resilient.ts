@@ -34,7 +34,7 @@ const HEALTHY_RUN_MS = 60_000;
 async function withWorkflowBundle(config: Config, tracing: Tracing | undefined): Promise<Config> {
   if (config.temporal.workflowBundlePath && !tracing) return config;
   const code = await bundleWorkflows(
-    require.resolve('../workflows'),
+    require.resolve('../src/workflows'),
     tracing ? [workflowInterceptorsModule] : [],
   );
   const file = path.join(await mkdtemp(path.join(os.tmpdir(), 'wallet-worker-')), 'workflows.js');

@@ -47,21 +47,21 @@ import {
   type BatchItemEnd,
   type BatchItemStart,
   type BatchTransferPage,
-} from '../../workflows/batch-shared';
-import { workflowIds } from '../../workflows/ids';
+} from '../workflows/batch-shared';
+import { workflowIds } from '../workflows/ids';
 import { whileBeating } from './heartbeat';
 import {
   moneyOutInput,
   transferInput,
   type MoneyOutFields,
   type TransferFields,
-} from '../../workflows/payment-inputs';
+} from '../workflows/payment-inputs';
 import {
   paymentSearchAttributes,
   type Declined,
   type TransferInput,
   type TransferResult,
-} from '../../workflows/shared';
+} from '../workflows/shared';
 import {
   LOCAL_SETTLEMENT_MS,
   listenForSettlement,
@@ -83,7 +83,7 @@ const declinedOf = (decision: Decision): Declined | null =>
     : null;
 
 /**
- * The bulk payments' steps (workflows/batch.ts, docs/api.md, Bulk payments): each item starts as
+ * The bulk payments' steps (src/workflows/batch.ts, docs/api.md, Bulk payments): each item starts as
  * its single endpoint would start it, and its end is recorded here, a page of items at a time.
  */
 export function createBatchActivities(deps: { pool: DatabasePool; config: Config }) {

@@ -5,7 +5,7 @@ import type { Mode } from '../../domain/types';
 import type { Providers } from '../../providers';
 import type { CardPayoutStatus } from '../../providers/card';
 import type { PayoutStatus } from '../../providers/mobile-money';
-import type { MoneyOutInput } from '../../workflows/money-out-shared';
+import type { MoneyOutInput } from '../workflows/money-out-shared';
 import type { MoneyOutPort, MoneyOutPrice, MoneyOutSpec } from './money-out';
 
 /**

@@ -7,7 +7,7 @@ import type { Providers } from '../../providers';
 import type { CardRefundStatus, RefundReason } from '../../providers/card';
 import type { PayoutStatus } from '../../providers/mobile-money';
 import type { ApplicationRow } from '../../db/applications';
-import type { MoneyOutInput } from '../../workflows/money-out-shared';
+import type { MoneyOutInput } from '../workflows/money-out-shared';
 import { refuseUnlessAll } from './money-rules';
 import type { MoneyOutPort, MoneyOutPrice, MoneyOutSpec } from './money-out';
 

@@ -26,8 +26,8 @@ import {
   type PaymentCodeStatus,
 } from '../../providers/mobile-money';
 import type { Providers } from '../../providers';
-import { workflowIds } from '../../workflows/ids';
-import type { DepositInput, DepositOpened } from '../../workflows/shared';
+import { workflowIds } from '../workflows/ids';
+import type { DepositInput, DepositOpened } from '../workflows/shared';
 import { decline } from './declines';
 import { depositCompletion } from './deposit-completion';
 import { refuseUnlessAll } from './money-rules';

@@ -24,13 +24,13 @@ import {
 import { computeEscrowFee } from '../../domain/fees';
 import { holdPostings, refundPostings, releasePostings } from '../../domain/ledger';
 import { minorToMajorNumber, type Currency } from '../../domain/money';
-import { workflowIds } from '../../workflows/ids';
+import { workflowIds } from '../workflows/ids';
 import type {
   EscrowStepResult,
   HoldInput,
   RefundRequest,
   ReleaseRequest,
-} from '../../workflows/shared';
+} from '../workflows/shared';
 import { refuseUnless, refuseUnlessAll } from './money-rules';
 import { holdRules, refundRules, releaseRules } from '../../domain/money-rules';
 import { transactionEventData } from './events';

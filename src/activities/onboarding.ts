@@ -17,7 +17,7 @@ import {
   type PayoutAccountProvider,
 } from '../../providers/card';
 import { ProviderNotConfiguredError, ProviderRefusedError } from '../../providers/mobile-money';
-import { workflowIds } from '../../workflows/ids';
+import { workflowIds } from '../workflows/ids';
 import type {
   OnboardingInput,
   OnboardingResult,

@@ -41,7 +41,7 @@ function permanent(error: unknown): never {
   throw error;
 }
 
-/** The provider reconciliation's activities (workflows/provider-reconciliation.ts). */
+/** The provider reconciliation's activities (src/workflows/provider-reconciliation.ts). */
 export function createProviderReconciliationActivities(deps: {
   pool: DatabasePool;
   config: Config;

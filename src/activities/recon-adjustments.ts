@@ -1,6 +1,6 @@
 import type { DatabasePool } from '../../db/pool';
 import { adjustReconException } from '../../db/recon-resolutions';
-import type { ReconAdjustStep, ReconAdjusted } from '../../workflows/recon-adjust-shared';
+import type { ReconAdjustStep, ReconAdjusted } from '../workflows/recon-adjust-shared';
 import { decline } from './declines';
 
 /** The `adjust` resolution's money step (docs/api.md, Reconciliation), on the maintenance queue. */

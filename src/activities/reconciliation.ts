@@ -39,7 +39,7 @@ export type PaymentChange = ReconciliationRunRecord['changes'][number];
 /** At most this many payments and notifications per run; the next run takes the rest. */
 const RUN_LIMIT = 500;
 
-/** The `reconciliation` schedule's activities (workflows/reconciliation.ts). */
+/** The `reconciliation` schedule's activities (src/workflows/reconciliation.ts). */
 export function createReconciliationActivities(deps: {
   pool: DatabasePool;
   config: Config;

@@ -29,7 +29,7 @@ import {
   WEBHOOK_TIMEOUT_MS,
 } from '../../outbound/webhook-post';
 import { startWebhookDelivery } from '../../temporal/webhook-deliveries';
-import { webhookRelayId } from '../../workflows/ids';
+import { webhookRelayId } from '../workflows/ids';
 
 /** Events claimed per relay transaction. */
 const RELAY_BATCH = 200;

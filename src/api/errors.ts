@@ -1,6 +1,6 @@
 import { CapReachedError } from '../../db/caps';
 import { ERROR_CODES, type ErrorCode } from '../../domain/errors';
-import type { Declined } from '../../workflows/shared';
+import type { Declined } from '../workflows/shared';
 import { ErrorBody } from './schemas';
 
 /** Each code's HTTP status: a code of `domain/errors.ts` missing here does not compile. */

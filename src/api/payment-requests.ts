@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import type { MoneyOutFields, TransferFields } from '../../workflows/payment-inputs';
+import type { MoneyOutFields, TransferFields } from '../workflows/payment-inputs';
 import { BodyId, Metadata, PositiveAmount, PositiveMinorUnits } from './schemas';
 
 /**
  * The request bodies of the single payment endpoints, each with what it makes of a body: the
- * fields of its payment's workflow input (workflows/payment-inputs.ts). A bulk payment's items
+ * fields of its payment's workflow input (src/workflows/payment-inputs.ts). A bulk payment's items
  * are these very bodies (src/api/routes/batches.ts), so an item is validated as its request is.
  */
 export const TransferRequest = z.object({

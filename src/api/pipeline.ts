@@ -39,7 +39,7 @@ import { RateLimitedError } from './middleware/errors';
 import { InexactNumber } from './middleware/json-number';
 import type { HandlerResult, Route, Throttle } from './route';
 import { uuidPattern } from './schemas';
-import type { PaymentAnswer } from '../../workflows/shared';
+import type { PaymentAnswer } from '../workflows/shared';
 
 const UNAUTHENTICATED: Record<'missing' | 'invalid' | 'revoked' | 'expired', string> = {
   missing: 'Missing application credentials: send the api-key and secret-key headers',

@@ -13,8 +13,8 @@ import {
   type MobileMoneyNotification,
   type PayoutNotification,
 } from '../../providers/mobile-money';
-import type { MoneyOutOutcome } from '../../workflows/money-out-shared';
-import type { DepositOutcome } from '../../workflows/shared';
+import type { MoneyOutOutcome } from '../workflows/money-out-shared';
+import type { DepositOutcome } from '../workflows/shared';
 import type { ApiDeps } from './deps';
 import { AppError } from './errors';
 

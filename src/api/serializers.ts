@@ -24,7 +24,7 @@ import {
   TRANSACTION_TYPES,
   type PaymentMethod,
 } from '../../domain/types';
-import type { TransactionRecord } from '../../workflows/shared';
+import type { TransactionRecord } from '../workflows/shared';
 
 /** A JSON value written as its own literal text (`JSON.rawJSON`, newer than TypeScript's lib). */
 export type RawJson = { readonly rawJSON: string };

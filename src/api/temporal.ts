@@ -8,7 +8,7 @@ import {
 import type { UpdateDefinition, Workflow } from '@temporalio/common';
 import type { Config } from '../../config';
 import type { Caller, TransactionType } from '../../domain/types';
-import { SearchAttributes, paymentSearchAttributes } from '../../workflows/shared';
+import { SearchAttributes, paymentSearchAttributes } from '../workflows/shared';
 
 export { paymentSearchAttributes };
 import { AppError } from './errors';

@@ -2,8 +2,8 @@ import { temporal } from '@temporalio/proto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { SandboxCardProvider } from '../../providers/sandbox-card';
-import { workflowIds } from '../../workflows/ids';
-import { SearchAttributes } from '../../workflows/shared';
+import { workflowIds } from '../../src/workflows/ids';
+import { SearchAttributes } from '../../src/workflows/shared';
 import {
   assertLedgerInvariant,
   balanceOf,

@@ -1,4 +1,4 @@
-import { workflowIds } from '../../workflows/ids';
+import { workflowIds } from '../../src/workflows/ids';
 import {
   assertLedgerInvariant,
   balanceOf,

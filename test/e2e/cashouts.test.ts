@@ -1,5 +1,5 @@
 import { createProviders } from '../../providers';
-import { workflowIds } from '../../workflows/ids';
+import { workflowIds } from '../../src/workflows/ids';
 import {
   assertLedgerInvariant,
   balanceOf,

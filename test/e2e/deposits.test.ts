@@ -1,7 +1,7 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { parseMajorDecimal } from '../../domain/money';
-import { workflowIds } from '../../workflows/ids';
+import { workflowIds } from '../../src/workflows/ids';
 import {
   assertLedgerInvariant,
   balanceOf,

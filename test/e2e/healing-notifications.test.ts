@@ -3,8 +3,8 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { listReconciliationRuns } from '../../db/reconciliation';
 import { signMonimeNotification } from '../../providers/monime';
-import { reconciliationWorkflow } from '../../workflows/reconciliation';
-import { workflowIds } from '../../workflows/ids';
+import { reconciliationWorkflow } from '../../src/workflows/reconciliation';
+import { workflowIds } from '../../src/workflows/ids';
 import {
   assertLedgerInvariant,
   balanceOf,

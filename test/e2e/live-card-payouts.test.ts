@@ -1,7 +1,7 @@
 import { sql } from 'slonik';
 import Stripe from 'stripe';
-import { workflowIds } from '../../workflows/ids';
-import { reconciliationWorkflow } from '../../workflows/reconciliation';
+import { workflowIds } from '../../src/workflows/ids';
+import { reconciliationWorkflow } from '../../src/workflows/reconciliation';
 import {
   assertLedgerInvariant,
   balanceOf,

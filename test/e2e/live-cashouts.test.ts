@@ -6,8 +6,8 @@ import { clientFor, createFundedWallet, type ApiClient } from '../support/http';
 import { startMonimeEngine } from '../support/live-monime';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
-import { workflowIds } from '../../workflows/ids';
-import { reconciliationWorkflow } from '../../workflows/reconciliation';
+import { workflowIds } from '../../src/workflows/ids';
+import { reconciliationWorkflow } from '../../src/workflows/reconciliation';
 
 const SECRET = 'live-webhook-secret-for-cashouts';
 const CASHOUT = '/api/v1/transactions/wallet/mobile-money-cashout';

@@ -3,7 +3,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { createAdmin } from '../../db/admins';
 import { decodePayloadsIn } from '../../temporal/data-converter';
-import { workflowIds } from '../../workflows/ids';
+import { workflowIds } from '../../src/workflows/ids';
 import { assertLedgerInvariant, balanceOf, eventsOf, ledgerLegs } from '../support/database';
 import type { TestEngine } from '../support/engine';
 import type { FakeMonimeServer } from '../support/fake-monime';

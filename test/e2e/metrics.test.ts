@@ -3,7 +3,7 @@ import { createTestApp } from '../support/engine';
 import { clientFor, createUserWithWallet } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
 import { increase, scrape, series, type Samples } from '../support/metrics';
-import { workflowIds } from '../../workflows/ids';
+import { workflowIds } from '../../src/workflows/ids';
 
 /**
  * The API's metrics on a listener of their own (`API_METRICS_PORT`), never the public

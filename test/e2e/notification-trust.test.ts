@@ -7,9 +7,9 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { MAX_NOTIFICATION_BYTES } from '../../src/api/routes/provider-webhooks';
 import { signMonimeNotification } from '../../providers/monime';
-import { workflowIds } from '../../workflows/ids';
-import { moneyOutUpdates } from '../../workflows/money-out-shared';
-import { cardDepositUpdates, depositUpdates } from '../../workflows/shared';
+import { workflowIds } from '../../src/workflows/ids';
+import { moneyOutUpdates } from '../../src/workflows/money-out-shared';
+import { cardDepositUpdates, depositUpdates } from '../../src/workflows/shared';
 import {
   assertLedgerInvariant,
   balanceOf,

@@ -9,7 +9,7 @@ import {
   insertPayoutDocument,
 } from '../../db/payout-accounts';
 import { isNotFound } from '../../temporal/connection';
-import { workflowIds } from '../../workflows/ids';
+import { workflowIds } from '../../src/workflows/ids';
 import type { TestApp } from '../support/engine';
 import { clientFor, createUserWithWallet } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';

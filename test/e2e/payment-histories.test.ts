@@ -1,7 +1,7 @@
 import { startApi } from '../../src/api/server';
 import { createLogger } from '../../observability/logger';
 import { historyCounts, type HistoryCounts } from '../../tools/bench/history-counts';
-import { workflowIds } from '../../workflows/ids';
+import { workflowIds } from '../../src/workflows/ids';
 import { clientFor, createFundedWallet, createUserWithWallet } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
 import { reportedInProcess } from '../support/metrics';

@@ -8,7 +8,7 @@ import { PLAINTEXT_REFUSED } from '../../temporal/payload-codec';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createAdmin, type CreatedAdmin } from '../../db/admins';
-import { workflowIds } from '../../workflows/ids';
+import { workflowIds } from '../../src/workflows/ids';
 import { balanceOf, fundWallet } from '../support/database';
 import { clientFor, createUserWithWallet } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';

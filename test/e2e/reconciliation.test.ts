@@ -5,7 +5,7 @@ import { paymentSyncs } from '../../intake/notifications';
 import { listReconciliationRuns } from '../../db/reconciliation';
 import { SandboxCardProvider } from '../../providers/sandbox-card';
 import { ensureReconciliationSchedule } from '../../worker/schedules';
-import { reconciliationWorkflow } from '../../workflows/reconciliation';
+import { reconciliationWorkflow } from '../../src/workflows/reconciliation';
 import {
   assertLedgerInvariant,
   balanceOf,

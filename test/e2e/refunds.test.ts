@@ -5,8 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { insertTransaction } from '../../db/transactions';
 import { setWalletActive } from '../../db/wallets';
 import { paymentSyncs } from '../../intake/notifications';
-import { workflowIds } from '../../workflows/ids';
-import { moneyOutUpdates } from '../../workflows/money-out-shared';
+import { workflowIds } from '../../src/workflows/ids';
+import { moneyOutUpdates } from '../../src/workflows/money-out-shared';
 import {
   assertLedgerInvariant,
   balanceOf,

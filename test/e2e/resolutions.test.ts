@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { formatPayloadKeys, temporalAddress } from '../../config';
 import { createAdmin, type CreatedAdmin } from '../../db/admins';
 import { decodePayloadsIn, payloadKeys } from '../../temporal/data-converter';
-import { workflowIds } from '../../workflows/ids';
+import { workflowIds } from '../../src/workflows/ids';
 import {
   assertLedgerInvariant,
   balanceOf,

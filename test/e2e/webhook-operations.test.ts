@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { createMaintenanceActivities } from '../../src/activities/maintenance';
 import { TURNED_OFF } from '../../db/webhook-subscriptions';
 import { REFUSED_ADDRESS_ERROR } from '../../outbound/webhook-post';
-import { webhookDeliveryId } from '../../workflows/ids';
+import { webhookDeliveryId } from '../../src/workflows/ids';
 import { mockLookup } from '../support/dns';
 import { createTestApp } from '../support/engine';
 import { clientFor, createFundedWallet, createUserWithWallet, transfer } from '../support/http';

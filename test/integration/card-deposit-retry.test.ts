@@ -9,8 +9,8 @@ import type { DatabasePool } from '../../db/pool';
 import type { Caller } from '../../domain/types';
 import { createProviders, type Providers } from '../../providers';
 import type { CardPaymentRequest, CardProvider } from '../../providers/card';
-import { workflowIds } from '../../workflows/ids';
-import type { CardDepositInput } from '../../workflows/shared';
+import { workflowIds } from '../../src/workflows/ids';
+import type { CardDepositInput } from '../../src/workflows/shared';
 import {
   assertLedgerInvariant,
   balanceOf,

@@ -6,9 +6,9 @@ import { findMoneyOut } from '../../db/money-out';
 import type { DatabasePool } from '../../db/pool';
 import type { Caller } from '../../domain/types';
 import { createProviders, type Providers } from '../../providers';
-import type { Activities } from '../../workflows/activities-types';
-import { workflowIds } from '../../workflows/ids';
-import type { MoneyOutInput } from '../../workflows/money-out-shared';
+import type { Activities } from '../../src/workflows/activities-types';
+import { workflowIds } from '../../src/workflows/ids';
+import type { MoneyOutInput } from '../../src/workflows/money-out-shared';
 import {
   assertLedgerInvariant,
   balanceOf,

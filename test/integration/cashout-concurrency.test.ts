@@ -1,7 +1,7 @@
 import { computeMoneyOutFees, CASHOUT_PROVIDER_FEE } from '../../domain/fees';
 import { assertLedgerInvariant, balanceOf, fundWallet, systemBalance } from '../support/database';
 import { createTestApp } from '../support/engine';
-import { workflowIds } from '../../workflows/ids';
+import { workflowIds } from '../../src/workflows/ids';
 import { clientFor, createUserWithWallet, type Reply } from '../support/http';
 import { useTestEngine } from '../support/hooks';
 import { onboardForPayouts } from '../support/payouts';

@@ -7,7 +7,7 @@ import { updateApplication } from '../../db/applications';
 import type { DatabasePool } from '../../db/pool';
 import { setWalletActive } from '../../db/wallets';
 import type { Caller } from '../../domain/types';
-import type { EscrowStepResult, HoldInput } from '../../workflows/shared';
+import type { EscrowStepResult, HoldInput } from '../../src/workflows/shared';
 import { claimIdempotencyKey } from '../../db/idempotency';
 import { findTransaction, transactionAnswer, transactionRecord } from '../../db/transactions';
 import { transactionEventData } from '../../src/activities/events';

@@ -9,8 +9,8 @@ import type { DatabasePool } from '../../db/pool';
 import { insertUser, USERS_EMAIL_UNIQUE } from '../../db/users';
 import type { Caller } from '../../domain/types';
 import { createProviders } from '../../providers';
-import type { TransferInput } from '../../workflows/shared';
-import { transferWorkflow } from '../../workflows/transfer';
+import type { TransferInput } from '../../src/workflows/shared';
+import { transferWorkflow } from '../../src/workflows/transfer';
 import {
   balanceOf,
   createCaller,

@@ -6,7 +6,7 @@ import { findReconRun, insertReconRun, type ReconRun } from '../../db/recon-runs
 import { keepContradiction } from '../../intake/contradictions';
 import { startReconciliationRun } from '../../temporal/recon-runs';
 import { taskQueueOf } from '../../temporal/task-queues';
-import { workflowIds } from '../../workflows/ids';
+import { workflowIds } from '../../src/workflows/ids';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 
 /**

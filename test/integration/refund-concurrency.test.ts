@@ -3,8 +3,8 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { createActivities } from '../../src/activities';
 import { createProviders } from '../../providers';
-import { workflowIds } from '../../workflows/ids';
-import type { MoneyOutInput } from '../../workflows/money-out-shared';
+import { workflowIds } from '../../src/workflows/ids';
+import type { MoneyOutInput } from '../../src/workflows/money-out-shared';
 import {
   assertLedgerInvariant,
   balanceOf,

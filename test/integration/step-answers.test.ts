@@ -12,7 +12,7 @@ import {
   transactionRecord,
 } from '../../db/transactions';
 import type { Caller } from '../../domain/types';
-import type { TransferInput } from '../../workflows/shared';
+import type { TransferInput } from '../../src/workflows/shared';
 import {
   balanceOf,
   createCaller,

@@ -1,6 +1,6 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { SearchAttributes } from '../../workflows/shared';
+import { SearchAttributes } from '../../src/workflows/shared';
 import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
 import { createTestApp } from '../support/engine';
 import { clientFor, createUserWithWallet } from '../support/http';

@@ -4,7 +4,7 @@ import { AppError } from '../../src/api/errors';
 import type { MoneyStepGuard } from '../../db/money-rules';
 import type { DatabasePool } from '../../db/pool';
 import type { MoneyStep } from '../../domain/money-rules';
-import { asDeclined } from '../../workflows/declines';
+import { asDeclined } from '../../src/workflows/declines';
 import type { Reply } from './http';
 
 /** What a caller reads of a decline: its status and `detail`. */
@@ -23,7 +23,7 @@ const answerOfCode = (code: AppError['code'], detail?: string | null): Answer =>
 };
 
 /**
- * The answer an activity's failure becomes once it crosses the workflow (workflows/declines.ts
+ * The answer an activity's failure becomes once it crosses the workflow (src/workflows/declines.ts
  * `asDeclined`) and the API's edge; a step that did not decline (or failed otherwise) throws.
  */
 export async function answerOfActivity(run: Promise<unknown>): Promise<Answer> {

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Caller } from '../../domain/types';
-import type { TransferInput } from '../../workflows/shared';
+import type { TransferInput } from '../../src/workflows/shared';
 
 /**
  * The input of a transfer's ledger step (the `transferFunds` activity) for `caller`, under a

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { DataConverter } from '@temporalio/common';
 import { loadConfig } from '../../config';
 import { findBinary } from '../../tools/harness/temporal';
-import type { Activities } from '../../workflows/activities-types';
+import type { Activities } from '../../src/workflows/activities-types';
 import { bundleWorkflows } from '../../worker/bundle';
 import { temporalDataConverter } from '../../temporal/data-converter';
 import { createEngineWorker } from '../../worker/engine-worker';
@@ -44,7 +44,7 @@ let bundled: Promise<string> | undefined;
 export async function workflowBundle(): Promise<WorkflowBundleOption> {
   const path = process.env.TEST_WORKFLOW_BUNDLE;
   if (path) return { codePath: path };
-  bundled ??= bundleWorkflows(require.resolve('../../workflows'));
+  bundled ??= bundleWorkflows(require.resolve('../../src/workflows'));
   return { code: await bundled };
 }
 

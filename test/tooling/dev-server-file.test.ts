@@ -14,7 +14,7 @@ import {
   visibilityIndexesOf,
   type DevServer,
 } from '../../tools/harness/temporal';
-import { SearchAttributes } from '../../workflows/shared';
+import { SearchAttributes } from '../../src/workflows/shared';
 
 /** The dev server on a file, as `npm start` runs it: without the visibility indexes nothing queries. */
 

@@ -7,7 +7,7 @@ import {
 } from '@temporalio/common';
 import { AppError, ERROR_MESSAGES, ERROR_STATUS, unlessDeclined } from '../../src/api/errors';
 import { ERROR_CODES, isErrorCode } from '../../domain/errors';
-import { asDeclined, exhausted } from '../../workflows/declines';
+import { asDeclined, exhausted } from '../../src/workflows/declines';
 
 const wrapped = (cause: Error, retryState: RetryState = RetryState.NON_RETRYABLE_FAILURE) =>
   new ActivityFailure('Activity task failed', 'transferFunds', '1', retryState, undefined, cause);

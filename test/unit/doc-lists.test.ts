@@ -5,7 +5,7 @@ import { dashboardOwnRoutes } from '../../src/api/dashboard/routes';
 import { RECON_EXCEPTION_KINDS } from '../../db/recon-runs';
 import { STRIPE_CARD_EVENT_TYPES, STRIPE_CASE_EVENT_TYPES } from '../../providers/stripe-card';
 import { STRIPE_PAYOUT_EVENT_TYPES } from '../../providers/stripe-connect';
-import { WORKFLOW_ID_PREFIXES } from '../../workflows/ids';
+import { WORKFLOW_ID_PREFIXES } from '../../src/workflows/ids';
 
 /**
  * The lists the docs keep of what the code defines, each compared with its source of truth. The
@@ -36,7 +36,7 @@ describe('docs/operations.md', () => {
   test("the Temporal UI guide's table names every workflow the worker runs, and each id prefix", () => {
     const rows = table(text, 'Payment');
     const types = rows.flatMap(([, , type = '']) => spans(type));
-    const exported = [...read('workflows/index.ts').matchAll(/export \{([^}]+)\}/g)].flatMap(
+    const exported = [...read('src/workflows/index.ts').matchAll(/export \{([^}]+)\}/g)].flatMap(
       ([, names = '']) => names.split(',').map((name) => name.trim()),
     );
     expect(sorted(types)).toEqual(sorted(exported.filter(Boolean)));

@@ -49,14 +49,14 @@ import {
   SETTLEMENT_FILE_MAX_ERRORS,
   SETTLEMENT_FILE_MAX_ROWS,
 } from '../../providers/settlement-file';
-import { ADVANCE_SECONDS } from '../../workflows/clock-shared';
-import { MAX_EVIDENCE_CHARS } from '../../workflows/dispute-shared';
-import { RECON_EXCEPTION_STALE_MS } from '../../workflows/recon-shared';
-import { RESOLUTION_LIMITS } from '../../workflows/resolution';
+import { ADVANCE_SECONDS } from '../../src/workflows/clock-shared';
+import { MAX_EVIDENCE_CHARS } from '../../src/workflows/dispute-shared';
+import { RECON_EXCEPTION_STALE_MS } from '../../src/workflows/recon-shared';
+import { RESOLUTION_LIMITS } from '../../src/workflows/resolution';
 import {
   WEBHOOK_MAX_RETRY_INTERVAL_MS,
   WEBHOOK_RETRY_WINDOW_MS,
-} from '../../workflows/webhook-schedule';
+} from '../../src/workflows/webhook-schedule';
 
 const ROOT = path.join(__dirname, '..', '..');
 const LIMITS_MD = readFileSync(path.join(ROOT, 'docs', 'limits.md'), 'utf8');
@@ -160,12 +160,12 @@ const EXPECTED: Record<string, string> = {
   'providers/settlement-file.ts SETTLEMENT_FILE_MAX_ERRORS': n(SETTLEMENT_FILE_MAX_ERRORS),
   'providers/settlement-file.ts MAX_REFERENCE_LENGTH': plural(MAX_REFERENCE_LENGTH, 'character'),
 
-  'workflows/recon-shared.ts RECON_EXCEPTION_STALE_MS': hours(RECON_EXCEPTION_STALE_MS),
+  'src/workflows/recon-shared.ts RECON_EXCEPTION_STALE_MS': hours(RECON_EXCEPTION_STALE_MS),
 
   'outbound/webhook-post.ts WEBHOOK_TIMEOUT_MS': `${n(WEBHOOK_TIMEOUT_MS)} ms`,
   'outbound/webhook-post.ts WEBHOOK_ANSWER_MAX_BYTES': kib(WEBHOOK_ANSWER_MAX_BYTES),
-  'workflows/webhook-schedule.ts WEBHOOK_RETRY_WINDOW_MS': hours(WEBHOOK_RETRY_WINDOW_MS),
-  'workflows/webhook-schedule.ts WEBHOOK_MAX_RETRY_INTERVAL_MS': hours(
+  'src/workflows/webhook-schedule.ts WEBHOOK_RETRY_WINDOW_MS': hours(WEBHOOK_RETRY_WINDOW_MS),
+  'src/workflows/webhook-schedule.ts WEBHOOK_MAX_RETRY_INTERVAL_MS': hours(
     WEBHOOK_MAX_RETRY_INTERVAL_MS,
   ),
   'db/webhook-subscriptions.ts FAILING_FOR_MS': hours(FAILING_FOR_MS),
@@ -186,15 +186,18 @@ const EXPECTED: Record<string, string> = {
   'src/api/document-upload.ts MAX_DOCUMENT_BYTES': mib(MAX_DOCUMENT_BYTES),
 
   'intake/disputes.ts TEST_EVIDENCE_DAYS': plural(TEST_EVIDENCE_DAYS, 'day'),
-  'workflows/dispute-shared.ts MAX_EVIDENCE_CHARS': plural(MAX_EVIDENCE_CHARS, 'character'),
-  'workflows/resolution.ts RESOLUTION_LIMITS.operator': plural(
+  'src/workflows/dispute-shared.ts MAX_EVIDENCE_CHARS': plural(MAX_EVIDENCE_CHARS, 'character'),
+  'src/workflows/resolution.ts RESOLUTION_LIMITS.operator': plural(
     RESOLUTION_LIMITS.operator,
     'character',
   ),
-  'workflows/resolution.ts RESOLUTION_LIMITS.reason': plural(RESOLUTION_LIMITS.reason, 'character'),
+  'src/workflows/resolution.ts RESOLUTION_LIMITS.reason': plural(
+    RESOLUTION_LIMITS.reason,
+    'character',
+  ),
 
-  'workflows/clock-shared.ts ADVANCE_SECONDS.min': plural(ADVANCE_SECONDS.min, 'second'),
-  'workflows/clock-shared.ts ADVANCE_SECONDS.max': plural(ADVANCE_SECONDS.max, 'second'),
+  'src/workflows/clock-shared.ts ADVANCE_SECONDS.min': plural(ADVANCE_SECONDS.min, 'second'),
+  'src/workflows/clock-shared.ts ADVANCE_SECONDS.max': plural(ADVANCE_SECONDS.max, 'second'),
 
   'config/index.ts SANDBOX_PAYMENT_CODE_TTL_SECONDS': `${setting('SANDBOX_PAYMENT_CODE_TTL_SECONDS')} seconds`,
   'config/index.ts CARD_PAYMENT_PENDING_TTL_SECONDS': `${setting('CARD_PAYMENT_PENDING_TTL_SECONDS')} seconds`,

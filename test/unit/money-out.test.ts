@@ -10,7 +10,7 @@ import {
   moneyOutReversalPostings,
   moneyOutSettlementPostings,
 } from '../../domain/ledger';
-import type { MoneyOutInput } from '../../workflows/money-out-shared';
+import type { MoneyOutInput } from '../../src/workflows/money-out-shared';
 
 describe('computeMoneyOutFees: provider rule and application basis points, half to even', () => {
   it.each([

@@ -3,7 +3,7 @@ import {
   providerRefusal,
   RESOLUTION_REFUSED,
   RESOLUTION_UNREACHABLE,
-} from '../../workflows/resolution';
+} from '../../src/workflows/resolution';
 
 /**
  * The provider's word against the engine's (docs/api.md, "Resolve a stuck payment"): when it

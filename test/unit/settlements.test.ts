@@ -1,6 +1,6 @@
 import type { WorkflowInfo } from '@temporalio/workflow';
 import { listenForSettlement, paymentSinks } from '../../temporal/settlements';
-import type { TransferResult } from '../../workflows/shared';
+import type { TransferResult } from '../../src/workflows/shared';
 
 /** What the worker does when a workflow calls the `payments.settled` sink. */
 const settle = (workflowId: string, result: TransferResult): void => {

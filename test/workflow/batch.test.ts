@@ -1,9 +1,9 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal } from '@temporalio/proto';
 import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
-import { workflowIds } from '../../workflows/ids';
-import { batchCancel } from '../../workflows/batch-shared';
-import { moneyOutStateQuery } from '../../workflows/money-out-shared';
+import { workflowIds } from '../../src/workflows/ids';
+import { batchCancel } from '../../src/workflows/batch-shared';
+import { moneyOutStateQuery } from '../../src/workflows/money-out-shared';
 import {
   batchActivities,
   batchAtomic,

@@ -1,14 +1,14 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
-import { cardDepositWorkflow } from '../../workflows/card-deposit';
+import { cardDepositWorkflow } from '../../src/workflows/card-deposit';
 import {
   cardDepositUpdates,
   depositStateQuery,
   SearchAttributes,
   workflowIds,
   type CardDepositInput,
-} from '../../workflows/shared';
+} from '../../src/workflows/shared';
 import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
 import {
   cardActivities,

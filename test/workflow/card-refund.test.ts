@@ -1,7 +1,7 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
 import { randomUUID } from 'node:crypto';
-import type { MoneyOutInput } from '../../workflows/money-out-shared';
+import type { MoneyOutInput } from '../../src/workflows/money-out-shared';
 import {
   cashoutActivities,
   cashoutInput,

@@ -1,14 +1,14 @@
 /**
- * The payment clock (workflows/clock.ts) on the time-skipping test server: every wait of a
+ * The payment clock (src/workflows/clock.ts) on the time-skipping test server: every wait of a
  * payment workflow honours the advances of its Test Mode clock. The recorded scenarios here are
  * the `*-by-advance` replay fixtures.
  */
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
-import { LIVE_MODE_CLOCK, NOT_WAITING_ON_A_TIMER } from '../../workflows/clock-shared';
-import { depositStateQuery, escrowStateQuery } from '../../workflows/shared';
-import { moneyOutStateQuery } from '../../workflows/money-out-shared';
+import { LIVE_MODE_CLOCK, NOT_WAITING_ON_A_TIMER } from '../../src/workflows/clock-shared';
+import { depositStateQuery, escrowStateQuery } from '../../src/workflows/shared';
+import { moneyOutStateQuery } from '../../src/workflows/money-out-shared';
 import type { History } from '../support/history-json';
 import {
   createTimeSkippingEnv,

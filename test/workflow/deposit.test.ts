@@ -1,9 +1,9 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
-import type { Activities } from '../../workflows/activities-types';
-import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
-import { depositUpdates, type DepositInput, type DepositOutcome } from '../../workflows/shared';
+import type { Activities } from '../../src/workflows/activities-types';
+import { mobileMoneyDepositWorkflow } from '../../src/workflows/deposit';
+import { depositUpdates, type DepositInput, type DepositOutcome } from '../../src/workflows/shared';
 import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
 import {
   depositActivities,

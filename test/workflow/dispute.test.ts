@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { disputeStateQuery } from '../../workflows/dispute-shared';
-import { SearchAttributes } from '../../workflows/shared';
+import { disputeStateQuery } from '../../src/workflows/dispute-shared';
+import { SearchAttributes } from '../../src/workflows/shared';
 import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
 import {
   closeDisputeWorkflow,

@@ -3,7 +3,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { temporal } from '@temporalio/proto';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { escrowStateQuery, SearchAttributes, type HoldInput } from '../../workflows/shared';
+import { escrowStateQuery, SearchAttributes, type HoldInput } from '../../src/workflows/shared';
 import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
 import { within } from '../support/wait';
 import {

@@ -6,7 +6,7 @@ import {
   moneyOutUpdates,
   type MoneyOutInput,
   type MoneyOutProviderStatus,
-} from '../../workflows/money-out-shared';
+} from '../../src/workflows/money-out-shared';
 import {
   createTimeSkippingEnv,
   killedAndRestarted,

@@ -1,13 +1,13 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
-import { workflowIds } from '../../workflows/ids';
-import { clockUpdates } from '../../workflows/clock-shared';
+import { workflowIds } from '../../src/workflows/ids';
+import { clockUpdates } from '../../src/workflows/clock-shared';
 import {
   RECON_EXCEPTION_STALE_MS,
   reconExceptionResolved,
   reconExceptionWake,
   type ReconExceptionInput,
-} from '../../workflows/recon-shared';
+} from '../../src/workflows/recon-shared';
 import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
 import { reconExceptionDue } from './scenarios';
 

@@ -1,7 +1,7 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Context } from '@temporalio/activity';
 import { randomUUID } from 'node:crypto';
-import { workflowIds } from '../../workflows/ids';
+import { workflowIds } from '../../src/workflows/ids';
 import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
 
 // Real servers on a shared machine: jest's 5-second default is too tight under load.

@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Worker, type ReplayResult } from '@temporalio/worker';
-import * as workflows from '../../workflows';
+import * as workflows from '../../src/workflows';
 import { quietTemporalRuntime } from '../support/engine';
 import { historyFromJSON, historyToJSON, type History } from '../support/history-json';
 import { workflowBundle } from '../support/time-skipping';

@@ -6,7 +6,7 @@ import {
   RESOLUTION_UNREACHABLE,
   resolveUpdate,
   type Resolution,
-} from '../../workflows/resolution';
+} from '../../src/workflows/resolution';
 import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
 import {
   cashoutActivities,
@@ -20,7 +20,7 @@ import {
 } from './scenarios';
 
 /**
- * The `resolve` update of the payment workflows (workflows/resolution.ts): an accepted one
+ * The `resolve` update of the payment workflows (src/workflows/resolution.ts): an accepted one
  * settles through the provider's own path, once; its validator refuses, before anything is
  * written, a malformed resolution and a payment that no longer waits on its provider.
  */

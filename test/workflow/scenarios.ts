@@ -17,43 +17,47 @@ import {
 } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Activities } from '../../workflows/activities-types';
-import { cardDepositWorkflow } from '../../workflows/card-deposit';
-import { cardPayoutWorkflow } from '../../workflows/card-payout';
-import { cardRefundWorkflow } from '../../workflows/card-refund';
-import { mobileMoneyCashoutWorkflow } from '../../workflows/cashout';
-import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
-import { escrowWorkflow } from '../../workflows/escrow';
-import { maintenanceWorkflow } from '../../workflows/maintenance';
-import { reconciliationWorkflow } from '../../workflows/reconciliation';
-import { reconAdjustWorkflow } from '../../workflows/recon-adjust';
-import type { ReconAdjustInput, ReconAdjustStep } from '../../workflows/recon-adjust-shared';
-import { disputeWorkflow } from '../../workflows/dispute';
+import type { Activities } from '../../src/workflows/activities-types';
+import { cardDepositWorkflow } from '../../src/workflows/card-deposit';
+import { cardPayoutWorkflow } from '../../src/workflows/card-payout';
+import { cardRefundWorkflow } from '../../src/workflows/card-refund';
+import { mobileMoneyCashoutWorkflow } from '../../src/workflows/cashout';
+import { mobileMoneyDepositWorkflow } from '../../src/workflows/deposit';
+import { escrowWorkflow } from '../../src/workflows/escrow';
+import { maintenanceWorkflow } from '../../src/workflows/maintenance';
+import { reconciliationWorkflow } from '../../src/workflows/reconciliation';
+import { reconAdjustWorkflow } from '../../src/workflows/recon-adjust';
+import type { ReconAdjustInput, ReconAdjustStep } from '../../src/workflows/recon-adjust-shared';
+import { disputeWorkflow } from '../../src/workflows/dispute';
 import {
   dailyReconciliationWorkflow,
   reconciliationRunWorkflow,
   reconExceptionWorkflow,
-} from '../../workflows/provider-reconciliation';
-import { RECON_EXCEPTION_STALE_MS, reconExceptionWake } from '../../workflows/recon-shared';
-import { clockUpdates, type AdvanceTimeResult } from '../../workflows/clock-shared';
+} from '../../src/workflows/provider-reconciliation';
+import { RECON_EXCEPTION_STALE_MS, reconExceptionWake } from '../../src/workflows/recon-shared';
+import { clockUpdates, type AdvanceTimeResult } from '../../src/workflows/clock-shared';
 import {
   disputeUpdates,
   type DisputeInput,
   type DisputeRecord,
   type DisputeStatus,
-} from '../../workflows/dispute-shared';
+} from '../../src/workflows/dispute-shared';
 import {
   moneyOutUpdates,
   type MoneyOutInput,
   type MoneyOutProviderStatus,
-} from '../../workflows/money-out-shared';
+} from '../../src/workflows/money-out-shared';
 import type {
   OnboardingInput,
   OnboardingResult,
   OnboardingSubmission,
 } from '../../domain/payout-accounts';
-import { onboardingUpdates, onboardingWorkflow } from '../../workflows/onboarding';
-import { resolveUpdate, type Resolution, type ResolutionOutcome } from '../../workflows/resolution';
+import { onboardingUpdates, onboardingWorkflow } from '../../src/workflows/onboarding';
+import {
+  resolveUpdate,
+  type Resolution,
+  type ResolutionOutcome,
+} from '../../src/workflows/resolution';
 import {
   cardDepositUpdates,
   depositUpdates,
@@ -73,16 +77,16 @@ import {
   type ReleaseRequest,
   type TransferInput,
   type TransferResult,
-} from '../../workflows/shared';
-import { transferWorkflow } from '../../workflows/transfer';
-import { batchWorkflow } from '../../workflows/batch';
+} from '../../src/workflows/shared';
+import { transferWorkflow } from '../../src/workflows/transfer';
+import { batchWorkflow } from '../../src/workflows/batch';
 import { runBatchTransfers } from '../../src/activities/batches';
 import {
   batchCancel,
   type BatchInput,
   type BatchItemEnd,
   type BatchItemStart,
-} from '../../workflows/batch-shared';
+} from '../../src/workflows/batch-shared';
 import { endedBatchStatus } from '../../domain/batches';
 import { WEBHOOK_SCENARIOS } from './webhook-scenarios';
 
@@ -1403,7 +1407,7 @@ export const disputeDeclined = scenario({
     thenToEnd(await openDisputeWorkflow(env, taskQueue, input), () => Promise.resolve()),
 });
 
-// --- test clocks (workflows/clock.ts) ---
+// --- test clocks (src/workflows/clock.ts) ---
 
 /** Moves a Test Mode payment's clock, as `POST /api/v1/testing/advance-time` does. */
 export const advanceTime = (handle: WorkflowHandle, seconds: number): Promise<AdvanceTimeResult> =>
@@ -1471,7 +1475,7 @@ export const cashoutAskedAtAdvance = scenario({
     ),
 });
 
-// --- an operator's resolution (workflows/resolution.ts) ---
+// --- an operator's resolution (src/workflows/resolution.ts) ---
 
 /** What an operator sends from the admin endpoint: the admin credential's id is kept too. */
 export const resolutionOf = (outcome: ResolutionOutcome): Resolution => ({

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { TransferInput } from '../../workflows/shared';
+import type { TransferInput } from '../../src/workflows/shared';
 import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
 import {
   runTransfer,

@@ -22,9 +22,9 @@ import {
 } from '../../db/webhook-subscriptions';
 import { MIN_DEFERRAL_MS } from '../../outbound/endpoint-gate';
 import { newWebhookSecret, open, seal } from '../../outbound/secret-box';
-import { webhookDeliveryId } from '../../workflows/ids';
-import { webhookDeliveryWorkflow } from '../../workflows/webhook';
-import { WEBHOOK_RETRY_WINDOW_MS, webhookRetryDelayMs } from '../../workflows/webhook-schedule';
+import { webhookDeliveryId } from '../../src/workflows/ids';
+import { webhookDeliveryWorkflow } from '../../src/workflows/webhook';
+import { WEBHOOK_RETRY_WINDOW_MS, webhookRetryDelayMs } from '../../src/workflows/webhook-schedule';
 import { createTestDatabase } from '../support/database';
 import { createTestApp, type TestApp } from '../support/engine';
 import { createTimeSkippingEnv, withWorker } from '../support/time-skipping';

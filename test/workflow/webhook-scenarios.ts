@@ -6,8 +6,8 @@
 import { WorkflowContinuedAsNewError, type WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WebhookAttemptInput, WebhookAttemptResult } from '../../src/activities/webhooks';
-import { webhookDeliveryId, webhookRelayId } from '../../workflows/ids';
-import { webhookDeliveryWorkflow, webhookRelayWorkflow } from '../../workflows/webhook';
+import { webhookDeliveryId, webhookRelayId } from '../../src/workflows/ids';
+import { webhookDeliveryWorkflow, webhookRelayWorkflow } from '../../src/workflows/webhook';
 
 const EVENT = 'c0000000-0000-4000-8000-000000000001';
 const SUBSCRIPTION = 'c0000000-0000-4000-8000-000000000002';

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { getReconRun, insertReconRun } from '../../db/recon-runs';
 import { startReconciliationRun } from '../../temporal/recon-runs';
 import { taskQueueOf } from '../../temporal/task-queues';
-import { workflowIds } from '../../workflows/ids';
+import { workflowIds } from '../../src/workflows/ids';
 import { progress } from './engine';
 import { seedRecon, type ReconCountsExpected } from './recon-seed';
 import { sampleResident } from './rss';

@@ -4,9 +4,9 @@
  * (engine.ts), run on their own task queue.
  */
 import { patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
-import type { Activities } from '../../workflows/activities-types';
-import type { TransferInput } from '../../workflows/shared';
-import { setPaymentStatus } from '../../workflows/status';
+import type { Activities } from '../../src/workflows/activities-types';
+import type { TransferInput } from '../../src/workflows/shared';
+import { setPaymentStatus } from '../../src/workflows/status';
 
 export type BenchActivities = { noop: () => Promise<void> };
 
@@ -74,7 +74,7 @@ const localTransfer = proxyLocalActivities<Pick<Activities, 'transferFunds'>>({
   retry,
 });
 
-/** workflows/transfer.ts without its search-attribute upsert: one regular activity. */
+/** src/workflows/transfer.ts without its search-attribute upsert: one regular activity. */
 export async function transferWithActivity(input: TransferInput): Promise<string> {
   await transfer.transferFunds(input);
   return 'done';

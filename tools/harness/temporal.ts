@@ -7,7 +7,7 @@ import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
 import { bundleWorkflows } from '../../worker/bundle';
-import { SEARCH_ATTRIBUTE_DEFINITIONS } from '../../workflows/shared';
+import { SEARCH_ATTRIBUTE_DEFINITIONS } from '../../src/workflows/shared';
 import { lastLines, literally, removePidFile, stopLeftover, writePidFile } from './processes';
 import { connectTemporal, type TemporalConnectionOptions } from '../../temporal/connection';
 
@@ -348,7 +348,7 @@ export function installTemporalRuntime(
  */
 export async function writeWorkflowBundle(dir: string): Promise<string> {
   const file = path.join(dir, 'workflow-bundle.js');
-  await writeFile(file, await bundleWorkflows(require.resolve('../../workflows')));
+  await writeFile(file, await bundleWorkflows(require.resolve('../../src/workflows')));
   return file;
 }
 

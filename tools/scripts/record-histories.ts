@@ -30,7 +30,7 @@ function parseArgs(args: string[]): { out: string; only: string[] } {
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const code = await bundleWorkflows(require.resolve('../../workflows'));
+  const code = await bundleWorkflows(require.resolve('../../src/workflows'));
   const env = await TestWorkflowEnvironment.createTimeSkipping({
     server: { executable: { type: 'existing-path', path: findBinary('temporal-test-server') } },
   });

@@ -3,7 +3,7 @@ import { adminAnalytics } from '../../../db/analytics';
 import { CURRENCIES, divideRoundHalfEven } from '../../../domain/money';
 import { TRANSACTION_TYPES } from '../../../domain/types';
 import { resolvePayment } from '../../../intake/resolutions';
-import { RESOLUTION_LIMITS, RESOLUTION_OUTCOMES } from '../../../workflows/resolution';
+import { RESOLUTION_LIMITS, RESOLUTION_OUTCOMES } from '../../workflows/resolution';
 import { requestActor } from '../audit';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound } from '../errors';

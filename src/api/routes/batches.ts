@@ -26,10 +26,10 @@ import {
   type BatchKind,
 } from '../../../domain/batches';
 import type { Caller } from '../../../domain/types';
-import { batchWorkflow } from '../../../workflows/batch';
-import { batchCancel, type BatchInput } from '../../../workflows/batch-shared';
-import { workflowIds } from '../../../workflows/ids';
-import { SearchAttributes } from '../../../workflows/shared';
+import { batchWorkflow } from '../../workflows/batch';
+import { batchCancel, type BatchInput } from '../../workflows/batch-shared';
+import { workflowIds } from '../../workflows/ids';
+import { SearchAttributes } from '../../workflows/shared';
 import { assertOwned } from '../access';
 import { audited } from '../audit';
 import type { ApiDeps } from '../deps';

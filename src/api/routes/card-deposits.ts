@@ -7,13 +7,13 @@ import { computeCardDepositFees } from '../../../domain/fees';
 import { minorToDecimalString, minorToMajorNumber } from '../../../domain/money';
 import { UnknownPaymentMethodError } from '../../../providers/card';
 import { ProviderNotConfiguredError } from '../../../providers/mobile-money';
-import { cardDepositWorkflow } from '../../../workflows/card-deposit';
-import { workflowIds } from '../../../workflows/ids';
+import { cardDepositWorkflow } from '../../workflows/card-deposit';
+import { workflowIds } from '../../workflows/ids';
 import {
   cardDepositUpdates,
   type CardDepositInput,
   type DepositOutcome,
-} from '../../../workflows/shared';
+} from '../../workflows/shared';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
 import { startDeposit } from '../deposit-start';

@@ -1,8 +1,8 @@
 import { findMoneyOut } from '../../../db/money-out';
-import { mobileMoneyCashoutWorkflow } from '../../../workflows/cashout';
-import { workflowIds } from '../../../workflows/ids';
-import { moneyOutInput } from '../../../workflows/payment-inputs';
-import { moneyOutUpdates } from '../../../workflows/money-out-shared';
+import { mobileMoneyCashoutWorkflow } from '../../workflows/cashout';
+import { workflowIds } from '../../workflows/ids';
+import { moneyOutInput } from '../../workflows/payment-inputs';
+import { moneyOutUpdates } from '../../workflows/money-out-shared';
 import { moneyOutReserveRules } from '../../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { assertLiveProvider, errorResponse, unlessDeclined } from '../errors';

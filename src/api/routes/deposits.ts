@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { findTransaction } from '../../../db/transactions';
 import { minorTextToWireInteger } from '../../../domain/money';
-import { mobileMoneyDepositWorkflow } from '../../../workflows/deposit';
-import { workflowIds } from '../../../workflows/ids';
-import { depositUpdates, type DepositOpened } from '../../../workflows/shared';
+import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
+import { workflowIds } from '../../workflows/ids';
+import { depositUpdates, type DepositOpened } from '../../workflows/shared';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
 import { startDeposit } from '../deposit-start';

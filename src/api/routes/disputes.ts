@@ -9,7 +9,7 @@ import {
   submitDisputeEvidence,
   type DisputeDeps,
 } from '../../../intake/disputes';
-import { MAX_EVIDENCE_CHARS } from '../../../workflows/dispute-shared';
+import { MAX_EVIDENCE_CHARS } from '../../workflows/dispute-shared';
 import { assertOwned } from '../access';
 import { auditEntry } from '../audit';
 import type { ApiDeps } from '../deps';

@@ -2,13 +2,13 @@ import { z } from 'zod';
 import { remember } from '../../../cache/bounded';
 import { findTransaction, type TransactionRow } from '../../../db/transactions';
 import type { Caller } from '../../../domain/types';
-import { escrowWorkflow } from '../../../workflows/escrow';
-import { workflowIds } from '../../../workflows/ids';
+import { escrowWorkflow } from '../../workflows/escrow';
+import { workflowIds } from '../../workflows/ids';
 import {
   escrowUpdates,
   type EscrowStepResult,
   type TransactionRecord,
-} from '../../../workflows/shared';
+} from '../../workflows/shared';
 import { assertOwned, refuseIfDeclined } from '../access';
 import { heldRules, holdRules, refundRules, releaseRules } from '../../../domain/money-rules';
 import type { ApiDeps } from '../deps';

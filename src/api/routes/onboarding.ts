@@ -17,13 +17,13 @@ import {
   type OnboardingResult,
 } from '../../../domain/payout-accounts';
 import type { Caller } from '../../../domain/types';
-import { workflowIds } from '../../../workflows/ids';
+import { workflowIds } from '../../workflows/ids';
 import {
   onboardingUpdates,
   onboardingWorkflow,
   type OnboardingAnswer,
-} from '../../../workflows/onboarding';
-import { SearchAttributes } from '../../../workflows/shared';
+} from '../../workflows/onboarding';
+import { SearchAttributes } from '../../workflows/shared';
 import { activeWallet, ownedWallet } from '../access';
 import type { ApiDeps } from '../deps';
 import { readDocument } from '../document-upload';

@@ -32,8 +32,8 @@ import {
   type ReconExceptionTimer,
 } from '../../../temporal/recon-runs';
 import { taskQueueOf } from '../../../temporal/task-queues';
-import { workflowIds } from '../../../workflows/ids';
-import { reconAdjustWorkflow } from '../../../workflows/recon-adjust';
+import { workflowIds } from '../../workflows/ids';
+import { reconAdjustWorkflow } from '../../workflows/recon-adjust';
 import { assertOwned } from '../access';
 import { audited, auditEntry, type AuditNote } from '../audit';
 import type { ApiDeps } from '../deps';

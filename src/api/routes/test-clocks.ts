@@ -9,9 +9,9 @@ import {
   ADVANCE_SECONDS,
   clockUpdates,
   NOT_WAITING_ON_A_TIMER,
-} from '../../../workflows/clock-shared';
-import { workflowIds } from '../../../workflows/ids';
-import { reconExceptionWake } from '../../../workflows/recon-shared';
+} from '../../workflows/clock-shared';
+import { workflowIds } from '../../workflows/ids';
+import { reconExceptionWake } from '../../workflows/recon-shared';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';

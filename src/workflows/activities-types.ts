@@ -1,4 +1,4 @@
-import type { createActivities } from '../src/activities';
+import type { createActivities } from '../activities';
 
 /** Workflows see activities by type only. */
 export type Activities = ReturnType<typeof createActivities>;

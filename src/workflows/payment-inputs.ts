@@ -1,9 +1,9 @@
 /**
  * The inputs of the payment workflows as a single request starts them, made in one place: the
- * API's single endpoints and a bulk payment's items (workflows/batch.ts) start the same payment
+ * API's single endpoints and a bulk payment's items (src/workflows/batch.ts) start the same payment
  * from the same fields. No I/O here: workflow code imports it.
  */
-import type { Mode } from '../domain/types';
+import type { Mode } from '../../domain/types';
 import type { MoneyOutInput } from './money-out-shared';
 import type { TransferInput } from './shared';
 

@@ -21,7 +21,7 @@ export type AdvanceTimeResult = { offsetMs: number };
 export const clockUpdates = {
   /**
    * Moves the payment's clock forward; answers once the payment has acted on it (see
-   * workflows/clock.ts). Refused by its validator, with nothing in the history, when the payment
+   * src/workflows/clock.ts). Refused by its validator, with nothing in the history, when the payment
    * is a Live Mode one or waits on no timer.
    */
   advanceTime: defineUpdate<AdvanceTimeResult, [AdvanceTimeRequest]>('advanceTime'),

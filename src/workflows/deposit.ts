@@ -24,7 +24,7 @@ const outcomeOf = (status: DepositOutcome): DepositOutcome => status;
 
 /**
  * A mobile-money deposit, started with the `open` update, which answers once the provider has made
- * the payment code; then the deposit saga (workflows/deposit-saga.ts) settles it exactly once.
+ * the payment code; then the deposit saga (src/workflows/deposit-saga.ts) settles it exactly once.
  */
 export async function mobileMoneyDepositWorkflow(input: DepositInput): Promise<DepositOutcome> {
   const askProvider = (paymentCodeId: string) =>
