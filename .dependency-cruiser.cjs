@@ -54,12 +54,12 @@ module.exports = {
       'api-is-the-edge',
       'What the API shares with the worker is in a module both import (temporal/, intake/).',
       { path: '^src/api/' },
-      { path: ['^(src/activities|worker)/', TOOLING] },
+      { path: ['^src/(activities|worker)/', TOOLING] },
     ),
     forbid(
       'worker-not-api',
       'What the worker shares with the API is in a module both import (temporal/).',
-      { path: '^worker/' },
+      { path: '^src/worker/' },
       { path: '^src/api/' },
     ),
     forbid(
@@ -90,7 +90,7 @@ module.exports = {
       'db-is-storage',
       'db/ is the storage layer: it never imports the layers above it.',
       { path: '^db/' },
-      { path: '^(src/api|src/activities|providers|worker|intake|temporal)/' },
+      { path: '^(src/api|src/activities|providers|src/worker|intake|temporal)/' },
     ),
     forbid(
       'runtime-not-tooling',

@@ -219,7 +219,7 @@ const declarations = {
     ),
     /**
      * Workflow tasks the worker runs at once, its pollers' included: a payment is started
-     * eagerly on this worker only while one is free (worker/create-worker.ts).
+     * eagerly on this worker only while one is free (src/worker/create-worker.ts).
      */
     workflowTaskSlots: variable(
       'TEMPORAL_WORKFLOW_TASK_SLOTS',
@@ -492,7 +492,7 @@ const declarations = {
       ),
     },
   },
-  /** The `reconciliation` schedule (worker/schedules.ts, src/workflows/reconciliation.ts). */
+  /** The `reconciliation` schedule (src/worker/schedules.ts, src/workflows/reconciliation.ts). */
   reconciliation: {
     /** How often the schedule starts a run. */
     intervalSeconds: variable(

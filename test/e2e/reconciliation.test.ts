@@ -4,7 +4,7 @@ import { sql } from 'slonik';
 import { paymentSyncs } from '../../intake/notifications';
 import { listReconciliationRuns } from '../../db/reconciliation';
 import { SandboxCardProvider } from '../../providers/sandbox-card';
-import { ensureReconciliationSchedule } from '../../worker/schedules';
+import { ensureReconciliationSchedule } from '../../src/worker/schedules';
 import { reconciliationWorkflow } from '../../src/workflows/reconciliation';
 import {
   assertLedgerInvariant,

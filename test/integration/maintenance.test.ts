@@ -7,7 +7,7 @@ import {
   RECONCILIATION_SCHEDULE_ID,
   RECON_DAILY_SCHEDULE_ID,
   ensureSchedules,
-} from '../../worker/schedules';
+} from '../../src/worker/schedules';
 import { createTestApp } from '../support/engine';
 import { useTestEngine } from '../support/hooks';
 

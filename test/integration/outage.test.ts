@@ -15,7 +15,7 @@ import {
 } from '../../tools/harness/postgres';
 import { startTemporalDevServer, type DevServer } from '../../tools/harness/temporal';
 import { createLogger } from '../../observability/logger';
-import { runResilientWorker, type ResilientWorker } from '../../worker/resilient';
+import { runResilientWorker, type ResilientWorker } from '../../src/worker/resilient';
 import { assertLedgerInvariant, balanceOf } from '../support/database';
 import { createTestApp, quietTemporalRuntime } from '../support/engine';
 import {

@@ -290,7 +290,7 @@ describe('a certificate TLS refuses stops the process at start with one line', (
   });
 
   it('another CA: the worker exits with the same line', async () => {
-    const run = await runNode('worker/main.ts', [], {
+    const run = await runNode('src/worker/main.ts', [], {
       DATABASE_URL: urlOf('127.0.0.1', 'verify-ca'),
       DATABASE_SSL_CA: file('other-ca.pem'),
       TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS!,

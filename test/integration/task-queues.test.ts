@@ -16,7 +16,7 @@ import { createLogger } from '../../observability/logger';
 import { temporalDataConverter } from '../../temporal/data-converter';
 import { scratchConfig } from '../../tools/harness/engine';
 import { startTemporalDevServer, type DevServer } from '../../tools/harness/temporal';
-import { MAINTENANCE_SCHEDULE_ID } from '../../worker/schedules';
+import { MAINTENANCE_SCHEDULE_ID } from '../../src/worker/schedules';
 import { assertLedgerInvariant, balanceOf, createTestDatabase } from '../support/database';
 import { createTestApp, quietTemporalRuntime } from '../support/engine';
 import { clientFor, createFundedWallet, createUserWithWallet, transfer } from '../support/http';
@@ -209,7 +209,7 @@ describe('npm run worker -- --queues', () => {
   it('refuses an unknown queue name with one line and exit status 2', async () => {
     const run = promisify(execFile)(
       process.execPath,
-      ['--import', 'tsx', 'worker/main.ts', '--queues', 'payments,billing'],
+      ['--import', 'tsx', 'src/worker/main.ts', '--queues', 'payments,billing'],
       { cwd: root, env: { PATH: process.env.PATH, HOME: process.env.HOME } },
     );
     const failure = await run.then(

@@ -48,7 +48,7 @@ type Exit = { code: number | null; stderr: string };
  * stopped after `until` appears in its output, for a process that must start).
  */
 async function runProcess(
-  entry: 'worker/main.ts' | 'src/api/main.ts',
+  entry: 'src/worker/main.ts' | 'src/api/main.ts',
   env: Record<string, string>,
   until?: string,
 ): Promise<Exit> {
@@ -205,7 +205,7 @@ describeWithNginx('Temporal behind a TLS terminator', () => {
     });
 
     it('stops a worker without a client certificate', async () => {
-      const exit = await runProcess('worker/main.ts', mtls());
+      const exit = await runProcess('src/worker/main.ts', mtls());
       expect(exit.code).toBe(1);
       expect(linesOf(exit)).toEqual([
         expect.stringMatching(
@@ -221,7 +221,7 @@ describeWithNginx('Temporal behind a TLS terminator', () => {
         TEMPORAL_TLS_KEY: certs.otherClientKey,
       };
       const [worker, api] = await Promise.all([
-        runProcess('worker/main.ts', other),
+        runProcess('src/worker/main.ts', other),
         runProcess('src/api/main.ts', other),
       ]);
       expect(worker.code).toBe(1);
@@ -241,12 +241,12 @@ describeWithNginx('Temporal behind a TLS terminator', () => {
     it('stops a worker whose certificate file cannot be read, or whose CA did not sign the server', async () => {
       const missing = path.join(dir, 'no-such-cert.pem');
       const [unreadable, untrusted] = await Promise.all([
-        runProcess('worker/main.ts', {
+        runProcess('src/worker/main.ts', {
           ...mtls(),
           TEMPORAL_TLS_CERT: missing,
           TEMPORAL_TLS_KEY: certs.clientKey,
         }),
-        runProcess('worker/main.ts', {
+        runProcess('src/worker/main.ts', {
           ...mtls(),
           TEMPORAL_TLS_CERT: certs.clientCert,
           TEMPORAL_TLS_KEY: certs.clientKey,
@@ -309,7 +309,7 @@ describeWithNginx('Temporal behind a TLS terminator', () => {
       expect(isGrpcServiceError(status) && Number(status.code)).toBe(PERMISSION_DENIED);
       expect((await terminator.apiKeyCalls()).at(-1)).toMatch(/^403 "-" \//);
 
-      const exit = await runProcess('worker/main.ts', {
+      const exit = await runProcess('src/worker/main.ts', {
         TEMPORAL_ADDRESS: terminator.apiKeyAddress,
         TEMPORAL_TLS_CA: certs.ca,
         TEMPORAL_TLS_SERVER_NAME: 'localhost',

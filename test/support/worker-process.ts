@@ -23,7 +23,7 @@ export async function startWorkerProcess(
   config: Config,
   options: { dataDir: string; env?: Record<string, string>; args?: string[] },
 ): Promise<WorkerProcess> {
-  const args = ['--import', 'tsx', 'worker/main.ts', ...(options.args ?? [])];
+  const args = ['--import', 'tsx', 'src/worker/main.ts', ...(options.args ?? [])];
   const child = spawn(process.execPath, args, {
     cwd: root,
     env: {

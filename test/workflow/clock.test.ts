@@ -17,7 +17,7 @@ import {
   withWorker,
   workflowBundle,
 } from '../support/time-skipping';
-import { createEngineWorker } from '../../worker/engine-worker';
+import { createEngineWorker } from '../../src/worker/engine-worker';
 import { paymentSinks } from '../../temporal/settlements';
 import {
   advanceTime,

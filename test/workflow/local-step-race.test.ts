@@ -8,7 +8,7 @@ import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { createEngineWorker } from '../../worker/engine-worker';
+import { createEngineWorker } from '../../src/worker/engine-worker';
 import { createTimeSkippingEnv, testDataConverter } from '../support/time-skipping';
 import { within } from '../support/wait';
 import { takeOnce, takeUpdate, type TakeActivities } from './local-step-race.workflow';

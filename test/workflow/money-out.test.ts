@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { createEngineWorker } from '../../worker/engine-worker';
+import { createEngineWorker } from '../../src/worker/engine-worker';
 import { randomUUID } from 'node:crypto';
 import {
   moneyOutUpdates,

@@ -12,7 +12,7 @@ import { Client } from '@temporalio/client';
 import { connectTemporal, temporalConnectionOptions } from '../../temporal/connection';
 import { temporal as proto } from '@temporalio/proto';
 import { type ActivityInterceptorsFactory, type WorkerOptions } from '@temporalio/worker';
-import { createEngineWorker } from '../../worker/engine-worker';
+import { createEngineWorker } from '../../src/worker/engine-worker';
 import pg from 'pg';
 import { createTransferActivities } from '../../src/activities/transfer';
 import { createApp } from '../../src/api/app';

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
-import { createEngineWorker } from '../../worker/engine-worker';
+import { createEngineWorker } from '../../src/worker/engine-worker';
 import { freePort } from '../../net/ports';
 import { startTemporalDevServer, type DevServer } from '../harness/temporal';
 import { processCpuMs } from './cpu';

@@ -5,7 +5,7 @@ import { startApi, type RunningApi } from '../../src/api/server';
 import { loadConfig, type Config } from '../../config';
 import type { DatabasePool } from '../../db/pool';
 import type { Logger } from '../../observability/logger';
-import { createWorker, runningConnection, type QueueWorkers } from '../../worker/create-worker';
+import { createWorker, runningConnection, type QueueWorkers } from '../../src/worker/create-worker';
 import { temporalDataConverter } from '../../temporal/data-converter';
 import { connectTemporal, temporalConnectionOptions } from '../../temporal/connection';
 

@@ -6,7 +6,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
-import { bundleWorkflows } from '../../worker/bundle';
+import { bundleWorkflows } from '../../src/worker/bundle';
 import { SEARCH_ATTRIBUTE_DEFINITIONS } from '../../src/workflows/shared';
 import { lastLines, literally, removePidFile, stopLeftover, writePidFile } from './processes';
 import { connectTemporal, type TemporalConnectionOptions } from '../../temporal/connection';

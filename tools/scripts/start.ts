@@ -27,8 +27,8 @@ import {
   startLocalTemporal,
 } from '../harness/temporal';
 import { createLogger, type Logger } from '../../observability/logger';
-import { runResilientWorker } from '../../worker/resilient';
-import { ensureSchedules } from '../../worker/schedules';
+import { runResilientWorker } from '../../src/worker/resilient';
+import { ensureSchedules } from '../../src/worker/schedules';
 import { temporalDataConverter } from '../../temporal/data-converter';
 
 /**

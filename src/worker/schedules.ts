@@ -1,9 +1,9 @@
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
-import type { Config } from '../config';
-import { workflowIds } from '../src/workflows/ids';
-import { maintenanceWorkflow } from '../src/workflows/maintenance';
-import { dailyReconciliationWorkflow } from '../src/workflows/provider-reconciliation';
-import { reconciliationWorkflow } from '../src/workflows/reconciliation';
+import type { Config } from '../../config';
+import { workflowIds } from '../workflows/ids';
+import { maintenanceWorkflow } from '../workflows/maintenance';
+import { dailyReconciliationWorkflow } from '../workflows/provider-reconciliation';
+import { reconciliationWorkflow } from '../workflows/reconciliation';
 
 export const MAINTENANCE_SCHEDULE_ID = workflowIds.maintenance;
 export const RECONCILIATION_SCHEDULE_ID = workflowIds.reconciliation;

@@ -2,12 +2,16 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
-import type { Config } from '../config';
-import type { DatabasePool } from '../db/pool';
-import type { Logger } from '../observability/logger';
-import { acquireTracing, workflowInterceptorsModule, type Tracing } from '../observability/tracing';
+import type { Config } from '../../config';
+import type { DatabasePool } from '../../db/pool';
+import type { Logger } from '../../observability/logger';
+import {
+  acquireTracing,
+  workflowInterceptorsModule,
+  type Tracing,
+} from '../../observability/tracing';
 import { bundleWorkflows } from './bundle';
-import type { QueueKind } from '../temporal/task-queues';
+import type { QueueKind } from '../../temporal/task-queues';
 import { createWorker, runningConnection, type QueueWorkers } from './create-worker';
 
 export type ResilientWorker = {
@@ -34,7 +38,7 @@ const HEALTHY_RUN_MS = 60_000;
 async function withWorkflowBundle(config: Config, tracing: Tracing | undefined): Promise<Config> {
   if (config.temporal.workflowBundlePath && !tracing) return config;
   const code = await bundleWorkflows(
-    require.resolve('../src/workflows'),
+    require.resolve('../workflows'),
     tracing ? [workflowInterceptorsModule] : [],
   );
   const file = path.join(await mkdtemp(path.join(os.tmpdir(), 'wallet-worker-')), 'workflows.js');

@@ -1,22 +1,22 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, type Worker, type WorkerOptions } from '@temporalio/worker';
-import type { DatabasePool } from '../db/pool';
-import type { Config } from '../config';
-import { createQueueActivities } from '../src/activities';
-import { ensureWebhookRelay } from '../src/activities/webhooks';
-import { createProviders, type Providers } from '../providers';
-import { resolutionSinks } from '../temporal/resolutions';
-import { paymentSinks } from '../temporal/settlements';
-import { QUEUE_KINDS, taskQueueOf, type QueueKind } from '../temporal/task-queues';
+import type { DatabasePool } from '../../db/pool';
+import type { Config } from '../../config';
+import { createQueueActivities } from '../activities';
+import { ensureWebhookRelay } from '../activities/webhooks';
+import { createProviders, type Providers } from '../../providers';
+import { resolutionSinks } from '../../temporal/resolutions';
+import { paymentSinks } from '../../temporal/settlements';
+import { QUEUE_KINDS, taskQueueOf, type QueueKind } from '../../temporal/task-queues';
 import { createEngineWorker } from './engine-worker';
 import { bundleWorkflows } from './bundle';
-import { temporalDataConverter } from '../temporal/data-converter';
-import { sdkConnectionOptions, temporalConnectionOptions } from '../temporal/connection';
+import { temporalDataConverter } from '../../temporal/data-converter';
+import { sdkConnectionOptions, temporalConnectionOptions } from '../../temporal/connection';
 import {
   workerTracingOptions,
   workflowInterceptorsModule,
   type Tracing,
-} from '../observability/tracing';
+} from '../../observability/tracing';
 
 /** The workers of one process, one a task queue, run and stopped together. */
 export type QueueWorkers = {
@@ -59,7 +59,7 @@ function queueTuning(config: Config, kind: QueueKind): Partial<WorkerOptions> {
 /**
  * A worker per queue of `queues` (all by default) on one connection, each with its activities,
  * the workflows bundled once; a TEMPORAL_WORKFLOW_BUNDLE used with `tracing` must have been built
- * with the workflow interceptors, as worker/resilient.ts builds it.
+ * with the workflow interceptors, as src/worker/resilient.ts builds it.
  */
 export async function createWorker(options: {
   config: Config;
@@ -79,7 +79,7 @@ export async function createWorker(options: {
     ? { codePath: config.temporal.workflowBundlePath }
     : {
         code: await bundleWorkflows(
-          require.resolve('../src/workflows'),
+          require.resolve('../workflows'),
           options.tracing ? [workflowInterceptorsModule] : [],
         ),
       };
