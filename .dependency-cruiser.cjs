@@ -52,13 +52,13 @@ module.exports = {
     ),
     forbid(
       'api-is-the-edge',
-      'What the API shares with the worker is in a module both import (temporal/, intake/).',
+      'What the API shares with the worker is in a module both import (src/temporal/, intake/).',
       { path: '^src/api/' },
       { path: ['^src/(activities|worker)/', TOOLING] },
     ),
     forbid(
       'worker-not-api',
-      'What the worker shares with the API is in a module both import (temporal/).',
+      'What the worker shares with the API is in a module both import (src/temporal/).',
       { path: '^src/worker/' },
       { path: '^src/api/' },
     ),
@@ -90,7 +90,7 @@ module.exports = {
       'db-is-storage',
       'db/ is the storage layer: it never imports the layers above it.',
       { path: '^db/' },
-      { path: '^(src/api|src/activities|providers|src/worker|intake|temporal)/' },
+      { path: '^(src/api|src/activities|providers|src/worker|intake|src/temporal)/' },
     ),
     forbid(
       'runtime-not-tooling',

@@ -2,7 +2,7 @@ import { hostname, userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Client, type Connection } from '@temporalio/client';
 import { loadConfig, type Config } from '../config';
-import { connectTemporal, temporalConnectionOptions } from '../temporal/connection';
+import { connectTemporal, temporalConnectionOptions } from '../src/temporal/connection';
 import { createLogger } from '../observability/logger';
 import {
   createApplication,
@@ -32,7 +32,7 @@ import { LISTEN_USAGE, listenForWebhooks, parseListenArgs } from './webhooks-lis
 
 import { resolvePayment } from '../intake/resolutions';
 import { transactionBodies } from '../src/api/serializers';
-import { temporalDataConverter } from '../temporal/data-converter';
+import { temporalDataConverter } from '../src/temporal/data-converter';
 import {
   RESOLUTION_LIMITS,
   RESOLUTION_OUTCOMES,

@@ -233,9 +233,9 @@ const declarations = {
       "How long, in milliseconds, a stopping worker (SIGTERM or SIGINT) lets its running activities finish after it stops polling (the SDK's `shutdownGraceTime`); then they are cancelled and retried elsewhere (see [Rolling deploys](operations.md#rolling-deploys)).",
     ),
     /**
-     * AES-256-GCM keys of the payload codec (temporal/payload-codec.ts), by key id; the first
+     * AES-256-GCM keys of the payload codec (src/temporal/payload-codec.ts), by key id; the first
      * encrypts, any decrypts. Unset: one key kept in the data directory (development and tests
-     * only, temporal/data-converter.ts).
+     * only, src/temporal/data-converter.ts).
      */
     payloadKeys: variable(
       'TEMPORAL_PAYLOAD_KEYS',

@@ -15,7 +15,7 @@ import { reconProviderOf } from '../domain/recon';
 import type { Mode } from '../domain/types';
 import { transactionEventData } from '../src/activities/events';
 import type { Providers } from '../providers';
-import { startReconExceptionTimer } from '../temporal/recon-runs';
+import { startReconExceptionTimer } from '../src/temporal/recon-runs';
 import type { Client } from '@temporalio/client';
 
 /**

@@ -16,7 +16,7 @@ import {
 } from '../db/disputes';
 import { findTransaction } from '../db/transactions';
 import type { Mode } from '../domain/types';
-import { isNotFound } from '../temporal/connection';
+import { isNotFound } from '../src/temporal/connection';
 import {
   disputeUpdates,
   type DisputeInput,

@@ -16,8 +16,8 @@ import type { Providers } from '../providers';
 import { contradicts, keepContradictingMessage, type ErrorLog } from './contradictions';
 import { keepUnapplied, type Unapplied, type UnappliedReason } from './unapplied';
 import type { Mode, TransactionType } from '../domain/types';
-import { isNotFound } from '../temporal/connection';
-import { decodePayloadsIn } from '../temporal/data-converter';
+import { isNotFound } from '../src/temporal/connection';
+import { decodePayloadsIn } from '../src/temporal/data-converter';
 import { workflowIds } from '../src/workflows/ids';
 import { moneyOutUpdates, type MoneyOutProviderStatus } from '../src/workflows/money-out-shared';
 import {

@@ -66,7 +66,7 @@ import {
   LOCAL_SETTLEMENT_MS,
   listenForSettlement,
   transferAnsweredLocally,
-} from '../../temporal/settlements';
+} from '../temporal/settlements';
 import { transferStep } from './transfer';
 
 /** The detail of an atomic batch's item that passed its checks, not made for another's decline. */

@@ -30,7 +30,7 @@ export type ActivityDeps = {
 };
 
 /**
- * The activities of each task queue (temporal/task-queues.ts), built from their dependencies
+ * The activities of each task queue (src/temporal/task-queues.ts), built from their dependencies
  * (no module-level state): the money steps share one memory of the system accounts (escrow, fees,
  * clearing, fx) they have seen committed, and one of the wallets' currencies.
  */

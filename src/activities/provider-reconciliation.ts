@@ -17,8 +17,8 @@ import type { Mode } from '../../domain/types';
 import type { Providers } from '../../providers';
 import { ProviderNotConfiguredError, ProviderRefusedError } from '../../providers/mobile-money';
 import { booksFor } from '../../providers/recon-books';
-import { startReconExceptionTimer } from '../../temporal/recon-runs';
-import { taskQueueOf } from '../../temporal/task-queues';
+import { startReconExceptionTimer } from '../temporal/recon-runs';
+import { taskQueueOf } from '../temporal/task-queues';
 import { whileBeating } from './heartbeat';
 
 /** How many exceptions' events one page writes, and timers one activity starts. */

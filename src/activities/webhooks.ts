@@ -28,7 +28,7 @@ import {
   WEBHOOK_ANSWER_MAX_BYTES,
   WEBHOOK_TIMEOUT_MS,
 } from '../../outbound/webhook-post';
-import { startWebhookDelivery } from '../../temporal/webhook-deliveries';
+import { startWebhookDelivery } from '../temporal/webhook-deliveries';
 import { webhookRelayId } from '../workflows/ids';
 
 /** Events claimed per relay transaction. */

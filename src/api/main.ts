@@ -2,7 +2,7 @@ import { loadConfig, requireDatabaseUrl, startFailure } from '../../config';
 import { whenDatabaseAnswers } from '../../db/pool';
 import { createLogger } from '../../observability/logger';
 import { startApi } from './server';
-import { checkTemporalAccepts, temporalConnectionOptions } from '../../temporal/connection';
+import { checkTemporalAccepts, temporalConnectionOptions } from '../temporal/connection';
 
 /**
  * `npm run api`: the HTTP API alone (production; needs DATABASE_URL and Temporal). It outlives

@@ -6,7 +6,7 @@ import {
 import { findMoneyOut } from '../../db/money-out';
 import type { TransactionRow } from '../../db/transactions';
 import type { Mode } from '../../domain/types';
-import { taskQueueOf } from '../../temporal/task-queues';
+import { taskQueueOf } from '../temporal/task-queues';
 import type { CardEvent, CardPayoutEvent } from '../../providers/card';
 import {
   ProviderRefusedError,

@@ -18,8 +18,8 @@ import {
   paymentsStarted,
   settledLocally,
 } from '../../observability/metrics';
-import { GRPC_UNAVAILABLE, NEVER_SENT } from '../../temporal/connection';
-import { LOCAL_SETTLEMENT_MS, listenForSettlement } from '../../temporal/settlements';
+import { GRPC_UNAVAILABLE, NEVER_SENT } from '../temporal/connection';
+import { LOCAL_SETTLEMENT_MS, listenForSettlement } from '../temporal/settlements';
 
 /**
  * Runs a payment workflow and waits at most `timeoutMs` for its result. The workflow id is the
@@ -32,7 +32,7 @@ export async function runPaymentWorkflow<W extends Workflow>(
   options: WorkflowStartOptions<W> & {
     timeoutMs: number;
     /**
-     * Which results this process's worker may report at once (temporal/settlements.ts): only
+     * Which results this process's worker may report at once (src/temporal/settlements.ts): only
      * those that a rerun of the workflow's task would give again (a committed, idempotent step).
      */
     answerLocally?: (result: Awaited<ReturnType<W>>) => boolean;
@@ -67,7 +67,7 @@ export async function runPaymentWorkflow<W extends Workflow>(
 
 /**
  * Starts the payment eagerly on this process's worker and, when `answerLocally` says so, answers
- * with the settlement that worker reports (temporal/settlements.ts), `answered` set, instead of
+ * with the settlement that worker reports (src/temporal/settlements.ts), `answered` set, instead of
  * asking the server. Null without such a worker or if the start failed; else the run to wait on.
  */
 async function startAndListen<W extends Workflow, R>(

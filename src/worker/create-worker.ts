@@ -5,13 +5,13 @@ import type { Config } from '../../config';
 import { createQueueActivities } from '../activities';
 import { ensureWebhookRelay } from '../activities/webhooks';
 import { createProviders, type Providers } from '../../providers';
-import { resolutionSinks } from '../../temporal/resolutions';
-import { paymentSinks } from '../../temporal/settlements';
-import { QUEUE_KINDS, taskQueueOf, type QueueKind } from '../../temporal/task-queues';
+import { resolutionSinks } from '../temporal/resolutions';
+import { paymentSinks } from '../temporal/settlements';
+import { QUEUE_KINDS, taskQueueOf, type QueueKind } from '../temporal/task-queues';
 import { createEngineWorker } from './engine-worker';
 import { bundleWorkflows } from './bundle';
-import { temporalDataConverter } from '../../temporal/data-converter';
-import { sdkConnectionOptions, temporalConnectionOptions } from '../../temporal/connection';
+import { temporalDataConverter } from '../temporal/data-converter';
+import { sdkConnectionOptions, temporalConnectionOptions } from '../temporal/connection';
 import {
   workerTracingOptions,
   workflowInterceptorsModule,

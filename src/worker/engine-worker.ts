@@ -4,7 +4,7 @@ import { Worker, type WorkerOptions } from '@temporalio/worker';
 /**
  * The one place the engine builds a Worker, workflows run the SDK's way (its workflow thread, one
  * reused V8 context, deadlock detection). The data converter is required: without the engine's
- * (temporal/data-converter.ts) a worker could not read encrypted payloads.
+ * (src/temporal/data-converter.ts) a worker could not read encrypted payloads.
  */
 export async function createEngineWorker(
   options: WorkerOptions & { dataConverter: DataConverter },

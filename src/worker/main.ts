@@ -9,18 +9,18 @@ import {
   checkTemporalAccepts,
   openTemporalConnection,
   temporalConnectionOptions,
-} from '../../temporal/connection';
+} from '../temporal/connection';
 import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/worker';
 import { runResilientWorker } from './resilient';
 import { ensureSchedules } from './schedules';
-import { temporalDataConverter } from '../../temporal/data-converter';
+import { temporalDataConverter } from '../temporal/data-converter';
 import {
   parseQueueList,
   QUEUE_KINDS,
   QueueListError,
   taskQueueOf,
   type QueueKind,
-} from '../../temporal/task-queues';
+} from '../temporal/task-queues';
 
 /** The `--queues LIST` of the command line (all of them by default). */
 function queuesArgument(args: string[]): QueueKind[] {

@@ -11,7 +11,7 @@ import {
   type Tracing,
 } from '../../observability/tracing';
 import { bundleWorkflows } from './bundle';
-import type { QueueKind } from '../../temporal/task-queues';
+import type { QueueKind } from '../temporal/task-queues';
 import { createWorker, runningConnection, type QueueWorkers } from './create-worker';
 
 export type ResilientWorker = {

@@ -37,7 +37,7 @@ const remote = {
 };
 const resolver = proxyActivities<Activities>(activityPresets.resolution);
 
-/** Tells the API of this worker's process what `open` answers (temporal/settlements.ts). */
+/** Tells the API of this worker's process what `open` answers (src/temporal/settlements.ts). */
 const { payments } = proxySinks<PaymentSinks>();
 
 const CARD_PAYMENT_STATES: readonly string[] = [

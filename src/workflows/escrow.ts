@@ -30,7 +30,7 @@ import { activityPresets } from './retry';
 const local = proxyLocalActivities<Activities>(activityPresets.ledger);
 const remote = proxyActivities<Activities>(activityPresets.ledger);
 
-/** Tells the API of this worker's process how the hold went (temporal/settlements.ts). */
+/** Tells the API of this worker's process how the hold went (src/temporal/settlements.ts). */
 const { payments } = proxySinks<PaymentSinks>();
 
 /**

@@ -43,7 +43,7 @@ const remote = {
 };
 const resolver = proxyActivities<Activities>(activityPresets.resolution);
 
-/** Tells the API of this worker's process what `open` answers (temporal/settlements.ts). */
+/** Tells the API of this worker's process what `open` answers (src/temporal/settlements.ts). */
 const { payments } = proxySinks<PaymentSinks<MoneyOutOpened | Declined>>();
 
 /** Whether this saga runs its steps locally: asked once, at its start. */
@@ -118,7 +118,7 @@ export async function moneyOutSaga(input: MoneyOutInput): Promise<MoneyOutOutcom
   }
 
   /**
-   * Gives `open` its answer once, and tells this process's API (temporal/settlements.ts) and
+   * Gives `open` its answer once, and tells this process's API (src/temporal/settlements.ts) and
    * the bulk payment that started it, if one did (a saga with no parent sends nothing more).
    */
   function answerOnce(value: MoneyOutOpened | Declined): void {

@@ -118,7 +118,7 @@ export type TransferResult =
   | Declined;
 
 /**
- * Sinks of the payment workflows (temporal/settlements.ts): `settled` tells this process's API
+ * Sinks of the payment workflows (src/temporal/settlements.ts): `settled` tells this process's API
  * what a payment first answers (`Result`: the workflow's own), so that a request that started it
  * need not wait on the server.
  */

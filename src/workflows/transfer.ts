@@ -14,7 +14,7 @@ const local = proxyLocalActivities<Activities>(activityPresets.transfer);
 
 const remote = proxyActivities<Activities>(activityPresets.transfer);
 
-/** Tells the API of this worker's process how the transfer settled (temporal/settlements.ts). */
+/** Tells the API of this worker's process how the transfer settled (src/temporal/settlements.ts). */
 const { payments } = proxySinks<PaymentSinks>();
 
 /**

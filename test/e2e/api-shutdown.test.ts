@@ -3,7 +3,7 @@ import { formatPayloadKeys } from '../../config';
 import { createApp } from '../../src/api/app';
 import { createProviders } from '../../providers';
 import { createLogger } from '../../observability/logger';
-import { payloadKeys } from '../../temporal/data-converter';
+import { payloadKeys } from '../../src/temporal/data-converter';
 import { freePort } from '../../net/ports';
 import {
   apiReady,

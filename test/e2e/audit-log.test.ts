@@ -8,7 +8,7 @@ import { formatPayloadKeys, temporalAddress } from '../../config';
 import { createAdmin, type CreatedAdmin } from '../../db/admins';
 import { apiKeyHint } from '../../db/credentials';
 import { createDashboardAccount } from '../../db/dashboard-accounts';
-import { payloadKeys } from '../../temporal/data-converter';
+import { payloadKeys } from '../../src/temporal/data-converter';
 import { assertLedgerInvariant, balanceOf } from '../support/database';
 import { clientFor, createFundedWallet, createUserWithWallet, transfer } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';

@@ -2,7 +2,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createAdmin } from '../../db/admins';
-import { decodePayloadsIn } from '../../temporal/data-converter';
+import { decodePayloadsIn } from '../../src/temporal/data-converter';
 import { workflowIds } from '../../src/workflows/ids';
 import { assertLedgerInvariant, balanceOf, eventsOf, ledgerLegs } from '../support/database';
 import type { TestEngine } from '../support/engine';

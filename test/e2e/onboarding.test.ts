@@ -8,7 +8,7 @@ import {
   findPayoutAccount,
   insertPayoutDocument,
 } from '../../db/payout-accounts';
-import { isNotFound } from '../../temporal/connection';
+import { isNotFound } from '../../src/temporal/connection';
 import { workflowIds } from '../../src/workflows/ids';
 import type { TestApp } from '../support/engine';
 import { clientFor, createUserWithWallet } from '../support/http';

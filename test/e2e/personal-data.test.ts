@@ -1,10 +1,10 @@
 /**
- * Personal data kept by the engine: encrypted in Temporal's histories (temporal/payload-codec.ts),
+ * Personal data kept by the engine: encrypted in Temporal's histories (src/temporal/payload-codec.ts),
  * readable by admins through the codec endpoint the Temporal UI calls
  * (src/api/routes/temporal-codec.ts), and erased from what is kept when the user is deleted.
  */
 import { temporal } from '@temporalio/proto';
-import { PLAINTEXT_REFUSED } from '../../temporal/payload-codec';
+import { PLAINTEXT_REFUSED } from '../../src/temporal/payload-codec';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createAdmin, type CreatedAdmin } from '../../db/admins';

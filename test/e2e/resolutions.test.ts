@@ -5,7 +5,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { formatPayloadKeys, temporalAddress } from '../../config';
 import { createAdmin, type CreatedAdmin } from '../../db/admins';
-import { decodePayloadsIn, payloadKeys } from '../../temporal/data-converter';
+import { decodePayloadsIn, payloadKeys } from '../../src/temporal/data-converter';
 import { workflowIds } from '../../src/workflows/ids';
 import {
   assertLedgerInvariant,

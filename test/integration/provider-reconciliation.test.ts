@@ -4,8 +4,8 @@ import { z } from 'zod';
 import { listReconExceptions, type ReconException } from '../../db/recon-exceptions';
 import { findReconRun, insertReconRun, type ReconRun } from '../../db/recon-runs';
 import { keepContradiction } from '../../intake/contradictions';
-import { startReconciliationRun } from '../../temporal/recon-runs';
-import { taskQueueOf } from '../../temporal/task-queues';
+import { startReconciliationRun } from '../../src/temporal/recon-runs';
+import { taskQueueOf } from '../../src/temporal/task-queues';
 import { workflowIds } from '../../src/workflows/ids';
 import { createTestApp, startTestEngine, type TestApp, type TestEngine } from '../support/engine';
 

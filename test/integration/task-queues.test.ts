@@ -13,7 +13,7 @@ import type { Config } from '../../config';
 import type { DatabasePool } from '../../db/pool';
 import { freePort } from '../../net/ports';
 import { createLogger } from '../../observability/logger';
-import { temporalDataConverter } from '../../temporal/data-converter';
+import { temporalDataConverter } from '../../src/temporal/data-converter';
 import { scratchConfig } from '../../tools/harness/engine';
 import { startTemporalDevServer, type DevServer } from '../../tools/harness/temporal';
 import { MAINTENANCE_SCHEDULE_ID } from '../../src/worker/schedules';

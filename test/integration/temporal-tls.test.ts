@@ -11,7 +11,7 @@ import {
   checkTemporalAccepts,
   connectTemporal,
   temporalConnectionOptions,
-} from '../../temporal/connection';
+} from '../../src/temporal/connection';
 import { assertLedgerInvariant, balanceOf, eventsOf } from '../support/database';
 import { createFundedWallet, createUserWithWallet, transfer } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';

@@ -1,7 +1,7 @@
 import { startScratchServers, type ScratchServers } from '../../tools/harness/scratch';
 import { loadConfig } from '../../config';
 import { findBinary, writeWorkflowBundle } from '../../tools/harness/temporal';
-import { payloadKeys } from '../../temporal/data-converter';
+import { payloadKeys } from '../../src/temporal/data-converter';
 
 export const TEMPLATE_DATABASE = 'wallet_template';
 

@@ -6,10 +6,10 @@ import { loadConfig } from '../../config';
 import { findBinary } from '../../tools/harness/temporal';
 import type { Activities } from '../../src/workflows/activities-types';
 import { bundleWorkflows } from '../../src/worker/bundle';
-import { temporalDataConverter } from '../../temporal/data-converter';
+import { temporalDataConverter } from '../../src/temporal/data-converter';
 import { createEngineWorker } from '../../src/worker/engine-worker';
-import { paymentSinks } from '../../temporal/settlements';
-import { resolutionSinks } from '../../temporal/resolutions';
+import { paymentSinks } from '../../src/temporal/settlements';
+import { resolutionSinks } from '../../src/temporal/resolutions';
 import { registerSearchAttributes } from '../workflow/scenarios';
 import { quietTemporalRuntime } from './engine';
 

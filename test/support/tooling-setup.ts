@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../config';
 import { writeWorkflowBundle } from '../../tools/harness/temporal';
-import { payloadKeys } from '../../temporal/data-converter';
+import { payloadKeys } from '../../src/temporal/data-converter';
 
 /**
  * Once per run of the `tooling` Jest project: the workflow bundle that the engines these tests

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { formatPayloadKeys, type Config } from '../../config';
-import { payloadKeys } from '../../temporal/data-converter';
+import { payloadKeys } from '../../src/temporal/data-converter';
 import { waitFor } from './wait';
 
 const root = path.resolve(__dirname, '../..');

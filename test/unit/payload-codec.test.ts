@@ -9,8 +9,8 @@ import {
   ENCRYPTED_ENCODING,
   KEY_ID_METADATA,
   PayloadCodecError,
-} from '../../temporal/payload-codec';
-import { decodePayloadsIn, payloadKeys } from '../../temporal/data-converter';
+} from '../../src/temporal/payload-codec';
+import { decodePayloadsIn, payloadKeys } from '../../src/temporal/data-converter';
 
 const oldKey: PayloadKey = { id: 'k2025', key: randomBytes(32) };
 const newKey: PayloadKey = { id: 'k2026', key: randomBytes(32) };

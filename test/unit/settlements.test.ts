@@ -1,5 +1,5 @@
 import type { WorkflowInfo } from '@temporalio/workflow';
-import { listenForSettlement, paymentSinks } from '../../temporal/settlements';
+import { listenForSettlement, paymentSinks } from '../../src/temporal/settlements';
 import type { TransferResult } from '../../src/workflows/shared';
 
 /** What the worker does when a workflow calls the `payments.settled` sink. */

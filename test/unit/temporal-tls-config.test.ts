@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { ConfigurationError, loadConfig, startFailure } from '../../config';
-import { sdkConnectionOptions, temporalConnectionOptions } from '../../temporal/connection';
+import { sdkConnectionOptions, temporalConnectionOptions } from '../../src/temporal/connection';
 import { makeCertificates, type Certificates } from '../support/tls-terminator';
 
 let dir = '';

@@ -18,7 +18,7 @@ import {
   workflowBundle,
 } from '../support/time-skipping';
 import { createEngineWorker } from '../../src/worker/engine-worker';
-import { paymentSinks } from '../../temporal/settlements';
+import { paymentSinks } from '../../src/temporal/settlements';
 import {
   advanceTime,
   cardDepositExpiredByAdvance,

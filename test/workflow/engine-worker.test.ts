@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { InjectedSinks, Worker } from '@temporalio/worker';
-import { PLAINTEXT_REFUSED } from '../../temporal/payload-codec';
+import { PLAINTEXT_REFUSED } from '../../src/temporal/payload-codec';
 import { bundleWorkflows } from '../../src/worker/bundle';
 import { createEngineWorker } from '../../src/worker/engine-worker';
 import { createTimeSkippingEnv, testDataConverter } from '../support/time-skipping';

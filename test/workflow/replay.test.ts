@@ -11,9 +11,9 @@ import { quietTemporalRuntime } from '../support/engine';
 import { historyFromJSON, historyToJSON, type History } from '../support/history-json';
 import { workflowBundle } from '../support/time-skipping';
 import { loadConfig } from '../../config';
-import { temporalDataConverter } from '../../temporal/data-converter';
-import { resolutionSinks } from '../../temporal/resolutions';
-import { paymentSinks } from '../../temporal/settlements';
+import { temporalDataConverter } from '../../src/temporal/data-converter';
+import { resolutionSinks } from '../../src/temporal/resolutions';
+import { paymentSinks } from '../../src/temporal/settlements';
 
 const HISTORIES_DIR = path.join(__dirname, '..', 'fixtures', 'histories');
 

@@ -6,7 +6,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { startWebhookDelivery } from '../../temporal/webhook-deliveries';
+import { startWebhookDelivery } from '../../src/temporal/webhook-deliveries';
 import { progress, type Engine, type Fixture } from './engine';
 import { failure, type HttpClient } from './senders';
 

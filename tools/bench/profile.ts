@@ -9,7 +9,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { Client } from '@temporalio/client';
-import { connectTemporal, temporalConnectionOptions } from '../../temporal/connection';
+import { connectTemporal, temporalConnectionOptions } from '../../src/temporal/connection';
 import { temporal as proto } from '@temporalio/proto';
 import { type ActivityInterceptorsFactory, type WorkerOptions } from '@temporalio/worker';
 import { createEngineWorker } from '../../src/worker/engine-worker';

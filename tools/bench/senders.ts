@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { Client, Connection } from '@temporalio/client';
 import { parsePayloadKeys } from '../../config';
-import { dataConverterOf } from '../../temporal/data-converter';
+import { dataConverterOf } from '../../src/temporal/data-converter';
 import type { Send } from './load';
 
 // HTTP: a small keep-alive client (lighter than fetch: it shares the CPU with the server).

@@ -6,8 +6,8 @@ import { loadConfig, type Config } from '../../config';
 import type { DatabasePool } from '../../db/pool';
 import type { Logger } from '../../observability/logger';
 import { createWorker, runningConnection, type QueueWorkers } from '../../src/worker/create-worker';
-import { temporalDataConverter } from '../../temporal/data-converter';
-import { connectTemporal, temporalConnectionOptions } from '../../temporal/connection';
+import { temporalDataConverter } from '../../src/temporal/data-converter';
+import { connectTemporal, temporalConnectionOptions } from '../../src/temporal/connection';
 
 type ScratchOptions = {
   databaseUrl: string;

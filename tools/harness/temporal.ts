@@ -9,7 +9,7 @@ import { DefaultLogger, makeTelemetryFilterString, Runtime } from '@temporalio/w
 import { bundleWorkflows } from '../../src/worker/bundle';
 import { SEARCH_ATTRIBUTE_DEFINITIONS } from '../../src/workflows/shared';
 import { lastLines, literally, removePidFile, stopLeftover, writePidFile } from './processes';
-import { connectTemporal, type TemporalConnectionOptions } from '../../temporal/connection';
+import { connectTemporal, type TemporalConnectionOptions } from '../../src/temporal/connection';
 
 const rootDir = path.resolve(__dirname, '..', '..');
 const WHEELS = {

@@ -13,8 +13,8 @@ import { format, resolveConfig } from 'prettier';
 import { RECORDED_SCENARIOS, registerSearchAttributes } from '../../test/workflow/scenarios';
 import { findBinary } from '../harness/temporal';
 import { historyToJSON } from '../../test/support/history-json';
-import { resolutionSinks } from '../../temporal/resolutions';
-import { paymentSinks } from '../../temporal/settlements';
+import { resolutionSinks } from '../../src/temporal/resolutions';
+import { paymentSinks } from '../../src/temporal/settlements';
 
 const rootDir = path.resolve(__dirname, '..', '..');
 const HISTORIES_DIR = path.join(rootDir, 'test', 'fixtures', 'histories');

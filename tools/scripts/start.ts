@@ -5,7 +5,7 @@ import {
   checkTemporalAccepts,
   openTemporalConnection,
   temporalConnectionOptions,
-} from '../../temporal/connection';
+} from '../../src/temporal/connection';
 import { startApi } from '../../src/api/server';
 import { CODEC_PATH } from '../../src/api/routes/temporal-codec';
 import { loadConfig, type Config } from '../../config';
@@ -29,7 +29,7 @@ import {
 import { createLogger, type Logger } from '../../observability/logger';
 import { runResilientWorker } from '../../src/worker/resilient';
 import { ensureSchedules } from '../../src/worker/schedules';
-import { temporalDataConverter } from '../../temporal/data-converter';
+import { temporalDataConverter } from '../../src/temporal/data-converter';
 
 /**
  * `npm start`: the whole engine on one machine (embedded Postgres and the Temporal dev server

@@ -15,7 +15,7 @@ import {
 } from '../../../db/webhook-subscriptions';
 import { EVENT_TYPES } from '../../../domain/events';
 import type { Caller } from '../../../domain/types';
-import { startWebhookDelivery } from '../../../temporal/webhook-deliveries';
+import { startWebhookDelivery } from '../../temporal/webhook-deliveries';
 import { assertOwned } from '../access';
 import { audited } from '../audit';
 import type { ApiDeps } from '../deps';

@@ -30,8 +30,8 @@ import {
   signalReconExceptionResolved,
   startReconciliationRun,
   type ReconExceptionTimer,
-} from '../../../temporal/recon-runs';
-import { taskQueueOf } from '../../../temporal/task-queues';
+} from '../../temporal/recon-runs';
+import { taskQueueOf } from '../../temporal/task-queues';
 import { workflowIds } from '../../workflows/ids';
 import { reconAdjustWorkflow } from '../../workflows/recon-adjust';
 import { assertOwned } from '../access';

@@ -40,7 +40,7 @@ import {
   uuidPattern,
 } from '../schemas';
 import { TransactionBody, transactionBodies, transactionMetadata } from '../serializers';
-import { isNotFound } from '../../../temporal/connection';
+import { isNotFound } from '../../temporal/connection';
 import { reconExceptionsOfPayment } from '../../../db/recon-resolutions';
 import {
   buildTimeline,
@@ -48,7 +48,7 @@ import {
   TimelineStep,
   WORKFLOW_STATUSES,
 } from '../../../timeline';
-import { decodePayloadsIn } from '../../../temporal/data-converter';
+import { decodePayloadsIn } from '../../temporal/data-converter';
 
 const ListQuery = PageQuery.extend({
   // No default here: the handler must tell an explicit page from none (not with starting_after).

@@ -9,7 +9,7 @@ import { defineRoute, type Route } from '../route';
 import { TransferRequest, transferFields } from '../payment-requests';
 import { TransactionBody, madeStepAnswer } from '../serializers';
 import { paymentSearchAttributes, runPaymentWorkflow } from '../temporal';
-import { transferAnsweredLocally } from '../../../temporal/settlements';
+import { transferAnsweredLocally } from '../../temporal/settlements';
 
 export function transferRoutes(deps: ApiDeps): Route[] {
   const { pool, config } = deps;

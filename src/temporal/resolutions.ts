@@ -1,6 +1,6 @@
 import type { InjectedSinks } from '@temporalio/worker';
-import { paymentResolutions } from '../observability/metrics';
-import type { ResolutionSinks } from '../src/workflows/resolution';
+import { paymentResolutions } from '../../observability/metrics';
+import type { ResolutionSinks } from '../workflows/resolution';
 
 /**
  * The `operators` sink (src/workflows/resolution.ts): a payment workflow that an operator's

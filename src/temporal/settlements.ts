@@ -1,5 +1,5 @@
 import type { InjectedSinks } from '@temporalio/worker';
-import type { PaymentSinks, TransferResult } from '../src/workflows/shared';
+import type { PaymentSinks, TransferResult } from '../workflows/shared';
 
 /** Requests of this process waiting for a payment's settlement, by workflow id. */
 const waiting = new Map<string, Set<(result: unknown) => void>>();

@@ -3,8 +3,8 @@ import {
   WorkflowIdReusePolicy,
   type Client,
 } from '@temporalio/client';
-import type { DeliveryTarget } from '../db/webhook-deliveries';
-import { webhookDeliveryId } from '../src/workflows/ids';
+import type { DeliveryTarget } from '../../db/webhook-deliveries';
+import { webhookDeliveryId } from '../workflows/ids';
 
 /**
  * Starts one delivery workflow (the relay's, or a redelivery the API asked for); one that

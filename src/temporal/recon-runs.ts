@@ -3,15 +3,15 @@ import {
   WorkflowIdReusePolicy,
   type Client,
 } from '@temporalio/client';
-import type { Mode } from '../domain/types';
-import { workflowIds } from '../src/workflows/ids';
+import type { Mode } from '../../domain/types';
+import { workflowIds } from '../workflows/ids';
 import {
   reconExceptionInput,
   reconExceptionResolved,
   reconExceptionWake,
   type ReconExceptionInput,
   type ReconRunInput,
-} from '../src/workflows/recon-shared';
+} from '../workflows/recon-shared';
 
 /**
  * Starts the workflow of a provider reconciliation run, `recon-run-<runId>` (on the maintenance
