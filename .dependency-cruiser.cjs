@@ -76,20 +76,20 @@ module.exports = {
     ),
     forbid(
       'sql-in-db',
-      'SQL lives in db/: call a db/ function; take DatabasePool and co. from db/pool.ts.',
-      { pathNot: ['^db/', TOOLING] },
+      'SQL lives in src/db/: call a src/db/ function; take DatabasePool and co. from src/db/pool.ts.',
+      { pathNot: ['^src/db/', TOOLING] },
       { path: pkg('(slonik|pg)') },
     ),
     forbid(
       'db-takes-workflow-types-only',
-      'db/ may use workflow types, never workflow code.',
-      { path: '^db/' },
+      'src/db/ may use workflow types, never workflow code.',
+      { path: '^src/db/' },
       { path: '^src/workflows/', dependencyTypesNot: ['type-only'] },
     ),
     forbid(
       'db-is-storage',
-      'db/ is the storage layer: it never imports the layers above it.',
-      { path: '^db/' },
+      'src/db/ is the storage layer: it never imports the layers above it.',
+      { path: '^src/db/' },
       { path: '^(src/api|src/activities|providers|src/worker|intake|src/temporal)/' },
     ),
     forbid(

@@ -9,19 +9,19 @@ import {
   findApplication,
   updateApplicationSettings,
   type ApplicationRow,
-} from '../db/applications';
-import { createAdmin, listAdmins, revokeAdmin } from '../db/admins';
-import { CapReachedError } from '../db/caps';
-import { createCredential, listCredentials, revokeCredential } from '../db/credentials';
+} from '../src/db/applications';
+import { createAdmin, listAdmins, revokeAdmin } from '../src/db/admins';
+import { CapReachedError } from '../src/db/caps';
+import { createCredential, listCredentials, revokeCredential } from '../src/db/credentials';
 import {
   createDashboardAccount,
   findDashboardAccountByEmail,
   listDashboardAccounts,
   revokeDashboardSessionsByEmail,
-} from '../db/dashboard-accounts';
+} from '../src/db/dashboard-accounts';
 import { emailAllowed, PASSWORD_RULE, passwordAllowed } from '../domain/dashboard-access';
-import { withAudit, type AuditSource } from '../db/audit-log';
-import { createDatabasePool, type DatabasePool } from '../db/pool';
+import { withAudit, type AuditSource } from '../src/db/audit-log';
+import { createDatabasePool, type DatabasePool } from '../src/db/pool';
 import { openLocalDatabase } from '../tools/harness/postgres';
 import { minorToDecimalString, parseMajorDecimal } from '../domain/money';
 import { APPLICATION_FEE_METHODS } from '../domain/fees';

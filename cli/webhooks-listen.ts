@@ -1,18 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { findApplication } from '../db/applications';
-import { findEvents, readEventWindow, type FeedScope } from '../db/event-feed';
+import { findApplication } from '../src/db/applications';
+import { findEvents, readEventWindow, type FeedScope } from '../src/db/event-feed';
 import {
   LISTENERS_CHANNEL,
   listenersPayload,
   pruneEventListeners,
   removeEventListener,
   renewEventListener,
-} from '../db/event-listeners';
-import type { DatabasePool } from '../db/pool';
-import type { EventRow } from '../db/webhook-deliveries';
-import { listenForEvents, type EventListener } from '../db/webhook-listener';
+} from '../src/db/event-listeners';
+import type { DatabasePool } from '../src/db/pool';
+import type { EventRow } from '../src/db/webhook-deliveries';
+import { listenForEvents, type EventListener } from '../src/db/webhook-listener';
 import { EVENT_TYPES } from '../domain/events';
 import type { Mode } from '../domain/types';
 import {

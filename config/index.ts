@@ -2,7 +2,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { databaseTls, withCaFile } from '../db/connection';
+import { databaseTls, withCaFile } from '../src/db/connection';
 import { derived, schemaOf, settingsOf, variable, type Settings } from './declare';
 
 /**
@@ -568,7 +568,7 @@ const declarations = {
   },
   /**
    * Requests a minute of callers that no credential names, counted like the applications'
-   * (db/rate-limit.ts): per client address before a dashboard session (signing in included) and
+   * (src/db/rate-limit.ts): per client address before a dashboard session (signing in included) and
    * on the 3-D Secure page, per account after. See docs/security.md, Throttles and lockouts.
    */
   throttles: {

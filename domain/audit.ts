@@ -1,6 +1,6 @@
 /**
  * The audit log's entry (docs/security.md, Audit log), as the API, the command line and the
- * activities that make a change hand it to `recordAudit` (db/audit-log.ts). Pure: a workflow
+ * activities that make a change hand it to `recordAudit` (src/db/audit-log.ts). Pure: a workflow
  * carries an entry in its input to the activity whose transaction writes the change.
  */
 import type { Mode } from './types';

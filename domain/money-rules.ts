@@ -2,7 +2,7 @@ import type { ErrorCode } from './errors';
 
 /**
  * Every decline of every money step, written once, as data; the first rule that does not hold is
- * the answer. `decide` reads the same list as the SQL compiled from it (db/money-rules.ts), so no
+ * the answer. `decide` reads the same list as the SQL compiled from it (src/db/money-rules.ts), so no
  * path can decide a decline its own way. See docs/architecture.md, Money rules.
  */
 
@@ -32,7 +32,7 @@ export type HoldFacts = {
 
 /**
  * What a card refund or a dispute's opening reads of the card deposit it concerns
- * (db/card-cases.ts, under its lock in the activity): `left` is what neither a refund (pending or
+ * (src/db/card-cases.ts, under its lock in the activity): `left` is what neither a refund (pending or
  * completed) nor a dispute not won has taken.
  */
 export type DepositFacts = {
@@ -275,7 +275,7 @@ export const depositRules = step(
 
 /**
  * A deposit's completion: the provider has the money, so it is credited as recorded (its
- * currency held by the pending record: db/transactions.ts `insertTransactionInCurrency`).
+ * currency held by the pending record: src/db/transactions.ts `insertTransactionInCurrency`).
  */
 export const depositCompletionRules = step('deposit completion', [], [], []);
 
@@ -359,7 +359,7 @@ export function disputeReserve(amount: bigint, left: bigint, balance: bigint): b
 /**
  * A card refund of `amount` (null: all that is left) of `deposit`, paid back by `wallet`, the
  * wallet it credited. The API decides it over what it reads without a lock, then names the
- * amount; the reserve decides it again under the deposit's lock (db/card-cases.ts).
+ * amount; the reserve decides it again under the deposit's lock (src/db/card-cases.ts).
  */
 export const cardRefundRules = step(
   'card refund',
@@ -399,7 +399,7 @@ const CURRENCY_SWITCH_BLOCKERS = [
   { blocker: 'disputed', detail: 'a dispute of the application is still open' },
 ] as const;
 
-/** What db/applications.ts reads of an application before switching its base currency. */
+/** What src/db/applications.ts reads of an application before switching its base currency. */
 export type CurrencySwitchFacts = {
   [B in (typeof CURRENCY_SWITCH_BLOCKERS)[number]['blocker']]: boolean;
 };
@@ -475,7 +475,7 @@ export function compareValues(op: string, left: Value, right: Value): boolean {
   }
 }
 
-/** An expression's truth over the facts, by SQL's rules (db/money-rules.ts compiles it so). */
+/** An expression's truth over the facts, by SQL's rules (src/db/money-rules.ts compiles it so). */
 export function truthOf(expr: Expr, facts: Facts<string, string>): Truth {
   switch (expr.op) {
     case 'exists': {

@@ -8,7 +8,7 @@ export type Caller = {
   credentialId: string;
   /**
    * A caller no credential names (a dashboard session): the subject its requests are counted
-   * under in the rate limits (db/rate-limit.ts `sessionSubject`).
+   * under in the rate limits (src/db/rate-limit.ts `sessionSubject`).
    */
   rateLimitSubject?: string;
 };

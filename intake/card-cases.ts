@@ -3,8 +3,8 @@
  * refund saga and the dispute workflow. Each is kept in `provider_notifications` with what became
  * of it, as the payment events are (intake/notifications.ts).
  */
-import { findNotifiedPayment, insertProviderNotification } from '../db/provider-notifications';
-import { findTransaction } from '../db/transactions';
+import { findNotifiedPayment, insertProviderNotification } from '../src/db/provider-notifications';
+import { findTransaction } from '../src/db/transactions';
 import type { Mode } from '../domain/types';
 import type { CardCaseEvent } from '../providers/card';
 import type { DisputeStatus } from '../src/workflows/dispute-shared';

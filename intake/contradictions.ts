@@ -4,12 +4,12 @@
  * dropped; the operator and the reconciliation take it from there.
  */
 import { providerContradictions } from '../observability/metrics';
-import { findMoneyOut } from '../db/money-out';
-import { insertPaymentContradiction } from '../db/payment-contradictions';
-import { openContradictionException } from '../db/recon-matching';
-import type { DatabasePool } from '../db/pool';
-import { findTransaction } from '../db/transactions';
-import { insertEvent } from '../db/transaction-events';
+import { findMoneyOut } from '../src/db/money-out';
+import { insertPaymentContradiction } from '../src/db/payment-contradictions';
+import { openContradictionException } from '../src/db/recon-matching';
+import type { DatabasePool } from '../src/db/pool';
+import { findTransaction } from '../src/db/transactions';
+import { insertEvent } from '../src/db/transaction-events';
 import { minorToMajorNumber } from '../domain/money';
 import { reconProviderOf } from '../domain/recon';
 import type { Mode } from '../domain/types';

@@ -13,8 +13,8 @@ import {
   findDispute,
   findDisputeByProviderReference,
   type DisputeRow,
-} from '../db/disputes';
-import { findTransaction } from '../db/transactions';
+} from '../src/db/disputes';
+import { findTransaction } from '../src/db/transactions';
 import type { Mode } from '../domain/types';
 import { isNotFound } from '../src/temporal/connection';
 import {

@@ -5,13 +5,13 @@
  */
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import { type SearchAttributePair, type UpdateDefinition } from '@temporalio/common';
-import type { DatabasePool } from '../db/pool';
+import type { DatabasePool } from '../src/db/pool';
 import {
   findNotifiedPayment,
   insertProviderNotification,
   type NotificationOutcome,
-} from '../db/provider-notifications';
-import { findTransaction } from '../db/transactions';
+} from '../src/db/provider-notifications';
+import { findTransaction } from '../src/db/transactions';
 import type { Providers } from '../providers';
 import { contradicts, keepContradictingMessage, type ErrorLog } from './contradictions';
 import { keepUnapplied, type Unapplied, type UnappliedReason } from './unapplied';

@@ -4,7 +4,7 @@
  * spare it a request that the record already refuses.
  */
 import { ApplicationFailure, WorkflowUpdateFailedError } from '@temporalio/client';
-import { findTransaction, type TransactionRow } from '../db/transactions';
+import { findTransaction, type TransactionRow } from '../src/db/transactions';
 import type { AuditEntry } from '../domain/audit';
 import { workflowIds } from '../src/workflows/ids';
 import {

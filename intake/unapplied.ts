@@ -3,8 +3,8 @@
  * `provider_notifications` as `unapplied` for an operator, logged at error and counted
  * (docs/operations.md, "Provider events kept for an operator"). Every intake path comes here.
  */
-import { insertProviderNotification } from '../db/provider-notifications';
-import type { DatabasePool } from '../db/pool';
+import { insertProviderNotification } from '../src/db/provider-notifications';
+import type { DatabasePool } from '../src/db/pool';
 import type { Mode } from '../domain/types';
 import { providerEventsUnapplied } from '../observability/metrics';
 import type { ErrorLog } from './contradictions';

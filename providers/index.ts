@@ -1,4 +1,4 @@
-import type { DatabasePool } from '../db/pool';
+import type { DatabasePool } from '../src/db/pool';
 import type { Config } from '../config';
 import type { Mode } from '../domain/types';
 import { sandboxWebhookSecret } from '../outbound/secret-box';

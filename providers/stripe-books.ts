@@ -43,7 +43,7 @@ export type StripeBooksOptions = {
   api?: { host: string; port: number; protocol: 'http' | 'https' };
   timeoutMs?: number;
   client?: Stripe;
-  /** The application's connected payout accounts of the mode (db/payout-accounts.ts). */
+  /** The application's connected payout accounts of the mode (src/db/payout-accounts.ts). */
   connectedAccounts: (window: BookWindow) => Promise<readonly string[]>;
 };
 

@@ -16,20 +16,16 @@ import {
   recordBatchItemResults,
   type BatchRow,
   type PendingBatchItem,
-} from '../../db/batches';
-import { postLedgerTransaction } from '../../db/ledger';
-import {
-  PAYOUTS_NOT_ENABLED,
-  canReceivePayouts,
-  findPayoutAccount,
-} from '../../db/payout-accounts';
-import type { DatabasePool, DatabaseTransactionConnection } from '../../db/pool';
-import { takeRateLimit } from '../../db/rate-limit';
-import { transactionsInsertPart, writtenTransaction } from '../../db/transactions';
-import { eventsInsertPart } from '../../db/transaction-events';
-import { lockTransferWallets } from '../../db/transfers';
-import { walletStates } from '../../db/wallets';
-import { findApplication } from '../../db/applications';
+} from '../db/batches';
+import { postLedgerTransaction } from '../db/ledger';
+import { PAYOUTS_NOT_ENABLED, canReceivePayouts, findPayoutAccount } from '../db/payout-accounts';
+import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
+import { takeRateLimit } from '../db/rate-limit';
+import { transactionsInsertPart, writtenTransaction } from '../db/transactions';
+import { eventsInsertPart } from '../db/transaction-events';
+import { lockTransferWallets } from '../db/transfers';
+import { walletStates } from '../db/wallets';
+import { findApplication } from '../db/applications';
 import { BATCH_ITEM_CATEGORY, BATCH_ITEM_TYPE } from '../../domain/batches';
 import type { Currency } from '../../domain/money';
 import {

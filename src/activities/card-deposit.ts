@@ -1,5 +1,5 @@
 import type { Config } from '../../config';
-import { findApplication } from '../../db/applications';
+import { findApplication } from '../db/applications';
 import {
   findCardDeposit,
   lockCardDeposit,
@@ -7,11 +7,11 @@ import {
   type CardDepositMetadata,
   type CardDepositRecord,
   type CardPaymentMetadata,
-} from '../../db/card-deposits';
-import { systemAccountsIn, type SystemAccountMemory } from '../../db/ledger';
-import { recordMoneyStep } from '../../db/money-steps';
-import type { DatabasePool } from '../../db/pool';
-import type { TransactionRow } from '../../db/transactions';
+} from '../db/card-deposits';
+import { systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
+import { recordMoneyStep } from '../db/money-steps';
+import type { DatabasePool } from '../db/pool';
+import type { TransactionRow } from '../db/transactions';
 import { computeCardDepositFees } from '../../domain/fees';
 import { cardDepositCompletionPostings } from '../../domain/ledger';
 import { minorToMajorNumber } from '../../domain/money';
@@ -68,7 +68,7 @@ export function createCardDepositActivities(deps: {
   pool: DatabasePool;
   providers: Providers;
   config: Config;
-  /** System account ids seen committed (db/ledger.ts); none to start with when absent. */
+  /** System account ids seen committed (src/db/ledger.ts); none to start with when absent. */
   systemAccounts?: SystemAccountMemory;
 }) {
   const { pool, providers, config } = deps;

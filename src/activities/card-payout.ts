@@ -1,5 +1,5 @@
 import type { Config } from '../../config';
-import type { ApplicationRow } from '../../db/applications';
+import type { ApplicationRow } from '../db/applications';
 import { computeMoneyOutFees, type FeeRule } from '../../domain/fees';
 import type { Mode } from '../../domain/types';
 import type { Providers } from '../../providers';

@@ -1,12 +1,12 @@
 import type { Config } from '../../config';
-import { lockCardCase } from '../../db/card-cases';
-import { depositFacts } from '../../db/card-cases';
+import { lockCardCase } from '../db/card-cases';
+import { depositFacts } from '../db/card-cases';
 import { cardRefundRules } from '../../domain/money-rules';
 import type { Mode } from '../../domain/types';
 import type { Providers } from '../../providers';
 import type { CardRefundStatus, RefundReason } from '../../providers/card';
 import type { PayoutStatus } from '../../providers/mobile-money';
-import type { ApplicationRow } from '../../db/applications';
+import type { ApplicationRow } from '../db/applications';
 import type { MoneyOutInput } from '../workflows/money-out-shared';
 import { refuseUnlessAll } from './money-rules';
 import type { MoneyOutPort, MoneyOutPrice, MoneyOutSpec } from './money-out';
@@ -82,7 +82,7 @@ function cardRefundPort(providers: Providers, mode: Mode): MoneyOutPort {
 /**
  * Card refunds, as a kind of the money-out saga (src/activities/money-out.ts): the wallet the deposit
  * credited pays back the amount, the card provider refunds it to the card. The reserve decides
- * under the deposit's lock (db/card-cases.ts), which disputes of the deposit take too.
+ * under the deposit's lock (src/db/card-cases.ts), which disputes of the deposit take too.
  */
 export const cardRefundSpec: MoneyOutSpec = {
   type: 'card_refund',

@@ -1,5 +1,5 @@
 import type { Config } from '../../config';
-import type { ApplicationRow } from '../../db/applications';
+import type { ApplicationRow } from '../db/applications';
 import { CASHOUT_PROVIDER_FEE, computeMoneyOutFees } from '../../domain/fees';
 import { sleInBaseCurrency, sleToUsd } from '../../domain/fx';
 import type { Providers } from '../../providers';

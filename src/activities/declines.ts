@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { isPermanentDatabaseError } from '../../db/errors';
+import { isPermanentDatabaseError } from '../db/errors';
 import type { ErrorCode } from '../../domain/errors';
 
 /**

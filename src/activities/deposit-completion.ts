@@ -1,8 +1,8 @@
-import { recordAudit } from '../../db/audit-log';
-import { lockAccounts } from '../../db/ledger';
-import { recordMoneyStep, type StepLedger } from '../../db/money-steps';
-import type { DatabasePool, DatabaseTransactionConnection } from '../../db/pool';
-import type { TransactionRow } from '../../db/transactions';
+import { recordAudit } from '../db/audit-log';
+import { lockAccounts } from '../db/ledger';
+import { recordMoneyStep, type StepLedger } from '../db/money-steps';
+import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
+import type { TransactionRow } from '../db/transactions';
 import type { AuditEntry } from '../../domain/audit';
 
 /** A deposit's record: its payment row and its provider's metadata. */

@@ -1,19 +1,14 @@
 import type { Config } from '../../config';
-import { findApplication } from '../../db/applications';
-import {
-  findDeposit,
-  lockDeposit,
-  type DepositMetadata,
-  type DepositRecord,
-} from '../../db/deposits';
-import { systemAccountsIn, type SystemAccountMemory } from '../../db/ledger';
-import type { CommonQueryMethods, DatabasePool } from '../../db/pool';
+import { findApplication } from '../db/applications';
+import { findDeposit, lockDeposit, type DepositMetadata, type DepositRecord } from '../db/deposits';
+import { systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
+import type { CommonQueryMethods, DatabasePool } from '../db/pool';
 import {
   insertTransactionInCurrency,
   type NewTransaction,
   type TransactionRow,
-} from '../../db/transactions';
-import { walletStates } from '../../db/wallets';
+} from '../db/transactions';
+import { walletStates } from '../db/wallets';
 import type { Currency } from '../../domain/money';
 import { computeDepositFees } from '../../domain/fees';
 import { sleInBaseCurrency, sleToUsd } from '../../domain/fx';
@@ -88,7 +83,7 @@ export async function checkDepositWallet(
 
 /**
  * A deposit's pending record, written only while its wallet still holds the deposit's currency
- * (db/transactions.ts `insertTransactionInCurrency`): a currency switch that committed since the
+ * (src/db/transactions.ts `insertTransactionInCurrency`): a currency switch that committed since the
  * first check refuses the deposit, and one that comes after finds the deposit open.
  */
 export async function insertPendingDeposit(
@@ -108,7 +103,7 @@ export function createDepositActivities(deps: {
   pool: DatabasePool;
   providers: Providers;
   config: Config;
-  /** System account ids seen committed (db/ledger.ts); none to start with when absent. */
+  /** System account ids seen committed (src/db/ledger.ts); none to start with when absent. */
   systemAccounts?: SystemAccountMemory;
 }) {
   const { pool, providers, config } = deps;

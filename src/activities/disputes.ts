@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { recordAudit } from '../../db/audit-log';
-import { depositFacts, lockCardCase } from '../../db/card-cases';
+import { recordAudit } from '../db/audit-log';
+import { depositFacts, lockCardCase } from '../db/card-cases';
 import {
   disputeAnswer,
   disputeRecord,
@@ -8,16 +8,16 @@ import {
   insertDispute,
   lockDispute,
   setDisputeStatus,
-} from '../../db/disputes';
+} from '../db/disputes';
 import {
   lockAccounts,
   postLedgerTransaction,
   systemAccountsIn,
   type SystemAccountMemory,
-} from '../../db/ledger';
-import { recordMoneyStep } from '../../db/money-steps';
-import type { DatabasePool } from '../../db/pool';
-import { insertEvent } from '../../db/transaction-events';
+} from '../db/ledger';
+import { recordMoneyStep } from '../db/money-steps';
+import type { DatabasePool } from '../db/pool';
+import { insertEvent } from '../db/transaction-events';
 import type { AuditEntry } from '../../domain/audit';
 import { disputePostings } from '../../domain/ledger';
 import { disputeOpenRules, disputeReserve } from '../../domain/money-rules';

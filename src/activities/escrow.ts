@@ -5,22 +5,22 @@ import {
   shrinkHoldPart,
   type EscrowFeeMemory,
   type HoldMemory,
-} from '../../db/escrow';
+} from '../db/escrow';
 import {
   lockAccounts,
   rememberedSystemAccount,
   systemAccountsIn,
   type SystemAccountMemory,
-} from '../../db/ledger';
+} from '../db/ledger';
 import { remember } from '../../cache/bounded';
-import { recordAnswer, recordMoneyStep, recordMoneyStepAtOnce } from '../../db/money-steps';
-import { afterCommit, type DatabasePool, type DatabaseTransactionConnection } from '../../db/pool';
-import { findTransaction, transactionRecord, type TransactionRow } from '../../db/transactions';
+import { recordAnswer, recordMoneyStep, recordMoneyStepAtOnce } from '../db/money-steps';
+import { afterCommit, type DatabasePool, type DatabaseTransactionConnection } from '../db/pool';
+import { findTransaction, transactionRecord, type TransactionRow } from '../db/transactions';
 import {
   rememberWalletCurrencies,
   walletStatesUnlessMade,
   type WalletCurrencyMemory,
-} from '../../db/wallets';
+} from '../db/wallets';
 import { computeEscrowFee } from '../../domain/fees';
 import { holdPostings, refundPostings, releasePostings } from '../../domain/ledger';
 import { minorToMajorNumber, type Currency } from '../../domain/money';
@@ -63,9 +63,9 @@ function stepDone(row: TransactionRow, remaining: bigint, answered?: unknown): E
  */
 export function createEscrowActivities(deps: {
   pool: DatabasePool;
-  /** System account ids seen committed (db/ledger.ts); none to start with when absent. */
+  /** System account ids seen committed (src/db/ledger.ts); none to start with when absent. */
   systemAccounts?: SystemAccountMemory;
-  /** Wallet currencies seen (db/wallets.ts); none to start with when absent. */
+  /** Wallet currencies seen (src/db/wallets.ts); none to start with when absent. */
   walletCurrencies?: WalletCurrencyMemory;
 }) {
   const { pool } = deps;
@@ -122,7 +122,7 @@ export function createEscrowActivities(deps: {
   }
 
   /**
-   * The hold in one statement (db/escrow.ts `holdGuard`), when the sender's wallet and its escrow
+   * The hold in one statement (src/db/escrow.ts `holdGuard`), when the sender's wallet and its escrow
    * account have been seen before; null when it must run the usual way (which says why).
    */
   async function holdAtOnce(input: HoldInput): Promise<EscrowStepResult | null> {
@@ -250,7 +250,7 @@ export function createEscrowActivities(deps: {
   }
 
   /**
-   * The release in one statement (db/escrow.ts `releaseGuard`), when this process remembers the
+   * The release in one statement (src/db/escrow.ts `releaseGuard`), when this process remembers the
    * hold, the application's escrow fee and, for a fee, its fee account; null when it must run
    * the usual way (which says why, and remembers them again).
    */

@@ -1,4 +1,4 @@
-import { transactionAnswer, type TransactionRow } from '../../db/transactions';
+import { transactionAnswer, type TransactionRow } from '../db/transactions';
 
 /**
  * The `data` of an event about a payment: the Transaction record as the API shows it (every

@@ -1,9 +1,9 @@
 import type { Config } from '../../config';
-import { pruneEventListeners } from '../../db/event-listeners';
-import { pruneIdempotencyKeys, pruneRateLimitWindows } from '../../db/maintenance';
-import type { DatabasePool } from '../../db/pool';
-import { purgeProviderNotifications } from '../../db/provider-notifications';
-import { eraseExpiredPreviousSecrets } from '../../db/webhook-subscriptions';
+import { pruneEventListeners } from '../db/event-listeners';
+import { pruneIdempotencyKeys, pruneRateLimitWindows } from '../db/maintenance';
+import type { DatabasePool } from '../db/pool';
+import { purgeProviderNotifications } from '../db/provider-notifications';
+import { eraseExpiredPreviousSecrets } from '../db/webhook-subscriptions';
 
 /**
  * Housekeeping: rate-limit windows that have ended, idempotency keys past their 24 hours,

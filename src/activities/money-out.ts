@@ -1,23 +1,23 @@
 import type { Config } from '../../config';
-import { findApplication, type ApplicationRow } from '../../db/applications';
-import { recordAudit } from '../../db/audit-log';
+import { findApplication, type ApplicationRow } from '../db/applications';
+import { recordAudit } from '../db/audit-log';
 import {
   lockAccounts,
   systemAccountsIn,
   type SystemAccountKind,
   type SystemAccountMemory,
-} from '../../db/ledger';
-import { recordMoneyStep } from '../../db/money-steps';
+} from '../db/ledger';
+import { recordMoneyStep } from '../db/money-steps';
 import {
   findMoneyOut,
   lockMoneyOut,
   setMoneyOutProvider,
   type MoneyOutMetadata,
   type MoneyOutRecord,
-} from '../../db/money-out';
-import type { DatabasePool, DatabaseTransactionConnection } from '../../db/pool';
-import type { TransactionRow } from '../../db/transactions';
-import { walletStates } from '../../db/wallets';
+} from '../db/money-out';
+import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
+import type { TransactionRow } from '../db/transactions';
+import { walletStates } from '../db/wallets';
 import {
   moneyOutGiveBackPostings,
   moneyOutReservePostings,
@@ -134,7 +134,7 @@ export function createMoneyOutActivities(
     pool: DatabasePool;
     providers: Providers;
     config: Config;
-    /** System account ids seen committed (db/ledger.ts); none to start with when absent. */
+    /** System account ids seen committed (src/db/ledger.ts); none to start with when absent. */
     systemAccounts?: SystemAccountMemory;
   },
   specs: Record<MoneyOutKind, MoneyOutSpec | undefined>,

@@ -7,8 +7,8 @@ import {
   updatePayoutAccount,
   type PayoutAccountRow,
   type PayoutAccountState,
-} from '../../db/payout-accounts';
-import type { DatabasePool } from '../../db/pool';
+} from '../db/payout-accounts';
+import type { DatabasePool } from '../db/pool';
 import type { Providers } from '../../providers';
 import {
   DebitCardRequiredError,

@@ -1,6 +1,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Config } from '../../config';
-import type { DatabasePool, DatabaseTransactionConnection } from '../../db/pool';
+import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import {
   completeReconRun,
   failReconRun,
@@ -9,9 +9,9 @@ import {
   insertRunRecords,
   listOpenedExceptions,
   matchRun,
-} from '../../db/recon-matching';
-import { getReconException } from '../../db/recon-exceptions';
-import { getReconRun, insertScheduledReconRuns, type ReconProvider } from '../../db/recon-runs';
+} from '../db/recon-matching';
+import { getReconException } from '../db/recon-exceptions';
+import { getReconRun, insertScheduledReconRuns, type ReconProvider } from '../db/recon-runs';
 import { RECON_CHUNK_RECORDS } from '../../domain/recon';
 import type { Mode } from '../../domain/types';
 import type { Providers } from '../../providers';

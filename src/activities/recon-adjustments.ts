@@ -1,5 +1,5 @@
-import type { DatabasePool } from '../../db/pool';
-import { adjustReconException } from '../../db/recon-resolutions';
+import type { DatabasePool } from '../db/pool';
+import { adjustReconException } from '../db/recon-resolutions';
 import type { ReconAdjustStep, ReconAdjusted } from '../workflows/recon-adjust-shared';
 import { decline } from './declines';
 

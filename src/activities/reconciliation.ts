@@ -1,18 +1,18 @@
 import { Context } from '@temporalio/activity';
 import type { Config } from '../../config';
-import { listOpenProviderDisputes } from '../../db/disputes';
-import type { DatabasePool } from '../../db/pool';
+import { listOpenProviderDisputes } from '../db/disputes';
+import type { DatabasePool } from '../db/pool';
 import {
   listUnmatchedNotifications,
   recordNotificationAttempt,
-} from '../../db/provider-notifications';
+} from '../db/provider-notifications';
 import {
   findStalePendingPayments,
   insertReconciliationRun,
   type ReconciliationRunRecord,
   type StalePayment,
-} from '../../db/reconciliation';
-import { findTransaction } from '../../db/transactions';
+} from '../db/reconciliation';
+import { findTransaction } from '../db/transactions';
 import {
   notificationTargets,
   resolveNotification,

@@ -1,9 +1,9 @@
-import { recordAnswer, recordMoneyStep, recordMoneyStepAtOnce } from '../../db/money-steps';
-import type { DatabasePool } from '../../db/pool';
-import { transactionRecord, type TransactionRow } from '../../db/transactions';
-import { lockTransferWallets, transferGuard } from '../../db/transfers';
+import { recordAnswer, recordMoneyStep, recordMoneyStepAtOnce } from '../db/money-steps';
+import type { DatabasePool } from '../db/pool';
+import { transactionRecord, type TransactionRow } from '../db/transactions';
+import { lockTransferWallets, transferGuard } from '../db/transfers';
 import type { Currency } from '../../domain/money';
-import { rememberWalletCurrencies, type WalletCurrencyMemory } from '../../db/wallets';
+import { rememberWalletCurrencies, type WalletCurrencyMemory } from '../db/wallets';
 import { transferPostings } from '../../domain/ledger';
 import { workflowIds } from '../workflows/ids';
 import type { TransactionRecord, TransferInput } from '../workflows/shared';
@@ -12,7 +12,7 @@ import { refuseUnlessAll } from './money-rules';
 import { transferRules } from '../../domain/money-rules';
 
 /**
- * A transfer's money step (db/money-steps.ts): its payment row, ledger postings, event and answer,
+ * A transfer's money step (src/db/money-steps.ts): its payment row, ledger postings, event and answer,
  * in a database transaction whose `now()` is `at` (none for a step written in one statement,
  * which takes the statement's). An atomic batch's items are these too.
  */
@@ -49,7 +49,7 @@ export function transferStep(input: TransferInput, currency: Currency, at?: stri
  */
 export function createTransferActivities(deps: {
   pool: DatabasePool;
-  /** Wallet currencies seen (db/wallets.ts); none to start with when absent. */
+  /** Wallet currencies seen (src/db/wallets.ts); none to start with when absent. */
   walletCurrencies?: WalletCurrencyMemory;
 }) {
   const currencies = deps.walletCurrencies ?? new Map<string, Currency>();
@@ -61,7 +61,7 @@ export function createTransferActivities(deps: {
   });
 
   /**
-   * The transfer in one statement (db/money-steps.ts) once both wallets' currencies are remembered;
+   * The transfer in one statement (src/db/money-steps.ts) once both wallets' currencies are remembered;
    * its guard checks them again. Null when its checks do not all pass: it then wrote nothing (a
    * decline, a switched currency, a transfer already written): the usual way runs and says why.
    */

@@ -2,7 +2,7 @@ import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
 import type { Config } from '../../config';
-import type { DatabasePool, DatabaseTransactionConnection } from '../../db/pool';
+import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import {
   deferDelivery,
   findEvent,
@@ -10,15 +10,15 @@ import {
   relayEventBatch,
   stopDelivery,
   type DeliveryTarget,
-} from '../../db/webhook-deliveries';
-import { listenForEvents, type EventListener } from '../../db/webhook-listener';
+} from '../db/webhook-deliveries';
+import { listenForEvents, type EventListener } from '../db/webhook-listener';
 import {
   eraseExpiredPreviousSecrets,
   findSubscriptionForDelivery,
   noteDeliveryOutcome,
   previousSecretBinding,
   resealWebhookSecret,
-} from '../../db/webhook-subscriptions';
+} from '../db/webhook-subscriptions';
 import { endpointGate, type EndpointLease } from '../../outbound/endpoint-gate';
 import { seal, SecretBoxError, webhookSecretKey } from '../../outbound/secret-box';
 import { webhookSigningSecrets } from '../../outbound/webhook-secrets';

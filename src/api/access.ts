@@ -1,8 +1,8 @@
-import type { CommonQueryMethods } from '../../db/pool';
-import { findTransaction } from '../../db/transactions';
-import { findUser, type UserRow } from '../../db/users';
+import type { CommonQueryMethods } from '../db/pool';
+import { findTransaction } from '../db/transactions';
+import { findUser, type UserRow } from '../db/users';
 import type { WalletMemory } from '../../cache/wallet-memory';
-import { findWallet, walletStates, type WalletRow, type WalletState } from '../../db/wallets';
+import { findWallet, walletStates, type WalletRow, type WalletState } from '../db/wallets';
 import {
   activeWalletRules,
   decide,

@@ -1,7 +1,7 @@
 import type Koa from 'koa';
-import { actorName, withAudit, type AuditNote, type AuditSource } from '../../db/audit-log';
-import type { DashboardSession } from '../../db/dashboard-accounts';
-import type { DatabasePool, DatabaseTransactionConnection } from '../../db/pool';
+import { actorName, withAudit, type AuditNote, type AuditSource } from '../db/audit-log';
+import type { DashboardSession } from '../db/dashboard-accounts';
+import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import type { AuditActor, AuditEntry } from '../../domain/audit';
 import type { Caller } from '../../domain/types';
 import { sessionOf } from './dashboard/guard';
@@ -57,7 +57,7 @@ export async function auditEntry(
   return { ...(await requestSource(pool, ctx, caller)), ...note };
 }
 
-/** `withAudit` (db/audit-log.ts) with this request as the change's source. */
+/** `withAudit` (src/db/audit-log.ts) with this request as the change's source. */
 export async function audited<T>(
   pool: DatabasePool,
   ctx: Koa.Context,

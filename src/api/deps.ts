@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type { CredentialCache } from '../../cache/credential-cache';
-import type { DatabasePool } from '../../db/pool';
+import type { DatabasePool } from '../db/pool';
 import type { WalletMemory } from '../../cache/wallet-memory';
 import type { Config } from '../../config';
 import type { Providers } from '../../providers';

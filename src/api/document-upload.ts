@@ -1,6 +1,6 @@
 import busboy from 'busboy';
 import type Koa from 'koa';
-import type { DocumentContentType } from '../../db/payout-accounts';
+import type { DocumentContentType } from '../db/payout-accounts';
 import { AppError } from './errors';
 
 /** docs/api.md, Test Mode sandbox: an identity document is at most 10 MiB. */

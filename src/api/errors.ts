@@ -1,4 +1,4 @@
-import { CapReachedError } from '../../db/caps';
+import { CapReachedError } from '../db/caps';
 import { ERROR_CODES, type ErrorCode } from '../../domain/errors';
 import type { Declined } from '../workflows/shared';
 import { ErrorBody } from './schemas';
@@ -111,7 +111,7 @@ export class AppError extends Error {
 
 export const notFound = (what: string): AppError => new AppError('not_found', `${what} not found`);
 
-/** A creation over its application's cap (db/caps.ts): 400 with the cap's detail. */
+/** A creation over its application's cap (src/db/caps.ts): 400 with the cap's detail. */
 export async function refuseOverCap<T>(create: () => Promise<T>): Promise<T> {
   try {
     return await create();
@@ -136,7 +136,7 @@ export function unlessDeclined<T extends { status: string }>(result: T | Decline
 }
 
 /**
- * A decline kept as data (a bulk payment's item, db/batches.ts): the status and detail its own
+ * A decline kept as data (a bulk payment's item, src/db/batches.ts): the status and detail its own
  * request would have been answered with, as `unlessDeclined` answers it.
  */
 export function declineAnswer(declined: { code: string; detail: string | null }): {

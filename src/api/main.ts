@@ -1,5 +1,5 @@
 import { loadConfig, requireDatabaseUrl, startFailure } from '../../config';
-import { whenDatabaseAnswers } from '../../db/pool';
+import { whenDatabaseAnswers } from '../db/pool';
 import { createLogger } from '../../observability/logger';
 import { startApi } from './server';
 import { checkTemporalAccepts, temporalConnectionOptions } from '../temporal/connection';

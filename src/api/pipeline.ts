@@ -1,7 +1,7 @@
 import { createHash, createHash as hash, randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
 import type Koa from 'koa';
-import type { DatabasePool } from '../../db/pool';
+import type { DatabasePool } from '../db/pool';
 import type { z } from 'zod';
 import ipaddr from 'ipaddr.js';
 import {
@@ -9,21 +9,17 @@ import {
   authenticateAdmin,
   hitAdminRateLimit,
   type AdminAuthResult,
-} from '../../db/admins';
-import { admitAttempt, settleAttempt } from '../../db/auth-lockout';
+} from '../db/admins';
+import { admitAttempt, settleAttempt } from '../db/auth-lockout';
 import type { CredentialCache } from '../../cache/credential-cache';
 import {
   authenticate,
   authenticateAndCount,
   type Admission,
   type Authenticated,
-} from '../../db/credentials';
-import { hitKeyedRateLimit, type RateLimitHit } from '../../db/rate-limit';
-import {
-  claimIdempotencyKey,
-  completeIdempotencyKey,
-  type ClaimResult,
-} from '../../db/idempotency';
+} from '../db/credentials';
+import { hitKeyedRateLimit, type RateLimitHit } from '../db/rate-limit';
+import { claimIdempotencyKey, completeIdempotencyKey, type ClaimResult } from '../db/idempotency';
 import { idempotentReplays, rateLimitedRequests } from '../../observability/metrics';
 import { earlyAnswer } from './access';
 import { AppError } from './errors';
@@ -33,7 +29,7 @@ import {
   type Caller,
   type RateLimitCategory,
 } from '../../domain/types';
-import { findApplication } from '../../db/applications';
+import { findApplication } from '../db/applications';
 import { refuseUnstorableText } from './middleware/body';
 import { RateLimitedError } from './middleware/errors';
 import { InexactNumber } from './middleware/json-number';
@@ -119,7 +115,7 @@ const ADMIN_UNAUTHENTICATED: Record<'missing' | 'invalid' | 'revoked', string> =
   revoked: 'Invalid admin credentials: this credential has been revoked',
 };
 
-/** The lockout scope of the admin endpoints (db/auth-lockout.ts). */
+/** The lockout scope of the admin endpoints (src/db/auth-lockout.ts). */
 export const ADMIN_LOCKOUT_SCOPE = 'admin_api';
 
 /** A 429 of the per-address lockout: `Retry-After` like every 429, its own detail. */
@@ -153,7 +149,7 @@ export function clientAddress(ctx: Koa.Context): string {
 }
 
 /**
- * One authentication attempt of a client address under the scope's lockout (db/auth-lockout.ts):
+ * One authentication attempt of a client address under the scope's lockout (src/db/auth-lockout.ts):
  * 429 while the address is locked out; `check` says whether the attempt failed, and a failure
  * that starts a lockout answers 429 too. What `check` throws counts as a failure.
  */

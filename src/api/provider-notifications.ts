@@ -3,8 +3,8 @@ import {
   type NotificationKind,
   type ProviderMessage,
 } from '../../intake/notifications';
-import { findMoneyOut } from '../../db/money-out';
-import type { TransactionRow } from '../../db/transactions';
+import { findMoneyOut } from '../db/money-out';
+import type { TransactionRow } from '../db/transactions';
 import type { Mode } from '../../domain/types';
 import { taskQueueOf } from '../temporal/task-queues';
 import type { CardEvent, CardPayoutEvent } from '../../providers/card';

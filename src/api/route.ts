@@ -36,7 +36,7 @@ export type RouteContext<B, Q, P> = {
   answerEarly: EarlyAnswer;
 };
 
-/** A limit of requests a minute for callers that no credential names (db/rate-limit.ts). */
+/** A limit of requests a minute for callers that no credential names (src/db/rate-limit.ts). */
 export type Throttle = { category: string; perMinute: number };
 
 /**

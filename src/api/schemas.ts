@@ -7,7 +7,7 @@ import {
 } from '../../domain/metadata';
 import { MAX_MINOR_UNITS, parseMajorDecimal } from '../../domain/money';
 import { InexactNumber, plainDecimal } from './middleware/json-number';
-import { TOTAL_COUNTED_AHEAD } from '../../db/pages';
+import { TOTAL_COUNTED_AHEAD } from '../db/pages';
 
 /** Error body of every failure. */
 export const ErrorBody = z.object({ detail: z.string() }).meta({ id: 'Error' });
@@ -117,7 +117,7 @@ export const BooleanQuery = z
   .enum(['true', 'false', '1', '0'])
   .transform((v) => v === 'true' || v === '1');
 
-/** What a list's `total` (and `X-Total-Count`) means: db/pages.ts `pageTotal`. */
+/** What a list's `total` (and `X-Total-Count`) means: src/db/pages.ts `pageTotal`. */
 export const TOTAL_DESCRIPTION =
   `The matching rows, counted exactly up to ${TOTAL_COUNTED_AHEAD} rows past the end of this ` +
   `page; beyond that, this lower bound (the end of this page plus ${TOTAL_COUNTED_AHEAD}), ` +
@@ -289,7 +289,7 @@ export const Metadata = metadataSchema(false)
 
 /**
  * Metadata merged into what is stored: a key set to "" or null is removed. The limits hold for
- * each key here and for the merged whole in the statement that writes it (db/metadata.ts).
+ * each key here and for the merged whole in the statement that writes it (src/db/metadata.ts).
  */
 export const MetadataPatch = metadataSchema(true)
   .transform((v) => v as Record<string, string | null>)

@@ -1,21 +1,21 @@
 import { z } from 'zod';
-import type { ApplicationRow } from '../../db/applications';
-import { paymentLinks, type PaymentLinks } from '../../db/card-refunds';
-import type { MoneyOutRecord } from '../../db/money-out';
-import type { CommonQueryMethods } from '../../db/pool';
-import { madeStepRow, transactionAnswer, type TransactionRow } from '../../db/transactions';
-import { reconExceptionAnswer, type ReconException } from '../../db/recon-exceptions';
-import type { ReconImport } from '../../db/recon-imports';
+import type { ApplicationRow } from '../db/applications';
+import { paymentLinks, type PaymentLinks } from '../db/card-refunds';
+import type { MoneyOutRecord } from '../db/money-out';
+import type { CommonQueryMethods } from '../db/pool';
+import { madeStepRow, transactionAnswer, type TransactionRow } from '../db/transactions';
+import { reconExceptionAnswer, type ReconException } from '../db/recon-exceptions';
+import type { ReconImport } from '../db/recon-imports';
 import {
   RECON_EXCEPTION_KINDS,
   RECON_PROVIDERS,
   RECON_RUN_STATUSES,
   reconRunAnswer,
   type ReconRun,
-} from '../../db/recon-runs';
-import type { UserRow } from '../../db/users';
-import type { WalletRow } from '../../db/wallets';
-import type { WebhookSubscriptionRow } from '../../db/webhook-subscriptions';
+} from '../db/recon-runs';
+import type { UserRow } from '../db/users';
+import type { WalletRow } from '../db/wallets';
+import type { WebhookSubscriptionRow } from '../db/webhook-subscriptions';
 import type { DepositFees } from '../../domain/fees';
 import { minorToDecimalString, minorToMajorNumber } from '../../domain/money';
 import {
@@ -173,7 +173,7 @@ export async function transactionBodies(
 }
 
 /**
- * The answer to a request whose money step is made (db/transactions.ts `madeStepRow`), with
+ * The answer to a request whose money step is made (src/db/transactions.ts `madeStepRow`), with
  * `answered` when the step stored it under the request's Idempotency-Key already, in the
  * transaction that moved the money: the pipeline then stores nothing itself.
  */

@@ -7,7 +7,7 @@ import type { NativeConnection } from '@temporalio/worker';
 import type { Config } from '../../config';
 import { createWalletMemory } from '../../cache/wallet-memory';
 import { createCredentialCache } from '../../cache/credential-cache';
-import { createDatabasePool } from '../../db/pool';
+import { createDatabasePool } from '../db/pool';
 import { createProviders } from '../../providers';
 import { createApp } from './app';
 import { openTemporalConnection, temporalConnectionOptions } from '../temporal/connection';

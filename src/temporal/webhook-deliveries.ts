@@ -3,7 +3,7 @@ import {
   WorkflowIdReusePolicy,
   type Client,
 } from '@temporalio/client';
-import type { DeliveryTarget } from '../../db/webhook-deliveries';
+import type { DeliveryTarget } from '../db/webhook-deliveries';
 import { webhookDeliveryId } from '../workflows/ids';
 
 /**

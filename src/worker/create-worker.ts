@@ -1,6 +1,6 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, type Worker, type WorkerOptions } from '@temporalio/worker';
-import type { DatabasePool } from '../../db/pool';
+import type { DatabasePool } from '../db/pool';
 import type { Config } from '../../config';
 import { createQueueActivities } from '../activities';
 import { ensureWebhookRelay } from '../activities/webhooks';

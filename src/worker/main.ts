@@ -4,7 +4,7 @@ import { loadConfig, requireDatabaseUrl, startFailure } from '../../config';
 import { createLogger, type Logger } from '../../observability/logger';
 import { startMetricsServer } from '../../observability/metrics';
 import { freePort } from '../../net/ports';
-import { createDatabasePool, whenDatabaseAnswers } from '../../db/pool';
+import { createDatabasePool, whenDatabaseAnswers } from '../db/pool';
 import {
   checkTemporalAccepts,
   openTemporalConnection,

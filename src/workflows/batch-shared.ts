@@ -48,7 +48,7 @@ export type BatchItemStart =
     }
   | { index: number; kind: 'declined'; declined: Declined };
 
-/** An ended item, as the batch records it (db/batches.ts `recordBatchItemResults`). */
+/** An ended item, as the batch records it (src/db/batches.ts `recordBatchItemResults`). */
 export type BatchItemEnd = {
   index: number;
   status: 'succeeded' | 'failed';

@@ -32,7 +32,7 @@ export type DisputeInput = {
   metadata?: Record<string, string>;
 };
 
-/** A dispute row as JSON (db/disputes.ts `disputeRecord`): amounts in minor units, as strings. */
+/** A dispute row as JSON (src/db/disputes.ts `disputeRecord`): amounts in minor units, as strings. */
 export type DisputeRecord = {
   id: string;
   application_id: string;

@@ -80,7 +80,7 @@ export type TransferInput = LocalSteps & {
 export type PaymentAnswer = { key: string; claimedAt: string };
 
 /**
- * A payment row as JSON (db/transactions.ts `transactionRecord`): amounts in minor units as
+ * A payment row as JSON (src/db/transactions.ts `transactionRecord`): amounts in minor units as
  * decimal strings. A workflow result that carries it spares the API a read of the row.
  */
 export type TransactionRecord = {

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
-import { createDashboardAccount } from '../../db/dashboard-accounts';
+import { createDashboardAccount } from '../../src/db/dashboard-accounts';
 import { goTo, launchBrowser, signedInDashboard } from '../support/browser';
 import { useTestApp, useTestEngine } from '../support/hooks';
 

@@ -1,8 +1,8 @@
 import type { Browser, Page } from 'playwright-core';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { updateApplication } from '../../db/applications';
-import { createDashboardAccount } from '../../db/dashboard-accounts';
+import { updateApplication } from '../../src/db/applications';
+import { createDashboardAccount } from '../../src/db/dashboard-accounts';
 import { goTo, launchBrowser, signedInDashboard } from '../support/browser';
 import { assertLedgerInvariant, balanceOf } from '../support/database';
 import { createFundedWallet } from '../support/http';

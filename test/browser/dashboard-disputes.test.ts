@@ -1,7 +1,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createDashboardAccount } from '../../db/dashboard-accounts';
+import { createDashboardAccount } from '../../src/db/dashboard-accounts';
 import { goTo, launchBrowser, signedInDashboard } from '../support/browser';
 import { assertLedgerInvariant, balanceOf } from '../support/database';
 import { createUserWithWallet } from '../support/http';

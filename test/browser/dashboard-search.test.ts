@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import type { Browser, Download, Page } from 'playwright-core';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createDashboardAccount } from '../../db/dashboard-accounts';
+import { createDashboardAccount } from '../../src/db/dashboard-accounts';
 import { goTo, launchBrowser, signedInDashboard } from '../support/browser';
 import { csvRecords } from '../support/csv';
 import { fundWallet } from '../support/database';

@@ -6,7 +6,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { createApp } from '../../src/api/app';
 import { SIGN_IN_LOCKOUT_SCOPE } from '../../src/api/dashboard/lockout';
-import { clear } from '../../db/auth-lockout';
+import { clear } from '../../src/db/auth-lockout';
 import { loadConfig } from '../../config';
 import { createLogger } from '../../observability/logger';
 import { createProviders } from '../../providers';

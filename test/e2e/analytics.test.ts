@@ -1,9 +1,9 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { startApi, type RunningApi } from '../../src/api/server';
-import { createAdmin, type CreatedAdmin } from '../../db/admins';
-import { dashboardAnalytics } from '../../db/analytics';
-import { admitAttempt, clear, lockedUntil, settleAttempt } from '../../db/auth-lockout';
+import { createAdmin, type CreatedAdmin } from '../../src/db/admins';
+import { dashboardAnalytics } from '../../src/db/analytics';
+import { admitAttempt, clear, lockedUntil, settleAttempt } from '../../src/db/auth-lockout';
 import { createLogger } from '../../observability/logger';
 import { assertLedgerInvariant, fundWallet } from '../support/database';
 import { createTestApp } from '../support/engine';

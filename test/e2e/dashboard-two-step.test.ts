@@ -1,6 +1,6 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { sha256 } from '../../db/credentials';
+import { sha256 } from '../../src/db/credentials';
 import {
   dashboardAccount,
   newAddress,

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { lockCardCase, readCardCase } from '../../db/card-cases';
-import { listOpenProviderDisputes } from '../../db/disputes';
-import { insertTransaction } from '../../db/transactions';
+import { lockCardCase, readCardCase } from '../../src/db/card-cases';
+import { listOpenProviderDisputes } from '../../src/db/disputes';
+import { insertTransaction } from '../../src/db/transactions';
 import { createDisputeActivities } from '../../src/activities/disputes';
 import { createReconciliationActivities } from '../../src/activities/reconciliation';
 import { createProviders } from '../../providers';

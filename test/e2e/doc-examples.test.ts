@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { updateApplication } from '../../db/applications';
+import { updateApplication } from '../../src/db/applications';
 import { RAISED_RATE_LIMITS } from '../../tools/harness/fixtures';
 import { assertLedgerInvariant } from '../support/database';
 import { useTestApp, useTestEngine } from '../support/hooks';

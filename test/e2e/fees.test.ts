@@ -1,6 +1,6 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { updateApplication } from '../../db/applications';
+import { updateApplication } from '../../src/db/applications';
 import { computeDepositFees } from '../../domain/fees';
 import { minorToDecimalString } from '../../domain/money';
 import { createTestApp } from '../support/engine';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import Stripe from 'stripe';
-import { insertTransaction } from '../../db/transactions';
+import { insertTransaction } from '../../src/db/transactions';
 import {
   assertLedgerInvariant,
   balanceOf,

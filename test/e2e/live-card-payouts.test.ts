@@ -10,7 +10,7 @@ import {
   systemBalance,
 } from '../support/database';
 import { FakeStripeConnect } from '../support/fake-stripe-connect';
-import { createAdmin } from '../../db/admins';
+import { createAdmin } from '../../src/db/admins';
 import { clientFor } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
 import { payableWallet } from '../support/payouts';

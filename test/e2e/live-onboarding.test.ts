@@ -1,4 +1,4 @@
-import { findPayoutAccount } from '../../db/payout-accounts';
+import { findPayoutAccount } from '../../src/db/payout-accounts';
 import { FakeStripeConnect } from '../support/fake-stripe-connect';
 import { createUserWithWallet } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';

@@ -1,7 +1,7 @@
 import { defaultPayloadConverter } from '@temporalio/common';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createAdmin } from '../../db/admins';
+import { createAdmin } from '../../src/db/admins';
 import { decodePayloadsIn } from '../../src/temporal/data-converter';
 import { workflowIds } from '../../src/workflows/ids';
 import { assertLedgerInvariant, balanceOf, eventsOf, ledgerLegs } from '../support/database';

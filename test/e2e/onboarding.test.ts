@@ -7,7 +7,7 @@ import {
   countPayoutDocuments,
   findPayoutAccount,
   insertPayoutDocument,
-} from '../../db/payout-accounts';
+} from '../../src/db/payout-accounts';
 import { isNotFound } from '../../src/temporal/connection';
 import { workflowIds } from '../../src/workflows/ids';
 import type { TestApp } from '../support/engine';

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { updateApplicationSettings } from '../../db/applications';
-import { insertDispute } from '../../db/disputes';
-import { createDatabasePool } from '../../db/pool';
-import { insertTransaction } from '../../db/transactions';
+import { updateApplicationSettings } from '../../src/db/applications';
+import { insertDispute } from '../../src/db/disputes';
+import { createDatabasePool } from '../../src/db/pool';
+import { insertTransaction } from '../../src/db/transactions';
 import { assertLedgerInvariant, balanceOf } from '../support/database';
 import { createUserWithWallet, type ApiClient } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';

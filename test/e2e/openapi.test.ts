@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 // ajv 8 validates real answers against the document's schemas (draft 2020-12).
 import Ajv2020 from 'ajv/dist/2020';
 import { apiRoutes } from '../../src/api/app';
-import { createAdmin } from '../../db/admins';
+import { createAdmin } from '../../src/db/admins';
 import { createLogger } from '../../observability/logger';
 import { openApiPath, REQUEST_EXAMPLES } from '../../src/api/openapi';
 import { createProviders } from '../../providers';

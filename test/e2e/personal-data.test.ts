@@ -7,7 +7,7 @@ import { temporal } from '@temporalio/proto';
 import { PLAINTEXT_REFUSED } from '../../src/temporal/payload-codec';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createAdmin, type CreatedAdmin } from '../../db/admins';
+import { createAdmin, type CreatedAdmin } from '../../src/db/admins';
 import { workflowIds } from '../../src/workflows/ids';
 import { balanceOf, fundWallet } from '../support/database';
 import { clientFor, createUserWithWallet } from '../support/http';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createAdmin, type CreatedAdmin } from '../../db/admins';
+import { createAdmin, type CreatedAdmin } from '../../src/db/admins';
 import { workflowIds } from '../../src/workflows/ids';
 import { assertLedgerInvariant, balanceOf, systemBalance } from '../support/database';
 import { createTestApp } from '../support/engine';

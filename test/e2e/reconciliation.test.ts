@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { sql } from 'slonik';
 import { paymentSyncs } from '../../intake/notifications';
-import { listReconciliationRuns } from '../../db/reconciliation';
+import { listReconciliationRuns } from '../../src/db/reconciliation';
 import { SandboxCardProvider } from '../../providers/sandbox-card';
 import { ensureReconciliationSchedule } from '../../src/worker/schedules';
 import { reconciliationWorkflow } from '../../src/workflows/reconciliation';

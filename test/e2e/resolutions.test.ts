@@ -4,7 +4,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { formatPayloadKeys, temporalAddress } from '../../config';
-import { createAdmin, type CreatedAdmin } from '../../db/admins';
+import { createAdmin, type CreatedAdmin } from '../../src/db/admins';
 import { decodePayloadsIn, payloadKeys } from '../../src/temporal/data-converter';
 import { workflowIds } from '../../src/workflows/ids';
 import {

@@ -6,8 +6,8 @@ import {
   balanceAt,
   statementPage,
   statementSummary,
-} from '../../db/statements';
-import { findWallet } from '../../db/wallets';
+} from '../../src/db/statements';
+import { findWallet } from '../../src/db/wallets';
 import { assertLedgerInvariant, balanceOf, fundWallet } from '../support/database';
 import { createUserWithWallet, expectError, transfer, type ApiClient } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';

@@ -1,10 +1,10 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createAdmin, type CreatedAdmin } from '../../db/admins';
-import { updateApplication } from '../../db/applications';
-import { createDashboardAccount } from '../../db/dashboard-accounts';
+import { createAdmin, type CreatedAdmin } from '../../src/db/admins';
+import { updateApplication } from '../../src/db/applications';
+import { createDashboardAccount } from '../../src/db/dashboard-accounts';
 import { RATE_LIMIT_CATEGORIES } from '../../domain/types';
-import { TOTAL_COUNTED_AHEAD } from '../../db/pages';
+import { TOTAL_COUNTED_AHEAD } from '../../src/db/pages';
 import { awaitRoomInWindow } from '../support/rate-limit';
 import { createTestApp } from '../support/engine';
 import { clientFor, createUserWithWallet, expectRateLimited } from '../support/http';

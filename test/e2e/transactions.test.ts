@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
-import { insertTransaction } from '../../db/transactions';
+import { insertTransaction } from '../../src/db/transactions';
 import { clientFor, createFundedWallet, createUserWithWallet, transfer } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
 

@@ -4,7 +4,7 @@ import { sql } from 'slonik';
 import { WebhookVerificationError } from 'standardwebhooks';
 import { z } from 'zod';
 import { createMaintenanceActivities } from '../../src/activities/maintenance';
-import { TURNED_OFF } from '../../db/webhook-subscriptions';
+import { TURNED_OFF } from '../../src/db/webhook-subscriptions';
 import { REFUSED_ADDRESS_ERROR } from '../../outbound/webhook-post';
 import { webhookDeliveryId } from '../../src/workflows/ids';
 import { mockLookup } from '../support/dns';

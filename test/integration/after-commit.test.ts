@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { createApplication } from '../../db/applications';
-import { recordMoneyStep } from '../../db/money-steps';
-import { afterCommit, type DatabasePool } from '../../db/pool';
-import { findTransaction } from '../../db/transactions';
+import { createApplication } from '../../src/db/applications';
+import { recordMoneyStep } from '../../src/db/money-steps';
+import { afterCommit, type DatabasePool } from '../../src/db/pool';
+import { findTransaction } from '../../src/db/transactions';
 import { paymentsEnded } from '../../observability/metrics';
 import { createTestDatabase } from '../support/database';
 

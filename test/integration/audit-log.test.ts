@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { listAuditLog, recordAudit, withAudit, type AuditSource } from '../../db/audit-log';
-import { createCredential } from '../../db/credentials';
-import { sqlState } from '../../db/errors';
-import type { DatabasePool } from '../../db/pool';
+import { listAuditLog, recordAudit, withAudit, type AuditSource } from '../../src/db/audit-log';
+import { createCredential } from '../../src/db/credentials';
+import { sqlState } from '../../src/db/errors';
+import type { DatabasePool } from '../../src/db/pool';
 import type { AuditEntry } from '../../domain/audit';
 import { createCaller, createTestDatabase } from '../support/database';
 

@@ -2,9 +2,9 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { authenticateAdmin } from '../../db/admins';
-import { authenticate, createCredential } from '../../db/credentials';
-import type { DatabasePool } from '../../db/pool';
+import { authenticateAdmin } from '../../src/db/admins';
+import { authenticate, createCredential } from '../../src/db/credentials';
+import type { DatabasePool } from '../../src/db/pool';
 import { createTestDatabase, insertFundedWallet } from '../support/database';
 
 /**

@@ -5,7 +5,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { ERROR_MESSAGES } from '../../src/api/errors';
 import { startApi, type RunningApi } from '../../src/api/server';
-import { createDatabasePool, isDatabaseUnreachable, type DatabasePool } from '../../db/pool';
+import { createDatabasePool, isDatabaseUnreachable, type DatabasePool } from '../../src/db/pool';
 import { scratchConfig } from '../../tools/harness/engine';
 import { createLogger } from '../../observability/logger';
 import { createTestDatabase } from '../support/database';

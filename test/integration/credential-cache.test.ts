@@ -1,8 +1,8 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createCredentialCache, type CredentialCache } from '../../cache/credential-cache';
-import { authenticateAndCount } from '../../db/credentials';
-import type { CommonQueryMethods, DatabasePool } from '../../db/pool';
+import { authenticateAndCount } from '../../src/db/credentials';
+import type { CommonQueryMethods, DatabasePool } from '../../src/db/pool';
 import { createFixtureApplication, type Credentials } from '../../tools/harness/fixtures';
 import { createTestDatabase } from '../support/database';
 

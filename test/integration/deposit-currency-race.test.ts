@@ -4,11 +4,11 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { insertPendingDeposit } from '../../src/activities/deposit';
 import { createFixtureApplication } from '../../tools/harness/fixtures';
-import { createDatabasePool, type DatabasePool } from '../../db/pool';
+import { createDatabasePool, type DatabasePool } from '../../src/db/pool';
 import { createTestDatabase, insertFundedWallet } from '../support/database';
 
 /**
- * A deposit's pending record against a currency switch (db/applications.ts): the record is
+ * A deposit's pending record against a currency switch (src/db/applications.ts): the record is
  * written only while the wallet still holds the deposit's currency, and a switch that holds the
  * wallet's lock makes the record wait for its outcome.
  */
@@ -58,7 +58,7 @@ describe('a pending deposit’s record', () => {
     let proceed!: () => void;
     const lockTaken = new Promise<void>((resolve) => (locked = resolve));
     const goOn = new Promise<void>((resolve) => (proceed = resolve));
-    // The switch's lock, as db/applications.ts takes it, then its change.
+    // The switch's lock, as src/db/applications.ts takes it, then its change.
     const switching = switcher.transaction(async (trx) => {
       await trx.query(sql.unsafe`SELECT 1 FROM ledger_accounts WHERE id = ${wallet} FOR UPDATE`);
       locked();

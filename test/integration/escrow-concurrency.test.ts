@@ -1,6 +1,6 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { updateApplication } from '../../db/applications';
+import { updateApplication } from '../../src/db/applications';
 import { assertLedgerInvariant, fundWallet } from '../support/database';
 import { createTestApp } from '../support/engine';
 import { clientFor, createUserWithWallet, type Reply } from '../support/http';

@@ -3,13 +3,13 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createEscrowActivities } from '../../src/activities/escrow';
-import { updateApplication } from '../../db/applications';
-import type { DatabasePool } from '../../db/pool';
-import { setWalletActive } from '../../db/wallets';
+import { updateApplication } from '../../src/db/applications';
+import type { DatabasePool } from '../../src/db/pool';
+import { setWalletActive } from '../../src/db/wallets';
 import type { Caller } from '../../domain/types';
 import type { EscrowStepResult, HoldInput } from '../../src/workflows/shared';
-import { claimIdempotencyKey } from '../../db/idempotency';
-import { findTransaction, transactionAnswer, transactionRecord } from '../../db/transactions';
+import { claimIdempotencyKey } from '../../src/db/idempotency';
+import { findTransaction, transactionAnswer, transactionRecord } from '../../src/db/transactions';
 import { transactionEventData } from '../../src/activities/events';
 import {
   assertLedgerInvariant,

@@ -6,10 +6,10 @@ import {
   postLedgerTransaction,
   systemAccountId,
   type SystemAccountMemory,
-} from '../../db/ledger';
-import type { DatabasePool } from '../../db/pool';
-import { insertUser } from '../../db/users';
-import { insertWallet } from '../../db/wallets';
+} from '../../src/db/ledger';
+import type { DatabasePool } from '../../src/db/pool';
+import { insertUser } from '../../src/db/users';
+import { insertWallet } from '../../src/db/wallets';
 import type { Caller } from '../../domain/types';
 import {
   assertLedgerInvariant,

@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import { migrate, statementsChecksum } from '../../db/migrate';
+import { migrate, statementsChecksum } from '../../src/db/migrate';
 import { createTestDatabase } from '../support/database';
-import type { DatabasePool } from '../../db/pool';
+import type { DatabasePool } from '../../src/db/pool';
 
 /**
  * A migration's record outlives rewording its comments, never a change to its statements: a
@@ -30,7 +30,7 @@ describe('migrate', () => {
     client.query('UPDATE schema_migrations SET checksum = $1 WHERE name = $2', [checksum, first]);
 
   it('accepts a database that recorded the whole file, and one that recorded its statements', async () => {
-    const text = await readFile(path.join(__dirname, '../../db/migrations', first), 'utf8');
+    const text = await readFile(path.join(__dirname, '../../src/db/migrations', first), 'utf8');
     await record(createHash('sha256').update(text).digest('hex'));
     const again = await migrate(url);
     expect(again.applied).toEqual([]);
@@ -41,7 +41,7 @@ describe('migrate', () => {
   });
 
   it('refuses a recorded migration whose statements changed', async () => {
-    const text = await readFile(path.join(__dirname, '../../db/migrations', first), 'utf8');
+    const text = await readFile(path.join(__dirname, '../../src/db/migrations', first), 'utf8');
     await record(statementsChecksum(`${text}\nSELECT 1;`));
     await expect(migrate(url)).rejects.toThrow(
       `Migration ${first} was changed after it was applied`,

@@ -4,20 +4,20 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { createActivities } from '../../src/activities';
 import { ERROR_MESSAGES } from '../../src/api/errors';
-import { PAYOUTS_NOT_ENABLED } from '../../db/payout-accounts';
+import { PAYOUTS_NOT_ENABLED } from '../../src/db/payout-accounts';
 import { insertPendingDeposit } from '../../src/activities/deposit';
 import { createEscrowActivities } from '../../src/activities/escrow';
 import { createTransferActivities } from '../../src/activities/transfer';
-import { holdGuard, releaseGuard } from '../../db/escrow';
+import { holdGuard, releaseGuard } from '../../src/db/escrow';
 import {
   firstBrokenRule,
   HOLD_FIELDS,
   WALLET_FIELDS,
   type MoneyStepGuard,
-} from '../../db/money-rules';
-import { findTransaction, insertTransaction } from '../../db/transactions';
-import { transferGuard } from '../../db/transfers';
-import { setWalletActive } from '../../db/wallets';
+} from '../../src/db/money-rules';
+import { findTransaction, insertTransaction } from '../../src/db/transactions';
+import { transferGuard } from '../../src/db/transfers';
+import { setWalletActive } from '../../src/db/wallets';
 import type { Currency } from '../../domain/money';
 import { decide, MONEY_STEPS, type MoneyStep, type Value } from '../../domain/money-rules';
 import { createProviders } from '../../providers';

@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { startApi, type RunningApi } from '../../src/api/server';
-import { createDatabasePool, type DatabasePool } from '../../db/pool';
+import { createDatabasePool, type DatabasePool } from '../../src/db/pool';
 import { scratchConfig } from '../../tools/harness/engine';
 import { freePort } from '../../net/ports';
 import {

@@ -6,9 +6,9 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { LISTEN_APPLICATION_NAME } from '../../cli/webhooks-listen';
 import { loadConfig } from '../../config';
-import { migrate, type MigrationResult } from '../../db/migrate';
-import { createDatabasePool, isDatabaseUnreachable, type DatabasePool } from '../../db/pool';
-import { listenForEvents, RELAY_CHANNEL } from '../../db/webhook-listener';
+import { migrate, type MigrationResult } from '../../src/db/migrate';
+import { createDatabasePool, isDatabaseUnreachable, type DatabasePool } from '../../src/db/pool';
+import { listenForEvents, RELAY_CHANNEL } from '../../src/db/webhook-listener';
 import { freePort } from '../../net/ports';
 import {
   ensureDatabase,

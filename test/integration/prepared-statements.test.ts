@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createTransferActivities } from '../../src/activities/transfer';
-import { findTransaction } from '../../db/transactions';
-import { createDatabasePool, prepare, type DatabasePool } from '../../db/pool';
+import { findTransaction } from '../../src/db/transactions';
+import { createDatabasePool, prepare, type DatabasePool } from '../../src/db/pool';
 import type { Caller } from '../../domain/types';
 import {
   assertLedgerInvariant,

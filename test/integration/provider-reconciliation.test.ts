@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { listReconExceptions, type ReconException } from '../../db/recon-exceptions';
-import { findReconRun, insertReconRun, type ReconRun } from '../../db/recon-runs';
+import { listReconExceptions, type ReconException } from '../../src/db/recon-exceptions';
+import { findReconRun, insertReconRun, type ReconRun } from '../../src/db/recon-runs';
 import { keepContradiction } from '../../intake/contradictions';
 import { startReconciliationRun } from '../../src/temporal/recon-runs';
 import { taskQueueOf } from '../../src/temporal/task-queues';

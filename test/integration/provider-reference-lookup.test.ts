@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { sql } from 'slonik';
-import { cardDepositByPaymentQuery, findCardDepositByPayment } from '../../db/card-deposits';
-import type { DatabasePool } from '../../db/pool';
-import { findNotifiedPayment, notifiedPaymentQuery } from '../../db/provider-notifications';
+import { cardDepositByPaymentQuery, findCardDepositByPayment } from '../../src/db/card-deposits';
+import type { DatabasePool } from '../../src/db/pool';
+import { findNotifiedPayment, notifiedPaymentQuery } from '../../src/db/provider-notifications';
 import { createCaller, createTestDatabase } from '../support/database';
 
 /**

@@ -1,6 +1,6 @@
 import { SchemaValidationError, sql } from 'slonik';
 import { z } from 'zod';
-import type { DatabasePool } from '../../db/pool';
+import type { DatabasePool } from '../../src/db/pool';
 import { createTestDatabase } from '../support/database';
 
 let pool: DatabasePool;
@@ -10,7 +10,7 @@ beforeAll(async () => {
 });
 afterAll(async () => pool?.end());
 
-/** The row schemas of `sql.type` (db/pool.ts, the result-parser interceptor). */
+/** The row schemas of `sql.type` (src/db/pool.ts, the result-parser interceptor). */
 describe('row schemas', () => {
   it('answers each row as its schema parses it, and rows of an untyped query as they are', async () => {
     const rows = await pool.any(

@@ -1,4 +1,4 @@
-import type { DatabasePool } from '../../db/pool';
+import type { DatabasePool } from '../../src/db/pool';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { loadConfig } from '../../config';

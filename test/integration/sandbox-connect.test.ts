@@ -1,13 +1,13 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import type { DatabasePool } from '../../db/pool';
+import type { DatabasePool } from '../../src/db/pool';
 import {
   canReceivePayouts,
   findPayoutAccount,
   insertPayoutAccount,
-} from '../../db/payout-accounts';
-import { insertUser } from '../../db/users';
-import { insertWallet } from '../../db/wallets';
+} from '../../src/db/payout-accounts';
+import { insertUser } from '../../src/db/users';
+import { insertWallet } from '../../src/db/wallets';
 import { createFixtureApplication } from '../../tools/harness/fixtures';
 import { DebitCardRequiredError, UnknownCardTokenError } from '../../providers/card';
 import type { PayoutAccountDetails } from '../../providers/card';

@@ -3,14 +3,14 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createTransferActivities } from '../../src/activities/transfer';
-import { claimIdempotencyKey, completeIdempotencyKey } from '../../db/idempotency';
-import type { DatabasePool } from '../../db/pool';
+import { claimIdempotencyKey, completeIdempotencyKey } from '../../src/db/idempotency';
+import type { DatabasePool } from '../../src/db/pool';
 import {
   findTransaction,
   transactionAnswer,
   transactionFromRecord,
   transactionRecord,
-} from '../../db/transactions';
+} from '../../src/db/transactions';
 import type { Caller } from '../../domain/types';
 import type { TransferInput } from '../../src/workflows/shared';
 import {

@@ -10,7 +10,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { startApi, type RunningApi } from '../../src/api/server';
 import type { Config } from '../../config';
-import type { DatabasePool } from '../../db/pool';
+import type { DatabasePool } from '../../src/db/pool';
 import { freePort } from '../../net/ports';
 import { createLogger } from '../../observability/logger';
 import { temporalDataConverter } from '../../src/temporal/data-converter';

@@ -2,15 +2,15 @@ import { ApplicationFailure } from '@temporalio/common';
 import { randomUUID } from 'node:crypto';
 import { transactionEventData } from '../../src/activities/events';
 import { createTransferActivities } from '../../src/activities/transfer';
-import { claimIdempotencyKey } from '../../db/idempotency';
-import type { DatabasePool } from '../../db/pool';
+import { claimIdempotencyKey } from '../../src/db/idempotency';
+import type { DatabasePool } from '../../src/db/pool';
 import {
   findTransaction,
   transactionAnswer,
   transactionFromRecord,
   transactionRecord,
-} from '../../db/transactions';
-import { setWalletActive } from '../../db/wallets';
+} from '../../src/db/transactions';
+import { setWalletActive } from '../../src/db/wallets';
 import type { Caller } from '../../domain/types';
 import {
   assertLedgerInvariant,

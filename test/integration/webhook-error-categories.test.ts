@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
-import { migrate } from '../../db/migrate';
+import { migrate } from '../../src/db/migrate';
 import { createCaller, createTestDatabase } from '../support/database';
 
 /**

@@ -7,7 +7,7 @@ import { scratchConfig } from '../../tools/harness/engine';
 import { freePort } from '../../net/ports';
 import { startTemporalDevServer, type DevServer } from '../../tools/harness/temporal';
 import { createLogger } from '../../observability/logger';
-import type { DatabasePool } from '../../db/pool';
+import type { DatabasePool } from '../../src/db/pool';
 import { assertLedgerInvariant, balanceOf, createTestDatabase } from '../support/database';
 import { createTestApp, quietTemporalRuntime } from '../support/engine';
 import { clientFor, createFundedWallet, createUserWithWallet } from '../support/http';

@@ -1,7 +1,7 @@
 import { Secret, TOTP } from 'otpauth';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createDashboardAccount } from '../../db/dashboard-accounts';
-import type { DatabasePool } from '../../db/pool';
+import { createDashboardAccount } from '../../src/db/dashboard-accounts';
+import type { DatabasePool } from '../../src/db/pool';
 import type { DashboardRole } from '../../domain/dashboard-access';
 import { clientFor, type Reply } from './http';
 

@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import pg, { type QueryConfig } from 'pg';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createApplication } from '../../db/applications';
-import { createDatabasePool, type DatabasePool } from '../../db/pool';
-import { ledgerInvariantProblems } from '../../db/ledger-audit';
+import { createApplication } from '../../src/db/applications';
+import { createDatabasePool, type DatabasePool } from '../../src/db/pool';
+import { ledgerInvariantProblems } from '../../src/db/ledger-audit';
 import { fundWallet as fund } from '../../tools/harness/fixtures';
 import { SCRATCH_CONNECT_TIMEOUT_MS } from '../../tools/harness/engine';
-import { insertUser } from '../../db/users';
-import { insertWallet } from '../../db/wallets';
+import { insertUser } from '../../src/db/users';
+import { insertWallet } from '../../src/db/wallets';
 import type { Currency } from '../../domain/money';
 import type { Caller } from '../../domain/types';
 
@@ -72,7 +72,7 @@ export async function balanceOf(pool: DatabasePool, accountId: string): Promise<
   );
 }
 
-/** The ledger invariant (db/ledger-audit.ts); throws with the offending rows. */
+/** The ledger invariant (src/db/ledger-audit.ts); throws with the offending rows. */
 export async function assertLedgerInvariant(pool: DatabasePool): Promise<void> {
   const problems = await ledgerInvariantProblems(pool);
   if (problems.length) throw new Error(`ledger invariant broken: ${problems.join('; ')}`);

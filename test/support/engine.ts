@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../../config';
-import type { DatabasePool } from '../../db/pool';
+import type { DatabasePool } from '../../src/db/pool';
 import type { Currency } from '../../domain/money';
 import type { Mode } from '../../domain/types';
 import {

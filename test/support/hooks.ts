@@ -1,4 +1,4 @@
-import { updateApplication, type ApplicationUpdate } from '../../db/applications';
+import { updateApplication, type ApplicationUpdate } from '../../src/db/applications';
 import {
   createTestApp,
   startTestEngine,

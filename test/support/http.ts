@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DatabasePool } from '../../db/pool';
+import type { DatabasePool } from '../../src/db/pool';
 import type { Mode } from '../../domain/types';
 import { fundWallet } from './database';
 import type { TestApp } from './engine';

@@ -1,8 +1,8 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { AppError } from '../../src/api/errors';
-import type { MoneyStepGuard } from '../../db/money-rules';
-import type { DatabasePool } from '../../db/pool';
+import type { MoneyStepGuard } from '../../src/db/money-rules';
+import type { DatabasePool } from '../../src/db/pool';
 import type { MoneyStep } from '../../domain/money-rules';
 import { asDeclined } from '../../src/workflows/declines';
 import type { Reply } from './http';

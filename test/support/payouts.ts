@@ -1,6 +1,6 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import type { DatabasePool } from '../../db/pool';
+import type { DatabasePool } from '../../src/db/pool';
 import { createFundedWallet, type ApiClient, type Reply } from './http';
 
 /** An owner's identity the sandbox (and the fake Stripe Connect) verifies at once. */

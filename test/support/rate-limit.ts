@@ -9,7 +9,7 @@ export async function secondsLeftInWindow(pool: DatabasePool): Promise<number> {
 }
 
 /**
- * Windows are fixed minutes (db/rate-limit.ts): a burst that straddles a minute boundary would be
+ * Windows are fixed minutes (src/db/rate-limit.ts): a burst that straddles a minute boundary would be
  * counted in two windows, and a test expecting the limit would see a request get through. Wait
  * for the next minute when too little of this one is left for the burst.
  */

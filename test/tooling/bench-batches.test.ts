@@ -1,6 +1,6 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { ledgerInvariantProblems } from '../../db/ledger-audit';
+import { ledgerInvariantProblems } from '../../src/db/ledger-audit';
 import {
   atomicBatchScenario,
   batchScenario,

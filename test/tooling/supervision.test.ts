@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createDatabasePool, type DatabasePool } from '../../db/pool';
+import { createDatabasePool, type DatabasePool } from '../../src/db/pool';
 import { freePort } from '../../net/ports';
 import { commandLine, isAlive, readPidFile, waitFor } from '../../tools/harness/processes';
 import { assertLedgerInvariant, balanceOf } from '../support/database';

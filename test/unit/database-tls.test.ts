@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../config';
-import { asDatabaseSettingError, pgConnection } from '../../db/connection';
-import { isDatabaseUnreachable } from '../../db/pool';
+import { asDatabaseSettingError, pgConnection } from '../../src/db/connection';
+import { isDatabaseUnreachable } from '../../src/db/pool';
 
 /**
  * The TLS settings of Postgres (docs/operations.md, Postgres over TLS): what config accepts and

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { offlineDeps } from '../support/offline-deps';
 import { dashboardOwnRoutes } from '../../src/api/dashboard/routes';
-import { RECON_EXCEPTION_KINDS } from '../../db/recon-runs';
+import { RECON_EXCEPTION_KINDS } from '../../src/db/recon-runs';
 import { STRIPE_CARD_EVENT_TYPES, STRIPE_CASE_EVENT_TYPES } from '../../providers/stripe-card';
 import { STRIPE_PAYOUT_EVENT_TYPES } from '../../providers/stripe-connect';
 import { WORKFLOW_ID_PREFIXES } from '../../src/workflows/ids';

@@ -20,17 +20,17 @@ import {
 import { DEFAULT_DAYS, MAX_CSV_ENTRIES } from '../../src/api/routes/statements';
 import { PER_PAGE } from '../../src/api/schemas';
 import { envSchema } from '../../config';
-import { DEFAULT_LOCKOUT } from '../../db/auth-lockout';
-import { SECOND_STEP_MINUTES, SESSION_HOURS } from '../../db/dashboard-accounts';
-import { INVITATION_HOURS } from '../../db/dashboard-team';
-import { IDEMPOTENCY_TTL_HOURS } from '../../db/idempotency';
-import { TOTAL_COUNTED_AHEAD } from '../../db/pages';
+import { DEFAULT_LOCKOUT } from '../../src/db/auth-lockout';
+import { SECOND_STEP_MINUTES, SESSION_HOURS } from '../../src/db/dashboard-accounts';
+import { INVITATION_HOURS } from '../../src/db/dashboard-team';
+import { IDEMPOTENCY_TTL_HOURS } from '../../src/db/idempotency';
+import { TOTAL_COUNTED_AHEAD } from '../../src/db/pages';
 import {
   EVENT_DELIVERIES,
   HISTORY_ATTEMPTS,
   REDELIVERIES_PER_DAY,
-} from '../../db/webhook-deliveries';
-import { FAILING_FOR_MS } from '../../db/webhook-subscriptions';
+} from '../../src/db/webhook-deliveries';
+import { FAILING_FOR_MS } from '../../src/db/webhook-subscriptions';
 import { BATCH_LIMITS } from '../../domain/batches';
 import { FRESH_SECONDS, PASSWORD_LENGTH } from '../../domain/dashboard-access';
 import {
@@ -91,11 +91,11 @@ const EXPECTED: Record<string, string> = {
   'src/api/middleware/body.ts MAX_BODY_BYTES': mib(MAX_BODY_BYTES),
   'src/api/middleware/body.ts MAX_BODY_DEPTH': `${MAX_BODY_DEPTH} levels`,
   'src/api/pipeline.ts IDEMPOTENCY_KEY_MAX_LENGTH': `${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters`,
-  'db/idempotency.ts IDEMPOTENCY_TTL_HOURS': plural(IDEMPOTENCY_TTL_HOURS, 'hour'),
+  'src/db/idempotency.ts IDEMPOTENCY_TTL_HOURS': plural(IDEMPOTENCY_TTL_HOURS, 'hour'),
   'config/index.ts API_REQUEST_TIMEOUT_MS': `${n(setting('API_REQUEST_TIMEOUT_MS'))} ms`,
   'src/api/schemas.ts PER_PAGE.max': `${PER_PAGE.max} (default ${PER_PAGE.default})`,
   'src/api/schemas.ts PER_PAGE.default': `${PER_PAGE.default}`,
-  'db/pages.ts TOTAL_COUNTED_AHEAD': n(TOTAL_COUNTED_AHEAD),
+  'src/db/pages.ts TOTAL_COUNTED_AHEAD': n(TOTAL_COUNTED_AHEAD),
 
   'domain/metadata.ts METADATA_MAX_KEYS': `${METADATA_MAX_KEYS}`,
   'domain/metadata.ts METADATA_MAX_KEY_LENGTH': `${METADATA_MAX_KEY_LENGTH}`,
@@ -116,13 +116,15 @@ const EXPECTED: Record<string, string> = {
   'config/index.ts RATE_LIMIT_DASHBOARD_ACCOUNT': perMinute(
     setting('RATE_LIMIT_DASHBOARD_ACCOUNT'),
   ),
-  'db/webhook-deliveries.ts REDELIVERIES_PER_DAY': `${REDELIVERIES_PER_DAY} in 24 hours`,
+  'src/db/webhook-deliveries.ts REDELIVERIES_PER_DAY': `${REDELIVERIES_PER_DAY} in 24 hours`,
 
-  'db/auth-lockout.ts DEFAULT_LOCKOUT.limit': `${DEFAULT_LOCKOUT.limit}`,
-  'db/auth-lockout.ts DEFAULT_LOCKOUT.windowSeconds': secondsAndMinutes(
+  'src/db/auth-lockout.ts DEFAULT_LOCKOUT.limit': `${DEFAULT_LOCKOUT.limit}`,
+  'src/db/auth-lockout.ts DEFAULT_LOCKOUT.windowSeconds': secondsAndMinutes(
     DEFAULT_LOCKOUT.windowSeconds,
   ),
-  'db/auth-lockout.ts DEFAULT_LOCKOUT.lockSeconds': secondsAndMinutes(DEFAULT_LOCKOUT.lockSeconds),
+  'src/db/auth-lockout.ts DEFAULT_LOCKOUT.lockSeconds': secondsAndMinutes(
+    DEFAULT_LOCKOUT.lockSeconds,
+  ),
 
   'config/index.ts MAX_CREDENTIALS_PER_MODE': `${setting('MAX_CREDENTIALS_PER_MODE')}`,
   'config/index.ts MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE': `${setting('MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE')}`,
@@ -168,12 +170,12 @@ const EXPECTED: Record<string, string> = {
   'src/workflows/webhook-schedule.ts WEBHOOK_MAX_RETRY_INTERVAL_MS': hours(
     WEBHOOK_MAX_RETRY_INTERVAL_MS,
   ),
-  'db/webhook-subscriptions.ts FAILING_FOR_MS': hours(FAILING_FOR_MS),
+  'src/db/webhook-subscriptions.ts FAILING_FOR_MS': hours(FAILING_FOR_MS),
   'config/index.ts WEBHOOK_ATTEMPTS_PER_WORKER': `${setting('WEBHOOK_ATTEMPTS_PER_WORKER')}`,
   'config/index.ts WEBHOOK_ATTEMPTS_PER_ENDPOINT': `${setting('WEBHOOK_ATTEMPTS_PER_ENDPOINT')}`,
   'src/api/routes/events.ts REDELIVERY_WINDOW_MS': days(REDELIVERY_WINDOW_MS),
-  'db/webhook-deliveries.ts HISTORY_ATTEMPTS': `${HISTORY_ATTEMPTS}`,
-  'db/webhook-deliveries.ts EVENT_DELIVERIES': `${EVENT_DELIVERIES}`,
+  'src/db/webhook-deliveries.ts HISTORY_ATTEMPTS': `${HISTORY_ATTEMPTS}`,
+  'src/db/webhook-deliveries.ts EVENT_DELIVERIES': `${EVENT_DELIVERIES}`,
 
   'src/api/routes/provider-webhooks.ts MAX_NOTIFICATION_BYTES': kib(MAX_NOTIFICATION_BYTES),
   'providers/monime.ts MONIME_SIGNATURE_TOLERANCE_SECONDS': plural(
@@ -203,11 +205,11 @@ const EXPECTED: Record<string, string> = {
   'config/index.ts CARD_PAYMENT_PENDING_TTL_SECONDS': `${setting('CARD_PAYMENT_PENDING_TTL_SECONDS')} seconds`,
   'config/index.ts MONEY_OUT_PENDING_TTL_SECONDS': `${setting('MONEY_OUT_PENDING_TTL_SECONDS')} seconds`,
 
-  'db/dashboard-accounts.ts SESSION_HOURS': plural(SESSION_HOURS, 'hour'),
-  'db/dashboard-accounts.ts SECOND_STEP_MINUTES': plural(SECOND_STEP_MINUTES, 'minute'),
+  'src/db/dashboard-accounts.ts SESSION_HOURS': plural(SESSION_HOURS, 'hour'),
+  'src/db/dashboard-accounts.ts SECOND_STEP_MINUTES': plural(SECOND_STEP_MINUTES, 'minute'),
   'domain/dashboard-access.ts FRESH_SECONDS': secondsAndMinutes(FRESH_SECONDS),
   'domain/dashboard-access.ts PASSWORD_LENGTH': `${PASSWORD_LENGTH.min} to ${PASSWORD_LENGTH.max} characters`,
-  'db/dashboard-team.ts INVITATION_HOURS': plural(INVITATION_HOURS, 'hour'),
+  'src/db/dashboard-team.ts INVITATION_HOURS': plural(INVITATION_HOURS, 'hour'),
   'src/api/dashboard/two-step.ts RECOVERY_CODES': `${RECOVERY_CODES}`,
   'src/api/dashboard/two-step.ts TOTP_DIGITS': `${TOTP_DIGITS}`,
   'src/api/dashboard/two-step.ts TOTP_PERIOD': plural(TOTP_PERIOD, 'second'),

@@ -1,5 +1,5 @@
 import { loadConfig } from '../../config';
-import type { ApplicationRow } from '../../db/applications';
+import type { ApplicationRow } from '../../src/db/applications';
 import { priceCardRefund } from '../../src/activities/card-refund';
 import { priceCashout } from '../../src/activities/cashout';
 import { CASHOUT_PROVIDER_FEE, computeMoneyOutFees } from '../../domain/fees';

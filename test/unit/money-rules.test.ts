@@ -1,4 +1,4 @@
-import { firstBrokenRule } from '../../db/money-rules';
+import { firstBrokenRule } from '../../src/db/money-rules';
 import {
   activeWalletRules,
   currencySwitchRefusal,

@@ -13,13 +13,13 @@ import {
   type WebhookAttemptResult,
 } from '../../src/activities/webhooks';
 import { loadConfig } from '../../config';
-import type { DatabasePool } from '../../db/pool';
-import { insertEvent } from '../../db/transaction-events';
+import type { DatabasePool } from '../../src/db/pool';
+import { insertEvent } from '../../src/db/transaction-events';
 import {
   findWebhookSubscription,
   insertWebhookSubscription,
   updateWebhookSubscription,
-} from '../../db/webhook-subscriptions';
+} from '../../src/db/webhook-subscriptions';
 import { MIN_DEFERRAL_MS } from '../../outbound/endpoint-gate';
 import { newWebhookSecret, open, seal } from '../../outbound/secret-box';
 import { webhookDeliveryId } from '../../src/workflows/ids';

@@ -2,8 +2,8 @@
  * Row (7): the dashboard's analytics over a million seeded payments, asked through the API (7a,
  * from the load generator) and as the query alone on the pool (7b, in the engine's process).
  */
-import { dashboardAnalytics } from '../../db/analytics';
-import { seedPayments } from '../../db/analytics-seed';
+import { dashboardAnalytics } from '../../src/db/analytics';
+import { seedPayments } from '../../src/db/analytics-seed';
 import type { Engine, Fixture } from './engine';
 import { progress } from './engine';
 import type { Send } from './load';

@@ -12,7 +12,7 @@ import { payloadKeys, temporalDataConverter } from '../../src/temporal/data-conv
 import { sdkConnectionOptions, temporalConnectionOptions } from '../../src/temporal/connection';
 import { paymentSearchAttributes } from '../../src/api/temporal';
 import { formatPayloadKeys, loadConfig, type Config } from '../../config';
-import { createDatabasePool, type DatabasePool } from '../../db/pool';
+import { createDatabasePool, type DatabasePool } from '../../src/db/pool';
 import {
   keepRunning,
   runWorker,

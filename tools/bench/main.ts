@@ -4,7 +4,7 @@
  */
 import os from 'node:os';
 import type { WorkerOptions } from '@temporalio/worker';
-import { ledgerInvariantProblems } from '../../db/ledger-audit';
+import { ledgerInvariantProblems } from '../../src/db/ledger-audit';
 import { eagerStarts, paymentsStarted } from '../../observability/metrics';
 import { installTemporalRuntime } from '../harness/temporal';
 import {

@@ -19,7 +19,7 @@ import { createApp } from '../../src/api/app';
 import { createLogger } from '../../observability/logger';
 import { createWalletMemory } from '../../cache/wallet-memory';
 import { createCredentialCache } from '../../cache/credential-cache';
-import { createDatabasePool } from '../../db/pool';
+import { createDatabasePool } from '../../src/db/pool';
 import { keepRunning } from '../harness/engine';
 import { createProviders } from '../../providers';
 import { coresUsed, cpuSnapshot, threadMsPer, threadSnapshot, type CpuGroups } from './cpu';
@@ -65,7 +65,7 @@ const LABELS: [RegExp, string][] = [
   [/FROM credentials c JOIN applications/, 'auth: credential + rate limits'],
   [/UPDATE credentials SET last_used/, 'auth: last_used update'],
   [/INSERT INTO rate_limit_counters/, 'rate-limit counter upsert'],
-  // The ledger's statement also writes the event and the request's answer (db/money-steps.ts).
+  // The ledger's statement also writes the event and the request's answer (src/db/money-steps.ts).
   [/INSERT INTO ledger_transactions/, 'insert ledger transaction'],
   [/INSERT INTO idempotency_keys/, 'idempotency claim'],
   [/UPDATE idempotency_keys/, 'idempotency complete'],

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { getReconRun, insertReconRun } from '../../db/recon-runs';
+import { getReconRun, insertReconRun } from '../../src/db/recon-runs';
 import { startReconciliationRun } from '../../src/temporal/recon-runs';
 import { taskQueueOf } from '../../src/temporal/task-queues';
 import { workflowIds } from '../../src/workflows/ids';

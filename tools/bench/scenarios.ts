@@ -7,8 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import type { WorkerOptions } from '@temporalio/worker';
 import { createTransferActivities } from '../../src/activities/transfer';
-import type { DatabasePool } from '../../db/pool';
-import { lockAccounts, postLedgerTransaction } from '../../db/ledger';
+import type { DatabasePool } from '../../src/db/pool';
+import { lockAccounts, postLedgerTransaction } from '../../src/db/ledger';
 import { transferPostings } from '../../domain/ledger';
 import { ANALYTICS_PAYMENTS, dashboardQuery, seedAnalytics } from './analytics';
 import { backUpDeliveries, silentEndpoint } from './backlog';
@@ -605,7 +605,7 @@ export async function analyticsScenarios(bench: Bench): Promise<Row[]> {
     ),
     await measure(
       '7b',
-      `dashboard query alone (db/analytics.ts), ${payments}`,
+      `dashboard query alone (src/db/analytics.ts), ${payments}`,
       'closed, 1 client, in-process',
       () => closedHere(bench, 1, dashboardQuery(bench.engine, bench.fixture)),
     ),

@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { sql, type DatabasePool, type DatabasePoolConnection } from 'slonik';
 import { z } from 'zod';
-import { systemAccountId } from '../../db/ledger';
+import { systemAccountId } from '../../src/db/ledger';
 
 /** Payments one statement seeds: a few seconds each. */
 const CHUNK = 250_000;

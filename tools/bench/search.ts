@@ -11,7 +11,7 @@ import { progress } from './engine';
 import { sampleResident } from './rss';
 import { measure, type Bench, type Row } from './scenarios';
 import { raw, seedSearch, type SearchSeed } from './search-seed';
-import { TOTAL_COUNTED_AHEAD } from '../../db/pages';
+import { TOTAL_COUNTED_AHEAD } from '../../src/db/pages';
 import type { SenderSpec } from './senders';
 
 export const SEARCH_PAYMENTS = 10_000_000;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { findMoneyOut } from '../../db/money-out';
-import type { DatabasePool } from '../../db/pool';
+import { findMoneyOut } from '../../src/db/money-out';
+import type { DatabasePool } from '../../src/db/pool';
 import type { ChaosClient } from './http';
 import { Wire } from './wire';
 import { simulate, type History } from './workload';

@@ -1,9 +1,9 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { idFromKey } from '../../src/api/pipeline';
-import { ledgerInvariantProblems } from '../../db/ledger-audit';
-import { MONEY_OUT_TYPES } from '../../db/money-out';
-import type { DatabasePool } from '../../db/pool';
+import { ledgerInvariantProblems } from '../../src/db/ledger-audit';
+import { MONEY_OUT_TYPES } from '../../src/db/money-out';
+import type { DatabasePool } from '../../src/db/pool';
 import { majorNumberToMinor } from '../../domain/money';
 import { BATCHES_END_MS } from './batches';
 import { checkStatements } from './statements';

@@ -1,6 +1,6 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import type { DatabasePool } from '../../db/pool';
+import type { DatabasePool } from '../../src/db/pool';
 import type { ChaosClient } from './http';
 import type { Random } from './random';
 import { Wire } from './wire';

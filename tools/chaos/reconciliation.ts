@@ -1,6 +1,6 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import type { DatabasePool } from '../../db/pool';
+import type { DatabasePool } from '../../src/db/pool';
 import { majorNumberToMinor } from '../../domain/money';
 import type { ChaosClient, Outcome } from './http';
 import { Wire } from './wire';

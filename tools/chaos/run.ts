@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { createDatabasePool } from '../../db/pool';
+import { createDatabasePool } from '../../src/db/pool';
 import { isAlive } from '../harness/processes';
 import { settleBatches } from './batches';
 import { checkBank } from './checks';

@@ -1,7 +1,7 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { majorNumberToMinor } from '../../domain/money';
-import type { DatabasePool } from '../../db/pool';
+import type { DatabasePool } from '../../src/db/pool';
 import type { ChaosClient } from './http';
 
 const statementPage = z.object({

@@ -3,7 +3,7 @@ import { Client } from '@temporalio/client';
 import type { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { startApi, type RunningApi } from '../../src/api/server';
 import { loadConfig, type Config } from '../../config';
-import type { DatabasePool } from '../../db/pool';
+import type { DatabasePool } from '../../src/db/pool';
 import type { Logger } from '../../observability/logger';
 import { createWorker, runningConnection, type QueueWorkers } from '../../src/worker/create-worker';
 import { temporalDataConverter } from '../../src/temporal/data-converter';

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { createApplication, updateApplication } from '../../db/applications';
-import { createCredential } from '../../db/credentials';
-import { lockAccounts, postLedgerTransaction, systemAccountId } from '../../db/ledger';
-import type { DatabasePool } from '../../db/pool';
-import { findWallet } from '../../db/wallets';
+import { createApplication, updateApplication } from '../../src/db/applications';
+import { createCredential } from '../../src/db/credentials';
+import { lockAccounts, postLedgerTransaction, systemAccountId } from '../../src/db/ledger';
+import type { DatabasePool } from '../../src/db/pool';
+import { findWallet } from '../../src/db/wallets';
 import type { Currency } from '../../domain/money';
 import { RATE_LIMIT_CATEGORIES, type Mode } from '../../domain/types';
 

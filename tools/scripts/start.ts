@@ -9,8 +9,8 @@ import {
 import { startApi } from '../../src/api/server';
 import { CODEC_PATH } from '../../src/api/routes/temporal-codec';
 import { loadConfig, type Config } from '../../config';
-import { migrate } from '../../db/migrate';
-import { createDatabasePool } from '../../db/pool';
+import { migrate } from '../../src/db/migrate';
+import { createDatabasePool } from '../../src/db/pool';
 import { createFixtureApplication } from '../harness/fixtures';
 import { startLocalPostgres } from '../harness/postgres';
 import {

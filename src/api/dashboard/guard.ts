@@ -1,5 +1,5 @@
 import type Koa from 'koa';
-import type { DashboardSession, SessionNeeds } from '../../../db/dashboard-accounts';
+import type { DashboardSession, SessionNeeds } from '../../db/dashboard-accounts';
 import {
   DASHBOARD_ACTIONS,
   NOT_FRESH,

@@ -1,8 +1,8 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
 import { z } from 'zod';
-import { createCredential } from '../../../db/credentials';
-import { listModeCredentials, revokeModeCredential } from '../../../db/dashboard-credentials';
+import { createCredential } from '../../db/credentials';
+import { listModeCredentials, revokeModeCredential } from '../../db/dashboard-credentials';
 import { audited } from '../audit';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, refuseOverCap } from '../errors';

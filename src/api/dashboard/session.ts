@@ -11,9 +11,9 @@ import {
   SESSION_HOURS,
   SESSION_NEEDS,
   type DashboardSession,
-} from '../../../db/dashboard-accounts';
-import { signInNeeds } from '../../../db/dashboard-two-step';
-import { sessionSubject } from '../../../db/rate-limit';
+} from '../../db/dashboard-accounts';
+import { signInNeeds } from '../../db/dashboard-two-step';
+import { sessionSubject } from '../../db/rate-limit';
 import {
   DASHBOARD_ACTIONS,
   DASHBOARD_ROLES,

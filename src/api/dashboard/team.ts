@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { sha256 } from '../../../db/credentials';
-import { hashPassword } from '../../../db/dashboard-accounts';
+import { sha256 } from '../../db/credentials';
+import { hashPassword } from '../../db/dashboard-accounts';
 import {
   acceptInvitation,
   changeRole,
@@ -13,7 +13,7 @@ import {
   revokeInvitation,
   setTwoStepRequired,
   type TeamChange,
-} from '../../../db/dashboard-team';
+} from '../../db/dashboard-team';
 import {
   DASHBOARD_ROLES,
   emailAllowed,
@@ -21,7 +21,7 @@ import {
   PASSWORD_RULE,
 } from '../../../domain/dashboard-access';
 import { auditedBySession, type AuditNote } from '../audit';
-import { recordAudit } from '../../../db/audit-log';
+import { recordAudit } from '../../db/audit-log';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { Secret, TOTP } from 'otpauth';
 import QRCode from 'qrcode';
 import { z } from 'zod';
-import { sha256 } from '../../../db/credentials';
-import { confirmDashboardSession, type DashboardSession } from '../../../db/dashboard-accounts';
+import { sha256 } from '../../db/credentials';
+import { confirmDashboardSession, type DashboardSession } from '../../db/dashboard-accounts';
 import {
   disableTotp,
   enableTotp,
@@ -11,7 +11,7 @@ import {
   setPendingTotp,
   takeTotpStep,
   useRecoveryCode,
-} from '../../../db/dashboard-two-step';
+} from '../../db/dashboard-two-step';
 import { open, seal, webhookSecretKey } from '../../../outbound/secret-box';
 import { auditedBySession } from '../audit';
 import type { ApiDeps } from '../deps';

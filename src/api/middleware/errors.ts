@@ -1,7 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import type Koa from 'koa';
 import type { ErrorCode } from '../../../domain/errors';
-import { isDatabaseUnreachable } from '../../../db/pool';
+import { isDatabaseUnreachable } from '../../db/pool';
 import { AppError } from '../errors';
 import { isTemporalUnreachable } from '../temporal';
 import { redactHeaders, redactUrl, type Logger } from '../../../observability/logger';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { adminAnalytics } from '../../../db/analytics';
+import { adminAnalytics } from '../../db/analytics';
 import { CURRENCIES, divideRoundHalfEven } from '../../../domain/money';
 import { TRANSACTION_TYPES } from '../../../domain/types';
 import { resolvePayment } from '../../../intake/resolutions';

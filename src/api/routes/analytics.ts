@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { dashboardAnalytics } from '../../../db/analytics';
+import { dashboardAnalytics } from '../../db/analytics';
 import { minorToMajorNumber } from '../../../domain/money';
 import type { ApiDeps } from '../deps';
 import { errorResponse } from '../errors';

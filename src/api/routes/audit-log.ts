@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listAuditLog, type AuditRow } from '../../../db/audit-log';
+import { listAuditLog, type AuditRow } from '../../db/audit-log';
 import { AUDIT_ACTOR_TYPES } from '../../../domain/audit';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';

@@ -16,7 +16,7 @@ import {
   requestBatchCancel,
   type BatchRow,
   type NewBatchItem,
-} from '../../../db/batches';
+} from '../../db/batches';
 import {
   BATCH_ITEM_STATUSES,
   BATCH_KINDS,

@@ -1,8 +1,8 @@
 import type Koa from 'koa';
 import { z } from 'zod';
-import { findApplication } from '../../../db/applications';
-import { findCardDeposit, findCardDepositByPayment } from '../../../db/card-deposits';
-import { findTransaction } from '../../../db/transactions';
+import { findApplication } from '../../db/applications';
+import { findCardDeposit, findCardDepositByPayment } from '../../db/card-deposits';
+import { findTransaction } from '../../db/transactions';
 import { computeCardDepositFees } from '../../../domain/fees';
 import { minorToDecimalString, minorToMajorNumber } from '../../../domain/money';
 import { UnknownPaymentMethodError } from '../../../providers/card';

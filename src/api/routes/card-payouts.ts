@@ -1,9 +1,9 @@
-import { findMoneyOut } from '../../../db/money-out';
+import { findMoneyOut } from '../../db/money-out';
 import {
   PAYOUTS_NOT_ENABLED,
   canReceivePayouts,
   findPayoutAccount,
-} from '../../../db/payout-accounts';
+} from '../../db/payout-accounts';
 import { cardPayoutWorkflow } from '../../workflows/card-payout';
 import { workflowIds } from '../../workflows/ids';
 import { moneyOutInput } from '../../workflows/payment-inputs';

@@ -1,4 +1,4 @@
-import { findMoneyOut } from '../../../db/money-out';
+import { findMoneyOut } from '../../db/money-out';
 import { mobileMoneyCashoutWorkflow } from '../../workflows/cashout';
 import { workflowIds } from '../../workflows/ids';
 import { moneyOutInput } from '../../workflows/payment-inputs';

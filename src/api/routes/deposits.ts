@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { findTransaction } from '../../../db/transactions';
+import { findTransaction } from '../../db/transactions';
 import { minorTextToWireInteger } from '../../../domain/money';
 import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
 import { workflowIds } from '../../workflows/ids';

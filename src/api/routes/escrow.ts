@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { remember } from '../../../cache/bounded';
-import { findTransaction, type TransactionRow } from '../../../db/transactions';
+import { findTransaction, type TransactionRow } from '../../db/transactions';
 import type { Caller } from '../../../domain/types';
 import { escrowWorkflow } from '../../workflows/escrow';
 import { workflowIds } from '../../workflows/ids';

@@ -8,11 +8,11 @@ import {
   REDELIVERIES_PER_DAY,
   listCallerEvents,
   type EventWithDeliveries,
-} from '../../../db/webhook-deliveries';
+} from '../../db/webhook-deliveries';
 import {
   findWebhookSubscription,
   listActiveSubscriptionsFor,
-} from '../../../db/webhook-subscriptions';
+} from '../../db/webhook-subscriptions';
 import { EVENT_TYPES } from '../../../domain/events';
 import type { Caller } from '../../../domain/types';
 import { startWebhookDelivery } from '../../temporal/webhook-deliveries';

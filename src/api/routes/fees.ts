@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { findApplication } from '../../../db/applications';
+import { findApplication } from '../../db/applications';
 import { computeDepositFees } from '../../../domain/fees';
 import { PAYMENT_METHODS } from '../../../domain/types';
 import type { ApiDeps } from '../deps';

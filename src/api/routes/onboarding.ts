@@ -10,7 +10,7 @@ import {
   insertPayoutDocument,
   onboardingResultOf,
   type PayoutAccountRow,
-} from '../../../db/payout-accounts';
+} from '../../db/payout-accounts';
 import {
   PayoutBusinessProfile,
   PayoutIndividual,

@@ -7,23 +7,23 @@ import {
   getReconException,
   listReconExceptions,
   type ReconException,
-} from '../../../db/recon-exceptions';
-import { findReconImport, saveReconImport } from '../../../db/recon-imports';
+} from '../../db/recon-exceptions';
+import { findReconImport, saveReconImport } from '../../db/recon-imports';
 import {
   acceptReconExceptions,
   reconRunOwner,
   type ReconRefusal,
   type ReconScope,
-} from '../../../db/recon-resolutions';
+} from '../../db/recon-resolutions';
 import {
   findReconRun,
   insertReconRun,
   listReconRuns,
   RECON_EXCEPTION_KINDS,
   RECON_PROVIDERS,
-} from '../../../db/recon-runs';
-import { DISCREPANCY_KINDS, simulateProviderDiscrepancy } from '../../../db/sandbox-discrepancies';
-import { findTransaction } from '../../../db/transactions';
+} from '../../db/recon-runs';
+import { DISCREPANCY_KINDS, simulateProviderDiscrepancy } from '../../db/sandbox-discrepancies';
+import { findTransaction } from '../../db/transactions';
 import type { Caller } from '../../../domain/types';
 import { parseSettlementFile, type SettlementFile } from '../../../providers/settlement-file';
 import {

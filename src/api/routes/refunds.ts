@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { readCardCase } from '../../../db/card-cases';
-import { depositFacts } from '../../../db/card-cases';
-import { findMoneyOut } from '../../../db/money-out';
+import { readCardCase } from '../../db/card-cases';
+import { depositFacts } from '../../db/card-cases';
+import { findMoneyOut } from '../../db/money-out';
 import { cardRefundRules } from '../../../domain/money-rules';
 import { cardRefundWorkflow } from '../../workflows/card-refund';
 import { workflowIds } from '../../workflows/ids';

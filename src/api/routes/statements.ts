@@ -8,7 +8,7 @@ import {
   statementSummary,
   type StatementEntry,
   type StatementWindow,
-} from '../../../db/statements';
+} from '../../db/statements';
 import { minorToDecimalString, minorToMajorNumber } from '../../../domain/money';
 import { TRANSACTION_TYPES } from '../../../domain/types';
 import { ownedWallet } from '../access';

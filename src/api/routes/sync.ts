@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { syncPayment } from '../../../intake/notifications';
-import { findTransactionByReference } from '../../../db/transactions';
+import { findTransactionByReference } from '../../db/transactions';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound } from '../errors';
 import { defineRoute, type Route } from '../route';

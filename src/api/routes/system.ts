@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { AppError } from '../errors';
-import { databaseAnswers } from '../../../db/pool';
+import { databaseAnswers } from '../../db/pool';
 import type { ApiDeps } from '../deps';
 import { buildOpenApi } from '../openapi';
 import { defineRoute, type Route } from '../route';

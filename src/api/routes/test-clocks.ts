@@ -1,7 +1,7 @@
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { z } from 'zod';
-import { listReconExceptions } from '../../../db/recon-exceptions';
-import { findTransaction } from '../../../db/transactions';
+import { listReconExceptions } from '../../db/recon-exceptions';
+import { findTransaction } from '../../db/transactions';
 import { isNotFound } from '../../temporal/connection';
 import { wakeReconExceptionTimer } from '../../temporal/recon-runs';
 import { taskQueueOf } from '../../temporal/task-queues';

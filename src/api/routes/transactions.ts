@@ -2,13 +2,13 @@ import { Readable } from 'node:stream';
 import type { Client } from '@temporalio/client';
 import type Koa from 'koa';
 import { z } from 'zod';
-import { findAccountOwner } from '../../../db/ledger';
-import type { CommonQueryMethods } from '../../../db/pool';
+import { findAccountOwner } from '../../db/ledger';
+import type { CommonQueryMethods } from '../../db/pool';
 import {
   findTransaction,
   mergeTransactionMetadata,
   type TransactionRow,
-} from '../../../db/transactions';
+} from '../../db/transactions';
 import {
   countTransactionsUpTo,
   listTransactions,
@@ -16,7 +16,7 @@ import {
   transactionStream,
   type ExportRow,
   type TransactionFilter,
-} from '../../../db/transaction-search';
+} from '../../db/transaction-search';
 import { minorToMajorNumber } from '../../../domain/money';
 import type { Logger } from '../../../observability/logger';
 import { csvNumber, csvRecord, TRANSACTIONS_CSV_HEADER } from '../csv';
@@ -41,7 +41,7 @@ import {
 } from '../schemas';
 import { TransactionBody, transactionBodies, transactionMetadata } from '../serializers';
 import { isNotFound } from '../../temporal/connection';
-import { reconExceptionsOfPayment } from '../../../db/recon-resolutions';
+import { reconExceptionsOfPayment } from '../../db/recon-resolutions';
 import {
   buildTimeline,
   reconciliationSteps,

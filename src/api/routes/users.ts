@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { uniqueViolation } from '../../../db/errors';
+import { uniqueViolation } from '../../db/errors';
 import {
   blockerToDelete,
   deleteUser,
@@ -10,7 +10,7 @@ import {
   listUsers,
   lockUser,
   setUserActive,
-} from '../../../db/users';
+} from '../../db/users';
 import { assertOwned, ownedUser } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { findApplication } from '../../../db/applications';
-import { lockUser } from '../../../db/users';
+import { findApplication } from '../../db/applications';
+import { lockUser } from '../../db/users';
 import {
   findWallet,
   findWalletByUser,
@@ -8,7 +8,7 @@ import {
   listWallets,
   mergeWalletMetadata,
   setWalletActive,
-} from '../../../db/wallets';
+} from '../../db/wallets';
 import { assertOwned, ownedUser, ownedWallet } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';

@@ -10,7 +10,7 @@ import {
   rotateWebhookSecret,
   updateWebhookSubscription,
   type WebhookSubscriptionRow,
-} from '../../../db/webhook-subscriptions';
+} from '../../db/webhook-subscriptions';
 import { EVENT_TYPES } from '../../../domain/events';
 import type { Caller } from '../../../domain/types';
 import {

@@ -1,4 +1,0 @@
--- Provider notifications are purged by the maintenance schedule (db/maintenance.ts): unmatched
--- ones once the reconciliation stops retrying them, the others after their retention. The purge
--- looks them up by arrival, whatever their outcome.
-CREATE INDEX provider_notifications_received_idx ON provider_notifications (received_at);
