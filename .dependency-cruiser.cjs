@@ -21,18 +21,18 @@ module.exports = {
     ),
     forbid(
       'domain-is-pure',
-      'domain/ is pure rules: it imports only domain/ and zod.',
-      { path: '^domain/' },
-      { pathNot: ['^domain/', pkg('zod')] },
+      'src/domain/ is pure rules: it imports only src/domain/ and zod.',
+      { path: '^src/domain/' },
+      { pathNot: ['^src/domain/', pkg('zod')] },
     ),
     forbid(
       'workflows-are-deterministic',
-      'Workflow code imports only src/workflows/, domain/ and the SDK’s workflow-side packages.',
+      'Workflow code imports only src/workflows/, src/domain/ and the SDK’s workflow-side packages.',
       { path: '^src/workflows/' },
       {
         pathNot: [
           '^src/workflows/',
-          '^domain/',
+          '^src/domain/',
           '^src/activities/',
           pkg('@temporalio/(workflow|common|interceptors-opentelemetry)'),
         ],

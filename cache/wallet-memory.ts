@@ -1,4 +1,4 @@
-import type { Caller } from '../domain/types';
+import type { Caller } from '../src/domain/types';
 import { expiringMemory } from './bounded';
 
 /** A wallet found active longer ago than this is read again. */
@@ -20,7 +20,7 @@ export type WalletMemory = {
 /**
  * Wallets this API process found active, so a payment between them needs no lookup first. Memory
  * only ever answers "go on": a wallet disabled since is still refused with the same 403 by the
- * ledger step, under its lock (domain/money-rules.ts). See docs/api.md, API conventions.
+ * ledger step, under its lock (src/domain/money-rules.ts). See docs/api.md, API conventions.
  */
 export function createWalletMemory(): WalletMemory {
   /** The scope (application and mode) of each wallet found active. */

@@ -19,14 +19,14 @@ import {
   listDashboardAccounts,
   revokeDashboardSessionsByEmail,
 } from '../src/db/dashboard-accounts';
-import { emailAllowed, PASSWORD_RULE, passwordAllowed } from '../domain/dashboard-access';
+import { emailAllowed, PASSWORD_RULE, passwordAllowed } from '../src/domain/dashboard-access';
 import { withAudit, type AuditSource } from '../src/db/audit-log';
 import { createDatabasePool, type DatabasePool } from '../src/db/pool';
 import { openLocalDatabase } from '../tools/harness/postgres';
-import { minorToDecimalString, parseMajorDecimal } from '../domain/money';
-import { APPLICATION_FEE_METHODS } from '../domain/fees';
-import { RATE_LIMIT_CATEGORIES } from '../domain/types';
-import type { AuditActor } from '../domain/audit';
+import { minorToDecimalString, parseMajorDecimal } from '../src/domain/money';
+import { APPLICATION_FEE_METHODS } from '../src/domain/fees';
+import { RATE_LIMIT_CATEGORIES } from '../src/domain/types';
+import type { AuditActor } from '../src/domain/audit';
 import { RefusedError, UsageError } from './errors';
 import { LISTEN_USAGE, listenForWebhooks, parseListenArgs } from './webhooks-listen';
 

@@ -13,8 +13,8 @@ import {
 import type { DatabasePool } from '../src/db/pool';
 import type { EventRow } from '../src/db/webhook-deliveries';
 import { listenForEvents, type EventListener } from '../src/db/webhook-listener';
-import { EVENT_TYPES } from '../domain/events';
-import type { Mode } from '../domain/types';
+import { EVENT_TYPES } from '../src/domain/events';
+import type { Mode } from '../src/domain/types';
 import {
   assertPublicUrl,
   classifyAddress,

@@ -15,7 +15,7 @@ import {
   type DisputeRow,
 } from '../src/db/disputes';
 import { findTransaction } from '../src/db/transactions';
-import type { Mode } from '../domain/types';
+import type { Mode } from '../src/domain/types';
 import { isNotFound } from '../src/temporal/connection';
 import {
   disputeUpdates,

@@ -15,7 +15,7 @@ import { findTransaction } from '../src/db/transactions';
 import type { Providers } from '../providers';
 import { contradicts, keepContradictingMessage, type ErrorLog } from './contradictions';
 import { keepUnapplied, type Unapplied, type UnappliedReason } from './unapplied';
-import type { Mode, TransactionType } from '../domain/types';
+import type { Mode, TransactionType } from '../src/domain/types';
 import { isNotFound } from '../src/temporal/connection';
 import { decodePayloadsIn } from '../src/temporal/data-converter';
 import { workflowIds } from '../src/workflows/ids';

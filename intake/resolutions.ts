@@ -5,7 +5,7 @@
  */
 import { ApplicationFailure, WorkflowUpdateFailedError } from '@temporalio/client';
 import { findTransaction, type TransactionRow } from '../src/db/transactions';
-import type { AuditEntry } from '../domain/audit';
+import type { AuditEntry } from '../src/domain/audit';
 import { workflowIds } from '../src/workflows/ids';
 import {
   RESOLUTION_REFUSED,

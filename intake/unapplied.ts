@@ -5,7 +5,7 @@
  */
 import { insertProviderNotification } from '../src/db/provider-notifications';
 import type { DatabasePool } from '../src/db/pool';
-import type { Mode } from '../domain/types';
+import type { Mode } from '../src/domain/types';
 import { providerEventsUnapplied } from '../observability/metrics';
 import type { ErrorLog } from './contradictions';
 

@@ -1,6 +1,6 @@
 import type { DatabasePool } from '../src/db/pool';
 import type { Config } from '../config';
-import type { Mode } from '../domain/types';
+import type { Mode } from '../src/domain/types';
 import { sandboxWebhookSecret } from '../outbound/secret-box';
 import type { CardProvider, PayoutAccountProvider } from './card';
 import { ProviderNotConfiguredError, type MobileMoneyProvider } from './mobile-money';

@@ -1,6 +1,6 @@
 import type { Config } from '../config';
 import type { DatabasePool } from '../src/db/pool';
-import type { Mode } from '../domain/types';
+import type { Mode } from '../src/domain/types';
 import type { ProviderBooks } from './books';
 import { payoutAccountIds } from '../src/db/payout-accounts';
 import { ProviderNotConfiguredError } from './mobile-money';

@@ -4,7 +4,7 @@
  */
 import { defaultPayloadConverter } from '@temporalio/common';
 import { AppError } from '../src/api/errors';
-import { isErrorCode } from '../domain/errors';
+import { isErrorCode } from '../src/domain/errors';
 import type { Duration, Failure, Int64, Payloads, Timestamp } from './types';
 
 const NANOS_PER_SECOND = 1_000_000_000n;

@@ -4,7 +4,7 @@ import {
   type components,
   type WalletClient,
 } from '../../clients/typescript/src/index';
-import type { DashboardAction, DashboardRole } from '../../domain/dashboard-access';
+import type { DashboardAction, DashboardRole } from '../../src/domain/dashboard-access';
 
 /**
  * The dashboard's one way to the server: public routes go through the typed client (`api(mode)`)

@@ -8,7 +8,7 @@ import {
   type Mode,
   type Session,
 } from './api';
-import { FRESH_SECONDS } from '../../domain/dashboard-access';
+import { FRESH_SECONDS } from '../../src/domain/dashboard-access';
 import { navigate, usePath } from './router';
 import { ErrorBox, Link } from './ui';
 import { Overview } from './pages/overview';

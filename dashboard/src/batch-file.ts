@@ -1,5 +1,5 @@
-import { BATCH_LIMITS } from '../../domain/batches';
-import { parseMajorDecimal } from '../../domain/money';
+import { BATCH_LIMITS } from '../../src/domain/batches';
+import { parseMajorDecimal } from '../../src/domain/money';
 import type { BatchRequest } from '../../clients/typescript/src/index';
 
 /**

@@ -26,16 +26,16 @@ import { eventsInsertPart } from '../db/transaction-events';
 import { lockTransferWallets } from '../db/transfers';
 import { walletStates } from '../db/wallets';
 import { findApplication } from '../db/applications';
-import { BATCH_ITEM_CATEGORY, BATCH_ITEM_TYPE } from '../../domain/batches';
-import type { Currency } from '../../domain/money';
+import { BATCH_ITEM_CATEGORY, BATCH_ITEM_TYPE } from '../domain/batches';
+import type { Currency } from '../domain/money';
 import {
   decide,
   decideOverWallets,
   moneyOutReserveRules,
   transferRules,
   type Decision,
-} from '../../domain/money-rules';
-import { categoryLimit } from '../../domain/types';
+} from '../domain/money-rules';
+import { categoryLimit } from '../domain/types';
 import {
   itemEnded,
   paymentDidNotEnd,

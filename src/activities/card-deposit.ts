@@ -12,10 +12,10 @@ import { systemAccountsIn, type SystemAccountMemory } from '../db/ledger';
 import { recordMoneyStep } from '../db/money-steps';
 import type { DatabasePool } from '../db/pool';
 import type { TransactionRow } from '../db/transactions';
-import { computeCardDepositFees } from '../../domain/fees';
-import { cardDepositCompletionPostings } from '../../domain/ledger';
-import { minorToMajorNumber } from '../../domain/money';
-import type { Mode } from '../../domain/types';
+import { computeCardDepositFees } from '../domain/fees';
+import { cardDepositCompletionPostings } from '../domain/ledger';
+import { minorToMajorNumber } from '../domain/money';
+import type { Mode } from '../domain/types';
 import type { Providers } from '../../providers';
 import { UnknownPaymentMethodError, type CardPayment } from '../../providers/card';
 import { ProviderNotConfiguredError } from '../../providers/mobile-money';
@@ -197,7 +197,7 @@ export function createCardDepositActivities(deps: {
     return payment.status;
   }
 
-  /** Charged: one ledger transaction (domain/ledger.ts `cardDepositCompletionPostings`). */
+  /** Charged: one ledger transaction (src/domain/ledger.ts `cardDepositCompletionPostings`). */
   const { complete: completeCardDeposit, close } = depositCompletion(pool, {
     lock: lockCardDeposit,
     async credit(trx, { row, meta }) {

@@ -1,7 +1,7 @@
 import type { Config } from '../../config';
 import type { ApplicationRow } from '../db/applications';
-import { computeMoneyOutFees, type FeeRule } from '../../domain/fees';
-import type { Mode } from '../../domain/types';
+import { computeMoneyOutFees, type FeeRule } from '../domain/fees';
+import type { Mode } from '../domain/types';
 import type { Providers } from '../../providers';
 import type { CardPayoutStatus } from '../../providers/card';
 import type { PayoutStatus } from '../../providers/mobile-money';

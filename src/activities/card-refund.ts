@@ -1,8 +1,8 @@
 import type { Config } from '../../config';
 import { lockCardCase } from '../db/card-cases';
 import { depositFacts } from '../db/card-cases';
-import { cardRefundRules } from '../../domain/money-rules';
-import type { Mode } from '../../domain/types';
+import { cardRefundRules } from '../domain/money-rules';
+import type { Mode } from '../domain/types';
 import type { Providers } from '../../providers';
 import type { CardRefundStatus, RefundReason } from '../../providers/card';
 import type { PayoutStatus } from '../../providers/mobile-money';

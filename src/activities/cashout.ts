@@ -1,7 +1,7 @@
 import type { Config } from '../../config';
 import type { ApplicationRow } from '../db/applications';
-import { CASHOUT_PROVIDER_FEE, computeMoneyOutFees } from '../../domain/fees';
-import { sleInBaseCurrency, sleToUsd } from '../../domain/fx';
+import { CASHOUT_PROVIDER_FEE, computeMoneyOutFees } from '../domain/fees';
+import { sleInBaseCurrency, sleToUsd } from '../domain/fx';
 import type { Providers } from '../../providers';
 import type { MoneyOutInput } from '../workflows/money-out-shared';
 import type { MoneyOutPort, MoneyOutPrice, MoneyOutSpec } from './money-out';
@@ -9,7 +9,7 @@ import type { MoneyOutPort, MoneyOutPrice, MoneyOutSpec } from './money-out';
 /**
  * A mobile-money cashout's figures (method `mobile_money_cashout`): the request's SLE cents, the
  * provider's 1% and the application's fee, each converted to USD cents for a USD application
- * (banker's rounding, the rate recorded). Null below a cent once converted (domain/money-rules.ts).
+ * (banker's rounding, the rate recorded). Null below a cent once converted (src/domain/money-rules.ts).
  */
 export function priceCashout(
   app: ApplicationRow,

@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { isPermanentDatabaseError } from '../db/errors';
-import type { ErrorCode } from '../../domain/errors';
+import type { ErrorCode } from '../domain/errors';
 
 /**
  * A business decline: not retried, and carried to the API as its code. `detail` only when it

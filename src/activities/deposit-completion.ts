@@ -3,7 +3,7 @@ import { lockAccounts } from '../db/ledger';
 import { recordMoneyStep, type StepLedger } from '../db/money-steps';
 import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import type { TransactionRow } from '../db/transactions';
-import type { AuditEntry } from '../../domain/audit';
+import type { AuditEntry } from '../domain/audit';
 
 /** A deposit's record: its payment row and its provider's metadata. */
 type DepositBookRecord<M> = { row: TransactionRow; meta: M };

@@ -9,12 +9,12 @@ import {
   type TransactionRow,
 } from '../db/transactions';
 import { walletStates } from '../db/wallets';
-import type { Currency } from '../../domain/money';
-import { computeDepositFees } from '../../domain/fees';
-import { sleInBaseCurrency, sleToUsd } from '../../domain/fx';
-import { depositCompletionPostings } from '../../domain/ledger';
-import { minorTextToWireInteger } from '../../domain/money';
-import type { Mode } from '../../domain/types';
+import type { Currency } from '../domain/money';
+import { computeDepositFees } from '../domain/fees';
+import { sleInBaseCurrency, sleToUsd } from '../domain/fx';
+import { depositCompletionPostings } from '../domain/ledger';
+import { minorTextToWireInteger } from '../domain/money';
+import type { Mode } from '../domain/types';
 import {
   ProviderNotConfiguredError,
   ProviderRefusedError,
@@ -26,7 +26,7 @@ import type { DepositInput, DepositOpened } from '../workflows/shared';
 import { decline } from './declines';
 import { depositCompletion } from './deposit-completion';
 import { refuseUnlessAll } from './money-rules';
-import { depositRules } from '../../domain/money-rules';
+import { depositRules } from '../domain/money-rules';
 import { transactionEventData } from './events';
 
 function opened({ row, meta }: DepositRecord): DepositOpened {
@@ -68,7 +68,7 @@ export async function callProvider<T>(call: () => Promise<T>, refusal?: string):
 }
 
 /**
- * A deposit's rules (domain/money-rules.ts) over the wallet it credits, in `currency`, with
+ * A deposit's rules (src/domain/money-rules.ts) over the wallet it credits, in `currency`, with
  * `credited` (null: too small to convert).
  */
 export async function checkDepositWallet(
@@ -204,7 +204,7 @@ export function createDepositActivities(deps: {
   }
 
   /**
-   * Paid: one ledger transaction (domain/ledger.ts `depositCompletionPostings`), with FX legs
+   * Paid: one ledger transaction (src/domain/ledger.ts `depositCompletionPostings`), with FX legs
    * when the wallet holds another currency than SLE.
    */
   const { complete: completeDeposit, close: closeDeposit } = depositCompletion(pool, {

@@ -21,9 +21,9 @@ import {
   walletStatesUnlessMade,
   type WalletCurrencyMemory,
 } from '../db/wallets';
-import { computeEscrowFee } from '../../domain/fees';
-import { holdPostings, refundPostings, releasePostings } from '../../domain/ledger';
-import { minorToMajorNumber, type Currency } from '../../domain/money';
+import { computeEscrowFee } from '../domain/fees';
+import { holdPostings, refundPostings, releasePostings } from '../domain/ledger';
+import { minorToMajorNumber, type Currency } from '../domain/money';
 import { workflowIds } from '../workflows/ids';
 import type {
   EscrowStepResult,
@@ -32,7 +32,7 @@ import type {
   ReleaseRequest,
 } from '../workflows/shared';
 import { refuseUnless, refuseUnlessAll } from './money-rules';
-import { holdRules, refundRules, releaseRules } from '../../domain/money-rules';
+import { holdRules, refundRules, releaseRules } from '../domain/money-rules';
 import { transactionEventData } from './events';
 
 /** The step already written under this id (a retried activity or update): its result again. */

@@ -23,12 +23,12 @@ import {
   moneyOutReservePostings,
   moneyOutReversalPostings,
   moneyOutSettlementPostings,
-} from '../../domain/ledger';
-import type { AuditEntry } from '../../domain/audit';
-import type { Currency } from '../../domain/money';
-import type { WalletFacts } from '../../domain/money-rules';
-import { minorToMajorNumber } from '../../domain/money';
-import type { Mode, TransactionType } from '../../domain/types';
+} from '../domain/ledger';
+import type { AuditEntry } from '../domain/audit';
+import type { Currency } from '../domain/money';
+import type { WalletFacts } from '../domain/money-rules';
+import { minorToMajorNumber } from '../domain/money';
+import type { Mode, TransactionType } from '../domain/types';
 import type { Providers } from '../../providers';
 import type { PayoutStatus } from '../../providers/mobile-money';
 import { workflowIds } from '../workflows/ids';
@@ -37,7 +37,7 @@ import { decline } from './declines';
 import { callProvider } from './deposit';
 import { transactionEventData } from './events';
 import { refuseUnless, refuseUnlessAll } from './money-rules';
-import { moneyOutReserveRules } from '../../domain/money-rules';
+import { moneyOutReserveRules } from '../domain/money-rules';
 
 /** The provider's payout as the port reports it. */
 export type ProviderPayout = { id: string; status: PayoutStatus };
@@ -409,7 +409,7 @@ export function createMoneyOutActivities(
 
   /**
    * After a settlement, the provider reported the payout failed: everything comes back to the
-   * wallet (domain/ledger.ts `moneyOutReversalPostings`); the record fails with its event.
+   * wallet (src/domain/ledger.ts `moneyOutReversalPostings`); the record fails with its event.
    * Runs once: a second run finds the record failed.
    */
   async function reverseMoneyOut(input: { transactionId: string }): Promise<void> {

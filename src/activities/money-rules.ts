@@ -1,8 +1,8 @@
-import { decide, type Facts, type MoneyStep } from '../../domain/money-rules';
+import { decide, type Facts, type MoneyStep } from '../domain/money-rules';
 import { decline } from './declines';
 
 /**
- * A money step's rules (domain/money-rules.ts) over what the activity read: the first that does
+ * A money step's rules (src/domain/money-rules.ts) over what the activity read: the first that does
  * not hold is a decline. Answers whether every rule was decided; false when one needs a fact
  * not read yet (a balance, before the lock that reads it), so the caller asks again with it.
  */

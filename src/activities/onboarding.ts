@@ -22,7 +22,7 @@ import type {
   OnboardingInput,
   OnboardingResult,
   OnboardingSubmission,
-} from '../../domain/payout-accounts';
+} from '../domain/payout-accounts';
 import { decline } from './declines';
 
 /**

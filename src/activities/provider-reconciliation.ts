@@ -12,8 +12,8 @@ import {
 } from '../db/recon-matching';
 import { getReconException } from '../db/recon-exceptions';
 import { getReconRun, insertScheduledReconRuns, type ReconProvider } from '../db/recon-runs';
-import { RECON_CHUNK_RECORDS } from '../../domain/recon';
-import type { Mode } from '../../domain/types';
+import { RECON_CHUNK_RECORDS } from '../domain/recon';
+import type { Mode } from '../domain/types';
 import type { Providers } from '../../providers';
 import { ProviderNotConfiguredError, ProviderRefusedError } from '../../providers/mobile-money';
 import { booksFor } from '../../providers/recon-books';

@@ -2,14 +2,14 @@ import { recordAnswer, recordMoneyStep, recordMoneyStepAtOnce } from '../db/mone
 import type { DatabasePool } from '../db/pool';
 import { transactionRecord, type TransactionRow } from '../db/transactions';
 import { lockTransferWallets, transferGuard } from '../db/transfers';
-import type { Currency } from '../../domain/money';
+import type { Currency } from '../domain/money';
 import { rememberWalletCurrencies, type WalletCurrencyMemory } from '../db/wallets';
-import { transferPostings } from '../../domain/ledger';
+import { transferPostings } from '../domain/ledger';
 import { workflowIds } from '../workflows/ids';
 import type { TransactionRecord, TransferInput } from '../workflows/shared';
 import { transactionEventData } from './events';
 import { refuseUnlessAll } from './money-rules';
-import { transferRules } from '../../domain/money-rules';
+import { transferRules } from '../domain/money-rules';
 
 /**
  * A transfer's money step (src/db/money-steps.ts): its payment row, ledger postings, event and answer,

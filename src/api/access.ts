@@ -10,8 +10,8 @@ import {
   reads,
   type Facts,
   type MoneyStep,
-} from '../../domain/money-rules';
-import type { Caller } from '../../domain/types';
+} from '../domain/money-rules';
+import type { Caller } from '../domain/types';
 import { AppError, notFound } from './errors';
 
 /** 404 when it does not exist at all, 403 when it belongs to another application or mode. */
@@ -110,7 +110,7 @@ export function earlyAnswer(
 }
 
 /**
- * A money step's early answer, before its workflow starts (domain/money-rules.ts): the first rule
+ * A money step's early answer, before its workflow starts (src/domain/money-rules.ts): the first rule
  * that fails over what the API knows answers as the step would; a rule that needs what only the
  * step knows (a balance under its lock, a wallet from memory) is left to it, with every rule after.
  */

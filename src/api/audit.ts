@@ -2,8 +2,8 @@ import type Koa from 'koa';
 import { actorName, withAudit, type AuditNote, type AuditSource } from '../db/audit-log';
 import type { DashboardSession } from '../db/dashboard-accounts';
 import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
-import type { AuditActor, AuditEntry } from '../../domain/audit';
-import type { Caller } from '../../domain/types';
+import type { AuditActor, AuditEntry } from '../domain/audit';
+import type { Caller } from '../domain/types';
 import { sessionOf } from './dashboard/guard';
 
 /**

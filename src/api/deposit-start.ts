@@ -1,6 +1,6 @@
 import type { UpdateDefinition } from '@temporalio/common';
-import { depositRules } from '../../domain/money-rules';
-import type { TransactionType } from '../../domain/types';
+import { depositRules } from '../domain/money-rules';
+import type { TransactionType } from '../domain/types';
 import type { Declined, DepositInput, DepositOutcome } from '../workflows/shared';
 import type { ApiDeps } from './deps';
 import { assertLiveProvider, unlessDeclined } from './errors';

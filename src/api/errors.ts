@@ -1,9 +1,9 @@
 import { CapReachedError } from '../db/caps';
-import { ERROR_CODES, type ErrorCode } from '../../domain/errors';
+import { ERROR_CODES, type ErrorCode } from '../domain/errors';
 import type { Declined } from '../workflows/shared';
 import { ErrorBody } from './schemas';
 
-/** Each code's HTTP status: a code of `domain/errors.ts` missing here does not compile. */
+/** Each code's HTTP status: a code of `src/domain/errors.ts` missing here does not compile. */
 export const ERROR_STATUS = {
   invalid_request: 400,
   invalid_json: 400,

@@ -28,7 +28,7 @@ import {
   categoryLimit,
   type Caller,
   type RateLimitCategory,
-} from '../../domain/types';
+} from '../domain/types';
 import { findApplication } from '../db/applications';
 import { refuseUnstorableText } from './middleware/body';
 import { RateLimitedError } from './middleware/errors';

@@ -5,7 +5,7 @@ import {
 } from '../../intake/notifications';
 import { findMoneyOut } from '../db/money-out';
 import type { TransactionRow } from '../db/transactions';
-import type { Mode } from '../../domain/types';
+import type { Mode } from '../domain/types';
 import { taskQueueOf } from '../temporal/task-queues';
 import type { CardEvent, CardPayoutEvent } from '../../providers/card';
 import {

@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 import type { z } from 'zod';
-import type { Caller, RateLimitCategory } from '../../domain/types';
+import type { Caller, RateLimitCategory } from '../domain/types';
 import type { EarlyAnswer } from './access';
 
 export type ResponseSpec = {

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { filterInstant, isInstant } from '../../domain/instant';
+import { filterInstant, isInstant } from '../domain/instant';
 import {
   METADATA_MAX_KEYS,
   METADATA_MAX_KEY_LENGTH,
   METADATA_MAX_VALUE_LENGTH,
-} from '../../domain/metadata';
-import { MAX_MINOR_UNITS, parseMajorDecimal } from '../../domain/money';
+} from '../domain/metadata';
+import { MAX_MINOR_UNITS, parseMajorDecimal } from '../domain/money';
 import { InexactNumber, plainDecimal } from './middleware/json-number';
 import { TOTAL_COUNTED_AHEAD } from '../db/pages';
 

@@ -16,14 +16,14 @@ import {
 import type { UserRow } from '../db/users';
 import type { WalletRow } from '../db/wallets';
 import type { WebhookSubscriptionRow } from '../db/webhook-subscriptions';
-import type { DepositFees } from '../../domain/fees';
-import { minorToDecimalString, minorToMajorNumber } from '../../domain/money';
+import type { DepositFees } from '../domain/fees';
+import { minorToDecimalString, minorToMajorNumber } from '../domain/money';
 import {
   PAYMENT_METHODS,
   TRANSACTION_STATUSES,
   TRANSACTION_TYPES,
   type PaymentMethod,
-} from '../../domain/types';
+} from '../domain/types';
 import type { TransactionRecord } from '../workflows/shared';
 
 /** A JSON value written as its own literal text (`JSON.rawJSON`, newer than TypeScript's lib). */

@@ -7,7 +7,7 @@ import {
 } from '@temporalio/client';
 import type { UpdateDefinition, Workflow } from '@temporalio/common';
 import type { Config } from '../../config';
-import type { Caller, TransactionType } from '../../domain/types';
+import type { Caller, TransactionType } from '../domain/types';
 import { SearchAttributes, paymentSearchAttributes } from '../workflows/shared';
 
 export { paymentSearchAttributes };

@@ -1,7 +1,7 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
-import type { Currency } from '../../domain/money';
-import { TRANSACTION_TYPES, type Mode, type TransactionType } from '../../domain/types';
+import type { Currency } from '../domain/money';
+import { TRANSACTION_TYPES, type Mode, type TransactionType } from '../domain/types';
 import { transactionColumns, transactionRow, type TransactionRow } from './transactions';
 
 /**

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import type { Currency } from '../../domain/money';
-import { currencySwitchRefusal } from '../../domain/money-rules';
+import type { Currency } from '../domain/money';
+import { currencySwitchRefusal } from '../domain/money-rules';
 import { disputeIsOpen } from './disputes';
 
 export const applicationRow = z.object({

@@ -7,7 +7,7 @@ import {
   type AuditActor,
   type AuditEntry,
   type AuditValue,
-} from '../../domain/audit';
+} from '../domain/audit';
 
 /**
  * The audit log (docs/security.md, Audit log). `recordAudit` is the one way an entry is written:

@@ -8,8 +8,8 @@ import {
   type BatchItemStatus,
   type BatchKind,
   type BatchStatus,
-} from '../../domain/batches';
-import type { Mode } from '../../domain/types';
+} from '../domain/batches';
+import type { Mode } from '../domain/types';
 import { pageTotal } from './pages';
 import { prepare } from './pool';
 import type { RateLimitKey } from './rate-limit';

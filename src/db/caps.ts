@@ -1,6 +1,6 @@
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import type { Mode } from '../../domain/types';
+import type { Mode } from '../domain/types';
 
 /** What an application may hold at most per mode (config `caps`), and which rows count. */
 const CAPPED = {

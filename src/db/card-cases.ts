@@ -1,6 +1,6 @@
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import type { DepositFacts } from '../../domain/money-rules';
+import type { DepositFacts } from '../domain/money-rules';
 import { transactionColumns, transactionRow, type TransactionRow } from './transactions';
 
 /**
@@ -58,7 +58,7 @@ export async function readCardCase(
   return row ? factsOf(row) : null;
 }
 
-/** A card deposit's facts as the refund and dispute rules read them (domain/money-rules.ts). */
+/** A card deposit's facts as the refund and dispute rules read them (src/domain/money-rules.ts). */
 export function depositFacts({ deposit, left }: CardCaseFacts): DepositFacts {
   return {
     id: deposit.id,

@@ -1,7 +1,7 @@
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import { transactionColumns, transactionRow, type TransactionRow } from './transactions';
-import type { Mode } from '../../domain/types';
+import type { Mode } from '../domain/types';
 
 /** The provider's payment, as the card deposit last saw it. */
 const cardPaymentMetadata = z.object({

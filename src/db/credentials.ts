@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
-import type { Mode } from '../../domain/types';
+import type { Mode } from '../domain/types';
 import { insertWithinCap } from './caps';
 import type { ExpiringMemory } from '../../cache/bounded';
 import { countAndClaim, type ClaimResult } from './idempotency';

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID, scrypt, timingSafeEqual } from 'node:crypto';
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
-import { DASHBOARD_ROLES, FRESH_SECONDS, type DashboardRole } from '../../domain/dashboard-access';
+import { DASHBOARD_ROLES, FRESH_SECONDS, type DashboardRole } from '../domain/dashboard-access';
 import { sha256 } from './credentials';
 import { uniqueViolation } from './errors';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import { DASHBOARD_ROLES, type DashboardRole } from '../../domain/dashboard-access';
+import { DASHBOARD_ROLES, type DashboardRole } from '../domain/dashboard-access';
 import { accountColumns, accountRow, type DashboardAccount } from './dashboard-accounts';
 
 /**

@@ -1,7 +1,7 @@
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import { minorToMajorNumber } from '../../domain/money';
-import type { Caller, Mode } from '../../domain/types';
+import { minorToMajorNumber } from '../domain/money';
+import type { Caller, Mode } from '../domain/types';
 import type { DisputeRecord, DisputeStatus } from '../workflows/dispute-shared';
 import { pageTotal } from './pages';
 

@@ -16,7 +16,7 @@ import {
   WALLET_FIELDS,
   type MoneyStepGuard,
 } from './money-rules';
-import { holdRules, releaseRules } from '../../domain/money-rules';
+import { holdRules, releaseRules } from '../domain/money-rules';
 
 const lockedHold = transactionRow.extend({
   step_made: z.boolean(),

@@ -1,6 +1,6 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
-import type { Mode } from '../../domain/types';
+import type { Mode } from '../domain/types';
 import { eventRow, type EventRow } from './webhook-deliveries';
 
 /**

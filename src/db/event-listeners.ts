@@ -1,6 +1,6 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
-import type { Mode } from '../../domain/types';
+import type { Mode } from '../domain/types';
 
 /**
  * The registrations of running `cli webhooks listen` commands (migration 0022): while one is

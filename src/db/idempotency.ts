@@ -1,6 +1,6 @@
 import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
-import type { Caller } from '../../domain/types';
+import type { Caller } from '../domain/types';
 import { countStatement, type RateLimitHit, type RowVersions } from './rate-limit';
 import { jsonbValue, prepare } from './pool';
 

@@ -6,9 +6,9 @@ import {
   type FragmentSqlToken,
 } from 'slonik';
 import { z } from 'zod';
-import { assertBalanced, lockOrder, type Posting } from '../../domain/ledger';
-import type { Currency } from '../../domain/money';
-import type { Mode } from '../../domain/types';
+import { assertBalanced, lockOrder, type Posting } from '../domain/ledger';
+import type { Currency } from '../domain/money';
+import type { Mode } from '../domain/types';
 import { ledgerTransactionDuration } from '../../observability/metrics';
 import { remember } from '../../cache/bounded';
 import { afterCommit, nowAsRead, prepare } from './pool';
@@ -35,7 +35,7 @@ export type LockedAccount = z.infer<typeof lockedAccount>;
 
 /**
  * Locks the accounts a ledger transaction will touch, in the one fixed order of
- * `domain/ledger.lockOrder`; call it first. `FOR NO KEY UPDATE`, not `FOR UPDATE`, lets the
+ * `src/domain/ledger.lockOrder`; call it first. `FOR NO KEY UPDATE`, not `FOR UPDATE`, lets the
  * foreign keys' key-share locks through (see docs/architecture.md, The ledger).
  */
 export async function lockAccounts(

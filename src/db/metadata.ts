@@ -1,5 +1,5 @@
 import { sql, type FragmentSqlToken, type IdentifierSqlToken } from 'slonik';
-import { METADATA_MAX_KEYS } from '../../domain/metadata';
+import { METADATA_MAX_KEYS } from '../domain/metadata';
 
 /**
  * A merge of merchant metadata (docs/api.md, Metadata) into a row's `metadata` or `column`: `set`

@@ -6,10 +6,10 @@ import {
   type MoneyStep,
   type Term,
   type Value,
-} from '../../domain/money-rules';
+} from '../domain/money-rules';
 
 /**
- * A money step's rules (domain/money-rules.ts) compiled to one SQL boolean that holds where
+ * A money step's rules (src/domain/money-rules.ts) compiled to one SQL boolean that holds where
  * `decide` would pass over the same facts (columns `<subject>_<field>`, `factsOf`). What depends
  * on the bound parameters alone is decided here, in TypeScript.
  */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods } from 'slonik';
-import type { Mode } from '../../domain/types';
+import type { Mode } from '../domain/types';
 
 /**
  * Keeps a provider's answer that contradicts an ended payment, once per payment and provider

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods } from 'slonik';
 import type { DatabasePool } from './pool';
 import { z } from 'zod';
-import type { Mode } from '../../domain/types';
-import type { OnboardingResult } from '../../domain/payout-accounts';
+import type { Mode } from '../domain/types';
+import type { OnboardingResult } from '../domain/payout-accounts';
 
 /** What the provider still wants before payouts are enabled, as it said it last. */
 export const payoutRequirements = z.object({

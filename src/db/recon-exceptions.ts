@@ -1,7 +1,7 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
-import { minorToMajorNumber } from '../../domain/money';
-import type { Mode } from '../../domain/types';
+import { minorToMajorNumber } from '../domain/money';
+import type { Mode } from '../domain/types';
 import { pageTotal } from './pages';
 import { RECON_EXCEPTION_KINDS, RECON_PROVIDERS, type ReconExceptionKind } from './recon-runs';
 

@@ -1,6 +1,6 @@
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import type { Mode } from '../../domain/types';
+import type { Mode } from '../domain/types';
 
 /**
  * Settlement files an application uploaded (docs/api.md, Reconciliation): the import and its

@@ -1,6 +1,6 @@
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import { RECON_MATCH_STATEMENT_MS, RECON_PAYMENT_TYPES } from '../../domain/recon';
+import { RECON_MATCH_STATEMENT_MS, RECON_PAYMENT_TYPES } from '../domain/recon';
 import type { BookedRecord } from './recon-books';
 import { recordArrays } from './recon-imports';
 import {

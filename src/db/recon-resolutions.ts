@@ -1,8 +1,8 @@
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import type { AuditEntry } from '../../domain/audit';
-import { reconAdjustment } from '../../domain/recon-adjustments';
-import type { Mode } from '../../domain/types';
+import type { AuditEntry } from '../domain/audit';
+import { reconAdjustment } from '../domain/recon-adjustments';
+import type { Mode } from '../domain/types';
 import { recordAudit } from './audit-log';
 import { lockAccounts, postLedgerTransaction, systemAccountId } from './ledger';
 import {

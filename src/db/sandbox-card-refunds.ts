@@ -1,6 +1,6 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
-import { CURRENCIES } from '../../domain/money';
+import { CURRENCIES } from '../domain/money';
 
 /** The Test Mode card provider's own store of refunds (the sandbox is the provider here). */
 export const sandboxCardRefundRow = z.object({

@@ -1,6 +1,6 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
-import { CURRENCIES } from '../../domain/money';
+import { CURRENCIES } from '../domain/money';
 
 /** The Test Mode card provider's own store of connected accounts and payouts. */
 export const sandboxConnectAccountRow = z.object({

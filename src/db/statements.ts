@@ -1,6 +1,6 @@
 import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
-import { TRANSACTION_TYPES } from '../../domain/types';
+import { TRANSACTION_TYPES } from '../domain/types';
 import { prepare } from './pool';
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { isSqlToken, sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
-import type { Mode } from '../../domain/types';
+import type { Mode } from '../domain/types';
 import { prepare } from './pool';
 import { manyRows, oneRow, type WrittenColumn } from './insert-values';
 

@@ -1,6 +1,6 @@
 import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
-import type { Caller, TransactionStatus, TransactionType } from '../../domain/types';
+import type { Caller, TransactionStatus, TransactionType } from '../domain/types';
 import type { DatabasePool } from './pool';
 import { metadataContains } from './metadata';
 import { pageTotal, TOTAL_COUNTED_AHEAD } from './pages';

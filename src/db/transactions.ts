@@ -1,6 +1,6 @@
 import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
-import { minorToMajorNumber, type Currency } from '../../domain/money';
+import { minorToMajorNumber, type Currency } from '../domain/money';
 import {
   TRANSACTION_STATUSES,
   TRANSACTION_TYPES,
@@ -8,12 +8,12 @@ import {
   type Mode,
   type TransactionStatus,
   type TransactionType,
-} from '../../domain/types';
+} from '../domain/types';
 import type { TransactionRecord } from '../workflows/shared';
 import { prepare } from './pool';
 import { compileRules } from './money-rules';
 import { walletFacts } from './wallet-facts';
-import { depositRules } from '../../domain/money-rules';
+import { depositRules } from '../domain/money-rules';
 import { metadataMerge } from './metadata';
 import { oneRow, manyRows, type WrittenColumn } from './insert-values';
 

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { walletFacts, walletFactsRow } from './wallet-facts';
 import { prepare } from './pool';
 import { factColumns, firstBrokenRule, WALLET_FIELDS, type MoneyStepGuard } from './money-rules';
-import { transferRules } from '../../domain/money-rules';
+import { transferRules } from '../domain/money-rules';
 
 const transferWallet = walletFactsRow.extend({
   done: z.boolean(),

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import type { Caller } from '../../domain/types';
+import type { Caller } from '../domain/types';
 import { disputeIsOpen } from './disputes';
 import { metadataContains, metadataMerge } from './metadata';
 import { pageTotal } from './pages';

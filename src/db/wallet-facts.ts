@@ -1,9 +1,9 @@
 import { sql, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
-import type { HoldFacts, WalletFacts } from '../../domain/money-rules';
+import type { HoldFacts, WalletFacts } from '../domain/money-rules';
 
 /**
- * Where each fact of `WalletFacts` (domain/money-rules.ts) is read, and its type: the one place a
+ * Where each fact of `WalletFacts` (src/domain/money-rules.ts) is read, and its type: the one place a
  * new wallet fact is added besides its type, which the compiler holds this to. `scope` is the
  * wallet's row or its ledger account's, alike for a wallet (`walletFacts`'s `scope`).
  */
@@ -49,7 +49,7 @@ export const walletFactsRow = z.object(
 
 /**
  * What a money step checks of a wallet without its lock: its scope, whether it is active, its
- * currency and its application's base currency (domain/money-rules.ts); all but the balance.
+ * currency and its application's base currency (src/domain/money-rules.ts); all but the balance.
  */
 export const walletState = walletFactsRow.omit({ balance: true });
 export type WalletState = z.infer<typeof walletState>;

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import type { Currency } from '../../domain/money';
-import type { Caller } from '../../domain/types';
+import type { Currency } from '../domain/money';
+import type { Caller } from '../domain/types';
 import { remember } from '../../cache/bounded';
 import { prepare } from './pool';
 import { metadataMerge } from './metadata';

@@ -1,6 +1,6 @@
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
-import type { Caller } from '../../domain/types';
+import type { Caller } from '../domain/types';
 import type { DatabasePool, DatabaseTransactionConnection } from './pool';
 import { pageTotal } from './pages';
 

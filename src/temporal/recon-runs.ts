@@ -3,7 +3,7 @@ import {
   WorkflowIdReusePolicy,
   type Client,
 } from '@temporalio/client';
-import type { Mode } from '../../domain/types';
+import type { Mode } from '../domain/types';
 import { workflowIds } from '../workflows/ids';
 import {
   reconExceptionInput,

@@ -4,8 +4,8 @@
  * signal a money-out item's saga sends its batch. No I/O here: workflow code imports it.
  */
 import { defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { BatchKind, BatchStatus } from '../../domain/batches';
-import type { Mode } from '../../domain/types';
+import type { BatchKind, BatchStatus } from '../domain/batches';
+import type { Mode } from '../domain/types';
 import type { MoneyOutInput, MoneyOutOpened } from './money-out-shared';
 import type { Declined, TransferInput } from './shared';
 

@@ -28,7 +28,7 @@ import type { MoneyOutOpened } from './money-out-shared';
 import { activityPresets } from './retry';
 import { paymentSearchAttributes, type Declined } from './shared';
 import { transferWorkflow } from './transfer';
-import { BATCH_ITEM_TYPE } from '../../domain/batches';
+import { BATCH_ITEM_TYPE } from '../domain/batches';
 
 /** The batch's own steps are short database statements: local, one marker each in the history. */
 const steps = proxyLocalActivities<Activities>(activityPresets.ledger);

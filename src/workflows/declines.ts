@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/workflow';
 import { ActivityFailure, RetryState, TimeoutFailure } from '@temporalio/common';
-import { isErrorCode } from '../../domain/errors';
+import { isErrorCode } from '../domain/errors';
 import type { Declined } from './shared';
 
 /**

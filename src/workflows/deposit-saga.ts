@@ -5,7 +5,7 @@
  */
 import type { UpdateDefinition } from '@temporalio/common';
 import { condition, setHandler } from '@temporalio/workflow';
-import type { AuditEntry } from '../../domain/audit';
+import type { AuditEntry } from '../domain/audit';
 import { paymentClock, type PaymentClock } from './clock';
 import { asDeclined, exhausted } from './declines';
 import { asksProviderOnNotify } from './notifications';

@@ -3,7 +3,7 @@
  * (docs/api.md, Refunds and Disputes). No I/O here.
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
-import type { AuditEntry } from '../../domain/audit';
+import type { AuditEntry } from '../domain/audit';
 import type { Declined } from './shared';
 
 export type DisputeStatus = 'needs_response' | 'under_review' | 'won' | 'lost';

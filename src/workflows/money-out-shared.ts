@@ -4,7 +4,7 @@
  * (mobile-money cashouts, card payouts, card refunds); `kind` names which. No I/O here.
  */
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
-import type { AuditEntry } from '../../domain/audit';
+import type { AuditEntry } from '../domain/audit';
 import type { Declined, LocalSteps } from './shared';
 
 /** The ways money leaves a wallet through a provider; each has its workflow id prefix. */

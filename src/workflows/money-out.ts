@@ -9,7 +9,7 @@ import {
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { AuditEntry } from '../../domain/audit';
+import type { AuditEntry } from '../domain/audit';
 import type { Activities } from './activities-types';
 import { batchItemAnswered } from './batch-shared';
 import { asDeclined, exhausted } from './declines';

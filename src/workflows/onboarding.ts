@@ -9,7 +9,7 @@ import type {
   OnboardingInput,
   OnboardingResult,
   OnboardingSubmission,
-} from '../../domain/payout-accounts';
+} from '../domain/payout-accounts';
 import type { Activities } from './activities-types';
 import { asDeclined, exhausted } from './declines';
 import { activityPresets } from './retry';

@@ -3,7 +3,7 @@
  * API's single endpoints and a bulk payment's items (src/workflows/batch.ts) start the same payment
  * from the same fields. No I/O here: workflow code imports it.
  */
-import type { Mode } from '../../domain/types';
+import type { Mode } from '../domain/types';
 import type { MoneyOutInput } from './money-out-shared';
 import type { TransferInput } from './shared';
 

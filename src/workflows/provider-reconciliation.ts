@@ -20,8 +20,8 @@ import {
   type ReconExceptionInput,
   type ReconRunInput,
 } from './recon-shared';
-import type { Mode } from '../../domain/types';
-import { RECON_CHUNKS_PER_HISTORY } from '../../domain/recon';
+import type { Mode } from '../domain/types';
+import { RECON_CHUNKS_PER_HISTORY } from '../domain/recon';
 import { activityPresets } from './retry';
 
 /** Loading a chunk asks the provider; matching is one long transaction: both heartbeat. */

@@ -1,5 +1,5 @@
 /** What the API, the activity and the `adjust` resolution's workflow share; no I/O here. */
-import type { AuditEntry } from '../../domain/audit';
+import type { AuditEntry } from '../domain/audit';
 
 /**
  * An operator's `adjust` resolution of a provider-reconciliation exception; `audit` is written

@@ -3,7 +3,7 @@
  * Reconcile with a provider). No I/O here: workflow code imports it.
  */
 import { defineSignal } from '@temporalio/workflow';
-import type { Mode } from '../../domain/types';
+import type { Mode } from '../domain/types';
 
 /** How long an exception stays open before `reconciliation.exception.stale` is sent. */
 export const RECON_EXCEPTION_STALE_MS = 72 * 60 * 60 * 1000;

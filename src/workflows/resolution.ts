@@ -13,7 +13,7 @@ import {
   workflowInfo,
   type Sinks,
 } from '@temporalio/workflow';
-import type { AuditEntry } from '../../domain/audit';
+import type { AuditEntry } from '../domain/audit';
 import { asDeclined, exhausted } from './declines';
 import { SearchAttributes } from './shared';
 

@@ -8,8 +8,8 @@ import {
   type SearchAttributePair,
 } from '@temporalio/common';
 import { defineQuery, defineUpdate, type Sinks } from '@temporalio/workflow';
-import type { ErrorCode } from '../../domain/errors';
-import type { TransactionStatus, TransactionType } from '../../domain/types';
+import type { ErrorCode } from '../domain/errors';
+import type { TransactionStatus, TransactionType } from '../domain/types';
 
 export { workflowIds } from './ids';
 

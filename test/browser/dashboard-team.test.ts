@@ -1,7 +1,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import type { DashboardRole } from '../../domain/dashboard-access';
+import type { DashboardRole } from '../../src/domain/dashboard-access';
 import { goTo, launchBrowser, signedInDashboard } from '../support/browser';
 import { dashboardAccount, nextCode, PASSWORD } from '../support/dashboard';
 import { createUserWithWallet } from '../support/http';

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { apiRoutes } from '../../src/api/app';
 import { dashboardRouter } from '../../src/api/dashboard/routes';
 import { sha256 } from '../../src/db/credentials';
-import { DASHBOARD_ROLES, type DashboardRole } from '../../domain/dashboard-access';
+import { DASHBOARD_ROLES, type DashboardRole } from '../../src/domain/dashboard-access';
 import { createLogger } from '../../observability/logger';
 import { createProviders } from '../../providers';
 import {

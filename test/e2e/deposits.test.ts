@@ -1,6 +1,6 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { parseMajorDecimal } from '../../domain/money';
+import { parseMajorDecimal } from '../../src/domain/money';
 import { workflowIds } from '../../src/workflows/ids';
 import {
   assertLedgerInvariant,

@@ -1,8 +1,8 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { updateApplication } from '../../src/db/applications';
-import { computeDepositFees } from '../../domain/fees';
-import { minorToDecimalString } from '../../domain/money';
+import { computeDepositFees } from '../../src/domain/fees';
+import { minorToDecimalString } from '../../src/domain/money';
 import { createTestApp } from '../support/engine';
 import { clientFor } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { createAdmin, type CreatedAdmin } from '../../src/db/admins';
 import { updateApplication } from '../../src/db/applications';
 import { createDashboardAccount } from '../../src/db/dashboard-accounts';
-import { RATE_LIMIT_CATEGORIES } from '../../domain/types';
+import { RATE_LIMIT_CATEGORIES } from '../../src/domain/types';
 import { TOTAL_COUNTED_AHEAD } from '../../src/db/pages';
 import { awaitRoomInWindow } from '../support/rate-limit';
 import { createTestApp } from '../support/engine';

@@ -7,7 +7,7 @@ import { createMaintenanceActivities } from '../../src/activities/maintenance';
 import { LISTEN_APPLICATION_NAME } from '../../cli/webhooks-listen';
 import { LISTENERS_CHANNEL } from '../../src/db/event-listeners';
 import { listenForEvents } from '../../src/db/webhook-listener';
-import { EVENT_TYPES } from '../../domain/events';
+import { EVENT_TYPES } from '../../src/domain/events';
 import { createTestApp } from '../support/engine';
 import { clientFor, createFundedWallet, createUserWithWallet, transfer } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';

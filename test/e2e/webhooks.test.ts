@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { ensureWebhookRelay } from '../../src/activities/webhooks';
 import { insertEvent } from '../../src/db/transaction-events';
 import { listenForEvents } from '../../src/db/webhook-listener';
-import { EVENT_TYPES } from '../../domain/events';
+import { EVENT_TYPES } from '../../src/domain/events';
 import { REFUSED_ADDRESS_ERROR } from '../../outbound/webhook-post';
 import { webhookDeliveryId, webhookRelayId } from '../../src/workflows/ids';
 import { maintenanceWorkflow } from '../../src/workflows/maintenance';

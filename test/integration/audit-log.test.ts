@@ -5,7 +5,7 @@ import { listAuditLog, recordAudit, withAudit, type AuditSource } from '../../sr
 import { createCredential } from '../../src/db/credentials';
 import { sqlState } from '../../src/db/errors';
 import type { DatabasePool } from '../../src/db/pool';
-import type { AuditEntry } from '../../domain/audit';
+import type { AuditEntry } from '../../src/domain/audit';
 import { createCaller, createTestDatabase } from '../support/database';
 
 /**

@@ -6,7 +6,7 @@ import { createActivities } from '../../src/activities';
 import { loadConfig } from '../../config';
 import { findCardDeposit } from '../../src/db/card-deposits';
 import type { DatabasePool } from '../../src/db/pool';
-import type { Caller } from '../../domain/types';
+import type { Caller } from '../../src/domain/types';
 import { createProviders, type Providers } from '../../providers';
 import type { CardPaymentRequest, CardProvider } from '../../providers/card';
 import { workflowIds } from '../../src/workflows/ids';

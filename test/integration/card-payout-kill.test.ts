@@ -4,7 +4,7 @@ import { createActivities } from '../../src/activities';
 import { loadConfig } from '../../config';
 import { findMoneyOut } from '../../src/db/money-out';
 import type { DatabasePool } from '../../src/db/pool';
-import type { Caller } from '../../domain/types';
+import type { Caller } from '../../src/domain/types';
 import { createProviders, type Providers } from '../../providers';
 import type { Activities } from '../../src/workflows/activities-types';
 import { workflowIds } from '../../src/workflows/ids';

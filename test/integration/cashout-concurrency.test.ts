@@ -1,4 +1,4 @@
-import { computeMoneyOutFees, CASHOUT_PROVIDER_FEE } from '../../domain/fees';
+import { computeMoneyOutFees, CASHOUT_PROVIDER_FEE } from '../../src/domain/fees';
 import { assertLedgerInvariant, balanceOf, fundWallet, systemBalance } from '../support/database';
 import { createTestApp } from '../support/engine';
 import { workflowIds } from '../../src/workflows/ids';

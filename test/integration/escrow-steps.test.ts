@@ -6,7 +6,7 @@ import { createEscrowActivities } from '../../src/activities/escrow';
 import { updateApplication } from '../../src/db/applications';
 import type { DatabasePool } from '../../src/db/pool';
 import { setWalletActive } from '../../src/db/wallets';
-import type { Caller } from '../../domain/types';
+import type { Caller } from '../../src/domain/types';
 import type { EscrowStepResult, HoldInput } from '../../src/workflows/shared';
 import { claimIdempotencyKey } from '../../src/db/idempotency';
 import { findTransaction, transactionAnswer, transactionRecord } from '../../src/db/transactions';

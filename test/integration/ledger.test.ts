@@ -10,7 +10,7 @@ import {
 import type { DatabasePool } from '../../src/db/pool';
 import { insertUser } from '../../src/db/users';
 import { insertWallet } from '../../src/db/wallets';
-import type { Caller } from '../../domain/types';
+import type { Caller } from '../../src/domain/types';
 import {
   assertLedgerInvariant,
   balanceOf,

@@ -18,8 +18,8 @@ import {
 import { findTransaction, insertTransaction } from '../../src/db/transactions';
 import { transferGuard } from '../../src/db/transfers';
 import { setWalletActive } from '../../src/db/wallets';
-import type { Currency } from '../../domain/money';
-import { decide, MONEY_STEPS, type MoneyStep, type Value } from '../../domain/money-rules';
+import type { Currency } from '../../src/domain/money';
+import { decide, MONEY_STEPS, type MoneyStep, type Value } from '../../src/domain/money-rules';
 import { createProviders } from '../../providers';
 import { WORKFLOW_ID_PREFIXES } from '../../src/workflows/ids';
 import type { HoldInput, TransferInput } from '../../src/workflows/shared';

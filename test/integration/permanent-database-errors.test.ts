@@ -7,7 +7,7 @@ import { loadConfig } from '../../config';
 import { isPermanentDatabaseError, sqlState, uniqueViolation } from '../../src/db/errors';
 import type { DatabasePool } from '../../src/db/pool';
 import { insertUser, USERS_EMAIL_UNIQUE } from '../../src/db/users';
-import type { Caller } from '../../domain/types';
+import type { Caller } from '../../src/domain/types';
 import { createProviders } from '../../providers';
 import type { TransferInput } from '../../src/workflows/shared';
 import { transferWorkflow } from '../../src/workflows/transfer';

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { createTransferActivities } from '../../src/activities/transfer';
 import { findTransaction } from '../../src/db/transactions';
 import { createDatabasePool, prepare, type DatabasePool } from '../../src/db/pool';
-import type { Caller } from '../../domain/types';
+import type { Caller } from '../../src/domain/types';
 import {
   assertLedgerInvariant,
   balanceOf,

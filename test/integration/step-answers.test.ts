@@ -11,7 +11,7 @@ import {
   transactionFromRecord,
   transactionRecord,
 } from '../../src/db/transactions';
-import type { Caller } from '../../domain/types';
+import type { Caller } from '../../src/domain/types';
 import type { TransferInput } from '../../src/workflows/shared';
 import {
   balanceOf,

@@ -11,7 +11,7 @@ import {
   transactionRecord,
 } from '../../src/db/transactions';
 import { setWalletActive } from '../../src/db/wallets';
-import type { Caller } from '../../domain/types';
+import type { Caller } from '../../src/domain/types';
 import {
   assertLedgerInvariant,
   balanceOf,

@@ -3,7 +3,7 @@ import {
   type WalletClient,
   type WalletClientOptions,
 } from '../../clients/typescript/src/index';
-import type { Mode } from '../../domain/types';
+import type { Mode } from '../../src/domain/types';
 import type { TestApp } from './engine';
 import type { Reply } from './http';
 

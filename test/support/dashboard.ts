@@ -2,7 +2,7 @@ import { Secret, TOTP } from 'otpauth';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createDashboardAccount } from '../../src/db/dashboard-accounts';
 import type { DatabasePool } from '../../src/db/pool';
-import type { DashboardRole } from '../../domain/dashboard-access';
+import type { DashboardRole } from '../../src/domain/dashboard-access';
 import { clientFor, type Reply } from './http';
 
 /** Dashboard accounts and sessions over real HTTP (docs/dashboard.md), for the e2e tests. */

@@ -9,8 +9,8 @@ import { fundWallet as fund } from '../../tools/harness/fixtures';
 import { SCRATCH_CONNECT_TIMEOUT_MS } from '../../tools/harness/engine';
 import { insertUser } from '../../src/db/users';
 import { insertWallet } from '../../src/db/wallets';
-import type { Currency } from '../../domain/money';
-import type { Caller } from '../../domain/types';
+import type { Currency } from '../../src/domain/money';
+import type { Caller } from '../../src/domain/types';
 
 function serverUrl(): string {
   const url = process.env.TEST_PG_SERVER_URL;

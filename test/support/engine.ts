@@ -2,8 +2,8 @@ import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../../config';
 import type { DatabasePool } from '../../src/db/pool';
-import type { Currency } from '../../domain/money';
-import type { Mode } from '../../domain/types';
+import type { Currency } from '../../src/domain/money';
+import type { Mode } from '../../src/domain/types';
 import {
   runWorker,
   scratchConfig,

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DatabasePool } from '../../src/db/pool';
-import type { Mode } from '../../domain/types';
+import type { Mode } from '../../src/domain/types';
 import { fundWallet } from './database';
 import type { TestApp } from './engine';
 import { pollUntil } from './wait';

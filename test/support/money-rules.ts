@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { AppError } from '../../src/api/errors';
 import type { MoneyStepGuard } from '../../src/db/money-rules';
 import type { DatabasePool } from '../../src/db/pool';
-import type { MoneyStep } from '../../domain/money-rules';
+import type { MoneyStep } from '../../src/domain/money-rules';
 import { asDeclined } from '../../src/workflows/declines';
 import type { Reply } from './http';
 

@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { Caller } from '../../domain/types';
+import type { Caller } from '../../src/domain/types';
 import type { TransferInput } from '../../src/workflows/shared';
 
 /**

@@ -1,4 +1,4 @@
-import { withoutSecrets } from '../../domain/audit';
+import { withoutSecrets } from '../../src/domain/audit';
 
 /** The one definition of what an audit entry's details may keep (docs/security.md, Audit log). */
 describe('withoutSecrets', () => {

@@ -3,9 +3,9 @@ import {
   computeDepositFees,
   HOME_COUNTRY,
   isInternationalCard,
-} from '../../domain/fees';
-import { cardDepositCompletionPostings } from '../../domain/ledger';
-import type { Currency } from '../../domain/money';
+} from '../../src/domain/fees';
+import { cardDepositCompletionPostings } from '../../src/domain/ledger';
+import type { Currency } from '../../src/domain/money';
 
 describe('isInternationalCard: home country SL for SLE, US for USD; amex always international', () => {
   it.each<[string, string, Currency, boolean]>([

@@ -6,7 +6,7 @@ import {
   TimeoutType,
 } from '@temporalio/common';
 import { AppError, ERROR_MESSAGES, ERROR_STATUS, unlessDeclined } from '../../src/api/errors';
-import { ERROR_CODES, isErrorCode } from '../../domain/errors';
+import { ERROR_CODES, isErrorCode } from '../../src/domain/errors';
 import { asDeclined, exhausted } from '../../src/workflows/declines';
 
 const wrapped = (cause: Error, retryState: RetryState = RetryState.NON_RETRYABLE_FAILURE) =>

@@ -4,7 +4,7 @@ import path from 'node:path';
 
 /**
  * A file the docs name must exist, so that a file moved or renamed fails here until the docs
- * follow. `domain/ledger.assertBalanced` names a function; a `*` or `NNNN` span, its folder.
+ * follow. `src/domain/ledger.assertBalanced` names a function; a `*` or `NNNN` span, its folder.
  */
 const ROOT = path.join(__dirname, '..', '..');
 const DOCS = path.join(ROOT, 'docs');

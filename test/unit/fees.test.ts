@@ -3,8 +3,8 @@ import {
   PROVIDER_FEES,
   providerFeeRule,
   type DepositFees,
-} from '../../domain/fees';
-import type { PaymentMethod } from '../../domain/types';
+} from '../../src/domain/fees';
+import type { PaymentMethod } from '../../src/domain/types';
 
 type Row = {
   method: PaymentMethod;

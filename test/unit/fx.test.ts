@@ -1,4 +1,4 @@
-import { sleToUsd } from '../../domain/fx';
+import { sleToUsd } from '../../src/domain/fx';
 
 describe('sleToUsd converts SLE cents to USD cents, half to even', () => {
   it.each([

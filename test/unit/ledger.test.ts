@@ -1,4 +1,4 @@
-import { assertBalanced, lockOrder, transferPostings } from '../../domain/ledger';
+import { assertBalanced, lockOrder, transferPostings } from '../../src/domain/ledger';
 
 describe('ledger postings', () => {
   it('builds a transfer as a debit and a credit that sum to zero', () => {

@@ -31,16 +31,16 @@ import {
   REDELIVERIES_PER_DAY,
 } from '../../src/db/webhook-deliveries';
 import { FAILING_FOR_MS } from '../../src/db/webhook-subscriptions';
-import { BATCH_LIMITS } from '../../domain/batches';
-import { FRESH_SECONDS, PASSWORD_LENGTH } from '../../domain/dashboard-access';
+import { BATCH_LIMITS } from '../../src/domain/batches';
+import { FRESH_SECONDS, PASSWORD_LENGTH } from '../../src/domain/dashboard-access';
 import {
   METADATA_MAX_KEY_LENGTH,
   METADATA_MAX_KEYS,
   METADATA_MAX_VALUE_LENGTH,
-} from '../../domain/metadata';
-import { MAX_MINOR_UNITS, parseMajorDecimal } from '../../domain/money';
-import { MONEY_STEPS } from '../../domain/money-rules';
-import { RATE_LIMIT_CATEGORIES } from '../../domain/types';
+} from '../../src/domain/metadata';
+import { MAX_MINOR_UNITS, parseMajorDecimal } from '../../src/domain/money';
+import { MONEY_STEPS } from '../../src/domain/money-rules';
+import { RATE_LIMIT_CATEGORIES } from '../../src/domain/types';
 import { TEST_EVIDENCE_DAYS } from '../../intake/disputes';
 import { WEBHOOK_ANSWER_MAX_BYTES, WEBHOOK_TIMEOUT_MS } from '../../outbound/webhook-post';
 import { MONIME_SIGNATURE_TOLERANCE_SECONDS } from '../../providers/monime';
@@ -83,8 +83,8 @@ const secondsAndMinutes = (s: number) => `${s} seconds (${s / 60} minutes)`;
  * value computed from the code, so a limit changed there fails here until the page follows.
  */
 const EXPECTED: Record<string, string> = {
-  'domain/money.ts MAX_MINOR_UNITS': `${n(MAX_MINOR_UNITS)} (${n(MAX_MINOR_UNITS / 100n)}.00 major)`,
-  'domain/money.ts parseMajorDecimal':
+  'src/domain/money.ts MAX_MINOR_UNITS': `${n(MAX_MINOR_UNITS)} (${n(MAX_MINOR_UNITS / 100n)}.00 major)`,
+  'src/domain/money.ts parseMajorDecimal':
     parseMajorDecimal('0.01') === 1n && parseMajorDecimal('0.001') === null ? '2' : 'not 2',
   'src/api/middleware/json-number.ts MAX_PLAIN_DIGITS': n(MAX_PLAIN_DIGITS),
 
@@ -97,13 +97,13 @@ const EXPECTED: Record<string, string> = {
   'src/api/schemas.ts PER_PAGE.default': `${PER_PAGE.default}`,
   'src/db/pages.ts TOTAL_COUNTED_AHEAD': n(TOTAL_COUNTED_AHEAD),
 
-  'domain/metadata.ts METADATA_MAX_KEYS': `${METADATA_MAX_KEYS}`,
-  'domain/metadata.ts METADATA_MAX_KEY_LENGTH': `${METADATA_MAX_KEY_LENGTH}`,
-  'domain/metadata.ts METADATA_MAX_VALUE_LENGTH': `${METADATA_MAX_VALUE_LENGTH}`,
+  'src/domain/metadata.ts METADATA_MAX_KEYS': `${METADATA_MAX_KEYS}`,
+  'src/domain/metadata.ts METADATA_MAX_KEY_LENGTH': `${METADATA_MAX_KEY_LENGTH}`,
+  'src/domain/metadata.ts METADATA_MAX_VALUE_LENGTH': `${METADATA_MAX_VALUE_LENGTH}`,
 
   ...Object.fromEntries(
     Object.entries(RATE_LIMIT_CATEGORIES).map(([category, limit]) => [
-      `domain/types.ts RATE_LIMIT_CATEGORIES.${category}`,
+      `src/domain/types.ts RATE_LIMIT_CATEGORIES.${category}`,
       perMinute(limit),
     ]),
   ),
@@ -146,9 +146,9 @@ const EXPECTED: Record<string, string> = {
   'src/api/routes/statements.ts MAX_CSV_ENTRIES': n(MAX_CSV_ENTRIES),
   'src/api/routes/statements.ts DEFAULT_DAYS': plural(DEFAULT_DAYS, 'day'),
 
-  'domain/batches.ts BATCH_LIMITS.items': n(BATCH_LIMITS.items),
-  'domain/batches.ts BATCH_LIMITS.atomicItems': n(BATCH_LIMITS.atomicItems),
-  'domain/batches.ts BATCH_LIMITS.referenceLength': plural(
+  'src/domain/batches.ts BATCH_LIMITS.items': n(BATCH_LIMITS.items),
+  'src/domain/batches.ts BATCH_LIMITS.atomicItems': n(BATCH_LIMITS.atomicItems),
+  'src/domain/batches.ts BATCH_LIMITS.referenceLength': plural(
     BATCH_LIMITS.referenceLength,
     'character',
   ),
@@ -207,8 +207,8 @@ const EXPECTED: Record<string, string> = {
 
   'src/db/dashboard-accounts.ts SESSION_HOURS': plural(SESSION_HOURS, 'hour'),
   'src/db/dashboard-accounts.ts SECOND_STEP_MINUTES': plural(SECOND_STEP_MINUTES, 'minute'),
-  'domain/dashboard-access.ts FRESH_SECONDS': secondsAndMinutes(FRESH_SECONDS),
-  'domain/dashboard-access.ts PASSWORD_LENGTH': `${PASSWORD_LENGTH.min} to ${PASSWORD_LENGTH.max} characters`,
+  'src/domain/dashboard-access.ts FRESH_SECONDS': secondsAndMinutes(FRESH_SECONDS),
+  'src/domain/dashboard-access.ts PASSWORD_LENGTH': `${PASSWORD_LENGTH.min} to ${PASSWORD_LENGTH.max} characters`,
   'src/db/dashboard-team.ts INVITATION_HOURS': plural(INVITATION_HOURS, 'hour'),
   'src/api/dashboard/two-step.ts RECOVERY_CODES': `${RECOVERY_CODES}`,
   'src/api/dashboard/two-step.ts TOTP_DIGITS': `${TOTP_DIGITS}`,

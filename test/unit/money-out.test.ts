@@ -2,14 +2,14 @@ import { loadConfig } from '../../config';
 import type { ApplicationRow } from '../../src/db/applications';
 import { priceCardRefund } from '../../src/activities/card-refund';
 import { priceCashout } from '../../src/activities/cashout';
-import { CASHOUT_PROVIDER_FEE, computeMoneyOutFees } from '../../domain/fees';
+import { CASHOUT_PROVIDER_FEE, computeMoneyOutFees } from '../../src/domain/fees';
 import {
   assertBalanced,
   moneyOutGiveBackPostings,
   moneyOutReservePostings,
   moneyOutReversalPostings,
   moneyOutSettlementPostings,
-} from '../../domain/ledger';
+} from '../../src/domain/ledger';
 import type { MoneyOutInput } from '../../src/workflows/money-out-shared';
 
 describe('computeMoneyOutFees: provider rule and application basis points, half to even', () => {

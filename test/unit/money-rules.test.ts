@@ -12,7 +12,7 @@ import {
   truthOf,
   type Facts,
   type WalletFacts,
-} from '../../domain/money-rules';
+} from '../../src/domain/money-rules';
 
 const APP = 'app-1';
 const wallet = (id: string, change: Partial<WalletFacts> = {}): WalletFacts => ({

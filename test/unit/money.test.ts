@@ -7,7 +7,7 @@ import {
   minorToMajorNumber,
   minorToWireInteger,
   parseMajorDecimal,
-} from '../../domain/money';
+} from '../../src/domain/money';
 
 describe('majorNumberToMinor reads wire amounts exactly', () => {
   it.each([

@@ -1,4 +1,4 @@
-import { computeEscrowFee } from '../../domain/fees';
+import { computeEscrowFee } from '../../src/domain/fees';
 import {
   assertBalanced,
   depositCompletionPostings,
@@ -6,7 +6,7 @@ import {
   holdPostings,
   refundPostings,
   releasePostings,
-} from '../../domain/ledger';
+} from '../../src/domain/ledger';
 
 describe('computeEscrowFee: basis points (half to even) plus fixed, capped at the amount', () => {
   it.each([

@@ -1,4 +1,4 @@
-import { reconAdjustment, type ReconSide } from '../../domain/recon-adjustments';
+import { reconAdjustment, type ReconSide } from '../../src/domain/recon-adjustments';
 
 const side = (amount: bigint, status: string, currency = 'USD'): ReconSide => ({
   amount,

@@ -1,4 +1,4 @@
-import { filterInstant, isInstant, parseInstant } from '../../domain/instant';
+import { filterInstant, isInstant, parseInstant } from '../../src/domain/instant';
 import { csvField, csvNumber, csvRecord, STATEMENT_CSV_HEADER } from '../../src/api/csv';
 
 describe('csvField quotes as RFC 4180 says', () => {

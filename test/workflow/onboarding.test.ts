@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { workflowIds } from '../../src/workflows/ids';
-import type { OnboardingResult } from '../../domain/payout-accounts';
+import type { OnboardingResult } from '../../src/domain/payout-accounts';
 import { onboardingUpdates, onboardingWorkflow } from '../../src/workflows/onboarding';
 import { createTimeSkippingEnv, mocked, withWorker } from '../support/time-skipping';
 import {

@@ -51,7 +51,7 @@ import type {
   OnboardingInput,
   OnboardingResult,
   OnboardingSubmission,
-} from '../../domain/payout-accounts';
+} from '../../src/domain/payout-accounts';
 import { onboardingUpdates, onboardingWorkflow } from '../../src/workflows/onboarding';
 import {
   resolveUpdate,
@@ -87,7 +87,7 @@ import {
   type BatchItemEnd,
   type BatchItemStart,
 } from '../../src/workflows/batch-shared';
-import { endedBatchStatus } from '../../domain/batches';
+import { endedBatchStatus } from '../../src/domain/batches';
 import { WEBHOOK_SCENARIOS } from './webhook-scenarios';
 
 export const THIRTY_MINUTES = 30 * 60 * 1000;

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { BATCH_LIMITS } from '../../domain/batches';
+import { BATCH_LIMITS } from '../../src/domain/batches';
 import { cpuSnapshot } from './cpu';
 import { progress } from './engine';
 import { sampleHeap, sampleResident } from './rss';

@@ -9,7 +9,7 @@ import type { WorkerOptions } from '@temporalio/worker';
 import { createTransferActivities } from '../../src/activities/transfer';
 import type { DatabasePool } from '../../src/db/pool';
 import { lockAccounts, postLedgerTransaction } from '../../src/db/ledger';
-import { transferPostings } from '../../domain/ledger';
+import { transferPostings } from '../../src/domain/ledger';
 import { ANALYTICS_PAYMENTS, dashboardQuery, seedAnalytics } from './analytics';
 import { backUpDeliveries, silentEndpoint } from './backlog';
 import { coresOver, coresUsed, cpuSnapshot, type CpuGroups } from './cpu';

@@ -4,7 +4,7 @@ import { idFromKey } from '../../src/api/pipeline';
 import { ledgerInvariantProblems } from '../../src/db/ledger-audit';
 import { MONEY_OUT_TYPES } from '../../src/db/money-out';
 import type { DatabasePool } from '../../src/db/pool';
-import { majorNumberToMinor } from '../../domain/money';
+import { majorNumberToMinor } from '../../src/domain/money';
 import { BATCHES_END_MS } from './batches';
 import { checkStatements } from './statements';
 import type { ChaosClient } from './http';

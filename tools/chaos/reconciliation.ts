@@ -1,7 +1,7 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import type { DatabasePool } from '../../src/db/pool';
-import { majorNumberToMinor } from '../../domain/money';
+import { majorNumberToMinor } from '../../src/domain/money';
 import type { ChaosClient, Outcome } from './http';
 import { Wire } from './wire';
 import { newHistory, PATHS, recordDeposit, setUpWallets, simulate, type History } from './workload';

@@ -1,6 +1,6 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { majorNumberToMinor } from '../../domain/money';
+import { majorNumberToMinor } from '../../src/domain/money';
 import type { DatabasePool } from '../../src/db/pool';
 import type { ChaosClient } from './http';
 

@@ -1,4 +1,4 @@
-import { majorNumberToMinor } from '../../domain/money';
+import { majorNumberToMinor } from '../../src/domain/money';
 import { SANDBOX_REFUSED_CASHOUT_AMOUNT } from '../../providers/sandbox-mobile-money';
 import type { ChaosClient, Json, Outcome } from './http';
 import { Wire } from './wire';

@@ -4,8 +4,8 @@ import { createCredential } from '../../src/db/credentials';
 import { lockAccounts, postLedgerTransaction, systemAccountId } from '../../src/db/ledger';
 import type { DatabasePool } from '../../src/db/pool';
 import { findWallet } from '../../src/db/wallets';
-import type { Currency } from '../../domain/money';
-import { RATE_LIMIT_CATEGORIES, type Mode } from '../../domain/types';
+import type { Currency } from '../../src/domain/money';
+import { RATE_LIMIT_CATEGORIES, type Mode } from '../../src/domain/types';
 
 /** Per-minute limits no test or benchmark load reaches, for every category. */
 export const RAISED_RATE_LIMITS: Readonly<Record<string, number>> = Object.fromEntries(

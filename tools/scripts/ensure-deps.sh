@@ -18,9 +18,9 @@ fi
 
 # The dashboard (dashboard/): built by Vite into dashboard/dist (git-ignored), which the API
 # serves at /dashboard; its type check is part of `npm run typecheck`, not of every start.
-# Rebuilt when a source (or a domain/ list it shows) is newer.
+# Rebuilt when a source (or a src/domain/ list it shows) is newer.
 if [ ! -f dashboard/dist/index.html ] ||
-  [ -n "$(find dashboard domain -newer dashboard/dist/index.html -type f -not -path 'dashboard/dist/*' -print -quit)" ]; then
+  [ -n "$(find dashboard src/domain -newer dashboard/dist/index.html -type f -not -path 'dashboard/dist/*' -print -quit)" ]; then
   echo "building the dashboard" >&2
   node_modules/.bin/vite build dashboard >&2
 fi

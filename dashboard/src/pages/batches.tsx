@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { BATCH_ITEM_STATUSES, BATCH_STATUSES } from '../../../domain/batches';
+import { BATCH_ITEM_STATUSES, BATCH_STATUSES } from '../../../src/domain/batches';
 import { api, can, errorMessage, type Mode, type Schemas } from '../api';
 import {
   FILE_COLUMNS,

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { DASHBOARD_ROLES, type DashboardRole } from '../../../domain/dashboard-access';
+import { DASHBOARD_ROLES, type DashboardRole } from '../../../src/domain/dashboard-access';
 import { can, errorMessage, request, type Session } from '../api';
 import { ErrorBox, SecretOnce, useLoad, when } from '../ui';
 

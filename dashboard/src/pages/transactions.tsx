@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { TRANSACTION_STATUSES, TRANSACTION_TYPES } from '../../../domain/types';
+import { TRANSACTION_STATUSES, TRANSACTION_TYPES } from '../../../src/domain/types';
 import {
   api,
   download,

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { EVENT_TYPES } from '../../../domain/events';
+import { EVENT_TYPES } from '../../../src/domain/events';
 import { api, can, errorMessage, type Mode, type Schemas } from '../api';
 import { ErrorBox, Pager, SecretOnce, Status, useLoad, when } from '../ui';
 

@@ -6,7 +6,7 @@ import {
   ROLE_FORBIDDEN,
   roleMay,
   type DashboardAction,
-} from '../../../domain/dashboard-access';
+} from '../../domain/dashboard-access';
 import { AppError } from '../errors';
 import type { Route } from '../route';
 

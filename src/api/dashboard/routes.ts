@@ -8,7 +8,7 @@ import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, refuseOverCap } from '../errors';
 import { mountRoutes } from '../pipeline';
 import { defineRoute, type Route } from '../route';
-import type { DashboardAction } from '../../../domain/dashboard-access';
+import type { DashboardAction } from '../../domain/dashboard-access';
 import { guarded } from './guard';
 import { dashboardCaller, dashboardSession, sessionRoutes } from './session';
 import { teamRoutes } from './team';
@@ -18,7 +18,7 @@ import { isDashboardApi, serveDashboard } from './static';
 /**
  * The dashboard's JSON endpoints (/dashboard/api/{mode}/..., session cookie) run the public API's
  * own routes as the signed-in application (docs/dashboard.md): the same code, not a copy. Each
- * with the action of the role table (domain/dashboard-access.ts) it takes.
+ * with the action of the role table (src/domain/dashboard-access.ts) it takes.
  */
 const EXPOSED: Record<string, DashboardAction> = {
   'get /api/v1/analytics/dashboard': 'read',

@@ -19,8 +19,8 @@ import {
   DASHBOARD_ROLES,
   PASSWORD_LENGTH,
   permissionsOf,
-} from '../../../domain/dashboard-access';
-import type { Caller } from '../../../domain/types';
+} from '../../domain/dashboard-access';
+import type { Caller } from '../../domain/types';
 import { AppError, errorResponse } from '../errors';
 import { clientAddress, throttle, underLockout } from '../pipeline';
 import { defineRoute, type Route } from '../route';

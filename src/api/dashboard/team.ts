@@ -19,7 +19,7 @@ import {
   emailAllowed,
   PASSWORD_LENGTH,
   PASSWORD_RULE,
-} from '../../../domain/dashboard-access';
+} from '../../domain/dashboard-access';
 import { auditedBySession, type AuditNote } from '../audit';
 import { recordAudit } from '../../db/audit-log';
 import type { ApiDeps } from '../deps';

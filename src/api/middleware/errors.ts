@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type Koa from 'koa';
-import type { ErrorCode } from '../../../domain/errors';
+import type { ErrorCode } from '../../domain/errors';
 import { isDatabaseUnreachable } from '../../db/pool';
 import { AppError } from '../errors';
 import { isTemporalUnreachable } from '../temporal';

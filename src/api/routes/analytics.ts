@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { dashboardAnalytics } from '../../db/analytics';
-import { minorToMajorNumber } from '../../../domain/money';
+import { minorToMajorNumber } from '../../domain/money';
 import type { ApiDeps } from '../deps';
 import { errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';

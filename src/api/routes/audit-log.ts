@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { listAuditLog, type AuditRow } from '../../db/audit-log';
-import { AUDIT_ACTOR_TYPES } from '../../../domain/audit';
+import { AUDIT_ACTOR_TYPES } from '../../domain/audit';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';

@@ -24,8 +24,8 @@ import {
   BATCH_STATUSES,
   batchItemKey,
   type BatchKind,
-} from '../../../domain/batches';
-import type { Caller } from '../../../domain/types';
+} from '../../domain/batches';
+import type { Caller } from '../../domain/types';
 import { batchWorkflow } from '../../workflows/batch';
 import { batchCancel, type BatchInput } from '../../workflows/batch-shared';
 import { workflowIds } from '../../workflows/ids';

@@ -8,7 +8,7 @@ import { cardPayoutWorkflow } from '../../workflows/card-payout';
 import { workflowIds } from '../../workflows/ids';
 import { moneyOutInput } from '../../workflows/payment-inputs';
 import { moneyOutUpdates } from '../../workflows/money-out-shared';
-import { moneyOutReserveRules } from '../../../domain/money-rules';
+import { moneyOutReserveRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';

@@ -3,7 +3,7 @@ import { mobileMoneyCashoutWorkflow } from '../../workflows/cashout';
 import { workflowIds } from '../../workflows/ids';
 import { moneyOutInput } from '../../workflows/payment-inputs';
 import { moneyOutUpdates } from '../../workflows/money-out-shared';
-import { moneyOutReserveRules } from '../../../domain/money-rules';
+import { moneyOutReserveRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { idFromKey } from '../pipeline';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { findTransaction } from '../../db/transactions';
-import { minorTextToWireInteger } from '../../../domain/money';
+import { minorTextToWireInteger } from '../../domain/money';
 import { mobileMoneyDepositWorkflow } from '../../workflows/deposit';
 import { workflowIds } from '../../workflows/ids';
 import { depositUpdates, type DepositOpened } from '../../workflows/shared';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { depositFacts, readCardCase } from '../../db/card-cases';
 import { disputeAnswer, disputeFromRecord, findDispute, listDisputes } from '../../db/disputes';
-import { disputeOpenRules } from '../../../domain/money-rules';
-import type { Caller } from '../../../domain/types';
+import { disputeOpenRules } from '../../domain/money-rules';
+import type { Caller } from '../../domain/types';
 import {
   closeDispute,
   openDispute,

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { remember } from '../../../cache/bounded';
 import { findTransaction, type TransactionRow } from '../../db/transactions';
-import type { Caller } from '../../../domain/types';
+import type { Caller } from '../../domain/types';
 import { escrowWorkflow } from '../../workflows/escrow';
 import { workflowIds } from '../../workflows/ids';
 import {
@@ -10,7 +10,7 @@ import {
   type TransactionRecord,
 } from '../../workflows/shared';
 import { assertOwned, refuseIfDeclined } from '../access';
-import { heldRules, holdRules, refundRules, releaseRules } from '../../../domain/money-rules';
+import { heldRules, holdRules, refundRules, releaseRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound, unlessDeclined } from '../errors';
 import { answerUnderKey, idFromKey } from '../pipeline';

@@ -13,8 +13,8 @@ import {
   findWebhookSubscription,
   listActiveSubscriptionsFor,
 } from '../../db/webhook-subscriptions';
-import { EVENT_TYPES } from '../../../domain/events';
-import type { Caller } from '../../../domain/types';
+import { EVENT_TYPES } from '../../domain/events';
+import type { Caller } from '../../domain/types';
 import { startWebhookDelivery } from '../../temporal/webhook-deliveries';
 import { assertOwned } from '../access';
 import { audited } from '../audit';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { findApplication } from '../../db/applications';
-import { computeDepositFees } from '../../../domain/fees';
-import { PAYMENT_METHODS } from '../../../domain/types';
+import { computeDepositFees } from '../../domain/fees';
+import { PAYMENT_METHODS } from '../../domain/types';
 import type { ApiDeps } from '../deps';
 import { errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';

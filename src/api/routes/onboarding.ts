@@ -15,8 +15,8 @@ import {
   PayoutBusinessProfile,
   PayoutIndividual,
   type OnboardingResult,
-} from '../../../domain/payout-accounts';
-import type { Caller } from '../../../domain/types';
+} from '../../domain/payout-accounts';
+import type { Caller } from '../../domain/types';
 import { workflowIds } from '../../workflows/ids';
 import {
   onboardingUpdates,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Mode } from '../../../domain/types';
+import type { Mode } from '../../domain/types';
 import {
   applyDisputeEvent,
   applyRefundEvent,

@@ -24,7 +24,7 @@ import {
 } from '../../db/recon-runs';
 import { DISCREPANCY_KINDS, simulateProviderDiscrepancy } from '../../db/sandbox-discrepancies';
 import { findTransaction } from '../../db/transactions';
-import type { Caller } from '../../../domain/types';
+import type { Caller } from '../../domain/types';
 import { parseSettlementFile, type SettlementFile } from '../../../providers/settlement-file';
 import {
   signalReconExceptionResolved,
@@ -38,7 +38,7 @@ import { assertOwned } from '../access';
 import { audited, auditEntry, type AuditNote } from '../audit';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound, unlessDeclined } from '../errors';
-import { parseInstant } from '../../../domain/instant';
+import { parseInstant } from '../../domain/instant';
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import {

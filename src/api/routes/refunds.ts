@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { readCardCase } from '../../db/card-cases';
 import { depositFacts } from '../../db/card-cases';
 import { findMoneyOut } from '../../db/money-out';
-import { cardRefundRules } from '../../../domain/money-rules';
+import { cardRefundRules } from '../../domain/money-rules';
 import { cardRefundWorkflow } from '../../workflows/card-refund';
 import { workflowIds } from '../../workflows/ids';
 import { moneyOutUpdates } from '../../workflows/money-out-shared';

@@ -9,12 +9,12 @@ import {
   type StatementEntry,
   type StatementWindow,
 } from '../../db/statements';
-import { minorToDecimalString, minorToMajorNumber } from '../../../domain/money';
-import { TRANSACTION_TYPES } from '../../../domain/types';
+import { minorToDecimalString, minorToMajorNumber } from '../../domain/money';
+import { TRANSACTION_TYPES } from '../../domain/types';
 import { ownedWallet } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
-import { InstantQuery } from '../../../domain/instant';
+import { InstantQuery } from '../../domain/instant';
 import { defineRoute, type Route } from '../route';
 import { PageQuery, pageWindow } from '../schemas';
 import { csvNumber, csvRecord, STATEMENT_CSV_HEADER } from '../csv';

@@ -17,11 +17,11 @@ import {
   type ExportRow,
   type TransactionFilter,
 } from '../../db/transaction-search';
-import { minorToMajorNumber } from '../../../domain/money';
+import { minorToMajorNumber } from '../../domain/money';
 import type { Logger } from '../../../observability/logger';
 import { csvNumber, csvRecord, TRANSACTIONS_CSV_HEADER } from '../csv';
 import { EXPORT_RETRY_AFTER_SECONDS, ExportSlots } from '../export-slots';
-import { TRANSACTION_STATUSES, TRANSACTION_TYPES, type Caller } from '../../../domain/types';
+import { TRANSACTION_STATUSES, TRANSACTION_TYPES, type Caller } from '../../domain/types';
 import { assertOwned } from '../access';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';

@@ -1,7 +1,7 @@
 import { workflowIds } from '../../workflows/ids';
 import { transferInput } from '../../workflows/payment-inputs';
 import { transferWorkflow } from '../../workflows/transfer';
-import { transferRules } from '../../../domain/money-rules';
+import { transferRules } from '../../domain/money-rules';
 import type { ApiDeps } from '../deps';
 import { unlessDeclined, errorResponse } from '../errors';
 import { answerUnderKey, idFromKey } from '../pipeline';

@@ -11,8 +11,8 @@ import {
   updateWebhookSubscription,
   type WebhookSubscriptionRow,
 } from '../../db/webhook-subscriptions';
-import { EVENT_TYPES } from '../../../domain/events';
-import type { Caller } from '../../../domain/types';
+import { EVENT_TYPES } from '../../domain/events';
+import type { Caller } from '../../domain/types';
 import {
   assertPublicUrl,
   ForbiddenAddressError,
