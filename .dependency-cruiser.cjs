@@ -90,7 +90,7 @@ module.exports = {
       'db-is-storage',
       'src/db/ is the storage layer: it never imports the layers above it.',
       { path: '^src/db/' },
-      { path: '^(src/api|src/activities|providers|src/worker|intake|src/temporal)/' },
+      { path: '^(src/api|src/activities|src/providers|src/worker|intake|src/temporal)/' },
     ),
     forbid(
       'runtime-not-tooling',

@@ -6,7 +6,7 @@
 import { findNotifiedPayment, insertProviderNotification } from '../src/db/provider-notifications';
 import { findTransaction } from '../src/db/transactions';
 import type { Mode } from '../src/domain/types';
-import type { CardCaseEvent } from '../providers/card';
+import type { CardCaseEvent } from '../src/providers/card';
 import type { DisputeStatus } from '../src/workflows/dispute-shared';
 import type { ErrorLog } from './contradictions';
 import { closeDispute, openDispute, type DisputeDeps } from './disputes';

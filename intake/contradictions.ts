@@ -14,7 +14,7 @@ import { minorToMajorNumber } from '../src/domain/money';
 import { reconProviderOf } from '../src/domain/recon';
 import type { Mode } from '../src/domain/types';
 import { transactionEventData } from '../src/activities/events';
-import type { Providers } from '../providers';
+import type { Providers } from '../src/providers';
 import { startReconExceptionTimer } from '../src/temporal/recon-runs';
 import type { Client } from '@temporalio/client';
 

@@ -12,7 +12,7 @@ import {
   type NotificationOutcome,
 } from '../src/db/provider-notifications';
 import { findTransaction } from '../src/db/transactions';
-import type { Providers } from '../providers';
+import type { Providers } from '../src/providers';
 import { contradicts, keepContradictingMessage, type ErrorLog } from './contradictions';
 import { keepUnapplied, type Unapplied, type UnappliedReason } from './unapplied';
 import type { Mode, TransactionType } from '../src/domain/types';

@@ -2,9 +2,9 @@ import type { Config } from '../../config';
 import type { ApplicationRow } from '../db/applications';
 import { computeMoneyOutFees, type FeeRule } from '../domain/fees';
 import type { Mode } from '../domain/types';
-import type { Providers } from '../../providers';
-import type { CardPayoutStatus } from '../../providers/card';
-import type { PayoutStatus } from '../../providers/mobile-money';
+import type { Providers } from '../providers';
+import type { CardPayoutStatus } from '../providers/card';
+import type { PayoutStatus } from '../providers/mobile-money';
 import type { MoneyOutInput } from '../workflows/money-out-shared';
 import type { MoneyOutPort, MoneyOutPrice, MoneyOutSpec } from './money-out';
 

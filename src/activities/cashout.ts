@@ -2,7 +2,7 @@ import type { Config } from '../../config';
 import type { ApplicationRow } from '../db/applications';
 import { CASHOUT_PROVIDER_FEE, computeMoneyOutFees } from '../domain/fees';
 import { sleInBaseCurrency, sleToUsd } from '../domain/fx';
-import type { Providers } from '../../providers';
+import type { Providers } from '../providers';
 import type { MoneyOutInput } from '../workflows/money-out-shared';
 import type { MoneyOutPort, MoneyOutPrice, MoneyOutSpec } from './money-out';
 

@@ -19,8 +19,8 @@ import {
   ProviderNotConfiguredError,
   ProviderRefusedError,
   type PaymentCodeStatus,
-} from '../../providers/mobile-money';
-import type { Providers } from '../../providers';
+} from '../providers/mobile-money';
+import type { Providers } from '../providers';
 import { workflowIds } from '../workflows/ids';
 import type { DepositInput, DepositOpened } from '../workflows/shared';
 import { decline } from './declines';

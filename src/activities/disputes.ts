@@ -21,7 +21,7 @@ import { insertEvent } from '../db/transaction-events';
 import type { AuditEntry } from '../domain/audit';
 import { disputePostings } from '../domain/ledger';
 import { disputeOpenRules, disputeReserve } from '../domain/money-rules';
-import type { Providers } from '../../providers';
+import type { Providers } from '../providers';
 import type { DisputeInput, DisputeOpened, DisputeStatus } from '../workflows/dispute-shared';
 import { decline } from './declines';
 import { callProvider } from './deposit';

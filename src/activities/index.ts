@@ -2,7 +2,7 @@ import type { Config } from '../../config';
 import type { SystemAccountMemory } from '../db/ledger';
 import type { DatabasePool } from '../db/pool';
 import type { WalletCurrencyMemory } from '../db/wallets';
-import type { Providers } from '../../providers';
+import type { Providers } from '../providers';
 import { createBatchActivities } from './batches';
 import { createCardDepositActivities } from './card-deposit';
 import { cardPayoutSpec } from './card-payout';

@@ -9,14 +9,14 @@ import {
   type PayoutAccountState,
 } from '../db/payout-accounts';
 import type { DatabasePool } from '../db/pool';
-import type { Providers } from '../../providers';
+import type { Providers } from '../providers';
 import {
   DebitCardRequiredError,
   UnknownCardTokenError,
   type PayoutAccount,
   type PayoutAccountProvider,
-} from '../../providers/card';
-import { ProviderNotConfiguredError, ProviderRefusedError } from '../../providers/mobile-money';
+} from '../providers/card';
+import { ProviderNotConfiguredError, ProviderRefusedError } from '../providers/mobile-money';
 import { workflowIds } from '../workflows/ids';
 import type {
   OnboardingInput,

@@ -25,7 +25,7 @@ import {
 import type { ErrorLog } from '../../intake/contradictions';
 import { closeDispute } from '../../intake/disputes';
 import { reportUnapplied } from '../../intake/unapplied';
-import type { Providers } from '../../providers';
+import type { Providers } from '../providers';
 import { taskQueueOf } from '../temporal/task-queues';
 
 /** What a run of the reconciliation workflow found and did. */

@@ -7,12 +7,12 @@ import { findMoneyOut } from '../db/money-out';
 import type { TransactionRow } from '../db/transactions';
 import type { Mode } from '../domain/types';
 import { taskQueueOf } from '../temporal/task-queues';
-import type { CardEvent, CardPayoutEvent } from '../../providers/card';
+import type { CardEvent, CardPayoutEvent } from '../providers/card';
 import {
   ProviderRefusedError,
   type MobileMoneyNotification,
   type PayoutNotification,
-} from '../../providers/mobile-money';
+} from '../providers/mobile-money';
 import type { MoneyOutOutcome } from '../workflows/money-out-shared';
 import type { DepositOutcome } from '../workflows/shared';
 import type { ApiDeps } from './deps';

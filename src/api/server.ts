@@ -8,7 +8,7 @@ import type { Config } from '../../config';
 import { createWalletMemory } from '../../cache/wallet-memory';
 import { createCredentialCache } from '../../cache/credential-cache';
 import { createDatabasePool } from '../db/pool';
-import { createProviders } from '../../providers';
+import { createProviders } from '../providers';
 import { createApp } from './app';
 import { openTemporalConnection, temporalConnectionOptions } from '../temporal/connection';
 import { temporalDataConverter } from '../temporal/data-converter';

@@ -53,7 +53,7 @@ export async function findPayoutAccount(
 
 /**
  * The connected accounts of the scope, by id: where the card provider books their payouts, which
- * the provider reconciliation reads (providers/stripe-books.ts).
+ * the provider reconciliation reads (src/providers/stripe-books.ts).
  */
 export async function payoutAccountIds(
   db: CommonQueryMethods,

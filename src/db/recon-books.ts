@@ -1,7 +1,7 @@
 import { sql, type CommonQueryMethods, type FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
 
-/** A record of a provider's books as stored here (providers/books.ts `ProviderRecord`). */
+/** A record of a provider's books as stored here (src/providers/books.ts `ProviderRecord`). */
 export type BookedRecord = {
   providerReference: string;
   bookedAt: string;

@@ -17,7 +17,7 @@ const reconImportRow = z.object({
 });
 export type ReconImport = z.infer<typeof reconImportRow>;
 
-/** A record of the file in minor units: the shape of providers/books.ts' ProviderRecord. */
+/** A record of the file in minor units: the shape of src/providers/books.ts' ProviderRecord. */
 export type ReconImportRecord = {
   providerReference: string;
   bookedAt: string;

@@ -4,7 +4,7 @@ import type { DatabasePool } from '../db/pool';
 import type { Config } from '../../config';
 import { createQueueActivities } from '../activities';
 import { ensureWebhookRelay } from '../activities/webhooks';
-import { createProviders, type Providers } from '../../providers';
+import { createProviders, type Providers } from '../providers';
 import { resolutionSinks } from '../temporal/resolutions';
 import { paymentSinks } from '../temporal/settlements';
 import { QUEUE_KINDS, taskQueueOf, type QueueKind } from '../temporal/task-queues';

@@ -32,7 +32,7 @@ export type MoneyOutInput = LocalSteps & {
   audit?: AuditEntry;
 };
 
-/** Where the provider's payout stands (providers/mobile-money.ts `PayoutStatus`). */
+/** Where the provider's payout stands (src/providers/mobile-money.ts `PayoutStatus`). */
 export type MoneyOutProviderStatus = 'pending' | 'completed' | 'failed';
 
 /** The payment's outcome: pending while the provider has not told. */

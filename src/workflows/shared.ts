@@ -187,7 +187,7 @@ export type CardDepositInput = LocalSteps & {
   metadata?: Record<string, string>;
 };
 
-/** Where a card payment stands at the provider (providers/card.ts `CardPaymentStatus`). */
+/** Where a card payment stands at the provider (src/providers/card.ts `CardPaymentStatus`). */
 export type CardPaymentState = 'succeeded' | 'requires_action' | 'processing' | 'failed';
 
 /** What `openCardDeposit` answers: the pending deposit and the provider's payment. */

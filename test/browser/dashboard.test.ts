@@ -9,7 +9,7 @@ import { SIGN_IN_LOCKOUT_SCOPE } from '../../src/api/dashboard/lockout';
 import { clear } from '../../src/db/auth-lockout';
 import { loadConfig } from '../../config';
 import { createLogger } from '../../observability/logger';
-import { createProviders } from '../../providers';
+import { createProviders } from '../../src/providers';
 import { launchBrowser } from '../support/browser';
 import { fundWallet } from '../support/database';
 import { createUserWithWallet, transfer } from '../support/http';

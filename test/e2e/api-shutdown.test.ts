@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { formatPayloadKeys } from '../../config';
 import { createApp } from '../../src/api/app';
-import { createProviders } from '../../providers';
+import { createProviders } from '../../src/providers';
 import { createLogger } from '../../observability/logger';
 import { payloadKeys } from '../../src/temporal/data-converter';
 import { freePort } from '../../net/ports';

@@ -1,7 +1,7 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { loadConfig } from '../../config';
-import { createProviders } from '../../providers';
+import { createProviders } from '../../src/providers';
 import { balanceOf, eventsOf } from '../support/database';
 import { createUserWithWallet, waitForStatus } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';

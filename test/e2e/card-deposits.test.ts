@@ -1,7 +1,7 @@
 import { temporal } from '@temporalio/proto';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { SandboxCardProvider } from '../../providers/sandbox-card';
+import { SandboxCardProvider } from '../../src/providers/sandbox-card';
 import { workflowIds } from '../../src/workflows/ids';
 import { SearchAttributes } from '../../src/workflows/shared';
 import {

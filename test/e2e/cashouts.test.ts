@@ -1,4 +1,4 @@
-import { createProviders } from '../../providers';
+import { createProviders } from '../../src/providers';
 import { workflowIds } from '../../src/workflows/ids';
 import {
   assertLedgerInvariant,

@@ -6,7 +6,7 @@ import { dashboardRouter } from '../../src/api/dashboard/routes';
 import { sha256 } from '../../src/db/credentials';
 import { DASHBOARD_ROLES, type DashboardRole } from '../../src/domain/dashboard-access';
 import { createLogger } from '../../observability/logger';
-import { createProviders } from '../../providers';
+import { createProviders } from '../../src/providers';
 import {
   dashboardAccount,
   newAddress,

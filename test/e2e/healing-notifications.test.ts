@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { listReconciliationRuns } from '../../src/db/reconciliation';
-import { signMonimeNotification } from '../../providers/monime';
+import { signMonimeNotification } from '../../src/providers/monime';
 import { reconciliationWorkflow } from '../../src/workflows/reconciliation';
 import { workflowIds } from '../../src/workflows/ids';
 import {

@@ -1,4 +1,4 @@
-import { SandboxCardProvider } from '../../providers/sandbox-card';
+import { SandboxCardProvider } from '../../src/providers/sandbox-card';
 import { assertLedgerInvariant, balanceOf, eventsOf } from '../support/database';
 import { sandboxWebhookSecret } from '../../outbound/secret-box';
 import { createUserWithWallet, waitForStatus } from '../support/http';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { assertLedgerInvariant, balanceOf } from '../support/database';
 import type { TestEngine } from '../support/engine';
 import { sandboxWebhookSecret } from '../../outbound/secret-box';
-import { signMonimeNotification } from '../../providers/monime';
+import { signMonimeNotification } from '../../src/providers/monime';
 import type { FakeMonimeServer } from '../support/fake-monime';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 import { startMonimeEngine } from '../support/live-monime';

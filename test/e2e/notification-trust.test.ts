@@ -6,7 +6,7 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { MAX_NOTIFICATION_BYTES } from '../../src/api/routes/provider-webhooks';
-import { signMonimeNotification } from '../../providers/monime';
+import { signMonimeNotification } from '../../src/providers/monime';
 import { workflowIds } from '../../src/workflows/ids';
 import { moneyOutUpdates } from '../../src/workflows/money-out-shared';
 import { cardDepositUpdates, depositUpdates } from '../../src/workflows/shared';

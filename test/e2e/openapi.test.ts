@@ -5,7 +5,7 @@ import { apiRoutes } from '../../src/api/app';
 import { createAdmin } from '../../src/db/admins';
 import { createLogger } from '../../observability/logger';
 import { openApiPath, REQUEST_EXAMPLES } from '../../src/api/openapi';
-import { createProviders } from '../../providers';
+import { createProviders } from '../../src/providers';
 import { fundWallet } from '../support/database';
 import { clientFor, createUserWithWallet, expectError, type Reply } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';

@@ -3,7 +3,7 @@ import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { sql } from 'slonik';
 import { paymentSyncs } from '../../intake/notifications';
 import { listReconciliationRuns } from '../../src/db/reconciliation';
-import { SandboxCardProvider } from '../../providers/sandbox-card';
+import { SandboxCardProvider } from '../../src/providers/sandbox-card';
 import { ensureReconciliationSchedule } from '../../src/worker/schedules';
 import { reconciliationWorkflow } from '../../src/workflows/reconciliation';
 import {

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { SANDBOX_CARDS } from '../../providers/sandbox-card';
+import { SANDBOX_CARDS } from '../../src/providers/sandbox-card';
 import { assertLedgerInvariant, fundWallet } from '../support/database';
 import type { TestApp } from '../support/engine';
 import { createUserWithWallet } from '../support/http';

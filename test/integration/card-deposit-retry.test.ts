@@ -7,8 +7,8 @@ import { loadConfig } from '../../config';
 import { findCardDeposit } from '../../src/db/card-deposits';
 import type { DatabasePool } from '../../src/db/pool';
 import type { Caller } from '../../src/domain/types';
-import { createProviders, type Providers } from '../../providers';
-import type { CardPaymentRequest, CardProvider } from '../../providers/card';
+import { createProviders, type Providers } from '../../src/providers';
+import type { CardPaymentRequest, CardProvider } from '../../src/providers/card';
 import { workflowIds } from '../../src/workflows/ids';
 import type { CardDepositInput } from '../../src/workflows/shared';
 import {

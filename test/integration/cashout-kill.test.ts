@@ -5,7 +5,7 @@ import { loadConfig } from '../../config';
 import { findMoneyOut } from '../../src/db/money-out';
 import type { DatabasePool } from '../../src/db/pool';
 import type { Caller } from '../../src/domain/types';
-import { createProviders, type Providers } from '../../providers';
+import { createProviders, type Providers } from '../../src/providers';
 import type { Activities } from '../../src/workflows/activities-types';
 import { workflowIds } from '../../src/workflows/ids';
 import type { MoneyOutInput } from '../../src/workflows/money-out-shared';

@@ -20,7 +20,7 @@ import { transferGuard } from '../../src/db/transfers';
 import { setWalletActive } from '../../src/db/wallets';
 import type { Currency } from '../../src/domain/money';
 import { decide, MONEY_STEPS, type MoneyStep, type Value } from '../../src/domain/money-rules';
-import { createProviders } from '../../providers';
+import { createProviders } from '../../src/providers';
 import { WORKFLOW_ID_PREFIXES } from '../../src/workflows/ids';
 import type { HoldInput, TransferInput } from '../../src/workflows/shared';
 import { fundWallet, statementsOf } from '../support/database';

@@ -8,7 +8,7 @@ import { isPermanentDatabaseError, sqlState, uniqueViolation } from '../../src/d
 import type { DatabasePool } from '../../src/db/pool';
 import { insertUser, USERS_EMAIL_UNIQUE } from '../../src/db/users';
 import type { Caller } from '../../src/domain/types';
-import { createProviders } from '../../providers';
+import { createProviders } from '../../src/providers';
 import type { TransferInput } from '../../src/workflows/shared';
 import { transferWorkflow } from '../../src/workflows/transfer';
 import {

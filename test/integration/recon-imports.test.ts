@@ -5,8 +5,8 @@ import { z } from 'zod';
 import type { DatabasePool } from '../../src/db/pool';
 import { insertPayoutAccount, payoutAccountIds } from '../../src/db/payout-accounts';
 import { findReconImport, saveReconImport } from '../../src/db/recon-imports';
-import type { ProviderRecord } from '../../providers/books';
-import { parseSettlementFile, SETTLEMENT_FILE_HEADER } from '../../providers/settlement-file';
+import type { ProviderRecord } from '../../src/providers/books';
+import { parseSettlementFile, SETTLEMENT_FILE_HEADER } from '../../src/providers/settlement-file';
 import { createCaller, createTestDatabase, insertFundedWallet } from '../support/database';
 
 /**

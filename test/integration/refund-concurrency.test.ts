@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createActivities } from '../../src/activities';
-import { createProviders } from '../../providers';
+import { createProviders } from '../../src/providers';
 import { workflowIds } from '../../src/workflows/ids';
 import type { MoneyOutInput } from '../../src/workflows/money-out-shared';
 import {

@@ -2,9 +2,9 @@ import type { DatabasePool } from '../../src/db/pool';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { loadConfig } from '../../config';
-import { UnknownPaymentMethodError, type CardPaymentRequest } from '../../providers/card';
-import { createProviders } from '../../providers';
-import { ProviderNotConfiguredError } from '../../providers/mobile-money';
+import { UnknownPaymentMethodError, type CardPaymentRequest } from '../../src/providers/card';
+import { createProviders } from '../../src/providers';
+import { ProviderNotConfiguredError } from '../../src/providers/mobile-money';
 import {
   SANDBOX_AUTHENTICATION_FAILED_MESSAGE,
   SANDBOX_CANCELED_MESSAGE,
@@ -12,9 +12,9 @@ import {
   SANDBOX_REFUND_FAILS_AFTER_MS,
   SANDBOX_REFUND_FAILURE_REASON,
   SandboxCardProvider,
-} from '../../providers/sandbox-card';
-import { ProviderRefusedError } from '../../providers/mobile-money';
-import { SANDBOX_SIGNATURE_HEADER } from '../../providers/sandbox-mobile-money';
+} from '../../src/providers/sandbox-card';
+import { ProviderRefusedError } from '../../src/providers/mobile-money';
+import { SANDBOX_SIGNATURE_HEADER } from '../../src/providers/sandbox-mobile-money';
 import { createTestDatabase } from '../support/database';
 
 /** The Test Mode card sandbox against the real test Postgres. */

@@ -9,14 +9,14 @@ import {
 import { insertUser } from '../../src/db/users';
 import { insertWallet } from '../../src/db/wallets';
 import { createFixtureApplication } from '../../tools/harness/fixtures';
-import { DebitCardRequiredError, UnknownCardTokenError } from '../../providers/card';
-import type { PayoutAccountDetails } from '../../providers/card';
-import { ProviderRefusedError } from '../../providers/mobile-money';
+import { DebitCardRequiredError, UnknownCardTokenError } from '../../src/providers/card';
+import type { PayoutAccountDetails } from '../../src/providers/card';
+import { ProviderRefusedError } from '../../src/providers/mobile-money';
 import {
   DOCUMENT_REQUIREMENT,
   SANDBOX_PAYOUT_FAILURE_MESSAGE,
   SandboxConnectProvider,
-} from '../../providers/sandbox-connect';
+} from '../../src/providers/sandbox-connect';
 import { createTestDatabase } from '../support/database';
 
 /** The Test Mode connected payout accounts and payouts against the real test Postgres. */

@@ -1,14 +1,14 @@
 import type Stripe from 'stripe';
 import { loadConfig } from '../../config';
-import { createProviders } from '../../providers';
-import { UnknownPaymentMethodError, type CardPaymentRequest } from '../../providers/card';
-import { ProviderNotConfiguredError } from '../../providers/mobile-money';
+import { createProviders } from '../../src/providers';
+import { UnknownPaymentMethodError, type CardPaymentRequest } from '../../src/providers/card';
+import { ProviderNotConfiguredError } from '../../src/providers/mobile-money';
 import {
   STRIPE_CARD_EVENT_TYPES,
   STRIPE_SIGNATURE_HEADER,
   StripeCardProvider,
   stripeCardFromConfig,
-} from '../../providers/stripe-card';
+} from '../../src/providers/stripe-card';
 import { createTestDatabase } from '../support/database';
 import { LOCALSTRIPE_CARDS, startLocalstripe, type Localstripe } from '../support/localstripe';
 import { startReceiver, type Received, type Receiver } from '../support/webhook-receiver';

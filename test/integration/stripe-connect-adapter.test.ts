@@ -1,9 +1,9 @@
 import Stripe from 'stripe';
 import { loadConfig } from '../../config';
-import type { PayoutAccountDetails } from '../../providers/card';
-import { DebitCardRequiredError, UnknownCardTokenError } from '../../providers/card';
-import { ProviderRefusedError } from '../../providers/mobile-money';
-import { StripeConnectProvider, stripeConnectFromConfig } from '../../providers/stripe-connect';
+import type { PayoutAccountDetails } from '../../src/providers/card';
+import { DebitCardRequiredError, UnknownCardTokenError } from '../../src/providers/card';
+import { ProviderRefusedError } from '../../src/providers/mobile-money';
+import { StripeConnectProvider, stripeConnectFromConfig } from '../../src/providers/stripe-connect';
 import { FakeStripeConnect } from '../support/fake-stripe-connect';
 
 /**

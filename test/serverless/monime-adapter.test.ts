@@ -3,14 +3,14 @@ import {
   ProviderRefusedError,
   type PaymentCodeRequest,
   type PayoutRequest,
-} from '../../providers/mobile-money';
+} from '../../src/providers/mobile-money';
 import {
   MONIME_SIGNATURE_HEADER,
   MonimeMobileMoneyProvider,
   MonimeResponseError,
   monimeFromConfig,
   signMonimeNotification,
-} from '../../providers/monime';
+} from '../../src/providers/monime';
 import { FakeMonimeServer } from '../support/fake-monime';
 
 /** The live Monime adapter, for real over HTTP, against a fake server speaking its wire format. */

@@ -1,8 +1,8 @@
 import { loadConfig } from '../../config';
-import type { BookWindow, ProviderRecord } from '../../providers/books';
-import { ProviderRefusedError } from '../../providers/mobile-money';
-import { MonimeResponseError } from '../../providers/monime';
-import { MonimeBooks, monimeBooksFromConfig } from '../../providers/monime-books';
+import type { BookWindow, ProviderRecord } from '../../src/providers/books';
+import { ProviderRefusedError } from '../../src/providers/mobile-money';
+import { MonimeResponseError } from '../../src/providers/monime';
+import { MonimeBooks, monimeBooksFromConfig } from '../../src/providers/monime-books';
 import { FakeMonimeServer, type FakeOwner } from '../support/fake-monime';
 
 /**

@@ -1,8 +1,8 @@
 import Stripe from 'stripe';
 import { loadConfig } from '../../config';
-import type { BookWindow, ProviderRecord } from '../../providers/books';
-import { ProviderRefusedError } from '../../providers/mobile-money';
-import { StripeBooks, stripeBooksFromConfig } from '../../providers/stripe-books';
+import type { BookWindow, ProviderRecord } from '../../src/providers/books';
+import { ProviderRefusedError } from '../../src/providers/mobile-money';
+import { StripeBooks, stripeBooksFromConfig } from '../../src/providers/stripe-books';
 import { FakeStripeBooks } from '../support/fake-stripe-books';
 
 /**

@@ -1,14 +1,14 @@
 import Stripe from 'stripe';
 import { loadConfig } from '../../config';
-import type { CardRefundRequest } from '../../providers/card';
-import { ProviderRefusedError } from '../../providers/mobile-money';
+import type { CardRefundRequest } from '../../src/providers/card';
+import { ProviderRefusedError } from '../../src/providers/mobile-money';
 import {
   STRIPE_CARD_EVENT_TYPES,
   STRIPE_CASE_EVENT_TYPES,
   STRIPE_SIGNATURE_HEADER,
   StripeCardProvider,
   stripeCardFromConfig,
-} from '../../providers/stripe-card';
+} from '../../src/providers/stripe-card';
 import { FakeStripeCases, type FakeDisputeStatus } from '../support/fake-stripe-cases';
 import { LOCALSTRIPE_CARDS, startLocalstripe, type Localstripe } from '../support/localstripe';
 

@@ -1,7 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { signMonimeNotification, MONIME_SIGNATURE_HEADER } from '../../providers/monime';
+import { signMonimeNotification, MONIME_SIGNATURE_HEADER } from '../../src/providers/monime';
 
 /**
  * A fake Monime API (v1 payment codes, payouts, financial transactions) on loopback, in its wire

@@ -2,7 +2,7 @@ import { Client } from '@temporalio/client';
 import type { ApiDeps } from '../../src/api/deps';
 import { loadConfig } from '../../config';
 import { createLogger } from '../../observability/logger';
-import { createProviders } from '../../providers';
+import { createProviders } from '../../src/providers';
 
 /**
  * What building the API's routes needs, without a database or Temporal (a lazy client never

@@ -4,7 +4,7 @@ import { apiRoutes } from '../../src/api/app';
 import { offlineDeps } from '../support/offline-deps';
 import { EVENT_TYPES } from '../../src/domain/events';
 import { RATE_LIMIT_CATEGORIES } from '../../src/domain/types';
-import { SANDBOX_CARDS } from '../../providers/sandbox-card';
+import { SANDBOX_CARDS } from '../../src/providers/sandbox-card';
 
 const API_MD = readFileSync(path.join(__dirname, '..', '..', 'docs', 'api.md'), 'utf8');
 

@@ -3,8 +3,8 @@ import path from 'node:path';
 import { offlineDeps } from '../support/offline-deps';
 import { dashboardOwnRoutes } from '../../src/api/dashboard/routes';
 import { RECON_EXCEPTION_KINDS } from '../../src/db/recon-runs';
-import { STRIPE_CARD_EVENT_TYPES, STRIPE_CASE_EVENT_TYPES } from '../../providers/stripe-card';
-import { STRIPE_PAYOUT_EVENT_TYPES } from '../../providers/stripe-connect';
+import { STRIPE_CARD_EVENT_TYPES, STRIPE_CASE_EVENT_TYPES } from '../../src/providers/stripe-card';
+import { STRIPE_PAYOUT_EVENT_TYPES } from '../../src/providers/stripe-connect';
 import { WORKFLOW_ID_PREFIXES } from '../../src/workflows/ids';
 
 /**

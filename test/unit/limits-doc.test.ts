@@ -43,12 +43,12 @@ import { MONEY_STEPS } from '../../src/domain/money-rules';
 import { RATE_LIMIT_CATEGORIES } from '../../src/domain/types';
 import { TEST_EVIDENCE_DAYS } from '../../intake/disputes';
 import { WEBHOOK_ANSWER_MAX_BYTES, WEBHOOK_TIMEOUT_MS } from '../../outbound/webhook-post';
-import { MONIME_SIGNATURE_TOLERANCE_SECONDS } from '../../providers/monime';
+import { MONIME_SIGNATURE_TOLERANCE_SECONDS } from '../../src/providers/monime';
 import {
   MAX_REFERENCE_LENGTH,
   SETTLEMENT_FILE_MAX_ERRORS,
   SETTLEMENT_FILE_MAX_ROWS,
-} from '../../providers/settlement-file';
+} from '../../src/providers/settlement-file';
 import { ADVANCE_SECONDS } from '../../src/workflows/clock-shared';
 import { MAX_EVIDENCE_CHARS } from '../../src/workflows/dispute-shared';
 import { RECON_EXCEPTION_STALE_MS } from '../../src/workflows/recon-shared';
@@ -158,9 +158,12 @@ const EXPECTED: Record<string, string> = {
   'src/api/routes/reconciliation.ts MAX_BULK_RESOLVE': n(MAX_BULK_RESOLVE),
   'src/api/routes/reconciliation.ts MAX_RUN_WINDOW_DAYS': plural(MAX_RUN_WINDOW_DAYS, 'day'),
   'src/api/routes/reconciliation.ts MAX_SETTLEMENT_FILE_BYTES': mib(MAX_SETTLEMENT_FILE_BYTES),
-  'providers/settlement-file.ts SETTLEMENT_FILE_MAX_ROWS': n(SETTLEMENT_FILE_MAX_ROWS),
-  'providers/settlement-file.ts SETTLEMENT_FILE_MAX_ERRORS': n(SETTLEMENT_FILE_MAX_ERRORS),
-  'providers/settlement-file.ts MAX_REFERENCE_LENGTH': plural(MAX_REFERENCE_LENGTH, 'character'),
+  'src/providers/settlement-file.ts SETTLEMENT_FILE_MAX_ROWS': n(SETTLEMENT_FILE_MAX_ROWS),
+  'src/providers/settlement-file.ts SETTLEMENT_FILE_MAX_ERRORS': n(SETTLEMENT_FILE_MAX_ERRORS),
+  'src/providers/settlement-file.ts MAX_REFERENCE_LENGTH': plural(
+    MAX_REFERENCE_LENGTH,
+    'character',
+  ),
 
   'src/workflows/recon-shared.ts RECON_EXCEPTION_STALE_MS': hours(RECON_EXCEPTION_STALE_MS),
 
@@ -178,7 +181,7 @@ const EXPECTED: Record<string, string> = {
   'src/db/webhook-deliveries.ts EVENT_DELIVERIES': `${EVENT_DELIVERIES}`,
 
   'src/api/routes/provider-webhooks.ts MAX_NOTIFICATION_BYTES': kib(MAX_NOTIFICATION_BYTES),
-  'providers/monime.ts MONIME_SIGNATURE_TOLERANCE_SECONDS': plural(
+  'src/providers/monime.ts MONIME_SIGNATURE_TOLERANCE_SECONDS': plural(
     MONIME_SIGNATURE_TOLERANCE_SECONDS,
     'second',
   ),

@@ -5,7 +5,7 @@ import {
   SettlementRecords,
   SETTLEMENT_FILE_HEADER,
   SETTLEMENT_FILE_MAX_ERRORS,
-} from '../../providers/settlement-file';
+} from '../../src/providers/settlement-file';
 
 const HEADER = SETTLEMENT_FILE_HEADER.join(',');
 const GOOD_ROW = 'pi_1,2026-03-01T10:00:00Z,12.50,USD,0.36,in,succeeded';

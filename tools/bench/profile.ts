@@ -21,7 +21,7 @@ import { createWalletMemory } from '../../cache/wallet-memory';
 import { createCredentialCache } from '../../cache/credential-cache';
 import { createDatabasePool } from '../../src/db/pool';
 import { keepRunning } from '../harness/engine';
-import { createProviders } from '../../providers';
+import { createProviders } from '../../src/providers';
 import { coresUsed, cpuSnapshot, threadMsPer, threadSnapshot, type CpuGroups } from './cpu';
 import {
   progress,

@@ -149,7 +149,7 @@ async function exceptionsOfRun(bench: Bench, runId: string) {
   };
 }
 
-/** Row (9b)'s file: the most rows the API takes (providers/settlement-file.ts). */
+/** Row (9b)'s file: the most rows the API takes (src/providers/settlement-file.ts). */
 export const IMPORT_ROWS = 200_000;
 const IMPORT_TARGET_S = 60;
 const API_TARGET_MB = 300;

@@ -1,5 +1,5 @@
 import { majorNumberToMinor } from '../../src/domain/money';
-import { SANDBOX_REFUSED_CASHOUT_AMOUNT } from '../../providers/sandbox-mobile-money';
+import { SANDBOX_REFUSED_CASHOUT_AMOUNT } from '../../src/providers/sandbox-mobile-money';
 import type { ChaosClient, Json, Outcome } from './http';
 import { Wire } from './wire';
 import type { Random } from './random';

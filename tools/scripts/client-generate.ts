@@ -8,7 +8,7 @@ import { buildOpenApi } from '../../src/api/openapi';
 import { API_VERSION } from '../../src/api/routes/system';
 import { loadConfig } from '../../config';
 import { createLogger } from '../../observability/logger';
-import { createProviders } from '../../providers';
+import { createProviders } from '../../src/providers';
 
 /**
  * `npm run client:generate` (docs/clients.md): the TypeScript client's schema.d.ts and

@@ -5,8 +5,8 @@ import { findCardDeposit, findCardDepositByPayment } from '../../db/card-deposit
 import { findTransaction } from '../../db/transactions';
 import { computeCardDepositFees } from '../../domain/fees';
 import { minorToDecimalString, minorToMajorNumber } from '../../domain/money';
-import { UnknownPaymentMethodError } from '../../../providers/card';
-import { ProviderNotConfiguredError } from '../../../providers/mobile-money';
+import { UnknownPaymentMethodError } from '../../providers/card';
+import { ProviderNotConfiguredError } from '../../providers/mobile-money';
 import { cardDepositWorkflow } from '../../workflows/card-deposit';
 import { workflowIds } from '../../workflows/ids';
 import {

@@ -6,9 +6,9 @@ import {
   disputeIntake,
   type Applied,
 } from '../../../intake/card-cases';
-import type { CardCaseEvent, CardEvent, CardPayoutEvent } from '../../../providers/card';
-import { SANDBOX_SIGNATURE_HEADER } from '../../../providers/sandbox-mobile-money';
-import { signedStripeEventId } from '../../../providers/stripe-card';
+import type { CardCaseEvent, CardEvent, CardPayoutEvent } from '../../providers/card';
+import { SANDBOX_SIGNATURE_HEADER } from '../../providers/sandbox-mobile-money';
+import { signedStripeEventId } from '../../providers/stripe-card';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
 import {
@@ -149,7 +149,7 @@ export function providerWebhookRoutes(deps: ApiDeps): Route[] {
         'does not act on',
       sandbox: {
         name: sandboxCard.name,
-        // The sandbox sends no refund or dispute events (providers/sandbox-card.ts).
+        // The sandbox sends no refund or dispute events (src/providers/sandbox-card.ts).
         verify: (r, h): CardEvent | CardPayoutEvent | CardCaseEvent | UnreadEvent | null =>
           sandboxCard.parseEvent(r, h),
       },

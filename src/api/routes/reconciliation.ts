@@ -25,7 +25,7 @@ import {
 import { DISCREPANCY_KINDS, simulateProviderDiscrepancy } from '../../db/sandbox-discrepancies';
 import { findTransaction } from '../../db/transactions';
 import type { Caller } from '../../domain/types';
-import { parseSettlementFile, type SettlementFile } from '../../../providers/settlement-file';
+import { parseSettlementFile, type SettlementFile } from '../../providers/settlement-file';
 import {
   signalReconExceptionResolved,
   startReconciliationRun,

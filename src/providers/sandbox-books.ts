@@ -1,5 +1,5 @@
-import { copyImportedRecords, readImportedBooks, readSandboxBooks } from '../src/db/recon-books';
-import type { DatabasePool } from '../src/db/pool';
+import { copyImportedRecords, readImportedBooks, readSandboxBooks } from '../db/recon-books';
+import type { DatabasePool } from '../db/pool';
 import type { BookPage, BookWindow, ProviderBooks } from './books';
 
 /**

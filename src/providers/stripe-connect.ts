@@ -1,6 +1,6 @@
 import Stripe from 'stripe';
-import type { Config } from '../config';
-import { CURRENCIES, type Currency } from '../src/domain/money';
+import type { Config } from '../../config';
+import { CURRENCIES, type Currency } from '../domain/money';
 import {
   DebitCardRequiredError,
   UnknownCardTokenError,

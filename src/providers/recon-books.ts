@@ -1,8 +1,8 @@
-import type { Config } from '../config';
-import type { DatabasePool } from '../src/db/pool';
-import type { Mode } from '../src/domain/types';
+import type { Config } from '../../config';
+import type { DatabasePool } from '../db/pool';
+import type { Mode } from '../domain/types';
 import type { ProviderBooks } from './books';
-import { payoutAccountIds } from '../src/db/payout-accounts';
+import { payoutAccountIds } from '../db/payout-accounts';
 import { ProviderNotConfiguredError } from './mobile-money';
 import { monimeBooksFromConfig } from './monime-books';
 import { stripeBooksFromConfig } from './stripe-books';

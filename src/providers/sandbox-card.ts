@@ -1,19 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { DatabasePool } from '../src/db/pool';
+import type { DatabasePool } from '../db/pool';
 import {
   cancelSandboxCardRefund,
   findSandboxCardRefund,
   insertSandboxCardRefund,
   type SandboxCardRefundRow,
-} from '../src/db/sandbox-card-refunds';
+} from '../db/sandbox-card-refunds';
 import {
   authenticateSandboxCardPayment,
   cancelSandboxCardPayment,
   findSandboxCardPayment,
   insertSandboxCardPayment,
   type SandboxCardPaymentRow,
-} from '../src/db/sandbox-card-payments';
+} from '../db/sandbox-card-payments';
 import {
   UnknownPaymentMethodError,
   type CardCaseEvent,

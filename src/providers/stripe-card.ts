@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import Stripe from 'stripe';
-import type { Config } from '../config';
-import { CURRENCIES, type Currency } from '../src/domain/money';
+import type { Config } from '../../config';
+import { CURRENCIES, type Currency } from '../domain/money';
 import {
   UnknownPaymentMethodError,
   type CardCaseEvent,

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import type { Config } from '../config';
-import { fitsWireInteger, minorToDecimalString, minorToWireInteger } from '../src/domain/money';
+import type { Config } from '../../config';
+import { fitsWireInteger, minorToDecimalString, minorToWireInteger } from '../domain/money';
 import {
   ProviderRefusedError,
   type Payout,

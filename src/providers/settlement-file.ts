@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { CsvError, parse, type Parser } from 'csv-parse';
-import { parseInstant } from '../src/domain/instant';
-import { CURRENCIES, MAX_MINOR_UNITS, parseMajorDecimal, type Currency } from '../src/domain/money';
+import { parseInstant } from '../domain/instant';
+import { CURRENCIES, MAX_MINOR_UNITS, parseMajorDecimal, type Currency } from '../domain/money';
 import type { BookedStatus, ProviderRecord } from './books';
 
 /**

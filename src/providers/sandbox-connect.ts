@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { DatabasePool } from '../src/db/pool';
+import type { DatabasePool } from '../db/pool';
 import {
   cancelSandboxConnectPayout,
   findSandboxConnectAccount,
@@ -10,7 +10,7 @@ import {
   setSandboxVerification,
   type SandboxConnectAccountRow,
   type SandboxConnectPayoutRow,
-} from '../src/db/sandbox-connect';
+} from '../db/sandbox-connect';
 import {
   DebitCardRequiredError,
   UnknownCardTokenError,

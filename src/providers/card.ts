@@ -3,8 +3,8 @@
  * currency. The Test Mode sandbox and the Live Mode adapter (the official `stripe` package)
  * both implement it; the card-deposit activities and the card-aware fee estimate use only this.
  */
-import type { Currency } from '../src/domain/money';
-import type { PayoutBusinessProfile, PayoutIndividual } from '../src/domain/payout-accounts';
+import type { Currency } from '../domain/money';
+import type { PayoutBusinessProfile, PayoutIndividual } from '../domain/payout-accounts';
 
 /** A card's metadata, as the fee rule needs it (docs/api.md, Test Mode sandbox). */
 export type CardMetadata = {

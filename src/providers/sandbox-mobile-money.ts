@@ -1,18 +1,18 @@
 import { randomBytes, randomInt } from 'node:crypto';
-import type { DatabasePool } from '../src/db/pool';
+import type { DatabasePool } from '../db/pool';
 import {
   findSandboxPaymentCode,
   insertSandboxPaymentCode,
   settleSandboxPaymentCode,
   type SandboxCodeRow,
   advanceSandboxPaymentCode,
-} from '../src/db/sandbox-payment-codes';
+} from '../db/sandbox-payment-codes';
 import {
   findSandboxPayout,
   insertSandboxPayout,
   settleSandboxPayout,
   type SandboxPayoutRow,
-} from '../src/db/sandbox-mobile-money-payouts';
+} from '../db/sandbox-mobile-money-payouts';
 import {
   ProviderRefusedError,
   type MobileMoneyNotification,
