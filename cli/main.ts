@@ -1,7 +1,7 @@
 import { hostname, userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Client, type Connection } from '@temporalio/client';
-import { loadConfig, type Config } from '../config';
+import { loadConfig, type Config } from '../src/config';
 import { connectTemporal, temporalConnectionOptions } from '../src/temporal/connection';
 import { createLogger } from '../observability/logger';
 import {

@@ -23,7 +23,7 @@ import {
 } from '@temporalio/interceptors-opentelemetry/lib/worker';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
 import type { WorkerOptions } from '@temporalio/worker';
-import type { Config } from '../config';
+import type { Config } from '../src/config';
 
 /**
  * OpenTelemetry tracing through the Temporal SDK's interceptors, off unless configured (see

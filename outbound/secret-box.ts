@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Config } from '../config';
+import type { Config } from '../src/config';
 
 /**
  * Webhook secrets must sign deliveries, so they are sealed (AES-256-GCM), not hashed: a dump alone
@@ -90,7 +90,7 @@ export function webhookSecretKey(config: Config): Buffer {
 }
 
 /**
- * `SANDBOX_WEBHOOK_SECRET` when set (required outside development and tests, config/index.ts).
+ * `SANDBOX_WEBHOOK_SECRET` when set (required outside development and tests, src/config/index.ts).
  * Unset, one generated once per data directory, so that the API and the worker of one data dir
  * sign and verify the sandbox's notifications with the same value, and no repository string does.
  */

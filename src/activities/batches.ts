@@ -4,7 +4,7 @@ import {
   WorkflowFailedError,
   type Client,
 } from '@temporalio/client';
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import {
   allBatchItems,
   batchPacedBy,

@@ -1,4 +1,4 @@
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import type { ApplicationRow } from '../db/applications';
 import { computeMoneyOutFees, type FeeRule } from '../domain/fees';
 import type { Mode } from '../domain/types';

@@ -1,4 +1,4 @@
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import { lockCardCase } from '../db/card-cases';
 import { depositFacts } from '../db/card-cases';
 import { cardRefundRules } from '../domain/money-rules';

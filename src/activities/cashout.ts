@@ -1,4 +1,4 @@
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import type { ApplicationRow } from '../db/applications';
 import { CASHOUT_PROVIDER_FEE, computeMoneyOutFees } from '../domain/fees';
 import { sleInBaseCurrency, sleToUsd } from '../domain/fx';

@@ -1,4 +1,4 @@
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import { findApplication } from '../db/applications';
 import { findDeposit, lockDeposit, type DepositMetadata, type DepositRecord } from '../db/deposits';
 import { systemAccountsIn, type SystemAccountMemory } from '../db/ledger';

@@ -1,4 +1,4 @@
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import type { SystemAccountMemory } from '../db/ledger';
 import type { DatabasePool } from '../db/pool';
 import type { WalletCurrencyMemory } from '../db/wallets';

@@ -1,4 +1,4 @@
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import { pruneEventListeners } from '../db/event-listeners';
 import { pruneIdempotencyKeys, pruneRateLimitWindows } from '../db/maintenance';
 import type { DatabasePool } from '../db/pool';

@@ -1,4 +1,4 @@
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import { findApplication, type ApplicationRow } from '../db/applications';
 import { recordAudit } from '../db/audit-log';
 import {

@@ -1,5 +1,5 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import {
   completeReconRun,

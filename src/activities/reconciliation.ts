@@ -1,5 +1,5 @@
 import { Context } from '@temporalio/activity';
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import { listOpenProviderDisputes } from '../db/disputes';
 import type { DatabasePool } from '../db/pool';
 import {

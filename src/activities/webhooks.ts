@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { ApplicationFailure, ApplicationFailureCategory } from '@temporalio/common';
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import type { DatabasePool, DatabaseTransactionConnection } from '../db/pool';
 import {
   deferDelivery,

@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { CredentialCache } from '../../cache/credential-cache';
 import type { DatabasePool } from '../db/pool';
 import type { WalletMemory } from '../../cache/wallet-memory';
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import type { Providers } from '../providers';
 import type { Logger } from '../../observability/logger';
 

@@ -1,4 +1,4 @@
-import { loadConfig, requireDatabaseUrl, startFailure } from '../../config';
+import { loadConfig, requireDatabaseUrl, startFailure } from '../config';
 import { whenDatabaseAnswers } from '../db/pool';
 import { createLogger } from '../../observability/logger';
 import { startApi } from './server';

@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import type Koa from 'koa';
 import { Client } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import { createWalletMemory } from '../../cache/wallet-memory';
 import { createCredentialCache } from '../../cache/credential-cache';
 import { createDatabasePool } from '../db/pool';

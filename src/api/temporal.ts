@@ -6,7 +6,7 @@ import {
   type WorkflowStartOptions,
 } from '@temporalio/client';
 import type { UpdateDefinition, Workflow } from '@temporalio/common';
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import type { Caller, TransactionType } from '../domain/types';
 import { SearchAttributes, paymentSearchAttributes } from '../workflows/shared';
 

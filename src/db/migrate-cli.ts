@@ -1,4 +1,4 @@
-import { loadConfig, requireDatabaseUrl } from '../../config';
+import { loadConfig, requireDatabaseUrl } from '../config';
 import { createLogger } from '../../observability/logger';
 import { migrate } from './migrate';
 

@@ -1,5 +1,5 @@
 import type { DatabasePool } from '../db/pool';
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import type { Mode } from '../domain/types';
 import { sandboxWebhookSecret } from '../../outbound/secret-box';
 import type { CardProvider, PayoutAccountProvider } from './card';

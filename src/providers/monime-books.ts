@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import type { BookPage, BookWindow, ProviderBooks, ProviderRecord } from './books';
 import {
   callMonime,

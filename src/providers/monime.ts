@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import { fitsWireInteger, minorToDecimalString, minorToWireInteger } from '../domain/money';
 import {
   ProviderRefusedError,

@@ -1,4 +1,4 @@
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import type { DatabasePool } from '../db/pool';
 import type { Mode } from '../domain/types';
 import type { ProviderBooks } from './books';

@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import type { BookPage, BookWindow, BookedStatus, ProviderBooks, ProviderRecord } from './books';
 import { refusalOrTransient, StripeResponseError } from './stripe-card';
 

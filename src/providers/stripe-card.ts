@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import Stripe from 'stripe';
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import { CURRENCIES, type Currency } from '../domain/money';
 import {
   UnknownPaymentMethodError,

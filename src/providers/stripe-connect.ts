@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import { CURRENCIES, type Currency } from '../domain/money';
 import {
   DebitCardRequiredError,

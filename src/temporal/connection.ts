@@ -8,7 +8,7 @@ import {
   makeGrpcRetryInterceptor,
   WorkflowNotFoundError,
 } from '@temporalio/client';
-import { ConfigurationError, temporalAddress, type Config, type TemporalTls } from '../../config';
+import { ConfigurationError, temporalAddress, type Config, type TemporalTls } from '../config';
 
 /** gRPC UNAVAILABLE: the server could not be reached. */
 export const GRPC_UNAVAILABLE = 14;

@@ -1,5 +1,5 @@
 import type { DataConverter, Payload, PayloadCodec } from '@temporalio/common';
-import { isLocalEnv, type Config, type PayloadKey } from '../../config';
+import { isLocalEnv, type Config, type PayloadKey } from '../config';
 import { dataDirSecret } from '../../outbound/secret-box';
 import { AesGcmPayloadCodec, type CodecOptions } from './payload-codec';
 

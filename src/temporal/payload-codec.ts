@@ -7,7 +7,7 @@ import {
 } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import type { PayloadKey } from '../../config';
+import type { PayloadKey } from '../config';
 
 /**
  * Payloads carry personal data that Temporal keeps for its whole retention, so each is encrypted

@@ -1,4 +1,4 @@
-import type { Config } from '../../config';
+import type { Config } from '../config';
 
 /**
  * The kinds of work, each on a task queue of its own so that each scales and fails on its own:

@@ -1,7 +1,7 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, type Worker, type WorkerOptions } from '@temporalio/worker';
 import type { DatabasePool } from '../db/pool';
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import { createQueueActivities } from '../activities';
 import { ensureWebhookRelay } from '../activities/webhooks';
 import { createProviders, type Providers } from '../providers';

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { Client } from '@temporalio/client';
-import { loadConfig, requireDatabaseUrl, startFailure } from '../../config';
+import { loadConfig, requireDatabaseUrl, startFailure } from '../config';
 import { createLogger, type Logger } from '../../observability/logger';
 import { startMetricsServer } from '../../observability/metrics';
 import { freePort } from '../../net/ports';

@@ -2,7 +2,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import type { DatabasePool } from '../db/pool';
 import type { Logger } from '../../observability/logger';
 import {

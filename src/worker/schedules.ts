@@ -1,5 +1,5 @@
 import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
-import type { Config } from '../../config';
+import type { Config } from '../config';
 import { workflowIds } from '../workflows/ids';
 import { maintenanceWorkflow } from '../workflows/maintenance';
 import { dailyReconciliationWorkflow } from '../workflows/provider-reconciliation';

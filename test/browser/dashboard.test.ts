@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { createApp } from '../../src/api/app';
 import { SIGN_IN_LOCKOUT_SCOPE } from '../../src/api/dashboard/lockout';
 import { clear } from '../../src/db/auth-lockout';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import { createLogger } from '../../observability/logger';
 import { createProviders } from '../../src/providers';
 import { launchBrowser } from '../support/browser';

@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { formatPayloadKeys } from '../../config';
+import { formatPayloadKeys } from '../../src/config';
 import { createApp } from '../../src/api/app';
 import { createProviders } from '../../src/providers';
 import { createLogger } from '../../observability/logger';

@@ -4,7 +4,7 @@ import { hostname, userInfo } from 'node:os';
 import path from 'node:path';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { formatPayloadKeys, temporalAddress } from '../../config';
+import { formatPayloadKeys, temporalAddress } from '../../src/config';
 import { createAdmin, type CreatedAdmin } from '../../src/db/admins';
 import { apiKeyHint } from '../../src/db/credentials';
 import { createDashboardAccount } from '../../src/db/dashboard-accounts';

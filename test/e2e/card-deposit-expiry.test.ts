@@ -1,6 +1,6 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import { createProviders } from '../../src/providers';
 import { balanceOf, eventsOf } from '../support/database';
 import { createUserWithWallet, waitForStatus } from '../support/http';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { formatPayloadKeys, temporalAddress } from '../../config';
+import { formatPayloadKeys, temporalAddress } from '../../src/config';
 import { createAdmin, type CreatedAdmin } from '../../src/db/admins';
 import { decodePayloadsIn, payloadKeys } from '../../src/temporal/data-converter';
 import { workflowIds } from '../../src/workflows/ids';

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createActivities } from '../../src/activities';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import { findCardDeposit } from '../../src/db/card-deposits';
 import type { DatabasePool } from '../../src/db/pool';
 import type { Caller } from '../../src/domain/types';

@@ -1,7 +1,7 @@
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
 import { createActivities } from '../../src/activities';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import { findMoneyOut } from '../../src/db/money-out';
 import type { DatabasePool } from '../../src/db/pool';
 import type { Caller } from '../../src/domain/types';

@@ -3,7 +3,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
 import { InvalidInputError, sql } from 'slonik';
 import { createActivities } from '../../src/activities';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import { isPermanentDatabaseError, sqlState, uniqueViolation } from '../../src/db/errors';
 import type { DatabasePool } from '../../src/db/pool';
 import { insertUser, USERS_EMAIL_UNIQUE } from '../../src/db/users';

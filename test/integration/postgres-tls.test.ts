@@ -5,7 +5,7 @@ import path from 'node:path';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { LISTEN_APPLICATION_NAME } from '../../cli/webhooks-listen';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import { migrate, type MigrationResult } from '../../src/db/migrate';
 import { createDatabasePool, isDatabaseUnreachable, type DatabasePool } from '../../src/db/pool';
 import { listenForEvents, RELAY_CHANNEL } from '../../src/db/webhook-listener';

@@ -1,7 +1,7 @@
 import type { DatabasePool } from '../../src/db/pool';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import { UnknownPaymentMethodError, type CardPaymentRequest } from '../../src/providers/card';
 import { createProviders } from '../../src/providers';
 import { ProviderNotConfiguredError } from '../../src/providers/mobile-money';

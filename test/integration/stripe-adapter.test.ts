@@ -1,5 +1,5 @@
 import type Stripe from 'stripe';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import { createProviders } from '../../src/providers';
 import { UnknownPaymentMethodError, type CardPaymentRequest } from '../../src/providers/card';
 import { ProviderNotConfiguredError } from '../../src/providers/mobile-money';

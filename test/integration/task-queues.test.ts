@@ -9,7 +9,7 @@ import { Client, Connection } from '@temporalio/client';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { startApi, type RunningApi } from '../../src/api/server';
-import type { Config } from '../../config';
+import type { Config } from '../../src/config';
 import type { DatabasePool } from '../../src/db/pool';
 import { freePort } from '../../net/ports';
 import { createLogger } from '../../observability/logger';

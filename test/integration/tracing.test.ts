@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { startApi, type RunningApi } from '../../src/api/server';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import { scratchConfig } from '../../tools/harness/engine';
 import { freePort } from '../../net/ports';
 import { startTemporalDevServer, type DevServer } from '../../tools/harness/temporal';

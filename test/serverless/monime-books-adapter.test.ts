@@ -1,4 +1,4 @@
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import type { BookWindow, ProviderRecord } from '../../src/providers/books';
 import { ProviderRefusedError } from '../../src/providers/mobile-money';
 import { MonimeResponseError } from '../../src/providers/monime';

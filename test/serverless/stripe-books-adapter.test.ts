@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import type { BookWindow, ProviderRecord } from '../../src/providers/books';
 import { ProviderRefusedError } from '../../src/providers/mobile-money';
 import { StripeBooks, stripeBooksFromConfig } from '../../src/providers/stripe-books';

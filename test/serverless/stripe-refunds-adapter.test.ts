@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import type { CardRefundRequest } from '../../src/providers/card';
 import { ProviderRefusedError } from '../../src/providers/mobile-money';
 import {

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import type { Client } from '@temporalio/client';
-import type { Config } from '../../config';
+import type { Config } from '../../src/config';
 import type { DatabasePool } from '../../src/db/pool';
 import type { Currency } from '../../src/domain/money';
 import type { Mode } from '../../src/domain/types';

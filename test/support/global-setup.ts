@@ -1,5 +1,5 @@
 import { startScratchServers, type ScratchServers } from '../../tools/harness/scratch';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import { findBinary, writeWorkflowBundle } from '../../tools/harness/temporal';
 import { payloadKeys } from '../../src/temporal/data-converter';
 

@@ -1,6 +1,6 @@
 import { Client } from '@temporalio/client';
 import type { ApiDeps } from '../../src/api/deps';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import { createLogger } from '../../observability/logger';
 import { createProviders } from '../../src/providers';
 

@@ -2,7 +2,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleOption } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import type { DataConverter } from '@temporalio/common';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import { findBinary } from '../../tools/harness/temporal';
 import type { Activities } from '../../src/workflows/activities-types';
 import { bundleWorkflows } from '../../src/worker/bundle';

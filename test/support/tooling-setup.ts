@@ -1,7 +1,7 @@
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import { writeWorkflowBundle } from '../../tools/harness/temporal';
 import { payloadKeys } from '../../src/temporal/data-converter';
 

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { formatPayloadKeys, type Config } from '../../config';
+import { formatPayloadKeys, type Config } from '../../src/config';
 import { payloadKeys } from '../../src/temporal/data-converter';
 import { waitFor } from './wait';
 

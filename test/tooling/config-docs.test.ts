@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { CONFIG_DOCS_FILE, renderConfigDocs } from '../../tools/scripts/config-docs';
 
 describe('docs/configuration.md', () => {
-  // On a failure, `npm run docs:config` writes the file anew from config/index.ts.
+  // On a failure, `npm run docs:config` writes the file anew from src/config/index.ts.
   it('is what npm run docs:config renders from the configuration schema now', () => {
     expect(readFileSync(CONFIG_DOCS_FILE, 'utf8')).toBe(renderConfigDocs());
   });

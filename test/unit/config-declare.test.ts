@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { derived, schemaOf, settingsOf, variable, variablesOf } from '../../config/declare';
+import { derived, schemaOf, settingsOf, variable, variablesOf } from '../../src/config/declare';
 
-/** How a setting is declared once (config/declare.ts): its variables, its value, its type. */
+/** How a setting is declared once (src/config/declare.ts): its variables, its value, its type. */
 
 const SHARED = variable('A_SHARED', z.string().default('dev'), 'Read by two settings.');
 
@@ -26,7 +26,7 @@ const declarations = {
   ),
 };
 
-describe('config/declare.ts', () => {
+describe('src/config/declare.ts', () => {
   it('lists each variable once, in the order it first appears, with its documentation', () => {
     expect(variablesOf(declarations).map((v) => v.name)).toEqual([
       'A_SHARED',

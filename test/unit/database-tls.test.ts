@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import { asDatabaseSettingError, pgConnection } from '../../src/db/connection';
 import { isDatabaseUnreachable } from '../../src/db/pool';
 

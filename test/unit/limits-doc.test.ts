@@ -19,7 +19,7 @@ import {
 } from '../../src/api/routes/reconciliation';
 import { DEFAULT_DAYS, MAX_CSV_ENTRIES } from '../../src/api/routes/statements';
 import { PER_PAGE } from '../../src/api/schemas';
-import { envSchema } from '../../config';
+import { envSchema } from '../../src/config';
 import { DEFAULT_LOCKOUT } from '../../src/db/auth-lockout';
 import { SECOND_STEP_MINUTES, SESSION_HOURS } from '../../src/db/dashboard-accounts';
 import { INVITATION_HOURS } from '../../src/db/dashboard-team';
@@ -92,7 +92,7 @@ const EXPECTED: Record<string, string> = {
   'src/api/middleware/body.ts MAX_BODY_DEPTH': `${MAX_BODY_DEPTH} levels`,
   'src/api/pipeline.ts IDEMPOTENCY_KEY_MAX_LENGTH': `${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters`,
   'src/db/idempotency.ts IDEMPOTENCY_TTL_HOURS': plural(IDEMPOTENCY_TTL_HOURS, 'hour'),
-  'config/index.ts API_REQUEST_TIMEOUT_MS': `${n(setting('API_REQUEST_TIMEOUT_MS'))} ms`,
+  'src/config/index.ts API_REQUEST_TIMEOUT_MS': `${n(setting('API_REQUEST_TIMEOUT_MS'))} ms`,
   'src/api/schemas.ts PER_PAGE.max': `${PER_PAGE.max} (default ${PER_PAGE.default})`,
   'src/api/schemas.ts PER_PAGE.default': `${PER_PAGE.default}`,
   'src/db/pages.ts TOTAL_COUNTED_AHEAD': n(TOTAL_COUNTED_AHEAD),
@@ -107,13 +107,13 @@ const EXPECTED: Record<string, string> = {
       perMinute(limit),
     ]),
   ),
-  'config/index.ts RATE_LIMIT_CARD_AUTHENTICATION_PAGE': perMinute(
+  'src/config/index.ts RATE_LIMIT_CARD_AUTHENTICATION_PAGE': perMinute(
     setting('RATE_LIMIT_CARD_AUTHENTICATION_PAGE'),
   ),
-  'config/index.ts RATE_LIMIT_DASHBOARD_SIGNED_OUT': perMinute(
+  'src/config/index.ts RATE_LIMIT_DASHBOARD_SIGNED_OUT': perMinute(
     setting('RATE_LIMIT_DASHBOARD_SIGNED_OUT'),
   ),
-  'config/index.ts RATE_LIMIT_DASHBOARD_ACCOUNT': perMinute(
+  'src/config/index.ts RATE_LIMIT_DASHBOARD_ACCOUNT': perMinute(
     setting('RATE_LIMIT_DASHBOARD_ACCOUNT'),
   ),
   'src/db/webhook-deliveries.ts REDELIVERIES_PER_DAY': `${REDELIVERIES_PER_DAY} in 24 hours`,
@@ -126,20 +126,20 @@ const EXPECTED: Record<string, string> = {
     DEFAULT_LOCKOUT.lockSeconds,
   ),
 
-  'config/index.ts MAX_CREDENTIALS_PER_MODE': `${setting('MAX_CREDENTIALS_PER_MODE')}`,
-  'config/index.ts MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE': `${setting('MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE')}`,
-  'config/index.ts ONBOARDING_DOCUMENTS_PER_WALLET': `${setting('ONBOARDING_DOCUMENTS_PER_WALLET')}`,
-  'config/index.ts ONBOARDING_DOCUMENT_BYTES_PER_WALLET': `${setting('ONBOARDING_DOCUMENT_BYTES_PER_WALLET')} bytes (${mib(setting('ONBOARDING_DOCUMENT_BYTES_PER_WALLET'))})`,
+  'src/config/index.ts MAX_CREDENTIALS_PER_MODE': `${setting('MAX_CREDENTIALS_PER_MODE')}`,
+  'src/config/index.ts MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE': `${setting('MAX_WEBHOOK_SUBSCRIPTIONS_PER_MODE')}`,
+  'src/config/index.ts ONBOARDING_DOCUMENTS_PER_WALLET': `${setting('ONBOARDING_DOCUMENTS_PER_WALLET')}`,
+  'src/config/index.ts ONBOARDING_DOCUMENT_BYTES_PER_WALLET': `${setting('ONBOARDING_DOCUMENT_BYTES_PER_WALLET')} bytes (${mib(setting('ONBOARDING_DOCUMENT_BYTES_PER_WALLET'))})`,
 
-  'config/index.ts EXPORT_MAX_ROWS': n(setting('EXPORT_MAX_ROWS')),
-  'config/index.ts EXPORT_MAX_PER_APPLICATION': `${setting('EXPORT_MAX_PER_APPLICATION')}`,
-  'config/index.ts EXPORT_MAX_PER_PROCESS': `${setting('EXPORT_MAX_PER_PROCESS')}`,
+  'src/config/index.ts EXPORT_MAX_ROWS': n(setting('EXPORT_MAX_ROWS')),
+  'src/config/index.ts EXPORT_MAX_PER_APPLICATION': `${setting('EXPORT_MAX_PER_APPLICATION')}`,
+  'src/config/index.ts EXPORT_MAX_PER_PROCESS': `${setting('EXPORT_MAX_PER_PROCESS')}`,
   'src/api/export-slots.ts EXPORT_RETRY_AFTER_SECONDS': plural(
     EXPORT_RETRY_AFTER_SECONDS,
     'second',
   ),
   // The setting holds milliseconds, read from seconds.
-  'config/index.ts EXPORT_TIME_LIMIT_SECONDS': plural(
+  'src/config/index.ts EXPORT_TIME_LIMIT_SECONDS': plural(
     setting('EXPORT_TIME_LIMIT_SECONDS') / 1000,
     'second',
   ),
@@ -153,7 +153,7 @@ const EXPECTED: Record<string, string> = {
     'character',
   ),
   'src/api/routes/batches.ts BATCH_MAX_BODY_BYTES': mib(BATCH_MAX_BODY_BYTES),
-  'config/index.ts BATCH_ITEMS_IN_FLIGHT': `${setting('BATCH_ITEMS_IN_FLIGHT')}`,
+  'src/config/index.ts BATCH_ITEMS_IN_FLIGHT': `${setting('BATCH_ITEMS_IN_FLIGHT')}`,
 
   'src/api/routes/reconciliation.ts MAX_BULK_RESOLVE': n(MAX_BULK_RESOLVE),
   'src/api/routes/reconciliation.ts MAX_RUN_WINDOW_DAYS': plural(MAX_RUN_WINDOW_DAYS, 'day'),
@@ -174,8 +174,8 @@ const EXPECTED: Record<string, string> = {
     WEBHOOK_MAX_RETRY_INTERVAL_MS,
   ),
   'src/db/webhook-subscriptions.ts FAILING_FOR_MS': hours(FAILING_FOR_MS),
-  'config/index.ts WEBHOOK_ATTEMPTS_PER_WORKER': `${setting('WEBHOOK_ATTEMPTS_PER_WORKER')}`,
-  'config/index.ts WEBHOOK_ATTEMPTS_PER_ENDPOINT': `${setting('WEBHOOK_ATTEMPTS_PER_ENDPOINT')}`,
+  'src/config/index.ts WEBHOOK_ATTEMPTS_PER_WORKER': `${setting('WEBHOOK_ATTEMPTS_PER_WORKER')}`,
+  'src/config/index.ts WEBHOOK_ATTEMPTS_PER_ENDPOINT': `${setting('WEBHOOK_ATTEMPTS_PER_ENDPOINT')}`,
   'src/api/routes/events.ts REDELIVERY_WINDOW_MS': days(REDELIVERY_WINDOW_MS),
   'src/db/webhook-deliveries.ts HISTORY_ATTEMPTS': `${HISTORY_ATTEMPTS}`,
   'src/db/webhook-deliveries.ts EVENT_DELIVERIES': `${EVENT_DELIVERIES}`,
@@ -185,8 +185,11 @@ const EXPECTED: Record<string, string> = {
     MONIME_SIGNATURE_TOLERANCE_SECONDS,
     'second',
   ),
-  'config/index.ts NOTIFICATION_RETRY_HOURS': plural(setting('NOTIFICATION_RETRY_HOURS'), 'hour'),
-  'config/index.ts NOTIFICATION_KEEP_DAYS': plural(setting('NOTIFICATION_KEEP_DAYS'), 'day'),
+  'src/config/index.ts NOTIFICATION_RETRY_HOURS': plural(
+    setting('NOTIFICATION_RETRY_HOURS'),
+    'hour',
+  ),
+  'src/config/index.ts NOTIFICATION_KEEP_DAYS': plural(setting('NOTIFICATION_KEEP_DAYS'), 'day'),
 
   'src/api/document-upload.ts MAX_DOCUMENT_BYTES': mib(MAX_DOCUMENT_BYTES),
 
@@ -204,9 +207,9 @@ const EXPECTED: Record<string, string> = {
   'src/workflows/clock-shared.ts ADVANCE_SECONDS.min': plural(ADVANCE_SECONDS.min, 'second'),
   'src/workflows/clock-shared.ts ADVANCE_SECONDS.max': plural(ADVANCE_SECONDS.max, 'second'),
 
-  'config/index.ts SANDBOX_PAYMENT_CODE_TTL_SECONDS': `${setting('SANDBOX_PAYMENT_CODE_TTL_SECONDS')} seconds`,
-  'config/index.ts CARD_PAYMENT_PENDING_TTL_SECONDS': `${setting('CARD_PAYMENT_PENDING_TTL_SECONDS')} seconds`,
-  'config/index.ts MONEY_OUT_PENDING_TTL_SECONDS': `${setting('MONEY_OUT_PENDING_TTL_SECONDS')} seconds`,
+  'src/config/index.ts SANDBOX_PAYMENT_CODE_TTL_SECONDS': `${setting('SANDBOX_PAYMENT_CODE_TTL_SECONDS')} seconds`,
+  'src/config/index.ts CARD_PAYMENT_PENDING_TTL_SECONDS': `${setting('CARD_PAYMENT_PENDING_TTL_SECONDS')} seconds`,
+  'src/config/index.ts MONEY_OUT_PENDING_TTL_SECONDS': `${setting('MONEY_OUT_PENDING_TTL_SECONDS')} seconds`,
 
   'src/db/dashboard-accounts.ts SESSION_HOURS': plural(SESSION_HOURS, 'hour'),
   'src/db/dashboard-accounts.ts SECOND_STEP_MINUTES': plural(SECOND_STEP_MINUTES, 'minute'),

@@ -1,4 +1,4 @@
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import type { ApplicationRow } from '../../src/db/applications';
 import { priceCardRefund } from '../../src/activities/card-refund';
 import { priceCashout } from '../../src/activities/cashout';

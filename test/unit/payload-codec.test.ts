@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
-import { formatPayloadKeys, loadConfig, parsePayloadKeys, type PayloadKey } from '../../config';
+import { formatPayloadKeys, loadConfig, parsePayloadKeys, type PayloadKey } from '../../src/config';
 import {
   AesGcmPayloadCodec,
   ENCRYPTED_ENCODING,

@@ -2,7 +2,7 @@ import { createCipheriv, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import {
   isLegacySealed,
   newWebhookSecret,

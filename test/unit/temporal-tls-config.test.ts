@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { ConfigurationError, loadConfig, startFailure } from '../../config';
+import { ConfigurationError, loadConfig, startFailure } from '../../src/config';
 import { sdkConnectionOptions, temporalConnectionOptions } from '../../src/temporal/connection';
 import { makeCertificates, type Certificates } from '../support/tls-terminator';
 

@@ -10,7 +10,7 @@ import * as workflows from '../../src/workflows';
 import { quietTemporalRuntime } from '../support/engine';
 import { historyFromJSON, historyToJSON, type History } from '../support/history-json';
 import { workflowBundle } from '../support/time-skipping';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import { temporalDataConverter } from '../../src/temporal/data-converter';
 import { resolutionSinks } from '../../src/temporal/resolutions';
 import { paymentSinks } from '../../src/temporal/settlements';

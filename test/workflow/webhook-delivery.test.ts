@@ -12,7 +12,7 @@ import {
   type WebhookAttemptInput,
   type WebhookAttemptResult,
 } from '../../src/activities/webhooks';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import type { DatabasePool } from '../../src/db/pool';
 import { insertEvent } from '../../src/db/transaction-events';
 import {

@@ -11,7 +11,7 @@ import { createEngineWorker } from '../../src/worker/engine-worker';
 import { payloadKeys, temporalDataConverter } from '../../src/temporal/data-converter';
 import { sdkConnectionOptions, temporalConnectionOptions } from '../../src/temporal/connection';
 import { paymentSearchAttributes } from '../../src/api/temporal';
-import { formatPayloadKeys, loadConfig, type Config } from '../../config';
+import { formatPayloadKeys, loadConfig, type Config } from '../../src/config';
 import { createDatabasePool, type DatabasePool } from '../../src/db/pool';
 import {
   keepRunning,

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { Client, Connection } from '@temporalio/client';
-import { parsePayloadKeys } from '../../config';
+import { parsePayloadKeys } from '../../src/config';
 import { dataConverterOf } from '../../src/temporal/data-converter';
 import type { Send } from './load';
 

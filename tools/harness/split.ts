@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { envSchema } from '../../config';
+import { envSchema } from '../../src/config';
 import { waitFor } from './processes';
 
 /**

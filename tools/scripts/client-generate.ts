@@ -6,7 +6,7 @@ import { format, resolveConfig } from 'prettier';
 import { apiRoutes } from '../../src/api/app';
 import { buildOpenApi } from '../../src/api/openapi';
 import { API_VERSION } from '../../src/api/routes/system';
-import { loadConfig } from '../../config';
+import { loadConfig } from '../../src/config';
 import { createLogger } from '../../observability/logger';
 import { createProviders } from '../../src/providers';
 

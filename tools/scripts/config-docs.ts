@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { envSchema } from '../../config';
+import { envSchema } from '../../src/config';
 
 /**
  * `npm run docs:config`: renders docs/configuration.md from the configuration schema, so that
@@ -12,10 +12,10 @@ export const CONFIG_DOCS_FILE = path.join(__dirname, '..', '..', 'docs', 'config
 
 const HEADER = `# Configuration
 
-Everything is read from the environment, in one place (\`config/index.ts\`), and validated at
+Everything is read from the environment, in one place (\`src/config/index.ts\`), and validated at
 start-up: an invalid value stops the process with \`Invalid configuration: ...\`.
 
-This file is generated from the schema in \`config/index.ts\` by \`npm run docs:config\`; edit
+This file is generated from the schema in \`src/config/index.ts\` by \`npm run docs:config\`; edit
 the descriptions there, not here.
 `;
 
@@ -56,7 +56,7 @@ function table(rows: string[][]): string {
 export function renderConfigDocs(schema: z.ZodObject = envSchema): string {
   const rows = Object.entries(schema.shape).map(([name, variable]: [string, z.ZodType]) => {
     const description = variable.meta()?.description;
-    if (!description) throw new Error(`${name} has no description in config/index.ts`);
+    if (!description) throw new Error(`${name} has no description in src/config/index.ts`);
     return [`\`${name}\``, shownDefault(name, variable), description];
   });
   return `${HEADER}\n${table([['Variable', 'Default', 'Meaning'], ...rows])}\n`;

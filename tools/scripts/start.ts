@@ -8,7 +8,7 @@ import {
 } from '../../src/temporal/connection';
 import { startApi } from '../../src/api/server';
 import { CODEC_PATH } from '../../src/api/routes/temporal-codec';
-import { loadConfig, type Config } from '../../config';
+import { loadConfig, type Config } from '../../src/config';
 import { migrate } from '../../src/db/migrate';
 import { createDatabasePool } from '../../src/db/pool';
 import { createFixtureApplication } from '../harness/fixtures';

@@ -1,7 +1,7 @@
 import type Koa from 'koa';
 import type { Payload } from '@temporalio/common';
 import { z } from 'zod';
-import type { Config } from '../../../config';
+import type { Config } from '../../config';
 import { PayloadCodecError } from '../../temporal/payload-codec';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';

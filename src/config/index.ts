@@ -2,13 +2,13 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { databaseTls, withCaFile } from '../src/db/connection';
+import { databaseTls, withCaFile } from '../db/connection';
 import { derived, schemaOf, settingsOf, variable, type Settings } from './declare';
 
 /**
  * The one place that reads the environment. Everything else receives a typed `Config`.
  */
-const rootDir = path.resolve(__dirname, '..');
+const rootDir = path.resolve(__dirname, '../..');
 
 /** A whole number, at least `min` (and at most `max`). */
 function int(min: number, max?: number) {
@@ -48,7 +48,7 @@ const TEMPORAL_API_KEY = variable(
 
 /**
  * Every setting, declared once, so that `Config`, `loadConfig` and docs/configuration.md (in this
- * order, from each variable's `meta`) cannot disagree: see config/declare.ts.
+ * order, from each variable's `meta`) cannot disagree: see src/config/declare.ts.
  */
 const declarations = {
   env: NODE_ENV,
