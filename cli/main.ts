@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { Client, type Connection } from '@temporalio/client';
 import { loadConfig, type Config } from '../src/config';
 import { connectTemporal, temporalConnectionOptions } from '../src/temporal/connection';
-import { createLogger } from '../observability/logger';
+import { createLogger } from '../src/observability/logger';
 import {
   createApplication,
   findApplication,

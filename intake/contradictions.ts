@@ -3,7 +3,7 @@
  * stuck payment"): kept, logged at error, counted and sent as `payment.contradicted`, never
  * dropped; the operator and the reconciliation take it from there.
  */
-import { providerContradictions } from '../observability/metrics';
+import { providerContradictions } from '../src/observability/metrics';
 import { findMoneyOut } from '../src/db/money-out';
 import { insertPaymentContradiction } from '../src/db/payment-contradictions';
 import { openContradictionException } from '../src/db/recon-matching';

@@ -6,7 +6,7 @@
 import { insertProviderNotification } from '../src/db/provider-notifications';
 import type { DatabasePool } from '../src/db/pool';
 import type { Mode } from '../src/domain/types';
-import { providerEventsUnapplied } from '../observability/metrics';
+import { providerEventsUnapplied } from '../src/observability/metrics';
 import type { ErrorLog } from './contradictions';
 
 /** Why an event moved no money though it should have: the metric's `reason` label. */

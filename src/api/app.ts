@@ -5,7 +5,7 @@ import { dashboard, publicPathOf } from './dashboard/routes';
 import type { ApiDeps } from './deps';
 import { jsonBody } from './middleware/body';
 import { errorsAndAccessLog, logLateErrors } from './middleware/errors';
-import { httpMetrics } from '../../observability/metrics';
+import { httpMetrics } from '../observability/metrics';
 import { concretePathsWin, mountRoutes } from './pipeline';
 import type { Route } from './route';
 import { adminRoutes } from './routes/admin';

@@ -4,7 +4,7 @@ import type { DatabasePool } from '../db/pool';
 import type { WalletMemory } from '../../cache/wallet-memory';
 import type { Config } from '../config';
 import type { Providers } from '../providers';
-import type { Logger } from '../../observability/logger';
+import type { Logger } from '../observability/logger';
 
 export type ApiDeps = {
   config: Config;

@@ -1,6 +1,6 @@
 import { loadConfig, requireDatabaseUrl, startFailure } from '../config';
 import { whenDatabaseAnswers } from '../db/pool';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../observability/logger';
 import { startApi } from './server';
 import { checkTemporalAccepts, temporalConnectionOptions } from '../temporal/connection';
 

@@ -20,7 +20,7 @@ import {
 } from '../db/credentials';
 import { hitKeyedRateLimit, type RateLimitHit } from '../db/rate-limit';
 import { claimIdempotencyKey, completeIdempotencyKey, type ClaimResult } from '../db/idempotency';
-import { idempotentReplays, rateLimitedRequests } from '../../observability/metrics';
+import { idempotentReplays, rateLimitedRequests } from '../observability/metrics';
 import { earlyAnswer } from './access';
 import { AppError } from './errors';
 import {

@@ -12,9 +12,9 @@ import { createProviders } from '../providers';
 import { createApp } from './app';
 import { openTemporalConnection, temporalConnectionOptions } from '../temporal/connection';
 import { temporalDataConverter } from '../temporal/data-converter';
-import type { Logger } from '../../observability/logger';
-import { startMetricsServer } from '../../observability/metrics';
-import { acquireTracing, clientTracingOptions } from '../../observability/tracing';
+import type { Logger } from '../observability/logger';
+import { startMetricsServer } from '../observability/metrics';
+import { acquireTracing, clientTracingOptions } from '../observability/tracing';
 
 export type RunningApi = {
   url: string;

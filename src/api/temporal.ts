@@ -17,7 +17,7 @@ import {
   eagerStarts,
   paymentsStarted,
   settledLocally,
-} from '../../observability/metrics';
+} from '../observability/metrics';
 import { GRPC_UNAVAILABLE, NEVER_SENT } from '../temporal/connection';
 import { LOCAL_SETTLEMENT_MS, listenForSettlement } from '../temporal/settlements';
 

@@ -640,7 +640,7 @@ const declarations = {
     ),
   },
   /**
-   * Prometheus metrics (observability/metrics.ts), counted when `enabled`, each process's on a
+   * Prometheus metrics (src/observability/metrics.ts), counted when `enabled`, each process's on a
    * listener of its own, never the API's public port: the API's on `apiPort`, the worker's
    * (with the Temporal SDK's metrics) on `workerPort`; off when unset.
    */
@@ -664,7 +664,7 @@ const declarations = {
     ),
   },
   /**
-   * OpenTelemetry tracing through the Temporal SDK's interceptors (observability/tracing.ts):
+   * OpenTelemetry tracing through the Temporal SDK's interceptors (src/observability/tracing.ts):
    * spans go by OTLP/HTTP to `endpoint`; off (no interceptor installed) when it is unset.
    */
   tracing: {

@@ -1,5 +1,5 @@
 import { loadConfig, requireDatabaseUrl } from '../config';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../observability/logger';
 import { migrate } from './migrate';
 
 /** `npm run migrate`: applies pending migrations to DATABASE_URL and exits. */

@@ -1,7 +1,7 @@
 import { sql, UniqueIntegrityConstraintViolationError, type FragmentSqlToken } from 'slonik';
 import type { Posting } from '../domain/ledger';
 import type { TransactionStatus } from '../domain/types';
-import { countPaymentEnded } from '../../observability/metrics';
+import { countPaymentEnded } from '../observability/metrics';
 import { answerKeyPart, type KeyUse } from './idempotency';
 import { postGuardedLedgerTransaction, postLedgerTransaction } from './ledger';
 import {

@@ -1,5 +1,5 @@
 import type { InjectedSinks } from '@temporalio/worker';
-import { paymentResolutions } from '../../observability/metrics';
+import { paymentResolutions } from '../observability/metrics';
 import type { ResolutionSinks } from '../workflows/resolution';
 
 /**

@@ -16,7 +16,7 @@ import {
   workerTracingOptions,
   workflowInterceptorsModule,
   type Tracing,
-} from '../../observability/tracing';
+} from '../observability/tracing';
 
 /** The workers of one process, one a task queue, run and stopped together. */
 export type QueueWorkers = {
@@ -69,7 +69,7 @@ export async function createWorker(options: {
   /** Defaults to the providers the configuration describes. */
   providers?: Providers;
   tuning?: Partial<WorkerOptions>;
-  /** OpenTelemetry tracing (observability/tracing.ts); off when undefined. */
+  /** OpenTelemetry tracing (src/observability/tracing.ts); off when undefined. */
   tracing?: Tracing;
 }): Promise<{ workers: QueueWorkers; connection: NativeConnection; ownsConnection: boolean }> {
   const { config } = options;

@@ -1,8 +1,8 @@
 import { parseArgs } from 'node:util';
 import { Client } from '@temporalio/client';
 import { loadConfig, requireDatabaseUrl, startFailure } from '../config';
-import { createLogger, type Logger } from '../../observability/logger';
-import { startMetricsServer } from '../../observability/metrics';
+import { createLogger, type Logger } from '../observability/logger';
+import { startMetricsServer } from '../observability/metrics';
 import { freePort } from '../../net/ports';
 import { createDatabasePool, whenDatabaseAnswers } from '../db/pool';
 import {

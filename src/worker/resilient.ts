@@ -4,12 +4,8 @@ import path from 'node:path';
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import type { Config } from '../config';
 import type { DatabasePool } from '../db/pool';
-import type { Logger } from '../../observability/logger';
-import {
-  acquireTracing,
-  workflowInterceptorsModule,
-  type Tracing,
-} from '../../observability/tracing';
+import type { Logger } from '../observability/logger';
+import { acquireTracing, workflowInterceptorsModule, type Tracing } from '../observability/tracing';
 import { bundleWorkflows } from './bundle';
 import type { QueueKind } from '../temporal/task-queues';
 import { createWorker, runningConnection, type QueueWorkers } from './create-worker';

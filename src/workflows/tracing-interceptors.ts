@@ -6,7 +6,7 @@ import {
 } from '@temporalio/interceptors-opentelemetry/lib/workflow';
 
 /**
- * The workflow interceptors of OpenTelemetry tracing (observability/tracing.ts): a span for
+ * The workflow interceptors of OpenTelemetry tracing (src/observability/tracing.ts): a span for
  * each workflow run, update and activity start, exported from the sandbox by the worker's
  * `exporter` sink. Bundled into the workflows only when tracing is configured; not a workflow.
  */

@@ -8,7 +8,7 @@ import { createApp } from '../../src/api/app';
 import { SIGN_IN_LOCKOUT_SCOPE } from '../../src/api/dashboard/lockout';
 import { clear } from '../../src/db/auth-lockout';
 import { loadConfig } from '../../src/config';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import { createProviders } from '../../src/providers';
 import { launchBrowser } from '../support/browser';
 import { fundWallet } from '../support/database';

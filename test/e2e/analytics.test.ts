@@ -4,7 +4,7 @@ import { startApi, type RunningApi } from '../../src/api/server';
 import { createAdmin, type CreatedAdmin } from '../../src/db/admins';
 import { dashboardAnalytics } from '../../src/db/analytics';
 import { admitAttempt, clear, lockedUntil, settleAttempt } from '../../src/db/auth-lockout';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import { assertLedgerInvariant, fundWallet } from '../support/database';
 import { createTestApp } from '../support/engine';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';

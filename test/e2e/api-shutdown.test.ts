@@ -2,7 +2,7 @@ import http from 'node:http';
 import { formatPayloadKeys } from '../../src/config';
 import { createApp } from '../../src/api/app';
 import { createProviders } from '../../src/providers';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import { payloadKeys } from '../../src/temporal/data-converter';
 import { freePort } from '../../net/ports';
 import {

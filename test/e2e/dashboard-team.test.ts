@@ -5,7 +5,7 @@ import { apiRoutes } from '../../src/api/app';
 import { dashboardRouter } from '../../src/api/dashboard/routes';
 import { sha256 } from '../../src/db/credentials';
 import { DASHBOARD_ROLES, type DashboardRole } from '../../src/domain/dashboard-access';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import { createProviders } from '../../src/providers';
 import {
   dashboardAccount,

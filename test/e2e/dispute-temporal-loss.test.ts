@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { Writable } from 'node:stream';
 import { startApi, type RunningApi } from '../../src/api/server';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import { balanceOf } from '../support/database';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';

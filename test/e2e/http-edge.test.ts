@@ -3,7 +3,7 @@ import { connect, type AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import { MAX_BODY_BYTES } from '../../src/api/middleware/body';
 import { errorsAndAccessLog } from '../../src/api/middleware/errors';
 import { startApi } from '../../src/api/server';

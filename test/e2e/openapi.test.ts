@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import Ajv2020 from 'ajv/dist/2020';
 import { apiRoutes } from '../../src/api/app';
 import { createAdmin } from '../../src/db/admins';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import { openApiPath, REQUEST_EXAMPLES } from '../../src/api/openapi';
 import { createProviders } from '../../src/providers';
 import { fundWallet } from '../support/database';

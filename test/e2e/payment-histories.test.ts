@@ -1,5 +1,5 @@
 import { startApi } from '../../src/api/server';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import { historyCounts, type HistoryCounts } from '../../tools/bench/history-counts';
 import { workflowIds } from '../../src/workflows/ids';
 import { clientFor, createFundedWallet, createUserWithWallet } from '../support/http';

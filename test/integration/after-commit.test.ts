@@ -3,7 +3,7 @@ import { createApplication } from '../../src/db/applications';
 import { recordMoneyStep } from '../../src/db/money-steps';
 import { afterCommit, type DatabasePool } from '../../src/db/pool';
 import { findTransaction } from '../../src/db/transactions';
-import { paymentsEnded } from '../../observability/metrics';
+import { paymentsEnded } from '../../src/observability/metrics';
 import { createTestDatabase } from '../support/database';
 
 let pool: DatabasePool;

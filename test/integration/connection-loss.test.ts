@@ -7,7 +7,7 @@ import { ERROR_MESSAGES } from '../../src/api/errors';
 import { startApi, type RunningApi } from '../../src/api/server';
 import { createDatabasePool, isDatabaseUnreachable, type DatabasePool } from '../../src/db/pool';
 import { scratchConfig } from '../../tools/harness/engine';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import { createTestDatabase } from '../support/database';
 import { createTestApp, quietTemporalRuntime } from '../support/engine';
 import { clientFor } from '../support/http';

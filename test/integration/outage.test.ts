@@ -14,7 +14,7 @@ import {
   type EmbeddedDatabase,
 } from '../../tools/harness/postgres';
 import { startTemporalDevServer, type DevServer } from '../../tools/harness/temporal';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import { runResilientWorker, type ResilientWorker } from '../../src/worker/resilient';
 import { assertLedgerInvariant, balanceOf } from '../support/database';
 import { createTestApp, quietTemporalRuntime } from '../support/engine';

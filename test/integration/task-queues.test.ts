@@ -12,7 +12,7 @@ import { startApi, type RunningApi } from '../../src/api/server';
 import type { Config } from '../../src/config';
 import type { DatabasePool } from '../../src/db/pool';
 import { freePort } from '../../net/ports';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import { temporalDataConverter } from '../../src/temporal/data-converter';
 import { scratchConfig } from '../../tools/harness/engine';
 import { startTemporalDevServer, type DevServer } from '../../tools/harness/temporal';

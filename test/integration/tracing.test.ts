@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config';
 import { scratchConfig } from '../../tools/harness/engine';
 import { freePort } from '../../net/ports';
 import { startTemporalDevServer, type DevServer } from '../../tools/harness/temporal';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import type { DatabasePool } from '../../src/db/pool';
 import { assertLedgerInvariant, balanceOf, createTestDatabase } from '../support/database';
 import { createTestApp, quietTemporalRuntime } from '../support/engine';

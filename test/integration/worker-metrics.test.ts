@@ -6,7 +6,7 @@ import { startApi, type RunningApi } from '../../src/api/server';
 import { scratchConfig } from '../../tools/harness/engine';
 import { freePort } from '../../net/ports';
 import { startTemporalDevServer, type DevServer } from '../../tools/harness/temporal';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import type { DatabasePool } from '../../src/db/pool';
 import { assertLedgerInvariant, balanceOf, createTestDatabase } from '../support/database';
 import { createTestApp, quietTemporalRuntime } from '../support/engine';

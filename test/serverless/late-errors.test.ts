@@ -4,7 +4,7 @@ import { Readable, Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Koa from 'koa';
 import { logLateErrors } from '../../src/api/middleware/errors';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import { pollUntil } from '../support/wait';
 
 /**

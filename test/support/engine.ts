@@ -12,7 +12,7 @@ import {
 } from '../../tools/harness/engine';
 import { createFixtureApplication, type FixtureApplication } from '../../tools/harness/fixtures';
 import { installTemporalRuntime } from '../../tools/harness/temporal';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import { createTestDatabase } from './database';
 
 export type TestEngine = {

@@ -1,4 +1,4 @@
-import { eagerFallbacks } from '../../observability/metrics';
+import { eagerFallbacks } from '../../src/observability/metrics';
 
 /**
  * The Prometheus text format, read back: every sample by `name{label="value",...}` with its
@@ -46,7 +46,7 @@ export function increase(before: Samples, after: Samples, key: string): number {
   return (after.get(key) ?? 0) - (before.get(key) ?? 0);
 }
 
-/** Payments of a type whose in-process report came too late (observability/metrics.ts). */
+/** Payments of a type whose in-process report came too late (src/observability/metrics.ts). */
 export async function missedReports(type: string): Promise<number> {
   const { values } = await eagerFallbacks.get();
   return values

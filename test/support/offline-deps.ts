@@ -1,7 +1,7 @@
 import { Client } from '@temporalio/client';
 import type { ApiDeps } from '../../src/api/deps';
 import { loadConfig } from '../../src/config';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import { createProviders } from '../../src/providers';
 
 /**

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { supervise, type Supervised } from '../../tools/harness/supervise';
 import { isAlive, waitFor } from '../../tools/harness/processes';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 
 /**
  * The restart policy of `npm start` (tools/harness/supervise.ts) on real child processes (`sleep`),

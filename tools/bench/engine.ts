@@ -24,7 +24,7 @@ import type { EmbeddedDatabase } from '../harness/postgres';
 import { startScratchServers } from '../harness/scratch';
 import { writeWorkflowBundle, type DevServer } from '../harness/temporal';
 import { bundleWorkflows } from '../../src/worker/bundle';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import { failure, httpClient, idOf } from './senders';
 import { startSplit } from './split';
 

@@ -5,7 +5,7 @@
 import os from 'node:os';
 import type { WorkerOptions } from '@temporalio/worker';
 import { ledgerInvariantProblems } from '../../src/db/ledger-audit';
-import { eagerStarts, paymentsStarted } from '../../observability/metrics';
+import { eagerStarts, paymentsStarted } from '../../src/observability/metrics';
 import { installTemporalRuntime } from '../harness/temporal';
 import {
   progress,

@@ -16,7 +16,7 @@ import { createEngineWorker } from '../../src/worker/engine-worker';
 import pg from 'pg';
 import { createTransferActivities } from '../../src/activities/transfer';
 import { createApp } from '../../src/api/app';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import { createWalletMemory } from '../../cache/wallet-memory';
 import { createCredentialCache } from '../../cache/credential-cache';
 import { createDatabasePool } from '../../src/db/pool';

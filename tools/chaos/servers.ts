@@ -1,5 +1,5 @@
 import { loadConfig } from '../../src/config';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import { startLocalPostgres } from '../harness/postgres';
 import { supervise, type Supervisor } from '../harness/supervise';
 import { startLocalTemporal } from '../harness/temporal';

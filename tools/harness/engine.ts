@@ -4,7 +4,7 @@ import type { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker
 import { startApi, type RunningApi } from '../../src/api/server';
 import { loadConfig, type Config } from '../../src/config';
 import type { DatabasePool } from '../../src/db/pool';
-import type { Logger } from '../../observability/logger';
+import type { Logger } from '../../src/observability/logger';
 import { createWorker, runningConnection, type QueueWorkers } from '../../src/worker/create-worker';
 import { temporalDataConverter } from '../../src/temporal/data-converter';
 import { connectTemporal, temporalConnectionOptions } from '../../src/temporal/connection';

@@ -8,7 +8,7 @@ import pg from 'pg';
 import type { Config } from '../../src/config';
 import { pgConnection } from '../../src/db/connection';
 import { migrate } from '../../src/db/migrate';
-import type { Logger } from '../../observability/logger';
+import type { Logger } from '../../src/observability/logger';
 import { lastLines, literally, stopLeftover } from './processes';
 
 export type EmbeddedDatabase = {

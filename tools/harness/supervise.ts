@@ -1,4 +1,4 @@
-import type { Logger } from '../../observability/logger';
+import type { Logger } from '../../src/observability/logger';
 
 /** A running child a supervisor watches: it settles `exited` when it dies, `stop` ends it. */
 export type Supervised = { exited: Promise<unknown>; stop: () => Promise<void> };

@@ -7,7 +7,7 @@ import { apiRoutes } from '../../src/api/app';
 import { buildOpenApi } from '../../src/api/openapi';
 import { API_VERSION } from '../../src/api/routes/system';
 import { loadConfig } from '../../src/config';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../src/observability/logger';
 import { createProviders } from '../../src/providers';
 
 /**

@@ -26,7 +26,7 @@ import {
   registerSearchAttributes,
   startLocalTemporal,
 } from '../harness/temporal';
-import { createLogger, type Logger } from '../../observability/logger';
+import { createLogger, type Logger } from '../../src/observability/logger';
 import { runResilientWorker } from '../../src/worker/resilient';
 import { ensureSchedules } from '../../src/worker/schedules';
 import { temporalDataConverter } from '../../src/temporal/data-converter';

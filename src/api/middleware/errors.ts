@@ -4,7 +4,7 @@ import type { ErrorCode } from '../../domain/errors';
 import { isDatabaseUnreachable } from '../../db/pool';
 import { AppError } from '../errors';
 import { isTemporalUnreachable } from '../temporal';
-import { redactHeaders, redactUrl, type Logger } from '../../../observability/logger';
+import { redactHeaders, redactUrl, type Logger } from '../../observability/logger';
 
 /**
  * First in the chain: every failure becomes `{"detail": ...}` with its status. An expected

@@ -18,7 +18,7 @@ import {
   type TransactionFilter,
 } from '../../db/transaction-search';
 import { minorToMajorNumber } from '../../domain/money';
-import type { Logger } from '../../../observability/logger';
+import type { Logger } from '../../observability/logger';
 import { csvNumber, csvRecord, TRANSACTIONS_CSV_HEADER } from '../csv';
 import { EXPORT_RETRY_AFTER_SECONDS, ExportSlots } from '../export-slots';
 import { TRANSACTION_STATUSES, TRANSACTION_TYPES, type Caller } from '../../domain/types';

@@ -23,7 +23,7 @@ import {
 } from '@temporalio/interceptors-opentelemetry/lib/worker';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client';
 import type { WorkerOptions } from '@temporalio/worker';
-import type { Config } from '../src/config';
+import type { Config } from '../config';
 
 /**
  * OpenTelemetry tracing through the Temporal SDK's interceptors, off unless configured (see
@@ -49,7 +49,7 @@ type Shared = {
 const providers = new Map<string, Shared>();
 
 /** The module the workflow bundle carries for the workflow interceptors (only when tracing). */
-export const workflowInterceptorsModule = require.resolve('../src/workflows/tracing-interceptors');
+export const workflowInterceptorsModule = require.resolve('../workflows/tracing-interceptors');
 
 /** The process's tracing for `config`, or undefined when tracing is off. */
 export function acquireTracing(config: Config['tracing']): Tracing | undefined {
