@@ -12,7 +12,7 @@ import {
   systemAccountsIn,
   type SystemAccountMemory,
 } from '../db/ledger';
-import { remember } from '../../cache/bounded';
+import { remember } from '../cache/bounded';
 import { recordAnswer, recordMoneyStep, recordMoneyStepAtOnce } from '../db/money-steps';
 import { afterCommit, type DatabasePool, type DatabaseTransactionConnection } from '../db/pool';
 import { findTransaction, transactionRecord, type TransactionRow } from '../db/transactions';

@@ -1,7 +1,7 @@
 import type { CommonQueryMethods } from '../db/pool';
 import { findTransaction } from '../db/transactions';
 import { findUser, type UserRow } from '../db/users';
-import type { WalletMemory } from '../../cache/wallet-memory';
+import type { WalletMemory } from '../cache/wallet-memory';
 import { findWallet, walletStates, type WalletRow, type WalletState } from '../db/wallets';
 import {
   activeWalletRules,

@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
-import type { CredentialCache } from '../../cache/credential-cache';
+import type { CredentialCache } from '../cache/credential-cache';
 import type { DatabasePool } from '../db/pool';
-import type { WalletMemory } from '../../cache/wallet-memory';
+import type { WalletMemory } from '../cache/wallet-memory';
 import type { Config } from '../config';
 import type { Providers } from '../providers';
 import type { Logger } from '../observability/logger';
@@ -16,9 +16,9 @@ export type ApiDeps = {
    * to that worker in the start call's answer instead of through the server's task queue.
    */
   eagerTemporal?: () => Client | null;
-  /** Credentials accepted before, kept in memory and confirmed by each request (cache/credential-cache.ts). */
+  /** Credentials accepted before, kept in memory and confirmed by each request (src/cache/credential-cache.ts). */
   credentials?: CredentialCache;
-  /** Wallets this process found active, for payments' checks (cache/wallet-memory.ts). */
+  /** Wallets this process found active, for payments' checks (src/cache/wallet-memory.ts). */
   wallets?: WalletMemory;
   logger: Logger;
   providers: Providers;

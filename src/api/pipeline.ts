@@ -11,7 +11,7 @@ import {
   type AdminAuthResult,
 } from '../db/admins';
 import { admitAttempt, settleAttempt } from '../db/auth-lockout';
-import type { CredentialCache } from '../../cache/credential-cache';
+import type { CredentialCache } from '../cache/credential-cache';
 import {
   authenticate,
   authenticateAndCount,

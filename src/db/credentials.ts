@@ -3,7 +3,7 @@ import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { Mode } from '../domain/types';
 import { insertWithinCap } from './caps';
-import type { ExpiringMemory } from '../../cache/bounded';
+import type { ExpiringMemory } from '../cache/bounded';
 import { countAndClaim, type ClaimResult } from './idempotency';
 import { hitRateLimit, type RateLimitHit, type RowVersions } from './rate-limit';
 
@@ -129,7 +129,7 @@ const authRow = z.object({
   /** The row versions (`xmin`) of the credential and its application this was read from. */
   versions: z.object({ credential: z.string(), application: z.string() }),
 });
-/** A credential as authentication needs it; what cache/credential-cache.ts keeps. */
+/** A credential as authentication needs it; what src/cache/credential-cache.ts keeps. */
 export type CredentialRecord = z.infer<typeof authRow>;
 
 export type AuthRefusal = { ok: false; reason: 'invalid' | 'revoked' | 'expired' };

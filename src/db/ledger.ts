@@ -10,7 +10,7 @@ import { assertBalanced, lockOrder, type Posting } from '../domain/ledger';
 import type { Currency } from '../domain/money';
 import type { Mode } from '../domain/types';
 import { ledgerTransactionDuration } from '../observability/metrics';
-import { remember } from '../../cache/bounded';
+import { remember } from '../cache/bounded';
 import { afterCommit, nowAsRead, prepare } from './pool';
 import { insertedValues } from './insert-values';
 

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { prepare } from './pool';
 
 export type RateLimitHit = { count: number; retryAfterSeconds: number };
-/** The row versions (`xmin`) of a credential and its application (cache/credential-cache.ts). */
+/** The row versions (`xmin`) of a credential and its application (src/cache/credential-cache.ts). */
 export type RowVersions = { credential: string; application: string };
 
 const hitRow = z.object({ count: z.number(), retryAfterSeconds: z.number() });

@@ -3,7 +3,7 @@ import { sql, type CommonQueryMethods, type DatabaseTransactionConnection } from
 import { z } from 'zod';
 import type { Currency } from '../domain/money';
 import type { Caller } from '../domain/types';
-import { remember } from '../../cache/bounded';
+import { remember } from '../cache/bounded';
 import { prepare } from './pool';
 import { metadataMerge } from './metadata';
 import { pageTotal } from './pages';

@@ -1,6 +1,6 @@
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { createCredentialCache, type CredentialCache } from '../../cache/credential-cache';
+import { createCredentialCache, type CredentialCache } from '../../src/cache/credential-cache';
 import { authenticateAndCount } from '../../src/db/credentials';
 import type { CommonQueryMethods, DatabasePool } from '../../src/db/pool';
 import { createFixtureApplication, type Credentials } from '../../tools/harness/fixtures';

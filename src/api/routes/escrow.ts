@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { remember } from '../../../cache/bounded';
+import { remember } from '../../cache/bounded';
 import { findTransaction, type TransactionRow } from '../../db/transactions';
 import type { Caller } from '../../domain/types';
 import { escrowWorkflow } from '../../workflows/escrow';

@@ -177,7 +177,7 @@ export function walletRoutes(deps: ApiDeps): Route[] {
             throw new AppError('user_disabled');
           }
           const changed = await setWalletActive(pool, wallet.id, action === 'enable');
-          // This process's payments read it again (cache/wallet-memory.ts); others' ledger steps
+          // This process's payments read it again (src/cache/wallet-memory.ts); others' ledger steps
           // refuse it under their lock.
           if (action === 'disable') deps.wallets?.forgetAll();
           return { body: walletBody(changed) };

@@ -1,4 +1,4 @@
-import type { CredentialRecord } from '../src/db/credentials';
+import type { CredentialRecord } from '../db/credentials';
 import { expiringMemory, type ExpiringMemory } from './bounded';
 
 /** A record older than this is read again (it also bounds how long a row version is trusted). */

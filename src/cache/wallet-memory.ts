@@ -1,4 +1,4 @@
-import type { Caller } from '../src/domain/types';
+import type { Caller } from '../domain/types';
 import { expiringMemory } from './bounded';
 
 /** A wallet found active longer ago than this is read again. */
