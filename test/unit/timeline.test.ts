@@ -6,7 +6,7 @@ import {
   timestampToIso,
   TimelineStep,
   type TimelineContext,
-} from '../../timeline';
+} from '../../src/timeline';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import recorded from './fixtures/deposit-history.json';

@@ -47,7 +47,7 @@ import {
   reconciliationSteps,
   TimelineStep,
   WORKFLOW_STATUSES,
-} from '../../../timeline';
+} from '../../timeline';
 import { decodePayloadsIn } from '../../temporal/data-converter';
 
 const ListQuery = PageQuery.extend({

@@ -3,8 +3,8 @@
  * payloads, failures, and the local-activity marker's protobuf JSON times.
  */
 import { defaultPayloadConverter } from '@temporalio/common';
-import { AppError } from '../src/api/errors';
-import { isErrorCode } from '../src/domain/errors';
+import { AppError } from '../api/errors';
+import { isErrorCode } from '../domain/errors';
 import type { Duration, Failure, Int64, Payloads, Timestamp } from './types';
 
 const NANOS_PER_SECOND = 1_000_000_000n;
