@@ -52,7 +52,7 @@ module.exports = {
     ),
     forbid(
       'api-is-the-edge',
-      'What the API shares with the worker is in a module both import (src/temporal/, intake/).',
+      'What the API shares with the worker is in a module both import (src/temporal/, src/intake/).',
       { path: '^src/api/' },
       { path: ['^src/(activities|worker)/', TOOLING] },
     ),
@@ -90,7 +90,7 @@ module.exports = {
       'db-is-storage',
       'src/db/ is the storage layer: it never imports the layers above it.',
       { path: '^src/db/' },
-      { path: '^(src/api|src/activities|src/providers|src/worker|intake|src/temporal)/' },
+      { path: '^src/(api|activities|providers|worker|intake|temporal)/' },
     ),
     forbid(
       'runtime-not-tooling',

@@ -30,7 +30,7 @@ import type { AuditActor } from '../src/domain/audit';
 import { RefusedError, UsageError } from './errors';
 import { LISTEN_USAGE, listenForWebhooks, parseListenArgs } from './webhooks-listen';
 
-import { resolvePayment } from '../intake/resolutions';
+import { resolvePayment } from '../src/intake/resolutions';
 import { transactionBodies } from '../src/api/serializers';
 import { temporalDataConverter } from '../src/temporal/data-converter';
 import {

@@ -21,10 +21,10 @@ import {
   unmatched,
   type NotificationKind,
   type TemporalDeps,
-} from '../../intake/notifications';
-import type { ErrorLog } from '../../intake/contradictions';
-import { closeDispute } from '../../intake/disputes';
-import { reportUnapplied } from '../../intake/unapplied';
+} from '../intake/notifications';
+import type { ErrorLog } from '../intake/contradictions';
+import { closeDispute } from '../intake/disputes';
+import { reportUnapplied } from '../intake/unapplied';
 import type { Providers } from '../providers';
 import { taskQueueOf } from '../temporal/task-queues';
 

@@ -2,7 +2,7 @@ import {
   receiveNotification,
   type NotificationKind,
   type ProviderMessage,
-} from '../../intake/notifications';
+} from '../intake/notifications';
 import { findMoneyOut } from '../db/money-out';
 import type { TransactionRow } from '../db/transactions';
 import type { Mode } from '../domain/types';
@@ -36,7 +36,7 @@ export async function sandboxRecord<T>(read: Promise<T>): Promise<T> {
 export type Delivered = { transactionId: string | null; status: DepositOutcome | null };
 
 /**
- * The one path of a provider's message into the engine, live or sandbox (intake/notifications.ts
+ * The one path of a provider's message into the engine, live or sandbox (src/intake/notifications.ts
  * `receiveNotification`): kept, and handed to its payment's workflow, which settles exactly once.
  * One matching no payment yet is answered 200 and kept `unmatched` for the reconciliation to retry.
  */

@@ -9,7 +9,7 @@ import { createReconciliationActivities } from '../../src/activities/reconciliat
 import { createProviders } from '../../src/providers';
 import type { CardProvider } from '../../src/providers/card';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { closeDispute, disputeIdOf, openDispute } from '../../intake/disputes';
+import { closeDispute, disputeIdOf, openDispute } from '../../src/intake/disputes';
 import { workflowIds } from '../../src/workflows/ids';
 import { disputeStateQuery } from '../../src/workflows/dispute-shared';
 import { assertLedgerInvariant, balanceOf, fundWallet, systemBalance } from '../support/database';

@@ -16,7 +16,7 @@ import { increase, scrape, series } from '../support/metrics';
 
 /**
  * Stripe's refund and dispute events, signed with the `stripe` package's test header, through the
- * card webhook into intake/card-cases.ts. The disputed deposits are real ones charged through
+ * card webhook into src/intake/card-cases.ts. The disputed deposits are real ones charged through
  * localstripe, which sends no refund or dispute events: the test sends them in Stripe's JSON.
  */
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { sql } from 'slonik';
-import { paymentSyncs } from '../../intake/notifications';
+import { paymentSyncs } from '../../src/intake/notifications';
 import { listReconciliationRuns } from '../../src/db/reconciliation';
 import { SandboxCardProvider } from '../../src/providers/sandbox-card';
 import { ensureReconciliationSchedule } from '../../src/worker/schedules';
@@ -180,7 +180,7 @@ describe('the reconciliation workflow', () => {
   });
 
   it('looks at every kind the registry names: mobile-money and card deposits', () => {
-    // Payouts and cashouts join with one line each (intake/notifications.ts).
+    // Payouts and cashouts join with one line each (src/intake/notifications.ts).
     expect(Object.keys(paymentSyncs)).toEqual(
       expect.arrayContaining(['mobile_money_deposit', 'card_deposit']),
     );

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { randomUUID } from 'node:crypto';
 import { insertTransaction } from '../../src/db/transactions';
 import { setWalletActive } from '../../src/db/wallets';
-import { paymentSyncs } from '../../intake/notifications';
+import { paymentSyncs } from '../../src/intake/notifications';
 import { workflowIds } from '../../src/workflows/ids';
 import { moneyOutUpdates } from '../../src/workflows/money-out-shared';
 import {

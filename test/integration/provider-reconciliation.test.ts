@@ -3,7 +3,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { listReconExceptions, type ReconException } from '../../src/db/recon-exceptions';
 import { findReconRun, insertReconRun, type ReconRun } from '../../src/db/recon-runs';
-import { keepContradiction } from '../../intake/contradictions';
+import { keepContradiction } from '../../src/intake/contradictions';
 import { startReconciliationRun } from '../../src/temporal/recon-runs';
 import { taskQueueOf } from '../../src/temporal/task-queues';
 import { workflowIds } from '../../src/workflows/ids';

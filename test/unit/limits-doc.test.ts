@@ -41,7 +41,7 @@ import {
 import { MAX_MINOR_UNITS, parseMajorDecimal } from '../../src/domain/money';
 import { MONEY_STEPS } from '../../src/domain/money-rules';
 import { RATE_LIMIT_CATEGORIES } from '../../src/domain/types';
-import { TEST_EVIDENCE_DAYS } from '../../intake/disputes';
+import { TEST_EVIDENCE_DAYS } from '../../src/intake/disputes';
 import { WEBHOOK_ANSWER_MAX_BYTES, WEBHOOK_TIMEOUT_MS } from '../../outbound/webhook-post';
 import { MONIME_SIGNATURE_TOLERANCE_SECONDS } from '../../src/providers/monime';
 import {
@@ -193,7 +193,7 @@ const EXPECTED: Record<string, string> = {
 
   'src/api/document-upload.ts MAX_DOCUMENT_BYTES': mib(MAX_DOCUMENT_BYTES),
 
-  'intake/disputes.ts TEST_EVIDENCE_DAYS': plural(TEST_EVIDENCE_DAYS, 'day'),
+  'src/intake/disputes.ts TEST_EVIDENCE_DAYS': plural(TEST_EVIDENCE_DAYS, 'day'),
   'src/workflows/dispute-shared.ts MAX_EVIDENCE_CHARS': plural(MAX_EVIDENCE_CHARS, 'character'),
   'src/workflows/resolution.ts RESOLUTION_LIMITS.operator': plural(
     RESOLUTION_LIMITS.operator,

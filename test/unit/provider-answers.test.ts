@@ -1,4 +1,4 @@
-import { contradicts } from '../../intake/contradictions';
+import { contradicts } from '../../src/intake/contradictions';
 import {
   providerRefusal,
   RESOLUTION_REFUSED,

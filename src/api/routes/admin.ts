@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { adminAnalytics } from '../../db/analytics';
 import { CURRENCIES, divideRoundHalfEven } from '../../domain/money';
 import { TRANSACTION_TYPES } from '../../domain/types';
-import { resolvePayment } from '../../../intake/resolutions';
+import { resolvePayment } from '../../intake/resolutions';
 import { RESOLUTION_LIMITS, RESOLUTION_OUTCOMES } from '../../workflows/resolution';
 import { requestActor } from '../audit';
 import type { ApiDeps } from '../deps';

@@ -8,7 +8,7 @@ import {
   openDispute,
   submitDisputeEvidence,
   type DisputeDeps,
-} from '../../../intake/disputes';
+} from '../../intake/disputes';
 import { MAX_EVIDENCE_CHARS } from '../../workflows/dispute-shared';
 import { assertOwned } from '../access';
 import { auditEntry } from '../audit';

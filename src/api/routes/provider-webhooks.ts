@@ -5,7 +5,7 @@ import {
   applyRefundEvent,
   disputeIntake,
   type Applied,
-} from '../../../intake/card-cases';
+} from '../../intake/card-cases';
 import type { CardCaseEvent, CardEvent, CardPayoutEvent } from '../../providers/card';
 import { SANDBOX_SIGNATURE_HEADER } from '../../providers/sandbox-mobile-money';
 import { signedStripeEventId } from '../../providers/stripe-card';
@@ -162,7 +162,7 @@ export function providerWebhookRoutes(deps: ApiDeps): Route[] {
           unreadEvent(r, h),
       },
       // A payout's event (`payout.*`) goes to its card payout's saga; a refund's to its refund
-      // saga, a dispute's to the dispute workflow's intake (intake/card-cases.ts).
+      // saga, a dispute's to the dispute workflow's intake (src/intake/card-cases.ts).
       deliver: (provider, event, body) => {
         if ('unread' in event) return Promise.resolve({ transactionId: null, status: null });
         if ('payoutId' in event) return deliverCardPayoutEvent(deps, provider, event, body);

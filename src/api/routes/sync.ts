@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { syncPayment } from '../../../intake/notifications';
+import { syncPayment } from '../../intake/notifications';
 import { findTransactionByReference } from '../../db/transactions';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse, notFound } from '../errors';

@@ -4,16 +4,16 @@
  * spare it a request that the record already refuses.
  */
 import { ApplicationFailure, WorkflowUpdateFailedError } from '@temporalio/client';
-import { findTransaction, type TransactionRow } from '../src/db/transactions';
-import type { AuditEntry } from '../src/domain/audit';
-import { workflowIds } from '../src/workflows/ids';
+import { findTransaction, type TransactionRow } from '../db/transactions';
+import type { AuditEntry } from '../domain/audit';
+import { workflowIds } from '../workflows/ids';
 import {
   RESOLUTION_REFUSED,
   RESOLUTION_UNREACHABLE,
   resolutionRefusal,
   resolveUpdate,
   type Resolution,
-} from '../src/workflows/resolution';
+} from '../workflows/resolution';
 import { onWorkflow, paymentSyncs, type TemporalDeps } from './notifications';
 
 export type ResolveAnswer =

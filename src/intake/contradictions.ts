@@ -3,19 +3,19 @@
  * stuck payment"): kept, logged at error, counted and sent as `payment.contradicted`, never
  * dropped; the operator and the reconciliation take it from there.
  */
-import { providerContradictions } from '../src/observability/metrics';
-import { findMoneyOut } from '../src/db/money-out';
-import { insertPaymentContradiction } from '../src/db/payment-contradictions';
-import { openContradictionException } from '../src/db/recon-matching';
-import type { DatabasePool } from '../src/db/pool';
-import { findTransaction } from '../src/db/transactions';
-import { insertEvent } from '../src/db/transaction-events';
-import { minorToMajorNumber } from '../src/domain/money';
-import { reconProviderOf } from '../src/domain/recon';
-import type { Mode } from '../src/domain/types';
-import { transactionEventData } from '../src/activities/events';
-import type { Providers } from '../src/providers';
-import { startReconExceptionTimer } from '../src/temporal/recon-runs';
+import { providerContradictions } from '../observability/metrics';
+import { findMoneyOut } from '../db/money-out';
+import { insertPaymentContradiction } from '../db/payment-contradictions';
+import { openContradictionException } from '../db/recon-matching';
+import type { DatabasePool } from '../db/pool';
+import { findTransaction } from '../db/transactions';
+import { insertEvent } from '../db/transaction-events';
+import { minorToMajorNumber } from '../domain/money';
+import { reconProviderOf } from '../domain/recon';
+import type { Mode } from '../domain/types';
+import { transactionEventData } from '../activities/events';
+import type { Providers } from '../providers';
+import { startReconExceptionTimer } from '../temporal/recon-runs';
 import type { Client } from '@temporalio/client';
 
 /**
@@ -38,10 +38,10 @@ export function contradicts(engineStatus: string, providerStatus: string): boole
   return false;
 }
 
-/** The payment kinds a provider's message names (intake/notifications.ts `notificationTargets`). */
+/** The payment kinds a provider's message names (src/intake/notifications.ts `notificationTargets`). */
 type PaymentKind = 'deposit' | 'cardDeposit' | 'cashout' | 'payout' | 'refund';
 
-/** What a verified provider message says of a payment (intake/notifications.ts). */
+/** What a verified provider message says of a payment (src/intake/notifications.ts). */
 type Message = { provider: string; mode: Mode; paymentReference: string; status: string };
 
 /** The payment as its provider reports it now: its status in the provider's words, its amount. */

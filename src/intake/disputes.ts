@@ -13,19 +13,19 @@ import {
   findDispute,
   findDisputeByProviderReference,
   type DisputeRow,
-} from '../src/db/disputes';
-import { findTransaction } from '../src/db/transactions';
-import type { Mode } from '../src/domain/types';
-import { isNotFound } from '../src/temporal/connection';
+} from '../db/disputes';
+import { findTransaction } from '../db/transactions';
+import type { Mode } from '../domain/types';
+import { isNotFound } from '../temporal/connection';
 import {
   disputeUpdates,
   type DisputeInput,
   type DisputeOpened,
   type DisputeEvidence,
   type DisputeStatus,
-} from '../src/workflows/dispute-shared';
-import { workflowIds } from '../src/workflows/ids';
-import { SearchAttributes, type Declined } from '../src/workflows/shared';
+} from '../workflows/dispute-shared';
+import { workflowIds } from '../workflows/ids';
+import { SearchAttributes, type Declined } from '../workflows/shared';
 import type { TemporalDeps } from './notifications';
 
 /** The dispute workflow's type (src/workflows/dispute.ts `disputeWorkflow`). */

@@ -3,10 +3,10 @@
  * `provider_notifications` as `unapplied` for an operator, logged at error and counted
  * (docs/operations.md, "Provider events kept for an operator"). Every intake path comes here.
  */
-import { insertProviderNotification } from '../src/db/provider-notifications';
-import type { DatabasePool } from '../src/db/pool';
-import type { Mode } from '../src/domain/types';
-import { providerEventsUnapplied } from '../src/observability/metrics';
+import { insertProviderNotification } from '../db/provider-notifications';
+import type { DatabasePool } from '../db/pool';
+import type { Mode } from '../domain/types';
+import { providerEventsUnapplied } from '../observability/metrics';
 import type { ErrorLog } from './contradictions';
 
 /** Why an event moved no money though it should have: the metric's `reason` label. */

@@ -1,13 +1,13 @@
 /**
  * A card provider's verified refund and dispute events (`CardProvider.parseCaseEvent`) into the
  * refund saga and the dispute workflow. Each is kept in `provider_notifications` with what became
- * of it, as the payment events are (intake/notifications.ts).
+ * of it, as the payment events are (src/intake/notifications.ts).
  */
-import { findNotifiedPayment, insertProviderNotification } from '../src/db/provider-notifications';
-import { findTransaction } from '../src/db/transactions';
-import type { Mode } from '../src/domain/types';
-import type { CardCaseEvent } from '../src/providers/card';
-import type { DisputeStatus } from '../src/workflows/dispute-shared';
+import { findNotifiedPayment, insertProviderNotification } from '../db/provider-notifications';
+import { findTransaction } from '../db/transactions';
+import type { Mode } from '../domain/types';
+import type { CardCaseEvent } from '../providers/card';
+import type { DisputeStatus } from '../workflows/dispute-shared';
 import type { ErrorLog } from './contradictions';
 import { closeDispute, openDispute, type DisputeDeps } from './disputes';
 import { receiveNotification, type Resolution, type TemporalDeps } from './notifications';
@@ -94,7 +94,7 @@ export type DisputeAnswer =
   { transaction_id: string; status: DisputeStatus } | { declined: string } | null;
 
 /**
- * The dispute workflow's intake (intake/disputes.ts `openDispute` / `closeDispute`), as the
+ * The dispute workflow's intake (src/intake/disputes.ts `openDispute` / `closeDispute`), as the
  * card webhook calls it: opening is idempotent by `providerDisputeId`, closing a closed dispute
  * changes nothing.
  */
@@ -103,7 +103,7 @@ export type DisputeIntake = {
   close(closing: DisputeClosing): Promise<DisputeAnswer>;
 };
 
-/** The dispute workflow's intake (intake/disputes.ts) as the card webhook calls it. */
+/** The dispute workflow's intake (src/intake/disputes.ts) as the card webhook calls it. */
 export function disputeIntake(deps: DisputeDeps): DisputeIntake {
   return {
     open: async (opening) => {
@@ -124,7 +124,7 @@ export type CaseReporting = { logger: ErrorLog };
 /**
  * A dispute event to the dispute intake: `created` opens a dispute on our card deposit, `closed`
  * (won or lost) closes it, an update is kept only (`ignored`). One that should move money but
- * cannot, or cannot be read, is kept `unapplied` for an operator (intake/unapplied.ts).
+ * cannot, or cannot be read, is kept `unapplied` for an operator (src/intake/unapplied.ts).
  */
 export async function applyDisputeEvent(
   deps: Pick<TemporalDeps, 'pool'> & CaseReporting,

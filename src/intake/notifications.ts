@@ -5,28 +5,28 @@
  */
 import { WithStartWorkflowOperation, type Client } from '@temporalio/client';
 import { type SearchAttributePair, type UpdateDefinition } from '@temporalio/common';
-import type { DatabasePool } from '../src/db/pool';
+import type { DatabasePool } from '../db/pool';
 import {
   findNotifiedPayment,
   insertProviderNotification,
   type NotificationOutcome,
-} from '../src/db/provider-notifications';
-import { findTransaction } from '../src/db/transactions';
-import type { Providers } from '../src/providers';
+} from '../db/provider-notifications';
+import { findTransaction } from '../db/transactions';
+import type { Providers } from '../providers';
 import { contradicts, keepContradictingMessage, type ErrorLog } from './contradictions';
 import { keepUnapplied, type Unapplied, type UnappliedReason } from './unapplied';
-import type { Mode, TransactionType } from '../src/domain/types';
-import { isNotFound } from '../src/temporal/connection';
-import { decodePayloadsIn } from '../src/temporal/data-converter';
-import { workflowIds } from '../src/workflows/ids';
-import { moneyOutUpdates, type MoneyOutProviderStatus } from '../src/workflows/money-out-shared';
+import type { Mode, TransactionType } from '../domain/types';
+import { isNotFound } from '../temporal/connection';
+import { decodePayloadsIn } from '../temporal/data-converter';
+import { workflowIds } from '../workflows/ids';
+import { moneyOutUpdates, type MoneyOutProviderStatus } from '../workflows/money-out-shared';
 import {
   cardDepositUpdates,
   depositUpdates,
   SearchAttributes,
   type CardPaymentState,
   type DepositOutcome,
-} from '../src/workflows/shared';
+} from '../workflows/shared';
 
 /** What reaching a payment's workflow needs. */
 export type TemporalDeps = {
@@ -191,7 +191,7 @@ export const notificationTargets = {
   },
   cashout: moneyOutTarget('mobile_money_cashout', 'cashout'),
   payout: moneyOutTarget('card_payout', 'payout'),
-  // A card refund is a money-out saga too: its provider events (intake/card-cases.ts) notify it.
+  // A card refund is a money-out saga too: its provider events (src/intake/card-cases.ts) notify it.
   refund: moneyOutTarget('card_refund', 'refund'),
 } as const satisfies Record<string, NotificationTarget>;
 
@@ -250,7 +250,7 @@ export async function resolveNotification(
 
 /**
  * Hands the message to the payment's workflow; a closed one answers the recorded status. A
- * message that contradicts the payment's end is kept (intake/contradictions.ts), never dropped.
+ * message that contradicts the payment's end is kept (src/intake/contradictions.ts), never dropped.
  */
 async function deliver(
   deps: TemporalDeps,
