@@ -21,9 +21,9 @@ import {
   ForbiddenAddressError,
   InvalidWebhookUrlError,
   parseHostAddress,
-} from '../outbound/address-guard';
-import { newWebhookSecret } from '../outbound/secret-box';
-import { postWebhook, signedDelivery } from '../outbound/webhook-post';
+} from '../src/outbound/address-guard';
+import { newWebhookSecret } from '../src/outbound/secret-box';
+import { postWebhook, signedDelivery } from '../src/outbound/webhook-post';
 import { UsageError } from './errors';
 
 /**

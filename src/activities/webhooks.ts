@@ -19,15 +19,15 @@ import {
   previousSecretBinding,
   resealWebhookSecret,
 } from '../db/webhook-subscriptions';
-import { endpointGate, type EndpointLease } from '../../outbound/endpoint-gate';
-import { seal, SecretBoxError, webhookSecretKey } from '../../outbound/secret-box';
-import { webhookSigningSecrets } from '../../outbound/webhook-secrets';
+import { endpointGate, type EndpointLease } from '../outbound/endpoint-gate';
+import { seal, SecretBoxError, webhookSecretKey } from '../outbound/secret-box';
+import { webhookSigningSecrets } from '../outbound/webhook-secrets';
 import {
   postWebhook,
   signedDelivery,
   WEBHOOK_ANSWER_MAX_BYTES,
   WEBHOOK_TIMEOUT_MS,
-} from '../../outbound/webhook-post';
+} from '../outbound/webhook-post';
 import { startWebhookDelivery } from '../temporal/webhook-deliveries';
 import { webhookRelayId } from '../workflows/ids';
 

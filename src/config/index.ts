@@ -371,7 +371,7 @@ const declarations = {
   sandbox: {
     /**
      * Unset only in development and tests, which generate one per data directory
-     * (outbound/secret-box.ts); a public default would let anyone sign sandbox notifications.
+     * (src/outbound/secret-box.ts); a public default would let anyone sign sandbox notifications.
      */
     webhookSecret: derived(
       {
@@ -436,7 +436,7 @@ const declarations = {
   webhooks: {
     /**
      * AES-256-GCM key that encrypts subscription and TOTP secrets at rest; unset: a key generated
-     * once and kept in the data directory (development and tests, see outbound/secret-box.ts).
+     * once and kept in the data directory (development and tests, see src/outbound/secret-box.ts).
      */
     secretKey: variable(
       'WEBHOOK_SECRET_KEY',
@@ -467,7 +467,7 @@ const declarations = {
       'Comma-separated IPs or CIDR ranges (`127.0.0.1/32,::1`) that the webhook URL guard lets through although they are private or internal, for local development and tests. Leave it empty in production.',
       'empty',
     ),
-    /** Attempts a webhook worker runs at once, and to one endpoint (outbound/endpoint-gate.ts). */
+    /** Attempts a webhook worker runs at once, and to one endpoint (src/outbound/endpoint-gate.ts). */
     attemptsPerWorker: variable(
       'WEBHOOK_ATTEMPTS_PER_WORKER',
       int(1, 1000).default(32),

@@ -5,7 +5,7 @@ import { WebhookVerificationError } from 'standardwebhooks';
 import { z } from 'zod';
 import { createMaintenanceActivities } from '../../src/activities/maintenance';
 import { TURNED_OFF } from '../../src/db/webhook-subscriptions';
-import { REFUSED_ADDRESS_ERROR } from '../../outbound/webhook-post';
+import { REFUSED_ADDRESS_ERROR } from '../../src/outbound/webhook-post';
 import { webhookDeliveryId } from '../../src/workflows/ids';
 import { mockLookup } from '../support/dns';
 import { createTestApp } from '../support/engine';

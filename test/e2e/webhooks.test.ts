@@ -6,7 +6,7 @@ import { ensureWebhookRelay } from '../../src/activities/webhooks';
 import { insertEvent } from '../../src/db/transaction-events';
 import { listenForEvents } from '../../src/db/webhook-listener';
 import { EVENT_TYPES } from '../../src/domain/events';
-import { REFUSED_ADDRESS_ERROR } from '../../outbound/webhook-post';
+import { REFUSED_ADDRESS_ERROR } from '../../src/outbound/webhook-post';
 import { webhookDeliveryId, webhookRelayId } from '../../src/workflows/ids';
 import { maintenanceWorkflow } from '../../src/workflows/maintenance';
 import { createTestApp } from '../support/engine';

@@ -2,7 +2,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { newWebhookSecret } from '../../outbound/secret-box';
+import { newWebhookSecret } from '../../src/outbound/secret-box';
 import {
   failureCategory,
   postWebhook,
@@ -10,7 +10,7 @@ import {
   signedDelivery,
   WEBHOOK_FAILURES,
   type PostOptions,
-} from '../../outbound/webhook-post';
+} from '../../src/outbound/webhook-post';
 
 /**
  * One delivery POST against real servers on loopback: what counts as delivered, what is never

@@ -6,7 +6,7 @@ import {
   ForbiddenAddressError,
   guardedAgent,
   guardedLookup,
-} from '../../outbound/address-guard';
+} from '../../src/outbound/address-guard';
 import { mockLookup } from '../support/dns';
 import { startReceiver, type Receiver } from '../support/webhook-receiver';
 

@@ -7,7 +7,7 @@ import {
   parseAllowlist,
   parseHostAddress,
   type HostResolver,
-} from '../../outbound/address-guard';
+} from '../../src/outbound/address-guard';
 
 /** No test here may reach a network: host names resolve through this table only. */
 const names: Record<string, string[]> = {

@@ -1,4 +1,4 @@
-import { endpointGate, MAX_DEFERRAL_MS, MIN_DEFERRAL_MS } from '../../outbound/endpoint-gate';
+import { endpointGate, MAX_DEFERRAL_MS, MIN_DEFERRAL_MS } from '../../src/outbound/endpoint-gate';
 
 describe('endpointGate', () => {
   const at = { now: 1_000_000 };

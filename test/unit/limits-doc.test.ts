@@ -42,7 +42,7 @@ import { MAX_MINOR_UNITS, parseMajorDecimal } from '../../src/domain/money';
 import { MONEY_STEPS } from '../../src/domain/money-rules';
 import { RATE_LIMIT_CATEGORIES } from '../../src/domain/types';
 import { TEST_EVIDENCE_DAYS } from '../../src/intake/disputes';
-import { WEBHOOK_ANSWER_MAX_BYTES, WEBHOOK_TIMEOUT_MS } from '../../outbound/webhook-post';
+import { WEBHOOK_ANSWER_MAX_BYTES, WEBHOOK_TIMEOUT_MS } from '../../src/outbound/webhook-post';
 import { MONIME_SIGNATURE_TOLERANCE_SECONDS } from '../../src/providers/monime';
 import {
   MAX_REFERENCE_LENGTH,
@@ -167,8 +167,8 @@ const EXPECTED: Record<string, string> = {
 
   'src/workflows/recon-shared.ts RECON_EXCEPTION_STALE_MS': hours(RECON_EXCEPTION_STALE_MS),
 
-  'outbound/webhook-post.ts WEBHOOK_TIMEOUT_MS': `${n(WEBHOOK_TIMEOUT_MS)} ms`,
-  'outbound/webhook-post.ts WEBHOOK_ANSWER_MAX_BYTES': kib(WEBHOOK_ANSWER_MAX_BYTES),
+  'src/outbound/webhook-post.ts WEBHOOK_TIMEOUT_MS': `${n(WEBHOOK_TIMEOUT_MS)} ms`,
+  'src/outbound/webhook-post.ts WEBHOOK_ANSWER_MAX_BYTES': kib(WEBHOOK_ANSWER_MAX_BYTES),
   'src/workflows/webhook-schedule.ts WEBHOOK_RETRY_WINDOW_MS': hours(WEBHOOK_RETRY_WINDOW_MS),
   'src/workflows/webhook-schedule.ts WEBHOOK_MAX_RETRY_INTERVAL_MS': hours(
     WEBHOOK_MAX_RETRY_INTERVAL_MS,

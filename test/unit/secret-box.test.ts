@@ -11,7 +11,7 @@ import {
   sandboxWebhookSecret,
   SecretBoxError,
   webhookSecretKey,
-} from '../../outbound/secret-box';
+} from '../../src/outbound/secret-box';
 
 const key = randomBytes(32);
 const owner = randomUUID();

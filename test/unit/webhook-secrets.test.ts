@@ -1,8 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
-import { newWebhookSecret, seal, SecretBoxError } from '../../outbound/secret-box';
-import { signedDelivery } from '../../outbound/webhook-post';
-import { webhookSigningSecrets } from '../../outbound/webhook-secrets';
+import { newWebhookSecret, seal, SecretBoxError } from '../../src/outbound/secret-box';
+import { signedDelivery } from '../../src/outbound/webhook-post';
+import { webhookSigningSecrets } from '../../src/outbound/webhook-secrets';
 
 const key = randomBytes(32);
 const id = randomUUID();

@@ -20,8 +20,8 @@ import {
   insertWebhookSubscription,
   updateWebhookSubscription,
 } from '../../src/db/webhook-subscriptions';
-import { MIN_DEFERRAL_MS } from '../../outbound/endpoint-gate';
-import { newWebhookSecret, open, seal } from '../../outbound/secret-box';
+import { MIN_DEFERRAL_MS } from '../../src/outbound/endpoint-gate';
+import { newWebhookSecret, open, seal } from '../../src/outbound/secret-box';
 import { webhookDeliveryId } from '../../src/workflows/ids';
 import { webhookDeliveryWorkflow } from '../../src/workflows/webhook';
 import { WEBHOOK_RETRY_WINDOW_MS, webhookRetryDelayMs } from '../../src/workflows/webhook-schedule';

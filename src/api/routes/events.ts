@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { WEBHOOK_ERROR_DOC } from '../../../outbound/webhook-post';
+import { WEBHOOK_ERROR_DOC } from '../../outbound/webhook-post';
 import {
   EVENT_DELIVERIES,
   findEventWithDeliveries,

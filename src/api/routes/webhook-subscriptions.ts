@@ -17,15 +17,15 @@ import {
   assertPublicUrl,
   ForbiddenAddressError,
   InvalidWebhookUrlError,
-} from '../../../outbound/address-guard';
+} from '../../outbound/address-guard';
 import {
   newWebhookSecret,
   open,
   seal,
   SecretBoxError,
   webhookSecretKey,
-} from '../../../outbound/secret-box';
-import { webhookSigningSecrets } from '../../../outbound/webhook-secrets';
+} from '../../outbound/secret-box';
+import { webhookSigningSecrets } from '../../outbound/webhook-secrets';
 import {
   DNS_FAILURES,
   postWebhook,
@@ -33,7 +33,7 @@ import {
   WEBHOOK_ANSWER_MAX_BYTES,
   WEBHOOK_ERROR_DOC,
   WEBHOOK_TIMEOUT_MS,
-} from '../../../outbound/webhook-post';
+} from '../../outbound/webhook-post';
 import { assertOwned } from '../access';
 import { audited } from '../audit';
 import type { ApiDeps } from '../deps';

@@ -1,6 +1,6 @@
 -- Webhook attempts recorded the socket's or TLS library's own message (the address and port
 -- tried, how the connection failed): the merchant reads a category instead
--- (outbound/webhook-post.ts `failureCategory`), and the attempts already stored are rewritten
+-- (src/outbound/webhook-post.ts `failureCategory`), and the attempts already stored are rewritten
 -- to the same categories. Other texts (a refused address, a disabled subscription) stay.
 CREATE FUNCTION pg_temp.webhook_error_category(error text) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$

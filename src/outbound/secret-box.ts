@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { Config } from '../src/config';
+import type { Config } from '../config';
 
 /**
  * Webhook secrets must sign deliveries, so they are sealed (AES-256-GCM), not hashed: a dump alone
