@@ -22,7 +22,7 @@ import {
   InvalidWebhookUrlError,
   parseHostAddress,
 } from '../src/outbound/address-guard';
-import { newWebhookSecret } from '../src/outbound/secret-box';
+import { newWebhookSecret } from '../src/crypto/secret-box';
 import { postWebhook, signedDelivery } from '../src/outbound/webhook-post';
 import { UsageError } from './errors';
 

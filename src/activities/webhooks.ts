@@ -20,7 +20,7 @@ import {
   resealWebhookSecret,
 } from '../db/webhook-subscriptions';
 import { endpointGate, type EndpointLease } from '../outbound/endpoint-gate';
-import { seal, SecretBoxError, webhookSecretKey } from '../outbound/secret-box';
+import { seal, SecretBoxError, webhookSecretKey } from '../crypto/secret-box';
 import { webhookSigningSecrets } from '../outbound/webhook-secrets';
 import {
   postWebhook,

@@ -371,7 +371,7 @@ const declarations = {
   sandbox: {
     /**
      * Unset only in development and tests, which generate one per data directory
-     * (src/outbound/secret-box.ts); a public default would let anyone sign sandbox notifications.
+     * (src/crypto/secret-box.ts); a public default would let anyone sign sandbox notifications.
      */
     webhookSecret: derived(
       {
@@ -436,7 +436,7 @@ const declarations = {
   webhooks: {
     /**
      * AES-256-GCM key that encrypts subscription and TOTP secrets at rest; unset: a key generated
-     * once and kept in the data directory (development and tests, see src/outbound/secret-box.ts).
+     * once and kept in the data directory (development and tests, see src/crypto/secret-box.ts).
      */
     secretKey: variable(
       'WEBHOOK_SECRET_KEY',

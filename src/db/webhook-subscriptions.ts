@@ -12,7 +12,7 @@ export const webhookSubscriptionRow = z.object({
   url: z.string(),
   events: z.array(z.string()).readonly(),
   is_active: z.boolean(),
-  /** AES-256-GCM sealed `whsec_` secret, bound to the id (src/outbound/secret-box.ts). */
+  /** AES-256-GCM sealed `whsec_` secret, bound to the id (src/crypto/secret-box.ts). */
   secret_sealed: z.string(),
   /** The secret a rotation replaced, sealed bound to `previousSecretBinding(id)`, until expiry. */
   previous_secret_sealed: z.string().nullable(),

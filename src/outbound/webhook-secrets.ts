@@ -1,4 +1,4 @@
-import { isLegacySealed, open } from './secret-box';
+import { isLegacySealed, open } from '../crypto/secret-box';
 
 /** The sealed secrets of one subscription, as its row holds them. */
 export type SealedWebhookSecrets = {

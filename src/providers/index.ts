@@ -1,7 +1,7 @@
 import type { DatabasePool } from '../db/pool';
 import type { Config } from '../config';
 import type { Mode } from '../domain/types';
-import { sandboxWebhookSecret } from '../outbound/secret-box';
+import { sandboxWebhookSecret } from '../crypto/secret-box';
 import type { CardProvider, PayoutAccountProvider } from './card';
 import { ProviderNotConfiguredError, type MobileMoneyProvider } from './mobile-money';
 import { monimeFromConfig } from './monime';

@@ -1,6 +1,6 @@
 import type { DataConverter, Payload, PayloadCodec } from '@temporalio/common';
 import { isLocalEnv, type Config, type PayloadKey } from '../config';
-import { dataDirSecret } from '../outbound/secret-box';
+import { dataDirSecret } from '../crypto/secret-box';
 import { AesGcmPayloadCodec, type CodecOptions } from './payload-codec';
 
 /** The key id of the key generated in the data directory when none is configured. */

@@ -12,7 +12,7 @@ import {
   fundWallet,
 } from '../support/database';
 import { createTestApp } from '../support/engine';
-import { sandboxWebhookSecret } from '../../src/outbound/secret-box';
+import { sandboxWebhookSecret } from '../../src/crypto/secret-box';
 import { clientFor, createUserWithWallet } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
 import { reportedInProcess } from '../support/metrics';

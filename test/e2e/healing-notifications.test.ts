@@ -12,7 +12,7 @@ import {
   ledgerTransactionCount,
 } from '../support/database';
 import type { TestApp, TestEngine } from '../support/engine';
-import { sandboxWebhookSecret } from '../../src/outbound/secret-box';
+import { sandboxWebhookSecret } from '../../src/crypto/secret-box';
 import type { FakeMonimeServer } from '../support/fake-monime';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';
 import { startMonimeEngine } from '../support/live-monime';

@@ -1,6 +1,6 @@
 import { SandboxCardProvider } from '../../src/providers/sandbox-card';
 import { assertLedgerInvariant, balanceOf, eventsOf } from '../support/database';
-import { sandboxWebhookSecret } from '../../src/outbound/secret-box';
+import { sandboxWebhookSecret } from '../../src/crypto/secret-box';
 import { createUserWithWallet, waitForStatus } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
 import { LOCALSTRIPE_CARDS, startLocalstripe, type Localstripe } from '../support/localstripe';

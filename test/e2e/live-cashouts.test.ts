@@ -1,6 +1,6 @@
 import { assertLedgerInvariant, balanceOf, eventsOf } from '../support/database';
 import type { TestEngine } from '../support/engine';
-import { sandboxWebhookSecret } from '../../src/outbound/secret-box';
+import { sandboxWebhookSecret } from '../../src/crypto/secret-box';
 import type { FakeMonimeServer } from '../support/fake-monime';
 import { clientFor, createFundedWallet, type ApiClient } from '../support/http';
 import { startMonimeEngine } from '../support/live-monime';

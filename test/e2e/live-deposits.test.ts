@@ -2,7 +2,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { assertLedgerInvariant, balanceOf } from '../support/database';
 import type { TestEngine } from '../support/engine';
-import { sandboxWebhookSecret } from '../../src/outbound/secret-box';
+import { sandboxWebhookSecret } from '../../src/crypto/secret-box';
 import { signMonimeNotification } from '../../src/providers/monime';
 import type { FakeMonimeServer } from '../support/fake-monime';
 import { clientFor, createUserWithWallet, type ApiClient } from '../support/http';

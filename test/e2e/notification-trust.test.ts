@@ -17,7 +17,7 @@ import {
   fundWallet,
   ledgerSteps,
 } from '../support/database';
-import { sandboxWebhookSecret } from '../../src/outbound/secret-box';
+import { sandboxWebhookSecret } from '../../src/crypto/secret-box';
 import { createUserWithWallet } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';
 

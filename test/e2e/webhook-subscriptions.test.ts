@@ -2,7 +2,7 @@
 import Ajv2020 from 'ajv/dist/2020';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { open, webhookSecretKey } from '../../src/outbound/secret-box';
+import { open, webhookSecretKey } from '../../src/crypto/secret-box';
 import { createTestApp } from '../support/engine';
 import { clientFor, type ApiClient, type Reply } from '../support/http';
 import { useTestApp, useTestEngine } from '../support/hooks';

@@ -2,7 +2,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { newWebhookSecret } from '../../src/outbound/secret-box';
+import { newWebhookSecret } from '../../src/crypto/secret-box';
 import {
   failureCategory,
   postWebhook,

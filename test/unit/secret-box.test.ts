@@ -11,7 +11,7 @@ import {
   sandboxWebhookSecret,
   SecretBoxError,
   webhookSecretKey,
-} from '../../src/outbound/secret-box';
+} from '../../src/crypto/secret-box';
 
 const key = randomBytes(32);
 const owner = randomUUID();

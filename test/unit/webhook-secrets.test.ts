@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
-import { newWebhookSecret, seal, SecretBoxError } from '../../src/outbound/secret-box';
+import { newWebhookSecret, seal, SecretBoxError } from '../../src/crypto/secret-box';
 import { signedDelivery } from '../../src/outbound/webhook-post';
 import { webhookSigningSecrets } from '../../src/outbound/webhook-secrets';
 

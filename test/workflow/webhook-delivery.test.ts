@@ -21,7 +21,7 @@ import {
   updateWebhookSubscription,
 } from '../../src/db/webhook-subscriptions';
 import { MIN_DEFERRAL_MS } from '../../src/outbound/endpoint-gate';
-import { newWebhookSecret, open, seal } from '../../src/outbound/secret-box';
+import { newWebhookSecret, open, seal } from '../../src/crypto/secret-box';
 import { webhookDeliveryId } from '../../src/workflows/ids';
 import { webhookDeliveryWorkflow } from '../../src/workflows/webhook';
 import { WEBHOOK_RETRY_WINDOW_MS, webhookRetryDelayMs } from '../../src/workflows/webhook-schedule';

@@ -12,7 +12,7 @@ import {
   takeTotpStep,
   useRecoveryCode,
 } from '../../db/dashboard-two-step';
-import { open, seal, webhookSecretKey } from '../../outbound/secret-box';
+import { open, seal, webhookSecretKey } from '../../crypto/secret-box';
 import { auditedBySession } from '../audit';
 import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
@@ -25,7 +25,7 @@ import { SIGN_IN_LOCKOUT_SCOPE } from './lockout';
 /**
  * Two-step sign-in with TOTP (RFC 6238: SHA-1, six digits, thirty-second steps), as every
  * authenticator app reads it. The secret must be read to check a code, so it is sealed with the
- * engine's secret box (src/outbound/secret-box.ts), bound to its account; recovery codes are hashed.
+ * engine's secret box (src/crypto/secret-box.ts), bound to its account; recovery codes are hashed.
  */
 export const TOTP_PERIOD = 30;
 export const TOTP_DIGITS = 6;

@@ -24,7 +24,7 @@ import {
   seal,
   SecretBoxError,
   webhookSecretKey,
-} from '../../outbound/secret-box';
+} from '../../crypto/secret-box';
 import { webhookSigningSecrets } from '../../outbound/webhook-secrets';
 import {
   DNS_FAILURES,

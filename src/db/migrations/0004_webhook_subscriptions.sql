@@ -1,5 +1,5 @@
 -- Outbound webhook subscriptions, per application and mode. The secret signs every
--- delivery, so it is kept sealed (AES-256-GCM, src/outbound/secret-box.ts), never in clear.
+-- delivery, so it is kept sealed (AES-256-GCM, src/crypto/secret-box.ts), never in clear.
 CREATE TABLE webhook_subscriptions (
   id uuid PRIMARY KEY,
   application_id uuid NOT NULL REFERENCES applications (id) ON DELETE CASCADE,
