@@ -3,7 +3,7 @@ import { Client } from '@temporalio/client';
 import { loadConfig, requireDatabaseUrl, startFailure } from '../config';
 import { createLogger, type Logger } from '../observability/logger';
 import { startMetricsServer } from '../observability/metrics';
-import { freePort } from '../../net/ports';
+import { freePort } from './ports';
 import { createDatabasePool, whenDatabaseAnswers } from '../db/pool';
 import {
   checkTemporalAccepts,

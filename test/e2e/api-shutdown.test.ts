@@ -4,7 +4,7 @@ import { createApp } from '../../src/api/app';
 import { createProviders } from '../../src/providers';
 import { createLogger } from '../../src/observability/logger';
 import { payloadKeys } from '../../src/temporal/data-converter';
-import { freePort } from '../../net/ports';
+import { freePort } from '../../src/worker/ports';
 import {
   apiReady,
   engineEnvironment,

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { startApi, type RunningApi } from '../../src/api/server';
 import { createDatabasePool, type DatabasePool } from '../../src/db/pool';
 import { scratchConfig } from '../../tools/harness/engine';
-import { freePort } from '../../net/ports';
+import { freePort } from '../../src/worker/ports';
 import {
   startEmbeddedPostgres,
   startMigratedPostgres,

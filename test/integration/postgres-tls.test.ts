@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config';
 import { migrate, type MigrationResult } from '../../src/db/migrate';
 import { createDatabasePool, isDatabaseUnreachable, type DatabasePool } from '../../src/db/pool';
 import { listenForEvents, RELAY_CHANNEL } from '../../src/db/webhook-listener';
-import { freePort } from '../../net/ports';
+import { freePort } from '../../src/worker/ports';
 import {
   ensureDatabase,
   startEmbeddedPostgres,

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { startApi, type RunningApi } from '../../src/api/server';
 import type { Config } from '../../src/config';
 import type { DatabasePool } from '../../src/db/pool';
-import { freePort } from '../../net/ports';
+import { freePort } from '../../src/worker/ports';
 import { createLogger } from '../../src/observability/logger';
 import { temporalDataConverter } from '../../src/temporal/data-converter';
 import { scratchConfig } from '../../tools/harness/engine';

@@ -6,7 +6,7 @@ import os from 'node:os';
 import tls from 'node:tls';
 import path from 'node:path';
 import { isGrpcServiceError } from '@temporalio/client';
-import { freePort } from '../../net/ports';
+import { freePort } from '../../src/worker/ports';
 import {
   checkTemporalAccepts,
   connectTemporal,

@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { startApi, type RunningApi } from '../../src/api/server';
 import { loadConfig } from '../../src/config';
 import { scratchConfig } from '../../tools/harness/engine';
-import { freePort } from '../../net/ports';
+import { freePort } from '../../src/worker/ports';
 import { startTemporalDevServer, type DevServer } from '../../tools/harness/temporal';
 import { createLogger } from '../../src/observability/logger';
 import type { DatabasePool } from '../../src/db/pool';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { startApi, type RunningApi } from '../../src/api/server';
 import { scratchConfig } from '../../tools/harness/engine';
-import { freePort } from '../../net/ports';
+import { freePort } from '../../src/worker/ports';
 import { startTemporalDevServer, type DevServer } from '../../tools/harness/temporal';
 import { createLogger } from '../../src/observability/logger';
 import type { DatabasePool } from '../../src/db/pool';

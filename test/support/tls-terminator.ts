@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import { freePort } from '../../net/ports';
+import { freePort } from '../../src/worker/ports';
 import { waitFor } from './wait';
 
 /** Debian's nginx (`tools/scripts/ensure-deps.sh --test` installs it), or null without it. */

@@ -8,7 +8,7 @@ import { createDatabasePool, type DatabasePool } from '../../src/db/pool';
 import { copyImportedRecords, readImportedBooks } from '../../src/db/recon-books';
 import { matchRun } from '../../src/db/recon-matching';
 import { getReconRun, insertReconRun } from '../../src/db/recon-runs';
-import { freePort } from '../../net/ports';
+import { freePort } from '../../src/worker/ports';
 import { createFixtureApplication } from '../../tools/harness/fixtures';
 import { startMigratedPostgres, type EmbeddedDatabase } from '../../tools/harness/postgres';
 import { expectedReconCounts, seedRecon } from '../../tools/bench/recon-seed';

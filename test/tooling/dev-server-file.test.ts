@@ -5,7 +5,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { Client, Connection } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
-import { freePort } from '../../net/ports';
+import { freePort } from '../../src/worker/ports';
 import { testDataConverter } from '../support/time-skipping';
 import { listWorkflowIds } from '../support/wait';
 import {

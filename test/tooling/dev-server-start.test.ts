@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:net';
-import { freePort } from '../../net/ports';
+import { freePort } from '../../src/worker/ports';
 import { startTemporalDevServer } from '../../tools/harness/temporal';
 
 /** Starting the dev server (tools/harness/temporal.ts): again when it exits during start-up, then why. */

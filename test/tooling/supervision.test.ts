@@ -6,7 +6,7 @@ import path from 'node:path';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createDatabasePool, type DatabasePool } from '../../src/db/pool';
-import { freePort } from '../../net/ports';
+import { freePort } from '../../src/worker/ports';
 import { commandLine, isAlive, readPidFile, waitFor } from '../../tools/harness/processes';
 import { assertLedgerInvariant, balanceOf } from '../support/database';
 import {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
-import { freePort } from '../../net/ports';
+import { freePort } from '../../src/worker/ports';
 
 /** Binds `port` on 127.0.0.1 and closes it again; rejects when the port is taken. */
 function listenOnce(port: number): Promise<void> {
@@ -11,7 +11,7 @@ function listenOnce(port: number): Promise<void> {
   });
 }
 
-describe('freePort (net/ports.ts)', () => {
+describe('freePort (src/worker/ports.ts)', () => {
   it('answers a port that can be bound, below the kernel source-port range', async () => {
     const low = Number(
       readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').split(/\s+/)[0],

@@ -1,5 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
-import { freePort } from '../../net/ports';
+import { freePort } from '../../src/worker/ports';
 import {
   apiReady,
   engineEnvironment,

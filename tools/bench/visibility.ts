@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Client } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { createEngineWorker } from '../../src/worker/engine-worker';
-import { freePort } from '../../net/ports';
+import { freePort } from '../../src/worker/ports';
 import { startTemporalDevServer, type DevServer } from '../harness/temporal';
 import { processCpuMs } from './cpu';
 import { progress, transferAttributes, type Engine } from './engine';

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../../net/ports';
+import { freePort } from '../../src/worker/ports';
 import { commandLine, isAlive, readPidFile, waitFor } from '../harness/processes';
 import { apiReady } from '../harness/split';
 

@@ -3,7 +3,7 @@ import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { freePort } from '../../net/ports';
+import { freePort } from '../../src/worker/ports';
 import { commandLine, isAlive, readPidFile, waitFor } from '../harness/processes';
 import {
   apiReady,

@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../../net/ports';
+import { freePort } from '../../src/worker/ports';
 import { startMigratedPostgres, type EmbeddedDatabase } from './postgres';
 import { startTemporalDevServer, type DevServer } from './temporal';
 
