@@ -6,7 +6,7 @@ import type { ApiDeps } from './deps';
 import { assertLiveProvider, unlessDeclined } from './errors';
 import { idFromKey } from './pipeline';
 import type { RouteContext } from './route';
-import { startPaymentWithUpdate } from './temporal';
+import { startPaymentWithUpdate } from './workflow-starts';
 
 /** What every deposit request's body holds. */
 type DepositBody = { wallet_id: string; amount: bigint; metadata?: Record<string, string> };

@@ -7,7 +7,7 @@ const waiting = new Map<string, Set<(result: unknown) => void>>();
 /**
  * The `payments` sink: a workflow run by this process's worker reports its settlement in the
  * activation that settles it, before the task completes, never on replay, so a request that
- * started it eagerly (src/api/temporal.ts) hears at once instead of waiting on the server.
+ * started it eagerly (src/api/workflow-starts.ts) hears at once instead of waiting on the server.
  */
 export const paymentSinks: InjectedSinks<PaymentSinks> = {
   payments: {

@@ -38,7 +38,7 @@ function queueTuning(config: Config, kind: QueueKind): Partial<WorkerOptions> {
   const tuning: Record<QueueKind, Partial<WorkerOptions>> = {
     payments: {
       maxConcurrentActivityTaskExecutions: config.database.poolSize,
-      // A payment starts eagerly on this worker (src/api/temporal.ts `eagerStart`) only if one of
+      // A payment starts eagerly on this worker (src/api/workflow-starts.ts `eagerStart`) only if one of
       // these slots is free when the API starts it; a free slot costs nothing.
       maxConcurrentWorkflowTaskExecutions: config.temporal.workflowTaskSlots,
     },
@@ -151,7 +151,7 @@ function queueWorkers(
 
 /**
  * The connection of the money queue's worker while it runs: a client on it can start payments
- * eagerly on this worker (src/api/temporal.ts `eagerStart`); null once it stops, so that starts go
+ * eagerly on this worker (src/api/workflow-starts.ts `eagerStart`); null once it stops, so that starts go
  * the usual way.
  */
 export function runningConnection(workers: QueueWorkers | undefined): NativeConnection | null {

@@ -10,7 +10,7 @@ import type { DataConverter } from '@temporalio/common';
 import { createEngineWorker } from '../../src/worker/engine-worker';
 import { payloadKeys, temporalDataConverter } from '../../src/temporal/data-converter';
 import { sdkConnectionOptions, temporalConnectionOptions } from '../../src/temporal/connection';
-import { paymentSearchAttributes } from '../../src/api/temporal';
+import { paymentSearchAttributes } from '../../src/api/workflow-starts';
 import { formatPayloadKeys, loadConfig, type Config } from '../../src/config';
 import { createDatabasePool, type DatabasePool } from '../../src/db/pool';
 import {

@@ -214,7 +214,7 @@ async function measureRows(
 
 /**
  * How many of the payments the API started went eagerly to the engine's worker (all sections):
- * one that did not took the server's task queue and a poll (src/api/temporal.ts `eagerStart`).
+ * one that did not took the server's task queue and a poll (src/api/workflow-starts.ts `eagerStart`).
  */
 async function eagerShare(): Promise<string> {
   const [started, eager] = await Promise.all([paymentsStarted.get(), eagerStarts.get()]);

@@ -131,7 +131,7 @@ function traceTemporal(client: Client): void {
     trace.workflowIds.push(handle.workflowId);
     return timedResult(handle, trace);
   }) as typeof workflow.start;
-  // The API waits for a payment's result on a handle of its own (src/api/temporal.ts).
+  // The API waits for a payment's result on a handle of its own (src/api/workflow-starts.ts).
   const getHandle = workflow.getHandle.bind(workflow);
   workflow.getHandle = ((...args: Parameters<typeof getHandle>) => {
     const trace = traces.getStore();

@@ -3,7 +3,7 @@ import type Koa from 'koa';
 import type { ErrorCode } from '../../domain/errors';
 import { isDatabaseUnreachable } from '../../db/pool';
 import { AppError } from '../errors';
-import { isTemporalUnreachable } from '../temporal';
+import { isTemporalUnreachable } from '../workflow-starts';
 import { redactHeaders, redactUrl, type Logger } from '../../observability/logger';
 
 /**

@@ -45,7 +45,7 @@ import {
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { Metadata, PageQuery, pageEnvelope, pageWindow, toPage, uuidPattern } from '../schemas';
-import { withDeadline } from '../temporal';
+import { withDeadline } from '../workflow-starts';
 
 /** The largest bulk payment body: its items at the size their single requests may reach. */
 export const BATCH_MAX_BODY_BYTES = 16 * 1024 * 1024;

@@ -14,7 +14,7 @@ import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../
 import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { CardPayoutRequest, cardPayoutFields } from '../payment-requests';
-import { startPaymentWithUpdate } from '../temporal';
+import { startPaymentWithUpdate } from '../workflow-starts';
 import { MoneyOutBody, moneyOutBody } from '../serializers';
 
 export function cardPayoutRoutes(deps: ApiDeps): Route[] {

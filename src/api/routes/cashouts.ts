@@ -10,7 +10,7 @@ import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { CashoutRequest, cashoutFields } from '../payment-requests';
 import { MoneyOutBody, moneyOutBody } from '../serializers';
-import { startPaymentWithUpdate } from '../temporal';
+import { startPaymentWithUpdate } from '../workflow-starts';
 
 export function cashoutRoutes(deps: ApiDeps): Route[] {
   const { pool, providers } = deps;

@@ -27,7 +27,7 @@ import {
   uuidPattern,
 } from '../schemas';
 import { DisputeBody } from '../serializers';
-import { withDeadline } from '../temporal';
+import { withDeadline } from '../workflow-starts';
 
 const STATUSES = ['needs_response', 'under_review', 'won', 'lost'] as const;
 

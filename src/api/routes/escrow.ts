@@ -17,7 +17,7 @@ import { answerUnderKey, idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { BodyId, Metadata, PositiveAmount } from '../schemas';
 import { TransactionBody, madeStepAnswer, transactionBody } from '../serializers';
-import { startPaymentWithUpdate, withDeadline } from '../temporal';
+import { startPaymentWithUpdate, withDeadline } from '../workflow-starts';
 
 const HoldRequest = z.object({
   wallet_id: BodyId,

@@ -29,7 +29,7 @@ import type { ApiDeps } from '../deps';
 import { readDocument } from '../document-upload';
 import { AppError, assertLiveProvider, errorResponse, unlessDeclined } from '../errors';
 import { defineRoute, type Route } from '../route';
-import { withDeadline } from '../temporal';
+import { withDeadline } from '../workflow-starts';
 
 export const DOCUMENT_PATH = '/api/v1/transactions/wallet/:wallet_id/verification-document';
 

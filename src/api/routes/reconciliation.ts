@@ -59,7 +59,7 @@ import {
   reconImportBody,
   reconRunBody,
 } from '../serializers';
-import { withDeadline } from '../temporal';
+import { withDeadline } from '../workflow-starts';
 
 /** A settlement file is at most 50 MiB (docs/api.md, Reconciliation). */
 export const MAX_SETTLEMENT_FILE_BYTES = 50 * 1024 * 1024;

@@ -13,7 +13,7 @@ import { idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { Metadata, PositiveAmount, uuidPattern } from '../schemas';
 import { RefundBody, refundBody } from '../serializers';
-import { startPaymentWithUpdate } from '../temporal';
+import { startPaymentWithUpdate } from '../workflow-starts';
 
 const REFUND_REASONS = ['requested_by_customer', 'duplicate', 'fraudulent'] as const;
 

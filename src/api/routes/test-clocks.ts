@@ -17,7 +17,7 @@ import type { ApiDeps } from '../deps';
 import { AppError, errorResponse } from '../errors';
 import { defineRoute, type Route } from '../route';
 import { BodyId, uuidPattern } from '../schemas';
-import { withDeadline } from '../temporal';
+import { withDeadline } from '../workflow-starts';
 
 const AdvanceTimeRequest = z.object({
   transaction_id: BodyId,

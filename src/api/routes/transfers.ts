@@ -8,7 +8,7 @@ import { answerUnderKey, idFromKey } from '../pipeline';
 import { defineRoute, type Route } from '../route';
 import { TransferRequest, transferFields } from '../payment-requests';
 import { TransactionBody, madeStepAnswer } from '../serializers';
-import { paymentSearchAttributes, runPaymentWorkflow } from '../temporal';
+import { paymentSearchAttributes, runPaymentWorkflow } from '../workflow-starts';
 import { transferAnsweredLocally } from '../../temporal/settlements';
 
 export function transferRoutes(deps: ApiDeps): Route[] {
