@@ -3,7 +3,7 @@
  * starts the harness's Postgres, and the root configs) may import the runtime, never the reverse.
  * Type-only imports count; the dashboard is a browser app of its own, outside these layers.
  */
-const TOOLING = '^(tools|test|cli)/|^[^/]+\\.config\\.(c|m)?js$';
+const TOOLING = '^(tools|test)/|^[^/]+\\.config\\.(c|m)?js$';
 /** A package (node_modules may be a link to another checkout's: the path is not anchored). */
 const pkg = (name) => `(^|/)node_modules/${name}/`;
 
@@ -94,7 +94,7 @@ module.exports = {
     ),
     forbid(
       'runtime-not-tooling',
-      'The runtime never imports the tooling (tools/, test/, cli/).',
+      'The runtime never imports the tooling (tools/, test/).',
       { pathNot: TOOLING },
       { path: TOOLING },
     ),

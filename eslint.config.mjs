@@ -83,7 +83,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['tools/scripts/**/*.ts', 'tools/bench/**/*.ts', 'cli/**/*.ts', 'test/**/*.ts'],
+    files: ['tools/scripts/**/*.ts', 'tools/bench/**/*.ts', 'tools/cli/**/*.ts', 'test/**/*.ts'],
     rules: { 'no-console': 'off' },
   },
   {

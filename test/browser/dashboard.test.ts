@@ -49,7 +49,7 @@ function cli(
   stdin = '',
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'tools/cli/main.ts', ...args], {
       cwd: ROOT,
       env: { ...process.env, DATABASE_URL: engine.config.database.url, LOG_LEVEL: 'silent' },
     });

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import { createMaintenanceActivities } from '../../src/activities/maintenance';
-import { LISTEN_APPLICATION_NAME } from '../../cli/webhooks-listen';
+import { LISTEN_APPLICATION_NAME } from '../../tools/cli/webhooks-listen';
 import { LISTENERS_CHANNEL } from '../../src/db/event-listeners';
 import { listenForEvents } from '../../src/db/webhook-listener';
 import { EVENT_TYPES } from '../../src/domain/events';
@@ -78,7 +78,9 @@ function commandPid(group: number): number {
     .map((row) => row.trim().split(/\s+/));
   const node = rows.find(
     ([, pgid, command, ...args]) =>
-      pgid === String(group) && /(^|\/)node$/.test(command ?? '') && args.includes('cli/main.ts'),
+      pgid === String(group) &&
+      /(^|\/)node$/.test(command ?? '') &&
+      args.includes('tools/cli/main.ts'),
   );
   if (!node) throw new Error(`no command process in group ${group}`);
   return Number(node[0]);

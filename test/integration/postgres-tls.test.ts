@@ -4,7 +4,7 @@ import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { LISTEN_APPLICATION_NAME } from '../../cli/webhooks-listen';
+import { LISTEN_APPLICATION_NAME } from '../../tools/cli/webhooks-listen';
 import { loadConfig } from '../../src/config';
 import { migrate, type MigrationResult } from '../../src/db/migrate';
 import { createDatabasePool, isDatabaseUnreachable, type DatabasePool } from '../../src/db/pool';
@@ -143,7 +143,7 @@ describe('Postgres with sslmode=verify-full and DATABASE_SSL_CA', () => {
   it('runs the CLI and the API, whose requests read and write over TLS', async () => {
     const env = tlsEnv();
     const created = await runNode(
-      'cli/main.ts',
+      'tools/cli/main.ts',
       ['apps', 'create', '--name', 'Over TLS', '--currency', 'USD'],
       env,
     );
@@ -239,7 +239,7 @@ describe('Postgres with sslmode=verify-full and DATABASE_SSL_CA', () => {
       [
         '--import',
         'tsx',
-        'cli/main.ts',
+        'tools/cli/main.ts',
         ...['webhooks', 'listen', '--app', applicationId, '--mode', 'test'],
         ...['--forward-to', 'http://127.0.0.1:9/hook'],
       ],
@@ -302,7 +302,7 @@ describe('a certificate TLS refuses stops the process at start with one line', (
   });
 
   it('another host name: the CLI exits with the line naming DATABASE_URL', async () => {
-    const run = await runNode('cli/main.ts', ['admins', 'list'], {
+    const run = await runNode('tools/cli/main.ts', ['admins', 'list'], {
       DATABASE_URL: urlOf('127.0.0.2', 'verify-full'),
       DATABASE_SSL_CA: file('ca.pem'),
     });

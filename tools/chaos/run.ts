@@ -87,7 +87,7 @@ async function runCli(databaseUrl: string, args: string[]): Promise<CliRun> {
   try {
     const { stdout, stderr } = await run(
       process.execPath,
-      ['--import', 'tsx', 'cli/main.ts', ...args],
+      ['--import', 'tsx', 'tools/cli/main.ts', ...args],
       {
         cwd: root,
         env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' },

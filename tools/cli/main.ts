@@ -1,43 +1,43 @@
 import { hostname, userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Client, type Connection } from '@temporalio/client';
-import { loadConfig, type Config } from '../src/config';
-import { connectTemporal, temporalConnectionOptions } from '../src/temporal/connection';
-import { createLogger } from '../src/observability/logger';
+import { loadConfig, type Config } from '../../src/config';
+import { connectTemporal, temporalConnectionOptions } from '../../src/temporal/connection';
+import { createLogger } from '../../src/observability/logger';
 import {
   createApplication,
   findApplication,
   updateApplicationSettings,
   type ApplicationRow,
-} from '../src/db/applications';
-import { createAdmin, listAdmins, revokeAdmin } from '../src/db/admins';
-import { CapReachedError } from '../src/db/caps';
-import { createCredential, listCredentials, revokeCredential } from '../src/db/credentials';
+} from '../../src/db/applications';
+import { createAdmin, listAdmins, revokeAdmin } from '../../src/db/admins';
+import { CapReachedError } from '../../src/db/caps';
+import { createCredential, listCredentials, revokeCredential } from '../../src/db/credentials';
 import {
   createDashboardAccount,
   findDashboardAccountByEmail,
   listDashboardAccounts,
   revokeDashboardSessionsByEmail,
-} from '../src/db/dashboard-accounts';
-import { emailAllowed, PASSWORD_RULE, passwordAllowed } from '../src/domain/dashboard-access';
-import { withAudit, type AuditSource } from '../src/db/audit-log';
-import { createDatabasePool, type DatabasePool } from '../src/db/pool';
-import { openLocalDatabase } from '../tools/harness/postgres';
-import { minorToDecimalString, parseMajorDecimal } from '../src/domain/money';
-import { APPLICATION_FEE_METHODS } from '../src/domain/fees';
-import { RATE_LIMIT_CATEGORIES } from '../src/domain/types';
-import type { AuditActor } from '../src/domain/audit';
+} from '../../src/db/dashboard-accounts';
+import { emailAllowed, PASSWORD_RULE, passwordAllowed } from '../../src/domain/dashboard-access';
+import { withAudit, type AuditSource } from '../../src/db/audit-log';
+import { createDatabasePool, type DatabasePool } from '../../src/db/pool';
+import { openLocalDatabase } from '../harness/postgres';
+import { minorToDecimalString, parseMajorDecimal } from '../../src/domain/money';
+import { APPLICATION_FEE_METHODS } from '../../src/domain/fees';
+import { RATE_LIMIT_CATEGORIES } from '../../src/domain/types';
+import type { AuditActor } from '../../src/domain/audit';
 import { RefusedError, UsageError } from './errors';
 import { LISTEN_USAGE, listenForWebhooks, parseListenArgs } from './webhooks-listen';
 
-import { resolvePayment } from '../src/intake/resolutions';
-import { transactionBodies } from '../src/api/serializers';
-import { temporalDataConverter } from '../src/temporal/data-converter';
+import { resolvePayment } from '../../src/intake/resolutions';
+import { transactionBodies } from '../../src/api/serializers';
+import { temporalDataConverter } from '../../src/temporal/data-converter';
 import {
   RESOLUTION_LIMITS,
   RESOLUTION_OUTCOMES,
   type ResolutionOutcome,
-} from '../src/workflows/resolution';
+} from '../../src/workflows/resolution';
 
 /**
  * The specification's dashboard on the command line. Each command prints one JSON document on

@@ -1,29 +1,29 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { findApplication } from '../src/db/applications';
-import { findEvents, readEventWindow, type FeedScope } from '../src/db/event-feed';
+import { findApplication } from '../../src/db/applications';
+import { findEvents, readEventWindow, type FeedScope } from '../../src/db/event-feed';
 import {
   LISTENERS_CHANNEL,
   listenersPayload,
   pruneEventListeners,
   removeEventListener,
   renewEventListener,
-} from '../src/db/event-listeners';
-import type { DatabasePool } from '../src/db/pool';
-import type { EventRow } from '../src/db/webhook-deliveries';
-import { listenForEvents, type EventListener } from '../src/db/webhook-listener';
-import { EVENT_TYPES } from '../src/domain/events';
-import type { Mode } from '../src/domain/types';
+} from '../../src/db/event-listeners';
+import type { DatabasePool } from '../../src/db/pool';
+import type { EventRow } from '../../src/db/webhook-deliveries';
+import { listenForEvents, type EventListener } from '../../src/db/webhook-listener';
+import { EVENT_TYPES } from '../../src/domain/events';
+import type { Mode } from '../../src/domain/types';
 import {
   assertPublicUrl,
   classifyAddress,
   ForbiddenAddressError,
   InvalidWebhookUrlError,
   parseHostAddress,
-} from '../src/outbound/address-guard';
-import { newWebhookSecret } from '../src/crypto/secret-box';
-import { postWebhook, signedDelivery } from '../src/outbound/webhook-post';
+} from '../../src/outbound/address-guard';
+import { newWebhookSecret } from '../../src/crypto/secret-box';
+import { postWebhook, signedDelivery } from '../../src/outbound/webhook-post';
 import { UsageError } from './errors';
 
 /**
